@@ -1,0 +1,233 @@
+"""The `nkirun` command line: a thin layer over nkirun.api.
+
+Exit status: 0 success; 1 invalid program, bad data or run-time failure (nothing written);
+2 usage error; 3 internal error (a bug in nkirun: please report it; --debug shows the
+traceback).
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import click
+
+from .errors import NkirunError
+
+EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_BUG = 0, 1, 2, 3
+
+_fmt_option = click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+    help="text for people, json for tools")
+_program_format_option = click.option(
+    "--program-format", type=click.Choice(["auto", "yaml", "text"]), default="auto",
+    show_default=True, help="how to read PROGRAM (auto: .nkis/.txt are text, else YAML)")
+_target_option = click.option(
+    "--target", type=click.Choice(["trn1", "trn2", "inf2"]), default=None,
+    help="override the program's target (memory sizes and clocks)")
+_debug_option = click.option("--debug", is_flag=True, help="show Python tracebacks of "
+                             "internal errors")
+
+
+def _fail(e: NkirunError, lines=()) -> None:
+    from .render import print_diagnostics
+    print_diagnostics(e.diagnostics, lines, sys.stderr)
+    sys.exit(EXIT_INVALID)
+
+
+def _guard(fn):
+    """Run a command body: user errors -> exit 1, bugs -> one line and exit 3."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        debug = kwargs.get("debug", False)
+        try:
+            return fn(*args, **kwargs)
+        except NkirunError as e:
+            _fail(e, getattr(e, "lines", ()))
+        except (click.exceptions.Exit, click.ClickException, SystemExit, KeyboardInterrupt):
+            raise
+        except Exception as e:  # noqa: BLE001
+            if debug:
+                raise
+            from .interpret import InternalError
+            where = e.where if isinstance(e, InternalError) else "nkirun"
+            inner = e.exc if isinstance(e, InternalError) else e
+            click.echo(f"nkirun: internal error (a bug in nkirun, not in your program) at "
+                       f"{where}: {type(inner).__name__}: {inner}. Re-run with --debug for the "
+                       "traceback.", err=True)
+            sys.exit(EXIT_BUG)
+    return wrapper
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="nkirun")
+def cli():
+    """Check, run and cost AWS NKI instruction programs on the CPU.
+
+    A program (YAML, or the line-oriented text form) declares named HBM/SBUF/PSUM tensors
+    and a list of nki.isa instructions with their NKI keyword arguments:
+
+    \b
+      nkirun check programs/range_select.yaml     # every rule of the pages, located
+      nkirun run   programs/range_select.yaml     # NumPy execution, writes .npy outputs
+      nkirun cost  programs/range_select.yaml     # cycles per instruction and engine
+
+    Exit status: 0 ok, 1 invalid program or failed run, 2 usage error, 3 internal error.
+    """
+
+
+@cli.command()
+@click.argument("program", type=click.Path(dir_okay=False))
+@_fmt_option
+@_target_option
+@_program_format_option
+@_debug_option
+@_guard
+def check(program, fmt, target, program_format, debug):
+    """Validate PROGRAM statically (reads no data file).
+
+    Reports every problem at once, each with file:line:column, what was found and what
+    is allowed. Exit 0 when there is no error (warnings allowed), 1 otherwise.
+    """
+    from .api import check_program
+    from .render import print_diagnostics, summary_line
+    c = check_program(program, program_format, target)
+    if fmt == "json":
+        click.echo(json.dumps({
+            "program": program, "ok": not c.errors,
+            "errors": len(c.errors), "warnings": len(c.diagnostics) - len(c.errors),
+            "diagnostics": [d.as_dict() for d in c.diagnostics]}, indent=2))
+    else:
+        lines = c.program.source_lines if c.program else ()
+        print_diagnostics(c.diagnostics, lines)
+        if c.errors:
+            click.echo(f"{program}: {summary_line(c.diagnostics)}")
+        else:
+            n = len(c.program.instructions) if c.program else 0
+            click.echo(f"{program}: ok — {n} instruction{'s' * (n != 1)}, "
+                       f"{summary_line(c.diagnostics)}")
+    sys.exit(EXIT_INVALID if c.errors else EXIT_OK)
+
+
+def _parse_inputs(values) -> dict[str, str]:
+    inputs = {}
+    for v in values:
+        name, sep, path = v.partition("=")
+        if not sep or not name or not path:
+            raise click.BadParameter(f"{v!r}: expected NAME=PATH.npy", param_hint="--input")
+        inputs[name.strip()] = path
+    return inputs
+
+
+def default_out_dir(program: str) -> str:
+    stem = os.path.basename(program)
+    for suffix in (".yaml", ".yml", ".nkis", ".txt"):
+        stem = stem.removesuffix(suffix)
+    return os.path.join("out", stem)
+
+
+@cli.command()
+@click.argument("program", type=click.Path(dir_okay=False))
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
+              help="folder for the output .npy files [default: ./out/<program name>]")
+@click.option("--input", "inputs", multiple=True, metavar="NAME=PATH",
+              help="replace tensor NAME's initial contents with a .npy file (repeatable)")
+@click.option("--max-hbm-bytes", type=int, default=None,
+              help="refuse HBM tensors larger than this (default 4 GiB)")
+@_program_format_option
+@_debug_option
+@_guard
+def run(program, out_dir, inputs, max_hbm_bytes, program_format, debug):
+    """Check, then execute PROGRAM with NumPy; write every `output: true` tensor.
+
+    Outputs go to OUT/<name>.npy, written only after the whole run succeeded, each
+    atomically. On any error nothing in OUT changes and the exit status is 1.
+    """
+    from . import api
+    from .targets import DEFAULT_MAX_HBM_BYTES
+    inputs = _parse_inputs(inputs)
+    out_dir = out_dir or default_out_dir(program)
+    try:
+        c = api.require_valid(program, program_format,
+                              max_hbm_bytes=max_hbm_bytes or DEFAULT_MAX_HBM_BYTES)
+    except NkirunError as e:
+        from .loader import parse_file
+        p, _ = parse_file(program, program_format)
+        e.lines = p.source_lines if p else ()
+        raise
+    from .interpret import execute, outputs, write_outputs
+    api._check_inputs(c.program, inputs)
+    m = execute(c.program, c.bound, inputs)
+    result = outputs(c.program, m)
+    from .render import print_diagnostics
+    warnings = [d for d in c.diagnostics if not d.is_error] + m.warnings
+    print_diagnostics(warnings, c.program.source_lines, sys.stderr)
+    written = write_outputs(result, out_dir)
+    _print_run_summary(program, c, result, written)
+    sys.exit(EXIT_OK)
+
+
+def _print_run_summary(program, c, result, written) -> None:
+    from .render import use_color
+    n = len(c.program.instructions)
+    if use_color():
+        from rich.console import Console
+        from rich.table import Table
+        table = Table(title=f"{program}: {n} instructions executed", title_justify="left")
+        for col in ("output", "shape", "dtype", "file"):
+            table.add_column(col)
+        for (name, arr), path in zip(result.items(), written):
+            t = c.program.tensors[name]
+            table.add_row(name, "x".join(map(str, t.shape)), t.dtype.name, path)
+        Console().print(table)
+    else:
+        click.echo(f"{program}: {n} instructions executed, {len(written)} outputs written")
+        for (name, _), path in zip(result.items(), written):
+            t = c.program.tensors[name]
+            click.echo(f"  {name}  {list(t.shape)}  {t.dtype.name}  -> {path}")
+
+
+@cli.command()
+@click.argument("program", type=click.Path(dir_okay=False))
+@_fmt_option
+@_target_option
+@click.option("--trace-out", type=click.Path(dir_okay=False), default=None,
+              help="also write a Chrome/Perfetto trace (open it in ui.perfetto.dev)")
+@_program_format_option
+@_debug_option
+@_guard
+def cost(program, fmt, target, trace_out, program_format, debug):
+    """Estimate cycles per instruction and the multi-engine schedule of PROGRAM.
+
+    Each engine runs its instructions in program order; an instruction waits for its
+    engine and for the data it reads. Reads no data file. Exit 1 if PROGRAM is invalid.
+    """
+    from . import api
+    from .cost import render_report, to_json, write_trace
+    try:
+        sched = api.cost(program, program_format, target)
+    except NkirunError as e:
+        from .loader import parse_file
+        p, _ = parse_file(program, program_format)
+        e.lines = p.source_lines if p else ()
+        raise
+    if trace_out:
+        write_trace(sched, trace_out)
+    if fmt == "json":
+        click.echo(json.dumps(to_json(sched), indent=2))
+    else:
+        render_report(sched)
+    sys.exit(EXIT_OK)
+
+
+def main():
+    try:
+        cli(standalone_mode=True)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,116 @@
+"""The twelve NKI data types: names, NumPy storage types and casting rules.
+
+Every value is computed in float32 and then cast to the destination type:
+floats with round-to-nearest-even (ml_dtypes / NumPy), tfloat32 as float32 with a
+10-bit mantissa, integers with round-half-even and saturation (NaN becomes 0),
+which is what NKI 0.6 documents for fp32 -> int on hardware.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+
+
+@dataclass(frozen=True, slots=True)
+class DType:
+    name: str
+    np_type: np.dtype
+    is_float: bool
+    itemsize: int  # bytes per element on chip
+    rank: int  # precision order used for "highest precision" defaults
+
+    @property
+    def is_int(self) -> bool:
+        return not self.is_float
+
+
+def _d(name, np_type, is_float, rank):
+    t = np.dtype(np_type)
+    return DType(name, t, is_float, t.itemsize, rank)
+
+
+DTYPES: dict[str, DType] = {d.name: d for d in [
+    _d("float32", np.float32, True, 60),
+    _d("tfloat32", np.float32, True, 50),  # stored as float32, mantissa rounded to 10 bits
+    _d("float16", np.float16, True, 40),
+    _d("bfloat16", ml_dtypes.bfloat16, True, 41),
+    _d("float8_e4m3", ml_dtypes.float8_e4m3, True, 20),
+    _d("float8_e5m2", ml_dtypes.float8_e5m2, True, 21),
+    _d("int8", np.int8, False, 10),
+    _d("uint8", np.uint8, False, 10),
+    _d("int16", np.int16, False, 12),
+    _d("uint16", np.uint16, False, 12),
+    _d("int32", np.int32, False, 14),
+    _d("uint32", np.uint32, False, 14),
+]}
+
+# The `nl` short forms and a few NumPy spellings users write.
+ALIASES = {
+    "fp32": "float32", "tf32": "tfloat32", "fp16": "float16", "bf16": "bfloat16",
+    "half": "float16", "float": "float32",
+    "fp8_e4m3": "float8_e4m3", "fp8_e5m2": "float8_e5m2",
+    "float8e4": "float8_e4m3", "float8e5": "float8_e5m2",
+}
+
+FLOAT_NAMES = frozenset(n for n, d in DTYPES.items() if d.is_float)
+INT_NAMES = frozenset(n for n, d in DTYPES.items() if not d.is_float)
+
+
+def lookup(name: str) -> DType | None:
+    """The DType for an NKI name or alias (optionally prefixed `nl.`/`np.`), else None."""
+    if not isinstance(name, str):
+        return None
+    key = name.strip()
+    for prefix in ("nl.", "np.", "numpy."):
+        if key.startswith(prefix):
+            key = key[len(prefix):]
+    key = ALIASES.get(key, key)
+    return DTYPES.get(key)
+
+
+def from_numpy(t: np.dtype) -> DType | None:
+    """The NKI dtype whose storage is NumPy type `t` (float32 files map to float32)."""
+    t = np.dtype(t)
+    for d in DTYPES.values():
+        if d.np_type == t and d.name != "tfloat32":
+            return d
+    return None
+
+
+def _round_tf32(x: np.ndarray) -> np.ndarray:
+    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    finite = (bits & 0x7F800000) != 0x7F800000
+    # round-to-nearest-even on the 13 dropped mantissa bits
+    lsb = (bits >> 13) & 1
+    rounded = ((bits + 0x0FFF + lsb) & 0xFFFFE000).astype(np.uint32)
+    return np.where(finite, rounded, bits).view(np.float32)
+
+
+def cast(x: np.ndarray, dt: DType) -> np.ndarray:
+    """Cast float32 (or any numeric) values to `dt`'s storage type, hardware style."""
+    x = np.asarray(x)
+    if dt.name == "tfloat32":
+        return _round_tf32(x.astype(np.float32, copy=False))
+    if x.dtype == dt.np_type:
+        return x
+    with np.errstate(all="ignore"):
+        if dt.is_float:
+            return x.astype(np.float32, copy=False).astype(dt.np_type)
+        if x.dtype.kind in "iu" and np.can_cast(x.dtype, dt.np_type):
+            return x.astype(dt.np_type)
+        info = np.iinfo(dt.np_type)
+        f = np.rint(x.astype(np.float64, copy=False))
+        f = np.nan_to_num(f, nan=0.0, posinf=info.max, neginf=info.min)
+        return np.clip(f, info.min, info.max).astype(dt.np_type)
+
+
+def to_f32(x: np.ndarray) -> np.ndarray:
+    """Widen to float32 for computation (a no-op for float32 input)."""
+    return np.asarray(x).astype(np.float32, copy=False)
+
+
+def highest(*dts: DType) -> DType:
+    """The highest-precision dtype among `dts` (NKI's default output dtype rule)."""
+    return max(dts, key=lambda d: d.rank)

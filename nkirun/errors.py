@@ -1,0 +1,79 @@
+"""Source locations, diagnostics and the error types every layer raises.
+
+A `Diagnostic` is the unit of user-facing feedback: `check` collects many of them,
+`run` refuses a program that has any error among them. Nothing here prints.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Loc:
+    """A 1-based position in a program file (line 0 means "no position")."""
+
+    file: str = "<program>"
+    line: int = 0
+    column: int = 0
+
+    def __str__(self) -> str:
+        if self.line:
+            return f"{self.file}:{self.line}:{self.column}"
+        return self.file
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    severity: str  # "error" | "warning"
+    code: str  # stable, documented in docs/diagnostics.md
+    message: str
+    loc: Loc = field(default_factory=Loc)
+    instruction: int | None = None
+    hint: str | None = None
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity == "error"
+
+    def as_dict(self) -> dict:
+        return {
+            "severity": self.severity,
+            "code": self.code,
+            "message": self.message,
+            "file": self.loc.file,
+            "line": self.loc.line or None,
+            "column": self.loc.column or None,
+            "instruction": self.instruction,
+            "hint": self.hint,
+        }
+
+    def one_line(self) -> str:
+        return f"{self.loc}: {self.severity}[{self.code}]: {self.message}"
+
+
+def error(code: str, message: str, loc: Loc | None = None, instruction: int | None = None,
+          hint: str | None = None) -> Diagnostic:
+    return Diagnostic("error", code, message, loc or Loc(), instruction, hint)
+
+
+def warning(code: str, message: str, loc: Loc | None = None, instruction: int | None = None,
+            hint: str | None = None) -> Diagnostic:
+    return Diagnostic("warning", code, message, loc or Loc(), instruction, hint)
+
+
+class NkirunError(Exception):
+    """A problem with the user's input; carries one or more diagnostics. Exit status 1."""
+
+    def __init__(self, diagnostics: list[Diagnostic] | Diagnostic):
+        if isinstance(diagnostics, Diagnostic):
+            diagnostics = [diagnostics]
+        self.diagnostics = list(diagnostics)
+        super().__init__("\n".join(d.one_line() for d in self.diagnostics))
+
+
+class ProgramInvalid(NkirunError):
+    """`check` found errors; the program is not executed."""
+
+
+class RunError(NkirunError):
+    """The program failed while executing (e.g. an uninitialised read)."""

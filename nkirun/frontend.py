@@ -1,0 +1,249 @@
+"""Format-independent program building: both front ends (YAML and text) hand plain
+values with their source positions to a `Builder`, which checks the structure, converts
+every keyword through the instruction table and produces the typed IR.
+"""
+from __future__ import annotations
+
+import difflib
+import re
+
+import numpy as np
+
+from . import dtypes as dt
+from .errors import Loc, error
+from .ir import BUFFERS, Instruction, Program, TensorDecl
+from .isa import REGISTRY
+from .isa.spec import ArgError, convert, normalize_name
+from .ops import parse_scalar
+from .targets import DEFAULT_TARGET, TARGETS
+
+TOP_KEYS = ("version", "name", "target", "tensors", "instructions")
+TENSOR_KEYS = ("buffer", "shape", "dtype", "file", "fill", "data", "output")
+NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+BUFFER_ALIASES = {"shared_hbm": "hbm", "private_hbm": "hbm"}
+
+
+def did_you_mean(word: str, choices) -> str | None:
+    close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
+    return f"did you mean `{close[0]}`?" if close else None
+
+
+def _type_name(v) -> str:
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+            list: "a list", dict: "a mapping", type(None): "nothing"}.get(type(v), type(v).__name__)
+
+
+class Builder:
+    def __init__(self, path: str, base_dir: str, lines: tuple[str, ...] = ()):
+        self.path, self.base_dir, self.lines = path, base_dir, lines
+        self.diags = []
+        self.version = None
+        self.name = None
+        self.target = DEFAULT_TARGET
+        self.tensors: dict[str, TensorDecl] = {}
+        self.invalid_tensors: set[str] = set()
+        self.instructions: list[Instruction] = []
+        self.dropped: set[int] = set()
+        self.count = 0  # instruction entries seen (valid or not)
+        self.saw = set()
+
+    # ---- top level ---------------------------------------------------------------------------
+    def top(self, key: str, value, kloc: Loc, vloc: Loc) -> None:
+        self.saw.add(key)
+        if key == "version":
+            if value != 1 or isinstance(value, bool):
+                self.diags.append(error("E004", f"unsupported program format version {value!r}",
+                                        vloc, hint="this nkirun reads `version: 1`"))
+            self.version = value
+        elif key == "name":
+            if value is not None and not isinstance(value, str):
+                self.diags.append(error("E006", "`name` must be a string", vloc))
+            self.name = None if value is None else str(value)
+        elif key == "target":
+            if not isinstance(value, str) or value.lower() not in TARGETS:
+                self.diags.append(error("E007", f"unknown target {value!r}", vloc,
+                                        hint="allowed: " + ", ".join(TARGETS)))
+            else:
+                self.target = value.lower()
+        else:
+            self.diags.append(error("E003", f"unknown top-level key `{key}`", kloc,
+                                    hint=did_you_mean(key, TOP_KEYS)
+                                    or "allowed: " + ", ".join(TOP_KEYS)))
+
+    # ---- tensors -----------------------------------------------------------------------------
+    def tensor(self, name, fields, loc: Loc) -> None:
+        self.saw.add("tensors")
+        bad = self._tensor(name, fields, loc)
+        if bad and isinstance(name, str):
+            self.invalid_tensors.add(name)
+
+    def _tensor(self, name, fields, loc: Loc) -> bool:
+        d = self.diags
+        n0 = len(d)
+        if not isinstance(name, str) or not NAME_RE.match(name):
+            d.append(error("E018", f"invalid tensor name {name!r}", loc,
+                           hint="names are letters, digits and _, not starting with a digit "
+                                "(they become output file names)"))
+            return True
+        if name in self.tensors or name in self.invalid_tensors:
+            d.append(error("E014", f"tensor `{name}` is declared twice", loc))
+            return False
+        if not isinstance(fields, dict):
+            d.append(error("E006", f"tensor `{name}` must be a mapping such as "
+                           "{buffer: sbuf, shape: [128, 512], dtype: float32}", loc))
+            return True
+        key_locs = {k: kl for k, (_, kl, _) in fields.items()}
+        for k, (_, kl, _) in fields.items():
+            if k not in TENSOR_KEYS:
+                d.append(error("E010", f"tensor `{name}`: unknown key `{k}`", kl,
+                               hint=did_you_mean(k, TENSOR_KEYS)
+                               or "allowed: " + ", ".join(TENSOR_KEYS)))
+        for k in ("buffer", "shape", "dtype"):
+            if k not in fields:
+                d.append(error("E005", f"tensor `{name}` needs `{k}`", loc))
+        get = lambda k: fields[k][0] if k in fields else None  # noqa: E731
+        vloc = lambda k: fields[k][2] if k in fields else loc  # noqa: E731
+
+        buffer = get("buffer")
+        if buffer is not None:
+            b = BUFFER_ALIASES.get(str(buffer).removeprefix("nl."), str(buffer).removeprefix("nl."))
+            if b not in BUFFERS:
+                d.append(error("E011", f"tensor `{name}`: unknown buffer {buffer!r}", vloc("buffer"),
+                               hint="allowed: hbm, sbuf, psum"))
+            buffer = b
+        shape = get("shape")
+        if shape is not None:
+            if not (isinstance(shape, list) and shape and all(
+                    isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in shape)):
+                d.append(error("E012", f"tensor `{name}`: shape must be a non-empty list of "
+                               f"positive integers, got {shape!r}", vloc("shape")))
+                shape = None
+            else:
+                shape = tuple(shape)
+        dtype = None
+        if "dtype" in fields:
+            dtype = dt.lookup(get("dtype")) if isinstance(get("dtype"), str) else None
+            if dtype is None:
+                d.append(error("E013", f"tensor `{name}`: unknown dtype {get('dtype')!r}",
+                               vloc("dtype"), hint="allowed: " + ", ".join(dt.DTYPES)))
+        inits = [k for k in ("file", "fill", "data") if k in fields]
+        init, init_value = None, None
+        if len(inits) > 1:
+            d.append(error("E015", f"tensor `{name}` has {' and '.join(inits)}: give at most one "
+                           "initial value", fields[inits[1]][1]))
+        elif inits:
+            init = inits[0]
+            init_value = get(init)
+            if init == "file" and not (isinstance(init_value, str) and init_value):
+                d.append(error("E006", f"tensor `{name}`: `file` must be a path to a .npy file",
+                               vloc("file")))
+            elif init == "fill":
+                v = parse_scalar(init_value)
+                if v is None:
+                    d.append(error("E019", f"tensor `{name}`: fill must be a number, got "
+                                   f"{init_value!r}", vloc("fill"),
+                                   hint="numbers, or inf, -inf, nan, fp32.min, fp32.max"))
+                init_value = v
+            elif init == "data" and shape is not None:
+                init_value = self._data(name, init_value, shape, vloc("data"))
+        output = get("output")
+        if output is not None and not isinstance(output, bool):
+            d.append(error("E006", f"tensor `{name}`: `output` must be true or false, got "
+                           f"{_type_name(output)}", vloc("output")))
+            output = False
+        if len(d) > n0 or buffer is None or shape is None or dtype is None:
+            return True
+        self.tensors[name] = TensorDecl(name, buffer, shape, dtype, init, init_value,
+                                        bool(output), loc, key_locs)
+        return False
+
+    def _data(self, name, value, shape, loc):
+        if not isinstance(value, list):
+            self.diags.append(error("E016", f"tensor `{name}`: data must be a nested list of "
+                                    f"shape {list(shape)}", loc))
+            return None
+        try:
+            arr = np.array(value, dtype=np.float64)
+        except (ValueError, TypeError):
+            vals = [parse_scalar(v) for v in np.array(value, dtype=object).ravel()] \
+                if _rectangular(value) else [None]
+            if any(v is None for v in vals):
+                self.diags.append(error("E016", f"tensor `{name}`: data must be a rectangular "
+                                        "nested list of numbers", loc))
+                return None
+            arr = np.array(vals, dtype=np.float64).reshape(np.array(value, dtype=object).shape)
+        if arr.shape != shape:
+            self.diags.append(error("E016", f"tensor `{name}`: data has shape {list(arr.shape)}, "
+                                    f"declared {list(shape)}", loc))
+            return None
+        return arr
+
+    # ---- instructions ------------------------------------------------------------------------
+    def bad_entry(self, message: str, loc: Loc) -> None:
+        self.diags.append(error("E020", message, loc, self.count,
+                                hint="write e.g. `- load: {dst: t, src: x}`"))
+        self.dropped.add(self.count)
+        self.count += 1
+
+    def instruction(self, op: str, args: dict | None, loc: Loc) -> None:
+        index = self.count
+        self.count += 1
+        name = normalize_name(op)
+        spec = REGISTRY.get(name)
+        if spec is None:
+            self.diags.append(error("E021", f"unknown instruction `{op}`", loc, index,
+                                    hint=did_you_mean(name, REGISTRY)
+                                    or "see `nkirun ops` for the instruction list"))
+            self.dropped.add(index)
+            return
+        if args is None:
+            self.diags.append(error("E024", f"{name}: the value must be a mapping of keyword "
+                                    "arguments, e.g. `{dst: t, src: x}`", loc, index))
+            self.dropped.add(index)
+            return
+        n0 = len(self.diags)
+        values, locs = {}, {}
+        for key, (raw, kloc) in args.items():
+            locs[key] = kloc
+            p = spec.param(key)
+            if p is None:
+                self.diags.append(error("E022", f"{name}: unknown keyword `{key}`", kloc, index,
+                                        hint=did_you_mean(key, spec.param_names)
+                                        or "allowed: " + ", ".join(spec.param_names)))
+                continue
+            if raw is None and not p.required:
+                continue  # an explicit null means "not given"
+            try:
+                values[key] = convert(p, raw, kloc)
+            except ArgError as e:
+                self.diags.append(error(e.code, f"{name}: {e}", kloc, index, e.hint))
+        for p in spec.params:
+            if p.name not in args and p.required:
+                self.diags.append(error("E023", f"{name}: missing required keyword `{p.name}`",
+                                        loc, index, hint=p.doc or None))
+            elif p.name not in values:
+                values[p.name] = p.default
+        if len(self.diags) > n0:
+            self.dropped.add(index)
+            return
+        self.instructions.append(Instruction(name, values, index, loc, locs))
+
+    # ---- result ------------------------------------------------------------------------------
+    def finish(self):
+        if self.version is None and not any(dg.code == "E004" for dg in self.diags):
+            self.diags.insert(0, error("E004", "the program needs `version: 1`",
+                                       Loc(self.path, 1, 1)))
+        program = Program(
+            version=self.version if isinstance(self.version, int) else 1,
+            target=self.target, tensors=self.tensors, instructions=tuple(self.instructions),
+            name=self.name, path=self.path, base_dir=self.base_dir, source_lines=self.lines,
+            invalid_tensors=frozenset(self.invalid_tensors), dropped=frozenset(self.dropped))
+        return program, self.diags
+
+
+def _rectangular(value) -> bool:
+    try:
+        np.array(value, dtype=object)
+        return True
+    except ValueError:
+        return False

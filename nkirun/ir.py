@@ -1,0 +1,104 @@
+"""The typed program IR both front ends (YAML, text) produce.
+
+Frozen dataclasses; every node keeps the source position of the text it came from so
+diagnostics can point at it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .dtypes import DType
+from .errors import Loc
+
+BUFFERS = ("hbm", "sbuf", "psum")
+ON_CHIP = frozenset({"sbuf", "psum"})
+
+
+@dataclass(frozen=True, slots=True)
+class Slice:
+    start: int | None = None
+    stop: int | None = None
+    step: int | None = None
+
+    def __str__(self) -> str:
+        s = f"{'' if self.start is None else self.start}:{'' if self.stop is None else self.stop}"
+        return s if self.step is None else f"{s}:{self.step}"
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """An operand: a tensor name with an optional NumPy basic index (`t[:, 0:512]`)."""
+
+    tensor: str
+    index: tuple[int | Slice, ...] | None = None  # None: the whole tensor
+    loc: Loc = field(default_factory=Loc, compare=False)
+
+    def __str__(self) -> str:
+        if self.index is None:
+            return self.tensor
+        return f"{self.tensor}[{', '.join(str(i) for i in self.index)}]"
+
+
+@dataclass(frozen=True, slots=True)
+class TensorDecl:
+    name: str
+    buffer: str
+    shape: tuple[int, ...]
+    dtype: DType
+    init: str | None = None  # "file" | "fill" | "data" | None (undefined)
+    init_value: Any = None  # path (str), scalar, or nested list
+    output: bool = False
+    loc: Loc = field(default_factory=Loc, compare=False)
+    key_locs: dict[str, Loc] = field(default_factory=dict, compare=False)
+
+    @property
+    def on_chip(self) -> bool:
+        return self.buffer in ON_CHIP
+
+    @property
+    def partitions(self) -> int:
+        return self.shape[0]
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def bytes_per_partition(self) -> int:
+        return self.size // self.shape[0] * self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+
+@dataclass(frozen=True, slots=True)
+class Instruction:
+    op: str
+    args: dict[str, Any]  # keyword -> typed value (View, float, int, str, tuple, ...)
+    index: int  # position in the program
+    loc: Loc = field(default_factory=Loc, compare=False)
+    arg_locs: dict[str, Loc] = field(default_factory=dict, compare=False)
+
+    def arg_loc(self, key: str) -> Loc:
+        return self.arg_locs.get(key, self.loc)
+
+
+@dataclass(frozen=True, slots=True)
+class Program:
+    version: int
+    target: str
+    tensors: dict[str, TensorDecl]
+    instructions: tuple[Instruction, ...]
+    name: str | None = None
+    path: str = "<program>"  # as given by the user, for messages
+    base_dir: str = "."  # data files are relative to this folder
+    source_lines: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    # Tensors whose declaration had errors, and instructions dropped for errors: later
+    # passes stay quiet about them rather than reporting knock-on errors.
+    invalid_tensors: frozenset[str] = field(default=frozenset(), compare=False)
+    dropped: frozenset[int] = field(default=frozenset(), compare=False)

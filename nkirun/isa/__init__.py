@@ -1,0 +1,20 @@
+"""The instruction table: every instruction nkirun knows, one module each.
+
+To add an instruction: write `nkirun/isa/<name>.py` defining `SPEC = InstructionDef(...)`
+and add its module name below.
+"""
+from __future__ import annotations
+
+from importlib import import_module
+
+from .spec import InstructionDef
+
+MODULES = (
+    "load", "store", "memset",
+    "range_select",
+)
+
+REGISTRY: dict[str, InstructionDef] = {}
+for _name in MODULES:
+    _spec = import_module(f"{__name__}.{_name}").SPEC
+    REGISTRY[_spec.name] = _spec

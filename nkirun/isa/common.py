@@ -1,0 +1,112 @@
+"""Building blocks several instruction modules share: shape rules, the Vector-engine
+accumulator protocol, free-axis flattening and the 4-D affine pattern of iota/affine_select.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import warning
+from .spec import Bound
+
+COMPARE_UFUNCS = {
+    "equal": np.equal, "not_equal": np.not_equal, "less": np.less,
+    "less_equal": np.less_equal, "greater": np.greater, "greater_equal": np.greater_equal,
+}
+
+
+def flat(a: np.ndarray) -> np.ndarray:
+    """(P, f1, f2, ...) -> (P, f1*f2*...) (a view when the layout allows)."""
+    return a.reshape(a.shape[0], -1)
+
+
+def same_shape(b: Bound, a: str, c: str, code: str = "E063"):
+    """Yield an error unless tiles `a` and `c` have the same partitions and free size."""
+    ta, tc = b.tile(a), b.tile(c)
+    if ta is None or tc is None:
+        return
+    if ta.partitions != tc.partitions or ta.free_size != tc.free_size:
+        yield b.err(code, f"{a} {list(ta.shape)} and {c} {list(tc.shape)} must have the same "
+                    "partitions and elements per partition", a,
+                    hint=f"{c} has {tc.partitions} partitions x {tc.free_size} elements")
+
+
+def pattern_values(pattern, offset: int, channel_multiplier: int, partitions: int) -> np.ndarray:
+    """The (P, num_w*num_z*num_y*num_x) int64 affine values of iota/affine_select.
+
+    The pattern is padded at the front with [0, 1] to four [step, num] pairs; the flattened
+    free index walks w, z, y, x with x fastest, as the pages' nested loops do.
+    """
+    pairs = [(0, 1)] * (4 - len(pattern)) + list(pattern)
+    free = np.zeros(1, np.int64)
+    for step, num in pairs:
+        free = (free[:, None] + np.arange(num, dtype=np.int64)[None, :] * step).reshape(-1)
+    part = np.arange(partitions, dtype=np.int64)[:, None] * channel_multiplier
+    return offset + part + free[None, :]
+
+
+def pattern_size(pattern) -> int:
+    n = 1
+    for _, num in pattern:
+        n *= num
+    return n
+
+
+def vector_reduce(b: Bound, m, selected_f32: np.ndarray, lanes_of: str) -> None:
+    """Apply `reduce_cmd` to the shared Vector-engine max accumulator; fill `reduce_res`.
+
+    reset/reset_reduce set the lanes to -inf; reduce/reset_reduce fold in this instruction's
+    per-partition max (over float32 values, before any output cast; NaN propagates); idle
+    leaves the lanes undefined (the pages: "the accumulator state may still be modified").
+    reduce_res receives the accumulated value, or under idle this instruction's own max
+    (the pages' NumPy equivalent).
+    """
+    cmd = b["reduce_cmd"]
+    res = b.tile("reduce_res")
+    if cmd == "idle" and res is None:
+        m.vector_acc.defined[m.vector_acc.lanes(b.tile(lanes_of))] = False
+        return
+    acc = m.vector_acc
+    lanes = acc.lanes(b.tile(lanes_of))
+    rowmax = None
+    if cmd != "reset" or res is not None:
+        x = selected_f32.reshape(selected_f32.shape[0], -1)
+        rowmax = x.max(axis=1, keepdims=True) if x.shape[1] else np.full(
+            (x.shape[0], 1), -np.inf, np.float32)
+    if cmd in ("reset", "reset_reduce"):
+        acc.value[lanes] = -np.inf
+        acc.defined[lanes] = True
+    if cmd in ("reduce", "reset_reduce"):
+        if not acc.defined[lanes].all():
+            bad = int(np.flatnonzero(~acc.defined[lanes])[0])
+            m.warnings.append(warning(
+                "W052", f"{b.op}: reduce_cmd=reduce accumulates onto an undefined Vector-engine "
+                f"accumulator (partition {bad}: never reset, or clobbered by an idle op)",
+                b.loc("reduce_cmd"), b.index, hint="use reset_reduce for the first op of a chain"))
+        np.maximum(acc.value[lanes], rowmax, out=acc.value[lanes])
+    if cmd == "idle":
+        acc.defined[lanes] = False
+    if res is not None:
+        m.write(res, rowmax if cmd == "idle" else acc.value[lanes])
+
+
+# ---- DMA transfers (load, store, dma_copy) -------------------------------------------------
+def dma_check(b: Bound):
+    dst, src = b.tile("dst"), b.tile("src")
+    if dst is not None and src is not None and dst.size != src.size:
+        yield b.err("E180", f"src {list(src.shape)} ({src.size} elements) and dst "
+                    f"{list(dst.shape)} ({dst.size} elements) must hold the same number of "
+                    "elements", "src")
+
+
+def dma_execute(b: Bound, m) -> None:
+    src, dst = b["src"], b["dst"]
+    values = m.read(src)  # same dtype: a bit-exact copy; otherwise m.write casts via fp32
+    if values.dtype != dst.dtype.np_type:
+        values = values.astype(np.float32)
+    m.write(dst, values.reshape(dst.shape), None, b.mask)
+
+
+def dma_cycles(b: Bound, target) -> int:
+    """DMA time in nanoseconds (the DMA "engine" is modelled with a 1 GHz clock)."""
+    nbytes = b["src"].size * b["src"].dtype.itemsize
+    return int(round(target.dma_fixed_ns + nbytes / target.dma_bytes_per_ns))

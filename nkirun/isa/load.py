@@ -1,0 +1,28 @@
+"""nl.load — a DMA transfer from HBM into an on-chip tile (SBUF)."""
+from __future__ import annotations
+
+from .common import dma_check, dma_cycles, dma_execute
+from .spec import TILE, InstructionDef, Param
+
+SPEC = InstructionDef(
+    name="load",
+    engine="dma",
+    params=(
+        Param("dst", TILE, required=True, out=True, buffers=frozenset({"sbuf"}),
+              doc="SBUF destination tile"),
+        Param("src", TILE, required=True, buffers=frozenset({"hbm"}), doc="HBM source view"),
+        Param("mask", "mask", doc="compile-time predicate; masked-off dst elements keep "
+                                  "their value"),
+    ),
+    summary="copy an HBM tensor (view) into an SBUF tile",
+    semantics=("Copies src to dst element by element in row-major order (both must hold the "
+               "same number of elements). Different dtypes convert through float32, like the "
+               "DMA engines' casting."),
+    cost_formula="DMA: fixed cost + bytes / (per-queue bandwidth), on one of 16 queues",
+    execute=dma_execute,
+    cycles=dma_cycles,
+    check=dma_check,
+    same_partitions=(),
+    source="nki-reference.md §1.16 (nl.load)",
+    example="- load: {dst: t, src: x}",
+)

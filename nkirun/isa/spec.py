@@ -1,0 +1,250 @@
+"""What an instruction module declares, and the generic operand conversion.
+
+Each `nkirun/isa/<name>.py` builds one `InstructionDef`: its keyword parameters (`Param`),
+engine, semantics (`execute`), cost (`cycles`), extra rules (`check`) and docs. The parser,
+validator, interpreter, cost model and `explain` are all generic over these definitions.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from .. import dtypes as dt
+from .. import ops
+from ..errors import Diagnostic, Loc, error, warning
+from ..ir import ON_CHIP, Instruction
+from ..views import Resolved, ViewSyntaxError, parse_view
+
+# Parameter kinds
+TILE = "tile"  # a tensor view
+TILE_OR_SCALAR = "tile_or_scalar"  # a view, or a compile-time float
+SCALAR = "scalar"  # a compile-time number (inf, fp32.min, ... accepted)
+INT = "int"
+BOOL = "bool"
+OP = "op"  # an ALU operator name (ops.OPS)
+ENUM = "enum"  # one string of `choices`
+PATTERN = "pattern"  # [[step, num], ...] access pattern
+INT_LIST = "int_list"  # an int or a list of ints (e.g. reduction axes)
+DTYPE = "dtype"
+MASK = "mask"  # a mask predicate string (see nkirun/mask.py)
+
+REDUCE_CMDS = ("idle", "reset", "reduce", "reset_reduce")
+ENGINES = ("unknown", "vector", "scalar", "gpsimd", "tensor", "dma", "sync")
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    name: str
+    kind: str
+    required: bool = False
+    default: Any = None
+    out: bool = False  # the instruction writes this operand
+    buffers: frozenset | None = None  # allowed buffers for a tile (None: sbuf or psum)
+    dtypes: frozenset | None = None  # allowed dtypes for a tile (None: any)
+    choices: tuple | None = None  # allowed values for OP / ENUM
+    per_partition: bool = False  # a (P, 1) tile: one element per partition
+    doc: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class InstructionDef:
+    name: str
+    engine: str  # default engine; `engine_of` may refine per instruction
+    params: tuple[Param, ...]
+    summary: str  # one line
+    semantics: str  # one paragraph, shown by `nkirun explain`
+    cost_formula: str  # human-readable formula, shown in reports and `explain`
+    execute: Callable  # (Bound, Machine) -> None
+    cycles: Callable  # (Bound, Target) -> int, in the engine's own cycles
+    check: Callable | None = None  # (Bound) -> Iterable[Diagnostic]
+    engine_of: Callable | None = None  # (Bound) -> engine name
+    cost_assumed: bool = False  # the pages give no formula: ours is an assumption
+    cost_note: str = ""
+    example: str = ""  # a YAML snippet for `explain`
+    same_partitions: tuple[str, ...] | None = None  # None: every tile param
+    uses_vector_acc: bool = False
+    source: str = ""  # where the facts come from
+
+    def param(self, name: str) -> Param | None:
+        for p in self.params:
+            if p.name == name:
+                return p
+        return None
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.params)
+
+
+class ArgError(ValueError):
+    def __init__(self, message: str, hint: str | None = None, code: str = "E024"):
+        super().__init__(message)
+        self.hint = hint
+        self.code = code
+
+
+def _kind_name(value) -> str:
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+            list: "a list", dict: "a mapping", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def convert(p: Param, value: Any, loc: Loc) -> Any:
+    """Turn a plain front-end value (str/int/float/bool/list) into `p`'s typed value."""
+    k = p.kind
+    if k == TILE or (k == TILE_OR_SCALAR and isinstance(value, str)
+                     and ops.parse_scalar(value) is None):
+        if not isinstance(value, str):
+            raise ArgError(f"`{p.name}` must be a tensor view such as `t` or `t[:, 0:128]`, "
+                           f"got {_kind_name(value)}" + (" (a number)" if k == TILE else ""))
+        try:
+            return parse_view(value, loc)
+        except ViewSyntaxError as e:
+            raise ArgError(f"`{p.name}`: {e}", code="E034") from None
+    if k in (SCALAR, TILE_OR_SCALAR):
+        v = ops.parse_scalar(value)
+        if v is None:
+            raise ArgError(f"`{p.name}` must be a number, got {_kind_name(value)} {value!r}",
+                           hint="numbers, or inf, -inf, nan, fp32.min, fp32.max")
+        return float(v)
+    if k == INT:
+        if isinstance(value, bool) or not isinstance(value, int):
+            v = ops.parse_scalar(value) if isinstance(value, str) else None
+            if isinstance(v, int):
+                return v
+            if isinstance(value, float) and value.is_integer():
+                return int(value)
+            raise ArgError(f"`{p.name}` must be an integer, got {_kind_name(value)} {value!r}")
+        return value
+    if k == BOOL:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            return value.lower() == "true"
+        raise ArgError(f"`{p.name}` must be true or false, got {value!r}")
+    if k == OP:
+        name = ops.normalize_op(value) if isinstance(value, str) else None
+        allowed = p.choices or tuple(ops.OPS)
+        if name is None or name not in allowed:
+            raise ArgError(f"`{p.name}`: unknown or unsupported operator {value!r}",
+                           hint="allowed: " + ", ".join(allowed), code="E025")
+        return name
+    if k == ENUM:
+        if isinstance(value, str):
+            v = value.strip()
+            for prefix in ("nisa.", "nki.isa.", "reduce_cmd.", "engine.", "nl."):
+                if v.startswith(prefix):
+                    v = v[len(prefix):]
+            if p.choices and v in p.choices:
+                return v
+        raise ArgError(f"`{p.name}`: {value!r} is not allowed",
+                       hint="allowed: " + ", ".join(map(str, p.choices or ())), code="E025")
+    if k == PATTERN:
+        ok = isinstance(value, list) and value and all(
+            isinstance(pair, list) and len(pair) == 2 and all(
+                isinstance(x, int) and not isinstance(x, bool) for x in pair) for pair in value)
+        if not ok:
+            raise ArgError(f"`{p.name}` must be a list of [step, num] integer pairs, "
+                           f"e.g. [[-1, 512]], got {value!r}")
+        return tuple((int(a), int(b)) for a, b in value)
+    if k == INT_LIST:
+        items = value if isinstance(value, list) else [value]
+        if not items or not all(isinstance(x, int) and not isinstance(x, bool) for x in items):
+            raise ArgError(f"`{p.name}` must be an integer or a list of integers, got {value!r}")
+        return tuple(items)
+    if k == DTYPE:
+        d = dt.lookup(value) if isinstance(value, str) else None
+        if d is None:
+            raise ArgError(f"`{p.name}`: unknown dtype {value!r}",
+                           hint="allowed: " + ", ".join(dt.DTYPES), code="E013")
+        return d
+    if k == MASK:
+        if not isinstance(value, str):
+            raise ArgError(f"`{p.name}` must be a predicate string such as \"p < 64 and f < 256\"")
+        return value
+    raise AssertionError(f"unknown param kind {k}")  # pragma: no cover
+
+
+def normalize_name(name: str) -> str:
+    """Strip the `nisa.`/`nl.` prefixes users copy from kernels."""
+    for prefix in ("nki.isa.", "nisa.", "nl.", "nki.language.", "isa."):
+        if name.startswith(prefix):
+            return name[len(prefix):]
+    return name
+
+
+# ---- the bound instruction: what check/execute/cycles receive --------------------------------
+@dataclass(slots=True)
+class Bound:
+    """An instruction with its operands resolved against the declared tensors."""
+
+    inst: Instruction
+    spec: InstructionDef
+    args: dict[str, Any]  # every param: Resolved for tiles, typed values otherwise
+    mask: Any = None  # compiled mask (nkirun.mask), or None
+    engine: str = ""
+    extra: dict = field(default_factory=dict)  # per-instruction precomputed data
+
+    def __getitem__(self, key: str) -> Any:
+        return self.args[key]
+
+    def get(self, key: str, default=None):
+        v = self.args.get(key)
+        return default if v is None else v
+
+    def tile(self, key: str) -> Resolved | None:
+        v = self.args.get(key)
+        return v if isinstance(v, Resolved) else None
+
+    @property
+    def index(self) -> int:
+        return self.inst.index
+
+    @property
+    def op(self) -> str:
+        return self.spec.name
+
+    def loc(self, key: str | None = None) -> Loc:
+        return self.inst.arg_loc(key) if key else self.inst.loc
+
+    def err(self, code: str, message: str, key: str | None = None, hint: str | None = None
+            ) -> Diagnostic:
+        return error(code, f"{self.op}: {message}", self.loc(key), self.index, hint)
+
+    def warn(self, code: str, message: str, key: str | None = None, hint: str | None = None
+             ) -> Diagnostic:
+        return warning(code, f"{self.op}: {message}", self.loc(key), self.index, hint)
+
+
+def free_size(r: Resolved) -> int:
+    return r.free_size
+
+
+def out_dtype(b: Bound, *inputs: str) -> dt.DType:
+    """The dtype an instruction's result is cast to before it is stored into dst."""
+    d = b.get("dtype")
+    if d is not None:
+        return d
+    return b.tile("dst").dtype
+
+
+def float_param(name: str, doc: str, **kw) -> Param:
+    return Param(name, TILE, dtypes=dt.FLOAT_NAMES, doc=doc, **kw)
+
+
+def common_tail(*, mask: bool = True, dtype: bool = True) -> tuple[Param, ...]:
+    """The optional `mask`/`dtype` keywords most legacy instructions take."""
+    tail = []
+    if mask:
+        tail.append(Param("mask", MASK, doc="compile-time predicate over p and the free "
+                                            "indices; masked-off dst elements keep their value"))
+    if dtype:
+        tail.append(Param("dtype", DTYPE, doc="cast the result to this dtype before it is "
+                                              "stored (dst's own dtype applies last)"))
+    return tuple(tail)
+
+
+def check_ok(*_: Any) -> Iterable[Diagnostic]:
+    return ()
+
+
+ON_CHIP_BUFFERS = ON_CHIP

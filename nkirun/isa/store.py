@@ -1,0 +1,28 @@
+"""nl.store — a DMA transfer from an on-chip tile (SBUF or PSUM) to HBM."""
+from __future__ import annotations
+
+from .common import dma_check, dma_cycles, dma_execute
+from .spec import TILE, InstructionDef, Param
+
+SPEC = InstructionDef(
+    name="store",
+    engine="dma",
+    params=(
+        Param("dst", TILE, required=True, out=True, buffers=frozenset({"hbm"}),
+              doc="HBM destination view"),
+        Param("src", TILE, required=True, buffers=frozenset({"sbuf", "psum"}),
+              doc="SBUF or PSUM source tile"),
+        Param("mask", "mask", doc="compile-time predicate over the source tile"),
+    ),
+    summary="copy an on-chip tile (SBUF/PSUM) to an HBM tensor (view)",
+    semantics=("Copies src to dst element by element in row-major order (both must hold the "
+               "same number of elements). Different dtypes convert through float32. A PSUM "
+               "source costs an extra copy on hardware (NKI inserts it)."),
+    cost_formula="DMA: fixed cost + bytes / (per-queue bandwidth), on one of 16 queues",
+    execute=dma_execute,
+    cycles=dma_cycles,
+    check=dma_check,
+    same_partitions=(),
+    source="nki-reference.md §1.16 (nl.store)",
+    example="- store: {dst: y, src: t}",
+)

@@ -1,0 +1,99 @@
+"""`mask=`: the legacy NKI compile-time execution predicate.
+
+Spelling: a string of comparisons joined by `and` (or `&`), each side an affine integer
+expression of the index names
+  p            the partition index within the instruction's dst tile (0-based)
+  f            the flattened free index of dst (row-major)
+  f0, f1, ...  the index along each free dimension of dst
+e.g. `mask: "p < 64 and f < 256"`. Elements where it is false are neither computed
+nor written: dst keeps its previous value there.
+"""
+from __future__ import annotations
+
+import ast
+
+import numpy as np
+
+from .errors import Diagnostic, error
+
+_CMP = {ast.Lt: np.less, ast.LtE: np.less_equal, ast.Gt: np.greater,
+        ast.GtE: np.greater_equal, ast.Eq: np.equal, ast.NotEq: np.not_equal}
+_BIN = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply,
+        ast.FloorDiv: np.floor_divide, ast.Mod: np.mod}
+
+
+class MaskError(ValueError):
+    pass
+
+
+def _names(shape) -> dict[str, np.ndarray]:
+    """Index grids (broadcastable to `shape`) for p, f, f0.. ."""
+    nd = len(shape)
+    grids = {}
+    for axis in range(nd):
+        g = np.arange(shape[axis]).reshape([-1 if a == axis else 1 for a in range(nd)])
+        grids["p" if axis == 0 else f"f{axis - 1}"] = g
+    free = shape[1:]
+    f = np.arange(int(np.prod(free)) if free else 1).reshape((1,) + tuple(free))
+    grids["f"] = f
+    return grids
+
+
+def _eval(node, env):
+    if isinstance(node, ast.Expression):
+        return _eval(node.body, env)
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+        out = _eval(node.values[0], env)
+        for v in node.values[1:]:
+            out = np.logical_and(out, _eval(v, env))
+        return out
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitAnd):
+        return np.logical_and(_eval(node.left, env), _eval(node.right, env))
+    if isinstance(node, ast.Compare):
+        out, left = None, _eval(node.left, env)
+        for op, comp in zip(node.ops, node.comparators):
+            if type(op) not in _CMP:
+                raise MaskError("comparisons allowed: <, <=, >, >=, ==, !=")
+            right = _eval(comp, env)
+            c = _CMP[type(op)](left, right)
+            out = c if out is None else np.logical_and(out, c)
+            left = right
+        return out
+    if isinstance(node, ast.BinOp) and type(node.op) in _BIN:
+        return _BIN[type(node.op)](_eval(node.left, env), _eval(node.right, env))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return -_eval(node.operand, env)
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and \
+            not isinstance(node.value, bool):
+        return node.value
+    if isinstance(node, ast.Name):
+        if node.id not in env:
+            raise MaskError(f"unknown index name `{node.id}`; allowed: " + ", ".join(env))
+        return env[node.id]
+    raise MaskError("a mask is comparisons of affine index expressions joined by `and`")
+
+
+def evaluate(text: str, shape: tuple[int, ...]) -> np.ndarray:
+    """The boolean mask of `shape` for predicate `text` (raises MaskError)."""
+    src = text.replace("&&", " and ")
+    try:
+        tree = ast.parse(src.strip(), mode="eval")
+    except SyntaxError as e:
+        raise MaskError(f"cannot parse mask {text!r}: {e.msg}") from None
+    out = _eval(tree, _names(shape))
+    if not isinstance(out, np.ndarray) or out.dtype != bool:
+        raise MaskError("a mask must be a comparison such as `p < 64`")
+    return np.broadcast_to(out, shape).copy()
+
+
+def compile_mask(b) -> tuple[np.ndarray | None, Diagnostic | None]:
+    """The dst-shaped boolean mask of a bound instruction, or a diagnostic."""
+    dst = b.tile("dst")
+    if dst is None:
+        return None, None
+    try:
+        m = evaluate(b["mask"], dst.shape)
+    except MaskError as e:
+        return None, error("E045", f"{b.op}: {e}", b.loc("mask"), b.index,
+                           hint='e.g. mask: "p < 64 and f < 256"')
+    return m, None

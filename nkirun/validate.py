@@ -1,0 +1,259 @@
+"""Static validation, generic over the instruction table.
+
+`bind` resolves every operand against the declared tensors and applies each parameter's
+declared rules (buffers, dtypes, (P, 1) shape, matching partitions) plus the
+instruction's own `check`; `validate` adds the program-wide passes: memory capacity,
+dataflow (reads before writes, unused results) and accumulator hazards. Every problem
+is reported, not just the first. Nothing here names an instruction.
+"""
+from __future__ import annotations
+
+from .errors import Diagnostic, Loc, error, warning
+from .ir import ON_CHIP, Program, View
+from .isa import REGISTRY
+from .isa.spec import TILE, TILE_OR_SCALAR, Bound
+from .targets import DEFAULT_MAX_HBM_BYTES, TARGETS
+from .views import resolve
+
+
+def _tensor_rules(program: Program, max_hbm_bytes: int) -> list[Diagnostic]:
+    target = TARGETS[program.target]
+    out = []
+    for t in program.tensors.values():
+        shape_loc = t.key_locs.get("shape", t.loc)
+        if t.on_chip and t.partitions > target.partitions:
+            out.append(error("E017", f"tensor `{t.name}`: {t.buffer} partition dimension is "
+                             f"{t.partitions}, at most {target.partitions} allowed", shape_loc,
+                             hint="tile the partition dimension in chunks of 128"))
+        elif t.on_chip:
+            cap = (target.sbuf_bytes_per_partition if t.buffer == "sbuf"
+                   else target.psum_bytes_per_partition)
+            if t.bytes_per_partition > cap:
+                out.append(error("E041", f"tensor `{t.name}` needs {t.bytes_per_partition} bytes "
+                                 f"per partition; {t.buffer} has {cap} on {target.name}",
+                                 shape_loc, hint="split it into smaller tiles"))
+            elif t.buffer == "psum" and t.bytes_per_partition > target.psum_bank_bytes:
+                out.append(warning("W042", f"tensor `{t.name}` uses {t.bytes_per_partition} bytes "
+                                   f"per partition, more than one {target.psum_bank_bytes}-byte "
+                                   "PSUM bank", shape_loc,
+                                   hint="instructions such as nc_matmul write one bank (512 "
+                                        "fp32) at a time"))
+        elif t.nbytes > max_hbm_bytes:
+            out.append(error("E043", f"tensor `{t.name}` is {t.nbytes:,} bytes, over the "
+                             f"{max_hbm_bytes:,}-byte HBM limit", shape_loc,
+                             hint="raise the limit with --max-hbm-bytes if this is intended"))
+        if t.output and not t.on_chip and t.init is None:
+            pass  # outputs in HBM are usually written by store; dataflow checks that
+    return out
+
+
+def bind(program: Program) -> tuple[list[Bound], list[Diagnostic]]:
+    """Resolve operands and apply the per-parameter and per-instruction rules."""
+    bound, diags = [], []
+    for inst in program.instructions:
+        spec = REGISTRY[inst.op]
+        args, ok = {}, True
+        for p in spec.params:
+            v = inst.args.get(p.name)
+            if isinstance(v, View) and p.kind in (TILE, TILE_OR_SCALAR):
+                decl = program.tensors.get(v.tensor)
+                if decl is None:
+                    ok = False
+                    if v.tensor not in program.invalid_tensors:
+                        from .frontend import did_you_mean
+                        diags.append(error("E026", f"{inst.op}: unknown tensor `{v.tensor}` "
+                                           f"(in `{p.name}`)", inst.arg_loc(p.name), inst.index,
+                                           hint=did_you_mean(v.tensor, program.tensors)
+                                           or "declare it under `tensors:`"))
+                    continue
+                view = View(v.tensor, v.index, inst.arg_loc(p.name))
+                r, d = resolve(view, decl)
+                if d is not None:
+                    diags.append(_with_instruction(d, inst.op, inst.index))
+                    ok = False
+                    continue
+                args[p.name] = r
+            else:
+                args[p.name] = v
+        b = Bound(inst, spec, args)
+        b.engine = spec.engine_of(b) if (ok and spec.engine_of) else spec.engine
+        if not ok:
+            continue
+        n0 = len(diags)
+        diags.extend(_param_rules(b))
+        if len(diags) == n0 and spec.check is not None:
+            diags.extend(spec.check(b))
+        if b.get("mask") is not None:
+            from .mask import compile_mask
+            b.mask, d = compile_mask(b)
+            if d is not None:
+                diags.append(d)
+        bound.append(b)
+    return bound, diags
+
+
+def _with_instruction(d: Diagnostic, op: str, index: int) -> Diagnostic:
+    return Diagnostic(d.severity, d.code, f"{op}: {d.message}", d.loc, index, d.hint)
+
+
+def _param_rules(b: Bound):
+    tiles = []
+    for p in b.spec.params:
+        r = b.tile(p.name)
+        if r is None:
+            continue
+        tiles.append((p, r))
+        allowed = p.buffers if p.buffers is not None else ON_CHIP
+        if r.buffer not in allowed:
+            yield b.err("E040", f"`{p.name}` ({r.decl.name}) is in {r.buffer}; allowed: "
+                        f"{', '.join(sorted(allowed))}", p.name,
+                        hint=_buffer_hint(r.buffer, allowed))
+        if p.dtypes is not None and r.dtype.name not in p.dtypes:
+            yield b.err("E060", f"`{p.name}` must be {_dtype_list(p.dtypes)} (got {r.dtype.name})",
+                        p.name, hint=f"declare {r.decl.name} with an allowed dtype, or copy it "
+                                     "into such a tile first")
+        if p.per_partition and r.free_size != 1:
+            yield b.err("E061", f"`{p.name}` must hold one element per partition, shape (P, 1); "
+                        f"got {list(r.shape)}", p.name,
+                        hint=f"use a column view such as {r.decl.name}[:, 0:1]")
+    if b.engine == "gpsimd":
+        for p, r in tiles:
+            if r.buffer == "psum":
+                yield b.err("E044", f"`{p.name}` is in PSUM, which the GpSimd engine cannot "
+                            "access", p.name, hint="copy it to SBUF first")
+    group = b.spec.same_partitions
+    names = [p.name for p, _ in tiles] if group is None else [n for n in group if b.tile(n)]
+    if len(names) > 1:
+        first = b.tile(names[0])
+        for n in names[1:]:
+            r = b.tile(n)
+            if r.partitions != first.partitions:
+                yield b.err("E062", f"`{n}` has {r.partitions} partitions but `{names[0]}` has "
+                            f"{first.partitions}; they must match", n)
+
+
+def _buffer_hint(got: str, allowed) -> str:
+    if got == "hbm":
+        return "load it into an SBUF tile first (- load: {dst: tile, src: " + "hbm_tensor})"
+    return "allowed buffers: " + ", ".join(sorted(allowed))
+
+
+def _dtype_list(names) -> str:
+    from .dtypes import FLOAT_NAMES, INT_NAMES
+    s = set(names)
+    if s == set(FLOAT_NAMES):
+        return "a float dtype"
+    if s == set(INT_NAMES):
+        return "an integer dtype"
+    return "one of " + ", ".join(sorted(s)) if len(s) > 1 else next(iter(s))
+
+
+# ---- program-wide passes ---------------------------------------------------------------------
+def _reads_writes(b: Bound):
+    reads, writes = [], []
+    for p in b.spec.params:
+        r = b.tile(p.name)
+        if r is not None:
+            (writes if p.out else reads).append((p.name, r))
+    return reads, writes
+
+
+def _dataflow(program: Program, bound: list[Bound]) -> list[Diagnostic]:
+    out = []
+    defined = {n for n, t in program.tensors.items() if t.init is not None}
+    read_after: dict[str, bool] = {}
+    last_write: dict[str, Bound] = {}
+    strict = not program.dropped  # with dropped instructions, reads may be knock-on errors
+    acc_state = "undefined"
+    for b in bound:
+        reads, writes = _reads_writes(b)
+        for key, r in reads:
+            n = r.decl.name
+            if n not in defined and strict:
+                out.append(b.err("E050", f"`{key}` reads `{n}` before anything writes it", key,
+                                 hint=f"give `{n}` initial contents (file, fill or data), or "
+                                      "write it in an earlier instruction"))
+                defined.add(n)  # report once
+            read_after[n] = True
+        for _, r in writes:
+            defined.add(r.decl.name)
+            read_after[r.decl.name] = False
+            last_write[r.decl.name] = b
+        if b.spec.uses_vector_acc:
+            cmd = b.get("reduce_cmd", "idle")
+            if cmd == "reduce" and acc_state != "defined":
+                why = ("an earlier idle op may have modified it" if acc_state == "clobbered"
+                       else "nothing reset it")
+                out.append(b.warn("W052", f"reduce_cmd=reduce accumulates onto an undefined "
+                                  f"Vector-engine accumulator ({why})", "reduce_cmd",
+                                  hint="start the chain with reduce_cmd: reset_reduce"))
+            if cmd in ("reset", "reset_reduce"):
+                acc_state = "defined"
+            elif cmd == "idle":
+                acc_state = "clobbered" if acc_state == "defined" else acc_state
+    for n, was_read in read_after.items():
+        t = program.tensors[n]
+        if not was_read and not t.output and n in last_write:
+            b = last_write[n]
+            out.append(warning("W051", f"`{n}` is written by {b.op} (instruction {b.index}) but "
+                               "never read afterwards and not an output", b.loc(), b.index,
+                               hint=f"mark it `output: true`, or drop the write"))
+    return out
+
+
+def _capacity(program: Program, bound: list[Bound]) -> list[Diagnostic]:
+    """Peak per-partition SBUF/PSUM use over the program, tensors live first to last use."""
+    target = TARGETS[program.target]
+    n = len(bound)
+    first, last = {}, {}
+    for t in program.tensors.values():
+        if t.on_chip and (t.init is not None):
+            first[t.name] = 0
+        if t.on_chip and t.output:
+            last[t.name] = n - 1
+    for i, b in enumerate(bound):
+        for p in b.spec.params:
+            r = b.tile(p.name)
+            if r is not None and r.decl.on_chip:
+                first.setdefault(r.decl.name, i)
+                last[r.decl.name] = max(last.get(r.decl.name, i), i)
+    out = []
+    for buf, cap in (("sbuf", target.sbuf_bytes_per_partition),
+                     ("psum", target.psum_bytes_per_partition)):
+        delta = [0] * (n + 1)
+        for name, f in first.items():
+            t = program.tensors[name]
+            if t.buffer != buf:
+                continue
+            delta[f] += t.bytes_per_partition
+            delta[last.get(name, f) + 1] -= t.bytes_per_partition
+        live = peak = peak_at = 0
+        for i in range(n):
+            live += delta[i]
+            if live > peak:
+                peak, peak_at = live, i
+        if peak > cap:
+            b = bound[peak_at]
+            out.append(error("E041", f"live {buf.upper()} tensors need {peak:,} bytes per "
+                             f"partition at instruction {peak_at} ({b.op}); {target.name} has "
+                             f"{cap:,}", b.loc(), peak_at,
+                             hint="reuse tiles or split the work into smaller tiles"))
+    return out
+
+
+def validate(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES):
+    """All diagnostics for a parsed program; returns (bound instructions, diagnostics)."""
+    diags = _tensor_rules(program, max_hbm_bytes)
+    bound, d = bind(program)
+    diags.extend(d)
+    diags.extend(_dataflow(program, bound))
+    if not any(x.code in ("E017", "E041") for x in diags):
+        diags.extend(_capacity(program, bound))
+    return bound, diags
+
+
+def sort_key(d: Diagnostic):
+    return (d.loc.file, d.loc.line or 0, d.loc.column or 0)
+
+
+__all__ = ["validate", "bind", "sort_key", "Loc"]
