@@ -193,7 +193,7 @@ def _dataflow(program: Program, bound: list[Bound]) -> list[Diagnostic]:
                 acc_state = "clobbered" if acc_state == "defined" else acc_state
     for n, was_read in read_after.items():
         t = program.tensors[n]
-        if not was_read and not t.output and n in last_write:
+        if not was_read and not t.output and n in last_write and strict:
             b = last_write[n]
             out.append(warning("W051", f"`{n}` is written by {b.op} (instruction {b.index}) but "
                                "never read afterwards and not an output", b.loc(), b.index,

@@ -1,0 +1,81 @@
+"""One invalid program per diagnostic code (tests/invalid/), each stating what it expects.
+
+A file's header lines `# expect: CODE at LINE[:COL]` name diagnostics `check` must report
+(more may appear); `# mode: run` files are expected to fail at run time instead.
+Every code nkirun can emit must have at least one such program.
+"""
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from nkirun.api import check_program
+from nkirun.cli import cli
+
+HERE = pathlib.Path(__file__).parent
+INVALID = sorted((HERE / "invalid").glob("*.yaml")) + sorted((HERE / "invalid").glob("*.nkis"))
+EXPECT = re.compile(r"^# expect: ([EW]\d{3}) at (\d+)(?::(\d+))?", re.M)
+SOURCE_CODES = re.compile(r"""["']([EW]\d{3})["']""")
+
+# Codes that cannot come from a program file alone (file-system and data-file problems,
+# run-time errors); each is covered by the named test module instead.
+ELSEWHERE = {
+    "E000": "test_robustness", "E070": "test_robustness", "E071": "test_robustness",
+    "E072": "test_robustness", "E073": "test_robustness", "E074": "test_robustness",
+    "E075": "test_robustness", "E080": "test_robustness", "E090": "test_workflow",
+    "E091": "test_robustness", "E092": "test_robustness",
+}
+
+
+def expectations(path: pathlib.Path):
+    return [(c, int(ln), int(col) if col else None) for c, ln, col in
+            EXPECT.findall(path.read_text())]
+
+
+@pytest.mark.parametrize("path", INVALID, ids=lambda p: p.stem)
+def test_invalid_program_reports_expected_code(path):
+    expected = expectations(path)
+    assert expected, f"{path.name} has no `# expect:` line"
+    diags = check_program(str(path)).diagnostics
+    got = [(d.code, d.loc.line, d.loc.column) for d in diags]
+    for code, line, col in expected:
+        assert any(c == code and ln == line and (col is None or cl == col)
+                   for c, ln, cl in got), f"{path.name}: expected {code} at {line}:{col}, got {got}"
+    assert all(d.loc.file == str(path) for d in diags if d.loc.line)
+
+
+@pytest.mark.parametrize("path", INVALID, ids=lambda p: p.stem)
+def test_invalid_program_cli_exit_status_and_json(path):
+    expected = expectations(path)
+    r = CliRunner().invoke(cli, ["check", str(path), "--format", "json"])
+    assert "Traceback" not in r.output
+    doc = json.loads(r.output)
+    has_error = any(c.startswith("E") for c, _, _ in expected)
+    assert r.exit_code == (1 if has_error else 0)
+    for d in doc["diagnostics"]:
+        assert {"severity", "code", "message", "line", "column", "instruction", "hint"} <= set(d)
+        assert d["severity"] in ("error", "warning")
+
+
+def _emitted_codes() -> set[str]:
+    pkg = HERE.parent / "nkirun"
+    codes = set()
+    for f in pkg.rglob("*.py"):
+        codes |= set(SOURCE_CODES.findall(f.read_text()))
+    return codes
+
+
+def test_every_code_has_an_invalid_program():
+    covered = {c for p in INVALID for c, _, _ in expectations(p)} | set(ELSEWHERE)
+    missing = sorted(_emitted_codes() - covered)
+    assert not missing, f"codes without a program in tests/invalid/: {missing}"
+
+
+def test_every_code_is_documented():
+    doc = (HERE.parent / "docs" / "diagnostics.md").read_text()
+    missing = sorted(c for c in _emitted_codes() if f"`{c}`" not in doc)
+    assert not missing, f"codes missing from docs/diagnostics.md: {missing}"
