@@ -7,6 +7,12 @@ expression of the index names
   f0, f1, ...  the index along each free dimension of dst
 e.g. `mask: "p < 64 and f < 256"`. Elements where it is false are neither computed
 nor written: dst keeps its previous value there.
+
+The index space is the operand named by the instruction's `SPEC.mask_on`: dst for most
+instructions; the input for those whose page applies the mask to an input (max8: src,
+nc_match_replace8 / nc_find_index8: data). Reductions see only the unmasked elements, and
+a partition with no unmasked element is not touched at all (its dst row, reduce_res
+element and accumulator lane keep their values). See docs/masks.md.
 """
 from __future__ import annotations
 
@@ -14,7 +20,7 @@ import ast
 
 import numpy as np
 
-from .errors import Diagnostic, error
+from .errors import Diagnostic, error, warning
 
 _CMP = {ast.Lt: np.less, ast.LtE: np.less_equal, ast.Gt: np.greater,
         ast.GtE: np.greater_equal, ast.Eq: np.equal, ast.NotEq: np.not_equal}
@@ -87,13 +93,41 @@ def evaluate(text: str, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def compile_mask(b) -> tuple[np.ndarray | None, Diagnostic | None]:
-    """The dst-shaped boolean mask of a bound instruction, or a diagnostic."""
-    dst = b.tile("dst")
-    if dst is None:
+    """The boolean mask of a bound instruction, shaped like its `SPEC.mask_on` operand."""
+    space = b.tile(b.spec.mask_on)
+    if space is None:
         return None, None
     try:
-        m = evaluate(b["mask"], dst.shape)
+        m = evaluate(b["mask"], space.shape)
     except MaskError as e:
         return None, error("E045", f"{b.op}: {e}", b.loc("mask"), b.index,
-                           hint='e.g. mask: "p < 64 and f < 256"')
+                           hint=f'e.g. mask: "p < 64 and f < 256" (p, f, f0.. index '
+                                f'{b.spec.mask_on})')
+    if not m.any():
+        return m, warning("W046", f"{b.op}: the mask selects no element of {b.spec.mask_on} "
+                          f"{list(space.shape)}: the instruction does nothing", b.loc("mask"),
+                          b.index, hint="p indexes partitions, f the flattened free index")
     return m, None
+
+
+# ---- helpers for instruction modules ----------------------------------------------------
+def hide(values: np.ndarray, mask: np.ndarray | None, fill) -> np.ndarray:
+    """`values` with the masked-off elements replaced by `fill` (a reduction's identity),
+    so that a reduction over the result sees only the unmasked elements."""
+    if mask is None:
+        return values
+    return np.where(mask.reshape(values.shape), values, values.dtype.type(fill))
+
+
+def active_rows(mask: np.ndarray | None) -> np.ndarray | None:
+    """(P,) bool: the partitions with at least one unmasked element (None: no mask)."""
+    return None if mask is None else mask.reshape(mask.shape[0], -1).any(axis=1)
+
+
+def rows_mask(mask: np.ndarray | None, shape) -> np.ndarray | None:
+    """The write mask for a per-partition result of `shape` (reduce_res, max8's dst, ...):
+    True on the partitions the mask leaves active, so the others keep their values."""
+    rows = active_rows(mask)
+    if rows is None:
+        return None
+    return np.broadcast_to(rows.reshape((-1,) + (1,) * (len(shape) - 1)), tuple(shape))

@@ -155,6 +155,8 @@ def _reads_writes(b: Bound):
         r = b.tile(p.name)
         if r is not None:
             (writes if p.out else reads).append((p.name, r))
+    if b.spec.reads_out is not None:  # e.g. an accumulating matmul also reads its dst
+        reads += [(n, b.tile(n)) for n in b.spec.reads_out(b) if b.tile(n) is not None]
     return reads, writes
 
 

@@ -12,6 +12,7 @@ from .spec import InstructionDef
 MODULES = (
     "load", "store", "memset",
     "range_select",
+    "nc_find_index8", "nc_transpose", "nc_matmul",
 )
 
 REGISTRY: dict[str, InstructionDef] = {}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import warning
+from ..mask import active_rows, hide, rows_mask
 from .spec import Bound
 
 COMPARE_UFUNCS = {
@@ -62,31 +63,36 @@ def vector_reduce(b: Bound, m, selected_f32: np.ndarray, lanes_of: str) -> None:
     """
     cmd = b["reduce_cmd"]
     res = b.tile("reduce_res")
-    if cmd == "idle" and res is None:
-        m.vector_acc.defined[m.vector_acc.lanes(b.tile(lanes_of))] = False
-        return
     acc = m.vector_acc
-    lanes = acc.lanes(b.tile(lanes_of))
+    lanes = np.arange(len(acc.defined))[acc.lanes(b.tile(lanes_of))]
+    active = active_rows(b.mask)  # a partition the mask leaves empty is not touched
+    on = lanes if active is None else lanes[active]
+    if cmd == "idle" and res is None:
+        acc.defined[on] = False
+        return
     rowmax = None
     if cmd != "reset" or res is not None:
-        x = selected_f32.reshape(selected_f32.shape[0], -1)
+        # masked-off elements are hidden behind -inf: the max sees only unmasked ones
+        x = hide(selected_f32.reshape(selected_f32.shape[0], -1), b.mask, -np.inf)
         rowmax = x.max(axis=1, keepdims=True) if x.shape[1] else np.full(
             (x.shape[0], 1), -np.inf, np.float32)
     if cmd in ("reset", "reset_reduce"):
-        acc.value[lanes] = -np.inf
-        acc.defined[lanes] = True
+        acc.value[on] = -np.inf
+        acc.defined[on] = True
     if cmd in ("reduce", "reset_reduce"):
-        if not acc.defined[lanes].all():
-            bad = int(np.flatnonzero(~acc.defined[lanes])[0])
+        if not acc.defined[on].all():
+            undef = ~acc.defined[lanes] if active is None else ~acc.defined[lanes] & active
+            bad = int(np.flatnonzero(undef)[0])
             m.warnings.append(warning(
                 "W052", f"{b.op}: reduce_cmd=reduce accumulates onto an undefined Vector-engine "
                 f"accumulator (partition {bad}: never reset, or clobbered by an idle op)",
                 b.loc("reduce_cmd"), b.index, hint="use reset_reduce for the first op of a chain"))
-        np.maximum(acc.value[lanes], rowmax, out=acc.value[lanes])
+        acc.value[on] = np.maximum(acc.value[on], rowmax if active is None else rowmax[active])
     if cmd == "idle":
-        acc.defined[lanes] = False
+        acc.defined[on] = False
     if res is not None:
-        m.write(res, rowmax if cmd == "idle" else acc.value[lanes])
+        m.write(res, rowmax if cmd == "idle" else acc.value[lanes], None,
+                rows_mask(b.mask, res.shape))
 
 
 # ---- DMA transfers (load, store, dma_copy) -------------------------------------------------

@@ -64,6 +64,12 @@ class InstructionDef:
     same_partitions: tuple[str, ...] | None = None  # None: every tile param
     uses_vector_acc: bool = False
     source: str = ""  # where the facts come from
+    # The operand whose index space `mask=` is written in (docs/masks.md): dst unless the
+    # page applies the mask to an input (max8: src; nc_match_replace8/nc_find_index8: data).
+    mask_on: str = "dst"
+    # (Bound) -> names of `out` params that the instruction also reads (e.g. nc_matmul with
+    # accumulate=true adds into dst): the dataflow pass and the cost model count them as reads.
+    reads_out: Callable | None = None
 
     def param(self, name: str) -> Param | None:
         for p in self.params:
