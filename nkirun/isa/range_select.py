@@ -72,9 +72,8 @@ def execute(b: Bound, m) -> None:
     lo, hi = m.read_f32(b["bound0"]), m.read_f32(b["bound1"])
     keep = COMPARE_UFUNCS[b["comp_op0"]](idx, lo)
     keep &= COMPARE_UFUNCS[b["comp_op1"]](idx, hi)
-    out = np.where(keep, x, np.float32(b["on_false_value"]))
+    out = m.write_select(b["dst"], keep, x, np.float32(b["on_false_value"]), out_dtype(b), b.mask)
     vector_reduce(b, m, out, "on_true_tile")
-    m.write(b["dst"], out.reshape(b["dst"].shape), out_dtype(b), b.mask)
 
 
 def cycles(b: Bound, target) -> int:
