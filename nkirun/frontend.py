@@ -13,7 +13,7 @@ from . import dtypes as dt
 from .errors import Loc, error
 from .ir import BUFFERS, Instruction, Program, TensorDecl
 from .isa import REGISTRY
-from .isa.spec import ArgError, convert, normalize_name
+from .isa.spec import TILE, TILE_OR_SCALAR, ArgError, convert, normalize_name
 from .ops import parse_scalar
 from .targets import DEFAULT_TARGET, TARGETS
 
@@ -45,6 +45,7 @@ class Builder:
         self.instructions: list[Instruction] = []
         self.dropped: set[int] = set()
         self.count = 0  # instruction entries seen (valid or not)
+        self._converted: dict = {}  # (op, key, type, raw) -> (typed value,)
         self.saw = set()
 
     # ---- top level ---------------------------------------------------------------------------
@@ -163,8 +164,10 @@ class Builder:
                                     f"shape {list(shape)}", loc))
             return None
         try:
+            if _has_bool(value):  # np.array would silently read true/false as 1/0
+                raise TypeError
             arr = np.array(value, dtype=np.float64)
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, OverflowError):
             vals = [parse_scalar(v) for v in np.array(value, dtype=object).ravel()] \
                 if _rectangular(value) else [None]
             if any(v is None for v in vals):
@@ -179,17 +182,19 @@ class Builder:
         return arr
 
     # ---- instructions ------------------------------------------------------------------------
-    def bad_entry(self, message: str, loc: Loc) -> None:
-        self.diags.append(error("E020", message, loc, self.count,
-                                hint="write e.g. `- load: {dst: t, src: x}`"))
+    def bad_entry(self, message: str, loc: Loc, hint: str | None = None,
+                  code: str = "E020") -> None:
+        self.diags.append(error(code, message, loc, self.count,
+                                hint=hint or "write e.g. `- load: {dst: t, src: x}`"))
         self.dropped.add(self.count)
         self.count += 1
 
     def instruction(self, op: str, args: dict | None, loc: Loc) -> None:
         index = self.count
         self.count += 1
-        name = normalize_name(op)
-        spec = REGISTRY.get(name)
+        spec = REGISTRY.get(op)
+        name = op if spec is not None else normalize_name(op)
+        spec = spec or REGISTRY.get(name)
         if spec is None:
             self.diags.append(error("E021", f"unknown instruction `{op}`", loc, index,
                                     hint=did_you_mean(name, REGISTRY)
@@ -203,9 +208,11 @@ class Builder:
             return
         n0 = len(self.diags)
         values, locs = {}, {}
+        params = _params_by_name(spec)
+        converted = self._converted
         for key, (raw, kloc) in args.items():
             locs[key] = kloc
-            p = spec.param(key)
+            p = params.get(key)
             if p is None:
                 self.diags.append(error("E022", f"{name}: unknown keyword `{key}`", kloc, index,
                                         hint=did_you_mean(key, spec.param_names)
@@ -213,8 +220,18 @@ class Builder:
                 continue
             if raw is None and not p.required:
                 continue  # an explicit null means "not given"
+            # Non-view values depend only on (param, value): traces repeat them endlessly.
+            # (Views carry their own location, so they are not shared.)
+            ckey = (name, key, raw.__class__, raw) if (
+                p.kind not in _VIEW_KINDS and raw.__class__ in _HASHABLE) else None
+            hit = converted.get(ckey) if ckey is not None else None
+            if hit is not None:
+                values[key] = hit[0]
+                continue
             try:
                 values[key] = convert(p, raw, kloc)
+                if ckey is not None:
+                    converted[ckey] = (values[key],)
             except ArgError as e:
                 self.diags.append(error(e.code, f"{name}: {e}", kloc, index, e.hint))
         for p in spec.params:
@@ -239,6 +256,30 @@ class Builder:
             name=self.name, path=self.path, base_dir=self.base_dir, source_lines=self.lines,
             invalid_tensors=frozenset(self.invalid_tensors), dropped=frozenset(self.dropped))
         return program, self.diags
+
+
+def _has_bool(value) -> bool:
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, bool):
+            return True
+        if isinstance(v, list):
+            stack.extend(v)
+    return False
+
+
+_VIEW_KINDS = frozenset({TILE, TILE_OR_SCALAR})
+_HASHABLE = frozenset({str, int, float, bool})
+_PARAMS: dict[str, tuple] = {}
+
+
+def _params_by_name(spec) -> dict:
+    """spec's Params by keyword (InstructionDef.param is a linear search)."""
+    hit = _PARAMS.get(spec.name)
+    if hit is None or hit[0] is not spec:
+        hit = _PARAMS[spec.name] = (spec, {p.name: p for p in spec.params})
+    return hit[1]
 
 
 def _rectangular(value) -> bool:

@@ -1,7 +1,9 @@
 """Reading a program file (either format) and its data files."""
 from __future__ import annotations
 
+import ast
 import os
+import struct
 
 import numpy as np
 
@@ -31,45 +33,144 @@ def parse_file(path: str, fmt: str | None = None):
     return parse_yaml(text, path, base)
 
 
+_NPY_MAGIC = b"\x93NUMPY"
+_ZIP_MAGIC = b"PK\x03\x04"
+
+
 def load_npy(path: str, decl: TensorDecl, what: str, loc: Loc) -> np.ndarray:
-    """Read a .npy for `decl` safely (no pickles) and check it against the declaration."""
+    """Read a .npy for `decl` safely and check it against the declaration.
+
+    The header is read and checked (dtype, shape, file length) before any data is read,
+    so a file claiming a huge shape allocates nothing; pickles are never loaded.
+    Accepted forms (docs/robustness.md): exactly the declared storage dtype, in either
+    byte order; for bfloat16/fp8 also the raw void form ml_dtypes arrays get from np.save
+    (|V2 for bfloat16, |V1 for the fp8 types); C or Fortran order.
+    """
     name = decl.name
+
+    def bad(code: str, msg: str, hint: str | None = None) -> NkirunError:
+        return NkirunError(error(code, f"tensor `{name}`: {what} {path} {msg}", loc, hint=hint))
+
     try:
-        arr = np.load(path, allow_pickle=False, mmap_mode=None)
+        with open(path, "rb") as f:
+            head = f.read(len(_NPY_MAGIC))
+            if head != _NPY_MAGIC:
+                if head.startswith(_ZIP_MAGIC[:len(head)]) and len(head) >= 4:
+                    raise bad("E072", "is an .npz archive, not a single .npy array",
+                              hint="save one array with np.save")
+                raise bad("E072", "is not a .npy file (no NumPy header)" if head else
+                          "is empty", hint="write it with np.save")
+            f.seek(0)
+            try:
+                shape, fortran, dtype, e5m2 = _read_header(f)
+            except (ValueError, EOFError, TypeError, struct.error) as e:
+                raise bad("E072", f"has a damaged or truncated .npy header ({e})") from None
+            if e5m2 and decl.dtype.name != "float8_e5m2":
+                raise bad("E073", f"holds float8_e5m2 values (descr '<f1', as np.save writes "
+                          f"ml_dtypes.float8_e5m2), declared {decl.dtype.name}",
+                          hint="declare the tensor float8_e5m2, or save the declared dtype")
+            arr_dtype = _accepted_dtype(np.dtype(dtype), decl, bad)
+            if tuple(shape) != decl.shape:
+                raise bad("E074", f"has shape {list(shape)}, declared {list(decl.shape)}")
+            data_start = f.tell()
+            f.seek(0, os.SEEK_END)
+            have = f.tell() - data_start
+            need = decl.size * arr_dtype.itemsize
+            if have < need:
+                raise bad("E072", f"is truncated: its header declares {need:,} data bytes, "
+                          f"the file holds {have:,}")
+            f.seek(data_start)
+            raw = f.read(need)
     except FileNotFoundError:
-        raise NkirunError(error("E070", f"tensor `{name}`: {what} {path} not found", loc))
-    except ValueError as e:
-        msg = str(e)
-        if "pickle" in msg.lower() or "object" in msg.lower():
-            raise NkirunError(error("E071", f"tensor `{name}`: {path} holds Python objects; "
-                                    "nkirun never unpickles data", loc,
-                                    hint="save a numeric array with np.save"))
-        raise NkirunError(error("E072", f"tensor `{name}`: {path} is not a valid .npy file ({msg})",
-                                loc))
-    except (OSError, EOFError) as e:
-        raise NkirunError(error("E072", f"tensor `{name}`: cannot read {path}: {e}", loc))
-    if not isinstance(arr, np.ndarray):
-        raise NkirunError(error("E072", f"tensor `{name}`: {path} is not a single .npy array",
-                                loc, hint="use np.save, not np.savez"))
-    want = decl.dtype.np_type
-    if arr.dtype.kind == "V" and decl.dtype.is_float and arr.dtype.itemsize == want.itemsize \
-            and decl.dtype.np_type.kind == "V":
-        arr = arr.view(want)  # how np.save stores ml_dtypes arrays (bfloat16 as |V2, fp8 as |V1)
-    elif arr.dtype.kind == "O":
-        raise NkirunError(error("E071", f"tensor `{name}`: {path} holds Python objects", loc))
-    elif arr.dtype != want:
-        got = dt.from_numpy(arr.dtype)
-        raise NkirunError(error(
-            "E073", f"tensor `{name}`: {path} has dtype {got.name if got else arr.dtype}, "
-            f"declared {decl.dtype.name}", loc,
-            hint=f"save it with dtype {decl.dtype.name} (ml_dtypes.{decl.dtype.name} for "
-                 "bfloat16/fp8), or change the declaration"))
-    if arr.shape != decl.shape:
-        raise NkirunError(error("E074", f"tensor `{name}`: {path} has shape {list(arr.shape)}, "
-                                f"declared {list(decl.shape)}", loc))
+        raise bad("E070", "not found") from None
+    except IsADirectoryError:
+        raise bad("E072", "is a folder, not a .npy file") from None
+    except OSError as e:
+        raise bad("E072", f"cannot be read: {e.strerror or e}") from None
+    arr = np.frombuffer(raw, dtype=arr_dtype).reshape(shape, order="F" if fortran else "C")
+    if arr.dtype != decl.dtype.np_type:
+        arr = arr.astype(arr.dtype.newbyteorder("=")) if arr.dtype.kind != "V" else arr
+        arr = arr.view(decl.dtype.np_type)
     if decl.dtype.name == "tfloat32":
         arr = dt.cast(arr, decl.dtype)
-    return np.ascontiguousarray(arr)
+    return np.array(arr, order="C")  # an owned, writable, C-ordered copy
+
+
+# np.save writes ml_dtypes arrays as raw bytes (bfloat16 '<V2', float8_e4m3 '<V1',
+# float8_e5m2 '<f1'): for these declared dtypes, raw bytes of the same width are accepted.
+_SAVED_RAW = frozenset({"bfloat16", "float8_e4m3", "float8_e5m2"})
+_MAX_HEADER = 10_000  # NumPy's own default limit for .npy headers
+# ml_dtypes' float8_e5m2 is saved with descr '<f1', which NumPy cannot read back: it
+# is read as raw bytes, and accepted for float8_e5m2 only.
+_E5M2_DESCR = ("<f1", "|f1", ">f1")
+
+
+def _read_header(f):
+    """(shape, fortran_order, dtype, is_e5m2) from a .npy header, parsed as a literal."""
+    version = np.lib.format.read_magic(f)
+    if version == (1, 0):
+        size, encoding = struct.unpack("<H", f.read(2) or b"\0\0")[0], "latin1"
+    elif version in ((2, 0), (3, 0)):
+        raw = f.read(4)
+        if len(raw) < 4:
+            raise EOFError("the header length is cut off")
+        size, encoding = struct.unpack("<I", raw)[0], "latin1" if version == (2, 0) else "utf8"
+    else:
+        raise ValueError(f"unsupported .npy format version {version[0]}.{version[1]}")
+    if size > _MAX_HEADER:
+        raise ValueError(f"header of {size:,} bytes, over {_MAX_HEADER:,}")
+    text = f.read(size)
+    if len(text) < size:
+        raise EOFError(f"the header needs {size} bytes, the file has {len(text)}")
+    try:
+        d = ast.literal_eval(text.decode(encoding))
+    except (SyntaxError, ValueError, UnicodeDecodeError, RecursionError, MemoryError):
+        raise ValueError("the header is not a valid .npy header") from None
+    if not (isinstance(d, dict) and set(d) == {"descr", "fortran_order", "shape"}
+            and isinstance(d["fortran_order"], bool) and isinstance(d["shape"], tuple)
+            and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                    for n in d["shape"])):
+        raise ValueError("the header lacks descr/fortran_order/shape or has bad values")
+    e5m2 = isinstance(d["descr"], str) and d["descr"] in _E5M2_DESCR
+    dtype = np.dtype("V1") if e5m2 else np.lib.format.descr_to_dtype(d["descr"])
+    return d["shape"], d["fortran_order"], dtype, e5m2
+
+
+def _accepted_dtype(got: np.dtype, decl: TensorDecl, bad) -> np.dtype:
+    """The file's dtype if it is an accepted form of the declared one, else raise E071/E073."""
+    want = decl.dtype.np_type
+    raw_ok = decl.dtype.name in _SAVED_RAW
+    if got.hasobject:
+        raise bad("E071", "holds Python objects (dtype object); nkirun never unpickles data, "
+                  "since loading a pickle can run arbitrary code",
+                  hint=f"save a numeric array: np.save(path, arr.astype(np.{want.name}))"
+                  if not raw_ok else f"save a {decl.dtype.name} array with np.save")
+    if got.fields is not None or got.subdtype is not None:
+        raise bad("E073", f"has a structured dtype {got}, declared {decl.dtype.name}",
+                  hint="save a plain array of the declared dtype")
+    if got == want or (got.kind != "V" and got.newbyteorder("=") == want):
+        return got  # exact, or the same type in the other byte order
+    if got.kind == "V" and raw_ok:  # ml_dtypes arrays are saved as raw bytes
+        if got.itemsize == want.itemsize:
+            return got
+        raise bad("E073", f"holds {got.itemsize}-byte raw values ({got.str}); "
+                  f"{decl.dtype.name} is {want.itemsize} byte{'s' * (want.itemsize > 1)}",
+                  hint=f"save an ml_dtypes.{decl.dtype.name} array with np.save")
+    shown = "raw bytes " + got.str if got.kind == "V" else (
+        dt.from_numpy(got).name if dt.from_numpy(got) else str(got))
+    hint = f"save it as {decl.dtype.name} (np.save(path, arr.astype(...))), or change the " \
+        "declaration"
+    if raw_ok and got.kind in "iu" and got.itemsize == want.itemsize:
+        hint = (f"if these are the raw bits of {decl.dtype.name} values, save "
+                f"arr.view(ml_dtypes.{decl.dtype.name}) instead; integer files are not "
+                "reinterpreted")
+    elif raw_ok:
+        hint = f"save an ml_dtypes.{decl.dtype.name} array with np.save, or change the " \
+            "declaration"
+    elif got.kind == "V":
+        hint = ("np.save stores ml_dtypes arrays as raw bytes: |V2 is bfloat16, |V1 an fp8 "
+                "type; declare the tensor with that dtype, or save it as " + decl.dtype.name)
+    raise bad("E073", f"has dtype {shown}, declared {decl.dtype.name}", hint=hint)
 
 
 def initial_buffers(program: Program, inputs: dict | None = None):
@@ -92,7 +193,7 @@ def initial_buffers(program: Program, inputs: dict | None = None):
             written[name] = None
         elif t.init == "fill":
             buffers[name] = np.full(t.shape, 0, t.dtype.np_type)
-            buffers[name][...] = dt.cast(np.array(t.init_value), t.dtype)
+            buffers[name][...] = dt.cast(np.array(t.init_value, np.float64), t.dtype)
             written[name] = None
         elif t.init == "data":
             buffers[name] = dt.cast(np.asarray(t.init_value, np.float64).astype(

@@ -20,14 +20,53 @@ except AttributeError:  # pragma: no cover
     _Loader = yaml.SafeLoader
 
 _STD = "tag:yaml.org,2002:"
-_MAX_NODES = 5_000_000  # bounds alias ("billion laughs") expansion
+_SCALAR_TAGS = frozenset(_STD + t for t in ("str", "int", "float", "bool", "null", "timestamp"))
+# Bounds on what a program may expand to, checked before anything is converted: the node
+# count after alias expansion ("billion laughs") and the nesting depth. A program needs
+# depth ~10 (data lists of 5-D tensors); large data belongs in .npy files.
+_MAX_NODES = 1_000_000
+_MAX_DEPTH = 64
 
 
 class _Walker:
     def __init__(self, path: str):
         self.path = path
         self.constructor = SafeConstructor()
-        self.budget = _MAX_NODES
+
+    def audit(self, root) -> None:
+        """Refuse non-standard tags, recursive aliases and documents that expand to more
+        than _MAX_NODES nodes, before converting anything. Sizes are memoised per node, so
+        an alias bomb is measured in time linear in its text, never expanded."""
+        sizes: dict[int, int] = {}
+        active: set[int] = set()
+
+        def size(node) -> int:
+            key = id(node)
+            if key in sizes:
+                return sizes[key]
+            if key in active:
+                raise _Bad(error("E001", "a YAML alias refers to the node that contains it "
+                                 "(a recursive structure)", self.loc(node)))
+            tag = node.tag or ""
+            if isinstance(node, yaml.ScalarNode):
+                if tag not in _SCALAR_TAGS:
+                    raise _Bad(_tag_error(tag, self.loc(node)))
+                return 1
+            if tag != _STD + ("seq" if isinstance(node, yaml.SequenceNode) else "map"):
+                raise _Bad(_tag_error(tag, self.loc(node)))
+            active.add(key)
+            children = (node.value if isinstance(node, yaml.SequenceNode)
+                        else [n for kv in node.value for n in kv])
+            n = 1 + sum(size(c) for c in children)
+            active.discard(key)
+            if n > _MAX_NODES:
+                raise _Bad(error("E001", f"the document expands to more than {_MAX_NODES:,} "
+                                 "values (YAML aliases repeating large parts?)", self.loc(node),
+                                 hint="put large initial data in a .npy file (`file:`)"))
+            sizes[key] = n
+            return n
+
+        size(root)
 
     def loc(self, node) -> Loc:
         m = node.start_mark
@@ -35,16 +74,17 @@ class _Walker:
 
     def value(self, node):
         """A node as plain Python (str/int/float/bool/None/list/dict of str keys)."""
-        self.budget -= 1
-        if self.budget < 0:
-            raise _Bad(error("E001", "the document expands to too many nodes (alias bomb?)",
-                             self.loc(node)))
         tag = node.tag or ""
         if isinstance(node, yaml.ScalarNode):
             if tag == _STD + "str":
                 return node.value
             if tag in (_STD + "int", _STD + "float", _STD + "bool", _STD + "null"):
-                return self.constructor.construct_object(node)
+                try:
+                    return self.constructor.construct_object(node)
+                except (ConstructorError, ValueError, KeyError, TypeError):
+                    # only reachable with an explicit tag, e.g. `!!int abc`
+                    raise _Bad(error("E001", f"{node.value!r} is not a valid {tag[len(_STD):]}",
+                                     self.loc(node))) from None
             if tag == _STD + "timestamp":
                 return node.value
             raise _Bad(error("E001", f"YAML tag {tag!r} is not allowed", self.loc(node),
@@ -57,13 +97,32 @@ class _Walker:
         if isinstance(node, yaml.MappingNode):
             if tag != _STD + "map":
                 raise _Bad(error("E001", f"YAML tag {tag!r} is not allowed", self.loc(node)))
-            return {str(self.value(k)): self.value(v) for k, v in node.value}
+            out = {}
+            for k, v in node.value:
+                key = str(self.value(k))
+                if key in out:
+                    raise _Bad(_duplicate(key, self.loc(k), self.loc(node)))
+                out[key] = self.value(v)
+            return out
         raise _Bad(error("E001", "unsupported YAML node", self.loc(node)))  # pragma: no cover
 
 
 class _Bad(Exception):
     def __init__(self, diag: Diagnostic):
         self.diag = diag
+
+
+def _duplicate(key: str, loc: Loc, first: Loc) -> Diagnostic:
+    # YAML forbids duplicate keys; PyYAML would silently keep the last one
+    return error("E001", f"duplicate key `{key}` (first given at line {first.line})", loc,
+                 hint="give each key once")
+
+
+def _tag_error(tag: str, loc: Loc) -> Diagnostic:
+    shown = tag.replace(_STD, "!!")
+    return error("E001", f"YAML tag {shown!r} is not allowed", loc,
+                 hint="programs use plain YAML values only; tags such as !!python/object "
+                      "are refused (nkirun never constructs objects from a program)")
 
 
 def read_source(path: str) -> tuple[str | None, list[Diagnostic]]:
@@ -89,6 +148,9 @@ def parse_yaml(text: str, path: str, base_dir: str | None = None):
     """Parse program text: returns (Program | None, diagnostics)."""
     lines = tuple(text.splitlines())
     try:
+        too_deep = _too_deep(text, path)
+        if too_deep is not None:
+            return None, [too_deep]
         root = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
@@ -104,6 +166,10 @@ def parse_yaml(text: str, path: str, base_dir: str | None = None):
         return None, [error("E002", "the program is empty", Loc(path, 1, 1),
                             hint="a program is a mapping with version, tensors and instructions")]
     w = _Walker(path)
+    try:
+        w.audit(root)
+    except _Bad as e:
+        return None, [e.diag]
     if not isinstance(root, yaml.MappingNode):
         return None, [error("E002", "the program must be a YAML mapping (version, tensors, "
                             "instructions), not a " + ("list" if isinstance(
@@ -116,6 +182,23 @@ def parse_yaml(text: str, path: str, base_dir: str | None = None):
     except RecursionError:
         b.diags.append(error("E001", "the YAML document is nested too deeply", Loc(path)))
     return b.finish()
+
+
+def _too_deep(text: str, path: str) -> Diagnostic | None:
+    """A diagnostic when collections nest deeper than _MAX_DEPTH, found from the event
+    stream and stopping at the first offending one: libyaml's composer recurses in C (it
+    crashes the process at ~100,000 levels) and is quadratic on deep flow collections."""
+    depth = 0
+    for ev in yaml.parse(text, Loader=_Loader):
+        if isinstance(ev, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            depth += 1
+            if depth > _MAX_DEPTH:
+                m = ev.start_mark
+                return error("E001", f"the YAML document nests collections more than "
+                             f"{_MAX_DEPTH} levels deep", Loc(path, m.line + 1, m.column + 1))
+        elif isinstance(ev, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            depth -= 1
+    return None
 
 
 def _build(w: _Walker, b: Builder, root) -> None:
@@ -140,7 +223,11 @@ def _build(w: _Walker, b: Builder, root) -> None:
                 if isinstance(tv, yaml.MappingNode):
                     fields = {}
                     for fk, fv in tv.value:
-                        fields[str(w.value(fk))] = (w.value(fv), w.loc(fk), w.loc(fv))
+                        k = str(w.value(fk))
+                        if k in fields:
+                            b.diags.append(_duplicate(k, w.loc(fk), fields[k][1]))
+                            continue
+                        fields[k] = (w.value(fv), w.loc(fk), w.loc(fv))
                     b.tensor(name, fields, w.loc(tk))
                 else:
                     b.tensor(name, w.value(tv), w.loc(tk))
@@ -168,7 +255,11 @@ def _instruction(w: _Walker, b: Builder, entry) -> None:
     if isinstance(vnode, yaml.MappingNode):
         args = {}
         for ak, av in vnode.value:
-            args[str(w.value(ak))] = (w.value(av), w.loc(ak))
+            k = str(w.value(ak))
+            if k in args:
+                b.diags.append(_duplicate(k, w.loc(ak), args[k][1]))
+                continue
+            args[k] = (w.value(av), w.loc(ak))
     elif isinstance(vnode, yaml.ScalarNode) and vnode.tag == _STD + "null":
         args = {}
     else:
