@@ -118,7 +118,8 @@ def _param_rules(b: Bound):
                         hint=f"use a column view such as {r.decl.name}[:, 0:1]")
     if b.engine == "gpsimd":
         for p, r in tiles:
-            if r.buffer == "psum":
+            # a param that already excludes PSUM got its E040 above: don't report it twice
+            if r.buffer == "psum" and (p.buffers is None or "psum" in p.buffers):
                 yield b.err("E044", f"`{p.name}` is in PSUM, which the GpSimd engine cannot "
                             "access", p.name, hint="copy it to SBUF first")
     group = b.spec.same_partitions
@@ -222,7 +223,7 @@ def _capacity(program: Program, bound: list[Bound]) -> list[Diagnostic]:
     out = []
     for buf, cap in (("sbuf", target.sbuf_bytes_per_partition),
                      ("psum", target.psum_bytes_per_partition)):
-        delta = [0] * (n + 1)
+        delta = [0] * (n + 2)  # +2: a tensor first used at 0 with no instruction left
         for name, f in first.items():
             t = program.tensors[name]
             if t.buffer != buf:

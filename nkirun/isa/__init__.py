@@ -11,7 +11,7 @@ from .spec import InstructionDef
 
 MODULES = (
     "load", "store", "memset",
-    "range_select",
+    "range_select", "select_reduce", "affine_select", "iota",
     "nc_find_index8", "nc_transpose", "nc_matmul",
 )
 

@@ -52,6 +52,46 @@ def pattern_size(pattern) -> int:
     return n
 
 
+INT32_MIN, INT32_MAX = -2**31, 2**31 - 1
+
+
+def pattern_rules(b: Bound, codes: tuple[str, str, str, str]):
+    """The rules iota and affine_select share (nki-reference.md §1.9/§1.10, seed page 002).
+
+    `codes` = (too many pairs, num < 1, element count != dst free size, outside int32).
+    offset and channel_multiplier are int32 and the values are computed in int32, so every
+    generated value must fit (nkirun refuses rather than guessing the hardware's wrap-around).
+    """
+    pattern, dst = b["pattern"], b.tile("dst")
+    if len(pattern) > 4:
+        yield b.err(codes[0], f"pattern has {len(pattern)} [step, num] pairs; at most 4 "
+                    "(w, z, y, x) are allowed", "pattern")
+        return
+    bad = [num for _, num in pattern if num < 1]
+    if bad:
+        yield b.err(codes[1], f"every num in pattern must be at least 1 (got {bad[0]})",
+                    "pattern", hint="pattern is [[step, num], ...] with num the loop count")
+        return
+    n = pattern_size(pattern)
+    if dst is not None and n != dst.free_size:
+        yield b.err(codes[2], f"pattern generates {n} elements per partition but dst "
+                    f"{list(dst.shape)} holds {dst.free_size}", "pattern",
+                    hint="the product of the nums must equal dst's elements per partition")
+    for key in ("offset", "channel_multiplier"):
+        if not INT32_MIN <= b[key] <= INT32_MAX:
+            yield b.err(codes[3], f"{key} {b[key]} is not an int32", key,
+                        hint=f"allowed: {INT32_MIN}..{INT32_MAX}")
+            return
+    parts = dst.partitions if dst is not None else 1
+    spans = [s * (k - 1) for s, k in pattern] + [b["channel_multiplier"] * (parts - 1)]
+    lo = b["offset"] + sum(min(0, s) for s in spans)
+    hi = b["offset"] + sum(max(0, s) for s in spans)
+    if lo < INT32_MIN or hi > INT32_MAX:
+        yield b.err(codes[3], f"the affine values range over {lo}..{hi}, outside int32 (they "
+                    "are computed in int32)", "pattern",
+                    hint="use smaller steps, offset or channel_multiplier")
+
+
 def vector_reduce(b: Bound, m, selected_f32: np.ndarray, lanes_of: str) -> None:
     """Apply `reduce_cmd` to the shared Vector-engine max accumulator; fill `reduce_res`.
 

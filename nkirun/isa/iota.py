@@ -1,0 +1,53 @@
+"""nki.isa.iota — GpSimd engine (nki-reference.md §1.10).
+
+dst[c, i] = offset + c*channel_multiplier + pattern(i), computed in int32 and cast to dst's
+dtype; the pattern is the same front-padded 4-D [step, num] walk as affine_select's.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .common import pattern_rules, pattern_values
+from .spec import INT, PATTERN, TILE, Bound, InstructionDef, Param
+
+
+def check(b: Bound):
+    yield from pattern_rules(b, ("E160", "E161", "E162", "E163"))
+
+
+def execute(b: Bound, m) -> None:
+    dst = b["dst"]
+    values = pattern_values(b["pattern"], b["offset"], b["channel_multiplier"], dst.partitions)
+    # check() keeps every value within int32; m.write casts int32 -> dst (floats RNE,
+    # integers saturate)
+    m.write(dst, values.astype(np.int32).reshape(dst.shape))
+
+
+def cycles(b: Bound, target) -> int:
+    return target.gpsimd_start + b["dst"].free_size
+
+
+SPEC = InstructionDef(
+    name="iota",
+    engine="gpsimd",
+    params=(
+        Param("dst", TILE, required=True, out=True, buffers=frozenset({"sbuf"}),
+              doc="output tile in SBUF (§1.10: SBUF only)"),
+        Param("pattern", PATTERN, required=True,
+              doc="[[step, num], ...], up to 4 pairs (w, z, y, x), padded at the front"),
+        Param("offset", INT, default=0, doc="int32 added to every value"),
+        Param("channel_multiplier", INT, default=0,
+              doc="int32 multiplier of the partition (channel) index"),
+    ),
+    summary="fill a tile with an affine function of the partition and free indices",
+    semantics=(
+        "Writes offset + partition*channel_multiplier + w*step_w + z*step_z + y*step_y + "
+        "x*step_x, computed in int32, into each element (the pattern padded at the front "
+        "to 4-D, x fastest), cast to dst's dtype."),
+    cost_formula="150 + N GpSimd cycles, N = elements per partition of dst",
+    execute=execute,
+    cycles=cycles,
+    check=check,
+    source="nki-reference.md §1.10 (nki.isa.iota, [NEW-ISA]; cost [OLD-ISA][2024-ISA])",
+    example="- iota: {dst: idx, pattern: [[1, 512]], offset: 0, channel_multiplier: 512}",
+)

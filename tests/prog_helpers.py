@@ -1,0 +1,121 @@
+"""Small helpers for tests that build a program in tmp_path and run it through nkirun.api.
+
+    path = write_program(tmp_path, {"x": sbuf(arr), "y": sbuf_out((P, N), "float32")},
+                         [{"range_select": {...}}])
+    outs = nkirun.api.run(path)
+"""
+from __future__ import annotations
+
+import itertools
+import pathlib
+
+import ml_dtypes
+import numpy as np
+import yaml
+
+from nkirun.api import check_program, run
+
+NP_TYPES = {"float32": np.float32, "bfloat16": ml_dtypes.bfloat16, "float16": np.float16,
+            "float8_e4m3": ml_dtypes.float8_e4m3, "float8_e5m2": ml_dtypes.float8_e5m2,
+            "int8": np.int8, "uint8": np.uint8, "int16": np.int16, "uint16": np.uint16,
+            "int32": np.int32, "uint32": np.uint32}
+_counter = itertools.count()
+
+
+def sbuf(array, dtype: str | None = None, buffer: str = "sbuf", output: bool = False) -> dict:
+    """A tensor initialised from `array` (saved as .npy next to the program)."""
+    array = np.asarray(array)
+    if dtype is not None:
+        array = array.astype(NP_TYPES[dtype])
+    return {"buffer": buffer, "array": array, "output": output}
+
+
+def out(shape, dtype: str, buffer: str = "sbuf") -> dict:
+    """An undefined tensor marked `output: true`."""
+    return {"buffer": buffer, "shape": list(shape), "dtype": dtype, "output": True}
+
+
+def tmp(shape, dtype: str, buffer: str = "sbuf") -> dict:
+    return {"buffer": buffer, "shape": list(shape), "dtype": dtype}
+
+
+def _plain(v):
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def write_program(tmp_path, tensors: dict, instructions: list, name: str | None = None) -> str:
+    """Write a version-1 YAML program (and its .npy inputs) into a fresh folder of tmp_path."""
+    folder = pathlib.Path(tmp_path) / (name or f"prog{next(_counter)}")
+    folder.mkdir(parents=True, exist_ok=True)
+    decls = {}
+    for tname, spec in tensors.items():
+        spec = dict(spec)
+        arr = spec.pop("array", None)
+        if arr is not None:
+            np.save(folder / f"{tname}.npy", arr)
+            dtype = next(k for k, t in NP_TYPES.items() if np.dtype(t) == arr.dtype)
+            spec.update(shape=list(arr.shape), dtype=dtype, file=f"{tname}.npy")
+        if not spec.get("output"):
+            spec.pop("output", None)
+        decls[tname] = spec
+    doc = {"version": 1, "tensors": decls, "instructions": _plain(instructions)}
+    path = folder / "program.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False, default_flow_style=False))
+    return str(path)
+
+
+def run_program(tmp_path, tensors: dict, instructions: list) -> dict[str, np.ndarray]:
+    return run(write_program(tmp_path, tensors, instructions))
+
+
+def diagnostics(tmp_path, tensors: dict, instructions: list):
+    return check_program(write_program(tmp_path, tensors, instructions)).diagnostics
+
+
+def codes(diags) -> list[str]:
+    return [d.code for d in diags]
+
+
+def key_line(path: str, instruction_key: str, occurrence: int = 0) -> int:
+    """1-based line of the `occurrence`-th line whose first token is `instruction_key:`."""
+    hits = [i + 1 for i, ln in enumerate(pathlib.Path(path).read_text().splitlines())
+            if ln.strip().lstrip("- ").startswith(f"{instruction_key}:")]
+    return hits[occurrence]
+
+
+def assert_bits_equal(got: np.ndarray, want: np.ndarray) -> None:
+    """Same dtype, shape and bit pattern (NaN payloads and -0.0 included)."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    u = np.dtype(f"u{got.dtype.itemsize}")
+    g, w = np.ascontiguousarray(got).view(u), np.ascontiguousarray(want).view(u)
+    if not np.array_equal(g, w):
+        bad = np.argwhere(g != w)[0]
+        raise AssertionError(f"first difference at {tuple(bad)}: got {got[tuple(bad)]!r}, "
+                             f"want {want[tuple(bad)]!r} ({(g != w).sum()} elements differ)")
+
+
+def random_floats(rng, shape, special: bool = True) -> np.ndarray:
+    """float32 values in about [-8, 8], with some NaN/+inf/-inf/-0.0 when `special`."""
+    x = (rng.standard_normal(shape) * 4).astype(np.float32)
+    if special and x.size >= 8:
+        flat = x.reshape(-1)
+        idx = rng.choice(flat.size, size=max(4, flat.size // 16), replace=False)
+        flat[idx] = rng.choice(np.array([np.nan, np.inf, -np.inf, -0.0], np.float32),
+                               size=idx.size)
+    return x
+
+
+def load_npy(path, dtype=None) -> np.ndarray:
+    """np.load, restoring an ml_dtypes type (bfloat16/fp8 load back as raw |V2/|V1)."""
+    a = np.load(path, allow_pickle=False)
+    if dtype is not None and a.dtype.kind == "V":
+        a = a.view(np.dtype(dtype))
+    return a
