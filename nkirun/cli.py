@@ -136,10 +136,27 @@ def default_out_dir(program: str) -> str:
               help="replace tensor NAME's initial contents with a .npy file (repeatable)")
 @click.option("--max-hbm-bytes", type=int, default=None,
               help="refuse HBM tensors larger than this (default 4 GiB)")
+@click.option("--expect", "expect_dir", type=click.Path(file_okay=False), default=None,
+              help="compare each output with EXPECT/<name>.npy; exit 1 on a mismatch "
+                   "(exact by default; integer tensors always exact)")
+@click.option("--rtol", type=click.FloatRange(min=0), default=None,
+              help="with --expect: relative tolerance for float outputs")
+@click.option("--atol", type=click.FloatRange(min=0), default=None,
+              help="with --expect: absolute tolerance for float outputs")
+@click.option("--ulp", type=click.IntRange(min=0), default=None,
+              help="with --expect: allowed distance in units in the last place of the "
+                   "output dtype (instead of --rtol/--atol)")
+@click.option("--trace", is_flag=True, help="print one line per executed instruction "
+              "(what it wrote: min/max/mean, NaN/inf counts) to stderr")
+@click.option("--dump", "dump_dir", type=click.Path(file_okay=False), default=None,
+              help="write every tensor as DUMP/<k>_<op>/<tensor>.npy after each instruction")
+@click.option("--after", "dump_after", type=int, default=None, metavar="K",
+              help="with --dump: only after instruction K (0-based)")
 @_program_format_option
 @_debug_option
 @_guard
-def run(program, out_dir, inputs, max_hbm_bytes, program_format, debug):
+def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, ulp, trace, dump_dir,
+        dump_after, program_format, debug):
     """Check, then execute PROGRAM with NumPy; write every `output: true` tensor.
 
     Outputs go to OUT/<name>.npy, written only after the whole run succeeded, each
@@ -149,6 +166,12 @@ def run(program, out_dir, inputs, max_hbm_bytes, program_format, debug):
     from .targets import DEFAULT_MAX_HBM_BYTES
     inputs = _parse_inputs(inputs)
     out_dir = out_dir or default_out_dir(program)
+    if ulp is not None and (rtol is not None or atol is not None):
+        raise click.UsageError("give either --ulp or --rtol/--atol, not both")
+    if expect_dir is None and (ulp is not None or rtol is not None or atol is not None):
+        raise click.UsageError("--rtol/--atol/--ulp need --expect DIR")
+    if dump_after is not None and dump_dir is None:
+        raise click.UsageError("--after needs --dump DIR")
     try:
         c = api.require_valid(program, program_format,
                               max_hbm_bytes=max_hbm_bytes or DEFAULT_MAX_HBM_BYTES)
@@ -159,15 +182,32 @@ def run(program, out_dir, inputs, max_hbm_bytes, program_format, debug):
         raise
     from .interpret import execute, outputs, write_outputs
     api._check_inputs(c.program, inputs)
-    m = execute(c.program, c.bound, inputs)
+    expected = None
+    if expect_dir is not None:  # read the expected files first: fail before a long run
+        from .compare import load_expected
+        expected = load_expected(c.program, expect_dir)
+    if dump_after is not None and not 0 <= dump_after < len(c.bound):
+        raise click.BadParameter(f"{dump_after}: the program's instructions are numbered "
+                                 f"0..{len(c.bound) - 1}", param_hint="--after")
+    from .trace_run import watch
+    with watch(c.program, c.bound, trace, dump_dir, dump_after) as hook:
+        m = execute(c.program, c.bound, inputs, hook)
     result = outputs(c.program, m)
     from .render import print_diagnostics
-    warnings = [d for d in c.diagnostics if not d.is_error]
-    seen = {(d.code, d.loc) for d in warnings}  # e.g. W052 found by check and at run time
-    warnings += [w for w in m.warnings if (w.code, w.loc) not in seen]
+    warnings = [d for d in c.diagnostics if not d.is_error] + m.warnings
     print_diagnostics(warnings, c.program.source_lines, sys.stderr)
     written = write_outputs(result, out_dir)
     _print_run_summary(program, c, result, written)
+    if expected is not None:  # outputs are written even on a mismatch, to inspect them
+        from .compare import Tolerance, compare_outputs, format_diffs
+        tol = Tolerance(rtol or 0.0, atol or 0.0, ulp)
+        diffs = compare_outputs(c.program, result, expected, tol)
+        bad = [d for d in diffs if not d.ok]
+        click.echo(f"compared with {expect_dir}: "
+                   + (f"{len(bad)} of {len(diffs)} outputs differ" if bad else
+                      f"all {len(diffs)} outputs match"))
+        click.echo(format_diffs(diffs))
+        sys.exit(EXIT_INVALID if bad else EXIT_OK)
     sys.exit(EXIT_OK)
 
 
@@ -222,6 +262,62 @@ def cost(program, fmt, target, trace_out, program_format, debug):
     else:
         render_report(sched)
     sys.exit(EXIT_OK)
+
+
+def _console():
+    from rich.console import Console
+    return Console(highlight=False)
+
+
+@cli.command()
+@click.argument("op")
+@_fmt_option
+def explain(op, fmt):
+    """Show instruction OP: signature, engine, constraints, semantics, cost, example.
+
+    Everything comes from the module that implements OP (nkirun/isa/<op>.py).
+    Exit 1 if OP is unknown.
+    """
+    from .explain import describe, lookup, render_rich, render_text, suggestion
+    from .render import use_color
+    spec = lookup(op)
+    if spec is None:
+        hint = suggestion(op)
+        click.echo(f"nkirun: unknown instruction `{op}`" + (f"; {hint}" if hint else "")
+                   + " (`nkirun ops` lists them)", err=True)
+        sys.exit(EXIT_INVALID)
+    d = describe(spec)
+    if fmt == "json":
+        click.echo(json.dumps(d, indent=2))
+    elif use_color():
+        render_rich(d, _console())
+    else:
+        click.echo(render_text(d))
+
+
+@cli.command()
+@_fmt_option
+def ops(fmt):
+    """List the instructions nkirun knows, with engine and summary."""
+    from .explain import ops_list, render_ops_rich, render_ops_text
+    from .render import use_color
+    rows = ops_list()
+    if fmt == "json":
+        click.echo(json.dumps({"instructions": rows}, indent=2))
+    elif use_color():
+        render_ops_rich(rows, _console())
+    else:
+        click.echo(render_ops_text(rows))
+
+
+@cli.command()
+def schema():
+    """Print the JSON Schema of the program format (generated from the instruction
+    table; the same as schemas/program.schema.json). For editors with
+    yaml-language-server, start a program with
+    `# yaml-language-server: $schema=PATH/program.schema.json`."""
+    from .schema import dumps
+    click.echo(dumps(), nl=False)
 
 
 def main():

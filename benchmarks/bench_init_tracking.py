@@ -1,0 +1,107 @@
+"""How much does exact uninitialised-read tracking (machine.py, E090) cost?
+
+Runs one large program (128 x 16384 float32 tiles, 50 instructions: full loads, tiles
+written in column chunks and under masks, reads of partially written tiles, a
+range_select chain) twice: as nkirun runs it, and with tracking switched off (every
+tensor treated as defined from the start). Prints the best-of-N execute() times.
+
+    python benchmarks/bench_init_tracking.py [--repeat 5]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+P, F = 128, 16384
+CHUNK = 1024
+
+
+def program_text() -> str:
+    ins = ["- load: {dst: a, src: x}",
+           "- load: {dst: lo, src: xlo}",
+           "- load: {dst: hi, src: xhi}"]
+    # c is written in 16 column chunks; after each of the first 8 a range_select reads
+    # the chunk just written (a read of a partially written tensor)
+    for k in range(F // CHUNK):
+        s = f"c[:, {k * CHUNK}:{(k + 1) * CHUNK}]"
+        ins.append(f"- memset: {{dst: '{s}', value: {k}.0}}")
+        if k < 8:
+            ins.append(f"- range_select: {{dst: '{s}', on_true_tile: '{s}', comp_op0: "
+                       "greater_equal, comp_op1: less, bound0: lo, bound1: hi}")
+    # b is written under two complementary masks
+    ins.append("- memset: {dst: b, value: 1.0, mask: 'f < 8192'}")
+    ins.append("- memset: {dst: b, value: 2.0, mask: 'f >= 8192'}")
+    while len(ins) < 48:
+        src = "a" if len(ins) % 2 else "c"
+        ins.append(f"- range_select: {{dst: b, on_true_tile: {src}, comp_op0: greater_equal, "
+                   "comp_op1: less, bound0: lo, bound1: hi, reduce_cmd: reset_reduce, "
+                   "reduce_res: m}")
+    ins += ["- store: {dst: y, src: b}", "- store: {dst: ymax, src: m}"]
+    assert len(ins) == 50, len(ins)
+    return f"""\
+version: 1
+tensors:
+  x:   {{buffer: hbm, shape: [{P}, {F}], dtype: float32, fill: 0}}
+  xlo: {{buffer: hbm, shape: [{P}, 1], dtype: float32, fill: 0}}
+  xhi: {{buffer: hbm, shape: [{P}, 1], dtype: float32, fill: 0}}
+  y:   {{buffer: hbm, shape: [{P}, {F}], dtype: float32, output: true}}
+  ymax: {{buffer: hbm, shape: [{P}, 1], dtype: float32, output: true}}
+  a:   {{buffer: sbuf, shape: [{P}, {F}], dtype: float32}}
+  b:   {{buffer: sbuf, shape: [{P}, {F}], dtype: float32}}
+  c:   {{buffer: sbuf, shape: [{P}, {F}], dtype: float32}}
+  lo:  {{buffer: sbuf, shape: [{P}, 1], dtype: float32}}
+  hi:  {{buffer: sbuf, shape: [{P}, 1], dtype: float32}}
+  m:   {{buffer: sbuf, shape: [{P}, 1], dtype: float32}}
+instructions:
+""" + "".join(f"  {line}\n" for line in ins)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    from nkirun import api, interpret, loader
+
+    rng = np.random.default_rng(0)
+    inputs = {"x": rng.standard_normal((P, F), dtype=np.float32),
+              "xlo": np.full((P, 1), 100, np.float32),
+              "xhi": np.full((P, 1), 9000, np.float32)}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "big.yaml")
+        with open(path, "w") as f:
+            f.write(program_text())
+        c = api.require_valid(path)
+
+    real = loader.initial_buffers
+
+    def untracked(program, inp=None):
+        buffers, written = real(program, inp)
+        return buffers, {k: None for k in written}
+
+    def best(tracking: bool) -> float:
+        interpret.initial_buffers = real if tracking else untracked
+        times = []
+        try:
+            for _ in range(args.repeat):
+                t0 = time.perf_counter()
+                m = interpret.execute(c.program, c.bound, inputs)
+                times.append(time.perf_counter() - t0)
+        finally:
+            interpret.initial_buffers = real
+        return min(times), m
+
+    (t_off, m_off), (t_on, m_on) = best(False), best(True)
+    assert np.array_equal(m_off.buffers["b"], m_on.buffers["b"])
+    print(f"{len(c.bound)} instructions, tiles {P}x{F} float32, best of {args.repeat}")
+    print(f"  tracking off: {t_off * 1e3:8.1f} ms")
+    print(f"  tracking on:  {t_on * 1e3:8.1f} ms   overhead {100 * (t_on / t_off - 1):+.1f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,176 @@
+"""Golden diff: compare a run's outputs with expected `.npy` files (`nkirun run --expect`).
+
+Modes:
+  exact (default)  bit-for-bit equal; any NaN equals any NaN (payloads differ between
+                   NumPy versions and are not part of the result). +0.0 and -0.0 differ.
+  rtol/atol        |actual - expected| <= atol + rtol * |expected| (np.isclose); NaN only
+                   matches NaN and an infinity only the same infinity.
+  ulp              the distance in units in the last place of the tensor's dtype is <= N
+                   (+0.0 and -0.0 are 0 apart; NaN only matches NaN).
+Integer tensors are always compared exactly: a tolerance would hide an off-by-one.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .dtypes import DType
+from .ir import Program
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    rtol: float = 0.0
+    atol: float = 0.0
+    ulp: int | None = None
+
+    @property
+    def exact(self) -> bool:
+        return self.ulp is None and self.rtol == 0 and self.atol == 0
+
+    def describe(self, dtype: DType) -> str:
+        if dtype.is_int or self.exact:
+            return "exact"
+        if self.ulp is not None:
+            return f"ulp <= {self.ulp}"
+        return f"rtol={self.rtol:g}, atol={self.atol:g}"
+
+
+@dataclass
+class TensorDiff:
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    mode: str
+    mismatches: int = 0
+    first: tuple[int, ...] | None = None  # index of the first mismatching element
+    actual: float | None = None  # the values there
+    expected: float | None = None
+    max_abs: float = 0.0  # over element pairs that are both finite
+    max_rel: float = 0.0
+    max_ulp: int = 0
+    on_chip: bool = False
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.mismatches == 0
+
+    def where(self) -> str:
+        if self.first is None:
+            return ""
+        if self.on_chip or len(self.first) > 1:
+            return f"partition {self.first[0]}, free index {tuple(self.first[1:])}"
+        return f"index {self.first}"
+
+    def as_dict(self) -> dict:
+        return {"tensor": self.name, "dtype": self.dtype, "shape": list(self.shape),
+                "mode": self.mode, "ok": self.ok, "mismatches": self.mismatches,
+                "first": list(self.first) if self.first is not None else None,
+                "actual": self.actual, "expected": self.expected, "max_abs": self.max_abs,
+                "max_rel": self.max_rel, "max_ulp": self.max_ulp}
+
+
+def _ordered_bits(a: np.ndarray) -> np.ndarray:
+    """Map float bit patterns to int64 so that adjacent floats differ by 1 and both
+    zeros map to 0 (sign-magnitude -> two's complement)."""
+    bits = a.view(f"u{a.dtype.itemsize}").astype(np.int64)
+    sign = np.int64(1) << (8 * a.dtype.itemsize - 1)
+    mag = bits & (sign - 1)
+    return np.where(bits & sign, -mag, mag)
+
+
+def ulp_distance(actual: np.ndarray, expected: np.ndarray, dtype: DType) -> np.ndarray:
+    """Element-wise ULP distance in `dtype` (int64); meaningless where either is NaN."""
+    d = np.abs(_ordered_bits(actual) - _ordered_bits(expected))
+    if dtype.name == "tfloat32":
+        d = d >> 13  # stored as float32; tf32 keeps 10 of float32's 23 mantissa bits
+    return d
+
+
+def compare(name: str, actual: np.ndarray, expected: np.ndarray, dtype: DType,
+            tol: Tolerance = Tolerance(), on_chip: bool = False) -> TensorDiff:
+    """Compare two arrays of the same shape and storage dtype."""
+    diff = TensorDiff(name, dtype.name, tuple(actual.shape), tol.describe(dtype),
+                      on_chip=on_chip)
+    if dtype.is_int:
+        bad = actual != expected
+        a64, e64 = actual.astype(np.float64), expected.astype(np.float64)
+        finite = np.ones(actual.shape, bool)
+    else:
+        a64, e64 = actual.astype(np.float64), expected.astype(np.float64)
+        a_nan, e_nan = np.isnan(a64), np.isnan(e64)
+        finite = np.isfinite(a64) & np.isfinite(e64)
+        ulps = ulp_distance(np.ascontiguousarray(actual), np.ascontiguousarray(expected), dtype)
+        if tol.exact:
+            bits = f"u{actual.dtype.itemsize}"
+            bad = actual.view(bits) != expected.view(bits)
+        elif tol.ulp is not None:
+            bad = ulps > tol.ulp
+        else:
+            # np.isclose: an infinity only matches the same infinity
+            bad = ~np.isclose(a64, e64, rtol=tol.rtol, atol=tol.atol, equal_nan=True)
+        bad = (bad & ~(a_nan & e_nan)) | (a_nan != e_nan)
+        if finite.any():
+            diff.max_ulp = int(ulps[finite].max())
+    if finite.any():
+        err = np.abs(a64[finite] - e64[finite])
+        diff.max_abs = float(err.max())
+        ref = np.abs(e64[finite])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rel = np.where(ref > 0, err / np.where(ref > 0, ref, 1), np.where(err > 0, np.inf, 0))
+        diff.max_rel = float(rel.max())
+    diff.mismatches = int(np.count_nonzero(bad))
+    if diff.mismatches:
+        first = tuple(int(i) for i in np.argwhere(bad)[0])
+        diff.first = first
+        diff.actual, diff.expected = float(a64[first]), float(e64[first])
+    return diff
+
+
+def load_expected(program: Program, expect_dir: str) -> dict[str, np.ndarray]:
+    """Read `expect_dir/<name>.npy` for every output tensor.
+
+    They are read like data files (loader.load_npy): no pickles, bfloat16 and fp8 stored
+    as raw |V2/|V1 are viewed as the declared dtype, and a missing file or a wrong
+    dtype/shape is an error (E070/E072/E073/E074) naming the file.
+    """
+    from .loader import load_npy
+    out = {}
+    for name, decl in program.tensors.items():
+        if decl.output:
+            path = os.path.join(expect_dir, f"{name}.npy")
+            out[name] = load_npy(path, decl, "expected file", decl.loc)
+    return out
+
+
+def compare_outputs(program: Program, result: dict[str, np.ndarray],
+                    expected: dict[str, np.ndarray], tol: Tolerance = Tolerance()
+                    ) -> list[TensorDiff]:
+    """One TensorDiff per output, in declaration order."""
+    return [compare(name, arr, expected[name], program.tensors[name].dtype, tol,
+                    program.tensors[name].on_chip) for name, arr in result.items()]
+
+
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:.9g}"
+
+
+def format_diffs(diffs: list[TensorDiff]) -> str:
+    """Plain text: one line per tensor, details for mismatching ones."""
+    lines = []
+    for d in diffs:
+        if d.ok:
+            lines.append(f"  {d.name}: match ({d.mode}, {int(np.prod(d.shape))} elements)")
+            continue
+        total = int(np.prod(d.shape))
+        lines.append(f"  {d.name}: MISMATCH ({d.mode}) in {d.mismatches} of {total} elements; "
+                     f"first at {d.where()}: got {_num(d.actual)}, expected {_num(d.expected)}")
+        lines.append(f"      max abs error {d.max_abs:.6g}, max rel error {d.max_rel:.6g}"
+                     + (f", max ULP error {d.max_ulp}" if d.dtype not in _INTS else ""))
+    return "\n".join(lines)
+
+
+_INTS = ("int8", "uint8", "int16", "uint16", "int32", "uint32")

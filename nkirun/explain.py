@@ -1,0 +1,222 @@
+"""`nkirun explain OP` and `nkirun ops`: an instruction's documentation, read from the
+same `SPEC` the validator, interpreter and cost model use, so it cannot disagree with them.
+"""
+from __future__ import annotations
+
+import math
+
+from . import ops
+from .isa import REGISTRY
+from .isa import spec as S
+
+KIND_TEXT = {
+    S.TILE: "tile", S.TILE_OR_SCALAR: "tile or number", S.SCALAR: "number", S.INT: "int",
+    S.BOOL: "bool", S.OP: "operator", S.ENUM: "one of", S.PATTERN: "[[step, num], ...]",
+    S.INT_LIST: "int or list of ints", S.DTYPE: "dtype", S.MASK: "mask predicate",
+}
+
+
+def lookup(name: str) -> S.InstructionDef | None:
+    return REGISTRY.get(S.normalize_name(name.strip()))
+
+
+def suggestion(name: str) -> str | None:
+    from .frontend import did_you_mean
+    return did_you_mean(S.normalize_name(name.strip()), REGISTRY)
+
+
+def show_value(v) -> str:
+    """A default as a user would write it in a program."""
+    if isinstance(v, float):
+        if v == ops.FP32_MIN:
+            return "fp32.min"
+        if v == ops.FP32_MAX:
+            return "fp32.max"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        if math.isnan(v):
+            return "nan"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if hasattr(v, "name") and not isinstance(v, str):
+        return v.name  # a DType
+    if isinstance(v, tuple):
+        return "[" + ", ".join(show_value(x) for x in v) + "]"
+    return str(v)
+
+
+def param_info(p: S.Param) -> dict:
+    is_tile = p.kind in (S.TILE, S.TILE_OR_SCALAR)
+    buffers = (sorted(p.buffers) if p.buffers is not None else ["psum", "sbuf"]) \
+        if is_tile else None
+    choices = list(p.choices) if p.choices else (
+        list(ops.OPS) if p.kind == S.OP else None)
+    return {"name": p.name, "kind": p.kind, "required": p.required,
+            "default": None if p.required or p.default is None else show_value(p.default),
+            "output": p.out, "buffers": buffers,
+            "dtypes": sorted(p.dtypes) if p.dtypes is not None else None,
+            "choices": choices, "per_partition": p.per_partition, "doc": p.doc}
+
+
+def constraints(spec: S.InstructionDef) -> list[str]:
+    """The rules the declarations imply (checked generically by validate.py), then the
+    instruction's own `constraints` text if it has one."""
+    out = []
+    for p in spec.params:
+        if p.kind not in (S.TILE, S.TILE_OR_SCALAR):
+            continue
+        rules = []
+        if p.buffers is not None:
+            rules.append("in " + " or ".join(sorted(p.buffers)))
+        if p.dtypes is not None:
+            rules.append("dtype " + _dtype_text(p.dtypes))
+        if p.per_partition:
+            rules.append("one element per partition, shape (P, 1)")
+        if rules:
+            out.append(f"{p.name}: " + "; ".join(rules))
+    tiles = [p.name for p in spec.params if p.kind in (S.TILE, S.TILE_OR_SCALAR)]
+    group = tiles if spec.same_partitions is None else list(spec.same_partitions)
+    if len(group) > 1:
+        out.append("same number of partitions: " + ", ".join(group))
+    eng = spec.param("engine")
+    if spec.engine == "gpsimd" or (eng is not None and "gpsimd" in (eng.choices or ())):
+        out.append("on the GpSimd engine no operand may be in PSUM (it cannot access it)")
+    extra = getattr(spec, "constraints", None)
+    if extra:
+        out.extend([extra] if isinstance(extra, str) else list(extra))
+    return out
+
+
+def _dtype_text(names) -> str:
+    from . import dtypes as dt
+    names = set(names)
+    if names == set(dt.FLOAT_NAMES):
+        return "a float type"
+    if names == set(dt.INT_NAMES):
+        return "an integer type"
+    return " or ".join(sorted(names))
+
+
+def signature(spec: S.InstructionDef) -> str:
+    req = [p.name for p in spec.params if p.required]
+    opt = [f"{p.name}={show_value(p.default)}" if p.default is not None else f"{p.name}=None"
+           for p in spec.params if not p.required]
+    return f"{spec.name}({', '.join(req + (['*'] if opt else []) + opt)})"
+
+
+def describe(spec: S.InstructionDef) -> dict:
+    return {
+        "name": spec.name, "summary": spec.summary, "engine": spec.engine,
+        "engine_selectable": spec.engine_of is not None,
+        "signature": signature(spec),
+        "params": [param_info(p) for p in spec.params],
+        "constraints": constraints(spec),
+        "semantics": spec.semantics,
+        "cost": {"formula": spec.cost_formula, "assumed": spec.cost_assumed,
+                 "note": spec.cost_note or None},
+        "example": spec.example or None,
+        "source": spec.source or None,
+    }
+
+
+def _param_line(p: dict) -> str:
+    kind = KIND_TEXT.get(p["kind"], p["kind"])
+    if p["choices"] and p["kind"] in (S.ENUM, S.OP):
+        kind += " " + " | ".join(p["choices"])
+    bits = ["required" if p["required"] else f"default {p['default'] or 'none'}"]
+    if p["output"]:
+        bits.append("written")
+    if p["buffers"]:
+        bits.append("/".join(p["buffers"]))
+    if p["dtypes"]:
+        bits.append(_dtype_text(p["dtypes"]))
+    if p["per_partition"]:
+        bits.append("(P, 1)")
+    return f"{p['name']}: {kind} [{', '.join(bits)}]" + (f" — {p['doc']}" if p["doc"] else "")
+
+
+def render_text(d: dict) -> str:
+    engine = d["engine"] + (" (selectable with `engine:`)" if d["engine_selectable"] else "")
+    out = [f"{d['name']} — {d['summary']}", "", f"  {d['signature']}", "",
+           f"engine: {engine}", "", "parameters:"]
+    out += [f"  {_param_line(p)}" for p in d["params"]]
+    if d["constraints"]:
+        out += ["", "constraints:"] + [f"  - {c}" for c in d["constraints"]]
+    out += ["", "semantics:", f"  {d['semantics']}", "", "cost:", f"  {d['cost']['formula']}"]
+    if d["cost"]["assumed"]:
+        out.append("  (assumed: the instruction's page documents no cost formula)")
+    if d["cost"]["note"]:
+        out.append(f"  note: {d['cost']['note']}")
+    if d["example"]:
+        out += ["", "example:"] + [f"  {line}" for line in d["example"].splitlines()]
+    if d["source"]:
+        out += ["", f"source: {d['source']}"]
+    return "\n".join(out)
+
+
+def render_rich(d: dict, console) -> None:
+    from rich.markup import escape
+    from rich.syntax import Syntax
+    from rich.table import Table
+    console.print(f"[bold]{d['name']}[/bold] — {escape(d['summary'])}")
+    console.print(f"  [cyan]{escape(d['signature'])}[/cyan]")
+    console.print(f"engine: [bold]{d['engine']}[/bold]"
+                  + (" (selectable with `engine:`)" if d["engine_selectable"] else ""))
+    t = Table(title="parameters", title_justify="left")
+    for c in ("name", "kind", "default", "allowed", "meaning"):
+        t.add_column(c)
+    for p in d["params"]:
+        allowed = []
+        if p["choices"]:
+            allowed.append(" | ".join(p["choices"]))
+        if p["buffers"]:
+            allowed.append("/".join(p["buffers"]))
+        if p["dtypes"]:
+            allowed.append(_dtype_text(p["dtypes"]))
+        if p["per_partition"]:
+            allowed.append("(P, 1)")
+        t.add_row(p["name"] + (" (out)" if p["output"] else ""),
+                  KIND_TEXT.get(p["kind"], p["kind"]),
+                  "[bold]required[/bold]" if p["required"] else escape(p["default"] or "none"),
+                  escape("; ".join(allowed)), escape(p["doc"]))
+    console.print(t)
+    if d["constraints"]:
+        console.print("[bold]constraints[/bold]")
+        for c in d["constraints"]:
+            console.print(f"  • {escape(c)}")
+    console.print("[bold]semantics[/bold]")
+    console.print(f"  {escape(d['semantics'])}")
+    console.print("[bold]cost[/bold]")
+    console.print(f"  {escape(d['cost']['formula'])}"
+                  + (" [yellow](assumed)[/yellow]" if d["cost"]["assumed"] else ""))
+    if d["cost"]["note"]:
+        console.print(f"  note: {escape(d['cost']['note'])}")
+    if d["example"]:
+        console.print("[bold]example[/bold]")
+        console.print(Syntax(d["example"], "yaml", theme="ansi_dark", background_color="default"))
+    if d["source"]:
+        console.print(f"[dim]source: {escape(d['source'])}[/dim]")
+
+
+def ops_list() -> list[dict]:
+    return [{"name": s.name, "engine": s.engine, "summary": s.summary,
+             "cost_assumed": s.cost_assumed} for s in sorted(REGISTRY.values(),
+                                                             key=lambda s: s.name)]
+
+
+def render_ops_text(rows: list[dict]) -> str:
+    w = max((len(r["name"]) for r in rows), default=0)
+    we = max((len(r["engine"]) for r in rows), default=0)
+    return "\n".join(f"{r['name']:<{w}}  {r['engine']:<{we}}  {r['summary']}" for r in rows)
+
+
+def render_ops_rich(rows: list[dict], console) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+    t = Table(title=f"{len(rows)} instructions (nkirun explain OP for details)",
+              title_justify="left")
+    for c in ("op", "engine", "summary"):
+        t.add_column(c)
+    for r in rows:
+        t.add_row(f"[bold]{r['name']}[/bold]", r["engine"], escape(r["summary"]))
+    console.print(t)

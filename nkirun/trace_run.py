@@ -1,0 +1,252 @@
+"""Watching a run: `--trace` (one line per instruction), `--dump` (every tensor as .npy
+after an instruction) and the progress bar. All three are `after_each(bound, machine)`
+hooks for interpret.execute; when none is enabled the run loop pays nothing.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import NkirunError, error
+
+
+def chain(*hooks):
+    """One after_each hook calling each given hook (None if there are none)."""
+    hooks = [h for h in hooks if h is not None]
+    if not hooks:
+        return None
+    if len(hooks) == 1:
+        return hooks[0]
+
+    def call_all(b, m):
+        for h in hooks:
+            h(b, m)
+    return call_all
+
+
+# ---- trace -----------------------------------------------------------------------------------
+@dataclass
+class Written:
+    """Statistics of the values one instruction wrote into one operand."""
+
+    param: str
+    view: str
+    count: int
+    min: float | None
+    max: float | None
+    mean: float | None
+    nan: int
+    inf: int
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def written_stats(b, m, param: str) -> Written:
+    r = b.tile(param)
+    vals = m.view(r)
+    if b.mask is not None and b.mask.shape == vals.shape:
+        vals = vals[b.mask]  # masked-off elements were not written
+    x = np.asarray(vals, dtype=np.float64).reshape(-1)
+    nan = int(np.count_nonzero(np.isnan(x)))
+    inf = int(np.count_nonzero(np.isinf(x)))
+    finite = x[np.isfinite(x)] if nan or inf else x
+    if finite.size:
+        lo, hi, mean = float(finite.min()), float(finite.max()), float(finite.mean())
+    else:
+        lo = hi = mean = None
+    return Written(param, str(b.inst.args.get(param, r.decl.name)), int(x.size), lo, hi, mean,
+                   nan, inf)
+
+
+@dataclass
+class TraceRow:
+    index: int
+    op: str
+    engine: str
+    outputs: list[Written]
+    first_nan: bool = False
+    first_inf: bool = False
+
+    def as_dict(self) -> dict:
+        return {"index": self.index, "op": self.op, "engine": self.engine,
+                "first_nan": self.first_nan, "first_inf": self.first_inf,
+                "outputs": [w.as_dict() for w in self.outputs]}
+
+
+def _g(x: float | None) -> str:
+    return "-" if x is None else f"{x:.6g}"
+
+
+def _marks(row: TraceRow) -> str:
+    marks = [s for s, on in (("first NaN", row.first_nan), ("first inf", row.first_inf)) if on]
+    return ("  <-- " + ", ".join(marks)) if marks else ""
+
+
+class Tracer:
+    """Collects one TraceRow per executed instruction.
+
+    Plain mode streams each line to `stream` as the instruction finishes (so a run that
+    fails still shows how far it got); rich mode prints one table at `close()`.
+    """
+
+    def __init__(self, stream=None, rich: bool | None = None):
+        from .render import use_color
+        self.stream = stream or sys.stderr
+        self.rich = use_color(self.stream) if rich is None else rich
+        self.rows: list[TraceRow] = []
+        self.seen_nan = self.seen_inf = False
+
+    def __call__(self, b, m) -> None:
+        outs = [written_stats(b, m, p.name) for p in b.spec.params
+                if p.out and b.tile(p.name) is not None]
+        row = TraceRow(b.index, b.op, b.engine, outs)
+        if not self.seen_nan and any(w.nan for w in outs):
+            row.first_nan = self.seen_nan = True
+        if not self.seen_inf and any(w.inf for w in outs):
+            row.first_inf = self.seen_inf = True
+        self.rows.append(row)
+        if not self.rich:
+            print(format_row(row), file=self.stream, flush=True)
+
+    def close(self, failed_at: int | None = None) -> None:
+        """Finish the trace; `failed_at`: the index of an instruction that raised."""
+        if self.rich:
+            self._print_table(failed_at)
+        elif failed_at is not None:
+            print(f"#{failed_at} failed (see the error below)", file=self.stream, flush=True)
+
+    def _print_table(self, failed_at) -> None:
+        from rich.console import Console
+        from rich.table import Table
+        t = Table(title="trace: what each instruction wrote", title_justify="left")
+        for c in ("#", "op", "engine", "wrote", "min", "max", "mean", "NaN", "inf", ""):
+            t.add_column(c, justify="right" if c in ("#", "min", "max", "mean", "NaN", "inf")
+                         else "left")
+        for row in self.rows:
+            for k, w in enumerate(row.outputs or [None]):
+                head = (str(row.index), row.op, row.engine) if k == 0 else ("", "", "")
+                if w is None:
+                    t.add_row(*head, "-", "", "", "", "", "", "")
+                    continue
+                style = "bold red" if (row.first_nan or row.first_inf) and k == 0 else None
+                t.add_row(*head, f"{w.param}={w.view}", _g(w.min), _g(w.max), _g(w.mean),
+                          str(w.nan), str(w.inf), _marks(row).strip(" <-") if k == 0 else "",
+                          style=style)
+        if failed_at is not None:
+            t.add_row(str(failed_at), "[red]failed[/red]", "", "(see the error below)")
+        Console(file=self.stream, highlight=False).print(t)
+
+
+def format_row(row: TraceRow) -> str:
+    lines = []
+    for k, w in enumerate(row.outputs):
+        head = f"#{row.index} {row.op} [{row.engine}]" if k == 0 else " " * len(
+            f"#{row.index} {row.op} [{row.engine}]")
+        lines.append(f"{head} {w.param}={w.view}: min={_g(w.min)} max={_g(w.max)} "
+                     f"mean={_g(w.mean)} nan={w.nan} inf={w.inf}"
+                     + (_marks(row) if k == 0 else ""))
+    return "\n".join(lines) or f"#{row.index} {row.op} [{row.engine}] (writes no tile)"
+
+
+# ---- dump ------------------------------------------------------------------------------------
+class Dumper:
+    """Writes every tensor's state after instruction `after` (None: after each one) into
+    `<dir>/<k>_<op>/<tensor>.npy`, k zero-padded to the width of the last index so the
+    folders sort in program order.
+
+    Tensors nothing has written yet are skipped; for a partly written one a
+    `<tensor>.written.npy` bool array says which elements hold data (the others are 0).
+    """
+
+    def __init__(self, out_dir: str, count: int, after: int | None = None):
+        self.dir, self.after = out_dir, after
+        self.width = len(str(max(count - 1, 0)))
+        self.folders: list[str] = []
+
+    def __call__(self, b, m) -> None:
+        if self.after is not None and b.index != self.after:
+            return
+        folder = os.path.join(self.dir, f"{b.index:0{self.width}d}_{b.op}")
+        try:
+            os.makedirs(folder, exist_ok=True)
+            for name, arr in m.buffers.items():
+                w = m.written.get(name)
+                if w is not None and not w.any():
+                    continue
+                np.save(os.path.join(folder, f"{name}.npy"), arr, allow_pickle=False)
+                if w is not None:
+                    np.save(os.path.join(folder, f"{name}.written.npy"), w, allow_pickle=False)
+        except OSError as e:
+            raise NkirunError(error("E080", f"--dump: cannot write into {folder}: "
+                                    f"{e.strerror or e}")) from None
+        self.folders.append(folder)
+
+
+# ---- progress --------------------------------------------------------------------------------
+class Progress:
+    """A transient rich progress bar on stderr that appears only once the run has taken
+    longer than `delay` seconds. Per instruction it costs one clock read until then."""
+
+    def __init__(self, total: int, delay: float = 1.0, stream=None):
+        self.total, self.delay = total, delay
+        self.stream = stream or sys.stderr
+        self.start = time.monotonic()
+        self.bar = None
+        self.task = None
+
+    def __call__(self, b, m) -> None:
+        if self.bar is None:
+            if time.monotonic() - self.start < self.delay:
+                return
+            from rich.console import Console
+            from rich.progress import (BarColumn, MofNCompleteColumn, TextColumn,
+                                       TimeElapsedColumn)
+            from rich.progress import Progress as RichProgress
+            self.bar = RichProgress(TextColumn("running"), BarColumn(), MofNCompleteColumn(),
+                                    TextColumn("{task.description}"), TimeElapsedColumn(),
+                                    console=Console(file=self.stream), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("", total=self.total)
+        self.bar.update(self.task, completed=b.index + 1, description=f"#{b.index} {b.op}")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+
+
+def want_progress(stream=None) -> bool:
+    from .render import use_color
+    return use_color(stream or sys.stderr)
+
+
+@contextlib.contextmanager
+def watch(program, bound, trace: bool = False, dump_dir: str | None = None,
+          dump_after: int | None = None, progress: bool | None = None, stream=None):
+    """The after_each hook for a run with the requested watchers (None when there are
+    none), closed properly however the run ends. The progress bar is shown on a
+    terminal unless tracing (both would write to stderr)."""
+    stream = stream or sys.stderr
+    tracer = Tracer(stream) if trace else None
+    dumper = Dumper(dump_dir, len(bound), dump_after) if dump_dir else None
+    if progress is None:
+        progress = not trace and want_progress(stream)
+    bar = Progress(len(bound), stream=stream) if progress else None
+    failed_at = None
+    try:
+        yield chain(tracer, dumper, bar)
+    except BaseException:
+        done = len(tracer.rows) if tracer else 0
+        failed_at = bound[done].index if tracer and done < len(bound) else None
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+        if tracer is not None:
+            tracer.close(failed_at)
