@@ -141,6 +141,21 @@ def test_views_with_different_layouts(tmp_path):
     assert_bits_equal(got["r"], want.reshape(32, 2, 6))
 
 
+
+def test_in_place_dst_is_on_true(tmp_path):
+    rng = np.random.default_rng(12)
+    x = random_floats(rng, (37, 10))
+    pred = _pred(rng, x.shape, "int8")
+    f = rng.standard_normal((37, 1)).astype(np.float32)
+    tensors = {"t": sbuf(x, output=True), "pr": sbuf(pred), "f": sbuf(f),
+               "m": out((37, 1), "float32")}
+    inst = {"select_reduce": {"dst": "t", "predicate": "pr", "on_true": "t", "on_false": "f",
+                              "reduce_cmd": "reset_reduce", "reduce_res": "m"}}
+    got = run_program(tmp_path, tensors, [inst])
+    want, rowmax = _want(pred, x, f)
+    assert_bits_equal(got["t"], want)
+    assert_bits_equal(got["m"], rowmax)
+
 # ---- rules ---------------------------------------------------------------------------------
 def _prog(tmp_path, **over):
     tensors = {"t": sbuf(np.zeros((8, 16), np.float32)), "pr": sbuf(np.ones((8, 16), np.uint8)),

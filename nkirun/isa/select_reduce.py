@@ -68,9 +68,8 @@ def execute(b: Bound, m) -> None:
         keep = ~keep
     f = b["on_false"]
     fill = np.float32(f) if isinstance(f, float) else m.read_f32(f).reshape(-1, 1)
-    out = np.where(keep, x, fill)
+    out = m.write_select(b["dst"], keep, x, fill, out_dtype(b), b.mask)
     vector_reduce(b, m, out, "on_true")
-    m.write(b["dst"], out.reshape(b["dst"].shape), out_dtype(b), b.mask)
 
 
 def cycles(b: Bound, target) -> int:
