@@ -237,17 +237,31 @@ def _print_run_summary(program, c, result, written) -> None:
 @_target_option
 @click.option("--trace-out", type=click.Path(dir_okay=False), default=None,
               help="also write a Chrome/Perfetto trace (open it in ui.perfetto.dev)")
+@click.option("--view", "view", default="all", show_default=True, metavar="LIST",
+              help="views to show, comma-separated: summary, table, timeline, critical, all")
+@click.option("--max-rows", type=int, default=200, show_default=True,
+              help="instruction-table rows in text output (0: all)")
+@click.option("--width", type=click.IntRange(60, 400), default=None,
+              help="text width [default: the terminal's, 100 when piped]")
 @_program_format_option
 @_debug_option
 @_guard
-def cost(program, fmt, target, trace_out, program_format, debug):
+def cost(program, fmt, target, trace_out, view, max_rows, width, program_format, debug):
     """Estimate cycles per instruction and the multi-engine schedule of PROGRAM.
 
     Each engine runs its instructions in program order; an instruction waits for its
-    engine and for the data it reads. Reads no data file. Exit 1 if PROGRAM is invalid.
+    engine (or DMA queues) and for the data it reads, and a write waits for earlier readers
+    and writers of the same elements. Views: summary (makespan, utilisation, bottleneck),
+    table (per instruction: cycles, start/end, why it waited), timeline (a Gantt chart per
+    engine), critical (the chain that decides the makespan). Reads no data file. Exit 1 if
+    PROGRAM is invalid.
     """
     from . import api
-    from .cost import render_report, to_json, write_trace
+    from .cost import parse_views, render_report, to_json, write_trace
+    try:
+        views = parse_views(view)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--view")
     try:
         sched = api.cost(program, program_format, target)
     except NkirunError as e:
@@ -256,11 +270,16 @@ def cost(program, fmt, target, trace_out, program_format, debug):
         e.lines = p.source_lines if p else ()
         raise
     if trace_out:
-        write_trace(sched, trace_out)
+        try:
+            write_trace(sched, trace_out)
+        except OSError as e:
+            from .errors import error
+            raise NkirunError(error("E080", f"--trace-out: cannot write {trace_out}: "
+                                    f"{e.strerror or e}"))
     if fmt == "json":
-        click.echo(json.dumps(to_json(sched), indent=2))
+        click.echo(json.dumps(to_json(sched, views), indent=2))
     else:
-        render_report(sched)
+        render_report(sched, width=width, views=views, max_rows=max_rows)
     sys.exit(EXIT_OK)
 
 

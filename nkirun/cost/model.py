@@ -1,32 +1,70 @@
-"""The schedule model: per-instruction cycles from the instruction table, in-order engine
-queues, and data dependences on exact byte-ranges of the views.
+"""The schedule model: per-instruction cycles from each instruction's own `cycles(b, target)`,
+in-order engines, DMA queues, and dependences on the exact elements of the views.
 
-The model knows nothing about printing; views (report.py, trace.py) read a `Schedule`.
+Rules (issue 4; reference §5 "each engine has its own in-order instruction stream"):
+  * an engine runs its instructions in program order, one at a time;
+  * a DMA transfer (engine "dma") takes `Target.dma_queues_for(P)` queues, the ones free
+    earliest, and keeps them busy for its whole duration (targets.py documents the model);
+  * an instruction starts when its engine (or its DMA queues) is free, every earlier writer
+    of elements it reads has finished (read-after-write), and, for what it writes, every
+    earlier reader (write-after-read) and writer (write-after-write) of the same elements
+    has finished. "Same elements" is exact: views are boxes of per-dimension arithmetic
+    progressions and two boxes of one tensor conflict only if every dimension intersects.
+
+The model knows nothing about printing; views (views.py, report.py, trace.py) read a
+`Schedule`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from math import gcd
 
 from ..ir import Program
-from ..targets import TARGETS, Target
+from ..targets import COMPUTE_ENGINES, TARGETS, Target
 
-DMA_CLOCK_GHZ = 1.0  # DMA "cycles" are nanoseconds
+# The clock assumed for an engine the docs give no clock for (e.g. the Sync engine).
+FALLBACK_CLOCK_GHZ = 1.0
+
+# Why an instruction started when it did.
+READY, RAW, WAR, WAW, ENGINE, QUEUE = "ready", "data", "war", "waw", "engine", "dma_queue"
 
 
-@dataclass
+@dataclass(slots=True)
 class Slot:
     index: int  # instruction index in the program
     op: str
-    engine: str  # engine name, for dma: "dma"
-    queue: str  # the in-order queue it ran on (engine name, or dma queue "dma.q3")
-    cycles: int
+    engine: str  # "vector", "scalar", "gpsimd", "tensor", "dma", ...
+    queue: str  # the in-order queue(s) it ran on: the engine name, or "dma.q0-15"
+    queues: tuple[int, ...]  # DMA queue numbers (empty for compute engines)
+    cycles: int  # in the engine's own cycles (DMA: ns)
     start_ns: float
     end_ns: float
     formula: str
-    assumed: bool
-    wait: str  # why it started when it did
-    waited_on: int | None  # the instruction it waited for (None: engine/queue or t=0)
+    assumed: bool  # the pages give no formula: nkirun's is an assumption
+    wait_kind: str  # READY, RAW, WAR, WAW, ENGINE or QUEUE
+    waited_on: int | None  # the instruction whose end set the start (None: t = 0)
+    wait_tensor: str | None = None  # the tensor of a data dependence
     line: int = 0
+
+    @property
+    def duration_ns(self) -> float:
+        return self.end_ns - self.start_ns
+
+    @property
+    def wait(self) -> str:
+        """Why the instruction started when it did, in words."""
+        k, t = self.waited_on, self.wait_tensor
+        if self.wait_kind == RAW:
+            return f"data from instruction {k} (tensor {t})"
+        if self.wait_kind == WAR:
+            return f"instruction {k} still reading {t} (write after read)"
+        if self.wait_kind == WAW:
+            return f"instruction {k} writes {t} first (write after write)"
+        if self.wait_kind == ENGINE:
+            return f"engine busy ({self.engine}: instruction {k})"
+        if self.wait_kind == QUEUE:
+            return f"DMA queue busy (instruction {k})"
+        return "ready at start"
 
 
 @dataclass
@@ -37,106 +75,322 @@ class Schedule:
 
     @property
     def total_ns(self) -> float:
+        """The makespan over all engines and queues."""
         return max((s.end_ns for s in self.slots), default=0.0)
 
     def clock(self, engine: str) -> float:
-        return self.target.clocks_ghz.get(engine, DMA_CLOCK_GHZ)
+        c = self.target.clock(engine)
+        return FALLBACK_CLOCK_GHZ if c is None else c
+
+    def engine_names(self) -> list[str]:
+        """The target's compute engines, DMA, then any other engine the program uses."""
+        names = list(COMPUTE_ENGINES) + ["dma"]
+        names += sorted({s.engine for s in self.slots} - set(names))
+        return names
 
     def engines(self) -> dict[str, dict]:
-        out: dict[str, dict] = {}
+        """Per engine: clock, busy time, utilisation (busy / makespan), instruction count.
+
+        DMA: `busy_ns` is the time at least one queue is busy; `queue_busy_ns` sums the busy
+        time of every queue and `queue_utilization` divides it by queues x makespan."""
+        total = self.total_ns
+        out = {n: {"clock_ghz": self.clock(n), "busy_ns": 0.0, "instructions": 0}
+               for n in self.engine_names()}
+        dma = []
         for s in self.slots:
-            e = out.setdefault(s.engine, {"clock_ghz": self.clock(s.engine), "busy_ns": 0.0,
-                                          "instructions": 0})
-            e["busy_ns"] += s.end_ns - s.start_ns
+            e = out[s.engine]
             e["instructions"] += 1
-        total = self.total_ns or 1.0
-        for name, e in out.items():
-            busy = e["busy_ns"]
-            if name == "dma":  # 16 queues run in parallel
-                busy = busy / self.target.dma_queues
-            e["utilization"] = min(1.0, busy / total)
+            if s.engine == "dma":
+                dma.append(s)
+            else:
+                e["busy_ns"] += s.duration_ns
+        d = out["dma"]
+        d["busy_ns"] = _union_length([(s.start_ns, s.end_ns) for s in dma])
+        d["queues"] = self.target.dma_queues
+        d["queue_busy_ns"] = sum(s.duration_ns * len(s.queues) for s in dma)
+        d["queue_utilization"] = (d["queue_busy_ns"] / (self.target.dma_queues * total)
+                                  if total else 0.0)
+        for e in out.values():
+            e["utilization"] = e["busy_ns"] / total if total else 0.0
         return out
 
+    def bottleneck(self) -> str | None:
+        """The engine busy longest (None for an empty program)."""
+        engines = self.engines()
+        name = max(engines, key=lambda n: engines[n]["busy_ns"], default=None)
+        return name if name is not None and engines[name]["busy_ns"] > 0 else None
+
     def critical_path(self) -> list[Slot]:
-        """Walk back from the last-finishing instruction through what each waited on."""
+        """From t = 0 to the last-finishing instruction, each step the one whose end set the
+        next one's start (data, engine or queue): the chain that decides the makespan."""
         if not self.slots:
             return []
         by_index = {s.index: s for s in self.slots}
-        s = max(self.slots, key=lambda x: x.end_ns)
+        s = max(self.slots, key=lambda x: (x.end_ns, -x.index))
         path = [s]
         while s.waited_on is not None:
             s = by_index[s.waited_on]
             path.append(s)
         return path[::-1]
 
+    def notes(self) -> list[str]:
+        """The cost notes of the instructions used (SPEC.cost_note / cost_assumed) and any
+        engine without a documented clock."""
+        out, seen = [], set()
+        for b_op, spec in self._specs_used():
+            if spec.cost_note:
+                out.append(f"{b_op}: {spec.cost_note}")
+            if spec.cost_assumed and not spec.cost_note:
+                out.append(f"{b_op}: no cost formula is documented; nkirun assumes "
+                           f"{spec.cost_formula}")
+            seen.add(b_op)
+        for n in self.engine_names():
+            if n != "dma" and self.target.clock(n) is None:
+                out.append(f"engine {n}: no documented clock; {FALLBACK_CLOCK_GHZ:g} GHz "
+                           "assumed")
+        return out
 
-def _overlaps(a, b) -> bool:
-    """Whether two resolved views of the same tensor share any element (exact boxes)."""
-    if a.decl.name != b.decl.name:
+    def _specs_used(self):
+        from ..isa import REGISTRY
+        seen = []
+        for s in self.slots:
+            if s.op not in seen:
+                seen.append(s.op)
+        return [(op, REGISTRY[op]) for op in seen if op in REGISTRY]
+
+
+def _union_length(intervals: list[tuple[float, float]]) -> float:
+    total, cur_s, cur_e = 0.0, None, None
+    for s, e in sorted(intervals):
+        if cur_e is None or s > cur_e:
+            if cur_e is not None:
+                total += cur_e - cur_s
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    if cur_e is not None:
+        total += cur_e - cur_s
+    return total
+
+
+# ---- exact overlap of views ------------------------------------------------------------------
+# A view selects, per tensor dimension, the arithmetic progression start + k*step,
+# k = 0..count-1 (views.Resolved.box); the selected elements are the Cartesian product.
+
+def _ap_intersect(s1: int, c1: int, t1: int, s2: int, c2: int, t2: int) -> bool:
+    """Whether {s1 + i*t1 : i < c1} and {s2 + j*t2 : j < c2} share an integer."""
+    if c1 == 1:
+        t1 = 1
+    if c2 == 1:
+        t2 = 1
+    lo = max(s1, s2)
+    hi = min(s1 + (c1 - 1) * t1, s2 + (c2 - 1) * t2)
+    if lo > hi:
         return False
-    for (s1, c1, st1), (s2, c2, st2) in zip(a.box, b.box):
-        e1, e2 = s1 + (c1 - 1) * st1, s2 + (c2 - 1) * st2
-        if e1 < s2 or e2 < s1:
-            return False
-        if st1 == st2 == 1 or c1 == 1 or c2 == 1:
-            if c1 == 1 and c2 == 1 and s1 != s2:
-                return False
-            if c1 == 1 and (s1 - s2) % st2 != 0 and c2 > 1:
-                return False
-            if c2 == 1 and (s2 - s1) % st1 != 0 and c1 > 1:
-                return False
-            continue
-        # strided in both: do the index sets intersect? (small check via gcd)
-        from math import gcd
-        if (s2 - s1) % gcd(st1, st2) != 0:
+    if t1 == 1 and t2 == 1:
+        return True
+    if c1 == 1:
+        return (s1 - s2) % t2 == 0
+    if c2 == 1:
+        return (s2 - s1) % t1 == 0
+    # x = s1 + i*t1 = s2 + j*t2: solvable iff gcd | (s2 - s1); the solutions form one
+    # residue class modulo lcm(t1, t2) (Chinese remainder theorem). Is one in [lo, hi]?
+    g = gcd(t1, t2)
+    d = s2 - s1
+    if d % g:
+        return False
+    m = t2 // g
+    i0 = (d // g) * pow(t1 // g, -1, m) % m if m > 1 else 0
+    x0, period = s1 + i0 * t1, t1 * m
+    x = x0 - ((x0 - lo) // period) * period  # the smallest solution >= lo
+    return x <= hi
+
+
+def overlaps(box_a, box_b) -> bool:
+    """Whether two boxes of the same tensor share any element (exact)."""
+    if box_a == box_b:
+        return True
+    for (s1, c1, t1), (s2, c2, t2) in zip(box_a, box_b):
+        if not _ap_intersect(s1, c1, t1, s2, c2, t2):
             return False
     return True
 
 
+def _ap_contains(s1: int, c1: int, t1: int, s2: int, c2: int, t2: int) -> bool:
+    """Whether progression 2 is a subset of progression 1."""
+    e1, e2 = s1 + (c1 - 1) * t1, s2 + (c2 - 1) * t2
+    if not (s1 <= s2 and e2 <= e1 and (s2 - s1) % t1 == 0):
+        return False
+    return c2 == 1 or t2 % t1 == 0
+
+
+def contains(box_a, box_b) -> bool:
+    """Whether every element of box_b is in box_a (same tensor)."""
+    if box_a == box_b:
+        return True
+    return all(_ap_contains(*a, *b) for a, b in zip(box_a, box_b))
+
+
+# ---- the scheduler ---------------------------------------------------------------------------
+class _Tensor:
+    """The accesses of one tensor that can still delay a later instruction, keyed by box:
+    box -> (end_ns, instruction) for writes and for reads.
+
+    Dominated accesses are dropped, so the maps stay small and scheduling stays linear:
+    a new write replaces the write and the read of the identical box (it waited for both,
+    so it ends after them); a new read replaces the read of the identical box if it ends no
+    earlier. When a map has doubled since the last sweep, a sweep also drops the accesses a
+    newer one covers (`contains`), at amortised O(1) per access. Dropping never changes a
+    start time: whatever overlaps the dropped access overlaps the newer one, which ends no
+    earlier."""
+
+    __slots__ = ("writes", "reads", "limit")
+
+    def __init__(self):
+        self.writes: dict[tuple, tuple[float, int]] = {}
+        self.reads: dict[tuple, tuple[float, int]] = {}
+        self.limit = _SWEEP_MIN
+
+    def wrote(self, box, end: float, index: int) -> None:
+        self.writes[box] = (end, index)
+        self.reads.pop(box, None)
+        if len(self.writes) + len(self.reads) > self.limit:
+            self.writes = {b: a for b, a in self.writes.items() if b == box
+                           or not contains(box, b)}
+            self.reads = {b: a for b, a in self.reads.items() if not contains(box, b)}
+            self._relimit()
+
+    def read(self, box, end: float, index: int) -> None:
+        cur = self.reads.get(box)
+        if cur is None or cur[0] <= end:
+            self.reads[box] = (end, index)
+        if len(self.writes) + len(self.reads) > self.limit:
+            self.reads = {b: a for b, a in self.reads.items() if b == box
+                          or not (a[0] <= end and contains(box, b))}
+            self._relimit()
+
+    def _relimit(self) -> None:
+        self.limit = max(_SWEEP_MIN, 2 * (len(self.writes) + len(self.reads)))
+
+
+_SWEEP_MIN = 16
+
+
+def _operands(spec, cache: dict) -> tuple[tuple[str, bool], ...]:
+    ops = cache.get(spec.name)
+    if ops is None:
+        from ..isa.spec import TILE, TILE_OR_SCALAR
+        ops = tuple((p.name, p.out) for p in spec.params if p.kind in (TILE, TILE_OR_SCALAR))
+        cache[spec.name] = ops
+    return ops
+
+
+def _queue_label(queues: tuple[int, ...]) -> str:
+    if len(queues) == 1:
+        return f"dma.q{queues[0]}"
+    if queues[-1] - queues[0] == len(queues) - 1:
+        return f"dma.q{queues[0]}-{queues[-1]}"
+    return "dma.q" + ",".join(map(str, queues))
+
+
 def schedule(program: Program, bound, target: Target | None = None) -> Schedule:
+    """Schedule the bound (validated) instructions of `program` on `target` (default: the
+    program's own target). Linear in the number of instructions (see _Tensor)."""
+    from ..isa.common import dma_partitions
+    from ..views import Resolved
     target = target or TARGETS[program.target]
     sched = Schedule(program, target)
+    slots = sched.slots
+    clocks: dict[str, float] = {}
     engine_free: dict[str, tuple[float, int | None]] = {}
-    dma_free = [(0.0, None)] * target.dma_queues
-    accesses: list[tuple] = []  # (resolved, is_write, end_ns, index)
+    nq = target.dma_queues
+    all_queues = tuple(range(nq))
+    q_free, q_last = [0.0] * nq, [None] * nq
+    labels: dict[tuple[int, ...], str] = {}
+    tensors: dict[str, _Tensor] = {}
+    op_cache: dict = {}
     for b in bound:
-        engine = b.engine
-        cycles = int(b.spec.cycles(b, target))
-        dur = cycles / sched.clock(engine)
+        spec, engine, index = b.spec, b.engine, b.inst.index
+        cycles = int(spec.cycles(b, target))
+        clock = clocks.get(engine)
+        if clock is None:
+            clock = clocks[engine] = sched.clock(engine)
         reads, writes = [], []
-        for p in b.spec.params:
-            r = b.tile(p.name)
-            if r is not None:
-                (writes if p.out else reads).append(r)
-        ready, dep = 0.0, None
-        for r_prev, was_write, end, idx in accesses:
-            hit = (was_write and any(_overlaps(r_prev, r) for r in reads + writes)) or (
-                not was_write and any(_overlaps(r_prev, w) for w in writes))
-            if hit and end > ready:
-                ready, dep = end, idx
-        if engine == "dma":
-            q = min(range(len(dma_free)), key=lambda i: dma_free[i][0])
-            free, prev = dma_free[q]
-            queue = f"dma.q{q}"
-        else:
-            free, prev = engine_free.get(engine, (0.0, None))
-            queue = engine
-        if free > ready:
-            start, why, on = free, f"engine busy ({queue}) until instruction {prev} finished", prev
-        elif dep is not None:
-            start, why, on = ready, f"data from instruction {dep}", dep
-        else:
-            start, why, on = 0.0, "ready at start", None
-        end = start + dur
-        if engine == "dma":
-            dma_free[q] = (end, b.index)
-        else:
-            engine_free[engine] = (end, b.index)
+        args = b.args
+        for name, out in _operands(spec, op_cache):
+            r = args.get(name)
+            if isinstance(r, Resolved):
+                (writes if out else reads).append(r)
+        reads_out = getattr(spec, "reads_out", None)
+        if reads_out is not None:  # e.g. an accumulating matmul also reads its dst
+            reads += [args[n] for n in reads_out(b) if isinstance(args.get(n), Resolved)]
+
+        # data: the latest-ending conflicting access decides
+        ready, dep, kind, dep_tensor = 0.0, None, READY, None
         for r in reads:
-            accesses.append((r, False, end, b.index))
-        for r in writes:
-            accesses.append((r, True, end, b.index))
-        sched.slots.append(Slot(b.index, b.op, engine, queue, cycles, start, end,
-                                b.spec.cost_formula, b.spec.cost_assumed, why, on,
-                                b.inst.loc.line))
+            st = tensors.get(r.decl.name)
+            if st is not None:
+                box = r.box
+                for wbox, (end, k) in st.writes.items():
+                    if end > ready and overlaps(wbox, box):
+                        ready, dep, kind, dep_tensor = end, k, RAW, r.decl.name
+        for w in writes:
+            st = tensors.get(w.decl.name)
+            if st is not None:
+                box = w.box
+                for wbox, (end, k) in st.writes.items():
+                    if end > ready and overlaps(wbox, box):
+                        ready, dep, kind, dep_tensor = end, k, WAW, w.decl.name
+                for rbox, (end, k) in st.reads.items():
+                    if end > ready and overlaps(rbox, box):
+                        ready, dep, kind, dep_tensor = end, k, WAR, w.decl.name
+
+        # the engine, or the DMA queues (the n that are free earliest)
+        if engine == "dma":
+            n = target.dma_queues_for(dma_partitions(b))
+            if n >= nq:
+                queues = all_queues
+                free = max(q_free)
+                blocker = q_last[q_free.index(free)]
+            else:
+                queues = tuple(sorted(sorted(all_queues, key=q_free.__getitem__)[:n]))
+                last_q = max(queues, key=q_free.__getitem__)
+                free, blocker = q_free[last_q], q_last[last_q]
+            busy_kind = QUEUE
+            label = labels.get(queues)
+            if label is None:
+                label = labels[queues] = _queue_label(queues)
+        else:
+            queues = ()
+            free, blocker = engine_free.get(engine, (0.0, None))
+            busy_kind, label = ENGINE, engine
+
+        # a data dependence wins ties: it is the more informative reason
+        if dep is not None and ready >= free:
+            start = ready
+        elif blocker is not None and free > 0:
+            start, dep, kind, dep_tensor = free, blocker, busy_kind, None
+        else:
+            start, dep, kind, dep_tensor = 0.0, None, READY, None
+        end = start + cycles / clock
+        if queues:
+            for q in queues:
+                q_free[q], q_last[q] = end, index
+        else:
+            engine_free[engine] = (end, index)
+
+        for r in reads:
+            st = tensors.get(r.decl.name)
+            if st is None:
+                st = tensors[r.decl.name] = _Tensor()
+            st.read(r.box, end, index)
+        for w in writes:
+            st = tensors.get(w.decl.name)
+            if st is None:
+                st = tensors[w.decl.name] = _Tensor()
+            st.wrote(w.box, end, index)
+
+        slots.append(Slot(index, spec.name, engine, label, queues, cycles, start, end,
+                          spec.cost_formula, spec.cost_assumed, kind, dep, dep_tensor,
+                          b.inst.loc.line))
     return sched

@@ -1,54 +1,218 @@
-"""Views of a Schedule: JSON (the contract's keys) and the terminal report."""
+"""Drawing the views: JSON (the contract's keys plus the views) and the terminal report.
+
+Colour and Unicode box characters only on a terminal; piped output (and the golden files)
+is plain ASCII with no escape codes.
+"""
 from __future__ import annotations
 
 import sys
 
+from . import model as m
+from . import views as v
 from .model import Schedule
 
-
-def to_json(s: Schedule) -> dict:
-    return {
-        "program": s.program.path,
-        "target": s.target.name,
-        "total_ns": round(s.total_ns, 3),
-        "engines": {k: {"clock_ghz": v["clock_ghz"], "busy_ns": round(v["busy_ns"], 3),
-                        "utilization": round(v["utilization"], 4),
-                        "instructions": v["instructions"]} for k, v in s.engines().items()},
-        "instructions": [{
-            "index": x.index, "op": x.op, "engine": x.engine, "queue": x.queue,
-            "cycles": x.cycles, "start_ns": round(x.start_ns, 3), "end_ns": round(x.end_ns, 3),
-            "formula": x.formula, "assumed": x.assumed, "wait": x.wait,
-            "waited_on": x.waited_on, "line": x.line} for x in s.slots],
-        "critical_path": [x.index for x in s.critical_path()],
-    }
+DEFAULT_MAX_ROWS = 200  # table rows shown in text (JSON always has every instruction)
+_COLORS = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan",
+           "bright_magenta", "bright_green", "bright_yellow", "bright_blue", "bright_red")
 
 
-def render_report(s: Schedule, stream=None, width: int | None = None, color: bool | None = None
-                  ) -> None:
+def parse_views(text: str | None) -> tuple[str, ...]:
+    """`summary,table` -> ("summary", "table"); `all`/None -> every view. ValueError if a name
+    is unknown."""
+    if not text or text.strip() == "all":
+        return v.VIEWS
+    names = tuple(dict.fromkeys(x.strip() for x in text.split(",") if x.strip()))
+    bad = [n for n in names if n not in v.VIEWS]
+    if bad or not names:
+        raise ValueError(f"unknown view {', '.join(bad) or text!r}; allowed: "
+                         f"{', '.join(v.VIEWS)}, all")
+    return names
+
+
+def to_json(s: Schedule, views: tuple[str, ...] = v.VIEWS, timeline_width: int = 64) -> dict:
+    """The contract's keys (target, total_ns, engines, instructions) always, plus the
+    summary's fields and the selected views."""
+    out = v.summary(s)
+    out["instructions"] = v.table(s)
+    if "timeline" in views:
+        out["timeline"] = v.timeline(s, timeline_width)
+    if "critical" in views:
+        out["critical_path"] = v.critical(s)
+    return out
+
+
+# ---- text --------------------------------------------------------------------------------
+def _ns(x: float) -> str:
+    return f"{x:,.1f}"
+
+
+def _console(stream, width, color):
     from rich.console import Console
-    from rich.table import Table
 
     from ..render import use_color
-    stream = stream or sys.stdout
     color = use_color(stream) if color is None else color
-    console = Console(file=stream, width=width, no_color=not color, highlight=False,
-                      force_terminal=color if color else None)
-    engines = s.engines()
-    console.print(f"[bold]{s.program.path}[/bold] on {s.target.name} ({s.target.core}): "
-                  f"total {s.total_ns:,.1f} ns, {len(s.slots)} instructions")
-    t = Table(title="engines", title_justify="left")
-    for c in ("engine", "clock GHz", "instructions", "busy ns", "utilization"):
-        t.add_column(c, justify="right" if c != "engine" else "left")
-    for name, e in engines.items():
-        t.add_row(name, f"{e['clock_ghz']:g}", str(e["instructions"]), f"{e['busy_ns']:,.1f}",
-                  f"{e['utilization']:.0%}")
+    if width is None:
+        width = None if color else 100
+    return Console(file=stream, width=width, no_color=not color, highlight=False,
+                   force_terminal=True if color else False, emoji=False,
+                   soft_wrap=False), color
+
+
+def _table(console, color: bool, title: str, **kw):
+    """A table, its title printed first as a plain line (rich pads titles to the width)."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+    console.print(Text(title, style="bold" if color else ""))
+    return Table(box=box.ROUNDED if color else box.ASCII2, **kw)
+
+
+def _short(x) -> str:
+    """Slot x's wait reason, compact for tables."""
+    k, t = x.waited_on, x.wait_tensor
+    return {m.RAW: f"data from #{k} ({t})", m.WAR: f"WAR: #{k} reads {t}",
+            m.WAW: f"WAW: #{k} writes {t}", m.ENGINE: f"engine busy (#{k})",
+            m.QUEUE: f"DMA queues busy (#{k})"}.get(x.wait_kind, "ready at start")
+
+
+def render_report(s: Schedule, stream=None, width: int | None = None,
+                  color: bool | None = None, views: tuple[str, ...] = v.VIEWS,
+                  max_rows: int = DEFAULT_MAX_ROWS) -> None:
+    """Print the selected views. `width`: fixed width (default: the terminal's, or 100
+    when piped); `color`: None = colour only on a terminal without NO_COLOR."""
+    stream = stream or sys.stdout
+    console, color = _console(stream, width, color)
+    sym = v.symbols(s)
+    palette = {op: _COLORS[i % len(_COLORS)] for i, op in enumerate(sym)}
+    first = True
+    for name in views:
+        if not first:
+            console.print()
+        first = False
+        if name == "summary":
+            _summary(console, s, color)
+        elif name == "table":
+            _instructions(console, s, color, max_rows, palette)
+        elif name == "timeline":
+            _timeline(console, s, color, sym, palette)
+        elif name == "critical":
+            _critical(console, s, color, palette)
+
+
+def _bar(frac: float, n: int, color: bool) -> str:
+    full = round(max(0.0, min(1.0, frac)) * n)
+    return ("█" * full + "░" * (n - full)) if color else ("#" * full + "." * (n - full))
+
+
+def _summary(console, s: Schedule, color: bool) -> None:
+    from rich.text import Text
+    d = v.summary(s)
+    head = Text()
+    head.append(d["program"], style="bold")
+    head.append(f" on {d['target']} ({d['core']}): {d['instruction_count']} instructions, "
+                f"makespan ")
+    head.append(f"{_ns(d['total_ns'])} ns", style="bold")
+    console.print(head)
+    bn = d["bottleneck"]
+    if bn:
+        e = d["engines"][bn]
+        console.print(f"bottleneck: {bn} (busy {_ns(e['busy_ns'])} ns, "
+                      f"{e['utilization']:.0%} of the makespan)")
+    t = _table(console, color, "engines")
+    for c, j in (("engine", "left"), ("clock GHz", "right"), ("instructions", "right"),
+                 ("busy ns", "right"), ("utilization", "right"), ("", "left")):
+        t.add_column(c, justify=j)
+    for name, e in d["engines"].items():
+        util = e["utilization"]
+        label = name
+        if name == "dma":
+            label = f"dma ({e['queues']} queues)"
+        t.add_row(label, f"{e['clock_ghz']:g}" + (" (ns)" if name == "dma" else ""),
+                  str(e["instructions"]), _ns(e["busy_ns"]), f"{util:.0%}",
+                  _bar(util, 20, color), style="bold" if name == bn else None)
     console.print(t)
-    t = Table(title="instructions", title_justify="left")
-    for c in ("#", "op", "engine", "cycles", "start ns", "end ns", "waited for"):
-        t.add_column(c, justify="right" if c in ("#", "cycles", "start ns", "end ns") else "left")
+    if d["engines"]["dma"]["instructions"]:
+        q = d["engines"]["dma"]
+        console.print(f"DMA queues: {_ns(q['queue_busy_ns'])} queue-ns busy, "
+                      f"{q['queue_utilization']:.0%} of {q['queues']} queues x makespan")
+    if d["notes"]:
+        console.print("notes:")
+        for n in d["notes"]:
+            console.print(f"  - {n}")
+
+
+def _instructions(console, s: Schedule, color: bool, max_rows: int, palette) -> None:
+    t = _table(console, color, "instructions")
+    lines = console.width >= 100  # the source line column only when there is room
+    for c in ("#", "line", "op", "engine", "cycles", "start ns", "end ns", "waited for"):
+        if c != "line" or lines:
+            t.add_column(c, justify="right" if c in ("#", "line", "cycles", "start ns",
+                                                      "end ns") else "left",
+                         no_wrap=c != "waited for", overflow="fold")
+    shown = s.slots if max_rows <= 0 else s.slots[:max_rows]
+    for x in shown:
+        cells = [str(x.index), str(x.line), x.op + (" *" if x.assumed else ""), x.queue,
+                 f"{x.cycles:,}", _ns(x.start_ns), _ns(x.end_ns), _short(x)]
+        if not lines:
+            del cells[1]
+        t.add_row(*cells, style=palette.get(x.op) if color else None)
+    console.print(t)
+    if len(shown) < len(s.slots):
+        console.print(f"... {len(s.slots) - len(shown):,} more instructions "
+                      "(--max-rows 0 shows all; --format json lists every one)")
+    console.print("cost formulas (cycles of the executing engine; DMA: ns):")
+    seen = {}
     for x in s.slots:
-        t.add_row(str(x.index), x.op + (" *" if x.assumed else ""), x.queue, f"{x.cycles:,}",
-                  f"{x.start_ns:,.1f}", f"{x.end_ns:,.1f}", x.wait)
+        seen.setdefault(x.op, x)
+    for op, x in seen.items():
+        console.print(f"  {op}{' *' if x.assumed else ''}: {x.formula}")
+    if any(x.assumed for x in seen.values()):
+        console.print("  * assumed: the instruction's page documents no cost formula")
+
+
+def _timeline(console, s: Schedule, color: bool, sym, palette) -> None:
+    from rich.text import Text
+    total = s.total_ns
+    rows = v.tracks(s)
+    label_w = max([len(n) for n, _ in rows] + [5])
+    width = max(16, console.width - label_w - 4 - 7)
+    console.print(Text(f"timeline (1 column = {_ns(total / width if width else 0)} ns)",
+                       style="bold" if color else ""))
+    for name, slots in rows:
+        cells = v.gantt_cells(slots, total, width)
+        line = Text(f"{name:<{label_w}} |")
+        for c in cells:
+            if c is None:
+                line.append("·" if color else ".", style="dim" if color else "")
+            else:
+                line.append(sym[c.op], style=f"black on {palette[c.op]}" if color else "")
+        busy = sum(x.duration_ns for x in slots)
+        line.append(f"| {busy / total:4.0%}" if total else "|")
+        console.print(line)
+    left, mid, right = "0", f"{total / 2:,.0f}", f"{total:,.0f} ns"
+    axis = [" "] * width
+    pos = max(0, width // 2 - len(mid) // 2)
+    axis[:len(left)] = left
+    axis[pos:pos + len(mid)] = mid
+    axis[width - len(right):] = right
+    console.print(" " * (label_w + 2) + "".join(axis)[:width])
+    legend = Text("legend:")
+    for op, ch in sym.items():
+        legend.append("  ")
+        legend.append(ch, style=f"black on {palette[op]}" if color else "")
+        legend.append(f" {op}")
+    console.print(legend)
+
+
+def _critical(console, s: Schedule, color: bool, palette) -> None:
+    path = s.critical_path()
+    total = s.total_ns
+    t = _table(console, color, f"critical path ({len(path)} instructions, {_ns(total)} ns)")
+    for c in ("#", "op", "engine", "start ns", "ns", "share", "started after"):
+        t.add_column(c, justify="right" if c in ("#", "start ns", "ns", "share") else "left",
+                     no_wrap=c != "started after", overflow="fold")
+    for x in path:
+        t.add_row(str(x.index), x.op, x.queue, _ns(x.start_ns), _ns(x.duration_ns),
+                  f"{x.duration_ns / total:.0%}" if total else "-", _short(x),
+                  style=palette.get(x.op) if color else None)
     console.print(t)
-    if any(x.assumed for x in s.slots):
-        console.print("* cost formula assumed: the instruction's page documents none")

@@ -1,4 +1,11 @@
-"""Chrome-trace / Perfetto JSON (Trace Event Format) of a Schedule."""
+"""Chrome-trace / Perfetto JSON (Trace Event Format) of a Schedule: open it in
+ui.perfetto.dev or chrome://tracing.
+
+One process (the program on its target); one thread (track) per engine used and per DMA
+queue used; one complete event (`ph: "X"`) per instruction on its engine's track, and for a
+DMA transfer one on each queue it occupies (same name and args). Times are microseconds, as
+the format requires.
+"""
 from __future__ import annotations
 
 import json
@@ -6,26 +13,48 @@ import os
 import tempfile
 
 from .model import Schedule
+from .views import instruction_row
+
+PID = 1
 
 
 def trace_events(s: Schedule) -> dict:
-    queues = sorted({x.queue for x in s.slots})
-    tid = {q: i + 1 for i, q in enumerate(queues)}
-    events = [{"ph": "M", "name": "process_name", "pid": 1, "tid": 0,
-               "args": {"name": f"{s.program.path} ({s.target.name})"}}]
-    for q, i in tid.items():
-        events.append({"ph": "M", "name": "thread_name", "pid": 1, "tid": i, "args": {"name": q}})
+    tracks: list[str] = [n for n in s.engine_names()
+                         if n != "dma" and any(x.engine == n for x in s.slots)]
+    queues = sorted({q for x in s.slots for q in x.queues})
+    tracks += [f"dma.q{q}" for q in queues]
+    tid = {name: i + 1 for i, name in enumerate(tracks)}
+    events: list[dict] = [
+        {"ph": "M", "name": "process_name", "pid": PID, "tid": 0,
+         "args": {"name": f"{s.program.path} on {s.target.name} ({s.target.core})"}}]
+    for name, i in tid.items():
+        clock = s.clock(name.split(".")[0])
+        label = name if name.startswith("dma") else f"{name} ({clock:g} GHz)"
+        events.append({"ph": "M", "name": "thread_name", "pid": PID, "tid": i,
+                       "args": {"name": label}})
+        events.append({"ph": "M", "name": "thread_sort_index", "pid": PID, "tid": i,
+                       "args": {"sort_index": i}})
     for x in s.slots:
-        events.append({"ph": "X", "name": x.op, "cat": x.engine, "pid": 1, "tid": tid[x.queue],
-                       "ts": x.start_ns / 1000.0, "dur": (x.end_ns - x.start_ns) / 1000.0,
-                       "args": {"index": x.index, "cycles": x.cycles, "formula": x.formula,
-                                "wait": x.wait}})
-    return {"traceEvents": events, "displayTimeUnit": "ns"}
+        args = instruction_row(x)
+        names = [f"dma.q{q}" for q in x.queues] if x.queues else [x.engine]
+        for name in names:
+            events.append({"ph": "X", "name": x.op, "cat": x.engine, "pid": PID,
+                           "tid": tid[name], "ts": x.start_ns / 1000.0,
+                           "dur": x.duration_ns / 1000.0, "args": args})
+    return {"traceEvents": events, "displayTimeUnit": "ns",
+            "otherData": {"program": s.program.path, "target": s.target.name,
+                          "total_ns": round(s.total_ns, 3)}}
 
 
 def write_trace(s: Schedule, path: str) -> None:
+    """Write the trace atomically (a temporary file in the same folder, then rename)."""
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".trace.", suffix=".json.tmp", dir=folder)
-    with os.fdopen(fd, "w") as f:
-        json.dump(trace_events(s), f)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(trace_events(s), f)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

@@ -18,7 +18,8 @@ SPEC = InstructionDef(
     semantics=("Copies src to dst element by element in row-major order (both must hold the "
                "same number of elements). Different dtypes convert through float32. A PSUM "
                "source costs an extra copy on hardware (NKI inserts it)."),
-    cost_formula="DMA: fixed cost + bytes / (per-queue bandwidth), on one of 16 queues",
+    cost_formula="DMA ns: fixed + bytes / (ceil(P/8) queues x B/ns per queue), "
+                 "P = partitions (model: targets.py)",
     execute=dma_execute,
     cycles=dma_cycles,
     check=dma_check,

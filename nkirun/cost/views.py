@@ -1,0 +1,147 @@
+"""The views of a Schedule (llvm-mca style): each a pure function of the schedule returning
+plain data (what `--format json` prints); report.py draws them as text.
+
+  summary   makespan, per-engine clock/busy/utilisation, bottleneck engine, notes
+  table     one row per instruction: op, engine, cycles, start/end, wait reason, formula
+  timeline  per engine / DMA-queue group, the instructions it ran (a Gantt chart)
+  critical  the chain of instructions that decides the makespan
+"""
+from __future__ import annotations
+
+from .model import Schedule, Slot
+
+VIEWS = ("summary", "table", "timeline", "critical")
+
+MODEL_ASSUMPTIONS = (
+    "cycles come from each instruction's documented formula (MIN_II = 64 on every target); "
+    "time = cycles / the executing engine's clock",
+    "each engine runs its instructions in program order, one at a time; engines run in "
+    "parallel, synchronised only by data dependences",
+    "an instruction waits for earlier writers of the elements it reads and, for what it "
+    "writes, for earlier readers and writers of the same elements (exact view overlap)",
+    "a DMA transfer over P partitions uses ceil(P/8) of the 16 queues (the earliest free) "
+    "for fixed + bytes / (queues x per-queue B/ns) ns; the fixed cost is not overlapped",
+    "not modelled: SBUF/PSUM port conflicts between engines, semaphore latency, "
+    "instruction fetch, PSUM bank conflicts",
+)
+
+
+def _r(x: float) -> float:
+    return round(x, 3)
+
+
+def summary(s: Schedule) -> dict:
+    engines = s.engines()
+    path = s.critical_path()
+    return {
+        "program": s.program.path,
+        "target": s.target.name,
+        "core": s.target.core,
+        "total_ns": _r(s.total_ns),
+        "instruction_count": len(s.slots),
+        "engines": {n: {k: (_r(v) if isinstance(v, float) else v) for k, v in e.items()}
+                    for n, e in engines.items()},
+        "bottleneck": s.bottleneck(),
+        "critical_path_length": len(path),
+        "notes": s.notes(),
+        "assumptions": list(MODEL_ASSUMPTIONS),
+    }
+
+
+def instruction_row(x: Slot) -> dict:
+    return {"index": x.index, "op": x.op, "engine": x.engine, "queue": x.queue,
+            "queues": list(x.queues), "cycles": x.cycles, "start_ns": _r(x.start_ns),
+            "end_ns": _r(x.end_ns), "duration_ns": _r(x.duration_ns), "formula": x.formula,
+            "assumed": x.assumed, "wait": x.wait, "wait_kind": x.wait_kind,
+            "waited_on": x.waited_on, "wait_tensor": x.wait_tensor, "line": x.line}
+
+
+def table(s: Schedule) -> list[dict]:
+    return [instruction_row(x) for x in s.slots]
+
+
+def tracks(s: Schedule) -> list[tuple[str, list[Slot]]]:
+    """(track name, its slots in start order): each engine used, then each group of DMA
+    queues that ran exactly the same transfers ("dma.q0-15" when all 16 moved together)."""
+    out = []
+    for name in s.engine_names():
+        if name == "dma":
+            continue
+        got = [x for x in s.slots if x.engine == name]
+        if got:
+            out.append((name, got))
+    per_queue: dict[int, list[Slot]] = {}
+    for x in s.slots:
+        for q in x.queues:
+            per_queue.setdefault(q, []).append(x)
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for q in sorted(per_queue):
+        groups.setdefault(tuple(x.index for x in per_queue[q]), []).append(q)
+    for qs in sorted(groups.values()):
+        out.append((_queue_label(qs), per_queue[qs[0]]))
+    return out
+
+
+def _queue_label(qs: list[int]) -> str:
+    if len(qs) == 1:
+        return f"dma.q{qs[0]}"
+    if qs[-1] - qs[0] == len(qs) - 1:
+        return f"dma.q{qs[0]}-{qs[-1]}"
+    return "dma.q" + ",".join(map(str, qs))
+
+
+def symbols(s: Schedule) -> dict[str, str]:
+    """One character per op for the text Gantt chart: its initial if free, else another."""
+    out: dict[str, str] = {}
+    pool = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+    for x in s.slots:
+        if x.op in out:
+            continue
+        taken = set(out.values())
+        cands = [c.upper() for c in x.op if c.isalnum()] + [c for c in x.op if c.isalnum()]
+        out[x.op] = next((c for c in cands + list(pool) if c not in taken), "?")
+    return out
+
+
+def gantt_cells(slots: list[Slot], total: float, width: int) -> list[Slot | None]:
+    """Split [0, total) into `width` cells; each cell shows the slot covering most of it
+    (None: idle). Any busy time in a cell shows, however short."""
+    cover: list[tuple[float, Slot | None]] = [(0.0, None)] * width
+    if total <= 0 or width <= 0:
+        return [None] * width
+    cell = total / width
+    for x in slots:
+        first = min(width - 1, int(x.start_ns / cell))
+        last = min(width - 1, int(x.end_ns / cell))
+        if x.end_ns <= x.start_ns:
+            last = first
+        for j in range(first, last + 1):
+            lo, hi = max(x.start_ns, j * cell), min(x.end_ns, (j + 1) * cell)
+            amount = hi - lo if hi > lo else 1e-12  # zero-length: still mark it
+            if amount > cover[j][0]:
+                cover[j] = (amount, x)
+    return [c[1] for c in cover]
+
+
+def timeline(s: Schedule, width: int = 64) -> dict:
+    sym = symbols(s)
+    total = s.total_ns
+    rows = []
+    for name, slots in tracks(s):
+        cells = gantt_cells(slots, total, width)
+        rows.append({"track": name,
+                     "busy_ns": _r(sum(x.duration_ns for x in slots)),
+                     "instructions": [x.index for x in slots],
+                     "bar": "".join("." if c is None else sym[c.op] for c in cells)})
+    return {"total_ns": _r(total), "width": width, "legend": sym, "rows": rows}
+
+
+def critical(s: Schedule) -> dict:
+    path = s.critical_path()
+    total = s.total_ns
+    return {"total_ns": _r(total),
+            "steps": [{"index": x.index, "op": x.op, "engine": x.queue,
+                       "start_ns": _r(x.start_ns), "end_ns": _r(x.end_ns),
+                       "duration_ns": _r(x.duration_ns),
+                       "share": round(x.duration_ns / total, 4) if total else 0.0,
+                       "after": x.wait} for x in path]}
