@@ -81,7 +81,9 @@ def _eval(node, env):
 
 def evaluate(text: str, shape: tuple[int, ...]) -> np.ndarray:
     """The boolean mask of `shape` for predicate `text` (raises MaskError)."""
-    src = text.replace("&&", " and ")
+    # `&` means `and` here (there are no bitwise operators), so `p < 64 & f < 256` needs no
+    # parentheses, unlike the same expression in Python/NKI
+    src = text.replace("&&", "&").replace("&", " and ")
     try:
         tree = ast.parse(src.strip(), mode="eval")
     except SyntaxError as e:

@@ -22,7 +22,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..ops import COMPARISONS, FP32_MAX
 from .common import COMPARE_UFUNCS, flat, pattern_rules, pattern_values, same_shape
-from .spec import INT, OP, PATTERN, SCALAR, TILE, Bound, InstructionDef, Param
+from .spec import INT, MASK, OP, PATTERN, SCALAR, TILE, Bound, InstructionDef, Param
 
 SBUF = frozenset({"sbuf"})  # page 002: "The output dst tile must be in SBUF" (input too)
 
@@ -40,6 +40,8 @@ PARAMS = (
           doc="float32 value written where the predicate does not hold"),
     Param("cmp_op", OP, default="equal", choices=COMPARISONS,
           doc="compares each affine value with 0 (default equal)"),
+    Param("mask", MASK, doc="legacy predicate over dst's indices (nki-reference.md §3; "
+                            "docs/masks.md); masked-off dst elements keep their value"),
 )
 
 
@@ -62,7 +64,7 @@ def execute(b: Bound, m) -> None:
         out = np.where(keep, x, dt.cast(fill, dst.dtype))  # selected elements: raw copy
     else:
         out = np.where(keep, dt.to_f32(x), fill)  # through FP32, cast to dst by m.write
-    m.write(dst, out.reshape(dst.shape))
+    m.write(dst, out.reshape(dst.shape), None, b.mask)
 
 
 def cycles(b: Bound, target) -> int:
