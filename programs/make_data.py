@@ -50,8 +50,78 @@ def affine_select_causal(folder: pathlib.Path) -> None:
     _save(folder, scores=(rng.standard_normal((128, 128)) * 2).astype(np.float32))
 
 
+def topk_match_replace(folder: pathlib.Path) -> None:
+    """Page 003 Example 4: a (128, 4, 96) tile of distinct random values (no ties, so the
+    8 values max8 finds each occur once)."""
+    rng = np.random.default_rng(2003)
+    _save(folder, data=(rng.standard_normal((128, 4, 96)) * 4).astype(np.float32))
+
+
+def scan_two_halves(folder: pathlib.Path) -> None:
+    """Page 004 Example 1: decay factors a in [0, 1) and inputs b for c[i] = a[i]*c[i-1] + b[i]
+    (bounded, so the scan stays finite over 1024 steps)."""
+    rng = np.random.default_rng(2004)
+    _save(folder, a=rng.random((128, 1024)).astype(np.float32),
+          b=rng.standard_normal((128, 1024)).astype(np.float32))
+
+
+# ---- real kernels (issue 5) ----------------------------------------------------------------
+def causal_softmax(folder: pathlib.Path) -> None:
+    """A 128x512 attention-score tile: the last 128 queries of a 512-token sequence."""
+    rng = np.random.default_rng(2005)
+    _save(folder, scores=(rng.standard_normal((128, 512)) * 3).astype(np.float32))
+
+
+def topk16(folder: pathlib.Path) -> None:
+    """A 128x512 tile of distinct values (a permutation per row), so top-16 has no ties."""
+    rng = np.random.default_rng(2006)
+    x = np.argsort(rng.random((128, 512)), axis=1).astype(np.float32) * np.float32(0.25) - 60
+    _save(folder, x=x)
+
+
+def selective_scan(folder: pathlib.Path) -> None:
+    """Mamba-style inputs: 128 channels x 512 steps; A < 0 and D per channel, delta > 0."""
+    rng = np.random.default_rng(2007)
+    shape = (128, 512)
+    _save(folder,
+          x=rng.standard_normal(shape).astype(np.float32),
+          delta=rng.uniform(0.01, 0.2, shape).astype(np.float32),
+          B=rng.standard_normal(shape).astype(np.float32),
+          C=rng.standard_normal(shape).astype(np.float32),
+          A=-rng.uniform(0.5, 4.0, (128, 1)).astype(np.float32),
+          D=rng.standard_normal((128, 1)).astype(np.float32),
+          h0=(rng.standard_normal((128, 1)) * 0.1).astype(np.float32))
+
+
+def sliding_window_max(folder: pathlib.Path) -> None:
+    """Row p's window starts at 3p and is 64 wide (bounds come from iota in the program)."""
+    rng = np.random.default_rng(2008)
+    _save(folder, x=(rng.standard_normal((128, 512)) * 10).astype(np.float32))
+
+
+def cumsum_scan(folder: pathlib.Path) -> None:
+    rng = np.random.default_rng(2009)
+    _save(folder, x=rng.standard_normal((128, 512)).astype(np.float32))
+
+
+def matmul_transpose(folder: pathlib.Path) -> None:
+    """C = A @ B with A [128, 256] and B [256, 512] in bfloat16 (B as two 128-row halves)."""
+    import ml_dtypes
+    rng = np.random.default_rng(2010)
+    a = rng.standard_normal((128, 256)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((256, 512)).astype(ml_dtypes.bfloat16)
+    _save(folder, a=a, b0=b[:128].copy(), b1=b[128:].copy())
+
+
+KERNELS = (causal_softmax, topk16, selective_scan, sliding_window_max, cumsum_scan,
+           matmul_transpose)
+
+
 GENERATORS = {f.__name__: f for f in (range_select_chain, select_reduce_reverse,
-                                      affine_select_causal)}
+                                      affine_select_causal, topk_match_replace,
+                                      scan_two_halves)}
+
+GENERATORS.update({f.__name__: f for f in KERNELS})
 
 
 def main(argv: list[str] | None = None, root: pathlib.Path = HERE) -> None:
