@@ -33,6 +33,7 @@ class Machine:
         self.buffers = buffers
         # tensor -> bool array of written elements (None: every element holds data)
         self.written = undefined
+        self._unwritten: dict[str, int] = {}  # tensor -> elements not yet written
         self.vector_acc = Accumulator(-np.inf)
         self.scalar_acc = Accumulator(0.0)
         self.warnings: list = []  # run-time Diagnostics (e.g. undefined behaviour hit)
@@ -138,15 +139,30 @@ class Machine:
         w = self.written.get(r.decl.name)
         if w is None:
             return
+        name = r.decl.name
+        if mask is None and r.is_whole:  # the common case: never touch the bool array
+            self.written[name] = None
+            self._unwritten.pop(name, None)
+            return
+        # Count the newly written elements (work in proportion to the write, not to the
+        # tensor), so "fully written" is a counter test instead of a scan of the whole
+        # tensor after every write (benchmarks/bench_init_tracking.py, row-by-row case).
+        sel = w[r.np_index]
+        before = int(np.count_nonzero(sel))
         if mask is None:
             w[r.np_index] = True
+            now = sel.size
         else:
-            sel = w[r.np_index]
-            sel_view = sel.reshape(r.shape) if r.reshape else sel
-            sel_view |= mask.reshape(sel_view.shape)
-            w[r.np_index] = sel
-        if w.all():
-            self.written[r.decl.name] = None  # fully defined: stop tracking
+            upd = sel.reshape(r.shape) | mask.reshape(r.shape)
+            w[r.np_index] = upd.reshape(sel.shape)
+            now = int(np.count_nonzero(upd))
+        # (the loader hands over all-False arrays, and only this method sets elements)
+        left = self._unwritten.get(name, w.size) - (now - before)
+        if left == 0:
+            self.written[name] = None  # fully defined: stop tracking
+            self._unwritten.pop(name, None)
+        else:
+            self._unwritten[name] = left
 
 
 def _masked_reads(missing: np.ndarray, mask: np.ndarray) -> np.ndarray:
