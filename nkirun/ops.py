@@ -49,6 +49,16 @@ def _reciprocal(a, b=None):
     return np.divide(np.float32(1), a, dtype=np.float32)
 
 
+def _logical_right_shift(a, b):
+    # nki-reference.md §2.2: right_shift is a *logical* shift (zero fill); an arithmetic
+    # right shift is not supported, so signed values shift as their unsigned bit pattern.
+    a = np.asarray(a)
+    if a.dtype.kind != "i":
+        return np.right_shift(a, b)
+    u = a.view(a.dtype.str.replace("i", "u"))
+    return np.right_shift(u, np.asarray(b).astype(u.dtype)).view(a.dtype)
+
+
 OPS: dict[str, AluOp] = {o.name: o for o in [
     AluOp("add", ARITH, np.add, True, np.add.reduce, 0.0),
     AluOp("subtract", ARITH, np.subtract, True, None, 0.0),
@@ -70,7 +80,7 @@ OPS: dict[str, AluOp] = {o.name: o for o in [
     AluOp("bitwise_or", BITWISE, np.bitwise_or, True, np.bitwise_or.reduce),
     AluOp("bitwise_xor", BITWISE, np.bitwise_xor, True, np.bitwise_xor.reduce),
     AluOp("left_shift", BITWISE, np.left_shift),
-    AluOp("right_shift", BITWISE, np.right_shift),
+    AluOp("right_shift", BITWISE, _logical_right_shift),
     AluOp("invert", BITWISE, lambda a, b=None: np.invert(a)),
     AluOp("logical_and", LOGICAL, _logical(np.logical_and), True),
     AluOp("logical_or", LOGICAL, _logical(np.logical_or), True),
@@ -89,6 +99,8 @@ ALIASES = {
 
 COMPARISONS = tuple(n for n, o in OPS.items() if o.kind == COMPARE)
 ARITHMETIC = tuple(n for n, o in OPS.items() if o.kind == ARITH)
+# Operators that take one operand (tensor_scalar: their operand must be 0, nki-reference §1.3)
+UNARY = ("abs", "rsqrt", "reciprocal", "invert", "logical_not")
 PREFIXES = ("numpy.", "np.", "nl.", "nki.language.", "neuronxcc.nki.language.")
 
 

@@ -76,6 +76,7 @@ def bind(program: Program) -> tuple[list[Bound], list[Diagnostic]]:
             else:
                 args[p.name] = v
         b = Bound(inst, spec, args)
+        b.extra["target"] = program.target  # some rules differ per generation (trn1/inf2/trn2)
         b.engine = spec.engine_of(b) if (ok and spec.engine_of) else spec.engine
         if not ok:
             continue

@@ -13,6 +13,8 @@ MODULES = (
     "load", "store", "memset",
     "range_select", "select_reduce", "affine_select", "iota",
     "nc_find_index8", "nc_transpose", "nc_matmul",
+    "activation", "tensor_tensor", "tensor_scalar", "tensor_reduce", "tensor_copy",
+    "dma_copy",
 )
 
 REGISTRY: dict[str, InstructionDef] = {}

@@ -20,6 +20,24 @@ def flat(a: np.ndarray) -> np.ndarray:
     return a.reshape(a.shape[0], -1)
 
 
+def is_nc_v2(b: Bound) -> bool:
+    """Whether the program targets a NeuronCore-v2 chip (trn1/inf2), where some rules differ.
+
+    validate.bind records the program's target in b.extra["target"].
+    """
+    from ..targets import DEFAULT_TARGET, TARGETS
+    return TARGETS[b.extra.get("target", DEFAULT_TARGET)].core == "NeuronCore-v2"
+
+
+def fold_free(ufunc, x: np.ndarray) -> np.ndarray:
+    """(..., N) -> (...): a sequential left fold along the last axis, in x's dtype.
+
+    An engine streams the free axis through one accumulator, so sums are taken in order
+    (ufunc.accumulate), not pairwise as ufunc.reduce would do; that fixes the float32 bits.
+    """
+    return ufunc.accumulate(x, axis=-1)[..., -1]
+
+
 def same_shape(b: Bound, a: str, c: str, code: str = "E063"):
     """Yield an error unless tiles `a` and `c` have the same partitions and free size."""
     ta, tc = b.tile(a), b.tile(c)

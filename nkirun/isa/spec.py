@@ -137,7 +137,8 @@ def convert(p: Param, value: Any, loc: Loc) -> Any:
     if k == ENUM:
         if isinstance(value, str):
             v = value.strip()
-            for prefix in ("nisa.", "nki.isa.", "reduce_cmd.", "engine.", "nl."):
+            for prefix in ("nisa.", "nki.isa.", "reduce_cmd.", "engine.", "nl.", "np.",
+                           "numpy."):  # activation names come as np.exp too
                 if v.startswith(prefix):
                     v = v[len(prefix):]
             if p.choices and v in p.choices:

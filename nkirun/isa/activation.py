@@ -1,0 +1,260 @@
+"""nki.isa.activation — Scalar engine (nki-reference.md §1.1, §2.3, §4).
+
+dst = op(data * scale + bias), computed in float32 and cast to dst; optionally the free-axis
+sum of the result is added into the Scalar engine's own per-partition accumulator
+(reduce_op=add, reduce_cmd, reduce_res).
+
+Numerics: the hardware evaluates these functions with piece-wise polynomial approximations
+(§2.3), which nkirun does not model. nkirun evaluates each function exactly (in float64) and
+rounds once to float32, so results are close to the hardware's but not bit-identical to it,
+and are the same on every CPU. The affine step data*scale + bias is two float32 operations.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .. import dtypes as dt
+from ..errors import warning
+from ..mask import active_rows, hide, rows_mask
+from .common import flat, fold_free, is_nc_v2, same_shape
+from .spec import (ENUM, OP, REDUCE_CMDS, TILE, TILE_OR_SCALAR, Bound, InstructionDef, Param,
+                   common_tail, out_dtype)
+
+
+# ---- the activation function table -----------------------------------------------------------
+def _erfc_tail(a: np.ndarray) -> np.ndarray:
+    """erfc(a) for a >= 3 from its continued fraction
+    erfc(a) = e^-a^2/sqrt(pi) / (a + (1/2)/(a + 1/(a + (3/2)/(a + ...)))), 60 terms."""
+    t = a.copy()
+    for k in range(60, 0, -1):
+        t = a + (k / 2.0) / t
+    return np.exp(-a * a) / math.sqrt(math.pi) / t
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    """erf in float64 (NumPy has none): the Maclaurin series for |x| < 3, where the
+    alternating terms lose at most ~3 of 16 digits, and 1 - erfc(|x|) beyond."""
+    small = np.abs(x) < 3.0
+    xs = np.where(small, x, 0.0)
+    term, total = xs.copy(), xs.copy()
+    for n in range(1, 60):  # x^(2n+1) (-1)^n / (n! (2n+1)); 60 terms reach 1e-17 at |x| = 3
+        term = term * (-xs * xs) / n
+        total = total + term / (2 * n + 1)
+    series = total * (2.0 / math.sqrt(math.pi))
+    tail = np.sign(x) * (1.0 - _erfc_tail(np.where(small, 3.0, np.abs(x))))
+    return np.where(small, series, np.where(np.isnan(x), np.nan, tail))
+
+
+def _erfc(x: np.ndarray) -> np.ndarray:
+    """erfc without the cancellation of 1 - erf(x) for large x (gelu's far negative side)."""
+    return np.where(x >= 3.0, _erfc_tail(np.where(x >= 3.0, x, 3.0)), 1.0 - _erf(x))
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _softplus(x):
+    return np.logaddexp(0.0, x)
+
+
+_SQRT2, _SQRT_2_PI = math.sqrt(2.0), math.sqrt(2.0 / math.pi)
+
+
+@dataclass(frozen=True, slots=True)
+class Act:
+    fn: Callable  # float64 -> float64, rounded to float32 by the caller
+    valid: tuple[float, float] | None = None  # input range outside which hardware is invalid
+    on_abs: bool = False  # the valid range applies to |x| (reciprocal: ±[2^-42, 2^42])
+
+
+# Names and valid input ranges: nki-reference.md §2.3 ([OLD-SHARED]/[NEW-SHARED] tables).
+ACTIVATIONS: dict[str, Act] = {
+    "copy": Act(lambda x: x),
+    "square": Act(lambda x: x * x),
+    "exp": Act(np.exp),
+    "log": Act(np.log, (2.0**-64, 2.0**64)),
+    "tanh": Act(np.tanh),
+    "sigmoid": Act(_sigmoid),
+    "relu": Act(lambda x: np.maximum(x, 0.0)),
+    "gelu": Act(lambda x: 0.5 * x * _erfc(-x / _SQRT2)),
+    "gelu_dx": Act(lambda x: 0.5 * _erfc(-x / _SQRT2)
+                   + x * np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)),
+    "gelu_apprx_tanh": Act(lambda x: 0.5 * x * (1.0 + np.tanh(_SQRT_2_PI
+                                                               * (x + 0.044715 * x**3)))),
+    "gelu_apprx_sigmoid": Act(lambda x: x * _sigmoid(1.702 * x)),
+    "silu": Act(lambda x: x * _sigmoid(x)),
+    "silu_dx": Act(lambda x: _sigmoid(x) * (1.0 + x * (1.0 - _sigmoid(x)))),
+    "softplus": Act(_softplus),
+    "mish": Act(lambda x: x * np.tanh(_softplus(x))),
+    "erf": Act(_erf),
+    "erf_dx": Act(lambda x: 2.0 / math.sqrt(math.pi) * np.exp(-x * x)),
+    "sign": Act(np.sign),
+    "abs": Act(np.abs),
+    "sqrt": Act(np.sqrt, (2.0**-116, 2.0**118)),
+    "rsqrt": Act(lambda x: 1.0 / np.sqrt(x), (2.0**-87, 2.0**97)),
+    "reciprocal": Act(lambda x: 1.0 / x, (2.0**-42, 2.0**42), on_abs=True),
+    "sin": Act(np.sin, (-math.pi, math.pi)),
+    "arctan": Act(np.arctan, (-math.pi / 2, math.pi / 2)),
+}
+ALIASES = {"identity": "copy", "bypass": "copy", "absolute": "abs"}
+
+
+def evaluate(name: str, z: np.ndarray) -> np.ndarray:
+    """The activation `name` of float32 input z, as float32."""
+    name = ALIASES.get(name, name)
+    if name == "copy":
+        return z  # bit-exact
+    return ACTIVATIONS[name].fn(z.astype(np.float64)).astype(np.float32)
+
+
+def outside_valid_range(name: str, z: np.ndarray) -> np.ndarray:
+    """Boolean mask of finite-or-infinite inputs outside the function's valid range."""
+    act = ACTIVATIONS[ALIASES.get(name, name)]
+    if act.valid is None:
+        return np.zeros(z.shape, bool)
+    v = np.abs(z) if act.on_abs else z
+    lo, hi = act.valid
+    return (v < lo) | (v > hi)  # NaN compares False: not flagged
+
+
+# ---- the instruction --------------------------------------------------------------------------
+HALF_FLOATS = frozenset({"float32", "float16", "bfloat16"})
+
+PARAMS = (
+    Param("dst", TILE, required=True, out=True, doc="output tile (same P and elements as data)"),
+    Param("op", ENUM, required=True, choices=tuple(ACTIVATIONS) + tuple(ALIASES),
+          doc="activation function (exp, tanh, gelu, ...); np./nl. prefixes accepted"),
+    Param("data", TILE, required=True, doc="input tile (SBUF or PSUM, any dtype)"),
+    Param("bias", TILE_OR_SCALAR, per_partition=True, dtypes=HALF_FLOATS,
+          doc="(P, 1) fp32/fp16/bf16 tile added after scaling; a scalar only from trn2 on"),
+    Param("scale", TILE_OR_SCALAR, default=1.0, per_partition=True,
+          dtypes=frozenset({"float32"}), doc="scalar or (P, 1) float32 tile multiplying data"),
+    Param("reduce_op", OP, choices=("add",), doc="free-axis reduction; only add is supported"),
+    Param("reduce_res", TILE, out=True, per_partition=True, dtypes=dt.FLOAT_NAMES,
+          doc="(P, 1) tile receiving the Scalar-engine accumulator"),
+    Param("reduce_cmd", ENUM, default="idle", choices=REDUCE_CMDS,
+          doc="what to do with the Scalar engine's accumulator registers"),
+    *common_tail(),
+)
+
+
+def check(b: Bound):
+    yield from same_shape(b, "dst", "data")
+    if is_nc_v2(b):
+        target = b.extra.get("target")
+        if b.get("bias") is not None and not b.tile("bias"):
+            # §1.1: on NC-v2 bias must be a (P,1) tile; a scalar bias is NC-v3+ ([NEW-ISA])
+            yield b.err("E200", f"a scalar bias needs NeuronCore-v3 (trn2); on {target} bias "
+                        "must be a (P, 1) tile", "bias",
+                        hint="put the value in a (P, 1) tile (memset) or use target: trn2")
+        if ALIASES.get(b["op"], b["op"]) == "reciprocal" and b.get("bias") is not None:
+            # §1.1 / [OLD-SHARED] engine-selection note
+            yield b.err("E201", f"activation(reciprocal) does not support bias on {target}",
+                        "bias", hint="add the bias first (tensor_scalar), or use target: trn2")
+
+
+def _per_partition(b: Bound, m, key: str):
+    v = b.get(key)
+    return m.read_f32(v) if b.tile(key) else np.float32(v)
+
+
+def execute(b: Bound, m) -> None:
+    name = ALIASES.get(b["op"], b["op"])
+    z = flat(m.read_f32(b["data"])) * _per_partition(b, m, "scale")
+    if b.get("bias") is not None:
+        z = z + _per_partition(b, m, "bias")
+    bad = outside_valid_range(name, z)
+    if b.mask is not None:
+        bad &= flat(b.mask)
+    if bad.any():
+        p, i = (int(k) for k in np.argwhere(bad)[0])
+        lo, hi = ACTIVATIONS[name].valid
+        m.warnings.append(warning(
+            "W202", f"activation({name}): {int(bad.sum())} input value(s) (data*scale+bias) lie "
+            f"outside the valid range [{lo:g}, {hi:g}], first {float(z[p, i])!r} at partition "
+            f"{p}, free index {i}; hardware results there are invalid (nkirun computes the "
+            "exact function)", b.loc("op"), b.index,
+            hint="nki-reference.md §2.3 lists each function's valid input range"))
+    y = evaluate(name, z)
+    _reduce(b, m, y)
+    m.write(b["dst"], y.reshape(b["dst"].shape), out_dtype(b), b.mask)
+
+
+def _reduce(b: Bound, m, y: np.ndarray) -> None:
+    """The Scalar accumulator (§1.1, §4): reset sets the lanes to 0; reduce/reset_reduce add
+    this instruction's float32 row sum (taken before the output cast, masked-off elements
+    excluded); reduce_res reads the registers out.
+
+    Readings: the docstring's pseudo-code (`result = regs + sum; regs += result`) would double
+    the registers; nkirun takes it as regs += sum. Under `idle` the registers are not used
+    (§4); a reduce_res given with `idle` receives this instruction's own row sum, as
+    activation_reduce does.
+    """
+    cmd, res = b["reduce_cmd"], b.tile("reduce_res")
+    if cmd == "idle" and res is None:
+        return
+    rowsum = fold_free(np.add, hide(y, b.mask, 0.0))[:, None]
+    acc = m.scalar_acc
+    on = np.arange(len(acc.defined))[acc.lanes(b.tile("data"))]
+    rows = active_rows(b.mask)  # fully masked-off partitions leave their registers alone
+    if rows is not None:
+        on, rowsum_on = on[rows], rowsum[rows]
+    else:
+        rowsum_on = rowsum
+    if cmd in ("reset", "reset_reduce"):
+        acc.value[on] = acc.reset_value
+        acc.defined[on] = True
+    if cmd == "reduce" and not acc.defined[on].all():
+        m.warnings.append(warning(
+            "W052", "activation: reduce_cmd=reduce adds onto a Scalar-engine accumulator that "
+            "was never reset", b.loc("reduce_cmd"), b.index,
+            hint="use reset_reduce for the first activation of a chain"))
+    if cmd in ("reduce", "reset_reduce"):
+        acc.value[on] += rowsum_on
+    if res is not None:
+        lanes = acc.lanes(b.tile("data"))
+        m.write(res, rowsum if cmd == "idle" else acc.value[lanes], None,
+                rows_mask(b.mask, res.shape))
+
+
+def cycles(b: Bound, target) -> int:
+    n = max(target.min_ii, b["data"].free_size)
+    # reading the accumulator out is a separate ActReadAccumulator, ~MIN_II cycles ([ARCH2])
+    return n + target.min_ii if b.tile("reduce_res") is not None else n
+
+
+SPEC = InstructionDef(
+    name="activation",
+    engine="scalar",
+    params=PARAMS,
+    summary="dst = op(data * scale + bias) on the Scalar engine, optional row-sum reduction",
+    semantics=(
+        "Computes op(data*scale + bias) elementwise in float32 (scale: scalar or (P, 1) "
+        "float32 tile; bias: (P, 1) tile, or a scalar from trn2 on) and casts to dst. With "
+        "reduce_cmd reduce/reset_reduce the float32 row sums of the result (over all free "
+        "axes) are added into the Scalar engine's 128 accumulator registers (reset to 0); "
+        "reduce_res receives them. nkirun evaluates each function exactly and rounds to "
+        "float32; hardware uses polynomial approximations, so results are close, not "
+        "bit-identical, and inputs outside a function's valid range warn (W202)."),
+    cost_formula="max(MIN_II, N) Scalar cycles, + MIN_II when reduce_res is given "
+                 "(N = elements per partition of data)",
+    execute=execute,
+    cycles=cycles,
+    check=check,
+    source="nki-reference.md §1.1 (activation), §2.3 (functions), §4 (Scalar accumulator)",
+    example="""\
+- activation:
+    dst: e
+    op: exp
+    data: scores
+    bias: neg_max
+    scale: 1.0
+    reduce_op: add
+    reduce_cmd: reset_reduce
+    reduce_res: rowsum""",
+)

@@ -1,0 +1,70 @@
+"""nki.isa.tensor_copy — Vector, Scalar or GpSimd (nki-reference.md §1.5).
+
+dst = src. Vector and GpSimd copy the bits when the dtypes match and cast through float32
+otherwise; the NeuronCore-v2 Scalar engine always goes through float32 (§1.5 [OLD-ISA]),
+the v3 one copies bit-accurately ([ARCH3]).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .common import flat, is_nc_v2, same_shape
+from .spec import ENUM, TILE, Bound, InstructionDef, Param, common_tail, out_dtype
+
+PARAMS = (
+    Param("dst", TILE, required=True, out=True,
+          doc="output tile (same partitions and elements per partition as src)"),
+    Param("src", TILE, required=True, doc="input tile"),
+    Param("engine", ENUM, default="unknown", choices=("unknown", "vector", "scalar", "gpsimd"),
+          doc="vector (default), scalar or gpsimd (gpsimd cannot touch PSUM)"),
+    *common_tail(),
+)
+
+
+def engine_of(b: Bound) -> str:
+    e = b.get("engine")
+    return e if e in ("scalar", "gpsimd") else "vector"
+
+
+def _through_f32(b: Bound) -> bool:
+    return b.engine == "scalar" and is_nc_v2(b)
+
+
+def check(b: Bound):
+    yield from same_shape(b, "dst", "src")
+    if _through_f32(b) and any(b[k].dtype.name in ("int32", "uint32") for k in ("src", "dst")):
+        yield b.warn("W240", f"on {b.extra.get('target')} the Scalar engine copies through "
+                     "float32: 32-bit integers above 2^24 lose precision (and NKI 0.2+ no "
+                     "longer allows tensor_copy on this engine)", "engine",
+                     hint="use engine: vector or gpsimd for a bit-exact integer copy")
+
+
+def execute(b: Bound, m) -> None:
+    out = out_dtype(b)
+    x = flat(m.read(b["src"]))
+    if _through_f32(b) or x.dtype != out.np_type:
+        x = x.astype(np.float32)  # m.write rounds float32 to the output dtype(s)
+    m.write(b["dst"], x.reshape(b["dst"].shape), out, b.mask)
+
+
+def cycles(b: Bound, target) -> int:
+    return max(target.min_ii, b["src"].free_size)  # [OLD-ISA] via §1.5
+
+
+SPEC = InstructionDef(
+    name="tensor_copy",
+    engine="vector",
+    params=PARAMS,
+    summary="copy a tile (bit-exact when the dtypes match, else through float32)",
+    semantics=(
+        "Copies src into dst (same partitions and elements per partition). Vector and GpSimd "
+        "copy the bits when src and the output have the same dtype and cast through float32 "
+        "otherwise; on trn1/inf2 the Scalar engine always casts through float32."),
+    cost_formula="max(MIN_II, N) engine cycles (N = elements per partition of src)",
+    execute=execute,
+    cycles=cycles,
+    check=check,
+    engine_of=engine_of,
+    source="nki-reference.md §1.5 (tensor_copy)",
+    example="- tensor_copy: {dst: y, src: acc, engine: vector}",
+)

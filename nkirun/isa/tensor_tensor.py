@@ -1,0 +1,122 @@
+"""nki.isa.tensor_tensor — Vector engine, or GpSimd (nki-reference.md §1.2, §2.2).
+
+dst = op(data1, data2) elementwise over two tiles of the same shape (no broadcasting).
+Arithmetic and comparison operators compute in float32 (comparisons give 1.0 / 0.0);
+bitwise operators need integer dtypes and act on the integer bits, with no float cast.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ops
+from .common import flat, same_shape
+from .spec import ENUM, OP, TILE, Bound, InstructionDef, Param, common_tail, out_dtype
+
+BINARY_OPS = tuple(n for n in ops.OPS if n not in ops.UNARY)
+INT32 = ("int32", "uint32")
+FAST_BF16_OPS = ("add", "multiply", "subtract")
+
+PARAMS = (
+    Param("dst", TILE, required=True, out=True, doc="output tile (same shape as the inputs)"),
+    Param("data1", TILE, required=True, doc="first input tile"),
+    Param("data2", TILE, required=True, doc="second input tile (same shape as data1)"),
+    Param("op", OP, required=True, choices=BINARY_OPS, doc="binary operator (ops table)"),
+    Param("engine", ENUM, default="unknown", choices=("unknown", "vector", "gpsimd"),
+          doc="vector (default) or gpsimd; power and int32 add/subtract/multiply pick gpsimd"),
+    *common_tail(),
+)
+
+
+def _int32_arith(b: Bound) -> bool:
+    return b["op"] in FAST_BF16_OPS and all(b[k].dtype.name in INT32 for k in ("data1", "data2"))
+
+
+def engine_of(b: Bound) -> str:
+    """§1.2: power, and int32 add/multiply/subtract run on GpSimd; a PSUM operand keeps
+    integer arithmetic on Vector ([NEW-ISA]); otherwise Vector unless engine= says so."""
+    if b.get("engine") in ("vector", "gpsimd"):
+        return b["engine"]
+    if b["op"] == "power":
+        return "gpsimd"
+    if _int32_arith(b) and not any(b[k].buffer == "psum" for k in ("data1", "data2", "dst")):
+        return "gpsimd"
+    return "vector"
+
+
+def check(b: Bound):
+    yield from same_shape(b, "data1", "data2")
+    yield from same_shape(b, "dst", "data1")
+    if b["data1"].buffer == "psum" and b["data2"].buffer == "psum":
+        yield b.err("E210", "data1 and data2 are both in PSUM; at most one input may be",
+                    "data2", hint="copy one of them to SBUF first (nki-reference.md §1.2)")
+    if b["op"] == "power" and b.engine != "gpsimd":
+        yield b.err("E211", "power runs only on the GpSimd engine", "engine",
+                    hint="drop `engine: vector` (nki-reference.md §1.2, §2.2)")
+    if ops.OPS[b["op"]].kind == ops.BITWISE:
+        for key in ("data1", "data2", "dst"):
+            if b[key].dtype.is_float:
+                yield b.err("E212", f"bitwise operator {b['op']} needs integer dtypes; `{key}` "
+                            f"is {b[key].dtype.name}", key,
+                            hint="bitwise operators act on integer bits (nki-reference.md §2.2)")
+
+
+def compute(op: str, engine: str, a: np.ndarray, c: np.ndarray, exact_ints: bool):
+    """op(a, c) with the arithmetic the engine uses (a and c in their storage dtypes)."""
+    o = ops.OPS[op]
+    if o.kind == ops.BITWISE:
+        return o.fn(a, c)  # raw integer bits, NumPy's integer promotion
+    if exact_ints and engine == "gpsimd" and op in FAST_BF16_OPS:
+        # GpSimd computes 32-bit integer add/subtract/multiply natively (§1.2, §8); nkirun
+        # takes the exact result and lets the store saturate it to dst's dtype.
+        return o.fn(a.astype(np.int64), c.astype(np.int64))
+    return o.fn(a.astype(np.float32, copy=False), c.astype(np.float32, copy=False))
+
+
+def execute(b: Bound, m) -> None:
+    a, c = flat(m.read(b["data1"])), flat(m.read(b["data2"]))
+    y = compute(b["op"], b.engine, a, c, _int32_arith(b))
+    m.write(b["dst"], y.reshape(b["dst"].shape), out_dtype(b), b.mask)
+
+
+def contiguous(r) -> bool:
+    """Whether the view's innermost free dimension has stride 1 in its tensor's storage."""
+    free = [i for i, ix in enumerate(r.np_index) if isinstance(ix, slice)][1:]
+    if not free:
+        return True
+    k = free[-1]
+    return r.box[k][2] == 1 and all(d == 1 for d in r.decl.shape[k + 1:])
+
+
+def cycles(b: Bound, target) -> int:
+    """[OLD-ISA] via nki-reference.md §1.2."""
+    n = b["data1"].free_size
+    in_psum = sum(b[k].buffer == "psum" for k in ("data1", "data2"))
+    tiles = [b[k] for k in ("data1", "data2", "dst")]
+    fast = (in_psum == 0 and b["op"] in FAST_BF16_OPS
+            and all(t.dtype.name == "bfloat16" and contiguous(t) for t in tiles)
+            and (b.get("dtype") is None or b["dtype"].name == "bfloat16"))
+    return max(target.min_ii, n if in_psum == 1 or fast else 2 * n)
+
+
+SPEC = InstructionDef(
+    name="tensor_tensor",
+    engine="vector",
+    params=PARAMS,
+    summary="elementwise op of two tiles of the same shape",
+    semantics=(
+        "dst = op(data1, data2) element by element; data1, data2 and dst have the same "
+        "partitions and elements per partition (no broadcasting: use tensor_scalar). "
+        "Arithmetic and comparisons run in float32 (comparisons give 1.0/0.0) and are cast to "
+        "dst; bitwise operators need integer dtypes and use the integer bits. At most one "
+        "input may be in PSUM. power, and int32/uint32 add/subtract/multiply (exact integer "
+        "math, saturated to dst), run on GpSimd."),
+    cost_formula="max(MIN_II, N) with one input in PSUM, or all-bf16 contiguous "
+                 "add/subtract/multiply in SBUF; otherwise max(MIN_II, 2N) (N = elements per "
+                 "partition)",
+    execute=execute,
+    cycles=cycles,
+    check=check,
+    engine_of=engine_of,
+    source="nki-reference.md §1.2 (tensor_tensor), §2.2 (operators)",
+    example="- tensor_tensor: {dst: c, data1: a, data2: b, op: multiply}",
+)

@@ -1,0 +1,91 @@
+"""dma_copy (nki-reference.md §1.16): HBM/SBUF views of equal element counts, dtype conversion
+through float32, dst_rmw_op=add accumulating into dst; PSUM is not a DMA operand."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import reference as ref
+from prog_helpers import (assert_bits_equal, codes, key_line, out, random_floats, sbuf, tmp,
+                          write_program)
+from nkirun.api import check_program, cost, run
+
+F32 = np.float32
+
+
+def _prog(tmp_path, x, dst, src_buffer="sbuf", dst_init=None, **kw):
+    t = {"x": sbuf(x, buffer=src_buffer),
+         "y": dst_init if dst_init is not None else out(*dst)}
+    return write_program(tmp_path, t, [{"dma_copy": {"dst": "y", "src": "x", **kw}}])
+
+
+@pytest.mark.parametrize("P", [1, 37, 128])
+@pytest.mark.parametrize("free", [(5,), (129,), (3, 7)])
+@pytest.mark.parametrize("bufs", [("hbm", "sbuf"), ("sbuf", "hbm"), ("hbm", "hbm"),
+                                  ("sbuf", "sbuf")])
+def test_copy_bit_exact(tmp_path, P, free, bufs):
+    x = random_floats(np.random.default_rng(P), (P,) + free)
+    got = run(_prog(tmp_path, x, ((P,) + free, "float32", bufs[1]), bufs[0]))["y"]
+    assert_bits_equal(got, x)
+
+
+def test_reshape_and_cast(tmp_path):
+    x = random_floats(np.random.default_rng(1), (128, 6))
+    got = run(_prog(tmp_path, x, ((64, 12), "bfloat16", "hbm")))["y"]
+    assert_bits_equal(got, ref.cast_to(x, "bfloat16").reshape(64, 12))
+    xi = np.arange(-50, 50, dtype=np.int16).reshape(4, 25) * np.int16(300)
+    got = run(_prog(tmp_path, xi, ((4, 25), "int8", "sbuf")))["y"]
+    assert_bits_equal(got, ref.cast_to(xi, "int8"))  # saturating, through float32
+
+
+@pytest.mark.parametrize("dst_dtype", ["float32", "bfloat16"])
+def test_dst_rmw_add(tmp_path, dst_dtype):
+    rng = np.random.default_rng(2)
+    x = random_floats(rng, (37, 9))
+    y0 = ref.cast_to(random_floats(rng, (37, 9)), dst_dtype)
+    path = _prog(tmp_path, x, None, dst_init=sbuf(y0, buffer="hbm", output=True),
+                 dst_rmw_op="np.add")
+    want = ref.cast_to(y0.astype(F32) + x, dst_dtype)
+    assert_bits_equal(run(path)["y"], want)
+
+
+def test_masked_copy_keeps_other_elements(tmp_path):
+    x = np.arange(8 * 6, dtype=F32).reshape(8, 6)
+    y0 = np.full((8, 6), -1, F32)
+    path = _prog(tmp_path, x, None, dst_init=sbuf(y0, output=True), mask="p < 3 and f >= 2")
+    want = y0.copy()
+    want[:3, 2:] = x[:3, 2:]
+    assert_bits_equal(run(path)["y"], want)
+
+
+@pytest.mark.parametrize("src_buffer,dst_buffer,code,key", [
+    ("psum", "sbuf", "E040", "src"), ("sbuf", "psum", "E040", "dst")])
+def test_psum_not_allowed(tmp_path, src_buffer, dst_buffer, code, key):
+    path = _prog(tmp_path, np.ones((4, 8), F32), ((4, 8), "float32", dst_buffer), src_buffer)
+    d = check_program(path).diagnostics
+    assert code in codes(d)
+    assert next(e for e in d if e.code == code).loc.line == key_line(path, key)
+
+
+def test_rules(tmp_path):
+    path = _prog(tmp_path, np.ones((4, 8), F32), ((4, 9), "float32", "hbm"))
+    d = check_program(path).diagnostics
+    assert codes(d) == ["E180"] and d[0].loc.line == key_line(path, "src")
+    path = _prog(tmp_path, np.ones((4, 8), F32), ((4, 8), "float32", "hbm"),
+                 dst_rmw_op="multiply")
+    d = check_program(path).diagnostics
+    assert codes(d) == ["E025"] and d[0].loc.line == key_line(path, "dst_rmw_op")
+    # accumulating into a dst nothing wrote is a read before write
+    t = {"x": sbuf(np.ones((4, 8), F32)), "y": tmp((4, 8), "float32", "hbm")}
+    path = write_program(tmp_path, t, [{"dma_copy": {"dst": "y", "src": "x",
+                                                     "dst_rmw_op": "add"}}])
+    assert "E050" in codes(check_program(path).diagnostics)
+
+
+def test_cost_is_a_dma(tmp_path):
+    x = np.ones((128, 512), F32)
+    path = _prog(tmp_path, x, ((128, 512), "float32", "hbm"))
+    t = {"x": sbuf(x), "y": out((128, 512), "float32", "hbm")}
+    store = write_program(tmp_path, t, [{"store": {"dst": "y", "src": "x"}}])
+    a, b = cost(path).slots[0], cost(store).slots[0]
+    assert a.engine == "dma" and a.cycles == b.cycles > 0
