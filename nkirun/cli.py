@@ -161,6 +161,8 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, ulp, tr
 
     Outputs go to OUT/<name>.npy, written only after the whole run succeeded, each
     atomically. On any error nothing in OUT changes and the exit status is 1.
+    With --expect the outputs are then compared with golden files: a mismatch is
+    reported per tensor and exits 1 (the outputs are written anyway, to inspect them).
     """
     from . import api
     from .targets import DEFAULT_MAX_HBM_BYTES
