@@ -12,11 +12,11 @@ Integer tensors are always compared exactly: a tolerance would hide an off-by-on
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from .dtypes import DType
+from .dtypes import DTYPES, DType
 from .ir import Program
 
 
@@ -52,7 +52,6 @@ class TensorDiff:
     max_rel: float = 0.0
     max_ulp: int = 0
     on_chip: bool = False
-    extra: dict = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -169,8 +168,5 @@ def format_diffs(diffs: list[TensorDiff]) -> str:
         lines.append(f"  {d.name}: MISMATCH ({d.mode}) in {d.mismatches} of {total} elements; "
                      f"first at {d.where()}: got {_num(d.actual)}, expected {_num(d.expected)}")
         lines.append(f"      max abs error {d.max_abs:.6g}, max rel error {d.max_rel:.6g}"
-                     + (f", max ULP error {d.max_ulp}" if d.dtype not in _INTS else ""))
+                     + ("" if DTYPES[d.dtype].is_int else f", max ULP error {d.max_ulp}"))
     return "\n".join(lines)
-
-
-_INTS = ("int8", "uint8", "int16", "uint16", "int32", "uint32")
