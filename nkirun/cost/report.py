@@ -81,7 +81,12 @@ def render_report(s: Schedule, stream=None, width: int | None = None,
     """Print the selected views. `width`: fixed width (default: the terminal's, or 100
     when piped); `color`: None = colour only on a terminal without NO_COLOR."""
     stream = stream or sys.stdout
+    out = stream
     console, color = _console(stream, width, color)
+    if not color:  # plain text: drop the padding rich leaves at line ends
+        import io
+        stream = io.StringIO()
+        console.file = stream
     sym = v.symbols(s)
     palette = {op: _COLORS[i % len(_COLORS)] for i, op in enumerate(sym)}
     first = True
@@ -97,6 +102,8 @@ def render_report(s: Schedule, stream=None, width: int | None = None,
             _timeline(console, s, color, sym, palette)
         elif name == "critical":
             _critical(console, s, color, palette)
+    if stream is not out:
+        out.write("".join(line.rstrip() + "\n" for line in stream.getvalue().splitlines()))
 
 
 def _bar(frac: float, n: int, color: bool) -> str:
@@ -137,8 +144,7 @@ def _summary(console, s: Schedule, color: bool) -> None:
                       f"{q['queue_utilization']:.0%} of {q['queues']} queues x makespan")
     if d["notes"]:
         console.print("notes:")
-        for n in d["notes"]:
-            console.print(f"  - {n}")
+        console.print(_hanging([("-", n) for n in d["notes"]]))
 
 
 def _instructions(console, s: Schedule, color: bool, max_rows: int, palette) -> None:
@@ -164,10 +170,21 @@ def _instructions(console, s: Schedule, color: bool, max_rows: int, palette) -> 
     seen = {}
     for x in s.slots:
         seen.setdefault(x.op, x)
-    for op, x in seen.items():
-        console.print(f"  {op}{' *' if x.assumed else ''}: {x.formula}")
+    console.print(_hanging([(f"{op}{' *' if x.assumed else ''}:", x.formula)
+                            for op, x in seen.items()]))
     if any(x.assumed for x in seen.values()):
         console.print("  * assumed: the instruction's page documents no cost formula")
+
+
+def _hanging(rows):
+    """Two columns, the second wrapped with a hanging indent."""
+    from rich.table import Table
+    t = Table.grid(padding=(0, 1))
+    t.add_column(no_wrap=True)
+    t.add_column(overflow="fold")
+    for a, b in rows:
+        t.add_row("  " + a, b)
+    return t
 
 
 def _timeline(console, s: Schedule, color: bool, sym, palette) -> None:
