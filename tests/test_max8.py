@@ -73,7 +73,8 @@ def test_page_example3_mask_on_src(tmp_path):
     x = random_floats(rng, (n, m), special=False)
     got = run_program(tmp_path, {"s": sbuf(x), "d": sbuf(np.full((n, 8), -5, np.float32),
                                                          output=True)},
-                      [{"max8": {"dst": "d", "src": "s", "mask": f"p < {n // 2} and f < {m // 2}"}}])
+                      [{"max8": {"dst": "d", "src": "s",
+                                 "mask": f"p < {n // 2} and f < {m // 2}"}}])
     want = np.full((n, 8), -5, np.float32)
     want[: n // 2] = ref.max8(x[: n // 2, : m // 2])
     assert_bits_equal(got["d"], want)

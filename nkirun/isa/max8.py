@@ -21,7 +21,7 @@ import numpy as np
 
 from ..mask import MaskError, evaluate, hide, rows_mask
 from .common import flat
-from .spec import TILE, Bound, InstructionDef, Param, common_tail, out_dtype
+from .spec import MASK, TILE, Bound, InstructionDef, Param, common_tail, out_dtype
 
 K = 8  # values per partition
 MAX_N = 16384  # §1.12: "between 8 and 16,384 inclusive"
@@ -31,7 +31,9 @@ PARAMS = (
     Param("dst", TILE, required=True, out=True, doc="(P, 8) tile receiving the 8 largest values"),
     Param("src", TILE, required=True,
           doc="tile to search: up to 5-D, 8..16384 elements per partition"),
-    *common_tail(),
+    Param("mask", MASK, doc="predicate over src's indices (page 003, example 3): only the "
+                            "selected elements take part; a partition with none keeps dst"),
+    *common_tail(mask=False),
 )
 
 

@@ -30,7 +30,7 @@ from .. import dtypes as dt
 from ..errors import warning
 from ..mask import active_rows, rows_mask
 from .common import flat
-from .spec import SCALAR, TILE, Bound, InstructionDef, Param, common_tail, out_dtype
+from .spec import MASK, SCALAR, TILE, Bound, InstructionDef, Param, common_tail, out_dtype
 
 K = 8
 MAX_N = 16384  # page 003
@@ -47,7 +47,9 @@ PARAMS = (
     Param("imm", SCALAR, required=True, doc="float32 constant written over each match"),
     Param("dst_idx", TILE, out=True, dtypes=dt.INT_NAMES,
           doc="optional integer tile (8 per partition) receiving the flattened match indices"),
-    *common_tail(),
+    Param("mask", MASK, doc="predicate over data's indices (page 003): masked-off data never "
+                            "matches and its dst element is not written"),
+    *common_tail(mask=False),
 )
 
 
