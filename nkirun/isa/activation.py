@@ -209,7 +209,7 @@ def _reduce(b: Bound, m, y: np.ndarray) -> None:
     cmd, res = b["reduce_cmd"], b.tile("reduce_res")
     if cmd == "idle" and res is None:
         return
-    rowsum = fold_free(np.add, hide(y, b.mask, 0.0))[:, None]
+    rowsum = fold_free(np.add, hide(y, b.mask, -0.0))[:, None]  # -0.0: x + fill == x
     acc = m.scalar_acc
     on = np.arange(len(acc.defined))[acc.lanes(b.tile("data"))]
     rows = active_rows(b.mask)  # fully masked-off partitions leave their registers alone
