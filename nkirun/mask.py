@@ -133,3 +133,17 @@ def rows_mask(mask: np.ndarray | None, shape) -> np.ndarray | None:
     if rows is None:
         return None
     return np.broadcast_to(rows.reshape((-1,) + (1,) * (len(shape) - 1)), tuple(shape))
+
+
+def fold_input(values: np.ndarray, sel: np.ndarray, fill) -> np.ndarray:
+    """(..., N) values and selection -> (..., N+1) for an exact masked left fold along the last
+    axis: position 0 holds the first selected value, the rest the selected values in order
+    with every other slot (including the moved one) set to `fill`, a right identity of the
+    operator (op(a, fill) == a bit for bit: -0.0 for add, 0.0 for subtract, 1.0 multiply,
+    -inf max, +inf min). Folding the result applies op to exactly the selected values, in
+    order; a group with nothing selected gives junk, which its caller must not write."""
+    first = sel.argmax(axis=-1)[..., None]
+    lead = np.take_along_axis(values, first, axis=-1)
+    rest = np.where(sel, values, np.asarray(fill).astype(values.dtype))
+    np.put_along_axis(rest, first, np.asarray(fill).astype(values.dtype), axis=-1)
+    return np.concatenate([lead, rest], axis=-1)

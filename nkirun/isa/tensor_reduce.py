@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ops
+from ..mask import fold_input
 from .common import fold_free
 from .spec import (BOOL, INT_LIST, OP, TILE, Bound, InstructionDef, Param, common_tail,
                    out_dtype)
@@ -94,13 +95,13 @@ def reduce_rows(op: str, x: np.ndarray) -> np.ndarray:
 
 
 def _identity(op: str, dtype: np.dtype):
-    """The fill that hides a masked-off input from the fold (subtract: 0, so a hidden
-    leading element reads as 0 - x1 - ...; nkirun's reading, the docs say nothing)."""
+    """A right identity of op (op(a, fill) == a bit for bit; add: -0.0, since 0.0 would turn
+    -0.0 into +0.0), filling the masked-off inputs of the fold (mask.fold_input)."""
     if op == "bitwise_and":
         return ~dtype.type(0)
     if op in ("multiply", "logical_and"):
         return 1
-    return {"maximum": -np.inf, "minimum": np.inf}.get(op, 0)
+    return {"maximum": -np.inf, "minimum": np.inf, "add": -0.0}.get(op, 0)
 
 
 def execute(b: Bound, m) -> None:
@@ -113,7 +114,9 @@ def execute(b: Bound, m) -> None:
     write_mask = None
     if b.mask is not None:  # mask_on="data" (docs/masks.md): fold only the selected inputs,
         sel = b.mask.reshape(x.shape)  # write the dst elements with any selected input
-        x = np.where(sel, x, np.asarray(_identity(b["op"], x.dtype)).astype(x.dtype))
+        # the first selected input leads the fold, so a masked-off leading element is skipped
+        # (not read as 0 - x1 - ... for subtract): the smaller instruction NKI would run
+        x = fold_input(x, sel, _identity(b["op"], x.dtype))
         write_mask = sel.any(axis=-1).reshape(b["dst"].shape)
     y = reduce_rows(b["op"], x)
     if b["negate"]:
