@@ -285,6 +285,48 @@ def cost(program, fmt, target, trace_out, view, max_rows, width, program_format,
     sys.exit(EXIT_OK)
 
 
+@cli.command()
+@click.argument("program", type=click.Path(dir_okay=False))
+@click.option("--to", "to", type=click.Choice(["yaml", "text"]), required=True,
+              help="the format to write")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="write to this file (atomically) instead of standard output")
+@_program_format_option
+@_debug_option
+@_guard
+def convert(program, to, output, program_format, debug):
+    """Convert PROGRAM between YAML and the text form (docs/text-format.md).
+
+    Lossless: reading the result gives the same tensors and instructions (comments and
+    layout are not kept). With -o in another folder, relative data-file paths are
+    rewritten to point at the same files. PROGRAM must pass `check` (warnings allowed);
+    exit 1 otherwise.
+    """
+    from .api import check_program
+    from .errors import ProgramInvalid, error
+    from .write_program import write_program
+    c = check_program(program, program_format)
+    if not c.ok:
+        e = ProgramInvalid(c.errors or c.diagnostics)
+        e.lines = c.program.source_lines if c.program else ()
+        raise e
+    text = write_program(c.program, to,
+                         None if output is None else os.path.dirname(output) or ".")
+    if output is None:
+        click.echo(text, nl=False)
+        sys.exit(EXIT_OK)
+    tmp = f"{output}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, output)
+    except OSError as exc:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise NkirunError(error("E080", f"-o: cannot write {output}: {exc.strerror or exc}"))
+    sys.exit(EXIT_OK)
+
+
 def _console():
     from rich.console import Console
     return Console(highlight=False)

@@ -21,8 +21,24 @@ class ViewSyntaxError(ValueError):
     pass
 
 
+# text -> (tensor, index): instruction traces repeat the same few views many times
+_PARSED: dict[str, tuple] = {}
+_PARSED_MAX = 200_000
+
+
 def parse_view(text: str, loc: Loc | None = None) -> View:
     """Parse `name` or `name[i, a:b:c, :]`; raises ViewSyntaxError with what is allowed."""
+    hit = _PARSED.get(text)
+    if hit is None:
+        view = _parse_view(text, loc)
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        _PARSED[text] = (view.tensor, view.index)
+        return view
+    return View(hit[0], hit[1], loc or Loc())
+
+
+def _parse_view(text: str, loc: Loc | None) -> View:
     m = _NAME.match(text)
     if not m:
         raise ViewSyntaxError(f"expected a tensor name, got {text!r}")

@@ -1,0 +1,397 @@
+"""The line-oriented text front end (`.nkis`): one declaration or instruction per line.
+
+    version 1
+    tensor x hbm [128, 512] float32 file=x.npy
+    load dst=t src=x[:, 0:512]
+
+Every line is tokenised with its columns and handed to the same `frontend.Builder` as the
+YAML front end, as the same plain values YAML would produce (str/int/float/bool/list), so
+both formats give the same IR and the same diagnostics. docs/text-format.md is the
+grammar. Instruction lines take a fast path (one precompiled regex, values cached by
+their text); any line it does not fully cover goes through the careful scanner, which
+either reads it (quotes, nested lists, comments) or reports a located E001/E020.
+"""
+from __future__ import annotations
+
+import gc
+import json
+import os
+import re
+
+from .errors import Loc, error
+from .frontend import Builder, did_you_mean
+from .isa import REGISTRY
+from .isa.spec import normalize_name
+
+DIRECTIVES = ("version", "name", "target", "tensor")
+TENSOR_POSITIONALS = ("buffer", "shape", "dtype")
+LINE_HINT = "instruction lines are `OP key=value key=value ...`, e.g. `load dst=t src=x`"
+
+# An instruction's name at the start of a line, followed by a blank or the end.
+_OP = re.compile(r"[ \t]*([A-Za-z_][\w.]*)(?=[ \t]|$)")
+# Fast path: ` key=value` where a value is plain characters and flat `[...]` groups
+# (views such as `c[:, 0:512]`, flat lists). Quotes, `#` and nested brackets go the slow way.
+_PAIR = re.compile(r"([ \t]+)([A-Za-z_]\w*)=([^\s\[\]\"'#]*(?:\[[^\[\]\"'#]*\][^\s\[\]\"'#]*)*)")
+_KEY = re.compile(r"([A-Za-z_]\w*)=")
+_INT = re.compile(r"[-+]?\d+")
+_FLOAT = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
+_NUM_LIST = re.compile(r"[\[\]\d\s,.eE+-]*")  # what json.loads can read for us
+_LIST_TOKEN = re.compile(r"\s*(?:([\[\],])|(\"(?:[^\"\\]|\\.)*\"|'[^']*')|([^\s,\[\]\"']+))")
+_ESCAPE = re.compile(r"\\(.)")
+_ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"'}
+_WORDS = {"true": True, "false": False, "True": True, "False": False, "null": None}
+_MISSING = object()
+
+
+class _Syntax(Exception):
+    """A lexical problem at a 0-based column of the current line."""
+
+    def __init__(self, col: int, message: str, hint: str | None = None, code: str = "E001"):
+        super().__init__(message)
+        self.col, self.hint, self.code = col, hint, code
+
+
+# ---- values ----------------------------------------------------------------------------------
+def plain(text: str):
+    """An unquoted word as the value YAML would give: bool, null, int, float or string."""
+    w = _WORDS.get(text, _MISSING)
+    if w is not _MISSING:
+        return w
+    if _INT.fullmatch(text):
+        return int(text)
+    if _FLOAT.fullmatch(text):
+        return float(text)
+    return text
+
+
+def _unquote(text: str, col: int) -> str:
+    if text[0] == "'":
+        return text[1:-1]  # single quotes: literal, no escapes
+    body = text[1:-1]
+    if "\\" not in body:
+        return body
+
+    def sub(m):
+        c = m.group(1)
+        if c not in _ESCAPES:
+            raise _Syntax(col + m.start() + 1, f"unknown escape `\\{c}` in a quoted string",
+                          hint="allowed: \\\" \\\\ \\n \\t")
+        return _ESCAPES[c]
+    return _ESCAPE.sub(sub, body)
+
+
+def _list(text: str, col: int):
+    """A `[...]` literal (nested lists of words, numbers and quoted strings)."""
+    if _NUM_LIST.fullmatch(text):
+        try:
+            return json.loads(text)
+        except ValueError:
+            pass  # e.g. `+1` or `1.`: the general reader below takes them
+    pos, n = 0, len(text)
+
+    def token():
+        nonlocal pos
+        m = _LIST_TOKEN.match(text, pos)
+        if m is None:
+            raise _Syntax(col + pos, f"cannot read {text[pos:].strip()!r} in a list")
+        at = col + m.start(m.lastindex)
+        pos = m.end()
+        return m, at
+
+    def items(open_at):
+        out = []
+        while True:
+            if pos >= n:
+                raise _Syntax(open_at, "unclosed `[`", hint="close every `[` with `]`")
+            m, at = token()
+            if m.group(1) == "]" and not out:
+                return out
+            if m.group(1) == "[":
+                out.append(items(at))
+            elif m.group(2):
+                out.append(_unquote(m.group(2), at))
+            elif m.group(3):
+                out.append(plain(m.group(3)))
+            else:
+                raise _Syntax(at, f"expected a list element, got `{m.group(1)}`")
+            if pos >= n:
+                raise _Syntax(open_at, "unclosed `[`", hint="close every `[` with `]`")
+            m, at = token()
+            if m.group(1) == "]":
+                return out
+            if m.group(1) != ",":
+                raise _Syntax(at, "expected `,` or `]` between list elements")
+
+    m, at = token()
+    value = items(at)
+    if text[pos:].strip():
+        raise _Syntax(col + pos, f"unexpected {text[pos:].strip()!r} after the list")
+    return value
+
+
+def value_of(text: str, col: int):
+    """A value token (0-based column `col`) as a plain value."""
+    c = text[0]
+    if c == '"' or c == "'":
+        end = _quote_end(text, 0, col)
+        if end != len(text):
+            raise _Syntax(col + end, f"unexpected {text[end:]!r} after the closing quote",
+                          hint="quote the whole value")
+        return _unquote(text, col)
+    if c == "[":
+        return _list(text, col)
+    return plain(text)
+
+
+# ---- the careful scanner ---------------------------------------------------------------------
+def _quote_end(line: str, i: int, col0: int = 0) -> int:
+    """Index just past the string literal starting at line[i]."""
+    q = line[i]
+    j = i + 1
+    n = len(line)
+    while j < n:
+        c = line[j]
+        if c == "\\" and q == '"':
+            j += 2
+            continue
+        if c == q:
+            return j + 1
+        j += 1
+    raise _Syntax(col0 + i, f"unterminated string: no closing {q}",
+                  hint=f"end the string with {q} on the same line")
+
+
+def tokens(line: str, start: int = 0):
+    """[(col, key | None, value_col, value_text)] for `line` from `start` (0-based columns);
+    a `#` at the start or after a blank begins a comment."""
+    out = []
+    i, n = start, len(line)
+    while True:
+        while i < n and line[i] in " \t":
+            i += 1
+        if i >= n or line[i] == "#":
+            return out
+        begin, depth = i, 0
+        while i < n:
+            c = line[i]
+            if c == '"' or c == "'":
+                i = _quote_end(line, i)
+                continue
+            if c == "[":
+                depth += 1
+            elif c == "]":
+                if depth == 0:
+                    raise _Syntax(i, "unmatched `]`")
+                depth -= 1
+            elif depth == 0 and c in " \t":
+                break
+            i += 1
+        if depth:
+            raise _Syntax(begin + line[begin:i].find("["), "unclosed `[`",
+                          hint="close every `[` with `]` on the same line")
+        text = line[begin:i]
+        m = _KEY.match(text)
+        if m:
+            vcol = begin + m.end()
+            value = text[m.end():]
+            if not value:
+                raise _Syntax(begin, f"`{text}` has no value", code="E020",
+                              hint="write key=value with no blank around `=`")
+            out.append((begin, m.group(1), vcol, value))
+        elif text[0] == "=":
+            raise _Syntax(begin, f"`{text}`: a `=` with no keyword before it", code="E020",
+                          hint="write key=value with no blank around `=`")
+        elif "=" in text and not any(c in text[:text.find("=")] for c in "[\"'"):
+            raise _Syntax(begin, f"`{text[:text.find('=')]}` is not a keyword name",
+                          code="E020", hint="keywords are names such as dst or on_false_value")
+        else:
+            out.append((begin, None, begin, text))
+
+
+# ---- lines -----------------------------------------------------------------------------------
+class _Reader:
+    def __init__(self, b: Builder, path: str):
+        self.b, self.path = b, path
+        self.cache: dict[str, object] = {}  # value text -> plain value (not lists)
+        self.seen: set[str] = set()
+
+    def loc(self, ln: int, col: int) -> Loc:
+        return Loc(self.path, ln, col + 1)
+
+    def err(self, code, message, ln, col, hint=None, instruction=None):
+        self.b.diags.append(error(code, message, self.loc(ln, col), instruction, hint))
+
+    def line(self, ln: int, line: str) -> None:
+        m = _OP.match(line)
+        if m is not None:
+            op = m.group(1)
+            if op not in DIRECTIVES and "#" not in line and '"' not in line \
+                    and "'" not in line and self.fast(ln, line, op, m):
+                return
+        try:
+            toks = tokens(line)
+        except _Syntax as e:
+            return self.syntax(ln, line, e)
+        if not toks:
+            return  # blank or comment
+        col, key, _, text = toks[0]
+        if key is not None or text[0] in "\"'[":
+            self.b.bad_entry(f"a line starts with a directive or an instruction name, got "
+                             f"`{text if key is None else key + '=' + text}`",
+                             self.loc(ln, col), hint=LINE_HINT)
+            return
+        if text == "tensor":
+            return self.tensor(ln, toks)
+        if text in DIRECTIVES:
+            return self.directive(ln, toks)
+        self.instruction(ln, toks)
+
+    def duplicate(self, key: str, ln: int, col: int, first: Loc) -> None:
+        # the same diagnostic as a duplicate key in YAML; the first value is kept
+        self.err("E001", f"duplicate key `{key}` (first given at line {first.line})", ln, col,
+                 hint="give each key once")
+
+    def syntax(self, ln, line, e: _Syntax) -> None:
+        m = _OP.match(line)
+        word = m.group(1) if m else None
+        if word == "tensor":
+            name = line[m.end():].split()[:1]
+            if name:
+                self.b.invalid_tensors.add(name[0])  # no knock-on "unknown tensor" errors
+        if word in DIRECTIVES:
+            self.err(e.code, str(e), ln, e.col, e.hint)
+        else:
+            self.b.bad_entry(str(e), self.loc(ln, e.col), hint=e.hint or LINE_HINT, code=e.code)
+
+    def fast(self, ln: int, line: str, op: str, m) -> bool:
+        """Read a plain instruction line; False sends it to the careful path."""
+        pos = m.end()
+        args = {}
+        cache = self.cache
+        path = self.path
+        for ws, key, text in _PAIR.findall(line, pos):
+            pos += len(ws)
+            if key in args or not text:
+                return False
+            v = cache.get(text, _MISSING)
+            if v is _MISSING:
+                if text[0] == "[":
+                    try:
+                        v = _list(text, pos + len(key) + 1)
+                    except _Syntax:
+                        return False
+                else:
+                    v = cache[text] = plain(text)
+            args[key] = (v, Loc(path, ln, pos + 1))
+            pos += len(key) + 1 + len(text)
+        if pos != len(line) and line[pos:].strip():
+            return False
+        self.b.instruction(op, args, Loc(path, ln, m.start(1) + 1))
+        return True
+
+    def instruction(self, ln: int, toks) -> None:
+        b = self.b
+        col, _, _, op = toks[0]
+        loc = self.loc(ln, col)
+        if normalize_name(op) not in REGISTRY:
+            close = did_you_mean(op, DIRECTIVES)
+            if close and len(toks) > 1 and all(k is None for _, k, _, _ in toks[1:]):
+                self.err("E003", f"unknown directive `{op}`", ln, col, close)
+                return
+            b.instruction(op, {}, loc)  # E021 with its did-you-mean
+            return
+        args = {}
+        try:
+            for tcol, key, vcol, text in toks[1:]:
+                if key is None:
+                    raise _Syntax(tcol, f"expected key=value, got `{text}`", code="E020",
+                                  hint=LINE_HINT + "; quote values that contain blanks")
+                if key in args:
+                    self.duplicate(key, ln, tcol, args[key][1])
+                    continue
+                args[key] = (value_of(text, vcol), self.loc(ln, tcol))
+        except _Syntax as e:
+            b.bad_entry(str(e), self.loc(ln, e.col), hint=e.hint or LINE_HINT, code=e.code)
+            return
+        b.instruction(op, args, loc)
+
+    def directive(self, ln: int, toks) -> None:
+        col, _, _, key = toks[0]
+        if len(toks) < 2 or toks[1][1] is not None:
+            self.err("E001", f"`{key}` needs one value", ln,
+                     toks[1][0] if len(toks) > 1 else col,
+                     hint=f"write e.g. `{key} {dict(version=1, name='my_kernel', target='trn2')[key]}`")
+            return
+        if len(toks) > 2:
+            self.err("E001", f"unexpected `{toks[2][3]}` after the value of `{key}`", ln,
+                     toks[2][0], hint="quote a value that contains blanks")
+            return
+        if key in self.seen:
+            self.err("E003", f"duplicate `{key}` line", ln, col)
+            return
+        self.seen.add(key)
+        _, _, vcol, text = toks[1]
+        try:
+            value = value_of(text, vcol)
+        except _Syntax as e:
+            return self.err(e.code, str(e), ln, e.col, e.hint)
+        self.b.top(key, value, self.loc(ln, col), self.loc(ln, vcol))
+
+    def tensor(self, ln: int, toks) -> None:
+        col = toks[0][0]
+        if len(toks) < 2 or toks[1][1] is not None:
+            self.err("E005", "a tensor line needs a name, a buffer, a shape and a dtype", ln,
+                     toks[1][0] if len(toks) > 1 else col,
+                     hint="write e.g. `tensor t sbuf [128, 512] float32`")
+            return
+        _, _, ncol, ntext = toks[1]
+        fields = {}
+        positional = iter(TENSOR_POSITIONALS)
+        try:
+            name = value_of(ntext, ncol)
+            for tcol, key, vcol, text in toks[2:]:
+                loc = self.loc(ln, tcol)
+                if key is None and text == "output":
+                    key, value = "output", True
+                elif key is None:
+                    key = next(positional, None)
+                    if key is None:
+                        self.err("E010", f"tensor `{name}`: unexpected `{text}`", ln, tcol,
+                                 hint="after buffer, shape and dtype come key=value pairs "
+                                      "(file=, fill=, data=) and `output`")
+                        self.b.invalid_tensors.add(str(name))
+                        return
+                    value = value_of(text, vcol)
+                else:
+                    value = value_of(text, vcol)
+                if key in fields:
+                    self.duplicate(key, ln, tcol, fields[key][1])
+                    continue
+                fields[key] = (value, loc, self.loc(ln, vcol))
+        except _Syntax as e:
+            self.err(e.code, str(e), ln, e.col, e.hint)
+            self.b.invalid_tensors.add(ntext)
+            return
+        self.b.tensor(name, fields, self.loc(ln, ncol))
+
+
+def parse_text(text: str, path: str, base_dir: str | None = None):
+    """Parse a text-format program: returns (Program | None, diagnostics)."""
+    lines = tuple(text.splitlines())
+    if not any(s and not s.startswith("#") for s in (ln.strip() for ln in lines)):
+        return None, [error("E002", "the program is empty", Loc(path, 1, 1),
+                            hint="a text program starts with `version 1`, then `tensor` and "
+                                 "instruction lines")]
+    b = Builder(path, base_dir if base_dir is not None else os.path.dirname(path) or ".", lines)
+    r = _Reader(b, path)
+    # The parse allocates a few objects per token and frees none of them: the cyclic GC
+    # would only rescan the growing IR (a third of the time on 100k-line traces).
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for ln, line in enumerate(lines, 1):
+            r.line(ln, line)
+    finally:
+        if was_enabled:
+            gc.enable()
+    return b.finish()
