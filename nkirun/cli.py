@@ -48,6 +48,12 @@ def _guard(fn):
             _fail(e, getattr(e, "lines", ()))
         except (click.exceptions.Exit, click.ClickException, SystemExit, KeyboardInterrupt):
             raise
+        except BrokenPipeError:  # stdout closed early (`nkirun ... | head`): not a bug
+            try:  # keep Python's exit-time flush of stdout from failing again
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            except (OSError, ValueError):
+                pass
+            sys.exit(EXIT_INVALID)
         except Exception as e:  # noqa: BLE001
             if debug:
                 raise
@@ -134,7 +140,7 @@ def default_out_dir(program: str) -> str:
               help="folder for the output .npy files [default: ./out/<program name>]")
 @click.option("--input", "inputs", multiple=True, metavar="NAME=PATH",
               help="replace tensor NAME's initial contents with a .npy file (repeatable)")
-@click.option("--max-hbm-bytes", type=int, default=None,
+@click.option("--max-hbm-bytes", type=click.IntRange(min=1), default=None,
               help="refuse HBM tensors larger than this (default 4 GiB)")
 @click.option("--expect", "expect_dir", type=click.Path(file_okay=False), default=None,
               help="compare each output with EXPECT/<name>.npy; exit 1 on a mismatch "

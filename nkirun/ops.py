@@ -6,6 +6,8 @@ comparison, bitwise, logical), whether it may reduce, and how to compute it on f
 """
 from __future__ import annotations
 
+import math
+import sys
 from dataclasses import dataclass
 from typing import Callable
 
@@ -132,10 +134,15 @@ SPECIAL_SCALARS = {
 }
 
 
+_MAX_FLOAT = sys.float_info.max
+
+
 def parse_scalar(value) -> float | int | None:
     """A YAML number or special string as a Python number; None if it is not a scalar."""
     if isinstance(value, bool):
         return None
+    if isinstance(value, int) and abs(value) > _MAX_FLOAT:
+        return math.inf if value > 0 else -math.inf  # beyond float range, as YAML `1e999`
     if isinstance(value, (int, float)):
         return value
     if isinstance(value, str):
@@ -143,7 +150,7 @@ def parse_scalar(value) -> float | int | None:
         if key in SPECIAL_SCALARS:
             return SPECIAL_SCALARS[key]
         try:
-            return float(key) if any(c in key for c in ".e") else int(key, 0)
+            return float(key) if any(c in key for c in ".e") else parse_scalar(int(key, 0))
         except ValueError:
             return None
     return None

@@ -8,6 +8,8 @@ is reported, not just the first. Nothing here names an instruction.
 """
 from __future__ import annotations
 
+import dataclasses
+
 from .errors import Diagnostic, Loc, error, warning
 from .ir import ON_CHIP, Program, View
 from .isa import REGISTRY
@@ -72,6 +74,9 @@ def bind(program: Program) -> tuple[list[Bound], list[Diagnostic]]:
                     diags.append(_with_instruction(d, inst.op, inst.index))
                     ok = False
                     continue
+                if p.per_partition and len(r.shape) > 2 and r.free_size == 1:
+                    # a (P, 1, 1) column serves as the (P, 1) tile the instruction computes with
+                    r = dataclasses.replace(r, shape=(r.partitions, 1), reshape=True)
                 args[p.name] = r
             else:
                 args[p.name] = v
