@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import sys
 
+from rich.text import Text
+
 from . import model as m
 from . import views as v
 from .model import Schedule
@@ -63,7 +65,8 @@ def _table(console, color: bool, title: str, **kw):
     from rich import box
     from rich.table import Table
     from rich.text import Text
-    console.print(Text(title, style="bold" if color else ""))
+    if title:
+        console.print(Text(title, style="bold" if color else ""))
     return Table(box=box.ROUNDED if color else box.ASCII2, **kw)
 
 
@@ -101,7 +104,7 @@ def render_report(s: Schedule, stream=None, width: int | None = None,
         elif name == "timeline":
             _timeline(console, s, color, sym, palette)
         elif name == "critical":
-            _critical(console, s, color, palette)
+            _critical(console, s, color, palette, max_rows)
     if stream is not out:
         out.write("".join(line.rstrip() + "\n" for line in stream.getvalue().splitlines()))
 
@@ -221,15 +224,23 @@ def _timeline(console, s: Schedule, color: bool, sym, palette) -> None:
     console.print(legend)
 
 
-def _critical(console, s: Schedule, color: bool, palette) -> None:
+def _critical(console, s: Schedule, color: bool, palette, max_rows: int) -> None:
+    d = v.critical(s)
     path = s.critical_path()
     total = s.total_ns
-    t = _table(console, color, f"critical path ({len(path)} instructions, {_ns(total)} ns)")
+    console.print(Text(f"critical path ({len(path)} instructions, {_ns(total)} ns)",
+                       style="bold" if color else ""))
+    console.print("time on the path by engine: " + ", ".join(
+        f"{k} {e['share']:.0%} ({e['instructions']} instr.)" for k, e in d["by_engine"].items()))
+    t = _table(console, color, "")
     for c in ("#", "op", "engine", "start ns", "ns", "share", "started after"):
         t.add_column(c, justify="right" if c in ("#", "start ns", "ns", "share") else "left",
                      no_wrap=c != "started after", overflow="fold")
-    for x in path:
+    shown = path if max_rows <= 0 else path[:max_rows]
+    for x in shown:
         t.add_row(str(x.index), x.op, x.queue, _ns(x.start_ns), _ns(x.duration_ns),
                   f"{x.duration_ns / total:.0%}" if total else "-", _short(x),
                   style=palette.get(x.op) if color else None)
     console.print(t)
+    if len(shown) < len(path):
+        console.print(f"... {len(path) - len(shown):,} more steps (--max-rows 0 shows all)")

@@ -139,9 +139,23 @@ def timeline(s: Schedule, width: int = 64) -> dict:
 def critical(s: Schedule) -> dict:
     path = s.critical_path()
     total = s.total_ns
-    return {"total_ns": _r(total),
+    return {"total_ns": _r(total), "length": len(path),
+            "by_engine": _shares(path, total, lambda x: x.engine),
+            "by_op": _shares(path, total, lambda x: x.op),
             "steps": [{"index": x.index, "op": x.op, "engine": x.queue,
                        "start_ns": _r(x.start_ns), "end_ns": _r(x.end_ns),
                        "duration_ns": _r(x.duration_ns),
                        "share": round(x.duration_ns / total, 4) if total else 0.0,
                        "after": x.wait} for x in path]}
+
+
+def _shares(path: list[Slot], total: float, key) -> dict:
+    """Time on the critical path per key (engine or op), largest first."""
+    acc: dict[str, list] = {}
+    for x in path:
+        a = acc.setdefault(key(x), [0.0, 0])
+        a[0] += x.duration_ns
+        a[1] += 1
+    return {k: {"ns": _r(ns), "share": round(ns / total, 4) if total else 0.0,
+                "instructions": n}
+            for k, (ns, n) in sorted(acc.items(), key=lambda kv: -kv[1][0])}
