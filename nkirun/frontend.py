@@ -135,7 +135,8 @@ class Builder:
         elif inits:
             init = inits[0]
             init_value = get(init)
-            if init == "file" and not (isinstance(init_value, str) and init_value):
+            if init == "file" and not (isinstance(init_value, str) and init_value
+                                       and "\0" not in init_value):
                 d.append(error("E006", f"tensor `{name}`: `file` must be a path to a .npy file",
                                vloc("file")))
             elif init == "fill":

@@ -51,6 +51,8 @@ def load_npy(path: str, decl: TensorDecl, what: str, loc: Loc) -> np.ndarray:
     def bad(code: str, msg: str, hint: str | None = None) -> NkirunError:
         return NkirunError(error(code, f"tensor `{name}`: {what} {path} {msg}", loc, hint=hint))
 
+    if "\0" in path:  # open() would raise ValueError
+        raise bad("E070", "is not a valid path (it contains a NUL character)")
     try:
         with open(path, "rb") as f:
             head = f.read(len(_NPY_MAGIC))

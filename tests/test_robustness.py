@@ -650,3 +650,54 @@ def test_usage_errors_exit_2(work, args):
     assert r.exit_code == 2, r.output
     assert "Traceback" not in r.output
     assert _snapshot(work / "out") == before
+
+
+# ---- regressions found by tests/test_fuzz.py ------------------------------------------------
+PER_PARTITION = {
+    "activation": "{dst: o, op: exp, data: c, bias: s, scale: s, reduce_op: add, "
+                  "reduce_res: r, reduce_cmd: reset_reduce}",
+    "tensor_scalar": "{dst: o, data: c, op0: multiply, operand0: s, op1: add, operand1: 0.5}",
+    "range_select": "{dst: o, on_true_tile: c, comp_op0: greater_equal, comp_op1: less, "
+                    "bound0: s, bound1: s, reduce_cmd: reset_reduce, reduce_res: r, "
+                    "reduce_op: max, range_start: 0, on_false_value: fp32.min}",
+}
+
+
+@pytest.mark.parametrize("op", sorted(PER_PARTITION))
+def test_per_partition_operand_with_unit_free_dims(work, op):
+    """A (P, 1, 1) operand where a (P, 1) one is expected computes like (P, 1)."""
+    (work / "pp.yaml").write_text(f"""\
+version: 1
+tensors:
+  c: {{buffer: sbuf, shape: [37, 5, 3], dtype: float32, fill: 1}}
+  s: {{buffer: sbuf, shape: [37, 1, 1], dtype: float32, fill: 2.0}}
+  r: {{buffer: sbuf, shape: [37, 1, 1], dtype: float32, output: true}}
+  o: {{buffer: sbuf, shape: [37, 5, 3], dtype: float32, output: true}}
+instructions:
+  - {op}: {PER_PARTITION[op]}
+""")
+    if op == "tensor_scalar":
+        (work / "pp.yaml").write_text((work / "pp.yaml").read_text().replace(
+            "  r: {buffer: sbuf, shape: [37, 1, 1], dtype: float32, output: true}\n", ""))
+    r = _invoke(["run", "pp.yaml", "--out", "out"], work)
+    assert r.exit_code == 0, r.output
+    o = np.load(work / "out" / "o.npy")
+    expect = {"activation": np.exp(np.float32(1) * 2 + 2), "tensor_scalar": 2.5,
+              "range_select": np.finfo(np.float32).min}[op]
+    np.testing.assert_array_equal(o, np.full((37, 5, 3), expect, np.float32))
+
+
+def test_nul_in_file_path(work):
+    (work / "nul.nkis").write_text("version 1\ntensor x hbm [4, 8] float32 file=a\0b.npy "
+                                   "output\n")
+    r = _invoke(["run", "nul.nkis", "--out", "out"], work)
+    assert r.exit_code == 1 and "Traceback" not in r.output and "internal" not in r.output
+
+
+def test_closed_stdout_is_not_a_bug(work):
+    p = subprocess.Popen([sys.executable, "-m", "nkirun", "cost", "p.yaml"], cwd=work,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.close()  # like `nkirun cost p.yaml | head -0`
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=60) == 1, err
+    assert "internal error" not in err and "Traceback" not in err
