@@ -13,6 +13,7 @@ MODULES = (
     "load", "store", "memset",
     "range_select", "select_reduce", "affine_select", "iota",
     "nc_find_index8", "nc_transpose", "nc_matmul",
+    "max8", "nc_match_replace8", "tensor_tensor_scan",
     "activation", "tensor_tensor", "tensor_scalar", "tensor_reduce", "tensor_copy",
     "dma_copy",
 )
