@@ -35,17 +35,18 @@ class Checked:
 def check_program(path: str, fmt: str | None = None, target: str | None = None,
                   max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES) -> Checked:
     """Parse and validate; never raises for bad input (everything is a diagnostic)."""
-    from .loader import parse_file
-    program, diags = parse_file(path, fmt)
-    if program is None:
-        return Checked(None, [], diags)
-    if target is not None:
-        if target not in TARGETS:
-            diags.append(error("E007", f"unknown target {target!r}",
-                               hint="allowed: " + ", ".join(TARGETS)))
-        else:
-            program = replace(program, target=target)
-    bound, more = validate(program, max_hbm_bytes)
+    from .loader import parse_file, paused_gc
+    with paused_gc():
+        program, diags = parse_file(path, fmt)
+        if program is None:
+            return Checked(None, [], diags)
+        if target is not None:
+            if target not in TARGETS:
+                diags.append(error("E007", f"unknown target {target!r}",
+                                   hint="allowed: " + ", ".join(TARGETS)))
+            else:
+                program = replace(program, target=target)
+        bound, more = validate(program, max_hbm_bytes)
     all_diags = sorted(diags + more, key=sort_key)
     return Checked(program, bound, all_diags)
 

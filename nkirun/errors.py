@@ -22,6 +22,20 @@ class Loc:
         return self.file
 
 
+_new = object.__new__
+_set_file, _set_line, _set_column = Loc.file.__set__, Loc.line.__set__, Loc.column.__set__
+
+
+def loc_at(file: str, line: int, column: int) -> Loc:
+    """`Loc(file, line, column)` for the front ends' hot loops (a trace has millions of
+    them): fills the slots directly, twice as fast as the frozen dataclass's __init__."""
+    loc = _new(Loc)
+    _set_file(loc, file)
+    _set_line(loc, line)
+    _set_column(loc, column)
+    return loc
+
+
 @dataclass(frozen=True, slots=True)
 class Diagnostic:
     severity: str  # "error" | "warning"

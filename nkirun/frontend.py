@@ -11,7 +11,7 @@ import numpy as np
 
 from . import dtypes as dt
 from .errors import Loc, error
-from .ir import BUFFERS, Instruction, Program, TensorDecl
+from .ir import BUFFERS, Instruction, Program, TensorDecl, View
 from .isa import REGISTRY
 from .isa.spec import TILE, TILE_OR_SCALAR, ArgError, convert, normalize_name
 from .ops import parse_scalar
@@ -209,7 +209,7 @@ class Builder:
             return
         n0 = len(self.diags)
         values, locs = {}, {}
-        params = _params_by_name(spec)
+        params, defaults, required = _spec_tables(spec)
         converted = self._converted
         for key, (raw, kloc) in args.items():
             locs[key] = kloc
@@ -235,16 +235,27 @@ class Builder:
                     converted[ckey] = (values[key],)
             except ArgError as e:
                 self.diags.append(error(e.code, f"{name}: {e}", kloc, index, e.hint))
-        for p in spec.params:
-            if p.name not in args and p.required:
+        for p in required:
+            if p.name not in args:
                 self.diags.append(error("E023", f"{name}: missing required keyword `{p.name}`",
                                         loc, index, hint=p.doc or None))
-            elif p.name not in values:
-                values[p.name] = p.default
         if len(self.diags) > n0:
             self.dropped.add(index)
             return
-        self.instructions.append(Instruction(name, values, index, loc, locs))
+        full = defaults.copy()  # every param: the default unless given
+        full.update(values)
+        self.instructions.append(Instruction(name, full, index, loc, locs))
+
+    def repeat(self, like: Instruction, view_keys: tuple, loc: Loc, locs: dict) -> None:
+        """An instruction with exactly the keywords and values of `like`, an earlier valid
+        one (a front end knows the source text was identical): the same IR as
+        `instruction` would build, without converting again; only the locations differ."""
+        args = like.args.copy()
+        for k in view_keys:  # a view carries the location of its keyword
+            v = args[k]
+            args[k] = View(v.tensor, v.index, locs[k])
+        self.instructions.append(Instruction(like.op, args, self.count, loc, locs))
+        self.count += 1
 
     # ---- result ------------------------------------------------------------------------------
     def finish(self):
@@ -275,12 +286,14 @@ _HASHABLE = frozenset({str, int, float, bool})
 _PARAMS: dict[str, tuple] = {}
 
 
-def _params_by_name(spec) -> dict:
-    """spec's Params by keyword (InstructionDef.param is a linear search)."""
+def _spec_tables(spec) -> tuple:
+    """spec's Params by keyword, their defaults, and the required ones (built once)."""
     hit = _PARAMS.get(spec.name)
     if hit is None or hit[0] is not spec:
-        hit = _PARAMS[spec.name] = (spec, {p.name: p for p in spec.params})
-    return hit[1]
+        hit = _PARAMS[spec.name] = (spec, {p.name: p for p in spec.params},
+                                    {p.name: p.default for p in spec.params},
+                                    tuple(p for p in spec.params if p.required))
+    return hit[1:]
 
 
 def _rectangular(value) -> bool:

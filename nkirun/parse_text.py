@@ -13,25 +13,28 @@ either reads it (quotes, nested lists, comments) or reports a located E001/E020.
 """
 from __future__ import annotations
 
-import gc
 import json
 import os
 import re
 
-from .errors import Loc, error
+from .errors import Loc, error, loc_at
+from .ir import View
 from .frontend import Builder, did_you_mean
 from .isa import REGISTRY
 from .isa.spec import normalize_name
 
 DIRECTIVES = ("version", "name", "target", "tensor")
 TENSOR_POSITIONALS = ("buffer", "shape", "dtype")
-LINE_HINT = "instruction lines are `OP key=value key=value ...`, e.g. `load dst=t src=x`"
+LINE_HINT = ("instruction lines are `OP key=value key=value ...` with no blank around `=`, "
+             "e.g. `load dst=t src=x`")
 
 # An instruction's name at the start of a line, followed by a blank or the end.
 _OP = re.compile(r"[ \t]*([A-Za-z_][\w.]*)(?=[ \t]|$)")
 # Fast path: ` key=value` where a value is plain characters and flat `[...]` groups
 # (views such as `c[:, 0:512]`, flat lists). Quotes, `#` and nested brackets go the slow way.
-_PAIR = re.compile(r"([ \t]+)([A-Za-z_]\w*)=([^\s\[\]\"'#]*(?:\[[^\[\]\"'#]*\][^\s\[\]\"'#]*)*)")
+_BRACKETS = r"\[[^\[\]\"'#]*(?:\[[^\[\]\"'#]*\][^\[\]\"'#]*)*\]"  # up to [[...], ...]
+_PAIR = re.compile(r"([ \t]+)(([A-Za-z_]\w*)=(?=[^\s\]\"'#])"
+                   rf"([^\s\[\]\"'#]*(?:{_BRACKETS}[^\s\[\]\"'#]*)*))")
 _KEY = re.compile(r"([A-Za-z_]\w*)=")
 _INT = re.compile(r"[-+]?\d+")
 _FLOAT = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
@@ -198,12 +201,6 @@ def tokens(line: str, start: int = 0):
                 raise _Syntax(begin, f"`{text}` has no value", code="E020",
                               hint="write key=value with no blank around `=`")
             out.append((begin, m.group(1), vcol, value))
-        elif text[0] == "=":
-            raise _Syntax(begin, f"`{text}`: a `=` with no keyword before it", code="E020",
-                          hint="write key=value with no blank around `=`")
-        elif "=" in text and not any(c in text[:text.find("=")] for c in "[\"'"):
-            raise _Syntax(begin, f"`{text[:text.find('=')]}` is not a keyword name",
-                          code="E020", hint="keywords are names such as dst or on_false_value")
         else:
             out.append((begin, None, begin, text))
 
@@ -213,15 +210,29 @@ class _Reader:
     def __init__(self, b: Builder, path: str):
         self.b, self.path = b, path
         self.cache: dict[str, object] = {}  # value text -> plain value (not lists)
+        # fast-path line text -> (op, column, ((key, value, column), ...)): unrolled loops
+        # repeat the same lines; plain values are never mutated downstream
+        self.templates: dict[str, tuple] = {}
         self.seen: set[str] = set()
 
     def loc(self, ln: int, col: int) -> Loc:
-        return Loc(self.path, ln, col + 1)
+        return loc_at(self.path, ln, col + 1)
 
     def err(self, code, message, ln, col, hint=None, instruction=None):
         self.b.diags.append(error(code, message, self.loc(ln, col), instruction, hint))
 
     def line(self, ln: int, line: str) -> None:
+        seen = self.templates.get(line)
+        if seen is not None:  # a repeated instruction line: only the locations are new
+            op, col, pairs, like = seen
+            path = self.path
+            if like is None:  # it had errors: report them again, at this line
+                self.b.instruction(op, {k: (v, loc_at(path, ln, c)) for k, v, c in pairs},
+                                   loc_at(path, ln, col))
+            else:
+                self.b.repeat(like[0], like[1], loc_at(path, ln, col),
+                              {k: loc_at(path, ln, c) for k, _, c in pairs})
+            return
         m = _OP.match(line)
         if m is not None:
             op = m.group(1)
@@ -269,24 +280,37 @@ class _Reader:
         args = {}
         cache = self.cache
         path = self.path
-        for ws, key, text in _PAIR.findall(line, pos):
-            pos += len(ws)
-            if key in args or not text:
-                return False
+        pairs = _PAIR.findall(line, pos)
+        for ws, pair, key, text in pairs:
+            col = pos + len(ws)
+            pos = col + len(pair)
             v = cache.get(text, _MISSING)
             if v is _MISSING:
+                if not text:  # e.g. an unclosed `[`
+                    return False
                 if text[0] == "[":
                     try:
-                        v = _list(text, pos + len(key) + 1)
+                        v = _list(text, col + len(key) + 1)
                     except _Syntax:
                         return False
                 else:
                     v = cache[text] = plain(text)
-            args[key] = (v, Loc(path, ln, pos + 1))
-            pos += len(key) + 1 + len(text)
-        if pos != len(line) and line[pos:].strip():
+            args[key] = (v, loc_at(path, ln, col + 1))
+        # findall skips what it cannot match: anything left over, or a repeated keyword,
+        # sends the line to the careful path (which reports it)
+        if len(args) != len(pairs) or (pos != len(line) and line[pos:].strip()):
             return False
-        self.b.instruction(op, args, Loc(path, ln, m.start(1) + 1))
+        b = self.b
+        loc = loc_at(path, ln, m.start(1) + 1)
+        n0, count = len(b.instructions), b.count
+        b.instruction(op, args, loc)
+        like = None
+        if len(b.instructions) > n0 and b.instructions[-1].index == count:
+            inst = b.instructions[-1]
+            like = (inst, tuple(k for k, v in inst.args.items() if isinstance(v, View)
+                                and k in args))
+        self.templates[line] = (op, loc.column, tuple(
+            (k, v, kl.column) for k, (v, kl) in args.items()), like)
         return True
 
     def instruction(self, ln: int, toks) -> None:
@@ -305,7 +329,7 @@ class _Reader:
             for tcol, key, vcol, text in toks[1:]:
                 if key is None:
                     raise _Syntax(tcol, f"expected key=value, got `{text}`", code="E020",
-                                  hint=LINE_HINT + "; quote values that contain blanks")
+                                  hint=LINE_HINT + "; quote a value that contains blanks")
                 if key in args:
                     self.duplicate(key, ln, tcol, args[key][1])
                     continue
@@ -384,14 +408,6 @@ def parse_text(text: str, path: str, base_dir: str | None = None):
                                  "instruction lines")]
     b = Builder(path, base_dir if base_dir is not None else os.path.dirname(path) or ".", lines)
     r = _Reader(b, path)
-    # The parse allocates a few objects per token and frees none of them: the cyclic GC
-    # would only rescan the growing IR (a third of the time on 100k-line traces).
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        for ln, line in enumerate(lines, 1):
-            r.line(ln, line)
-    finally:
-        if was_enabled:
-            gc.enable()
+    for ln, line in enumerate(lines, 1):
+        r.line(ln, line)
     return b.finish()

@@ -15,7 +15,26 @@ from .ir import ON_CHIP, Program, View
 from .isa import REGISTRY
 from .isa.spec import TILE, TILE_OR_SCALAR, Bound
 from .targets import DEFAULT_MAX_HBM_BYTES, TARGETS
-from .views import resolve
+from .views import Resolved, resolve
+
+_SPEC_INFO: dict[str, tuple] = {}
+
+
+def _spec_info(spec) -> tuple:
+    hit = _SPEC_INFO.get(spec.name)
+    if hit is None or hit[0] is not spec:
+        hit = _SPEC_INFO[spec.name] = (spec, tuple(
+            p for p in spec.params if p.kind in (TILE, TILE_OR_SCALAR)), spec.param_names)
+    return hit
+
+
+def _tile_params(spec) -> tuple:
+    """spec's view-valued params: the only ones whose bound value can be a Resolved."""
+    return _spec_info(spec)[1]
+
+
+def _param_names(spec) -> tuple:
+    return _spec_info(spec)[2]
 
 
 def _tensor_rules(program: Program, max_hbm_bytes: int) -> list[Diagnostic]:
@@ -52,12 +71,19 @@ def _tensor_rules(program: Program, max_hbm_bytes: int) -> list[Diagnostic]:
 def bind(program: Program) -> tuple[list[Bound], list[Diagnostic]]:
     """Resolve operands and apply the per-parameter and per-instruction rules."""
     bound, diags = [], []
+    resolved: dict = {}  # (tensor, index) -> Resolved: traces reuse the same few views
+    # The rules are functions of the bound values alone, so an instruction bound to the very
+    # same objects as an earlier one that passed them passes them too (traces repeat
+    # instructions; the front ends share equal values). ids of those values -> engine.
+    passed: dict = {}
     for inst in program.instructions:
         spec = REGISTRY[inst.op]
-        args, ok = {}, True
-        for p in spec.params:
-            v = inst.args.get(p.name)
-            if isinstance(v, View) and p.kind in (TILE, TILE_OR_SCALAR):
+        ok = True
+        args = dict.fromkeys(_param_names(spec))  # every param, the given values over None
+        args.update(inst.args)
+        for p in _tile_params(spec):
+            v = args[p.name]
+            if isinstance(v, View):
                 decl = program.tensors.get(v.tensor)
                 if decl is None:
                     ok = False
@@ -67,21 +93,31 @@ def bind(program: Program) -> tuple[list[Bound], list[Diagnostic]]:
                                            f"(in `{p.name}`)", inst.arg_loc(p.name), inst.index,
                                            hint=did_you_mean(v.tensor, program.tensors)
                                            or "declare it under `tensors:`"))
+                    del args[p.name]
                     continue
-                view = View(v.tensor, v.index, inst.arg_loc(p.name))
-                r, d = resolve(view, decl)
-                if d is not None:
-                    diags.append(_with_instruction(d, inst.op, inst.index))
-                    ok = False
-                    continue
+                rkey = (v.tensor, id(v.index))  # index tuples are shared; the IR keeps them alive
+                r = resolved.get(rkey)
+                if r is None:
+                    view = View(v.tensor, v.index, inst.arg_loc(p.name))
+                    r, d = resolve(view, decl)
+                    if d is not None:
+                        diags.append(_with_instruction(d, inst.op, inst.index))
+                        ok = False
+                        del args[p.name]
+                        continue
+                    resolved[rkey] = r
                 if p.per_partition and len(r.shape) > 2 and r.free_size == 1:
                     # a (P, 1, 1) column serves as the (P, 1) tile the instruction computes with
                     r = dataclasses.replace(r, shape=(r.partitions, 1), reshape=True)
                 args[p.name] = r
-            else:
-                args[p.name] = v
         b = Bound(inst, spec, args)
         b.extra["target"] = program.target  # some rules differ per generation (trn1/inf2/trn2)
+        same = (spec.name, *map(id, args.values())) if ok else None
+        engine = passed.get(same)
+        if engine is not None:
+            b.engine = engine
+            bound.append(b)
+            continue
         b.engine = spec.engine_of(b) if (ok and spec.engine_of) else spec.engine
         if not ok:
             continue
@@ -89,6 +125,8 @@ def bind(program: Program) -> tuple[list[Bound], list[Diagnostic]]:
         diags.extend(_param_rules(b))
         if len(diags) == n0 and spec.check is not None:
             diags.extend(spec.check(b))
+        if len(diags) == n0 and args.get("mask") is None:
+            passed[same] = b.engine
         if b.get("mask") is not None:
             from .mask import compile_mask
             b.mask, d = compile_mask(b)
@@ -104,9 +142,10 @@ def _with_instruction(d: Diagnostic, op: str, index: int) -> Diagnostic:
 
 def _param_rules(b: Bound):
     tiles = []
-    for p in b.spec.params:
-        r = b.tile(p.name)
-        if r is None:
+    args = b.args
+    for p in _tile_params(b.spec):
+        r = args.get(p.name)
+        if not isinstance(r, Resolved):
             continue
         tiles.append((p, r))
         allowed = p.buffers if p.buffers is not None else ON_CHIP
@@ -158,9 +197,10 @@ def _dtype_list(names) -> str:
 # ---- program-wide passes ---------------------------------------------------------------------
 def _reads_writes(b: Bound):
     reads, writes = [], []
-    for p in b.spec.params:
-        r = b.tile(p.name)
-        if r is not None:
+    args = b.args
+    for p in _tile_params(b.spec):
+        r = args.get(p.name)
+        if isinstance(r, Resolved):
             (writes if p.out else reads).append((p.name, r))
     if b.spec.reads_out is not None:  # e.g. an accumulating matmul also reads its dst
         reads += [(n, b.tile(n)) for n in b.spec.reads_out(b) if b.tile(n) is not None]
@@ -221,9 +261,10 @@ def _capacity(program: Program, bound: list[Bound]) -> list[Diagnostic]:
         if t.on_chip and t.output:
             last[t.name] = n - 1
     for i, b in enumerate(bound):
-        for p in b.spec.params:
-            r = b.tile(p.name)
-            if r is not None and r.decl.on_chip:
+        args = b.args
+        for p in _tile_params(b.spec):
+            r = args.get(p.name)
+            if isinstance(r, Resolved) and r.decl.on_chip:
                 first.setdefault(r.decl.name, i)
                 last[r.decl.name] = max(last.get(r.decl.name, i), i)
     out = []
