@@ -68,7 +68,8 @@ def _tensor_rules(program: Program, max_hbm_bytes: int) -> list[Diagnostic]:
     return out
 
 
-def bind(program: Program) -> tuple[list[Bound], list[Diagnostic]]:
+def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES
+         ) -> tuple[list[Bound], list[Diagnostic]]:
     """Resolve operands and apply the per-parameter and per-instruction rules."""
     bound, diags = [], []
     resolved: dict = {}  # (tensor, index) -> Resolved: traces reuse the same few views
@@ -127,13 +128,26 @@ def bind(program: Program) -> tuple[list[Bound], list[Diagnostic]]:
             diags.extend(spec.check(b))
         if len(diags) == n0 and args.get("mask") is None:
             passed[same] = b.engine
-        if b.get("mask") is not None:
+        if b.get("mask") is not None and _fits(b.tile(spec.mask_on), program, max_hbm_bytes):
+            # (a mask is an array the size of its tile: never built over a refused tensor)
             from .mask import compile_mask
             b.mask, d = compile_mask(b)
             if d is not None:
                 diags.append(d)
         bound.append(b)
     return bound, diags
+
+
+def _fits(r, program: Program, max_hbm_bytes: int) -> bool:
+    """Whether the tensor under view `r` passes the size rules of _tensor_rules."""
+    if r is None:
+        return True
+    t, target = r.decl, TARGETS[program.target]
+    if not t.on_chip:
+        return t.nbytes <= max_hbm_bytes
+    cap = (target.sbuf_bytes_per_partition if t.buffer == "sbuf"
+           else target.psum_bytes_per_partition)
+    return t.partitions <= target.partitions and t.bytes_per_partition <= cap
 
 
 def _with_instruction(d: Diagnostic, op: str, index: int) -> Diagnostic:
@@ -294,7 +308,7 @@ def _capacity(program: Program, bound: list[Bound]) -> list[Diagnostic]:
 def validate(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES):
     """All diagnostics for a parsed program; returns (bound instructions, diagnostics)."""
     diags = _tensor_rules(program, max_hbm_bytes)
-    bound, d = bind(program)
+    bound, d = bind(program, max_hbm_bytes)
     diags.extend(d)
     diags.extend(_dataflow(program, bound))
     if not any(x.code in ("E017", "E041") for x in diags):

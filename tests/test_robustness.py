@@ -701,3 +701,24 @@ def test_closed_stdout_is_not_a_bug(work):
     err = p.stderr.read().decode()
     assert p.wait(timeout=60) == 1, err
     assert "internal error" not in err and "Traceback" not in err
+
+
+def test_mask_over_refused_tensor_allocates_nothing(work):
+    """`check` builds mask arrays: never for a tensor the size rules refuse."""
+    (work / "mk.yaml").write_text("""\
+version: 1
+tensors:
+  u: {buffer: sbuf, shape: [128000, 128000, 64], dtype: uint8}
+  v: {buffer: hbm, shape: [100000, 100000], dtype: uint8, fill: 0, output: true}
+instructions:
+  - memset: {dst: u, value: 3, mask: "p < 64 and f < 32"}
+  - dma_copy: {dst: v, src: v, mask: "p < 64 and f < 32"}
+""")
+    tracemalloc.start()
+    try:
+        r = _invoke(["check", "mk.yaml"], work)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert r.exit_code == 1 and "error[E017]" in r.output and "error[E043]" in r.output
+    assert peak < 20 * 2**20, peak
