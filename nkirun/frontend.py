@@ -13,7 +13,7 @@ from . import dtypes as dt
 from .errors import Loc, error
 from .ir import BUFFERS, Instruction, Program, TensorDecl, View
 from .isa import REGISTRY
-from .isa.spec import TILE, TILE_OR_SCALAR, ArgError, convert, normalize_name
+from .isa.spec import TILE, TILE_OR_SCALAR, ArgError, convert, normalize_name, param_tables
 from .ops import parse_scalar
 from .targets import DEFAULT_TARGET, TARGETS
 
@@ -209,7 +209,8 @@ class Builder:
             return
         n0 = len(self.diags)
         values, locs = {}, {}
-        params, defaults, required = _spec_tables(spec)
+        tables = param_tables(spec)
+        params, defaults, required = tables.by_name, tables.defaults, tables.required
         converted = self._converted
         for key, (raw, kloc) in args.items():
             locs[key] = kloc
@@ -283,19 +284,6 @@ def _has_bool(value) -> bool:
 
 _VIEW_KINDS = frozenset({TILE, TILE_OR_SCALAR})
 _HASHABLE = frozenset({str, int, float, bool})
-_PARAMS: dict[str, tuple] = {}
-
-
-def _spec_tables(spec) -> tuple:
-    """spec's Params by keyword, their defaults, and the required ones (built once)."""
-    hit = _PARAMS.get(spec.name)
-    if hit is None or hit[0] is not spec:
-        hit = _PARAMS[spec.name] = (spec, {p.name: p for p in spec.params},
-                                    {p.name: p.default for p in spec.params},
-                                    tuple(p for p in spec.params if p.required))
-    return hit[1:]
-
-
 def _rectangular(value) -> bool:
     try:
         np.array(value, dtype=object)

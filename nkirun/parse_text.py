@@ -8,8 +8,9 @@ Every line is tokenised with its columns and handed to the same `frontend.Builde
 YAML front end, as the same plain values YAML would produce (str/int/float/bool/list), so
 both formats give the same IR and the same diagnostics. docs/text-format.md is the
 grammar. Instruction lines take a fast path (one precompiled regex, values cached by
-their text); any line it does not fully cover goes through the careful scanner, which
-either reads it (quotes, nested lists, comments) or reports a located E001/E020.
+their text, a repeated line rebuilt from the first one's IR); any line it does not fully
+cover goes through the careful scanner, which either reads it (quotes, nested lists,
+comments) or reports a located E001/E020.
 """
 from __future__ import annotations
 
@@ -210,8 +211,9 @@ class _Reader:
     def __init__(self, b: Builder, path: str):
         self.b, self.path = b, path
         self.cache: dict[str, object] = {}  # value text -> plain value (not lists)
-        # fast-path line text -> (op, column, ((key, value, column), ...)): unrolled loops
-        # repeat the same lines; plain values are never mutated downstream
+        # fast-path line text -> (op, column, ((key, value, column), ...), (the instruction
+        # it built, its view keys) or None if it had errors): unrolled loops repeat lines;
+        # plain values are never mutated downstream
         self.templates: dict[str, tuple] = {}
         self.seen: set[str] = set()
 

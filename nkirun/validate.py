@@ -13,28 +13,9 @@ import dataclasses
 from .errors import Diagnostic, Loc, error, warning
 from .ir import ON_CHIP, Program, View
 from .isa import REGISTRY
-from .isa.spec import TILE, TILE_OR_SCALAR, Bound
+from .isa.spec import Bound, param_tables
 from .targets import DEFAULT_MAX_HBM_BYTES, TARGETS
 from .views import Resolved, resolve
-
-_SPEC_INFO: dict[str, tuple] = {}
-
-
-def _spec_info(spec) -> tuple:
-    hit = _SPEC_INFO.get(spec.name)
-    if hit is None or hit[0] is not spec:
-        hit = _SPEC_INFO[spec.name] = (spec, tuple(
-            p for p in spec.params if p.kind in (TILE, TILE_OR_SCALAR)), spec.param_names)
-    return hit
-
-
-def _tile_params(spec) -> tuple:
-    """spec's view-valued params: the only ones whose bound value can be a Resolved."""
-    return _spec_info(spec)[1]
-
-
-def _param_names(spec) -> tuple:
-    return _spec_info(spec)[2]
 
 
 def _tensor_rules(program: Program, max_hbm_bytes: int) -> list[Diagnostic]:
@@ -80,9 +61,9 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES
     for inst in program.instructions:
         spec = REGISTRY[inst.op]
         ok = True
-        args = dict.fromkeys(_param_names(spec))  # every param, the given values over None
+        args = dict.fromkeys(param_tables(spec).names)  # every param: given values over None
         args.update(inst.args)
-        for p in _tile_params(spec):
+        for p in param_tables(spec).views:
             v = args[p.name]
             if isinstance(v, View):
                 decl = program.tensors.get(v.tensor)
@@ -157,7 +138,7 @@ def _with_instruction(d: Diagnostic, op: str, index: int) -> Diagnostic:
 def _param_rules(b: Bound):
     tiles = []
     args = b.args
-    for p in _tile_params(b.spec):
+    for p in param_tables(b.spec).views:
         r = args.get(p.name)
         if not isinstance(r, Resolved):
             continue
@@ -212,7 +193,7 @@ def _dtype_list(names) -> str:
 def _reads_writes(b: Bound):
     reads, writes = [], []
     args = b.args
-    for p in _tile_params(b.spec):
+    for p in param_tables(b.spec).views:
         r = args.get(p.name)
         if isinstance(r, Resolved):
             (writes if p.out else reads).append((p.name, r))
@@ -275,12 +256,12 @@ def _capacity(program: Program, bound: list[Bound]) -> list[Diagnostic]:
         if t.on_chip and t.output:
             last[t.name] = n - 1
     for i, b in enumerate(bound):
-        args = b.args
-        for p in _tile_params(b.spec):
-            r = args.get(p.name)
+        for r in b.args.values():  # only view params are bound to a Resolved
             if isinstance(r, Resolved) and r.decl.on_chip:
-                first.setdefault(r.decl.name, i)
-                last[r.decl.name] = max(last.get(r.decl.name, i), i)
+                name = r.decl.name
+                first.setdefault(name, i)
+                if last.get(name, i) <= i:  # an output's last use stays the end
+                    last[name] = i
     out = []
     for buf, cap in (("sbuf", target.sbuf_bytes_per_partition),
                      ("psum", target.psum_bytes_per_partition)):

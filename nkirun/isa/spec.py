@@ -171,6 +171,33 @@ def convert(p: Param, value: Any, loc: Loc) -> Any:
     raise AssertionError(f"unknown param kind {k}")  # pragma: no cover
 
 
+@dataclass(frozen=True, slots=True)
+class ParamTables:
+    """Lookups over one spec's params for the per-instruction loops of the front end and
+    the checker (InstructionDef.param is a linear search)."""
+
+    by_name: dict  # keyword -> Param
+    defaults: dict  # keyword -> default, every param
+    required: tuple  # the required Params
+    views: tuple  # the TILE / TILE_OR_SCALAR Params: the only ones bound to a Resolved
+    names: tuple  # every keyword, in declaration order
+
+
+_TABLES: dict[str, tuple] = {}
+
+
+def param_tables(spec: InstructionDef) -> ParamTables:
+    """spec's ParamTables, built once."""
+    hit = _TABLES.get(spec.name)
+    if hit is None or hit[0] is not spec:
+        ps = spec.params
+        hit = _TABLES[spec.name] = (spec, ParamTables(
+            {p.name: p for p in ps}, {p.name: p.default for p in ps},
+            tuple(p for p in ps if p.required),
+            tuple(p for p in ps if p.kind in (TILE, TILE_OR_SCALAR)), tuple(p.name for p in ps)))
+    return hit[1]
+
+
 def normalize_name(name: str) -> str:
     """Strip the `nisa.`/`nl.` prefixes users copy from kernels."""
     for prefix in ("nki.isa.", "nisa.", "nl.", "nki.language.", "isa."):
