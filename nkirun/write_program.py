@@ -22,6 +22,7 @@ from .parse_text import plain
 _TEXT_WORD = re.compile(r"[^\s\"'#\[\]=,]+")
 # A YAML plain scalar that resolves to a string in every context (flow included).
 _YAML_WORD = re.compile(r"[A-Za-z_][\w.\-/]*")
+_YAML_FLOATS = {"inf": ".inf", "-inf": "-.inf", "nan": ".nan"}  # YAML's own spellings
 _YAML_RESERVED = frozenset(
     "yes Yes YES no No NO true True TRUE false False FALSE on On ON off Off OFF "
     "null Null NULL ~".split())
@@ -78,18 +79,28 @@ def _text_str(s: str) -> str:
     return f'"{body}"'
 
 
-def text_value(v) -> str:
+def value_text(v, fmt: str) -> str:
+    """A typed IR value written in `fmt` ("text" or "yaml")."""
     if isinstance(v, View):
-        return str(v)
+        return str(v) if fmt == "text" else _yaml_str(str(v))
     if isinstance(v, DType):
         return v.name
     if isinstance(v, str):
-        return _text_str(v)
+        return _text_str(v) if fmt == "text" else _yaml_str(v)
     if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(text_value(x) for x in v) + "]"
+        return "[" + ", ".join(value_text(x, fmt) for x in v) + "]"
     if hasattr(v, "tolist"):  # NumPy arrays (inline data) and scalars
-        return text_value(v.tolist())
-    return _number(v)
+        return value_text(v.tolist(), fmt)
+    s = _number(v)
+    return _YAML_FLOATS.get(s, s) if fmt == "yaml" else s
+
+
+def text_value(v) -> str:
+    return value_text(v, "text")
+
+
+def yaml_value(v) -> str:
+    return value_text(v, "yaml")
 
 
 def to_text(program: Program) -> str:
@@ -142,21 +153,6 @@ def _yaml_str(s: str) -> str:
     if _YAML_WORD.fullmatch(s) and s not in _YAML_RESERVED:
         return s
     return json.dumps(s)  # a JSON string is a YAML double-quoted scalar
-
-
-def yaml_value(v) -> str:
-    if isinstance(v, View):
-        return _yaml_str(str(v))
-    if isinstance(v, DType):
-        return v.name
-    if isinstance(v, str):
-        return _yaml_str(v)
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(yaml_value(x) for x in v) + "]"
-    if hasattr(v, "tolist"):
-        return yaml_value(v.tolist())
-    s = _number(v)
-    return {"inf": ".inf", "-inf": "-.inf", "nan": ".nan"}.get(s, s)
 
 
 def to_yaml(program: Program) -> str:
