@@ -202,7 +202,9 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, ulp, tr
         m = execute(c.program, c.bound, inputs, hook)
     result = outputs(c.program, m)
     from .render import print_diagnostics
-    warnings = [d for d in c.diagnostics if not d.is_error] + m.warnings
+    warnings = [d for d in c.diagnostics if not d.is_error]
+    seen = {(d.code, d.loc) for d in warnings}  # e.g. W052 found by check and at run time
+    warnings += [w for w in m.warnings if (w.code, w.loc) not in seen]
     print_diagnostics(warnings, c.program.source_lines, sys.stderr)
     written = write_outputs(result, out_dir)
     _print_run_summary(program, c, result, written)

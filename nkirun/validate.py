@@ -150,8 +150,8 @@ def _param_rules(b: Bound):
                         hint=_buffer_hint(r.buffer, allowed))
         if p.dtypes is not None and r.dtype.name not in p.dtypes:
             yield b.err("E060", f"`{p.name}` must be {_dtype_list(p.dtypes)} (got {r.dtype.name})",
-                        p.name, hint=f"declare {r.decl.name} with an allowed dtype, or copy it "
-                                     "into such a tile first")
+                        p.name, hint=f"declare {r.decl.name} with dtype {_dtype_list(p.dtypes)}, "
+                                     f"or copy it into such a tile first")
         if p.per_partition and r.free_size != 1:
             yield b.err("E061", f"`{p.name}` must hold one element per partition, shape (P, 1); "
                         f"got {list(r.shape)}", p.name,
