@@ -17,6 +17,7 @@ element and accumulator lane keep their values). See docs/masks.md.
 from __future__ import annotations
 
 import ast
+import warnings
 
 import numpy as np
 
@@ -85,7 +86,9 @@ def evaluate(text: str, shape: tuple[int, ...]) -> np.ndarray:
     # parentheses, unlike the same expression in Python/NKI
     src = text.replace("&&", "&").replace("&", " and ")
     try:
-        tree = ast.parse(src.strip(), mode="eval")
+        with warnings.catch_warnings():  # e.g. "invalid decimal literal" for `f < 3x`
+            warnings.simplefilter("ignore")
+            tree = ast.parse(src.strip(), mode="eval")
     except SyntaxError as e:
         raise MaskError(f"cannot parse mask {text!r}: {e.msg}") from None
     out = _eval(tree, _names(shape))
