@@ -22,6 +22,17 @@ def _save(folder: pathlib.Path, **arrays: np.ndarray) -> None:
         np.save(folder / f"{name}.npy", a, allow_pickle=False)
 
 
+def rowmax_in_window(folder: pathlib.Path) -> None:
+    """The contract's example: per-partition windows lo <= i < hi over 512 columns, up to
+    111 wide; row 5's window is empty (lo == hi), so it keeps nothing."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((128, 512)).astype(np.float32)
+    lo = rng.integers(0, 400, (128, 1))
+    hi = lo + rng.integers(0, 112, (128, 1))
+    lo[5] = hi[5] = 300
+    _save(folder, x=x, lo=lo.astype(np.float32), hi=hi.astype(np.float32))
+
+
 def range_select_chain(folder: pathlib.Path) -> None:
     """Page 000 Example 2a/2b/2c: three successive 128x128 tiles (each the previous + 1, the
     page's `nl.add(on_true_tile, ones)`), per-partition windows over indices 0..383."""
@@ -117,9 +128,9 @@ KERNELS = (causal_softmax, topk16, selective_scan, sliding_window_max, cumsum_sc
            matmul_transpose)
 
 
-GENERATORS = {f.__name__: f for f in (range_select_chain, select_reduce_reverse,
-                                      affine_select_causal, topk_match_replace,
-                                      scan_two_halves)}
+GENERATORS = {f.__name__: f for f in (rowmax_in_window, range_select_chain,
+                                      select_reduce_reverse, affine_select_causal,
+                                      topk_match_replace, scan_two_halves)}
 
 GENERATORS.update({f.__name__: f for f in KERNELS})
 
