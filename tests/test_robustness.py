@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import pathlib
 import pickle
 import re
 import subprocess
@@ -685,6 +686,31 @@ instructions:
     expect = {"activation": np.exp(np.float32(1) * 2 + 2), "tensor_scalar": 2.5,
               "range_select": np.finfo(np.float32).min}[op]
     np.testing.assert_array_equal(o, np.full((37, 5, 3), expect, np.float32))
+
+
+PROGRAMS = pathlib.Path(__file__).resolve().parent.parent / "programs"
+
+
+@pytest.mark.parametrize("free", [64, 512])
+def test_causal_softmax_with_p11_bias(work, free):
+    """fuzz_long finding (exit 3 in activation: "non-broadcastable output operand (64,1)
+    vs (64,64,64)"): programs/causal_softmax.yaml with negmax declared [128, 1, 1] and used
+    through 64-partition views as activation's bias. It must compute like [128, 1]."""
+    src = (PROGRAMS / "causal_softmax.yaml").read_text()
+    src = src.replace("causal_softmax/scores.npy", "scores.npy")
+    results = []
+    for negmax in ("[128, 1]", "[128, 1, 1]"):
+        text = src.replace("negmax: {buffer: sbuf, shape: [128, 1]", f"negmax: {{buffer: sbuf, "
+                           f"shape: {negmax}").replace("512", str(free))
+        (work / "cs.yaml").write_text(text)
+        scores = np.load(PROGRAMS / "causal_softmax" / "scores.npy")
+        np.save(work / "scores.npy", np.ascontiguousarray(scores[:, :free]))
+        r = _invoke(["run", "cs.yaml", "--out", "out"], work)
+        assert r.exit_code == 0, r.output
+        results.append(np.load(work / "out" / "probs.npy"))
+    assert results[1].shape == (128, free)
+    np.testing.assert_array_equal(results[1], results[0])
+    np.testing.assert_allclose(results[0].sum(axis=1), 1.0, rtol=1e-5)
 
 
 def test_nul_in_file_path(work):
