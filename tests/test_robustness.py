@@ -158,7 +158,30 @@ def test_bad_program_file(work, case, cmd):
 
 def test_missing_program_file(work):
     r = _invoke(["check", "nope.yaml"], work)
-    assert r.exit_code == 1 and "program file not found: nope.yaml" in r.output
+    assert r.exit_code == 1 and "error[E000]" in r.output
+    assert "program file not found: nope.yaml" in r.output
+
+
+def test_output_written_only_in_part(work):
+    """E092: an output that the program stores only partly fails the run, writes nothing."""
+    (work / "part.yaml").write_text(BASE.replace("DTYPE", "float32").replace(
+        "store: {dst: y, src: t}", "store: {dst: \"y[0:2, :]\", src: \"t[0:2, :]\"}"))
+    before = _snapshot(work / "out")
+    r = _invoke(["run", "part.yaml", "--out", "out"], work)
+    _assert_clean_failure(r, 1, "error[E092]", False, before, work)
+    assert "output `y` was never written at index (2, 0)" in r.output
+
+
+def test_out_of_memory_is_a_diagnostic(work, monkeypatch):
+    """E091: a MemoryError while allocating or running is reported, not a crash."""
+    import nkirun.interpret
+
+    def no_memory(*_a, **_k):
+        raise MemoryError
+    monkeypatch.setattr(nkirun.interpret, "initial_buffers", no_memory)
+    before = _snapshot(work / "out")
+    r = _invoke(["run", "p.yaml", "--out", "out"], work)
+    _assert_clean_failure(r, 1, "error[E091]", False, before, work)
 
 
 @pytest.mark.parametrize("text", [b"version: 1\nname: " + b"[" * 100_000 + b"]" * 100_000,
