@@ -1,9 +1,10 @@
-"""nki.isa.memset — fill a tile with one value (Vector engine by default)."""
+"""nki.isa.memset — fill a tile with one value, on the Vector (default) or GpSimd engine
+(nki-reference.md §1.11)."""
 from __future__ import annotations
 
 import numpy as np
 
-from .spec import ENGINES, ENUM, SCALAR, TILE, Bound, InstructionDef, Param, common_tail
+from .spec import ENUM, SCALAR, TILE, Bound, InstructionDef, Param, common_tail
 
 
 def execute(b: Bound, m) -> None:
@@ -30,7 +31,7 @@ SPEC = InstructionDef(
     params=(
         Param("dst", TILE, required=True, out=True, doc="tile to fill"),
         Param("value", SCALAR, required=True, doc="the fill value (cast to dst's dtype)"),
-        Param("engine", ENUM, default="unknown", choices=ENGINES,
+        Param("engine", ENUM, default="unknown", choices=("unknown", "vector", "gpsimd"),
               doc="vector (default) or gpsimd"),
         *common_tail(),
     ),

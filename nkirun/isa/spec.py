@@ -29,7 +29,6 @@ DTYPE = "dtype"
 MASK = "mask"  # a mask predicate string (see nkirun/mask.py)
 
 REDUCE_CMDS = ("idle", "reset", "reduce", "reset_reduce")
-ENGINES = ("unknown", "vector", "scalar", "gpsimd", "tensor", "dma", "sync")
 
 
 @dataclass(frozen=True, slots=True)
