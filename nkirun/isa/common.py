@@ -178,6 +178,10 @@ def dma_partitions(b: Bound) -> int:
     return max(on_chip) if on_chip else min(src.partitions, 128)
 
 
+DMA_COST_FORMULA = ("DMA ns: fixed + bytes / (ceil(P/8) queues x B/ns per queue), "
+                    "P = partitions (model: targets.py)")
+
+
 def dma_cycles(b: Bound, target) -> int:
     """DMA time in nanoseconds (DMA "cycles" are ns): the model of targets.Target.dma_ns,
     for the larger of the bytes read and written (they differ when the DMA casts)."""

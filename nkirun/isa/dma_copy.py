@@ -5,8 +5,8 @@ dtype conversion through float32; dst_rmw_op=add accumulates into dst instead.
 """
 from __future__ import annotations
 
-from .common import dma_check, dma_cycles, dma_execute
-from .spec import OP, TILE, Bound, InstructionDef, Param
+from .common import DMA_COST_FORMULA, dma_check, dma_cycles, dma_execute
+from .spec import MASK, OP, TILE, Bound, InstructionDef, Param
 
 DMA_BUFFERS = frozenset({"hbm", "sbuf"})  # reading PSUM by DMA is unsupported (§1.16 [MIG])
 
@@ -31,7 +31,7 @@ SPEC = InstructionDef(
         Param("dst", TILE, required=True, out=True, buffers=DMA_BUFFERS,
               doc="HBM or SBUF destination view"),
         Param("src", TILE, required=True, buffers=DMA_BUFFERS, doc="HBM or SBUF source view"),
-        Param("mask", "mask", doc="compile-time predicate over dst; masked-off elements keep "
+        Param("mask", MASK, doc="compile-time predicate over dst; masked-off elements keep "
                                   "their value"),
         Param("dst_rmw_op", OP, choices=("add",),
               doc="add: accumulate src into dst (the only read-modify-write op)"),
@@ -42,7 +42,7 @@ SPEC = InstructionDef(
         "number of elements (their shapes may differ). Different dtypes convert through "
         "float32. With dst_rmw_op: add, dst becomes dst + src (float32, cast to dst). PSUM "
         "cannot be a DMA source or destination here: copy through SBUF."),
-    cost_formula="DMA: fixed cost + bytes / (per-queue bandwidth), on one of 16 queues",
+    cost_formula=DMA_COST_FORMULA,
     execute=execute,
     cycles=dma_cycles,
     check=dma_check,

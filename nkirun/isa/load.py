@@ -1,8 +1,8 @@
 """nl.load — a DMA transfer from HBM into an on-chip tile (SBUF)."""
 from __future__ import annotations
 
-from .common import dma_check, dma_cycles, dma_execute
-from .spec import TILE, InstructionDef, Param
+from .common import DMA_COST_FORMULA, dma_check, dma_cycles, dma_execute
+from .spec import MASK, TILE, InstructionDef, Param
 
 SPEC = InstructionDef(
     name="load",
@@ -11,15 +11,14 @@ SPEC = InstructionDef(
         Param("dst", TILE, required=True, out=True, buffers=frozenset({"sbuf"}),
               doc="SBUF destination tile"),
         Param("src", TILE, required=True, buffers=frozenset({"hbm"}), doc="HBM source view"),
-        Param("mask", "mask", doc="compile-time predicate; masked-off dst elements keep "
+        Param("mask", MASK, doc="compile-time predicate; masked-off dst elements keep "
                                   "their value"),
     ),
     summary="copy an HBM tensor (view) into an SBUF tile",
     semantics=("Copies src to dst element by element in row-major order (both must hold the "
                "same number of elements). Different dtypes convert through float32, like the "
                "DMA engines' casting."),
-    cost_formula="DMA ns: fixed + bytes / (ceil(P/8) queues x B/ns per queue), "
-                 "P = partitions (model: targets.py)",
+    cost_formula=DMA_COST_FORMULA,
     execute=dma_execute,
     cycles=dma_cycles,
     check=dma_check,

@@ -1,8 +1,8 @@
 """nl.store — a DMA transfer from an on-chip tile (SBUF or PSUM) to HBM."""
 from __future__ import annotations
 
-from .common import dma_check, dma_cycles, dma_execute
-from .spec import TILE, InstructionDef, Param
+from .common import DMA_COST_FORMULA, dma_check, dma_cycles, dma_execute
+from .spec import MASK, TILE, InstructionDef, Param
 
 SPEC = InstructionDef(
     name="store",
@@ -12,14 +12,13 @@ SPEC = InstructionDef(
               doc="HBM destination view"),
         Param("src", TILE, required=True, buffers=frozenset({"sbuf", "psum"}),
               doc="SBUF or PSUM source tile"),
-        Param("mask", "mask", doc="compile-time predicate over the source tile"),
+        Param("mask", MASK, doc="compile-time predicate over the source tile"),
     ),
     summary="copy an on-chip tile (SBUF/PSUM) to an HBM tensor (view)",
     semantics=("Copies src to dst element by element in row-major order (both must hold the "
                "same number of elements). Different dtypes convert through float32. A PSUM "
                "source costs an extra copy on hardware (NKI inserts it)."),
-    cost_formula="DMA ns: fixed + bytes / (ceil(P/8) queues x B/ns per queue), "
-                 "P = partitions (model: targets.py)",
+    cost_formula=DMA_COST_FORMULA,
     execute=dma_execute,
     cycles=dma_cycles,
     check=dma_check,
