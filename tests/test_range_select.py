@@ -187,6 +187,10 @@ def test_rule_reported_at_its_keyword(tmp_path, code, key, over):
 
 def test_valid_program_has_no_diagnostics(tmp_path):
     assert check_program(_prog(tmp_path)).diagnostics == []
+    # FP32_MIN written as the number the page prints rounds to the same float32 bit pattern
+    for v in (-3.4028235e38, "-3.4028234663852886e38", "nl.fp32.min"):
+        assert codes(check_program(_prog(tmp_path, on_false_value=v)).diagnostics) == [], v
+    assert codes(check_program(_prog(tmp_path, on_false_value=-1e39)).diagnostics) == ["E101"]
     # range_start + N just inside 2^24 is allowed
     assert codes(check_program(_prog(tmp_path, range_start=2**24 - 17)).diagnostics) == []
     assert "E102" in codes(diagnostics(tmp_path, {"t": sbuf(np.zeros((1, 16), np.float32)),

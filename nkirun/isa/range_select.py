@@ -40,9 +40,16 @@ PARAMS = (
 )
 
 
+def is_fp32_min(v: float) -> bool:
+    """Whether v is FP32_MIN as a float32 bit pattern (the page's wording), so the number
+    -3.4028235e38 that the pages print counts as well as fp32.min."""
+    with np.errstate(over="ignore"):  # -1e39 becomes -inf: not FP32_MIN
+        return np.float32(v) == np.float32(FP32_MIN)
+
+
 def check(b: Bound):
     yield from same_shape(b, "dst", "on_true_tile")
-    if b["on_false_value"] != FP32_MIN:
+    if not is_fp32_min(b["on_false_value"]):
         yield b.err("E101", f"on_false_value must be FP32_MIN (got {b['on_false_value']!r})",
                     "on_false_value", hint="write on_false_value: fp32.min (a hardware constraint)")
     src = b.tile("on_true_tile")
@@ -72,7 +79,9 @@ def execute(b: Bound, m) -> None:
     lo, hi = m.read_f32(b["bound0"]), m.read_f32(b["bound1"])
     keep = COMPARE_UFUNCS[b["comp_op0"]](idx, lo)
     keep &= COMPARE_UFUNCS[b["comp_op1"]](idx, hi)
-    out = m.write_select(b["dst"], keep, x, np.float32(b["on_false_value"]), out_dtype(b), b.mask)
+    # keep is one index range per partition: `regular` (machine.select_into)
+    out = m.write_select(b["dst"], keep, x, np.float32(b["on_false_value"]), out_dtype(b), b.mask,
+                         regular=True)
     vector_reduce(b, m, out, "on_true_tile")
 
 
