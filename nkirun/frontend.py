@@ -4,7 +4,6 @@ every keyword through the instruction table and produces the typed IR.
 """
 from __future__ import annotations
 
-import difflib
 import re
 
 import numpy as np
@@ -24,6 +23,7 @@ BUFFER_ALIASES = {"shared_hbm": "hbm", "private_hbm": "hbm"}
 
 
 def did_you_mean(word: str, choices) -> str | None:
+    import difflib  # only on an error path: not imported at start-up
     close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
     return f"did you mean `{close[0]}`?" if close else None
 

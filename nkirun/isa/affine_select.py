@@ -20,8 +20,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as dt
-from ..ops import COMPARISONS, FP32_MAX
-from .common import COMPARE_UFUNCS, flat, pattern_rules, pattern_values, same_shape
+from ..ops import COMPARISONS
+from .common import (COMPARE_UFUNCS, flat, float32_scalar, pattern_rules, pattern_terms,
+                     same_shape)
 from .spec import INT, MASK, OP, PATTERN, SCALAR, TILE, Bound, InstructionDef, Param
 
 SBUF = frozenset({"sbuf"})  # page 002: "The output dst tile must be in SBUF" (input too)
@@ -48,23 +49,23 @@ PARAMS = (
 def check(b: Bound):
     yield from same_shape(b, "dst", "on_true_tile")
     yield from pattern_rules(b, ("E120", "E121", "E122", "E123"))
-    f = b["on_false_value"]
-    if np.isfinite(f) and abs(f) > FP32_MAX:
-        yield b.err("E124", f"on_false_value {f!r} is not a float32 value", "on_false_value",
-                    hint="use a value within +-3.4028235e38, or fp32.min / fp32.max / inf")
+    yield from float32_scalar(b, "on_false_value", "E124")  # "must be float32"
 
 
 def execute(b: Bound, m) -> None:
     src, dst = b["on_true_tile"], b["dst"]
-    values = pattern_values(b["pattern"], b["offset"], b["channel_multiplier"], dst.partitions)
-    keep = COMPARE_UFUNCS[b["cmp_op"]](values, 0)
+    part, free = pattern_terms(b["pattern"], b["offset"], b["channel_multiplier"],
+                               dst.partitions)
+    # part + free `cmp` 0  <=>  free `cmp` -part (exact in int64): compares broadcast
+    # (1, N) against (P, 1) without building the (P, N) values
+    keep = COMPARE_UFUNCS[b["cmp_op"]](free, -part)
     fill = np.float32(b["on_false_value"])
     x = flat(m.read(src))
-    if src.dtype.name == dst.dtype.name:
-        out = np.where(keep, x, dt.cast(fill, dst.dtype))  # selected elements: raw copy
-    else:
-        out = np.where(keep, dt.to_f32(x), fill)  # through FP32, cast to dst by m.write
-    m.write(dst, out.reshape(dst.shape), None, b.mask)
+    # keep follows an affine bound, in long runs: `regular` (machine.select_into)
+    if src.dtype.name == dst.dtype.name:  # selected elements: a raw copy
+        m.write_select(dst, keep, x, dt.cast(fill, dst.dtype), None, b.mask, regular=True)
+    else:  # through FP32, cast to dst by the write
+        m.write_select(dst, keep, dt.to_f32(x), fill, None, b.mask, regular=True)
 
 
 def cycles(b: Bound, target) -> int:

@@ -49,8 +49,34 @@ def same_shape(b: Bound, a: str, c: str, code: str = "E063"):
                     hint=f"{c} has {tc.partitions} partitions x {tc.free_size} elements")
 
 
+def float32_scalar(b: Bound, key: str, code: str):
+    """Yield an error unless the scalar `key` (None and tiles pass) is a float32 value.
+
+    The pages ask for "float32" constants: a finite number that rounds to +-inf in float32
+    is refused; one that rounds to a finite float32 (3.4028235e38, the printed FP32_MAX) is
+    accepted, as are inf, -inf and nan themselves.
+    """
+    v = b.get(key)
+    if not isinstance(v, float) or not np.isfinite(v):
+        return
+    with np.errstate(over="ignore"):
+        if np.isfinite(np.float32(v)):
+            return
+    yield b.err(code, f"{key} {v!r} is not a float32 value (it overflows float32)", key,
+                hint="use a value within +-3.4028235e38, or fp32.min / fp32.max / inf")
+
+
 def pattern_values(pattern, offset: int, channel_multiplier: int, partitions: int) -> np.ndarray:
-    """The (P, num_w*num_z*num_y*num_x) int64 affine values of iota/affine_select.
+    """The (P, num_w*num_z*num_y*num_x) int64 affine values of iota/affine_select."""
+    part, free = pattern_terms(pattern, offset, channel_multiplier, partitions)
+    return part + free
+
+
+def pattern_terms(pattern, offset: int, channel_multiplier: int, partitions: int
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """The affine values as two int64 terms whose sum they are: (P, 1) offset +
+    partition * channel_multiplier, and (1, N) pattern terms (a comparison can then
+    broadcast them instead of building the (P, N) values).
 
     The pattern is padded at the front with [0, 1] to four [step, num] pairs; the flattened
     free index walks w, z, y, x with x fastest, as the pages' nested loops do.
@@ -59,8 +85,8 @@ def pattern_values(pattern, offset: int, channel_multiplier: int, partitions: in
     free = np.zeros(1, np.int64)
     for step, num in pairs:
         free = (free[:, None] + np.arange(num, dtype=np.int64)[None, :] * step).reshape(-1)
-    part = np.arange(partitions, dtype=np.int64)[:, None] * channel_multiplier
-    return offset + part + free[None, :]
+    part = offset + np.arange(partitions, dtype=np.int64)[:, None] * channel_multiplier
+    return part, free[None, :]
 
 
 def pattern_size(pattern) -> int:
