@@ -159,6 +159,8 @@ def test_valid_variants(tmp_path):
     path = _prog(tmp_path, pattern=[[-1, 4], [2**20, 4]], offset=2**31 - 1 - 3 * 2**20 - 7,
                  tensors={"r": out((8, 4, 4), "int8")})
     assert check_program(path).diagnostics == []
+    for v in (3.4028235e38, -3.4028235e38, "-inf"):  # float32 values as the pages print them
+        assert check_program(_prog(tmp_path, on_false_value=v)).diagnostics == [], v
 
 
 def test_cost_gpsimd_start_plus_n(tmp_path):

@@ -209,6 +209,9 @@ def test_valid_variants_have_no_diagnostics(tmp_path):
     assert check_program(path).diagnostics == []
     path = _prog(tmp_path, on_false="f", tensors={"f": sbuf(np.zeros((8, 1), np.float16))})
     assert check_program(path).diagnostics == []
+    # the printed FP32_MAX (above the float64 value of FP32_MAX) rounds to it in float32
+    for v in (3.4028235e38, -3.4028235e38, "inf", "nan"):
+        assert check_program(_prog(tmp_path, on_false=v)).diagnostics == [], v
 
 
 def test_cost_is_assumed_max_min_ii_n(tmp_path):

@@ -17,8 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as dt
-from ..ops import FP32_MAX
-from .common import flat, same_shape, vector_reduce
+from .common import flat, float32_scalar, same_shape, vector_reduce
 from .spec import (BOOL, ENUM, OP, REDUCE_CMDS, TILE, TILE_OR_SCALAR, Bound, InstructionDef,
                    Param, common_tail, out_dtype)
 
@@ -54,11 +53,7 @@ def check(b: Bound):
             and on_true.buffer == "psum" and pred.buffer == "psum":
         yield b.err("E110", "on_true and predicate are both in PSUM; at most one of them may be",
                     "predicate", hint="copy one of them to SBUF first")
-    f = b["on_false"]
-    if isinstance(f, float) and np.isfinite(f) and abs(f) > FP32_MAX:
-        yield b.err("E111", f"on_false {f!r} is not a float32 value (a scalar on_false must be "
-                    "float32)", "on_false",
-                    hint="use a value within +-3.4028235e38, or fp32.min / fp32.max / inf")
+    yield from float32_scalar(b, "on_false", "E111")  # "must be float32 if ... a scalar"
 
 
 def execute(b: Bound, m) -> None:
