@@ -41,6 +41,20 @@ def tensor_tensor_scan(d0, d1, initial):
     return out.astype(d0.dtype, copy=False)
 
 
+def tensor_tensor_scan_transposed(d0, d1, initial):
+    """The same loop as a NumPy programmer tuning it would write it: operands transposed to
+    contiguous (N, P) rows, each step two ufuncs writing into a preallocated row (out=)."""
+    a = np.ascontiguousarray(d0.astype(np.float32).T)
+    b = np.ascontiguousarray(d1.astype(np.float32).T)
+    out = np.empty_like(a)
+    prev = np.full(a.shape[1], initial, np.float32)
+    for ai, bi, o in zip(a, b, out):
+        np.multiply(ai, prev, out=o)
+        np.add(o, bi, out=o)
+        prev = o
+    return np.ascontiguousarray(out.T).astype(d0.dtype, copy=False)
+
+
 def nc_match_replace8(data, vals, imm):
     """Vectorised over partitions: one pass per value."""
     out = data.astype(np.float32).copy()
