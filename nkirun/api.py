@@ -33,8 +33,11 @@ class Checked:
 
 
 def check_program(path: str, fmt: str | None = None, target: str | None = None,
-                  max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES) -> Checked:
-    """Parse and validate; never raises for bad input (everything is a diagnostic)."""
+                  max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES, inputs=None) -> Checked:
+    """Parse and validate; never raises for bad input (everything is a diagnostic).
+
+    `inputs` (names of tensors `run` will be given with --input) count as initialised.
+    """
     from .loader import parse_file, paused_gc
     with paused_gc():
         program, diags = parse_file(path, fmt)
@@ -46,9 +49,19 @@ def check_program(path: str, fmt: str | None = None, target: str | None = None,
                                    hint="allowed: " + ", ".join(TARGETS)))
             else:
                 program = replace(program, target=target)
+        if inputs:
+            program = _given_inputs(program, inputs)
         bound, more = validate(program, max_hbm_bytes)
     all_diags = sorted(diags + more, key=sort_key)
     return Checked(program, bound, all_diags)
+
+
+def _given_inputs(program: Program, names) -> Program:
+    """--input gives a tensor its initial contents (program-format.md), so one declared
+    without file/fill/data is not read before it is written when it is given."""
+    tensors = {n: replace(t, init="input") if n in names and t.init is None else t
+               for n, t in program.tensors.items()}
+    return replace(program, tensors=tensors)
 
 
 def check(path: str, fmt: str | None = None, target: str | None = None) -> list[Diagnostic]:
@@ -57,8 +70,8 @@ def check(path: str, fmt: str | None = None, target: str | None = None) -> list[
 
 
 def require_valid(path: str, fmt: str | None = None, target: str | None = None,
-                  max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES) -> Checked:
-    c = check_program(path, fmt, target, max_hbm_bytes)
+                  max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES, inputs=None) -> Checked:
+    c = check_program(path, fmt, target, max_hbm_bytes, inputs)
     if not c.ok:
         raise ProgramInvalid(c.errors or c.diagnostics)
     return c
@@ -72,7 +85,7 @@ def run(path: str, inputs: dict | None = None, out: str | None = None, fmt: str 
     Raises nkirun.NkirunError (with diagnostics) for invalid programs or run-time errors.
     """
     from .interpret import execute, outputs, write_outputs
-    c = require_valid(path, fmt, max_hbm_bytes=max_hbm_bytes)
+    c = require_valid(path, fmt, max_hbm_bytes=max_hbm_bytes, inputs=inputs)
     _check_inputs(c.program, inputs)
     m = execute(c.program, c.bound, inputs, after_each)
     result = outputs(c.program, m)

@@ -46,7 +46,7 @@ class TensorDecl:
     buffer: str
     shape: tuple[int, ...]
     dtype: DType
-    init: str | None = None  # "file" | "fill" | "data" | None (undefined)
+    init: str | None = None  # "file" | "fill" | "data" | "input" (run --input) | None
     init_value: Any = None  # path (str), scalar, or nested list
     output: bool = False
     loc: Loc = field(default_factory=Loc, compare=False)

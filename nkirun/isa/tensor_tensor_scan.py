@@ -34,6 +34,7 @@ import numpy as np
 
 from .. import ops
 from ..mask import active_rows
+from ..ops import FP32_MAX
 from .common import flat, same_shape
 from .spec import BOOL, OP, TILE, TILE_OR_SCALAR, Bound, InstructionDef, Param, common_tail, \
     out_dtype
@@ -64,6 +65,12 @@ def check(b: Bound):
                                   "SBUF+PSUM or PSUM+SBUF)")
     yield from same_shape(b, "data0", "data1", code="E141")
     yield from same_shape(b, "dst", "data0", code="E142")
+    init = b["initial"]
+    if isinstance(init, float) and np.isfinite(init) and abs(init) > FP32_MAX:
+        # page 004: a scalar initial is "a float32 compile-time scalar constant"
+        yield b.err("E143", f"initial {init!r} is not a float32 value", "initial",
+                    hint="use a value within +-3.4028235e38, or fp32.min / fp32.max / inf, "
+                         "or a (P, 1) tile")
 
 
 def scan(d0: np.ndarray, d1: np.ndarray, init: np.ndarray, op0: str, op1: str,
@@ -73,13 +80,42 @@ def scan(d0: np.ndarray, d1: np.ndarray, init: np.ndarray, op0: str, op1: str,
     The recurrence is inherently sequential along F; each step works on all partitions at
     once. The operands are transposed to contiguous (F, P) rows so that every step is two
     float32 ufunc calls writing straight into the result row (out=), no temporaries.
+
+    Which NaN comes out of an op on two NaNs is the first operand's in the page's NumPy loop
+    (its column operands are strided, so NumPy runs its scalar loop), but NumPy's SIMD loop
+    over contiguous rows may hand back the second one for add/multiply. So a result holding
+    a NaN is recomputed with that rule applied explicitly (rare: the fast path stays).
     """
+    out = _scan(d0, d1, init, op0, op1, reverse0, reverse1, valid, False)
+    if np.isnan(out).any():
+        out = _scan(d0, d1, init, op0, op1, reverse0, reverse1, valid, True)
+    return out.T
+
+
+def _first_nan(f, x: np.ndarray, y: np.ndarray, out: np.ndarray, quiet: bool) -> None:
+    """out = f(x, y), where two NaN operands give x's NaN: quieted for arithmetic (an x86
+    scalar op), as is for maximum/minimum (NumPy's scalar loop returns x itself)."""
+    f(x, y, out=out)
+    both = np.isnan(x) & np.isnan(y)
+    if both.any():
+        bits = np.broadcast_to(x, out.shape).view(np.uint32)
+        if quiet:
+            bits = bits | np.uint32(0x00400000)
+        np.copyto(out, bits.view(np.float32), where=both)
+
+
+def _scan(d0, d1, init, op0, op1, reverse0, reverse1, valid, exact_nan: bool) -> np.ndarray:
+    """The recurrence over (F, P) rows; returns (F, P). See `scan`."""
     f0, f1 = ops.OPS[op0].fn, ops.OPS[op1].fn
     a, c = np.ascontiguousarray(d0.T), np.ascontiguousarray(d1.T)
     out = np.empty_like(a)
     t = np.empty_like(init)  # op0's result: never `out=` one of op1's operands, as NumPy
     # may then swap a commutative op's operands, which changes which NaN comes through
     skip = None if valid is None else np.ascontiguousarray(~valid.T)
+    if exact_nan:
+        q0, q1 = (op not in ("maximum", "minimum") for op in (op0, op1))
+        f0 = lambda x, y, out, f=f0, q=q0: _first_nan(f, x, y, out, q)  # noqa: E731
+        f1 = lambda x, y, out, f=f1, q=q1: _first_nan(f, x, y, out, q)  # noqa: E731
     prev = init
     for i, (ai, ci, o) in enumerate(zip(a, c, out)):
         if reverse0:
@@ -93,7 +129,7 @@ def scan(d0: np.ndarray, d1: np.ndarray, init: np.ndarray, op0: str, op1: str,
         if skip is not None:
             np.copyto(o, prev, where=skip[i])  # unselected: the running value passes over
         prev = o
-    return out.T
+    return out
 
 
 def execute(b: Bound, m) -> None:
