@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import pathlib
 
 import ml_dtypes
@@ -49,8 +50,13 @@ def _plain(v):
     return v
 
 
-def write_program(tmp_path, tensors: dict, instructions: list, name: str | None = None) -> str:
-    """Write a version-1 YAML program (and its .npy inputs) into a fresh folder of tmp_path."""
+def write_program(tmp_path, tensors: dict, instructions: list, name: str | None = None,
+                  files: bool = True) -> str:
+    """Write a version-1 YAML program (and its .npy inputs) into a fresh folder of tmp_path.
+
+    files=False: tensors given as arrays are declared `fill: 0` instead (the caller passes
+    the arrays as run inputs, see run_inputs).
+    """
     folder = pathlib.Path(tmp_path) / (name or f"prog{next(_counter)}")
     folder.mkdir(parents=True, exist_ok=True)
     decls = {}
@@ -58,9 +64,13 @@ def write_program(tmp_path, tensors: dict, instructions: list, name: str | None 
         spec = dict(spec)
         arr = spec.pop("array", None)
         if arr is not None:
-            np.save(folder / f"{tname}.npy", arr)
             dtype = next(k for k, t in NP_TYPES.items() if np.dtype(t) == arr.dtype)
-            spec.update(shape=list(arr.shape), dtype=dtype, file=f"{tname}.npy")
+            spec.update(shape=list(arr.shape), dtype=dtype)
+            if files:
+                np.save(folder / f"{tname}.npy", arr)
+                spec["file"] = f"{tname}.npy"
+            else:
+                spec["fill"] = 0
         if not spec.get("output"):
             spec.pop("output", None)
         decls[tname] = spec
@@ -70,8 +80,35 @@ def write_program(tmp_path, tensors: dict, instructions: list, name: str | None 
     return str(path)
 
 
+PROGRAMS = pathlib.Path(__file__).resolve().parent.parent / "programs"
+
+
+def run_example_cli(name: str, out_dir) -> pathlib.Path:
+    """`nkirun check --format json` programs/<name>.yaml (it must report nothing), then
+    `nkirun run` it into out_dir; returns the program's data folder programs/<name>/."""
+    from click.testing import CliRunner
+
+    from nkirun.cli import cli
+    prog = PROGRAMS / f"{name}.yaml"
+    r = CliRunner().invoke(cli, ["check", str(prog), "--format", "json"])
+    assert r.exit_code == 0 and json.loads(r.output)["diagnostics"] == [], r.output
+    r = CliRunner().invoke(cli, ["run", str(prog), "--out", str(out_dir)])
+    assert r.exit_code == 0, r.output
+    return PROGRAMS / name
+
+
 def run_program(tmp_path, tensors: dict, instructions: list) -> dict[str, np.ndarray]:
     return run(write_program(tmp_path, tensors, instructions))
+
+
+def run_inputs(tmp_path, tensors: dict, instructions: list):
+    """Run with the arrays passed as run inputs (no .npy files); returns (outputs, the
+    run-time warnings of Machine.warnings), which run_program does not give."""
+    inputs = {n: spec["array"] for n, spec in tensors.items() if spec.get("array") is not None}
+    machines = []
+    outs = run(write_program(tmp_path, tensors, instructions, files=False), inputs=inputs,
+               after_each=lambda b, m: machines.append(m))
+    return outs, (machines[-1].warnings if machines else [])
 
 
 def diagnostics(tmp_path, tensors: dict, instructions: list):
@@ -80,6 +117,16 @@ def diagnostics(tmp_path, tensors: dict, instructions: list):
 
 def codes(diags) -> list[str]:
     return [d.code for d in diags]
+
+
+def reported_at(path: str, code: str, key: str):
+    """Check `path`; assert that it reports `code` on the line of keyword `key` (key_line).
+    Returns (the first such diagnostic, every diagnostic)."""
+    diags = check_program(path).diagnostics
+    hits = [d for d in diags if d.code == code]
+    assert hits, f"expected {code}, got {codes(diags)}"
+    assert hits[0].loc.line == key_line(path, key), (hits[0].loc, key)
+    return hits[0], diags
 
 
 def key_line(path: str, instruction_key: str, occurrence: int = 0) -> int:

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import reference as ref
-from prog_helpers import (assert_bits_equal, codes, diagnostics, key_line, out, random_floats,
-                          run_program, sbuf, write_program)
+from prog_helpers import (assert_bits_equal, codes, diagnostics, key_line, out, run_program,
+                          sbuf, write_program)
 from nkirun.api import check_program, run
 
 sp = pytest.importorskip("scipy.special")

@@ -8,8 +8,7 @@ import math
 import pytest
 
 from nkirun import dtypes as dt
-from nkirun.errors import Loc
-from nkirun.ir import Slice, TensorDecl, View
+from nkirun.ir import TensorDecl, View
 from nkirun.isa import REGISTRY
 from nkirun.isa.spec import Bound
 from nkirun.targets import TARGETS

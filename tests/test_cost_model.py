@@ -16,7 +16,6 @@ import yaml
 from nkirun import api
 from nkirun.cost.model import (ENGINE, QUEUE, RAW, READY, WAR, WAW, contains, overlaps,
                                schedule)
-from nkirun.targets import TARGETS
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import reference as ref
-from prog_helpers import assert_bits_equal, codes, key_line, out, run_program, write_program
+from prog_helpers import assert_bits_equal, codes, out, reported_at, run_program, write_program
 from nkirun.api import check_program, cost
 
 
@@ -87,10 +87,7 @@ def _prog(tmp_path, shape=(8, 16), buffer="sbuf", **over):
 ])
 def test_rule_reported_at_its_keyword(tmp_path, code, key, kw):
     path = _prog(tmp_path, **kw)
-    diags = check_program(path).diagnostics
-    hits = [d for d in diags if d.code == code]
-    assert hits, f"expected {code}, got {codes(diags)}"
-    assert hits[0].loc.line == key_line(path, key)
+    _, diags = reported_at(path, code, key)
     assert codes(diags).count(code) == 1  # e.g. PSUM: E040 only, no extra E044
 
 

@@ -2,9 +2,8 @@
 import numpy as np
 import pytest
 import reference as ref
-from prog_helpers import (NP_TYPES, assert_bits_equal, codes, key_line, out, random_floats,
-                          sbuf, write_program)
-from run_inputs import run_inputs
+from prog_helpers import (NP_TYPES, assert_bits_equal, codes, out, random_floats, reported_at,
+                          run_inputs, sbuf, write_program)
 
 from nkirun.api import check_program, cost
 
@@ -120,11 +119,8 @@ def test_rule_reported_at_its_keyword(tmp_path, code, key, kw):
         path = write_program(tmp_path, {"d": out((8, 8), "float32")}, [{"max8": {"dst": "d"}}])
     else:
         path = _prog(tmp_path, **kw)
-    diags = check_program(path).diagnostics
-    hits = [d for d in diags if d.code == code]
-    assert hits, f"expected {code}, got {codes(diags)}"
-    assert hits[0].loc.line == key_line(path, key)
-    assert hits[0].instruction == 0
+    hit, diags = reported_at(path, code, key)
+    assert hit.instruction == 0
 
 
 def test_limits_are_inclusive(tmp_path):

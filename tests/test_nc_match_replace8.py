@@ -2,9 +2,8 @@
 import numpy as np
 import pytest
 import reference as ref
-from prog_helpers import (NP_TYPES, assert_bits_equal, codes, key_line, out, random_floats,
-                          sbuf, write_program)
-from run_inputs import run_inputs
+from prog_helpers import (NP_TYPES, assert_bits_equal, codes, out, random_floats, reported_at,
+                          run_example_cli, run_inputs, sbuf, write_program)
 
 from nkirun.api import check_program, cost
 from nkirun.isa.nc_match_replace8 import match_replace8
@@ -13,7 +12,6 @@ FLOATS = ["float32", "bfloat16", "float16", "float8_e4m3", "float8_e5m2"]
 
 
 def _run(tmp_path, data, vals, imm, dst_dtype=None, idx_dtype="uint32", **args):
-    p = data.shape[0]
     tensors = {"d": sbuf(data), "v": sbuf(vals),
                "o": out(data.shape, dst_dtype or NP_TYPES_NAME[data.dtype]),
                "i": out(vals.shape, idx_dtype)}
@@ -177,17 +175,7 @@ def test_cost_is_max_min_ii_n(tmp_path):
 
 # ---- the example program (page 003, example 4) -----------------------------------------------
 def test_topk_match_replace_program_through_cli(tmp_path):
-    import pathlib
-
-    from click.testing import CliRunner
-
-    from nkirun.cli import cli
-    prog = pathlib.Path(__file__).parent.parent / "programs" / "topk_match_replace.yaml"
-    r = CliRunner().invoke(cli, ["check", str(prog), "--format", "json"])
-    assert r.exit_code == 0 and '"diagnostics": []' in r.output.replace("\n", "")
-    r = CliRunner().invoke(cli, ["run", str(prog), "--out", str(tmp_path)])
-    assert r.exit_code == 0, r.output
-    data = np.load(prog.parent / "topk_match_replace" / "data.npy")
+    data = np.load(run_example_cli("topk_match_replace", tmp_path) / "data.npy")
     want, want_idx = ref.nc_match_replace8(data, ref.max8(data), 0.0)
     assert_bits_equal(np.load(tmp_path / "out.npy"), want)
     np.testing.assert_array_equal(np.load(tmp_path / "idx.npy"), want_idx)
@@ -214,11 +202,8 @@ def _prog(tmp_path, data=(8, 16), vals=(8, 8), dst=None, idx=(8, 8), idx_dtype="
 ])
 def test_rule_reported_at_its_keyword(tmp_path, code, key, kw):
     path = _prog(tmp_path, **kw)
-    diags = check_program(path).diagnostics
-    hits = [d for d in diags if d.code == code]
-    assert hits, f"expected {code}, got {codes(diags)}"
-    assert hits[0].loc.line == key_line(path, key)
-    assert hits[0].instruction == 0
+    hit, diags = reported_at(path, code, key)
+    assert hit.instruction == 0
 
 
 def test_limits_are_inclusive(tmp_path):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import reference as ref
-from prog_helpers import (assert_bits_equal, codes, diagnostics, key_line, out, random_floats,
+from prog_helpers import (assert_bits_equal, codes, diagnostics, out, random_floats, reported_at,
                           run_program, sbuf, write_program)
 from nkirun.api import check_program
 
@@ -178,11 +178,8 @@ def _prog(tmp_path, **over):
 ])
 def test_rule_reported_at_its_keyword(tmp_path, code, key, over):
     path = _prog(tmp_path, **over)
-    diags = check_program(path).diagnostics
-    hits = [d for d in diags if d.code == code]
-    assert hits, f"expected {code}, got {codes(diags)}"
-    assert hits[0].loc.line == key_line(path, key)
-    assert hits[0].instruction == 0
+    hit, diags = reported_at(path, code, key)
+    assert hit.instruction == 0
 
 
 def test_valid_program_has_no_diagnostics(tmp_path):

@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 
 import reference as ref
-from prog_helpers import (assert_bits_equal, codes, key_line, out, random_floats, run_program,
-                          sbuf, write_program)
+from prog_helpers import assert_bits_equal, codes, key_line, out, random_floats, sbuf, write_program
 from nkirun.api import check_program, cost
 
 F32 = np.float32

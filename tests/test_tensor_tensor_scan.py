@@ -1,16 +1,11 @@
 """tensor_tensor_scan against tests/reference.py (the seed page's recurrence, page 004)."""
-import pathlib
-
 import numpy as np
 import pytest
 import reference as ref
-from click.testing import CliRunner
-from prog_helpers import (NP_TYPES, assert_bits_equal, codes, key_line, out, random_floats,
-                          sbuf, write_program)
-from run_inputs import run_inputs
+from prog_helpers import (NP_TYPES, assert_bits_equal, codes, out, random_floats, reported_at,
+                          run_example_cli, run_inputs, sbuf, write_program)
 
 from nkirun.api import check_program, cost
-from nkirun.cli import cli
 
 FLOATS = ["float32", "bfloat16", "float16", "float8_e4m3", "float8_e5m2"]
 UFUNC = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply,
@@ -155,13 +150,8 @@ def test_cost_is_max_min_ii_2n(tmp_path):
 
 
 def test_scan_two_halves_program_through_cli(tmp_path):
-    prog = pathlib.Path(__file__).parent.parent / "programs" / "scan_two_halves.yaml"
-    r = CliRunner().invoke(cli, ["check", str(prog), "--format", "json"])
-    assert r.exit_code == 0 and '"diagnostics": []' in r.output.replace("\n", "")
-    r = CliRunner().invoke(cli, ["run", str(prog), "--out", str(tmp_path)])
-    assert r.exit_code == 0, r.output
-    a = np.load(prog.parent / "scan_two_halves" / "a.npy")
-    b = np.load(prog.parent / "scan_two_halves" / "b.npy")
+    data = run_example_cli("scan_two_halves", tmp_path)
+    a, b = np.load(data / "a.npy"), np.load(data / "b.npy")
     assert_bits_equal(np.load(tmp_path / "c_out.npy"),
                       ref.tensor_tensor_scan(a, b, 0.0, np.multiply, np.add))
 
@@ -190,11 +180,8 @@ def _prog(tmp_path, d0=(8, 16), d1=(8, 16), dst=(8, 16), b0="sbuf", b1="sbuf", i
 ])
 def test_rule_reported_at_its_keyword(tmp_path, code, key, kw):
     path = _prog(tmp_path, **kw)
-    diags = check_program(path).diagnostics
-    hits = [d for d in diags if d.code == code]
-    assert hits, f"expected {code}, got {codes(diags)}"
-    assert hits[0].loc.line == key_line(path, key)
-    assert hits[0].instruction == 0
+    hit, diags = reported_at(path, code, key)
+    assert hit.instruction == 0
 
 
 def test_allowed_layouts(tmp_path):
