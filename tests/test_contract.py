@@ -1481,6 +1481,15 @@ def test_seed_baselines_are_valid(tmp_path, instr):
     assert errors_of(path) == []
 
 
+@pytest.mark.parametrize("instr, key", [(SR, "on_false"), (AS, "on_false_value"), (MR, "imm"),
+                                        (TS, "initial")])
+@pytest.mark.parametrize("value", ["3.4028235e38", "-3.4028235e38", "fp32.max", "-inf", "nan",
+                                   "1e-45"])
+def test_float32_constants_accept_every_float32(tmp_path, instr, key, value):
+    """The pages' "float32" constants: the printed FP32_MAX, infinities, NaN, denormals."""
+    assert errors_of(seed_prog(tmp_path, sub(instr, key, value))) == []
+
+
 # (instruction, key to change, new value, expected code, keyword the error points at)
 SEED_CONSTRAINTS = [
     # ---- page 000 range_select

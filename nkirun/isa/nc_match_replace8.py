@@ -28,9 +28,8 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..errors import warning
-from ..ops import FP32_MAX
 from ..mask import active_rows, rows_mask
-from .common import flat
+from .common import flat, float32_scalar
 from .spec import MASK, SCALAR, TILE, Bound, InstructionDef, Param, common_tail, out_dtype
 
 K = 8
@@ -68,10 +67,7 @@ def check(b: Bound):
     if vals.free_size != K:
         yield b.err("E130", f"vals must hold exactly 8 elements per partition; got "
                     f"{list(vals.shape)}", "vals", hint="e.g. the (P, 8) result of max8")
-    imm = b["imm"]
-    if np.isfinite(imm) and abs(imm) > FP32_MAX:  # page 003: "imm – float32 constant"
-        yield b.err("E139", f"imm {imm!r} is not a float32 value", "imm",
-                    hint="use a value within +-3.4028235e38, or fp32.min / fp32.max / inf")
+    yield from float32_scalar(b, "imm", "E139")  # page 003: "imm – float32 constant"
     if dst.shape != data.shape:
         yield b.err("E134", f"dst {list(dst.shape)} must have data's shape {list(data.shape)}",
                     "dst", hint="write into data itself for an in-place replace")

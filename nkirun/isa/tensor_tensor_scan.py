@@ -34,8 +34,7 @@ import numpy as np
 
 from .. import ops
 from ..mask import active_rows
-from ..ops import FP32_MAX
-from .common import flat, same_shape
+from .common import flat, float32_scalar, same_shape
 from .spec import BOOL, OP, TILE, TILE_OR_SCALAR, Bound, InstructionDef, Param, common_tail, \
     out_dtype
 
@@ -65,12 +64,8 @@ def check(b: Bound):
                                   "SBUF+PSUM or PSUM+SBUF)")
     yield from same_shape(b, "data0", "data1", code="E141")
     yield from same_shape(b, "dst", "data0", code="E142")
-    init = b["initial"]
-    if isinstance(init, float) and np.isfinite(init) and abs(init) > FP32_MAX:
-        # page 004: a scalar initial is "a float32 compile-time scalar constant"
-        yield b.err("E143", f"initial {init!r} is not a float32 value", "initial",
-                    hint="use a value within +-3.4028235e38, or fp32.min / fp32.max / inf, "
-                         "or a (P, 1) tile")
+    # page 004: a scalar initial is "a float32 compile-time scalar constant"
+    yield from float32_scalar(b, "initial", "E143")
 
 
 def scan(d0: np.ndarray, d1: np.ndarray, init: np.ndarray, op0: str, op1: str,
@@ -78,8 +73,8 @@ def scan(d0: np.ndarray, d1: np.ndarray, init: np.ndarray, op0: str, op1: str,
     """(P, F) float32 operands, (P,) float32 initial -> (P, F) float32 scan.
 
     The recurrence is inherently sequential along F; each step works on all partitions at
-    once. The operands are transposed to contiguous (F, P) rows so that every step is two
-    float32 ufunc calls writing straight into the result row (out=), no temporaries.
+    once, on contiguous rows of transposed (F, P) tiles, so that every step is two float32
+    ufunc calls writing straight into the result row (out=), no temporaries.
 
     Which NaN comes out of an op on two NaNs is the first operand's in the page's NumPy loop
     (its column operands are strided, so NumPy runs its scalar loop), but NumPy's SIMD loop
@@ -89,7 +84,7 @@ def scan(d0: np.ndarray, d1: np.ndarray, init: np.ndarray, op0: str, op1: str,
     out = _scan(d0, d1, init, op0, op1, reverse0, reverse1, valid, False)
     if np.isnan(out).any():
         out = _scan(d0, d1, init, op0, op1, reverse0, reverse1, valid, True)
-    return out.T
+    return out
 
 
 def _first_nan(f, x: np.ndarray, y: np.ndarray, out: np.ndarray, quiet: bool) -> None:
@@ -104,31 +99,50 @@ def _first_nan(f, x: np.ndarray, y: np.ndarray, out: np.ndarray, quiet: bool) ->
         np.copyto(out, bits.view(np.float32), where=both)
 
 
+BLOCK = 128  # free-axis elements transposed at a time (a (BLOCK, P) float32 tile: 64 KiB)
+
+
 def _scan(d0, d1, init, op0, op1, reverse0, reverse1, valid, exact_nan: bool) -> np.ndarray:
-    """The recurrence over (F, P) rows; returns (F, P). See `scan`."""
+    """The recurrence; returns (P, F) float32. See `scan`.
+
+    The free axis is walked in blocks of BLOCK elements, each transposed into small (BLOCK, P)
+    tiles that stay in cache. Transposing whole (P, F) arrays instead costs more than the
+    scan's own arithmetic: at 128x16384, ~15 ms to bring the (F, P) result back to (P, F)
+    (NumPy walks the strided side one element at a time), against ~1 ms in blocks
+    (docs/performance.md).
+    """
     f0, f1 = ops.OPS[op0].fn, ops.OPS[op1].fn
-    a, c = np.ascontiguousarray(d0.T), np.ascontiguousarray(d1.T)
-    out = np.empty_like(a)
-    t = np.empty_like(init)  # op0's result: never `out=` one of op1's operands, as NumPy
-    # may then swap a commutative op's operands, which changes which NaN comes through
-    skip = None if valid is None else np.ascontiguousarray(~valid.T)
     if exact_nan:
         q0, q1 = (op not in ("maximum", "minimum") for op in (op0, op1))
         f0 = lambda x, y, out, f=f0, q=q0: _first_nan(f, x, y, out, q)  # noqa: E731
         f1 = lambda x, y, out, f=f1, q=q1: _first_nan(f, x, y, out, q)  # noqa: E731
+    # the loop always calls f0(data0, previous) and f1(op0 result, data1): a reversed op
+    # gets its operands swapped back here, outside the loop
+    if reverse0:
+        f0 = lambda x, y, out, f=f0: f(y, x, out)  # noqa: E731
+    if reverse1:
+        f1 = lambda x, y, out, f=f1: f(y, x, out)  # noqa: E731
+    p, n = d0.shape
+    out = np.empty((p, n), np.float32)
+    a, c, r = (np.empty((BLOCK, p), np.float32) for _ in range(3))
+    skip = None if valid is None else np.empty((BLOCK, p), bool)
+    t = np.empty(p, np.float32)  # op0's result: never `out=` one of op1's operands, as NumPy
+    # may then swap a commutative op's operands, which changes which NaN comes through
     prev = init
-    for i, (ai, ci, o) in enumerate(zip(a, c, out)):
-        if reverse0:
-            f0(prev, ai, out=t)
-        else:
-            f0(ai, prev, out=t)
-        if reverse1:
-            f1(ci, t, out=o)
-        else:
-            f1(t, ci, out=o)
+    for j in range(0, n, BLOCK):
+        k = min(BLOCK, n - j)
+        np.copyto(a[:k], d0[:, j:j + k].T)
+        np.copyto(c[:k], d1[:, j:j + k].T)
         if skip is not None:
-            np.copyto(o, prev, where=skip[i])  # unselected: the running value passes over
-        prev = o
+            np.logical_not(valid[:, j:j + k].T, out=skip[:k])
+        for i, (ai, ci, o) in enumerate(zip(a[:k], c[:k], r[:k])):
+            f0(ai, prev, t)
+            f1(t, ci, o)
+            if skip is not None:
+                np.copyto(o, prev, where=skip[i])  # unselected: the running value passes over
+            prev = o
+        out[:, j:j + k] = r[:k].T
+        prev = prev.copy()  # r is refilled by the next block
     return out
 
 
