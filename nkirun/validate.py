@@ -44,8 +44,6 @@ def _tensor_rules(program: Program, max_hbm_bytes: int) -> list[Diagnostic]:
             out.append(error("E043", f"tensor `{t.name}` is {t.nbytes:,} bytes, over the "
                              f"{max_hbm_bytes:,}-byte HBM limit", shape_loc,
                              hint="raise the limit with --max-hbm-bytes if this is intended"))
-        if t.output and not t.on_chip and t.init is None:
-            pass  # outputs in HBM are usually written by store; dataflow checks that
     return out
 
 
@@ -241,7 +239,7 @@ def _dataflow(program: Program, bound: list[Bound]) -> list[Diagnostic]:
             b = last_write[n]
             out.append(warning("W051", f"`{n}` is written by {b.op} (instruction {b.index}) but "
                                "never read afterwards and not an output", b.loc(), b.index,
-                               hint=f"mark it `output: true`, or drop the write"))
+                               hint="mark it `output: true`, or drop the write"))
     return out
 
 

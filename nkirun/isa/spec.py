@@ -7,12 +7,12 @@ validator, interpreter, cost model and `explain` are all generic over these defi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from .. import dtypes as dt
 from .. import ops
 from ..errors import Diagnostic, Loc, error, warning
-from ..ir import ON_CHIP, Instruction
+from ..ir import Instruction
 from ..views import Resolved, ViewSyntaxError, parse_view
 
 # Parameter kinds
@@ -248,20 +248,12 @@ class Bound:
         return warning(code, f"{self.op}: {message}", self.loc(key), self.index, hint)
 
 
-def free_size(r: Resolved) -> int:
-    return r.free_size
-
-
-def out_dtype(b: Bound, *inputs: str) -> dt.DType:
+def out_dtype(b: Bound) -> dt.DType:
     """The dtype an instruction's result is cast to before it is stored into dst."""
     d = b.get("dtype")
     if d is not None:
         return d
     return b.tile("dst").dtype
-
-
-def float_param(name: str, doc: str, **kw) -> Param:
-    return Param(name, TILE, dtypes=dt.FLOAT_NAMES, doc=doc, **kw)
 
 
 def common_tail(*, mask: bool = True, dtype: bool = True) -> tuple[Param, ...]:
@@ -274,10 +266,3 @@ def common_tail(*, mask: bool = True, dtype: bool = True) -> tuple[Param, ...]:
         tail.append(Param("dtype", DTYPE, doc="cast the result to this dtype before it is "
                                               "stored (dst's own dtype applies last)"))
     return tuple(tail)
-
-
-def check_ok(*_: Any) -> Iterable[Diagnostic]:
-    return ()
-
-
-ON_CHIP_BUFFERS = ON_CHIP
