@@ -76,9 +76,9 @@ def cli():
     and a list of nki.isa instructions with their NKI keyword arguments:
 
     \b
-      nkirun check programs/range_select.yaml     # every rule of the pages, located
-      nkirun run   programs/range_select.yaml     # NumPy execution, writes .npy outputs
-      nkirun cost  programs/range_select.yaml     # cycles per instruction and engine
+      nkirun check programs/rowmax_in_window.yaml   # every rule of the pages, located
+      nkirun run   programs/rowmax_in_window.yaml   # NumPy execution, writes .npy outputs
+      nkirun cost  programs/rowmax_in_window.yaml   # cycles per instruction and engine
 
     Exit status: 0 ok, 1 invalid program or failed run, 2 usage error, 3 internal error.
     """
