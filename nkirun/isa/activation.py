@@ -134,14 +134,14 @@ def outside_valid_range(name: str, z: np.ndarray) -> np.ndarray:
 
 
 # ---- the instruction --------------------------------------------------------------------------
-HALF_FLOATS = frozenset({"float32", "float16", "bfloat16"})
+BIAS_DTYPES = frozenset({"float32", "float16", "bfloat16"})  # §1.1 [OLD-ISA]
 
 PARAMS = (
     Param("dst", TILE, required=True, out=True, doc="output tile (same P and elements as data)"),
     Param("op", ENUM, required=True, choices=tuple(ACTIVATIONS) + tuple(ALIASES),
           doc="activation function (exp, tanh, gelu, ...); np./nl. prefixes accepted"),
     Param("data", TILE, required=True, doc="input tile (SBUF or PSUM, any dtype)"),
-    Param("bias", TILE_OR_SCALAR, per_partition=True, dtypes=HALF_FLOATS,
+    Param("bias", TILE_OR_SCALAR, per_partition=True, dtypes=BIAS_DTYPES,
           doc="(P, 1) fp32/fp16/bf16 tile added after scaling; a scalar only from trn2 on"),
     Param("scale", TILE_OR_SCALAR, default=1.0, per_partition=True,
           dtypes=frozenset({"float32"}), doc="scalar or (P, 1) float32 tile multiplying data"),

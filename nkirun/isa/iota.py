@@ -38,8 +38,8 @@ SPEC = InstructionDef(
         Param("offset", INT, default=0, doc="int32 added to every value"),
         Param("channel_multiplier", INT, default=0,
               doc="int32 multiplier of the partition (channel) index"),
-    Param("mask", MASK, doc="legacy predicate over dst's indices (nki-reference.md §3; "
-                            "docs/masks.md); masked-off dst elements keep their value"),
+        Param("mask", MASK, doc="legacy predicate over dst's indices (nki-reference.md §3; "
+                                "docs/masks.md); masked-off dst elements keep their value"),
     ),
     summary="fill a tile with an affine function of the partition and free indices",
     semantics=(
