@@ -100,3 +100,25 @@ def test_check_does_not_import_the_cost_views_or_rich():
     assert out == "[]"
     from nkirun.cost import VIEWS, render_report, to_json  # the lazy names still resolve
     assert callable(render_report) and callable(to_json) and VIEWS
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_match_replace8_every_candidate_path(seed):
+    """Candidates from the min compare only, narrowed by the max compare, or the dense
+    loop: the same bits and indices as the page's loop."""
+    from nkirun.isa.nc_match_replace8 import match_replace8
+    import reference as ref
+    rng = np.random.default_rng(seed)
+    data = rng.integers(-40, 40, size=(37, 301)).astype(np.float32)
+    vals = np.take_along_axis(data, rng.integers(0, 301, size=(37, 8)), axis=1)
+    vals[:, 6] = vals[:, 2]  # a duplicate takes the next occurrence
+    want, want_idx = ref.nc_match_replace8(data, vals, np.float32(-np.inf))
+    above_min = np.count_nonzero(data >= vals.min(axis=1, keepdims=True))
+    in_range = np.count_nonzero((data >= vals.min(axis=1, keepdims=True))
+                                & (data <= vals.max(axis=1, keepdims=True)))
+    assert in_range < above_min  # so that the middle threshold takes the narrowing path
+    for dense_above in (10**9, (in_range + above_min) // 2 // 37, 0):
+        x = data.copy()
+        idx, found = match_replace8(x, vals, np.float32(-np.inf), dense_above=dense_above)
+        np.testing.assert_array_equal(bits(x), bits(want))
+        np.testing.assert_array_equal(idx, want_idx.astype(np.int64))

@@ -89,24 +89,26 @@ def match_replace8(x: np.ndarray, v: np.ndarray, imm: np.float32,
     """Replace in `x` ((P, N) C-contiguous float32, modified in place); return
     (indices int64, found bool), both (P, 8).
 
-    The page's loop, vectorised over partitions, in three passes over the data: two compares
-    against each partition's [min, max] of vals (NaN vals ignored) mark every element that
+    The page's loop, vectorised over partitions, in one or two passes over the data: a
+    compare against each partition's min of vals (NaN vals ignored) marks every element that
     could ever match (replaced ones included: they matched a val first), and a flatnonzero
     lists them. The 8 vals are then resolved in order on that candidate list (sorted by
-    partition, then position), whose current values are kept up to date. When the list is
-    long (vals spread over data's range, or many equal elements), `_dense` is faster.
-    Measured at (128, 16384) float32: 1.0 ms with max8's top values as vals, against
-    3.5 ms for `_dense` (8 compares + 8 argmax); about 5 ms when it falls back.
+    partition, then position), whose current values are kept up to date. When vals are the
+    largest values (max8's, the usual case) the list is short; otherwise a second compare
+    against the max of vals narrows it, and if it is still long (vals spread over data's
+    range, or many equal elements) `_dense` is faster. Measured at (128, 16384) float32:
+    ~1 ms with max8's top values as vals, against 3.5 ms for `_dense` (8 compares +
+    8 argmax); about 5 ms when it falls back.
     """
     p, n = x.shape
     lo = np.fmin.reduce(v, axis=1)[:, None]  # fmin/fmax skip NaN: a NaN val matches nothing
-    hi = np.fmax.reduce(v, axis=1)[:, None]
     cand = np.greater_equal(x, lo)
-    cand &= np.less_equal(x, hi)
     if valid is not None:
         cand &= valid
     if np.count_nonzero(cand) > dense_above * p:
-        return _dense(x, v, imm, valid)
+        cand &= np.less_equal(x, np.fmax.reduce(v, axis=1)[:, None])
+        if np.count_nonzero(cand) > dense_above * p:
+            return _dense(x, v, imm, valid)
     flat_at = np.flatnonzero(cand)
     rows = flat_at // n
     xf = x.reshape(-1)
@@ -177,16 +179,43 @@ def _warn_duplicates(b: Bound, m, v: np.ndarray, rows: np.ndarray | None) -> Non
         b.loc("vals"), b.index, hint="the hardware generation may assign the indices differently"))
 
 
+def _data_in_dst(b: Bound, m) -> np.ndarray | None:
+    """A float32 dst's own storage, as a C-contiguous (P, N) array now holding data, so the
+    replace runs there; None when dst needs a cast or is not contiguous.
+
+    This saves a full pass over the data (a working copy, then copying it to dst): the
+    instruction reads data twice (two candidate compares) and copies it once, or not at all
+    when dst is data itself (docs/performance.md). Masked-off elements of dst keep their
+    old values there, and never match (match_replace8's `valid`).
+    """
+    dst = b["dst"]
+    if dst.dtype.name != "float32" or out_dtype(b) not in (None, dst.dtype):
+        return None
+    out = m.view(dst)
+    if not out.flags.c_contiguous:
+        return None
+    src = m.read(b["data"])
+    same = src.ctypes.data == out.ctypes.data and src.strides == out.strides  # in place
+    if not same:
+        m.write(dst, src, None, b.mask)
+    return out.reshape(out.shape[0], -1)
+
+
 def execute(b: Bound, m) -> None:
     dst, idx_t = b["dst"], b.tile("dst_idx")
     rows = active_rows(b.mask)  # partitions the mask leaves something in
-    x = np.array(flat(m.read_f32(b["data"])), dtype=np.float32)  # a copy: data stays unchanged
-    v = np.array(flat(m.read_f32(b["vals"], rows)), dtype=np.float32)
+    v = np.array(flat(m.read_f32(b["vals"], rows)), dtype=np.float32)  # (a copy: dst may be vals)
     valid = None if b.mask is None else flat(b.mask)
+    x = _data_in_dst(b, m)
+    if x is None:  # a working copy, written (cast) to dst afterwards
+        x = np.ascontiguousarray(flat(m.read_f32(b["data"])))
+        if np.may_share_memory(x, m.buffers[b["data"].decl.name]):
+            x = x.copy()  # data itself stays unchanged
     indices, found = match_replace8(x, v, np.float32(b["imm"]), valid)
     _warn_missing(b, m, v, ~found if rows is None else ~found & rows[:, None])
     _warn_duplicates(b, m, v, rows)
-    m.write(dst, x.reshape(dst.shape), out_dtype(b), b.mask)
+    if not np.may_share_memory(x, m.buffers[dst.decl.name]):
+        m.write(dst, x.reshape(dst.shape), out_dtype(b), b.mask)
     if idx_t is not None:
         m.write(idx_t, indices.astype(np.uint32).reshape(idx_t.shape), None,
                 rows_mask(b.mask, idx_t.shape))
