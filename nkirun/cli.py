@@ -182,7 +182,8 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, ulp, tr
         raise click.UsageError("--after needs --dump DIR")
     try:
         c = api.require_valid(program, program_format,
-                              max_hbm_bytes=max_hbm_bytes or DEFAULT_MAX_HBM_BYTES)
+                              max_hbm_bytes=max_hbm_bytes or DEFAULT_MAX_HBM_BYTES,
+                              inputs=inputs)
     except NkirunError as e:
         from .loader import parse_file
         p, _ = parse_file(program, program_format)
