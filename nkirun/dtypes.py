@@ -58,12 +58,15 @@ FLOAT_NAMES = frozenset(n for n, d in DTYPES.items() if d.is_float)
 INT_NAMES = frozenset(n for n, d in DTYPES.items() if not d.is_float)
 
 
+PREFIXES = ("nl.", "np.", "numpy.")  # stripped from dtype names (nl.float32, np.int8)
+
+
 def lookup(name: str) -> DType | None:
     """The DType for an NKI name or alias (optionally prefixed `nl.`/`np.`), else None."""
     if not isinstance(name, str):
         return None
     key = name.strip()
-    for prefix in ("nl.", "np.", "numpy."):
+    for prefix in PREFIXES:
         if key.startswith(prefix):
             key = key[len(prefix):]
     key = ALIASES.get(key, key)

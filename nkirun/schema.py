@@ -29,10 +29,6 @@ from .targets import TARGETS
 SCHEMA_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                            "schemas", "program.schema.json")
 
-# Prefixes the front end strips (isa/spec.py: normalize_name, convert; ops.PREFIXES; dtypes.lookup)
-OP_NAME_PREFIXES = ("nki.isa.", "nisa.", "nl.", "nki.language.", "isa.")
-ENUM_PREFIXES = ("nisa.", "nki.isa.", "reduce_cmd.", "engine.", "nl.", "np.", "numpy.")
-DTYPE_PREFIXES = ("nl.", "np.", "numpy.")
 VIEW_PATTERN = r"^\s*[A-Za-z_][A-Za-z0-9_.]*\s*(\[[^\[\]]*\])?\s*$"
 INT_STRING = r"^\s*[+-]?(0[xXoObB][0-9a-fA-F_]+|[0-9][0-9_]*)\s*$"
 NUM_STRING = r"^\s*[+-]?([0-9][0-9_]*\.?[0-9_]*|\.[0-9][0-9_]*)([eE][+-]?[0-9]+)?\s*$"
@@ -114,7 +110,7 @@ def param_schema(p: S.Param) -> dict:
         allowed = p.choices or tuple(ops.OPS)
         s = _names_or_prefixed(_op_names(allowed), ops.PREFIXES, p.doc)
     elif k == S.ENUM:
-        s = _names_or_prefixed([str(c) for c in p.choices or ()], ENUM_PREFIXES, p.doc)
+        s = _names_or_prefixed([str(c) for c in p.choices or ()], S.ENUM_PREFIXES, p.doc)
     elif k == S.PATTERN:
         s = {"type": "array", "minItems": 1, "description": p.doc + " — [[step, num], ...]",
              "items": {"type": "array", "minItems": 2, "maxItems": 2,
@@ -124,7 +120,7 @@ def param_schema(p: S.Param) -> dict:
                        {"type": "array", "minItems": 1, "items": {"type": "integer"}}],
              "description": p.doc}
     elif k == S.DTYPE:
-        s = _names_or_prefixed(list(dt.DTYPES) + list(dt.ALIASES), DTYPE_PREFIXES, p.doc)
+        s = _names_or_prefixed(list(dt.DTYPES) + list(dt.ALIASES), dt.PREFIXES, p.doc)
     elif k == S.MASK:
         s = {"type": "string", "description": p.doc + ' — e.g. "p < 64 and f < 256"'}
     else:
@@ -156,7 +152,7 @@ def tensor_schema() -> dict:
             "buffer": _names_or_prefixed(buffers, ("nl.",), "hbm, sbuf or psum"),
             "shape": {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 1},
                       "description": "on-chip: [partitions (<= 128), free dims...]"},
-            "dtype": _names_or_prefixed(list(dt.DTYPES) + list(dt.ALIASES), DTYPE_PREFIXES,
+            "dtype": _names_or_prefixed(list(dt.DTYPES) + list(dt.ALIASES), dt.PREFIXES,
                                         "element type"),
             "file": {"type": "string", "minLength": 1,
                      "description": "initial contents: a .npy file, relative to the program"},
@@ -200,7 +196,7 @@ def generate() -> dict:
                                for name in ops_by_name},
                 # nisa.range_select, nl.load, ...: the prefixes normalize_name strips
                 "patternProperties": {
-                    rf"^({'|'.join(re.escape(p) for p in OP_NAME_PREFIXES)}){re.escape(name)}$":
+                    rf"^({'|'.join(re.escape(p) for p in S.NAME_PREFIXES)}){re.escape(name)}$":
                     {"$ref": f"#/definitions/op_{name}"} for name in ops_by_name},
                 "additionalProperties": False,
             },

@@ -29,6 +29,10 @@ DTYPE = "dtype"
 MASK = "mask"  # a mask predicate string (see nkirun/mask.py)
 
 REDUCE_CMDS = ("idle", "reset", "reduce", "reset_reduce")
+# Prefixes stripped from instruction names (nisa.iota) and from ENUM values
+# (nisa.reduce_cmd.reset_reduce, nl.engine.gpsimd; activation functions come as np.exp too)
+NAME_PREFIXES = ("nki.isa.", "nisa.", "nl.", "nki.language.", "isa.")
+ENUM_PREFIXES = ("nisa.", "nki.isa.", "reduce_cmd.", "engine.", "nl.", "np.", "numpy.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,8 +140,7 @@ def convert(p: Param, value: Any, loc: Loc) -> Any:
     if k == ENUM:
         if isinstance(value, str):
             v = value.strip()
-            for prefix in ("nisa.", "nki.isa.", "reduce_cmd.", "engine.", "nl.", "np.",
-                           "numpy."):  # activation names come as np.exp too
+            for prefix in ENUM_PREFIXES:
                 if v.startswith(prefix):
                     v = v[len(prefix):]
             if p.choices and v in p.choices:
@@ -199,7 +202,7 @@ def param_tables(spec: InstructionDef) -> ParamTables:
 
 def normalize_name(name: str) -> str:
     """Strip the `nisa.`/`nl.` prefixes users copy from kernels."""
-    for prefix in ("nki.isa.", "nisa.", "nl.", "nki.language.", "isa."):
+    for prefix in NAME_PREFIXES:
         if name.startswith(prefix):
             return name[len(prefix):]
     return name
