@@ -50,6 +50,8 @@ def _parse_view(text: str, loc: Loc | None) -> View:
     body = rest[1:-1]
     if "[" in body or "]" in body:
         raise ViewSyntaxError("nested brackets are not allowed in a view")
+    if body.rstrip().endswith(",") and body.strip(" ,"):
+        body = body.rstrip()[:-1]  # `t[:, 0:4,]`: one trailing comma, as in NumPy
     items: list[int | Slice] = []
     for part in body.split(","):
         part = part.strip()

@@ -119,9 +119,9 @@ def _scan(d0, d1, init, op0, op1, reverse0, reverse1, valid, exact_nan: bool) ->
     # the loop always calls f0(data0, previous) and f1(op0 result, data1): a reversed op
     # gets its operands swapped back here, outside the loop
     if reverse0:
-        f0 = lambda x, y, out, f=f0: f(y, x, out)  # noqa: E731
+        f0 = lambda x, y, out, f=f0: f(y, x, out=out)  # noqa: E731
     if reverse1:
-        f1 = lambda x, y, out, f=f1: f(y, x, out)  # noqa: E731
+        f1 = lambda x, y, out, f=f1: f(y, x, out=out)  # noqa: E731
     p, n = d0.shape
     out = np.empty((p, n), np.float32)
     a, c, r = (np.empty((BLOCK, p), np.float32) for _ in range(3))
@@ -136,8 +136,8 @@ def _scan(d0, d1, init, op0, op1, reverse0, reverse1, valid, exact_nan: bool) ->
         if skip is not None:
             np.logical_not(valid[:, j:j + k].T, out=skip[:k])
         for i, (ai, ci, o) in enumerate(zip(a[:k], c[:k], r[:k])):
-            f0(ai, prev, t)
-            f1(t, ci, o)
+            f0(ai, prev, out=t)  # out= by keyword: np.maximum deprecates a third
+            f1(t, ci, out=o)  # positional argument
             if skip is not None:
                 np.copyto(o, prev, where=skip[i])  # unselected: the running value passes over
             prev = o
