@@ -6,7 +6,6 @@ traceback).
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -27,6 +26,11 @@ _target_option = click.option(
     help="override the program's target (memory sizes and clocks)")
 _debug_option = click.option("--debug", is_flag=True, help="show Python tracebacks of "
                              "internal errors")
+
+
+def _echo_json(obj) -> None:
+    import json  # lazily: json is only needed for --format json (start-up time, issue 7)
+    click.echo(json.dumps(obj, indent=2))
 
 
 def _fail(e: NkirunError, lines=()) -> None:
@@ -101,10 +105,10 @@ def check(program, fmt, target, program_format, debug):
     from .render import print_diagnostics, summary_line
     c = check_program(program, program_format, target)
     if fmt == "json":
-        click.echo(json.dumps({
+        _echo_json({
             "program": program, "ok": not c.errors,
             "errors": len(c.errors), "warnings": len(c.diagnostics) - len(c.errors),
-            "diagnostics": [d.as_dict() for d in c.diagnostics]}, indent=2))
+            "diagnostics": [d.as_dict() for d in c.diagnostics]})
     else:
         lines = c.program.source_lines if c.program else ()
         print_diagnostics(c.diagnostics, lines)
@@ -288,7 +292,7 @@ def cost(program, fmt, target, trace_out, view, max_rows, width, program_format,
             raise NkirunError(error("E080", f"--trace-out: cannot write {trace_out}: "
                                     f"{e.strerror or e}"))
     if fmt == "json":
-        click.echo(json.dumps(to_json(sched, views), indent=2))
+        _echo_json(to_json(sched, views))
     else:
         render_report(sched, width=width, views=views, max_rows=max_rows)
     sys.exit(EXIT_OK)
@@ -360,7 +364,7 @@ def explain(op, fmt):
         sys.exit(EXIT_INVALID)
     d = describe(spec)
     if fmt == "json":
-        click.echo(json.dumps(d, indent=2))
+        _echo_json(d)
     elif use_color():
         render_rich(d, _console())
     else:
@@ -375,7 +379,7 @@ def ops(fmt):
     from .render import use_color
     rows = ops_list()
     if fmt == "json":
-        click.echo(json.dumps({"instructions": rows}, indent=2))
+        _echo_json({"instructions": rows})
     elif use_color():
         render_ops_rich(rows, _console())
     else:
