@@ -1846,6 +1846,42 @@ def test_page003_example_1_max8_then_replace(tmp_path):
     assert (np.isneginf(got).sum(axis=1) == 8).all()
 
 
+def test_page003_example_4_memset_shape_and_views(tmp_path):
+    """Example 4: memset(shape=(n, 8), value=0, dtype=nl.uint32) and a 3-D data tile; the
+    indices keep vals' shape, the replaced output data's shape."""
+    rng = np.random.default_rng(15)
+    data = rng.permutation(3 * 2 * 10).astype(np.float32).reshape(3, 2, 10)
+    text = """\
+    version: 1
+    tensors:
+      data_tensor: {buffer: hbm, shape: [3, 2, 10], dtype: float32, file: d.npy}
+      out_tensor: {buffer: hbm, shape: [3, 2, 10], dtype: float32, output: true}
+      idx_tensor: {buffer: hbm, shape: [3, 8], dtype: uint32, output: true}
+      idx_tile: {buffer: sbuf, shape: [3, 8], dtype: uint32}
+      out_tile: {buffer: sbuf, shape: [3, 2, 10], dtype: float32}
+      inp_tile: {buffer: sbuf, shape: [3, 2, 10], dtype: float32}
+      max_vals: {buffer: sbuf, shape: [3, 8], dtype: float32}
+    instructions:
+      - nisa.memset: {dst: idx_tile, shape: [3, 8], value: 0, dtype: nl.uint32}
+      - nisa.memset: {dst: out_tile, shape: [3, 2, 10], value: 0, dtype: float32}
+      - nl.load: {dst: inp_tile, src: "data_tensor[0:3, 0:2, 0:10]"}
+      - nisa.max8: {dst: max_vals, src: inp_tile}
+      - nisa.nc_match_replace8: {dst: "out_tile[0:3, 0:2, 0:10]", dst_idx: "idx_tile[0:3, 0:8]",
+                                 data: "inp_tile[0:3, 0:2, 0:10]", vals: "max_vals[0:3, 0:8]",
+                                 imm: 0.0}
+      - nl.store: {dst: out_tensor, src: out_tile}
+      - nl.store: {dst: idx_tensor, src: idx_tile}
+    """
+    got = run_ok(write(tmp_path, text, d=data), tmp_path / "o")
+    want, idx = page003_numpy(data, np.sort(data.reshape(3, -1), axis=1)[:, ::-1][:, :8],
+                              np.float32(0.0))
+    assert_bits_equal(got["out_tensor"], want)
+    assert_bits_equal(got["idx_tensor"], idx)
+    bad = write(tmp_path / "bad", text.replace("shape: [3, 8], value", "shape: [3, 9], value"),
+                d=data)
+    assert_error(bad, "E170", "shape: [3, 9]", instruction=0)
+
+
 def page004_numpy(data0, data1, initial, op0, op1):
     """Seed page 004's NumPy equivalent, literally (float32)."""
     with np.errstate(invalid="ignore", over="ignore"):

@@ -4,7 +4,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from .spec import ENUM, SCALAR, TILE, Bound, InstructionDef, Param, common_tail
+from .spec import ENUM, INT_LIST, SCALAR, TILE, Bound, InstructionDef, Param, common_tail
+
+
+def check(b: Bound):
+    # NKI's memset(shape=..., value, dtype) returns a new tile; nkirun writes it through dst
+    # (program-format.md), so `shape` (as in seed page 003's examples) only has to agree
+    shape, dst = b.get("shape"), b.tile("dst")
+    if shape is None or dst is None:
+        return
+    n = int(np.prod(shape[1:], dtype=np.int64))
+    if any(s < 1 for s in shape) or shape[0] != dst.partitions or n != dst.free_size:
+        yield b.err("E170", f"shape {list(shape)} does not match dst {list(dst.shape)}",
+                    "shape", hint="give dst's shape (same partitions and elements per "
+                                  "partition), or leave shape out: dst sets it")
 
 
 def execute(b: Bound, m) -> None:
@@ -31,6 +44,8 @@ SPEC = InstructionDef(
     params=(
         Param("dst", TILE, required=True, out=True, doc="tile to fill"),
         Param("value", SCALAR, required=True, doc="the fill value (cast to dst's dtype)"),
+        Param("shape", INT_LIST, doc="optional (NKI's memset(shape=...)): must match dst's "
+                                     "partitions and elements per partition"),
         Param("engine", ENUM, default="unknown", choices=("unknown", "vector", "gpsimd"),
               doc="vector (default) or gpsimd"),
         *common_tail(),
@@ -41,6 +56,7 @@ SPEC = InstructionDef(
     execute=execute,
     cycles=cycles,
     engine_of=engine_of,
+    check=check,
     source="nki-reference.md §1.11 (memset)",
     example="- memset: {dst: acc, value: 0.0}",
 )
