@@ -11,7 +11,6 @@ import json
 import os
 import pathlib
 import subprocess
-import sys
 import textwrap
 
 import ml_dtypes
@@ -228,7 +227,7 @@ def test_example_program_default_out_dir_is_readme_documented(tmp_path):
 
 def test_version_is_required_and_only_1(tmp_path):
     body = CONTRACT_EXAMPLE.split("\n", 1)[1]
-    assert_error(write(tmp_path / "a", body, **dict(zip("x", [np.zeros(1)]))), "E004")
+    assert_error(write(tmp_path / "a", body), "E004")
     assert_error(write(tmp_path / "b", "version: 2\n" + body), "E004", "version: 2")
     _example_data(tmp_path / "c")
     assert errors_of(write(tmp_path / "c", CONTRACT_EXAMPLE.replace("name: rowmax_in_window",
