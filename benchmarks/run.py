@@ -111,6 +111,20 @@ def _case_select_reduce(dtype, rng):
     return prog, {"x": x, "pr": pred}, lambda: hw.select_reduce(pred, x, hw.FP32_MIN)
 
 
+def _case_select_reduce_runs(dtype, rng):
+    """select_reduce with a predicate that holds in long runs (a causal-style band), where
+    NumPy's branching select is at its best."""
+    x = rng.standard_normal((P, N)).astype(np.float32).astype(dtype)
+    j, start = np.arange(N)[None, :], rng.integers(0, N // 2, (P, 1))
+    pred = ((j >= start) & (j < start + N // 3)).astype(np.uint8)
+    name = np.dtype(dtype).name
+    prog = _tensors({"x": ((P, N), name), "pr": ((P, N), "uint8"), "r": ((P, N), name),
+                     "m": ((P, 1), "float32")}) + \
+        "  - select_reduce: {dst: r, predicate: pr, on_true: x, on_false: fp32.min, " \
+        "reduce_cmd: reset_reduce, reduce_res: m}\n"
+    return prog, {"x": x, "pr": pred}, lambda: hw.select_reduce(pred, x, hw.FP32_MIN)
+
+
 def _case_affine_select(dtype, rng):
     x = rng.standard_normal((P, N)).astype(np.float32).astype(dtype)
     name = np.dtype(dtype).name
@@ -140,9 +154,13 @@ def _case_match_replace(dtype, rng):
     return prog, {"d": data, "v": top}, lambda: hw.nc_match_replace8(data, top, -np.inf)
 
 
-CASES = [("range_select", _case_range_select, True), ("select_reduce", _case_select_reduce, True),
-         ("affine_select", _case_affine_select, True), ("tensor_tensor_scan", _case_scan, True),
-         ("nc_match_replace8", _case_match_replace, True)]
+# (row label, instruction, case): every case in float32 and bfloat16
+CASES = [("range_select", "range_select", _case_range_select),
+         ("select_reduce", "select_reduce", _case_select_reduce),
+         ("select_reduce (runs)", "select_reduce", _case_select_reduce_runs),
+         ("affine_select", "affine_select", _case_affine_select),
+         ("tensor_tensor_scan", "tensor_tensor_scan", _case_scan),
+         ("nc_match_replace8", "nc_match_replace8", _case_match_replace)]
 
 
 def _same(a, b) -> bool:
@@ -169,11 +187,11 @@ def bench_instructions(repeats: int) -> list[dict]:
     from nkirun.isa import REGISTRY
     rng = np.random.default_rng(0)
     rows = []
-    for op, make, bf16_ok in CASES:
+    for label, op, make in CASES:
         if op not in REGISTRY:
-            rows.append({"op": op, "status": "not registered"})
+            rows.append({"op": label, "status": "not registered"})
             continue
-        for dtype in (np.float32, ml_dtypes.bfloat16) if bf16_ok else (np.float32,):
+        for dtype in (np.float32, ml_dtypes.bfloat16):
             prog, inputs, baseline = make(dtype, rng)
             bound, m = prepare(prog, inputs)
             b = bound[0]
@@ -181,7 +199,7 @@ def bench_instructions(repeats: int) -> list[dict]:
                 b.spec.execute(b, m)
                 _verify(op, m, baseline)
                 t_nk, t_np = paired_cpu_times(lambda: b.spec.execute(b, m), baseline, repeats)
-            rows.append({"op": op, "dtype": np.dtype(dtype).name, "shape": [P, N],
+            rows.append({"op": label, "dtype": np.dtype(dtype).name, "shape": [P, N],
                          "nkirun_ms": t_nk * 1e3, "numpy_ms": t_np * 1e3,
                          "ratio": t_nk / t_np})
     if "tensor_tensor_scan" in REGISTRY:

@@ -35,7 +35,7 @@ def bits(a: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16, np.float16,
                                    ml_dtypes.float8_e4m3, np.int32, np.uint8, np.int16])
 @pytest.mark.parametrize("p,n", [(1, 1), (37, 33), (128, 257)])
-@pytest.mark.parametrize("regular", [False, True])
+@pytest.mark.parametrize("regular", [False, True, None])
 @pytest.mark.parametrize("fill_kind", ["scalar", "column"])
 def test_select_into_is_where(dtype, p, n, regular, fill_kind):
     rng = np.random.default_rng(p * 1000 + n)
