@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .common import pattern_rules, pattern_values
-from .spec import INT, MASK, PATTERN, TILE, Bound, InstructionDef, Param
+from .spec import DTYPE, INT, MASK, PATTERN, TILE, Bound, InstructionDef, Param
 
 
 def check(b: Bound):
@@ -20,7 +20,7 @@ def execute(b: Bound, m) -> None:
     values = pattern_values(b["pattern"], b["offset"], b["channel_multiplier"], dst.partitions)
     # check() keeps every value within int32; m.write casts int32 -> dst (floats RNE,
     # integers saturate)
-    m.write(dst, values.astype(np.int32).reshape(dst.shape), None, b.mask)
+    m.write(dst, values.astype(np.int32).reshape(dst.shape), b.get("dtype"), b.mask)
 
 
 def cycles(b: Bound, target) -> int:
@@ -40,6 +40,8 @@ SPEC = InstructionDef(
               doc="int32 multiplier of the partition (channel) index"),
         Param("mask", MASK, doc="legacy predicate over dst's indices (nki-reference.md §3; "
                                 "docs/masks.md); masked-off dst elements keep their value"),
+        Param("dtype", DTYPE, doc="legacy iota(expr, dtype): cast the int32 values to this "
+                                  "dtype first (dst's own dtype applies last)"),
     ),
     summary="fill a tile with an affine function of the partition and free indices",
     semantics=(
