@@ -86,3 +86,17 @@ def test_every_code_is_documented():
 def test_codes_covered_elsewhere_are_tested_there():
     for code, module in ELSEWHERE.items():
         assert code in (HERE / f"{module}.py").read_text(), f"{module}.py never checks {code}"
+
+
+EXAMPLES = sorted((HERE.parent / "programs").glob("*.yaml")) + \
+    sorted((HERE.parent / "programs").glob("*.nkis"))
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_example_programs_have_no_diagnostics_and_run(path, tmp_path):
+    """Every program in programs/ checks without a single diagnostic and runs (the
+    before-stop smoke test does the same through the installed command)."""
+    assert check_program(str(path)).diagnostics == []
+    r = CliRunner().invoke(cli, ["run", str(path), "--out", str(tmp_path / "out")])
+    assert r.exit_code == 0, r.output
+    assert list((tmp_path / "out").glob("*.npy"))
