@@ -2,12 +2,14 @@
 through float32, dst_rmw_op=add accumulating into dst; PSUM is not a DMA operand."""
 from __future__ import annotations
 
+import pathlib
+
 import numpy as np
 import pytest
 
 import reference as ref
-from prog_helpers import (assert_bits_equal, codes, key_line, out, random_floats, sbuf, tmp,
-                          write_program)
+from prog_helpers import (assert_bits_equal, codes, key_line, out, random_floats, reported_at,
+                          sbuf, tmp, write_program)
 from nkirun.api import check_program, cost, run
 
 F32 = np.float32
@@ -89,3 +91,50 @@ def test_cost_is_a_dma(tmp_path):
     store = write_program(tmp_path, t, [{"store": {"dst": "y", "src": "x"}}])
     a, b = cost(path).slots[0], cost(store).slots[0]
     assert a.engine == "dma" and a.cycles == b.cycles > 0
+
+
+# ---- dge_mode / oob_mode (nki-reference.md §1.16) -------------------------------------------
+@pytest.mark.parametrize("dge", ["none", "swdge", "hwdge", "unknown", "nisa.dge_mode.hwdge"])
+@pytest.mark.parametrize("oob", ["error", "skip", "oob_mode.skip"])
+def test_dge_and_oob_modes_change_no_value(tmp_path, dge, oob):
+    x = random_floats(np.random.default_rng(3), (37, 129))
+    path = _prog(tmp_path, x, ((37, 129), "float32", "hbm"), dge_mode=dge, oob_mode=oob)
+    assert check_program(path).diagnostics == []
+    assert_bits_equal(run(path)["y"], x)
+
+
+@pytest.mark.parametrize("dge", ["none", "swdge", "unknown"])
+def test_casting_copy_without_hwdge(tmp_path, dge):
+    x = random_floats(np.random.default_rng(4), (128, 5))
+    got = run(_prog(tmp_path, x, ((128, 5), "bfloat16", "hbm"), dge_mode=dge))["y"]
+    assert_bits_equal(got, ref.cast_to(x, "bfloat16"))
+
+
+@pytest.mark.parametrize("dtypes", [("float32", "bfloat16"), ("bfloat16", "float32"),
+                                    ("int32", "float32"), ("float16", "float8_e4m3")])
+def test_hwdge_refuses_a_casting_copy(tmp_path, dtypes):
+    src, dst = dtypes
+    t = {"x": sbuf(np.ones((4, 8)), src), "y": out((4, 8), dst, "hbm")}
+    path = write_program(tmp_path, t, [{"dma_copy": {"dst": "y", "src": "x",
+                                                     "dge_mode": "hwdge"}}])
+    d, diags = reported_at(path, "E182", "dge_mode")
+    assert codes(diags) == ["E182"] and src in d.message and dst in d.message
+
+
+@pytest.mark.parametrize("target,ok", [("trn2", True), ("trn1", False), ("inf2", False)])
+def test_hwdge_needs_nc_v3(tmp_path, target, ok):
+    t = {"x": sbuf(np.ones((4, 8), F32)), "y": out((4, 8), "float32", "hbm")}
+    path = write_program(tmp_path, t, [{"dma_copy": {"dst": "y", "src": "x",
+                                                     "dge_mode": "hwdge"}}])
+    text = pathlib.Path(path).read_text().replace("version: 1", f"version: 1\ntarget: {target}")
+    pathlib.Path(path).write_text(text)
+    diags = check_program(path).diagnostics
+    assert codes(diags) == ([] if ok else ["E181"])
+
+
+def test_unknown_modes_are_refused(tmp_path):
+    x = np.ones((4, 8), F32)
+    path = _prog(tmp_path, x, ((4, 8), "float32", "hbm"), dge_mode="fast")
+    reported_at(path, "E025", "dge_mode")
+    path = _prog(tmp_path, x, ((4, 8), "float32", "hbm"), oob_mode="wrap")
+    reported_at(path, "E025", "oob_mode")

@@ -2,11 +2,18 @@
 
 dst = src over the same number of elements in row-major order (shapes may differ), with
 dtype conversion through float32; dst_rmw_op=add accumulates into dst instead.
+
+dge_mode (none/swdge/hwdge/unknown) says who builds the descriptors (§1.16 [NEW-ISA]): it
+changes no value. hwdge is the hardware DGE of NeuronCore-v3 on ([ARCH3]) and, from NKI
+0.3.0 on, copies without casting ([MIG]): nkirun follows the new API, so a hwdge copy
+between different dtypes is an error on every target. oob_mode (error/skip) concerns
+out-of-bounds *indirect* (dynamic) indices; nkirun's views are static and every one is
+bounds-checked before the run (E031), so oob_mode has no effect on what runs.
 """
 from __future__ import annotations
 
-from .common import DMA_COST_FORMULA, dma_check, dma_cycles, dma_execute
-from .spec import MASK, OP, TILE, Bound, InstructionDef, Param
+from .common import DMA_COST_FORMULA, dma_check, dma_cycles, dma_execute, is_nc_v2
+from .spec import ENUM, MASK, OP, TILE, Bound, InstructionDef, Param
 
 DMA_BUFFERS = frozenset({"hbm", "sbuf"})  # reading PSUM by DMA is unsupported (§1.16 [MIG])
 
@@ -18,6 +25,27 @@ def execute(b: Bound, m) -> None:
     dst = b["dst"]  # read-modify-write: dst + src in float32, cast back to dst
     total = m.read_f32(dst) + m.read_f32(b["src"]).reshape(dst.shape)
     m.write(dst, total, None, b.mask)
+
+
+DGE_MODES = ("unknown", "none", "swdge", "hwdge")
+OOB_MODES = ("error", "skip")
+
+
+def check(b: Bound):
+    yield from dma_check(b)
+    if b.get("dge_mode") != "hwdge":
+        return
+    if is_nc_v2(b):  # the hardware DGE exists from NeuronCore-v3 on (§1.16 [ARCH3])
+        yield b.err("E181", f"dge_mode hwdge needs a NeuronCore-v3 target (trn2); "
+                    f"{b.extra.get('target')} has no hardware DGE", "dge_mode",
+                    hint="use dge_mode: swdge (or unknown), or target: trn2")
+    dst, src = b.tile("dst"), b.tile("src")
+    if dst is not None and src is not None and dst.dtype != src.dtype:
+        # §1.16 [MIG]: from NKI 0.3.0 on, a hwdge transfer does not cast
+        yield b.err("E182", f"dge_mode hwdge copies without casting, but src is "
+                    f"{src.dtype.name} and dst is {dst.dtype.name}", "dge_mode",
+                    hint="give src and dst the same dtype, or use dge_mode: swdge to cast "
+                         "through float32")
 
 
 def reads_out(b: Bound):
@@ -35,17 +63,25 @@ SPEC = InstructionDef(
                                   "their value"),
         Param("dst_rmw_op", OP, choices=("add",),
               doc="add: accumulate src into dst (the only read-modify-write op)"),
+        Param("oob_mode", ENUM, default="error", choices=OOB_MODES,
+              doc="out-of-bounds indirect indices: error or skip; no effect on nkirun's "
+                  "static views (each is bounds-checked, E031)"),
+        Param("dge_mode", ENUM, default="unknown", choices=DGE_MODES,
+              doc="who builds the DMA descriptors; hwdge (trn2) needs src and dst of one "
+                  "dtype"),
     ),
     summary="copy between HBM and SBUF views (optionally accumulating into dst)",
     semantics=(
         "Copies src to dst element by element in row-major order; both must hold the same "
         "number of elements (their shapes may differ). Different dtypes convert through "
         "float32. With dst_rmw_op: add, dst becomes dst + src (float32, cast to dst). PSUM "
-        "cannot be a DMA source or destination here: copy through SBUF."),
+        "cannot be a DMA source or destination here: copy through SBUF. dge_mode changes no "
+        "value (hwdge: trn2 only, no casting); oob_mode only matters for indirect indices, "
+        "which nkirun does not have (every view is bounds-checked statically)."),
     cost_formula=DMA_COST_FORMULA,
     execute=execute,
     cycles=dma_cycles,
-    check=dma_check,
+    check=check,
     same_partitions=(),
     reads_out=reads_out,
     source="nki-reference.md §1.16 (dma_copy)",

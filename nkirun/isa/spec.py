@@ -30,9 +30,11 @@ MASK = "mask"  # a mask predicate string (see nkirun/mask.py)
 
 REDUCE_CMDS = ("idle", "reset", "reduce", "reset_reduce")
 # Prefixes stripped from instruction names (nisa.iota) and from ENUM values
-# (nisa.reduce_cmd.reset_reduce, nl.engine.gpsimd; activation functions come as np.exp too)
+# (nisa.reduce_cmd.reset_reduce, nl.engine.gpsimd, nisa.dge_mode.hwdge; activation
+# functions come as np.exp too)
 NAME_PREFIXES = ("nki.isa.", "nisa.", "nl.", "nki.language.", "isa.")
-ENUM_PREFIXES = ("nisa.", "nki.isa.", "reduce_cmd.", "engine.", "nl.", "np.", "numpy.")
+ENUM_PREFIXES = ("nisa.", "nki.isa.", "reduce_cmd.", "engine.", "dge_mode.", "oob_mode.", "nl.",
+                 "np.", "numpy.")
 
 
 @dataclass(frozen=True, slots=True)
