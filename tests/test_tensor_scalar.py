@@ -172,3 +172,44 @@ def test_psum_with_gpsimd_rejected(tmp_path):
 def test_cost_min_ii(tmp_path):
     path = _ts(tmp_path, X, {"op0": "add", "operand0": 1.0})
     assert cost(path).slots[0].cycles == 64
+
+
+# ---- float32 operand tiles (§1.3, new API) and divide (§2.2) -----------------------------------
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float8_e4m3", "int32", "uint8"])
+@pytest.mark.parametrize("key", ["operand0", "operand1"])
+def test_arithmetic_operand_tile_must_be_float32(tmp_path, dtype, key):
+    args = {"op0": "multiply", "operand0": 2.0, "op1": "add", "operand1": 1.0, key: "c"}
+    path = _ts(tmp_path, X, args, tensors={"c": sbuf(np.ones((4, 1)), dtype)})
+    d = check_program(path).diagnostics
+    assert codes(d) == ["E227"] and dtype in d[0].message
+    assert d[0].loc.line == key_line(path, key)
+
+
+@pytest.mark.parametrize("data_dtype", ["float32", "bfloat16", "int32"])
+def test_float32_operand_tile_with_any_data_is_accepted(tmp_path, data_dtype):
+    x = np.arange(4 * 8).reshape(4, 8)
+    args = {"op0": "multiply", "operand0": "c", "op1": "add", "operand1": "c"}
+    path = write_program(tmp_path, {"x": sbuf(x, data_dtype), "c": sbuf(np.ones((4, 1), F32)),
+                                    "y": out(x.shape, "float32")},
+                         [{"tensor_scalar": {"dst": "y", "data": "x", **args}}])
+    assert check_program(path).diagnostics == []
+
+
+def test_bitwise_operand_tile_stays_integer(tmp_path):
+    args = {"op0": "bitwise_and", "operand0": "m"}
+    path = _ts(tmp_path, XI, args, "int32", {"m": sbuf(np.full((4, 1), 3), "int32")})
+    assert check_program(path).diagnostics == []
+
+
+@pytest.mark.parametrize("ops_,key", [(("divide", None), "op0"), (("add", "divide"), "op1"),
+                                      (("np.true_divide", None), "op0")])
+def test_divide_warns_and_stays_exact(tmp_path, ops_, key):
+    from nkirun.api import run
+    x = random_floats(np.random.default_rng(5), (37, 129))
+    op0, op1 = ops_
+    args = {"op0": op0, "operand0": 3.0, **({"op1": op1, "operand1": 7.0} if op1 else {})}
+    path = _ts(tmp_path, x, args)
+    d = check_program(path).diagnostics
+    assert codes(d) == ["W228"] and d[0].loc.line == key_line(path, key)
+    want = ref_ts(x, "divide" if op0 != "add" else "add", 3.0, op1=op1, v1=7.0)
+    assert_bits_equal(run(path)["y"], want)

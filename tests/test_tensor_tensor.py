@@ -184,3 +184,18 @@ def test_cost_small_tile_is_min_ii(tmp_path):
                          [{"tensor_tensor": {"dst": "y", "data1": "a", "data2": "a",
                                              "op": "add"}}])
     assert cost(path).slots[0].cycles == 64
+
+
+@pytest.mark.parametrize("P", [1, 37, 128])
+@pytest.mark.parametrize("dtypes", [("float32", "float32"), ("bfloat16", "float16")])
+def test_divide_warns_and_stays_exact(tmp_path, P, dtypes):
+    """§2.2: divide is no hardware instruction at the NKI level: W213, exact float32 result."""
+    rng = np.random.default_rng(P)
+    a = ref.cast_to(random_floats(rng, (P, 3, 43)), dtypes[0])
+    b = ref.cast_to(random_floats(rng, (P, 3, 43)), dtypes[1])
+    path, d = _check(tmp_path, a, b, "np.divide", dst_dtype=dtypes[0])
+    assert codes(d) == ["W213"] and d[0].loc.line == key_line(path, "op")
+    from nkirun.api import run
+    assert_bits_equal(run(path)["y"], ref_tt(a, b, "divide", dtypes[0]))
+    _, d = _check(tmp_path, a, b, "multiply", dst_dtype=dtypes[0])
+    assert codes(d) == []

@@ -22,10 +22,12 @@ PARAMS = (
     Param("data", TILE, required=True, doc="input tile"),
     Param("op0", OP, required=True, doc="first operator (ops table)"),
     Param("operand0", TILE_OR_SCALAR, required=True, per_partition=True,
-          doc="scalar or (P, 1) tile; 0 for a unary op0 (abs, rsqrt, ...)"),
+          doc="scalar or (P, 1) tile (float32 for arithmetic ops); 0 for a unary op0 (abs, "
+              "rsqrt, ...)"),
     Param("reverse0", BOOL, default=False, doc="compute operand0 op0 data instead"),
     Param("op1", OP, doc="optional second operator, of the same class as op0"),
-    Param("operand1", TILE_OR_SCALAR, per_partition=True, doc="scalar or (P, 1) tile for op1"),
+    Param("operand1", TILE_OR_SCALAR, per_partition=True,
+          doc="scalar or (P, 1) tile for op1 (float32 for arithmetic ops)"),
     Param("reverse1", BOOL, default=False, doc="compute operand1 op1 tmp instead"),
     Param("engine", ENUM, default="unknown", choices=("unknown", "vector", "scalar", "gpsimd"),
           doc="vector (default); scalar for multiply/add on trn2; gpsimd for rsqrt"),
@@ -66,6 +68,26 @@ def check(b: Bound):
     yield from _engine_rules(b, op0, op1)
     if _is_bitwise(op0):
         yield from _bitwise_rules(b)
+    else:
+        yield from _fp32_operands(b)
+    for op, key, _ in _ops(b):
+        if op == "divide":
+            yield b.warn("W228", "divide is not a hardware ALU instruction at the NKI level "
+                         "(nki-reference.md §2.2); nkirun computes an exact float32 division",
+                         "op0" if key == "operand0" else "op1",
+                         hint="multiply by a reciprocal (activation or tensor_scalar "
+                              "reciprocal) as a kernel on hardware would")
+
+
+def _fp32_operands(b: Bound):
+    """§1.3 [NEW-ISA]: with arithmetic operators the operand tiles must be float32."""
+    for _, key, _ in _ops(b):
+        t = b.tile(key)
+        if t is not None and t.dtype.name != "float32":
+            yield b.err("E227", f"{key} is {t.dtype.name}; arithmetic tensor_scalar needs "
+                        "float32 operand tiles (the new API)", key,
+                        hint=f"copy {key} to a float32 (P, 1) tile first (tensor_copy), or "
+                             "pass a number")
 
 
 def _engine_rules(b: Bound, op0, op1):
@@ -143,7 +165,9 @@ SPEC = InstructionDef(
         "to every element, then optionally op1 with operand1; reverse0/reverse1 put the "
         "operand first. Arithmetic runs in float32 (also between the two ops) and is cast to "
         "dst; bitwise operators need integer dtypes and use the integer bits. op0 and op1 "
-        "must be of the same class. Engines: Vector by default; Scalar (trn2) only for "
+        "must be of the same class; with arithmetic ops an operand tile must be float32 (the "
+        "new API). divide is accepted (exact float32) with a warning: it is no hardware "
+        "instruction at the NKI level. Engines: Vector by default; Scalar (trn2) only for "
         "(multiply, add), (multiply), (add); GpSimd only for rsqrt."),
     cost_formula="max(MIN_II, N) engine cycles (N = elements per partition of data)",
     execute=execute,

@@ -58,6 +58,11 @@ def check(b: Bound):
                 yield b.err("E212", f"bitwise operator {b['op']} needs integer dtypes; `{key}` "
                             f"is {b[key].dtype.name}", key,
                             hint="bitwise operators act on integer bits (nki-reference.md §2.2)")
+    if b["op"] == "divide":
+        yield b.warn("W213", "divide is not a hardware ALU instruction at the NKI level "
+                     "(nki-reference.md §2.2); nkirun computes an exact float32 division", "op",
+                     hint="multiply by a reciprocal (activation or tensor_scalar reciprocal) as "
+                          "a kernel on hardware would")
 
 
 def compute(op: str, engine: str, a: np.ndarray, c: np.ndarray, exact_ints: bool):
@@ -109,7 +114,8 @@ SPEC = InstructionDef(
         "Arithmetic and comparisons run in float32 (comparisons give 1.0/0.0) and are cast to "
         "dst; bitwise operators need integer dtypes and use the integer bits. At most one "
         "input may be in PSUM. power, and int32/uint32 add/subtract/multiply (exact integer "
-        "math, saturated to dst), run on GpSimd."),
+        "math, saturated to dst), run on GpSimd. divide is accepted (exact float32) with a "
+        "warning: it is no hardware instruction at the NKI level."),
     cost_formula="max(MIN_II, N) with one input in PSUM, or all-bf16 contiguous "
                  "add/subtract/multiply in SBUF; otherwise max(MIN_II, 2N) (N = elements per "
                  "partition)",
