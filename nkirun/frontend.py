@@ -10,7 +10,7 @@ import numpy as np
 
 from . import dtypes as dt
 from .errors import Loc, error
-from .ir import BUFFERS, Instruction, Program, TensorDecl, View
+from .ir import BUFFERS, Instruction, Program, TensorDecl, instruction_at, view_at
 from .isa import REGISTRY
 from .isa.spec import TILE, TILE_OR_SCALAR, ArgError, convert, normalize_name, param_tables
 from .ops import parse_scalar
@@ -254,8 +254,8 @@ class Builder:
         args = like.args.copy()
         for k in view_keys:  # a view carries the location of its keyword
             v = args[k]
-            args[k] = View(v.tensor, v.index, locs[k])
-        self.instructions.append(Instruction(like.op, args, self.count, loc, locs))
+            args[k] = view_at(v.tensor, v.index, locs[k])
+        self.instructions.append(instruction_at(like.op, args, self.count, loc, locs))
         self.count += 1
 
     # ---- result ------------------------------------------------------------------------------

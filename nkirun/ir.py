@@ -88,6 +88,37 @@ class Instruction:
         return self.arg_locs.get(key, self.loc)
 
 
+# The front ends' repeated-line path builds one View per operand and one Instruction per
+# line of a trace (100,000s); filling the slots directly, as errors.loc_at does for Loc, is
+# about twice as fast as the frozen dataclasses' __init__. Every field is given.
+_new = object.__new__
+_VIEW_SET = tuple(getattr(View, f).__set__ for f in ("tensor", "index", "loc"))
+_INST_SET = tuple(getattr(Instruction, f).__set__
+                  for f in ("op", "args", "index", "loc", "arg_locs"))
+
+
+def view_at(tensor: str, index, loc: Loc) -> View:
+    """`View(tensor, index, loc)`, fast (see above)."""
+    v = _new(View)
+    set_tensor, set_index, set_loc = _VIEW_SET
+    set_tensor(v, tensor)
+    set_index(v, index)
+    set_loc(v, loc)
+    return v
+
+
+def instruction_at(op: str, args: dict, index: int, loc: Loc, arg_locs: dict) -> Instruction:
+    """`Instruction(op, args, index, loc, arg_locs)`, fast (see above)."""
+    inst = _new(Instruction)
+    set_op, set_args, set_index, set_loc, set_arg_locs = _INST_SET
+    set_op(inst, op)
+    set_args(inst, args)
+    set_index(inst, index)
+    set_loc(inst, loc)
+    set_arg_locs(inst, arg_locs)
+    return inst
+
+
 @dataclass(frozen=True, slots=True)
 class Program:
     version: int

@@ -54,14 +54,21 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES
     resolved: dict = {}  # (tensor, index) -> Resolved: traces reuse the same few views
     # The rules are functions of the bound values alone, so an instruction bound to the very
     # same objects as an earlier one that passed them passes them too (traces repeat
-    # instructions; the front ends share equal values). ids of those values -> engine.
+    # instructions; the front ends share equal values). ids of those values -> that earlier
+    # Bound, whose args dict the repeat shares (see Bound: later passes memoise on it).
     passed: dict = {}
+    per_op: dict = {}  # op -> (spec, its view Params, {param: None}): looked up once per op
     for inst in program.instructions:
-        spec = REGISTRY[inst.op]
+        hit = per_op.get(inst.op)
+        if hit is None:
+            spec = REGISTRY[inst.op]
+            tables = param_tables(spec)
+            hit = per_op[inst.op] = (spec, tables.views, dict.fromkeys(tables.names))
+        spec, views, blank = hit
         ok = True
-        args = dict.fromkeys(param_tables(spec).names)  # every param: given values over None
+        args = blank.copy()  # every param: given values over None
         args.update(inst.args)
-        for p in param_tables(spec).views:
+        for p in views:
             v = args[p.name]
             if isinstance(v, View):
                 decl = program.tensors.get(v.tensor)
@@ -90,14 +97,14 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES
                     # a (P, 1, 1) column serves as the (P, 1) tile the instruction computes with
                     r = dataclasses.replace(r, shape=(r.partitions, 1), reshape=True)
                 args[p.name] = r
-        b = Bound(inst, spec, args)
-        b.extra["target"] = program.target  # some rules differ per generation (trn1/inf2/trn2)
         same = (spec.name, *map(id, args.values())) if ok else None
-        engine = passed.get(same)
-        if engine is not None:
-            b.engine = engine
-            bound.append(b)
+        like = passed.get(same)
+        # (positional: 100k instructions; extra: some rules differ per generation)
+        if like is not None:
+            bound.append(Bound(inst, spec, like.args, None, like.engine,
+                               {"target": program.target}))
             continue
+        b = Bound(inst, spec, args, None, "", {"target": program.target})
         b.engine = spec.engine_of(b) if (ok and spec.engine_of) else spec.engine
         if not ok:
             continue
@@ -106,7 +113,7 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES
         if len(diags) == n0 and spec.check is not None:
             diags.extend(spec.check(b))
         if len(diags) == n0 and args.get("mask") is None:
-            passed[same] = b.engine
+            passed[same] = b
         if b.get("mask") is not None and _fits(b.tile(spec.mask_on), program, max_hbm_bytes):
             # (a mask is an array the size of its tile: never built over a refused tensor)
             from .mask import compile_mask
@@ -207,20 +214,25 @@ def _dataflow(program: Program, bound: list[Bound]) -> list[Diagnostic]:
     last_write: dict[str, Bound] = {}
     strict = not program.dropped  # with dropped instructions, reads may be knock-on errors
     acc_state = "undefined"
+    names_of: dict = {}  # id(b.args) -> ((param, tensor) read..., (tensor written...)); see Bound
     for b in bound:
-        reads, writes = _reads_writes(b)
-        for key, r in reads:
-            n = r.decl.name
+        rw = names_of.get(id(b.args))
+        if rw is None:
+            reads, writes = _reads_writes(b)
+            rw = names_of[id(b.args)] = (tuple((k, r.decl.name) for k, r in reads),
+                                         tuple(r.decl.name for _, r in writes))
+        reads, writes = rw
+        for key, n in reads:
             if n not in defined and strict:
                 out.append(b.err("E050", f"`{key}` reads `{n}` before anything writes it", key,
                                  hint=f"give `{n}` initial contents (file, fill or data), or "
                                       "write it in an earlier instruction"))
                 defined.add(n)  # report once
             read_after[n] = True
-        for _, r in writes:
-            defined.add(r.decl.name)
-            read_after[r.decl.name] = False
-            last_write[r.decl.name] = b
+        for n in writes:
+            defined.add(n)
+            read_after[n] = False
+            last_write[n] = b
         if b.spec.uses_vector_acc:
             cmd = b.get("reduce_cmd", "idle")
             if cmd == "reduce" and acc_state != "defined":
@@ -253,13 +265,16 @@ def _capacity(program: Program, bound: list[Bound]) -> list[Diagnostic]:
             first[t.name] = 0
         if t.on_chip and t.output:
             last[t.name] = n - 1
+    on_chip_of: dict = {}  # id(b.args) -> the on-chip tensors it uses (see Bound)
     for i, b in enumerate(bound):
-        for r in b.args.values():  # only view params are bound to a Resolved
-            if isinstance(r, Resolved) and r.decl.on_chip:
-                name = r.decl.name
-                first.setdefault(name, i)
-                if last.get(name, i) <= i:  # an output's last use stays the end
-                    last[name] = i
+        names = on_chip_of.get(id(b.args))
+        if names is None:  # only view params are bound to a Resolved
+            names = on_chip_of[id(b.args)] = tuple(
+                r.decl.name for r in b.args.values() if isinstance(r, Resolved) and r.decl.on_chip)
+        for name in names:
+            first.setdefault(name, i)
+            if last.get(name, i) <= i:  # an output's last use stays the end
+                last[name] = i
     out = []
     for buf, cap in (("sbuf", target.sbuf_bytes_per_partition),
                      ("psum", target.psum_bytes_per_partition)):

@@ -285,6 +285,26 @@ def _operands(spec, cache: dict) -> tuple[tuple[str, bool], ...]:
     return ops
 
 
+def _costed(b, target: Target, op_cache: dict) -> tuple:
+    """What the scheduler needs of a bound instruction, a function of its args, engine and
+    the target only: (cycles, reads, writes, DMA queues it takes), reads and writes as
+    (tensor name, box)."""
+    from ..isa.common import dma_partitions
+    from ..views import Resolved
+    spec, args = b.spec, b.args
+    reads, writes = [], []
+    for name, out in _operands(spec, op_cache):
+        r = args.get(name)
+        if isinstance(r, Resolved):
+            (writes if out else reads).append((r.decl.name, r.box))
+    reads_out = getattr(spec, "reads_out", None)
+    if reads_out is not None:  # e.g. an accumulating matmul also reads its dst
+        reads += [(args[n].decl.name, args[n].box) for n in reads_out(b)
+                  if isinstance(args.get(n), Resolved)]
+    queues = target.dma_queues_for(dma_partitions(b)) if b.engine == "dma" else 0
+    return int(spec.cycles(b, target)), tuple(reads), tuple(writes), queues
+
+
 def _queue_label(queues: tuple[int, ...]) -> str:
     if len(queues) == 1:
         return f"dma.q{queues[0]}"
@@ -296,8 +316,6 @@ def _queue_label(queues: tuple[int, ...]) -> str:
 def schedule(program: Program, bound, target: Target | None = None) -> Schedule:
     """Schedule the bound (validated) instructions of `program` on `target` (default: the
     program's own target). Linear in the number of instructions (see _Tensor)."""
-    from ..isa.common import dma_partitions
-    from ..views import Resolved
     target = target or TARGETS[program.target]
     sched = Schedule(program, target)
     slots = sched.slots
@@ -309,45 +327,51 @@ def schedule(program: Program, bound, target: Target | None = None) -> Schedule:
     labels: dict[tuple[int, ...], str] = {}
     tensors: dict[str, _Tensor] = {}
     op_cache: dict = {}
+    # Traces repeat instructions: validate.bind gives identical ones one args dict (see
+    # isa.spec.Bound), so their cycles and accesses are computed once, keyed by its id;
+    # likewise each pair of boxes is compared once. Every key's object stays alive in
+    # `costed` while this runs, so no id is reused.
+    costed: dict[tuple[int, str], tuple] = {}
+    overlap_memo: dict[tuple[int, int], bool] = {}
+
+    def overlap(a, b) -> bool:
+        key = (id(a), id(b))
+        hit = overlap_memo.get(key)
+        if hit is None:
+            hit = overlap_memo[key] = overlaps(a, b)
+        return hit
+
     for b in bound:
         spec, engine, index = b.spec, b.engine, b.inst.index
-        cycles = int(spec.cycles(b, target))
+        ckey = (id(b.args), engine)
+        c = costed.get(ckey)
+        if c is None:
+            c = costed[ckey] = (*_costed(b, target, op_cache), b.args)  # (args: kept alive)
+        cycles, reads, writes, n, _ = c
         clock = clocks.get(engine)
         if clock is None:
             clock = clocks[engine] = sched.clock(engine)
-        reads, writes = [], []
-        args = b.args
-        for name, out in _operands(spec, op_cache):
-            r = args.get(name)
-            if isinstance(r, Resolved):
-                (writes if out else reads).append(r)
-        reads_out = getattr(spec, "reads_out", None)
-        if reads_out is not None:  # e.g. an accumulating matmul also reads its dst
-            reads += [args[n] for n in reads_out(b) if isinstance(args.get(n), Resolved)]
 
         # data: the latest-ending conflicting access decides
         ready, dep, kind, dep_tensor = 0.0, None, READY, None
-        for r in reads:
-            st = tensors.get(r.decl.name)
+        for name, box in reads:
+            st = tensors.get(name)
             if st is not None:
-                box = r.box
                 for wbox, (end, k) in st.writes.items():
-                    if end > ready and overlaps(wbox, box):
-                        ready, dep, kind, dep_tensor = end, k, RAW, r.decl.name
-        for w in writes:
-            st = tensors.get(w.decl.name)
+                    if end > ready and overlap(wbox, box):
+                        ready, dep, kind, dep_tensor = end, k, RAW, name
+        for name, box in writes:
+            st = tensors.get(name)
             if st is not None:
-                box = w.box
                 for wbox, (end, k) in st.writes.items():
-                    if end > ready and overlaps(wbox, box):
-                        ready, dep, kind, dep_tensor = end, k, WAW, w.decl.name
+                    if end > ready and overlap(wbox, box):
+                        ready, dep, kind, dep_tensor = end, k, WAW, name
                 for rbox, (end, k) in st.reads.items():
-                    if end > ready and overlaps(rbox, box):
-                        ready, dep, kind, dep_tensor = end, k, WAR, w.decl.name
+                    if end > ready and overlap(rbox, box):
+                        ready, dep, kind, dep_tensor = end, k, WAR, name
 
         # the engine, or the DMA queues (the n that are free earliest)
         if engine == "dma":
-            n = target.dma_queues_for(dma_partitions(b))
             if n >= nq:
                 queues = all_queues
                 free = max(q_free)
@@ -379,16 +403,16 @@ def schedule(program: Program, bound, target: Target | None = None) -> Schedule:
         else:
             engine_free[engine] = (end, index)
 
-        for r in reads:
-            st = tensors.get(r.decl.name)
+        for name, box in reads:
+            st = tensors.get(name)
             if st is None:
-                st = tensors[r.decl.name] = _Tensor()
-            st.read(r.box, end, index)
-        for w in writes:
-            st = tensors.get(w.decl.name)
+                st = tensors[name] = _Tensor()
+            st.read(box, end, index)
+        for name, box in writes:
+            st = tensors.get(name)
             if st is None:
-                st = tensors[w.decl.name] = _Tensor()
-            st.wrote(w.box, end, index)
+                st = tensors[name] = _Tensor()
+            st.wrote(box, end, index)
 
         slots.append(Slot(index, spec.name, engine, label, queues, cycles, start, end,
                           spec.cost_formula, spec.cost_assumed, kind, dep, dep_tensor,

@@ -213,7 +213,10 @@ def normalize_name(name: str) -> str:
 # ---- the bound instruction: what check/execute/cycles receive --------------------------------
 @dataclass(slots=True)
 class Bound:
-    """An instruction with its operands resolved against the declared tensors."""
+    """An instruction with its operands resolved against the declared tensors.
+
+    `args` is read-only once bound: validate.bind gives instructions bound to identical
+    values (and engine) one shared dict, so later passes may memoise per `id(b.args)`."""
 
     inst: Instruction
     spec: InstructionDef
