@@ -81,6 +81,14 @@ def constraints(spec: S.InstructionDef) -> list[str]:
     eng = spec.param("engine")
     if spec.engine == "gpsimd" or (eng is not None and "gpsimd" in (eng.choices or ())):
         out.append("on the GpSimd engine no operand may be in PSUM (it cannot access it)")
+    if spec.accumulator is not None:
+        acc = S.ACCUMULATORS[spec.accumulator]
+        sharing = sorted(s.name for s in REGISTRY.values()
+                         if s.accumulator == spec.accumulator and s.name != spec.name)
+        out.append(f"reduce_cmd drives the {acc.engine}-engine accumulator"
+                   + (f" (shared with {', '.join(sharing)})" if sharing else "")
+                   + "; reduce before a reset warns W052"
+                   + ("; even idle may modify it" if acc.idle_may_modify else ""))
     extra = getattr(spec, "constraints", None)
     if extra:
         out.extend([extra] if isinstance(extra, str) else list(extra))

@@ -13,7 +13,7 @@ import dataclasses
 from .errors import Diagnostic, Loc, error, warning
 from .ir import ON_CHIP, Program, View
 from .isa import REGISTRY
-from .isa.spec import Bound, param_tables
+from .isa.spec import ACCUMULATORS, Bound, param_tables
 from .targets import DEFAULT_MAX_HBM_BYTES, TARGETS
 from .views import Resolved, resolve
 
@@ -207,13 +207,31 @@ def _reads_writes(b: Bound):
     return reads, writes
 
 
+def _acc_hazard(b: Bound, state: dict[str, str]) -> list[Diagnostic]:
+    """W052: reduce_cmd=reduce onto the spec's accumulator while it is undefined; updates
+    `state` (accumulator name -> undefined / defined / clobbered)."""
+    acc, cmd = b.spec.accumulator, b.get("reduce_cmd", "idle")
+    now, out = state.get(acc, "undefined"), []
+    if cmd == "reduce" and now != "defined":
+        why = ("an earlier idle op may have modified it" if now == "clobbered"
+               else "nothing reset it")
+        out.append(b.warn("W052", f"reduce_cmd=reduce accumulates onto an undefined "
+                          f"{ACCUMULATORS[acc].engine}-engine accumulator ({why})", "reduce_cmd",
+                          hint="start the chain with reduce_cmd: reset_reduce"))
+    if cmd in ("reset", "reset_reduce"):
+        state[acc] = "defined"
+    elif cmd == "idle" and now == "defined" and ACCUMULATORS[acc].idle_may_modify:
+        state[acc] = "clobbered"
+    return out
+
+
 def _dataflow(program: Program, bound: list[Bound]) -> list[Diagnostic]:
     out = []
     defined = {n for n, t in program.tensors.items() if t.init is not None}
     read_after: dict[str, bool] = {}
     last_write: dict[str, Bound] = {}
     strict = not program.dropped  # with dropped instructions, reads may be knock-on errors
-    acc_state = "undefined"
+    acc_state: dict[str, str] = {}  # accumulator -> undefined / defined / clobbered
     names_of: dict = {}  # id(b.args) -> ((param, tensor) read..., (tensor written...)); see Bound
     for b in bound:
         rw = names_of.get(id(b.args))
@@ -233,18 +251,8 @@ def _dataflow(program: Program, bound: list[Bound]) -> list[Diagnostic]:
             defined.add(n)
             read_after[n] = False
             last_write[n] = b
-        if b.spec.uses_vector_acc:
-            cmd = b.get("reduce_cmd", "idle")
-            if cmd == "reduce" and acc_state != "defined":
-                why = ("an earlier idle op may have modified it" if acc_state == "clobbered"
-                       else "nothing reset it")
-                out.append(b.warn("W052", f"reduce_cmd=reduce accumulates onto an undefined "
-                                  f"Vector-engine accumulator ({why})", "reduce_cmd",
-                                  hint="start the chain with reduce_cmd: reset_reduce"))
-            if cmd in ("reset", "reset_reduce"):
-                acc_state = "defined"
-            elif cmd == "idle":
-                acc_state = "clobbered" if acc_state == "defined" else acc_state
+        if b.spec.accumulator is not None:
+            out += _acc_hazard(b, acc_state)
     for n, was_read in read_after.items():
         t = program.tensors[n]
         if not was_read and not t.output and n in last_write and strict:

@@ -191,6 +191,64 @@ def test_reduce_on_never_reset_accumulator_warns_at_run_time(tmp_path):
     assert_bits_equal(got["s"], np.full((8, 1), 8, np.float32))  # registers start at 0
 
 
+@pytest.mark.parametrize("cmd1,cmd2,warn_at", [
+    ("reduce", "reduce", [0, 1]),  # never reset: still undefined at the second reduce
+    ("idle", "reduce", [1]),
+    ("reset_reduce", "reduce", []), ("reset", "reduce", []),
+    ("reset_reduce", "reset_reduce", []), ("idle", "idle", [])])
+def test_w052_scalar_accumulator_statically(tmp_path, cmd1, cmd2, warn_at):
+    x = np.zeros((8, 4), np.float32)
+    path = _reduce_prog(tmp_path, x, x, cmd1, cmd2)
+    diags = check_program(path).diagnostics
+    assert [d.instruction for d in diags if d.code == "W052"] == warn_at
+    for d in diags:
+        assert "Scalar-engine accumulator" in d.message
+        assert d.loc.line == key_line(path, "reduce_cmd", d.instruction)
+
+
+def test_w052_scalar_idle_does_not_clobber(tmp_path):
+    """§4: `idle` does not use the Scalar registers (unlike the Vector accumulator), so a
+    reduce after reset_reduce, idle stays defined."""
+    x = np.zeros((8, 4), np.float32)
+    a = [{"activation": {"dst": "y", "op": "exp", "data": "x", "reduce_cmd": cmd,
+                         **({"reduce_res": "s"} if k == 2 else {})}}
+         for k, cmd in enumerate(("reset_reduce", "idle", "reduce"))]
+    path = write_program(tmp_path, {"x": sbuf(x), "y": out(x.shape, "float32"),
+                                    "s": out((8, 1), "float32")}, a)
+    assert codes(check_program(path).diagnostics) == []
+
+
+def test_w052_accumulators_are_tracked_separately(tmp_path):
+    """A Vector-accumulator reset does not define the Scalar accumulator, and vice versa."""
+    x = np.zeros((8, 4), np.float32)
+    rs = {"dst": "r", "on_true_tile": "x", "comp_op0": "greater_equal", "comp_op1": "less",
+          "bound0": "lo", "bound1": "hi", "range_start": 0}
+    prog = [{"range_select": {**rs, "reduce_cmd": "reset_reduce"}},
+            {"activation": {"dst": "y", "op": "exp", "data": "x", "reduce_cmd": "reduce",
+                            "reduce_res": "s"}},
+            {"activation": {"dst": "y2", "op": "exp", "data": "x",
+                            "reduce_cmd": "reset_reduce"}},
+            {"range_select": {**rs, "reduce_cmd": "reduce", "reduce_res": "m"}}]
+    t = {"x": sbuf(x), "lo": sbuf(np.zeros((8, 1), np.float32)),
+         "hi": sbuf(np.full((8, 1), 2.0, np.float32)),
+         "r": out(x.shape, "float32"), "y": out(x.shape, "float32"),
+         "y2": out(x.shape, "float32"), "s": out((8, 1), "float32"), "m": out((8, 1), "float32")}
+    path = write_program(tmp_path, t, prog)
+    w = [d for d in check_program(path).diagnostics if d.code == "W052"]
+    assert [d.instruction for d in w] == [1]
+    assert "Scalar-engine" in w[0].message and w[0].loc.line == key_line(path, "reduce_cmd", 1)
+
+
+def test_w052_scalar_printed_once_by_run(tmp_path):
+    from click.testing import CliRunner
+
+    from nkirun.cli import cli
+    x = np.zeros((8, 4), np.float32)
+    path = _reduce_prog(tmp_path, x, x, "idle", "reduce")  # found by check and at run time
+    r = CliRunner().invoke(cli, ["run", path, "--out", str(tmp_path / "o")])
+    assert r.exit_code == 0 and r.output.count("warning[W052]") == 1, r.output
+
+
 def test_masked_elements_are_not_summed(tmp_path):
     x = np.zeros((16, 10), np.float32)
     got = run(_reduce_prog(tmp_path, x, x, "idle", "reset_reduce", mask="p < 8 and f < 4"))

@@ -257,6 +257,7 @@ SPEC = InstructionDef(
     execute=execute,
     cycles=cycles,
     check=check,
+    accumulator="scalar",
     source="nki-reference.md §1.1 (activation), §2.3 (functions), §4 (Scalar accumulator)",
     example="""\
 - activation:

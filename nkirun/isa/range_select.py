@@ -104,7 +104,7 @@ SPEC = InstructionDef(
     execute=execute,
     cycles=cycles,
     check=check,
-    uses_vector_acc=True,
+    accumulator="vector",
     source="seed page 000 (nki.isa.range_select)",
     example="""\
 - range_select:

@@ -52,6 +52,22 @@ class Param:
 
 
 @dataclass(frozen=True, slots=True)
+class AccumulatorDef:
+    """A per-partition accumulator register file that reduce_cmd drives (nki-reference §4)."""
+
+    engine: str  # for messages: "Vector", "Scalar"
+    idle_may_modify: bool  # whether an instruction with reduce_cmd=idle may change it
+
+
+ACCUMULATORS = {
+    # §4 [NEW-ISA]: even with idle the Vector accumulator "may still be modified"
+    "vector": AccumulatorDef("Vector", True),
+    # §4: idle means "do not use the accumulator registers" (Scalar engine / ACT)
+    "scalar": AccumulatorDef("Scalar", False),
+}
+
+
+@dataclass(frozen=True, slots=True)
 class InstructionDef:
     name: str
     engine: str  # default engine; `engine_of` may refine per instruction
@@ -67,7 +83,9 @@ class InstructionDef:
     cost_note: str = ""
     example: str = ""  # a YAML snippet for `explain`
     same_partitions: tuple[str, ...] | None = None  # None: every tile param
-    uses_vector_acc: bool = False
+    # The engine accumulator its `reduce_cmd` drives (a key of ACCUMULATORS), or None;
+    # validate's hazard pass (W052) tracks each accumulator separately.
+    accumulator: str | None = None
     source: str = ""  # where the facts come from
     # The operand whose index space `mask=` is written in (docs/masks.md): dst unless the
     # page applies the mask to an input (max8: src; nc_match_replace8/nc_find_index8: data).
