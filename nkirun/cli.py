@@ -71,7 +71,15 @@ def _guard(fn):
     return wrapper
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _InOrder(click.Group):
+    """Lists the commands in workflow order (check, run, cost, ...), not alphabetically."""
+
+    def list_commands(self, ctx):
+        return list(self.commands)
+
+
+@click.group(cls=_InOrder, context_settings={"help_option_names": ["-h", "--help"],
+                                             "max_content_width": 100})
 @click.version_option(package_name="nkirun")
 def cli():
     """Check, run and cost AWS NKI instruction programs on the CPU.
@@ -83,12 +91,16 @@ def cli():
       nkirun check programs/rowmax_in_window.yaml   # every rule of the pages, located
       nkirun run   programs/rowmax_in_window.yaml   # NumPy execution, writes .npy outputs
       nkirun cost  programs/rowmax_in_window.yaml   # cycles per instruction and engine
+      nkirun explain range_select                   # what an instruction takes and does
+
+    `nkirun COMMAND --help` shows each command's options and examples. Diagnostic codes:
+    docs/diagnostics.md. Output is coloured on a terminal, plain when piped or with NO_COLOR.
 
     Exit status: 0 ok, 1 invalid program or failed run, 2 usage error, 3 internal error.
     """
 
 
-@cli.command()
+@cli.command(short_help="Validate a program statically: every problem, located.")
 @click.argument("program", type=click.Path(dir_okay=False))
 @_fmt_option
 @_target_option
@@ -98,8 +110,17 @@ def cli():
 def check(program, fmt, target, program_format, debug):
     """Validate PROGRAM statically (reads no data file).
 
-    Reports every problem at once, each with file:line:column, what was found and what
-    is allowed. Exit 0 when there is no error (warnings allowed), 1 otherwise.
+    Reports every problem at once, each as `file:line:col: error[CODE]: message`, the
+    source line with a caret under the offending keyword, and `= help:` saying what is
+    allowed. Codes are listed in docs/diagnostics.md.
+
+    \b
+    Examples:
+      nkirun check prog.yaml
+      nkirun check prog.yaml --target trn1      # the rules of another chip
+      nkirun check prog.yaml --format json      # for editors and CI
+
+    Exit status: 0 no errors (warnings allowed), 1 errors, 2 usage error.
     """
     from .api import check_program
     from .render import print_diagnostics, summary_line
@@ -138,28 +159,30 @@ def default_out_dir(program: str) -> str:
     return os.path.join("out", stem)
 
 
-@cli.command()
+@cli.command(short_help="Check, then execute a program with NumPy; write its outputs.")
 @click.argument("program", type=click.Path(dir_okay=False))
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None, metavar="DIR",
               help="folder for the output .npy files [default: ./out/<program name>]")
 @click.option("--input", "inputs", multiple=True, metavar="NAME=PATH",
               help="replace tensor NAME's initial contents with a .npy file (repeatable)")
-@click.option("--max-hbm-bytes", type=click.IntRange(min=1), default=None,
+@click.option("--max-hbm-bytes", type=click.IntRange(min=1), default=None, metavar="BYTES",
               help="refuse HBM tensors larger than this (default 4 GiB)")
 @click.option("--expect", "expect_dir", type=click.Path(file_okay=False), default=None,
-              help="compare each output with EXPECT/<name>.npy; exit 1 on a mismatch "
+              metavar="DIR",
+              help="compare each output with DIR/<name>.npy; exit 1 on a mismatch "
                    "(exact by default; integer tensors always exact)")
-@click.option("--rtol", type=click.FloatRange(min=0), default=None,
+@click.option("--rtol", type=click.FloatRange(min=0), default=None, metavar="R",
               help="with --expect: relative tolerance for float outputs")
-@click.option("--atol", type=click.FloatRange(min=0), default=None,
+@click.option("--atol", type=click.FloatRange(min=0), default=None, metavar="A",
               help="with --expect: absolute tolerance for float outputs")
-@click.option("--ulp", type=click.IntRange(min=0), default=None,
+@click.option("--ulp", type=click.IntRange(min=0), default=None, metavar="N",
               help="with --expect: allowed distance in units in the last place of the "
                    "output dtype (instead of --rtol/--atol)")
 @click.option("--trace", is_flag=True, help="print one line per executed instruction "
               "(what it wrote: min/max/mean, NaN/inf counts) to stderr")
 @click.option("--dump", "dump_dir", type=click.Path(file_okay=False), default=None,
-              help="write every tensor as DUMP/<k>_<op>/<tensor>.npy after each instruction")
+              metavar="DIR",
+              help="write every tensor as DIR/<k>_<op>/<tensor>.npy after each instruction")
 @click.option("--after", "dump_after", type=int, default=None, metavar="K",
               help="with --dump: only after instruction K (0-based)")
 @_program_format_option
@@ -169,10 +192,21 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, ulp, tr
         dump_after, program_format, debug):
     """Check, then execute PROGRAM with NumPy; write every `output: true` tensor.
 
-    Outputs go to OUT/<name>.npy, written only after the whole run succeeded, each
-    atomically. On any error nothing in OUT changes and the exit status is 1.
+    Outputs go to DIR/<name>.npy (--out DIR), written only after the whole run succeeded,
+    each atomically. On any error nothing in DIR changes and the exit status is 1.
     With --expect the outputs are then compared with golden files: a mismatch is
     reported per tensor and exits 1 (the outputs are written anyway, to inspect them).
+
+    \b
+    Examples:
+      nkirun run prog.yaml --out out/prog
+      nkirun run prog.yaml --input x=x.npy            # other initial contents for x
+      nkirun run prog.yaml --expect golden/ --ulp 2   # compare with golden/<name>.npy
+      nkirun run prog.yaml --trace                    # what each instruction wrote
+      nkirun run prog.yaml --dump dump/ --after 3     # every tensor after instruction 3
+
+    Exit status: 0 ok (and outputs match --expect), 1 invalid program, run-time error or
+    mismatch, 2 usage error, 3 internal error.
     """
     from . import api
     from .targets import DEFAULT_MAX_HBM_BYTES
@@ -246,7 +280,7 @@ def _print_run_summary(program, c, result, written) -> None:
             click.echo(f"  {name}  {list(t.shape)}  {t.dtype.name}  -> {path}")
 
 
-@cli.command()
+@cli.command(short_help="Estimate cycles and the multi-engine schedule of a program.")
 @click.argument("program", type=click.Path(dir_okay=False))
 @_fmt_option
 @_target_option
@@ -254,9 +288,9 @@ def _print_run_summary(program, c, result, written) -> None:
               help="also write a Chrome/Perfetto trace (open it in ui.perfetto.dev)")
 @click.option("--view", "view", default="all", show_default=True, metavar="LIST",
               help="views to show, comma-separated: summary, table, timeline, critical, all")
-@click.option("--max-rows", type=int, default=200, show_default=True,
+@click.option("--max-rows", type=int, default=200, show_default=True, metavar="N",
               help="instruction-table rows in text output (0: all)")
-@click.option("--width", type=click.IntRange(60, 400), default=None,
+@click.option("--width", type=click.IntRange(60, 400), default=None, metavar="COLUMNS",
               help="text width [default: the terminal's, 100 when piped]")
 @_program_format_option
 @_debug_option
@@ -268,8 +302,17 @@ def cost(program, fmt, target, trace_out, view, max_rows, width, program_format,
     engine (or DMA queues) and for the data it reads, and a write waits for earlier readers
     and writers of the same elements. Views: summary (makespan, utilisation, bottleneck),
     table (per instruction: cycles, start/end, why it waited), timeline (a Gantt chart per
-    engine), critical (the chain that decides the makespan). Reads no data file. Exit 1 if
-    PROGRAM is invalid.
+    engine), critical (the chain that decides the makespan). Reads no data file. The model
+    and its assumptions: docs/cost.md.
+
+    \b
+    Examples:
+      nkirun cost prog.yaml
+      nkirun cost prog.yaml --view summary,critical
+      nkirun cost prog.yaml --target trn1 --format json
+      nkirun cost prog.yaml --trace-out trace.json    # open it in ui.perfetto.dev
+
+    Exit status: 0 ok, 1 invalid program, 2 usage error.
     """
     from . import api
     from .cost import parse_views, render_report, to_json, write_trace
@@ -298,7 +341,7 @@ def cost(program, fmt, target, trace_out, view, max_rows, width, program_format,
     sys.exit(EXIT_OK)
 
 
-@cli.command()
+@cli.command(short_help="Convert a program between YAML and the text form.")
 @click.argument("program", type=click.Path(dir_okay=False))
 @click.option("--to", "to", type=click.Choice(["yaml", "text"]), required=True,
               help="the format to write")
@@ -312,8 +355,14 @@ def convert(program, to, output, program_format, debug):
 
     Lossless: reading the result gives the same tensors and instructions (comments and
     layout are not kept). With -o in another folder, relative data-file paths are
-    rewritten to point at the same files. PROGRAM must pass `check` (warnings allowed);
-    exit 1 otherwise.
+    rewritten to point at the same files. PROGRAM must pass `check` (warnings allowed).
+
+    \b
+    Examples:
+      nkirun convert prog.yaml --to text -o prog.nkis
+      nkirun convert trace.nkis --to yaml > trace.yaml
+
+    Exit status: 0 ok, 1 invalid program or unwritable output, 2 usage error.
     """
     from .api import check_program
     from .errors import ProgramInvalid, error
@@ -345,14 +394,22 @@ def _console():
     return Console(highlight=False)
 
 
-@cli.command()
+@cli.command(short_help="Show an instruction: signature, rules, semantics, cost, example.")
 @click.argument("op")
 @_fmt_option
 def explain(op, fmt):
-    """Show instruction OP: signature, engine, constraints, semantics, cost, example.
+    """Show instruction OP: signature, engine, parameters, rules, semantics, cost formula
+    and an example.
 
-    Everything comes from the module that implements OP (nkirun/isa/<op>.py).
-    Exit 1 if OP is unknown.
+    Everything comes from the module that implements OP (nkirun/isa/<op>.py), the same
+    definition check, run and cost use. `nisa.` prefixes are accepted.
+
+    \b
+    Examples:
+      nkirun explain range_select
+      nkirun explain nisa.activation --format json
+
+    Exit status: 0 ok, 1 unknown instruction (with a did-you-mean).
     """
     from .explain import describe, lookup, render_rich, render_text, suggestion
     from .render import use_color
@@ -371,10 +428,11 @@ def explain(op, fmt):
         click.echo(render_text(d))
 
 
-@cli.command()
+@cli.command(short_help="List the instructions nkirun knows.")
 @_fmt_option
 def ops(fmt):
-    """List the instructions nkirun knows, with engine and summary."""
+    """List the instructions nkirun knows, with engine and summary (`nkirun explain OP`
+    for one of them). Exit status 0."""
     from .explain import ops_list, render_ops_rich, render_ops_text
     from .render import use_color
     rows = ops_list()
@@ -386,12 +444,17 @@ def ops(fmt):
         click.echo(render_ops_text(rows))
 
 
-@cli.command()
+@cli.command(short_help="Print the JSON Schema of the program format.")
 def schema():
     """Print the JSON Schema of the program format (generated from the instruction
-    table; the same as schemas/program.schema.json). For editors with
-    yaml-language-server, start a program with
-    `# yaml-language-server: $schema=PATH/program.schema.json`."""
+    table; the same as schemas/program.schema.json). For editor completion with
+    yaml-language-server, start a program with:
+
+    \b
+      # yaml-language-server: $schema=PATH/program.schema.json
+
+    Exit status 0.
+    """
     from .schema import dumps
     click.echo(dumps(), nl=False)
 
