@@ -107,5 +107,7 @@ def _check_inputs(program: Program, inputs) -> None:
 def cost(path: str, fmt: str | None = None, target: str | None = None):
     """The predicted schedule (nkirun.cost.Schedule) of a valid program."""
     from .cost import schedule
+    from .loader import paused_gc
     c = require_valid(path, fmt, target)
-    return schedule(c.program, c.bound)
+    with paused_gc():  # as for check: many small objects, none freed
+        return schedule(c.program, c.bound)

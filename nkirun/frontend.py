@@ -255,7 +255,8 @@ class Builder:
         for k in view_keys:  # a view carries the location of its keyword
             v = args[k]
             args[k] = view_at(v.tensor, v.index, locs[k])
-        self.instructions.append(instruction_at(like.op, args, self.count, loc, locs))
+        self.instructions.append(instruction_at(like.op, args, self.count, loc, locs,
+                                                like.index))
         self.count += 1
 
     # ---- result ------------------------------------------------------------------------------

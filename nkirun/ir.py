@@ -83,6 +83,9 @@ class Instruction:
     index: int  # position in the program
     loc: Loc = field(default_factory=Loc, compare=False)
     arg_locs: dict[str, Loc] = field(default_factory=dict, compare=False)
+    # The index of an earlier instruction whose keywords and values this one repeats
+    # exactly (a front end saw the same text): the checker reuses what it found for that one.
+    repeat_of: int | None = field(default=None, compare=False)
 
     def arg_loc(self, key: str) -> Loc:
         return self.arg_locs.get(key, self.loc)
@@ -94,7 +97,7 @@ class Instruction:
 _new = object.__new__
 _VIEW_SET = tuple(getattr(View, f).__set__ for f in ("tensor", "index", "loc"))
 _INST_SET = tuple(getattr(Instruction, f).__set__
-                  for f in ("op", "args", "index", "loc", "arg_locs"))
+                  for f in ("op", "args", "index", "loc", "arg_locs", "repeat_of"))
 
 
 def view_at(tensor: str, index, loc: Loc) -> View:
@@ -107,15 +110,17 @@ def view_at(tensor: str, index, loc: Loc) -> View:
     return v
 
 
-def instruction_at(op: str, args: dict, index: int, loc: Loc, arg_locs: dict) -> Instruction:
-    """`Instruction(op, args, index, loc, arg_locs)`, fast (see above)."""
+def instruction_at(op: str, args: dict, index: int, loc: Loc, arg_locs: dict,
+                   repeat_of: int | None) -> Instruction:
+    """`Instruction(op, args, index, loc, arg_locs, repeat_of)`, fast (see above)."""
     inst = _new(Instruction)
-    set_op, set_args, set_index, set_loc, set_arg_locs = _INST_SET
+    set_op, set_args, set_index, set_loc, set_arg_locs, set_repeat_of = _INST_SET
     set_op(inst, op)
     set_args(inst, args)
     set_index(inst, index)
     set_loc(inst, loc)
     set_arg_locs(inst, arg_locs)
+    set_repeat_of(inst, repeat_of)
     return inst
 
 

@@ -57,8 +57,14 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES
     # instructions; the front ends share equal values). ids of those values -> that earlier
     # Bound, whose args dict the repeat shares (see Bound: later passes memoise on it).
     passed: dict = {}
+    passed_at: dict = {}  # the same, by instruction index, for Instruction.repeat_of
     per_op: dict = {}  # op -> (spec, its view Params, {param: None}): looked up once per op
     for inst in program.instructions:
+        like = passed_at.get(inst.repeat_of)
+        if like is not None:  # its views resolve to the same Resolved: no need to look
+            bound.append(Bound(inst, like.spec, like.args, None, like.engine,
+                               {"target": program.target}))
+            continue
         hit = per_op.get(inst.op)
         if hit is None:
             spec = REGISTRY[inst.op]
@@ -71,20 +77,21 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES
         for p in views:
             v = args[p.name]
             if isinstance(v, View):
-                decl = program.tensors.get(v.tensor)
-                if decl is None:
-                    ok = False
-                    if v.tensor not in program.invalid_tensors:
-                        from .frontend import did_you_mean
-                        diags.append(error("E026", f"{inst.op}: unknown tensor `{v.tensor}` "
-                                           f"(in `{p.name}`)", inst.arg_loc(p.name), inst.index,
-                                           hint=did_you_mean(v.tensor, program.tensors)
-                                           or "declare it under `tensors:`"))
-                    del args[p.name]
-                    continue
                 rkey = (v.tensor, id(v.index))  # index tuples are shared; the IR keeps them alive
                 r = resolved.get(rkey)
                 if r is None:
+                    decl = program.tensors.get(v.tensor)
+                    if decl is None:
+                        ok = False
+                        if v.tensor not in program.invalid_tensors:
+                            from .frontend import did_you_mean
+                            diags.append(error(
+                                "E026", f"{inst.op}: unknown tensor `{v.tensor}` (in `{p.name}`)",
+                                inst.arg_loc(p.name), inst.index,
+                                hint=did_you_mean(v.tensor, program.tensors)
+                                or "declare it under `tensors:`"))
+                        del args[p.name]
+                        continue
                     view = View(v.tensor, v.index, inst.arg_loc(p.name))
                     r, d = resolve(view, decl)
                     if d is not None:
@@ -113,7 +120,7 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES
         if len(diags) == n0 and spec.check is not None:
             diags.extend(spec.check(b))
         if len(diags) == n0 and args.get("mask") is None:
-            passed[same] = b
+            passed[same] = passed_at[inst.index] = b
         if b.get("mask") is not None and _fits(b.tile(spec.mask_on), program, max_hbm_bytes):
             # (a mask is an array the size of its tile: never built over a refused tensor)
             from .mask import compile_mask

@@ -397,7 +397,9 @@ def schedule(program: Program, bound, target: Target | None = None) -> Schedule:
         else:
             start, dep, kind, dep_tensor = 0.0, None, READY, None
         end = start + cycles / clock
-        if queues:
+        if queues is all_queues:  # (the usual DMA: one list each, not nq stores)
+            q_free, q_last = [end] * nq, [index] * nq
+        elif queues:
             for q in queues:
                 q_free[q], q_last[q] = end, index
         else:
