@@ -123,7 +123,7 @@ def check(program, fmt, target, program_format, debug):
     Exit status: 0 no errors (warnings allowed), 1 errors, 2 usage error.
     """
     from .api import check_program
-    from .render import print_diagnostics, summary_line
+    from .render import plural, print_diagnostics, summary_line
     c = check_program(program, program_format, target)
     if fmt == "json":
         _echo_json({
@@ -137,8 +137,8 @@ def check(program, fmt, target, program_format, debug):
             click.echo(f"{program}: {summary_line(c.diagnostics)}")
         else:
             n = len(c.program.instructions) if c.program else 0
-            click.echo(f"{program}: ok — {n} instruction{'s' * (n != 1)}, "
-                       f"{summary_line(c.diagnostics)}")
+            click.echo(f"{program}: ok — {plural(n, 'instruction')}"
+                       + (f", {summary_line(c.diagnostics)}" if c.diagnostics else ""))
     sys.exit(EXIT_INVALID if c.errors else EXIT_OK)
 
 
@@ -252,32 +252,38 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, ulp, tr
         tol = Tolerance(rtol or 0.0, atol or 0.0, ulp)
         diffs = compare_outputs(c.program, result, expected, tol)
         bad = [d for d in diffs if not d.ok]
-        click.echo(f"compared with {expect_dir}: "
-                   + (f"{len(bad)} of {len(diffs)} outputs differ" if bad else
-                      f"all {len(diffs)} outputs match"))
+        from .compare import compare_headline
+        click.echo(f"compared with {expect_dir}: {compare_headline(diffs)}")
         click.echo(format_diffs(diffs))
         sys.exit(EXIT_INVALID if bad else EXIT_OK)
     sys.exit(EXIT_OK)
 
 
 def _print_run_summary(program, c, result, written) -> None:
-    from .render import use_color
-    n = len(c.program.instructions)
+    from .render import plural, use_color
+    head = (f"{program}: {plural(len(c.program.instructions), 'instruction')} executed, "
+            f"{plural(len(written), 'output')} written")
+    rows = [(name, "x".join(map(str, c.program.tensors[name].shape)),
+             c.program.tensors[name].dtype.name, path)
+            for (name, _), path in zip(result.items(), written)]
     if use_color():
+        from rich import box
         from rich.console import Console
         from rich.table import Table
-        table = Table(title=f"{program}: {n} instructions executed", title_justify="left")
-        for col in ("output", "shape", "dtype", "file"):
-            table.add_column(col)
-        for (name, arr), path in zip(result.items(), written):
-            t = c.program.tensors[name]
-            table.add_row(name, "x".join(map(str, t.shape)), t.dtype.name, path)
-        Console().print(table)
-    else:
-        click.echo(f"{program}: {n} instructions executed, {len(written)} outputs written")
-        for (name, _), path in zip(result.items(), written):
-            t = c.program.tensors[name]
-            click.echo(f"  {name}  {list(t.shape)}  {t.dtype.name}  -> {path}")
+        console = Console(highlight=False)
+        console.print(head, style="bold", soft_wrap=True)
+        if rows:
+            table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+            for col in ("output", "shape", "dtype", "file"):
+                table.add_column(col, no_wrap=col != "file", overflow="fold")
+            for row in rows:
+                table.add_row(*row)
+            console.print(table)
+        return
+    click.echo(head)
+    widths = [max([len(r[k]) for r in rows], default=0) for k in range(3)]
+    for name, shape, dtype, path in rows:
+        click.echo(f"  {name:<{widths[0]}}  {shape:<{widths[1]}}  {dtype:<{widths[2]}}  -> {path}")
 
 
 @cli.command(short_help="Estimate cycles and the multi-engine schedule of a program.")

@@ -157,16 +157,37 @@ def _num(x: float | None) -> str:
     return "-" if x is None else f"{x:.9g}"
 
 
+def compare_headline(diffs: list[TensorDiff]) -> str:
+    """`all 3 outputs match`, `the output matches`, `1 of 2 outputs differs`."""
+    bad = sum(not d.ok for d in diffs)
+    n = len(diffs)
+    if not bad:
+        return "the output matches" if n == 1 else f"all {n} outputs match"
+    if n == 1:
+        return "the output differs"
+    return f"{bad} of {n} outputs {'differs' if bad == 1 else 'differ'}"
+
+
 def format_diffs(diffs: list[TensorDiff]) -> str:
     """Plain text: one line per tensor, details for mismatching ones."""
     lines = []
+    w = max((len(d.name) for d in diffs), default=0)
     for d in diffs:
-        if d.ok:
-            lines.append(f"  {d.name}: match ({d.mode}, {int(np.prod(d.shape))} elements)")
-            continue
         total = int(np.prod(d.shape))
-        lines.append(f"  {d.name}: MISMATCH ({d.mode}) in {d.mismatches} of {total} elements; "
-                     f"first at {d.where()}: got {_num(d.actual)}, expected {_num(d.expected)}")
-        lines.append(f"      max abs error {d.max_abs:.6g}, max rel error {d.max_rel:.6g}"
-                     + ("" if DTYPES[d.dtype].is_int else f", max ULP error {d.max_ulp}"))
+        if d.ok:
+            lines.append(f"  {d.name:<{w}}  match ({d.mode}, {total:,} elements)")
+            continue
+        lines.append(f"  {d.name:<{w}}  MISMATCH ({d.mode}) in {d.mismatches:,} of {total:,} "
+                     "elements")
+        lines.append(f"  {'':<{w}}  first at {d.where()}: got {_num(d.actual)}, expected "
+                     f"{_num(d.expected)}")
+        if d.max_abs == 0 and d.max_rel == 0:
+            # every finite pair is equal: what differs is NaN/inf or the sign of a zero
+            lines.append(f"  {'':<{w}}  all finite values are equal; the difference is in "
+                         "NaN, inf or the sign of zero")
+        else:
+            lines.append(f"  {'':<{w}}  max abs error {d.max_abs:.6g}, max rel error "
+                         f"{d.max_rel:.6g}"
+                         + ("" if DTYPES[d.dtype].is_int else f", max ULP error {d.max_ulp}")
+                         + " (over finite values)")
     return "\n".join(lines)

@@ -161,8 +161,12 @@ def parse_yaml(text: str, path: str, base_dir: str | None = None):
         mark = e.problem_mark or e.context_mark
         loc = Loc(path, mark.line + 1, mark.column + 1) if mark else Loc(path)
         what = e.problem or str(e)
-        return None, [error("E001", f"YAML syntax error: {what}", loc,
-                            hint=e.context if e.context else None)]
+        hint = e.context if e.context else None
+        line = lines[mark.line] if mark and mark.line < len(lines) else ""
+        if hint and "flow" in hint and "[" in line:
+            # the usual cause: an unquoted view with a comma inside `{ ... }`
+            hint += "; inside { } quote a view that has a comma: \"t[:, 0:128]\""
+        return None, [error("E001", f"YAML syntax error: {what}", loc, hint=hint)]
     except yaml.YAMLError as e:
         return None, [error("E001", f"YAML error: {e}", Loc(path))]
     except RecursionError:

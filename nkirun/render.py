@@ -9,6 +9,8 @@ import sys
 from .errors import Diagnostic
 
 _TOKEN = re.compile(r"[^\s:,{}\[\]]+")
+LONG_LINE = 160  # source lines longer than this are shown as a window around the column
+_MAX_SOURCE_BYTES = 64 << 20  # never read a larger file just to quote one line
 
 
 def use_color(stream=None) -> bool:
@@ -18,48 +20,116 @@ def use_color(stream=None) -> bool:
     return hasattr(stream, "isatty") and stream.isatty()
 
 
-def format_plain(d: Diagnostic, lines: tuple[str, ...] = ()) -> str:
-    out = [d.one_line()]
+def _source_line(lines, ln: int) -> str | None:
+    return lines[ln - 1] if ln and 0 < ln <= len(lines) else None
+
+
+def read_source(path: str) -> tuple[str, ...]:
+    """The lines of a program file, to quote them when the parse itself failed (E001);
+    () when it cannot be read (missing, binary, huge)."""
+    try:
+        if os.path.getsize(path) > _MAX_SOURCE_BYTES:
+            return ()
+        with open(path, encoding="utf-8", errors="replace", newline="") as f:
+            return tuple(f.read().splitlines())
+    except (OSError, ValueError):
+        return ()
+
+
+def _window(src: str, col: int) -> tuple[str, int]:
+    """A long line cut to LONG_LINE characters around 1-based `col`; the new column."""
+    if len(src) <= LONG_LINE:
+        return src, col
+    start = max(0, min(col - 1 - LONG_LINE // 3, len(src) - LONG_LINE + 3))
+    cut = src[start:start + LONG_LINE - 6]
+    head = "..." if start else ""
+    tail = "..." if start + len(cut) < len(src) else ""
+    return head + cut + tail, col - start + len(head)
+
+
+def parts(d: Diagnostic, lines: tuple[str, ...] = ()):
+    """(head, [(gutter, source line, caret line)] or None, hint or None)."""
     ln, col = d.loc.line, d.loc.column
-    if ln and 0 < ln <= len(lines):
-        src = lines[ln - 1]
-        gutter = len(str(ln))
-        m = _TOKEN.match(src, max(col - 1, 0))
-        width = max(1, len(m.group(0)) if m else 1)
+    src = _source_line(lines, ln)
+    if src is None:
+        return d.one_line(), None, d.hint
+    src = src.expandtabs(1)  # one column per character, so the caret lines up
+    m = _TOKEN.match(src, max(col - 1, 0))
+    width = max(1, len(m.group(0)) if m else 1)
+    src, col = _window(src, col)
+    return d.one_line(), (str(ln), src, " " * max(col - 1, 0) + "^" * width), d.hint
+
+
+def format_plain(d: Diagnostic, lines: tuple[str, ...] = ()) -> str:
+    head, quote, hint = parts(d, lines)
+    out = [head]
+    if quote is not None:
+        ln, src, caret = quote
+        pad = " " * len(ln)
         out.append(f" {ln} | {src}")
-        out.append(f" {' ' * gutter} | {' ' * max(col - 1, 0)}{'^' * width}")
-        if d.hint:
-            out.append(f" {' ' * gutter} = help: {d.hint}")
-    elif d.hint:
-        out.append(f"   = help: {d.hint}")
+        out.append(f" {pad} | {caret}")
+        if hint:
+            out.append(f" {pad} = help: {hint}")
+    elif hint:
+        out.append(f"   = help: {hint}")
     return "\n".join(out)
+
+
+def _lines_for(d: Diagnostic, lines, cache: dict):
+    """`lines`, or (when the caller has none, e.g. the YAML did not parse) the file's."""
+    if lines or not d.loc.line or d.loc.file.startswith("<"):
+        return lines
+    if d.loc.file not in cache:
+        cache[d.loc.file] = read_source(d.loc.file)
+    return cache[d.loc.file]
 
 
 def print_diagnostics(diags: list[Diagnostic], lines=(), stream=None) -> None:
     stream = stream or sys.stdout
     if not diags:
         return
+    cache: dict = {}
     if use_color(stream):
-        from rich.console import Console
-        from rich.text import Text
-        console = Console(file=stream, highlight=False)
-        for d in diags:
-            style = "bold red" if d.is_error else "bold yellow"
-            text = format_plain(d, lines)
-            head, _, rest = text.partition("\n")
-            t = Text()
-            t.append(str(d.loc) + ": ", style="bold")
-            t.append(f"{d.severity}[{d.code}]", style=style)
-            t.append(": " + d.message)
-            console.print(t)
-            if rest:
-                console.print(Text(rest, style="cyan"))
+        _print_rich(diags, lines, stream, cache)
     else:
         for d in diags:
-            print(format_plain(d, lines), file=stream)
+            print(format_plain(d, _lines_for(d, lines, cache)), file=stream)
+
+
+def _print_rich(diags, lines, stream, cache) -> None:
+    from rich.console import Console
+    from rich.text import Text
+    # soft_wrap: the terminal wraps long lines itself, so rich never breaks a source line
+    # away from its caret line
+    console = Console(file=stream, highlight=False, soft_wrap=True)
+    for d in diags:
+        _, quote, hint = parts(d, _lines_for(d, lines, cache))
+        color = "red" if d.is_error else "yellow"
+        t = Text()
+        t.append(str(d.loc) + ": ", style="bold")
+        t.append(f"{d.severity}[{d.code}]", style=f"bold {color}")
+        t.append(": ")
+        t.append(d.message, style="bold")
+        console.print(t)
+        pad = "   "
+        if quote is not None:
+            ln, src, caret = quote
+            pad = " " * (len(ln) + 1)
+            console.print(Text.assemble((f" {ln} | ", "blue"), src))
+            console.print(Text.assemble((f"{pad} | ", "blue"), (caret, f"bold {color}")))
+        if hint:
+            console.print(Text.assemble((f"{pad} = ", "blue"), ("help", "bold cyan"),
+                                        (": " + hint, "cyan")))
 
 
 def summary_line(diags: list[Diagnostic]) -> str:
+    """`2 errors, 1 warning`, `1 error`, `1 warning`, `no problems`."""
     e = sum(d.is_error for d in diags)
     w = len(diags) - e
-    return f"{e} error{'s' * (e != 1)}, {w} warning{'s' * (w != 1)}"
+    got = [plural(n, word) for n, word in ((e, "error"), (w, "warning")) if n]
+    return ", ".join(got) or "no problems"
+
+
+def plural(n: int, word: str) -> str:
+    """`1 output`, `2 outputs`, `1,024 instructions`."""
+    return f"{n:,} {word}{'s' * (n != 1)}"

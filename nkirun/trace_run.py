@@ -89,18 +89,24 @@ def _marks(row: TraceRow) -> str:
 
 
 class Tracer:
-    """Collects one TraceRow per executed instruction.
+    """Collects one TraceRow per executed instruction and streams it to `stream` as the
+    instruction finishes (so a run that fails still shows how far it got): plain lines when
+    piped, the same lines aligned and coloured on a terminal (`bound`, when given, sets the
+    column widths)."""
 
-    Plain mode streams each line to `stream` as the instruction finishes (so a run that
-    fails still shows how far it got); rich mode prints one table at `close()`.
-    """
-
-    def __init__(self, stream=None, rich: bool | None = None):
+    def __init__(self, stream=None, rich: bool | None = None, bound=()):
         from .render import use_color
         self.stream = stream or sys.stderr
         self.rich = use_color(self.stream) if rich is None else rich
         self.rows: list[TraceRow] = []
         self.seen_nan = self.seen_inf = False
+        self.console = None
+        views = (len(f"{p.name}={b.inst.args.get(p.name)}") for b in bound
+                 for p in b.spec.params if p.out and p.name in b.inst.args)
+        self.widths = (len(str(max(len(bound) - 1, 0))),
+                       max((len(b.op) for b in bound), default=0),
+                       max((len(b.engine) for b in bound), default=0),
+                       min(max(views, default=0), 28))
 
     def __call__(self, b, m) -> None:
         outs = [written_stats(b, m, p.name) for p in b.spec.params
@@ -111,36 +117,47 @@ class Tracer:
         if not self.seen_inf and any(w.inf for w in outs):
             row.first_inf = self.seen_inf = True
         self.rows.append(row)
-        if not self.rich:
+        if self.rich:
+            self._print_rich(row)
+        else:
             print(format_row(row), file=self.stream, flush=True)
 
     def close(self, failed_at: int | None = None) -> None:
         """Finish the trace; `failed_at`: the index of an instruction that raised."""
+        if failed_at is None:
+            return
         if self.rich:
-            self._print_table(failed_at)
-        elif failed_at is not None:
+            self._rich_console().print(f"#{failed_at} failed (see the error below)",
+                                       style="bold red")
+        else:
             print(f"#{failed_at} failed (see the error below)", file=self.stream, flush=True)
 
-    def _print_table(self, failed_at) -> None:
-        from rich.console import Console
-        from rich.table import Table
-        t = Table(title="trace: what each instruction wrote", title_justify="left")
-        for c in ("#", "op", "engine", "wrote", "min", "max", "mean", "NaN", "inf", ""):
-            t.add_column(c, justify="right" if c in ("#", "min", "max", "mean", "NaN", "inf")
-                         else "left")
-        for row in self.rows:
-            for k, w in enumerate(row.outputs or [None]):
-                head = (str(row.index), row.op, row.engine) if k == 0 else ("", "", "")
-                if w is None:
-                    t.add_row(*head, "-", "", "", "", "", "", "")
-                    continue
-                style = "bold red" if (row.first_nan or row.first_inf) and k == 0 else None
-                t.add_row(*head, f"{w.param}={w.view}", _g(w.min), _g(w.max), _g(w.mean),
-                          str(w.nan), str(w.inf), _marks(row).strip(" <-") if k == 0 else "",
-                          style=style)
-        if failed_at is not None:
-            t.add_row(str(failed_at), "[red]failed[/red]", "", "(see the error below)")
-        Console(file=self.stream, highlight=False).print(t)
+    def _rich_console(self):
+        if self.console is None:
+            from rich.console import Console
+            self.console = Console(file=self.stream, highlight=False, soft_wrap=True)
+            self.console.print("trace: what each instruction wrote", style="bold")
+        return self.console
+
+    def _print_rich(self, row: TraceRow) -> None:
+        from rich.text import Text
+        console = self._rich_console()
+        wi, wo, we, wv = self.widths
+        head = Text.assemble((f"#{row.index:<{wi}} ", "dim"), (f"{row.op:<{wo}}", "bold"),
+                             (f" {row.engine:<{we}} ", "dim"))
+        blank = " " * len(head.plain)
+        if not row.outputs:
+            console.print(head + Text("(writes no tile)", style="dim"))
+        for k, w in enumerate(row.outputs):
+            t = head.copy() if k == 0 else Text(blank)
+            t.append(f"{w.param}={w.view}".ljust(wv), style="cyan")
+            t.append(f"  min {_g(w.min)}  max {_g(w.max)}  mean {_g(w.mean)}")
+            for label, n in (("NaN", w.nan), ("inf", w.inf)):
+                if n:  # plain output always shows both counts; here only what is there
+                    t.append(f"  {n:,} {label}", style="bold red")
+            if k == 0 and _marks(row):
+                t.append(_marks(row), style="bold red")
+            console.print(t)
 
 
 def format_row(row: TraceRow) -> str:
@@ -233,7 +250,7 @@ def watch(program, bound, trace: bool = False, dump_dir: str | None = None,
     none), closed properly however the run ends. The progress bar is shown on a
     terminal unless tracing (both would write to stderr)."""
     stream = stream or sys.stderr
-    tracer = Tracer(stream) if trace else None
+    tracer = Tracer(stream, bound=bound) if trace else None
     dumper = Dumper(dump_dir, len(bound), dump_after) if dump_dir else None
     if progress is None:
         progress = not trace and want_progress(stream)
