@@ -168,3 +168,27 @@ def test_coloured_trace_streams_one_aligned_line_per_instruction(tmp_path):
     assert len(heads) == len(c.bound)
     assert len({ln.index(" min ") for ln in heads}) == 1  # views padded to one width
     assert "NaN" not in "".join(lines)  # counts appear only when there are some
+
+
+# ---- cost report at narrow widths ---------------------------------------------------------------
+@pytest.mark.parametrize("width", [60, 72, 80, 100])
+@pytest.mark.parametrize("name", ["causal_softmax", "topk_match_replace"])
+def test_cost_report_fits_and_never_cuts_a_number(name, width):
+    from nkirun import api
+    from nkirun.cost import render_report
+    s = api.cost(f"programs/{name}.yaml")
+    f = io.StringIO()
+    render_report(s, f, width=width, color=False)
+    text = f.getvalue()
+    assert max(map(len, text.splitlines())) <= width
+    assert "…" not in text
+    table = text.split("\ninstructions\n")[1].split("cost formulas")[0]
+    rows = [ln for ln in table.splitlines() if re.match(r"\|\s*\d", ln)]
+    assert len(rows) == len(s.slots)  # one row per instruction, index and cycles whole
+    for x, row in zip(s.slots, rows):
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[0] == str(x.index) and f"{x.cycles:,}" in cells
+        assert f"{x.end_ns:,.1f}" in cells
+    # lists wrap between items, not inside one
+    for line in text.splitlines():
+        assert not re.match(r"^\d+% \(", line.strip())

@@ -70,6 +70,55 @@ def _table(console, color: bool, title: str, **kw):
     return Table(box=box.ROUNDED if color else box.ASCII2, **kw)
 
 
+def _min_width(headers, rows, keep, wrap=()) -> int:
+    """The width an ASCII/rounded table needs with columns `keep` unwrapped (a column in
+    `wrap` may fold down to 16 characters): 3 per column (padding, rule) + 1."""
+    w = 1
+    for i in keep:
+        widest = max([len(headers[i])] + [len(r[i]) for r in rows])
+        w += (min(widest, 16) if headers[i] in wrap else widest) + 3
+    return w
+
+
+def _fit(width: int, headers, rows, drop_order, wrap=()) -> list[int]:
+    """The column indices to show: drop the columns of `drop_order`, in turn, until the
+    table fits `width` without cutting a number."""
+    keep = list(range(len(headers)))
+    for name in drop_order:
+        if _min_width(headers, rows, keep, wrap) <= width:
+            break
+        keep.remove(headers.index(name))
+    return keep
+
+
+def _grid(console, color, title, headers, rows, right, drop_order, wrap=(), styles=None):
+    """Print `rows` as a table that fits the console: numbers are never cut (optional
+    columns are dropped instead), only the `wrap` columns fold."""
+    keep = _fit(console.width, headers, rows, drop_order, wrap)
+    t = _table(console, color, title)
+    for i in keep:
+        t.add_column(headers[i], justify="right" if headers[i] in right else "left",
+                     no_wrap=headers[i] not in wrap, overflow="fold")
+    for k, r in enumerate(rows):
+        t.add_row(*(r[i] for i in keep), style=styles[k] if styles else None)
+    console.print(t)
+
+
+def _items(console, prefix: str, items: list[str]) -> None:
+    """`prefix item, item, ...` wrapped between items, continuation lines indented."""
+    line, lines, indent = prefix, [], " " * 2
+    for k, it in enumerate(items):
+        piece = it + ("," if k < len(items) - 1 else "")
+        if line.strip() and len(line) + 1 + len(piece) > console.width:
+            lines.append(line)
+            line = indent + piece
+        else:
+            line = f"{line} {piece}" if line else piece
+    lines.append(line)
+    for ln in lines:
+        console.print(ln, soft_wrap=True)
+
+
 def _short(x) -> str:
     """Slot x's wait reason, compact for tables."""
     k, t = x.waited_on, x.wait_tensor
@@ -128,19 +177,24 @@ def _summary(console, s: Schedule, color: bool) -> None:
         e = d["engines"][bn]
         console.print(f"bottleneck: {bn} (busy {_ns(e['busy_ns'])} ns, "
                       f"{e['utilization']:.0%} of the makespan)")
-    t = _table(console, color, "engines")
-    for c, j in (("engine", "left"), ("clock GHz", "right"), ("instructions", "right"),
-                 ("busy ns", "right"), ("utilization", "right"), ("", "left")):
-        t.add_column(c, justify=j)
+    headers = ["engine", "clock GHz", "instructions", "busy ns", "utilization"]
+    rows = []
     for name, e in d["engines"].items():
-        util = e["utilization"]
-        label = name
-        if name == "dma":
-            label = f"dma ({e['queues']} queues)"
-        t.add_row(label, f"{e['clock_ghz']:g}" + (" (ns)" if name == "dma" else ""),
-                  str(e["instructions"]), _ns(e["busy_ns"]), f"{util:.0%}",
-                  _bar(util, 20, color), style="bold" if name == bn else None)
-    console.print(t)
+        label = f"dma ({e['queues']} queues)" if name == "dma" else name
+        # DMA times are ns already (no clock): see the cost formulas
+        rows.append([label, "-" if name == "dma" else f"{e['clock_ghz']:g}",
+                     str(e["instructions"]), _ns(e["busy_ns"]), f"{e['utilization']:.0%}"])
+    room = console.width - _min_width(headers, rows, range(len(headers))) - 3
+    n_bar = min(20, room)  # the bar takes what is left, up to 20 characters
+    if n_bar >= 5:
+        headers.append("")
+        for row, e in zip(rows, d["engines"].values()):
+            row.append(_bar(e["utilization"], n_bar, color))
+    styles = [("bold" if name == bn else ("dim" if not e["instructions"] and color else None))
+              for name, e in d["engines"].items()]
+    _grid(console, color, "engines", headers, rows,
+          ("clock GHz", "instructions", "busy ns", "utilization"), ("clock GHz",),
+          styles=styles)
     if d["engines"]["dma"]["instructions"]:
         q = d["engines"]["dma"]
         console.print(f"DMA queues: {_ns(q['queue_busy_ns'])} queue-ns busy, "
@@ -151,21 +205,16 @@ def _summary(console, s: Schedule, color: bool) -> None:
 
 
 def _instructions(console, s: Schedule, color: bool, max_rows: int, palette) -> None:
-    t = _table(console, color, "instructions")
-    lines = console.width >= 100  # the source line column only when there is room
-    for c in ("#", "line", "op", "engine", "cycles", "start ns", "end ns", "waited for"):
-        if c != "line" or lines:
-            t.add_column(c, justify="right" if c in ("#", "line", "cycles", "start ns",
-                                                      "end ns") else "left",
-                         no_wrap=c != "waited for", overflow="fold")
+    headers = ["#", "line", "op", "engine", "cycles", "start ns", "end ns", "waited for"]
     shown = s.slots if max_rows <= 0 else s.slots[:max_rows]
-    for x in shown:
-        cells = [str(x.index), str(x.line), x.op + (" *" if x.assumed else ""), x.queue,
-                 f"{x.cycles:,}", _ns(x.start_ns), _ns(x.end_ns), _short(x)]
-        if not lines:
-            del cells[1]
-        t.add_row(*cells, style=palette.get(x.op) if color else None)
-    console.print(t)
+    rows = [[str(x.index), str(x.line), x.op + (" *" if x.assumed else ""), x.queue,
+             f"{x.cycles:,}", _ns(x.start_ns), _ns(x.end_ns), _short(x)] for x in shown]
+    if console.width < 100:  # the source line column only when there is room
+        headers, rows = headers[:1] + headers[2:], [r[:1] + r[2:] for r in rows]
+    _grid(console, color, "instructions", headers, rows,
+          ("#", "line", "cycles", "start ns", "end ns"), ("start ns", "engine"),
+          wrap=("waited for",),
+          styles=[palette.get(x.op) if color else None for x in shown])
     if len(shown) < len(s.slots):
         console.print(f"... {len(s.slots) - len(shown):,} more instructions "
                       "(--max-rows 0 shows all; --format json lists every one)")
@@ -216,12 +265,16 @@ def _timeline(console, s: Schedule, color: bool, sym, palette) -> None:
     axis[pos:pos + len(mid)] = mid
     axis[width - len(right):] = right
     console.print(" " * (label_w + 2) + "".join(axis)[:width])
-    legend = Text("legend:")
-    for op, ch in sym.items():
-        legend.append("  ")
-        legend.append(ch, style=f"black on {palette[op]}" if color else "")
-        legend.append(f" {op}")
-    console.print(legend)
+    legend, line = [], Text("legend:")
+    for op, ch in sym.items():  # wrapped between entries, never inside one
+        if len(line) + 3 + len(op) + 1 > console.width and len(line) > 8:
+            legend.append(line)
+            line = Text("       ")
+        line.append("  ")
+        line.append(ch, style=f"black on {palette[op]}" if color else "")
+        line.append(f" {op}")
+    for ln in legend + [line]:
+        console.print(ln)
 
 
 def _critical(console, s: Schedule, color: bool, palette, max_rows: int) -> None:
@@ -230,17 +283,14 @@ def _critical(console, s: Schedule, color: bool, palette, max_rows: int) -> None
     total = s.total_ns
     console.print(Text(f"critical path ({len(path)} instructions, {_ns(total)} ns)",
                        style="bold" if color else ""))
-    console.print("time on the path by engine: " + ", ".join(
-        f"{k} {e['share']:.0%} ({e['instructions']} instr.)" for k, e in d["by_engine"].items()))
-    t = _table(console, color, "")
-    for c in ("#", "op", "engine", "start ns", "ns", "share", "started after"):
-        t.add_column(c, justify="right" if c in ("#", "start ns", "ns", "share") else "left",
-                     no_wrap=c != "started after", overflow="fold")
+    _items(console, "time on the path by engine:", [
+        f"{k} {e['share']:.0%} ({e['instructions']} instr.)" for k, e in d["by_engine"].items()])
+    headers = ["#", "op", "engine", "start ns", "ns", "share", "started after"]
     shown = path if max_rows <= 0 else path[:max_rows]
-    for x in shown:
-        t.add_row(str(x.index), x.op, x.queue, _ns(x.start_ns), _ns(x.duration_ns),
-                  f"{x.duration_ns / total:.0%}" if total else "-", _short(x),
-                  style=palette.get(x.op) if color else None)
-    console.print(t)
+    rows = [[str(x.index), x.op, x.queue, _ns(x.start_ns), _ns(x.duration_ns),
+             f"{x.duration_ns / total:.0%}" if total else "-", _short(x)] for x in shown]
+    _grid(console, color, "", headers, rows, ("#", "start ns", "ns", "share"),
+          ("start ns", "engine"), wrap=("started after",),
+          styles=[palette.get(x.op) if color else None for x in shown])
     if len(shown) < len(path):
         console.print(f"... {len(path) - len(shown):,} more steps (--max-rows 0 shows all)")
