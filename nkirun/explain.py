@@ -143,13 +143,20 @@ def _param_line(p: dict) -> str:
     return f"{p['name']}: {kind} [{', '.join(bits)}]" + (f" — {p['doc']}" if p["doc"] else "")
 
 
+def _rules(d: dict) -> list[str]:
+    """The constraints a reader has not seen yet: those restating one parameter's
+    declaration (`bound0: dtype float32; ...`) are already on that parameter's line."""
+    names = {p["name"] for p in d["params"]}
+    return [c for c in d["constraints"] if c.split(":", 1)[0] not in names]
+
+
 def render_text(d: dict) -> str:
     engine = d["engine"] + (" (selectable with `engine:`)" if d["engine_selectable"] else "")
     out = [f"{d['name']} — {d['summary']}", "", f"  {d['signature']}", "",
            f"engine: {engine}", "", "parameters:"]
     out += [f"  {_param_line(p)}" for p in d["params"]]
-    if d["constraints"]:
-        out += ["", "constraints:"] + [f"  - {c}" for c in d["constraints"]]
+    if _rules(d):
+        out += ["", "rules:"] + [f"  - {c}" for c in _rules(d)]
     out += ["", "semantics:", f"  {d['semantics']}", "", "cost:", f"  {d['cost']['formula']}"]
     if d["cost"]["assumed"]:
         out.append("  (assumed: the instruction's page documents no cost formula)")
@@ -163,16 +170,33 @@ def render_text(d: dict) -> str:
 
 
 def render_rich(d: dict, console) -> None:
+    from rich import box
     from rich.markup import escape
+    from rich.padding import Padding
     from rich.syntax import Syntax
     from rich.table import Table
+
+    def para(text, style=""):  # indented, wrapped under itself
+        console.print(Padding(f"[{style}]{escape(text)}[/{style}]" if style else escape(text),
+                              (0, 0, 0, 2)))
+
+    def section(title):
+        console.print()
+        console.print(f"[bold]{title}[/bold]")
+
     console.print(f"[bold]{d['name']}[/bold] — {escape(d['summary'])}")
-    console.print(f"  [cyan]{escape(d['signature'])}[/cyan]")
+    console.print()
+    para(d["signature"], "cyan")
+    console.print()
     console.print(f"engine: [bold]{d['engine']}[/bold]"
                   + (" (selectable with `engine:`)" if d["engine_selectable"] else ""))
-    t = Table(title="parameters", title_justify="left")
-    for c in ("name", "kind", "default", "allowed", "meaning"):
-        t.add_column(c)
+    section("parameters")
+    t = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    t.add_column("name", no_wrap=True, style="bold")
+    t.add_column("kind", no_wrap=True)
+    t.add_column("default", no_wrap=True)
+    t.add_column("allowed", ratio=1, overflow="fold")
+    t.add_column("meaning", ratio=2)
     for p in d["params"]:
         allowed = []
         if p["choices"]:
@@ -182,27 +206,29 @@ def render_rich(d: dict, console) -> None:
         if p["dtypes"]:
             allowed.append(_dtype_text(p["dtypes"]))
         if p["per_partition"]:
-            allowed.append("(P, 1)")
+            allowed.append("(P,1)")
         t.add_row(p["name"] + (" (out)" if p["output"] else ""),
                   KIND_TEXT.get(p["kind"], p["kind"]),
-                  "[bold]required[/bold]" if p["required"] else escape(p["default"] or "none"),
+                  "[yellow]required[/yellow]" if p["required"] else escape(p["default"] or "-"),
                   escape("; ".join(allowed)), escape(p["doc"]))
-    console.print(t)
-    if d["constraints"]:
-        console.print("[bold]constraints[/bold]")
-        for c in d["constraints"]:
-            console.print(f"  • {escape(c)}")
-    console.print("[bold]semantics[/bold]")
-    console.print(f"  {escape(d['semantics'])}")
-    console.print("[bold]cost[/bold]")
-    console.print(f"  {escape(d['cost']['formula'])}"
-                  + (" [yellow](assumed)[/yellow]" if d["cost"]["assumed"] else ""))
+    console.print(Padding(t, (0, 0, 0, 2)))
+    if _rules(d):
+        section("rules")
+        for c in _rules(d):
+            console.print(Padding(f"- {escape(c)}", (0, 0, 0, 2)))
+    section("semantics")
+    para(d["semantics"])
+    section("cost")
+    para(d["cost"]["formula"] + ("  (assumed: the page documents no formula)"
+                                 if d["cost"]["assumed"] else ""))
     if d["cost"]["note"]:
-        console.print(f"  note: {escape(d['cost']['note'])}")
+        para("note: " + d["cost"]["note"])
     if d["example"]:
-        console.print("[bold]example[/bold]")
-        console.print(Syntax(d["example"], "yaml", theme="ansi_dark", background_color="default"))
+        section("example")
+        console.print(Padding(Syntax(d["example"], "yaml", theme="ansi_dark",
+                                     background_color="default"), (0, 0, 0, 2)))
     if d["source"]:
+        console.print()
         console.print(f"[dim]source: {escape(d['source'])}[/dim]")
 
 
