@@ -1,11 +1,10 @@
 """`nkirun cost`: the schedule model and its views (report, JSON, Perfetto trace).
 
-Only the model is imported eagerly; the views (report.py pulls in rich) load on first use,
-so that `nkirun check` and `run` do not pay for them at start-up (issue 7, docs/performance.md).
+Every name loads its module on first use (report.py pulls in rich), so that `nkirun check`
+and `run` do not pay for them at start-up (issues 7 and 9, docs/performance.md).
 """
-from .model import Schedule, Slot, overlaps, schedule  # noqa: F401
-
-_LAZY = {"parse_views": "report", "render_report": "report", "to_json": "report",
+_LAZY = {"Schedule": "model", "Slot": "model", "overlaps": "model", "schedule": "model",
+         "parse_views": "report", "render_report": "report", "to_json": "report",
          "trace_events": "trace", "write_trace": "trace", "VIEWS": "views"}
 
 

@@ -358,16 +358,16 @@ def schedule(program: Program, bound, target: Target | None = None) -> Schedule:
             st = tensors.get(name)
             if st is not None:
                 for wbox, (end, k) in st.writes.items():
-                    if end > ready and overlap(wbox, box):
+                    if end > ready and (wbox is box or overlap(wbox, box)):
                         ready, dep, kind, dep_tensor = end, k, RAW, name
         for name, box in writes:
             st = tensors.get(name)
             if st is not None:
                 for wbox, (end, k) in st.writes.items():
-                    if end > ready and overlap(wbox, box):
+                    if end > ready and (wbox is box or overlap(wbox, box)):
                         ready, dep, kind, dep_tensor = end, k, WAW, name
                 for rbox, (end, k) in st.reads.items():
-                    if end > ready and overlap(rbox, box):
+                    if end > ready and (rbox is box or overlap(rbox, box)):
                         ready, dep, kind, dep_tensor = end, k, WAR, name
 
         # the engine, or the DMA queues (the n that are free earliest)
