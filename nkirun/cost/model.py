@@ -242,17 +242,23 @@ class _Tensor:
     earlier. When a map has doubled since the last sweep, a sweep also drops the accesses a
     newer one covers (`contains`), at amortised O(1) per access. Dropping never changes a
     start time: whatever overlaps the dropped access overlaps the newer one, which ends no
-    earlier."""
+    earlier.
 
-    __slots__ = ("writes", "reads", "limit")
+    `write_end` / `read_end` bound the ends in each map from above, so the scheduler skips
+    scanning a map that cannot delay an instruction any further (most of them, in traces)."""
+
+    __slots__ = ("writes", "reads", "limit", "write_end", "read_end")
 
     def __init__(self):
         self.writes: dict[tuple, tuple[float, int]] = {}
         self.reads: dict[tuple, tuple[float, int]] = {}
         self.limit = _SWEEP_MIN
+        self.write_end = self.read_end = 0.0
 
     def wrote(self, box, end: float, index: int) -> None:
         self.writes[box] = (end, index)
+        if end > self.write_end:
+            self.write_end = end
         self.reads.pop(box, None)
         if len(self.writes) + len(self.reads) > self.limit:
             self.writes = {b: a for b, a in self.writes.items() if b == box
@@ -264,6 +270,8 @@ class _Tensor:
         cur = self.reads.get(box)
         if cur is None or cur[0] <= end:
             self.reads[box] = (end, index)
+            if end > self.read_end:
+                self.read_end = end
         if len(self.writes) + len(self.reads) > self.limit:
             self.reads = {b: a for b, a in self.reads.items() if b == box
                           or not (a[0] <= end and contains(box, b))}
@@ -356,16 +364,19 @@ def schedule(program: Program, bound, target: Target | None = None) -> Schedule:
         ready, dep, kind, dep_tensor = 0.0, None, READY, None
         for name, box in reads:
             st = tensors.get(name)
-            if st is not None:
+            if st is not None and st.write_end > ready:
                 for wbox, (end, k) in st.writes.items():
                     if end > ready and (wbox is box or overlap(wbox, box)):
                         ready, dep, kind, dep_tensor = end, k, RAW, name
         for name, box in writes:
             st = tensors.get(name)
-            if st is not None:
+            if st is None:
+                continue
+            if st.write_end > ready:
                 for wbox, (end, k) in st.writes.items():
                     if end > ready and (wbox is box or overlap(wbox, box)):
                         ready, dep, kind, dep_tensor = end, k, WAW, name
+            if st.read_end > ready:
                 for rbox, (end, k) in st.reads.items():
                     if end > ready and (rbox is box or overlap(rbox, box)):
                         ready, dep, kind, dep_tensor = end, k, WAR, name
