@@ -44,6 +44,7 @@ class Builder:
         self.invalid_tensors: set[str] = set()
         self.instructions: list[Instruction] = []
         self.dropped: set[int] = set()
+        self.partial: list[Instruction] = []
         self.count = 0  # instruction entries seen (valid or not)
         self._converted: dict = {}  # (op, key, type, raw) -> (typed value,)
         self.saw = set()
@@ -242,6 +243,7 @@ class Builder:
                                         loc, index, hint=p.doc or None))
         if len(self.diags) > n0:
             self.dropped.add(index)
+            self.partial.append(Instruction(name, values, index, loc, locs))
             return
         full = defaults.copy()  # every param: the default unless given
         full.update(values)
@@ -268,7 +270,8 @@ class Builder:
             version=self.version if isinstance(self.version, int) else 1,
             target=self.target, tensors=self.tensors, instructions=tuple(self.instructions),
             name=self.name, path=self.path, base_dir=self.base_dir, source_lines=self.lines,
-            invalid_tensors=frozenset(self.invalid_tensors), dropped=frozenset(self.dropped))
+            invalid_tensors=frozenset(self.invalid_tensors), dropped=frozenset(self.dropped),
+            partial=tuple(self.partial))
         return program, self.diags
 
 

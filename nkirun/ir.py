@@ -138,3 +138,6 @@ class Program:
     # passes stay quiet about them rather than reporting knock-on errors.
     invalid_tensors: frozenset[str] = field(default=frozenset(), compare=False)
     dropped: frozenset[int] = field(default=frozenset(), compare=False)
+    # The dropped instructions that had a known op, with the keywords that did convert:
+    # checked for what can still be checked, never run or costed.
+    partial: tuple[Instruction, ...] = field(default=(), compare=False)

@@ -8,6 +8,8 @@ is reported, not just the first. Nothing here names an instruction.
 """
 from __future__ import annotations
 
+import itertools
+
 import dataclasses
 
 from .errors import Diagnostic, Loc, error, warning
@@ -59,7 +61,10 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES
     passed: dict = {}
     passed_at: dict = {}  # the same, by instruction index, for Instruction.repeat_of
     per_op: dict = {}  # op -> (spec, its view Params, {param: None}): looked up once per op
-    for inst in program.instructions:
+    # Instructions the front end dropped for a bad keyword come last (`program.partial`,
+    # with the keywords that did convert): their operands are still resolved and checked
+    # against the per-parameter rules, so one bad keyword does not hide other errors.
+    for inst in itertools.chain(program.instructions, program.partial):
         like = passed_at.get(inst.repeat_of)
         if like is not None:  # its views resolve to the same Resolved: no need to look
             bound.append(Bound(inst, like.spec, like.args, None, like.engine,
@@ -71,7 +76,7 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES
             tables = param_tables(spec)
             hit = per_op[inst.op] = (spec, tables.views, dict.fromkeys(tables.names))
         spec, views, blank = hit
-        ok = True
+        ok = inst.index not in program.dropped
         args = blank.copy()  # every param: given values over None
         args.update(inst.args)
         for p in views:
@@ -113,7 +118,8 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES
             continue
         b = Bound(inst, spec, args, None, "", {"target": program.target})
         b.engine = spec.engine_of(b) if (ok and spec.engine_of) else spec.engine
-        if not ok:
+        if not ok:  # an operand or keyword failed: only the rules of each parameter apply
+            diags.extend(_param_rules(b))
             continue
         n0 = len(diags)
         diags.extend(_param_rules(b))
@@ -182,7 +188,10 @@ def _param_rules(b: Bound):
             r = b.tile(n)
             if r.partitions != first.partitions:
                 yield b.err("E062", f"`{n}` has {r.partitions} partitions but `{names[0]}` has "
-                            f"{first.partitions}; they must match", n)
+                            f"{first.partitions}; they must match", n,
+                            hint=f"use a view with {first.partitions} partitions, e.g. "
+                                 f"{r.decl.name}[0:{first.partitions}, ...], or declare "
+                                 f"{r.decl.name} with that many")
 
 
 def _buffer_hint(got: str, allowed) -> str:

@@ -100,3 +100,28 @@ def test_example_programs_have_no_diagnostics_and_run(path, tmp_path):
     r = CliRunner().invoke(cli, ["run", str(path), "--out", str(tmp_path / "out")])
     assert r.exit_code == 0, r.output
     assert list((tmp_path / "out").glob("*.npy"))
+
+
+def test_one_bad_keyword_does_not_hide_the_instructions_other_errors(tmp_path):
+    """Issue 3: every violation at once. A bad operator drops the instruction from running,
+    but its operands are still checked (dtype, partitions, unknown tensor)."""
+    path = tmp_path / "multi.yaml"
+    path.write_text("""version: 1
+tensors:
+  t:  {buffer: sbuf, shape: [128, 64], dtype: float32, fill: 1.0}
+  lo: {buffer: sbuf, shape: [64, 1], dtype: bfloat16, fill: 0}
+  r:  {buffer: sbuf, shape: [128, 64], dtype: float32}
+  y:  {buffer: hbm, shape: [128, 64], dtype: float32, output: true}
+instructions:
+  - range_select:
+      dst: r
+      on_true_tile: t
+      comp_op0: greater_than
+      comp_op1: less
+      bound0: lo
+      bound1: hii
+  - store: {dst: y, src: r}
+""")
+    got = {(d.code, d.loc.line) for d in check_program(str(path)).diagnostics}
+    assert {("E025", 11), ("E060", 13), ("E062", 13), ("E026", 14)} <= got
+    assert not any(code == "E050" for code, _ in got)  # no knock-on error for `r`
