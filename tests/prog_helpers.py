@@ -97,6 +97,21 @@ def run_example_cli(name: str, out_dir) -> pathlib.Path:
     return PROGRAMS / name
 
 
+def run_cli(program, out_dir, program_format: str | None = None) -> dict[str, np.ndarray]:
+    """`nkirun run PROGRAM --out out_dir [--program-format F]` through click's CliRunner;
+    returns every .npy it wrote, in its declared dtype (bfloat16/fp8 load back as raw bytes)."""
+    from click.testing import CliRunner
+
+    from nkirun.cli import cli
+    out_dir = pathlib.Path(out_dir)
+    fmt = ["--program-format", program_format] if program_format else []
+    r = CliRunner().invoke(cli, ["run", str(program), "--out", str(out_dir), *fmt])
+    assert r.exit_code == 0, r.output
+    declared = check_program(str(program), program_format).program.tensors
+    return {f.stem: load_npy(f, NP_TYPES[declared[f.stem].dtype.name])
+            for f in sorted(out_dir.glob("*.npy"))}
+
+
 def run_program(tmp_path, tensors: dict, instructions: list) -> dict[str, np.ndarray]:
     return run(write_program(tmp_path, tensors, instructions))
 

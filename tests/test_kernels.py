@@ -1,12 +1,14 @@
-"""The real kernels in programs/: each runs, checks clean, costs plausibly, and matches an
-independent NumPy reference written from the kernel's math (not from nkirun's code)."""
+"""The real kernels in programs/: each runs through the CLI (`nkirun run`), checks clean,
+costs plausibly, and matches an independent NumPy reference written from the kernel's math
+(not from nkirun's code)."""
 import pathlib
 
 import ml_dtypes
 import numpy as np
 import pytest
 
-from nkirun.api import check_program, cost, run
+from prog_helpers import run_cli
+from nkirun.api import check_program, cost
 
 PROGRAMS = pathlib.Path(__file__).resolve().parent.parent / "programs"
 KERNELS = ("causal_softmax", "topk16", "selective_scan", "sliding_window_max", "cumsum_scan",
@@ -21,6 +23,11 @@ def path(name):
 def data(name, tensor, dtype=None):
     a = np.load(PROGRAMS / name / f"{tensor}.npy")
     return a.view(dtype) if dtype is not None else a
+
+
+def run(program, tmp_path):
+    """The outputs `nkirun run` writes (issue 2: every program runs through the CLI)."""
+    return run_cli(program, tmp_path / "out")
 
 
 def overlaps(s1, s2):
@@ -39,9 +46,9 @@ def test_checks_clean_and_costs(name):
             assert s.start_ns >= sched.slots[s.waited_on].end_ns - 1e-6
 
 
-def test_causal_softmax():
+def test_causal_softmax(tmp_path):
     s = data("causal_softmax", "scores")
-    got = run(path("causal_softmax"))["probs"]
+    got = run(path("causal_softmax"), tmp_path)["probs"]
     p = np.arange(128)[:, None]
     x = np.arange(512)[None, :]
     z = np.where(x <= p + 384, s, FP32_MIN).astype(np.float64)
@@ -56,9 +63,9 @@ def test_causal_softmax():
     assert any(overlaps(a, v) for a in act for v in vec)
 
 
-def test_topk16_exact():
+def test_topk16_exact(tmp_path):
     x = data("topk16", "x")
-    out = run(path("topk16"))
+    out = run(path("topk16"), tmp_path)
     order = np.argsort(-x, axis=1, kind="stable")[:, :16]
     np.testing.assert_array_equal(out["vals"], np.take_along_axis(x, order, axis=1))
     np.testing.assert_array_equal(out["vals"], -np.sort(-x, axis=1)[:, :16])
@@ -68,9 +75,9 @@ def test_topk16_exact():
     np.testing.assert_array_equal(out["rest"], rest)
 
 
-def test_selective_scan_matches_the_recurrence():
+def test_selective_scan_matches_the_recurrence(tmp_path):
     g = {k: data("selective_scan", k) for k in ("x", "delta", "B", "C", "A", "D", "h0")}
-    out = run(path("selective_scan"))
+    out = run(path("selective_scan"), tmp_path)
     h = g["h0"][:, 0].astype(np.float64)
     want = np.empty((128, 512))
     for t in range(512):  # the sequential recurrence, one step at a time
@@ -81,9 +88,9 @@ def test_selective_scan_matches_the_recurrence():
     np.testing.assert_allclose(out["h_last"][:, 0], h, rtol=1e-4, atol=1e-6)
 
 
-def test_sliding_window_max():
+def test_sliding_window_max(tmp_path):
     x = data("sliding_window_max", "x")
-    out = run(path("sliding_window_max"))
+    out = run(path("sliding_window_max"), tmp_path)
     want_max = np.array([x[p, 3 * p:3 * p + 64].max() for p in range(128)], np.float32)
     np.testing.assert_array_equal(out["wmax"][:, 0], want_max)
     i = np.arange(512)[None, :]
@@ -92,18 +99,18 @@ def test_sliding_window_max():
                                   np.where((i >= 3 * p) & (i < 3 * p + 64), x, FP32_MIN))
 
 
-def test_cumsum_scan_bit_exact():
+def test_cumsum_scan_bit_exact(tmp_path):
     x = data("cumsum_scan", "x")
-    got = run(path("cumsum_scan"))["csum"]
+    got = run(path("cumsum_scan"), tmp_path)["csum"]
     # float32 cumsum is a left-to-right float32 fold, as the scan is
     np.testing.assert_array_equal(got.view(np.uint32), np.cumsum(x, axis=1).view(np.uint32))
 
 
-def test_matmul_transpose():
+def test_matmul_transpose(tmp_path):
     bf = ml_dtypes.bfloat16
     a = data("matmul_transpose", "a", bf).astype(np.float64)
     b = np.vstack([data("matmul_transpose", "b0", bf), data("matmul_transpose", "b1", bf)])
-    got = run(path("matmul_transpose"))["c"]
+    got = run(path("matmul_transpose"), tmp_path)["c"]
     assert got.dtype == np.float32
     np.testing.assert_allclose(got, a @ b.astype(np.float64), rtol=1e-5, atol=1e-4)
     slots = cost(path("matmul_transpose")).slots
