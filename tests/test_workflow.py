@@ -312,6 +312,20 @@ def test_python_api_run_check_cost(tmp_path):
     assert e.value.diagnostics[0].code == "E075"
 
 
+def test_python_api_run_writes_to_out(tmp_path):
+    """nkirun.run(..., out=DIR) also writes DIR/<name>.npy, as `nkirun run --out` does."""
+    x = np.arange(12, dtype=np.float32).reshape(3, 4) - 5.5
+    path = copy_program(tmp_path, x, "float32")
+    outs = nkirun.run(path, out=str(tmp_path / "o" / "deep"))
+    assert sorted(p.name for p in (tmp_path / "o" / "deep").iterdir()) == ["y.npy"]
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "deep" / "y.npy"), x)
+    np.testing.assert_array_equal(outs["y"], x)
+    bad = copy_program(tmp_path, x, "float32", extra=[{"memset": {"dst": "nope", "value": 0}}])
+    with pytest.raises(nkirun.NkirunError):
+        nkirun.run(bad, out=str(tmp_path / "o2"))
+    assert not (tmp_path / "o2").exists()  # invalid: nothing written
+
+
 # The example in docs/api.md, verbatim except for the program path.
 DOC_EXAMPLE = '''
 import numpy as np

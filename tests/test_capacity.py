@@ -1,0 +1,45 @@
+"""Issue 3, memory: the SBUF/PSUM capacity rule counts the tensors *live* at each
+instruction (first write to last use), and E041 names the peak and the instruction where it
+peaks. trn2 has 224 KiB of SBUF per partition (nki-reference.md §5)."""
+from __future__ import annotations
+
+import pytest
+
+from nkirun.api import check_program
+
+HEADER = """\
+version: 1
+target: TARGET
+tensors:
+  x: {buffer: hbm, shape: [128, 30000], dtype: float32, fill: 1}
+  y: {buffer: hbm, shape: [128, 30000], dtype: float32, output: true}
+  z: {buffer: hbm, shape: [128, 30000], dtype: float32, output: true}
+  a: {buffer: sbuf, shape: [128, 30000], dtype: float32}
+  b: {buffer: sbuf, shape: [128, 30000], dtype: float32}
+instructions:
+"""
+# a and b are 120,000 bytes per partition each: one fits, both do not (229,376 on trn2)
+ONE_AFTER_THE_OTHER = ["load: {dst: a, src: x}", "store: {dst: y, src: a}",
+                       "load: {dst: b, src: x}", "store: {dst: z, src: b}"]
+BOTH_LIVE = ["load: {dst: a, src: x}", "load: {dst: b, src: x}",
+             "store: {dst: y, src: a}", "store: {dst: z, src: b}"]
+
+
+def _check(tmp_path, instructions, target="trn2"):
+    p = tmp_path / "p.yaml"
+    p.write_text(HEADER.replace("TARGET", target) + "".join(f"  - {i}\n" for i in instructions))
+    return check_program(str(p)).diagnostics
+
+
+def test_tensors_whose_live_ranges_do_not_overlap_share_the_space(tmp_path):
+    assert _check(tmp_path, ONE_AFTER_THE_OTHER) == []
+
+
+@pytest.mark.parametrize("target,limit", [("trn2", "229,376"), ("trn1", "196,608")])
+def test_peak_and_its_instruction_are_reported(tmp_path, target, limit):
+    diags = _check(tmp_path, BOTH_LIVE, target)
+    assert [d.code for d in diags] == ["E041"]
+    d = diags[0]
+    assert (d.loc.line, d.loc.column) == (11, 5)  # the second load, where b becomes live
+    assert "240,000 bytes per partition at instruction 1 (load)" in d.message
+    assert f"{target} has {limit}" in d.message
