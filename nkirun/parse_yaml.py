@@ -180,9 +180,12 @@ def parse_yaml(text: str, path: str, base_dir: str | None = None):
     except _Bad as e:
         return None, [e.diag]
     if not isinstance(root, yaml.MappingNode):
+        text_like = text.lstrip().startswith("version ")  # the text form's first line
         return None, [error("E002", "the program must be a YAML mapping (version, tensors, "
                             "instructions), not a " + ("list" if isinstance(
-                                root, yaml.SequenceNode) else "scalar"), w.loc(root))]
+                                root, yaml.SequenceNode) else "scalar"), w.loc(root),
+                            hint="this looks like the text form: name it .nkis or pass "
+                                 "--program-format text" if text_like else None)]
     b = Builder(path, base_dir if base_dir is not None else os.path.dirname(path) or ".", lines)
     try:
         _build(w, b, root)
