@@ -100,15 +100,18 @@ def _case_range_select(dtype, rng):
     return prog, {"x": x, "lo": lo, "hi": hi}, lambda: hw.range_select(x, lo, hi)
 
 
-def _case_select_reduce(dtype, rng):
-    x = rng.standard_normal((P, N)).astype(np.float32).astype(dtype)
-    pred = (rng.random((P, N)) < 0.5).astype(np.uint8)
-    name = np.dtype(dtype).name
+def _select_reduce_case(x, pred):
+    name = x.dtype.name
     prog = _tensors({"x": ((P, N), name), "pr": ((P, N), "uint8"), "r": ((P, N), name),
                      "m": ((P, 1), "float32")}) + \
         "  - select_reduce: {dst: r, predicate: pr, on_true: x, on_false: fp32.min, " \
         "reduce_cmd: reset_reduce, reduce_res: m}\n"
     return prog, {"x": x, "pr": pred}, lambda: hw.select_reduce(pred, x, hw.FP32_MIN)
+
+
+def _case_select_reduce(dtype, rng):
+    x = rng.standard_normal((P, N)).astype(np.float32).astype(dtype)
+    return _select_reduce_case(x, (rng.random((P, N)) < 0.5).astype(np.uint8))
 
 
 def _case_select_reduce_runs(dtype, rng):
@@ -116,13 +119,7 @@ def _case_select_reduce_runs(dtype, rng):
     NumPy's branching select is at its best."""
     x = rng.standard_normal((P, N)).astype(np.float32).astype(dtype)
     j, start = np.arange(N)[None, :], rng.integers(0, N // 2, (P, 1))
-    pred = ((j >= start) & (j < start + N // 3)).astype(np.uint8)
-    name = np.dtype(dtype).name
-    prog = _tensors({"x": ((P, N), name), "pr": ((P, N), "uint8"), "r": ((P, N), name),
-                     "m": ((P, 1), "float32")}) + \
-        "  - select_reduce: {dst: r, predicate: pr, on_true: x, on_false: fp32.min, " \
-        "reduce_cmd: reset_reduce, reduce_res: m}\n"
-    return prog, {"x": x, "pr": pred}, lambda: hw.select_reduce(pred, x, hw.FP32_MIN)
+    return _select_reduce_case(x, ((j >= start) & (j < start + N // 3)).astype(np.uint8))
 
 
 def _case_affine_select(dtype, rng):

@@ -127,6 +127,18 @@ def describe(spec: S.InstructionDef) -> dict:
     }
 
 
+def _allowed(p: dict) -> list[str]:
+    """A parameter's declared buffers, dtypes and (P, 1) shape, as short phrases."""
+    out = []
+    if p["buffers"]:
+        out.append("/".join(p["buffers"]))
+    if p["dtypes"]:
+        out.append(_dtype_text(p["dtypes"]))
+    if p["per_partition"]:
+        out.append("(P, 1)")
+    return out
+
+
 def _param_line(p: dict) -> str:
     kind = KIND_TEXT.get(p["kind"], p["kind"])
     if p["choices"] and p["kind"] in (S.ENUM, S.OP):
@@ -134,12 +146,7 @@ def _param_line(p: dict) -> str:
     bits = ["required" if p["required"] else f"default {p['default'] or 'none'}"]
     if p["output"]:
         bits.append("written")
-    if p["buffers"]:
-        bits.append("/".join(p["buffers"]))
-    if p["dtypes"]:
-        bits.append(_dtype_text(p["dtypes"]))
-    if p["per_partition"]:
-        bits.append("(P, 1)")
+    bits += _allowed(p)
     return f"{p['name']}: {kind} [{', '.join(bits)}]" + (f" — {p['doc']}" if p["doc"] else "")
 
 
@@ -198,15 +205,7 @@ def render_rich(d: dict, console) -> None:
     t.add_column("allowed", ratio=1, overflow="fold")
     t.add_column("meaning", ratio=2)
     for p in d["params"]:
-        allowed = []
-        if p["choices"]:
-            allowed.append(" | ".join(p["choices"]))
-        if p["buffers"]:
-            allowed.append("/".join(p["buffers"]))
-        if p["dtypes"]:
-            allowed.append(_dtype_text(p["dtypes"]))
-        if p["per_partition"]:
-            allowed.append("(P,1)")
+        allowed = ([" | ".join(p["choices"])] if p["choices"] else []) + _allowed(p)
         t.add_row(p["name"] + (" (out)" if p["output"] else ""),
                   KIND_TEXT.get(p["kind"], p["kind"]),
                   "[yellow]required[/yellow]" if p["required"] else escape(p["default"] or "-"),
