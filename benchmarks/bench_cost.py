@@ -20,9 +20,9 @@ PER_ITER = 8
 
 def build(n: int, target: str = "trn2"):
     """A program of exactly `n` instructions: (Program, bound instructions)."""
-    from nkirun.errors import Loc
-    from nkirun.frontend import Builder
-    from nkirun.validate import bind
+    from nkirun.diagnostics import Loc
+    from nkirun.source.builder import Builder
+    from nkirun.checker.bind import bind
 
     loc = Loc("<bench>", 1, 1)
     b = Builder("<bench>", ".")
@@ -78,7 +78,7 @@ def build(n: int, target: str = "trn2"):
 
 
 def main() -> None:
-    from nkirun.cost import schedule
+    from nkirun.schedule import schedule
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-n", type=int, default=100_000, help="instructions")
     ap.add_argument("--repeat", type=int, default=3)

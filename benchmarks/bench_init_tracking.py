@@ -77,7 +77,9 @@ instructions:
 
 def measure(text: str, inputs: dict, repeat: int, check: str) -> tuple[float, float, int]:
     """Best-of-`repeat` CPU seconds of execute() without and with tracking."""
-    from nkirun import api, interpret, loader
+    from nkirun import api
+    from nkirun.runner import interpret
+    from nkirun.runner import files as loader
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "big.yaml")
         with open(path, "w") as f:

@@ -108,8 +108,8 @@ def main(argv=None) -> int:
     import yaml
 
     from nkirun import api
-    from nkirun.loader import parse_file
-    from nkirun.write_program import to_text, to_yaml
+    from nkirun.source import parse_file
+    from nkirun.source.write import to_text, to_yaml
 
     text, ops = generate(args.n)
     with tempfile.TemporaryDirectory() as d:

@@ -67,8 +67,8 @@ def paired_cpu_times(fa, fb, repeats: int) -> tuple[float, float]:
 def prepare(program_yaml: str, inputs: dict):
     """Bind a one-instruction program and allocate its machine with `inputs`."""
     from nkirun.api import check_program
-    from nkirun.loader import initial_buffers
-    from nkirun.machine import Machine
+    from nkirun.runner.files import initial_buffers
+    from nkirun.runner.machine import Machine
     d = tempfile.mkdtemp(prefix="nkirun-bench-")
     path = os.path.join(d, "p.yaml")
     with open(path, "w") as f:
@@ -309,10 +309,10 @@ def scale_program(n: int) -> str:
 def bench_scale(sizes: list[int], repeats: int = 3) -> list[dict]:
     """CPU seconds to parse (once), and to check and cost (median of `repeats`), with the
     garbage collector paused as api.check_program does."""
-    from nkirun.cost import schedule
-    from nkirun.loader import paused_gc
-    from nkirun.parse_yaml import parse_yaml
-    from nkirun.validate import validate
+    from nkirun.schedule import schedule
+    from nkirun.source import paused_gc
+    from nkirun.source.yaml_front import parse_yaml
+    from nkirun.checker.passes import validate
     clock = time.process_time
     rows = []
     for n in sizes:

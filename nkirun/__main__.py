@@ -1,3 +1,3 @@
-from .cli import main
+from nkirun.cli import main
 
 main()

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .errors import Diagnostic, ProgramInvalid, error
-from .ir import Program
-from .targets import DEFAULT_MAX_HBM_BYTES, TARGETS
-from .validate import sort_key, validate
+from nkirun.diagnostics import Diagnostic, ProgramInvalid, error
+from nkirun.ir import Program
+from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, TARGETS
+from nkirun.checker.passes import sort_key, validate
 
 
 @dataclass
@@ -38,7 +38,7 @@ def check_program(path: str, fmt: str | None = None, target: str | None = None,
 
     `inputs` (names of tensors `run` will be given with --input) count as initialised.
     """
-    from .loader import parse_file, paused_gc
+    from nkirun.source import parse_file, paused_gc
     with paused_gc():
         program, diags = parse_file(path, fmt)
         if program is None:
@@ -84,7 +84,8 @@ def run(path: str, inputs: dict | None = None, out: str | None = None, fmt: str 
     `inputs` maps tensor names to arrays or .npy paths, replacing initial contents.
     Raises nkirun.NkirunError (with diagnostics) for invalid programs or run-time errors.
     """
-    from .interpret import execute, outputs, write_outputs
+    from nkirun.runner.files import write_outputs
+    from nkirun.runner.interpret import execute, outputs
     c = require_valid(path, fmt, max_hbm_bytes=max_hbm_bytes, inputs=inputs)
     _check_inputs(c.program, inputs)
     m = execute(c.program, c.bound, inputs, after_each)
@@ -95,8 +96,8 @@ def run(path: str, inputs: dict | None = None, out: str | None = None, fmt: str 
 
 
 def _check_inputs(program: Program, inputs) -> None:
-    from .errors import NkirunError
-    from .frontend import did_you_mean
+    from nkirun.diagnostics import NkirunError
+    from nkirun.source.builder import did_you_mean
     for name in inputs or {}:
         if name not in program.tensors:
             raise NkirunError(error("E075", f"--input names unknown tensor `{name}`",
@@ -105,9 +106,9 @@ def _check_inputs(program: Program, inputs) -> None:
 
 
 def cost(path: str, fmt: str | None = None, target: str | None = None):
-    """The predicted schedule (nkirun.cost.Schedule) of a valid program."""
-    from .cost import schedule
-    from .loader import paused_gc
+    """The predicted schedule (nkirun.schedule.Schedule) of a valid program."""
+    from nkirun.schedule import schedule
+    from nkirun.source import paused_gc
     c = require_valid(path, fmt, target)
     with paused_gc():  # as for check: many small objects, none freed
         return schedule(c.program, c.bound)

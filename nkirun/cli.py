@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from .errors import NkirunError
+from nkirun.diagnostics import NkirunError
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_BUG = 0, 1, 2, 3
 
@@ -34,7 +34,7 @@ def _echo_json(obj) -> None:
 
 
 def _fail(e: NkirunError, lines=()) -> None:
-    from .render import print_diagnostics
+    from nkirun.show.render import print_diagnostics
     print_diagnostics(e.diagnostics, lines, sys.stderr)
     sys.exit(EXIT_INVALID)
 
@@ -61,7 +61,7 @@ def _guard(fn):
         except Exception as e:  # noqa: BLE001
             if debug:
                 raise
-            from .interpret import InternalError
+            from nkirun.diagnostics import InternalError
             where = e.where if isinstance(e, InternalError) else "nkirun"
             inner = e.exc if isinstance(e, InternalError) else e
             click.echo(f"nkirun: internal error (a bug in nkirun, not in your program) at "
@@ -122,8 +122,8 @@ def check(program, fmt, target, program_format, debug):
 
     Exit status: 0 no errors (warnings allowed), 1 errors, 2 usage error.
     """
-    from .api import check_program
-    from .render import plural, print_diagnostics, summary_line
+    from nkirun.api import check_program
+    from nkirun.show.render import plural, print_diagnostics, summary_line
     c = check_program(program, program_format, target)
     if fmt == "json":
         _echo_json({
@@ -208,8 +208,8 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, ulp, tr
     Exit status: 0 ok (and outputs match --expect), 1 invalid program, run-time error or
     mismatch, 2 usage error, 3 internal error.
     """
-    from . import api
-    from .targets import DEFAULT_MAX_HBM_BYTES
+    from nkirun import api
+    from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES
     inputs = _parse_inputs(inputs)
     out_dir = out_dir or default_out_dir(program)
     if ulp is not None and (rtol is not None or atol is not None):
@@ -223,24 +223,25 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, ulp, tr
                               max_hbm_bytes=max_hbm_bytes or DEFAULT_MAX_HBM_BYTES,
                               inputs=inputs)
     except NkirunError as e:
-        from .loader import parse_file
+        from nkirun.source import parse_file
         p, _ = parse_file(program, program_format)
         e.lines = p.source_lines if p else ()
         raise
-    from .interpret import execute, outputs, write_outputs
+    from nkirun.runner.files import write_outputs
+    from nkirun.runner.interpret import execute, outputs
     api._check_inputs(c.program, inputs)
     expected = None
     if expect_dir is not None:  # read the expected files first: fail before a long run
-        from .compare import load_expected
+        from nkirun.runner.compare import load_expected
         expected = load_expected(c.program, expect_dir)
     if dump_after is not None and not 0 <= dump_after < len(c.bound):
         raise click.BadParameter(f"{dump_after}: the program's instructions are numbered "
                                  f"0..{len(c.bound) - 1}", param_hint="--after")
-    from .trace_run import watch
+    from nkirun.runner.watch import watch
     with watch(c.program, c.bound, trace, dump_dir, dump_after) as hook:
         m = execute(c.program, c.bound, inputs, hook)
     result = outputs(c.program, m)
-    from .render import print_diagnostics
+    from nkirun.show.render import print_diagnostics
     warnings = [d for d in c.diagnostics if not d.is_error]
     seen = {(d.code, d.loc) for d in warnings}  # e.g. W052 found by check and at run time
     warnings += [w for w in m.warnings if (w.code, w.loc) not in seen]
@@ -248,11 +249,11 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, ulp, tr
     written = write_outputs(result, out_dir)
     _print_run_summary(program, c, result, written)
     if expected is not None:  # outputs are written even on a mismatch, to inspect them
-        from .compare import Tolerance, compare_outputs, format_diffs
+        from nkirun.runner.compare import Tolerance, compare_outputs, format_diffs
         tol = Tolerance(rtol or 0.0, atol or 0.0, ulp)
         diffs = compare_outputs(c.program, result, expected, tol)
         bad = [d for d in diffs if not d.ok]
-        from .compare import compare_headline
+        from nkirun.runner.compare import compare_headline
         click.echo(f"compared with {expect_dir}: {compare_headline(diffs)}")
         click.echo(format_diffs(diffs))
         sys.exit(EXIT_INVALID if bad else EXIT_OK)
@@ -260,7 +261,7 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, ulp, tr
 
 
 def _print_run_summary(program, c, result, written) -> None:
-    from .render import plural, use_color
+    from nkirun.show.render import plural, use_color
     head = (f"{program}: {plural(len(c.program.instructions), 'instruction')} executed, "
             f"{plural(len(written), 'output')} written")
     rows = [(name, "x".join(map(str, c.program.tensors[name].shape)),
@@ -320,8 +321,8 @@ def cost(program, fmt, target, trace_out, view, max_rows, width, program_format,
 
     Exit status: 0 ok, 1 invalid program, 2 usage error.
     """
-    from . import api
-    from .cost import parse_views, render_report, to_json, write_trace
+    from nkirun import api
+    from nkirun.schedule import parse_views, render_report, to_json, write_trace
     try:
         views = parse_views(view)
     except ValueError as e:
@@ -329,7 +330,7 @@ def cost(program, fmt, target, trace_out, view, max_rows, width, program_format,
     try:
         sched = api.cost(program, program_format, target)
     except NkirunError as e:
-        from .loader import parse_file
+        from nkirun.source import parse_file
         p, _ = parse_file(program, program_format)
         e.lines = p.source_lines if p else ()
         raise
@@ -337,7 +338,7 @@ def cost(program, fmt, target, trace_out, view, max_rows, width, program_format,
         try:
             write_trace(sched, trace_out)
         except OSError as e:
-            from .errors import error
+            from nkirun.diagnostics import error
             raise NkirunError(error("E080", f"--trace-out: cannot write {trace_out}: "
                                     f"{e.strerror or e}"))
     if fmt == "json":
@@ -370,9 +371,9 @@ def convert(program, to, output, program_format, debug):
 
     Exit status: 0 ok, 1 invalid program or unwritable output, 2 usage error.
     """
-    from .api import check_program
-    from .errors import ProgramInvalid, error
-    from .write_program import write_program
+    from nkirun.api import check_program
+    from nkirun.diagnostics import ProgramInvalid, error
+    from nkirun.source.write import write_program
     c = check_program(program, program_format)
     if not c.ok:
         e = ProgramInvalid(c.errors or c.diagnostics)
@@ -417,8 +418,8 @@ def explain(op, fmt):
 
     Exit status: 0 ok, 1 unknown instruction (with a did-you-mean).
     """
-    from .explain import describe, lookup, render_rich, render_text, suggestion
-    from .render import use_color
+    from nkirun.show.explain import describe, lookup, render_rich, render_text, suggestion
+    from nkirun.show.render import use_color
     spec = lookup(op)
     if spec is None:
         hint = suggestion(op)
@@ -439,8 +440,8 @@ def explain(op, fmt):
 def ops(fmt):
     """List the instructions nkirun knows, with engine and summary (`nkirun explain OP`
     for one of them). Exit status 0."""
-    from .explain import ops_list, render_ops_rich, render_ops_text
-    from .render import use_color
+    from nkirun.show.explain import ops_list, render_ops_rich, render_ops_text
+    from nkirun.show.render import use_color
     rows = ops_list()
     if fmt == "json":
         _echo_json({"instructions": rows})
@@ -461,7 +462,7 @@ def schema():
 
     Exit status 0.
     """
-    from .schema import dumps
+    from nkirun.source.schema import dumps
     click.echo(dumps(), nl=False)
 
 

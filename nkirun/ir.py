@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .dtypes import DType
-from .errors import Loc
+from nkirun.hw.dtypes import DType
+from nkirun.diagnostics import Loc
 
 BUFFERS = ("hbm", "sbuf", "psum")
 ON_CHIP = frozenset({"sbuf", "psum"})

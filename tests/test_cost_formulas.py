@@ -7,12 +7,12 @@ import math
 
 import pytest
 
-from nkirun import dtypes as dt
+from nkirun.hw import dtypes as dt
 from nkirun.ir import TensorDecl, View
 from nkirun.isa import REGISTRY
 from nkirun.isa.spec import Bound
-from nkirun.targets import TARGETS
-from nkirun.views import resolve
+from nkirun.hw.targets import TARGETS
+from nkirun.source.operands import resolve
 
 TRN1, TRN2 = TARGETS["trn1"], TARGETS["trn2"]
 MIN_II = 64

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from nkirun import api
-from nkirun.cost.model import (ENGINE, QUEUE, RAW, READY, WAR, WAW, contains, overlaps,
+from nkirun.schedule.model import (ENGINE, QUEUE, RAW, READY, WAR, WAW, contains, overlaps,
                                schedule)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from nkirun import api
 from nkirun.cli import cli
-from nkirun.cost import render_report, to_json, trace_events
+from nkirun.schedule import render_report, to_json, trace_events
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from nkirun.cli import cli
-from nkirun.explain import describe, render_ops_rich, render_rich, ops_list
+from nkirun.show.explain import describe, render_ops_rich, render_rich, ops_list
 from nkirun.isa import REGISTRY
 
 

@@ -10,9 +10,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from nkirun import dtypes as dt
+from nkirun.hw import dtypes as dt
 from nkirun.isa.common import COMPARE_UFUNCS, pattern_terms, pattern_values
-from nkirun.machine import select_into
+from nkirun.runner.machine import select_into
 
 EDGE = np.array([0.0, -0.0, 1.0, -1.5, np.inf, -np.inf, np.nan, 3.4028235e38, -3.4028235e38,
                  1e-45, -1e-45, 1e-40, 65504.0, 65520.0, 448.0, 464.0, 57344.0, 1.0078125,
@@ -56,7 +56,7 @@ def test_select_into_is_where(dtype, p, n, regular, fill_kind):
 def test_write_casts_like_dtypes_cast(name, masked):
     """Machine.write casts float32 straight into the destination where NumPy's cast is
     nkirun's; every dtype must still give dt.cast's bits, masked or not."""
-    from nkirun.machine import Machine
+    from nkirun.runner.machine import Machine
     rng = np.random.default_rng(7)
     x = values(rng, 37, 65)
     target = dt.DTYPES[name]
@@ -75,7 +75,7 @@ def test_write_casts_like_dtypes_cast(name, masked):
 def _whole_view(arr: np.ndarray, target):
     """The Resolved view of the whole of tensor `t`."""
     from nkirun.ir import TensorDecl, View
-    from nkirun.views import resolve
+    from nkirun.source.operands import resolve
     r, diag = resolve(View("t"), TensorDecl("t", "sbuf", arr.shape, target))
     assert diag is None
     return r
@@ -94,11 +94,11 @@ def test_affine_broadcast_compare_is_the_values_compare(pattern, offset, cm, cmp
 
 def test_check_does_not_import_the_cost_views_or_rich():
     code = ("import sys; from nkirun.api import check_program; import nkirun.cli; "
-            "print(sorted(m for m in sys.modules if m.startswith(('rich', 'nkirun.cost.r'))))")
+            "print(sorted(m for m in sys.modules if m.startswith(('rich', 'nkirun.schedule.r'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == "[]"
-    from nkirun.cost import VIEWS, render_report, to_json  # the lazy names still resolve
+    from nkirun.schedule import VIEWS, render_report, to_json  # the lazy names still resolve
     assert callable(render_report) and callable(to_json) and VIEWS
 
 

@@ -8,7 +8,7 @@ from prog_helpers import (assert_bits_equal, codes, diagnostics, out, run_progra
                           tmp)
 
 from nkirun.isa import REGISTRY
-from nkirun.mask import MaskError, evaluate
+from nkirun.checker.mask import MaskError, evaluate
 
 SENTINEL = -77.0
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from nkirun import api
-from nkirun.cost import schedule
+from nkirun.schedule import schedule
 
 HEADER = """version 1
 tensor x hbm [128, 512] float32 fill=1.5

@@ -174,11 +174,11 @@ def test_output_written_only_in_part(work):
 
 def test_out_of_memory_is_a_diagnostic(work, monkeypatch):
     """E091: a MemoryError while allocating or running is reported, not a crash."""
-    import nkirun.interpret
+    import nkirun.runner.interpret
 
     def no_memory(*_a, **_k):
         raise MemoryError
-    monkeypatch.setattr(nkirun.interpret, "initial_buffers", no_memory)
+    monkeypatch.setattr(nkirun.runner.interpret, "initial_buffers", no_memory)
     before = _snapshot(work / "out")
     r = _invoke(["run", "p.yaml", "--out", "out"], work)
     _assert_clean_failure(r, 1, "error[E091]", False, before, work)
@@ -523,7 +523,7 @@ instructions:
 
 # ---- outputs: atomic, nothing changes on failure ---------------------------------------------
 def test_success_writes_outputs_atomically(work, monkeypatch):
-    import nkirun.interpret as interp
+    import nkirun.runner.files as interp
     renames = []
     real = os.replace
 
@@ -561,7 +561,7 @@ def _fail_on_call(n, exc, real):
     ("replace", OSError(5, "Input/output error"), 1),
 ])
 def test_failure_while_writing_second_output(work, monkeypatch, where, exc, code):
-    import nkirun.interpret as interp
+    import nkirun.runner.files as interp
     if where == "save":
         monkeypatch.setattr(interp.np, "save", _fail_on_call(2, exc, np.save))
     else:
@@ -578,7 +578,7 @@ def test_failure_while_writing_second_output(work, monkeypatch, where, exc, code
 
 
 def test_failure_while_writing_into_new_folder(work, monkeypatch):
-    import nkirun.interpret as interp
+    import nkirun.runner.files as interp
     monkeypatch.setattr(interp.np, "save", _fail_on_call(2, OSError(28, "disk full"), np.save))
     r = _invoke(["run", "p.yaml", "--out", "fresh/out"], work)
     assert r.exit_code == 1 and not (work / "fresh" / "out").exists()

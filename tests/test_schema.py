@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from nkirun.cli import cli
 from nkirun.isa import REGISTRY
-from nkirun.schema import SCHEMA_PATH, dumps, generate
+from nkirun.source.schema import SCHEMA_PATH, dumps, generate
 
 ROOT = pathlib.Path(__file__).parent.parent
 PROGRAMS = sorted((ROOT / "programs").glob("*.yaml"))
@@ -34,7 +34,7 @@ def validator(schema):
 def test_committed_schema_is_up_to_date():
     committed = pathlib.Path(SCHEMA_PATH).read_text()
     assert committed == dumps(), ("schemas/program.schema.json is stale: run "
-                                  "`python -m nkirun.schema --write`")
+                                  "`python -m nkirun.source.schema --write`")
 
 
 def test_cli_schema_prints_it():

@@ -25,7 +25,7 @@ def test_check_loads_only_the_instructions_it_uses():
            if ln.strip().startswith("- ")}
     loaded = {m for m in mods if m.startswith("nkirun.isa.")}
     assert loaded - {"nkirun.isa.spec", "nkirun.isa.common"} == {f"nkirun.isa.{op}" for op in ops}
-    assert "nkirun.cost.model" not in mods
+    assert "nkirun.schedule.model" not in mods
 
 
 def test_the_table_lists_every_instruction_without_loading():

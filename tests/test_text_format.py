@@ -18,10 +18,10 @@ from click.testing import CliRunner
 from nkirun import api
 from nkirun.cli import cli
 from nkirun.ir import View
-from nkirun.loader import parse_file
-from nkirun.parse_text import parse_text, plain, tokens
-from nkirun.parse_yaml import parse_yaml
-from nkirun.write_program import float_text, to_text, to_yaml
+from nkirun.source import parse_file
+from nkirun.source.text_front import parse_text, plain, tokens
+from nkirun.source.yaml_front import parse_yaml
+from nkirun.source.write import float_text, to_text, to_yaml
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PROGRAMS = sorted((ROOT / "programs").glob("*.yaml"))
@@ -318,5 +318,5 @@ def test_mutated_lines_never_crash(tmp_path):
         for d in diags:
             assert d.loc.line > 0 or d.code in ("E004",), (d.one_line(), text)
         if program is not None:
-            from nkirun.validate import validate
+            from nkirun.checker.passes import validate
             validate(program)

@@ -11,10 +11,10 @@ import pytest
 from click.testing import CliRunner
 
 from nkirun.cli import cli
-from nkirun.compare import compare, compare_headline, format_diffs
-from nkirun.dtypes import DTYPES
-from nkirun.errors import Loc, error, warning
-from nkirun.render import LONG_LINE, format_plain, print_diagnostics, summary_line
+from nkirun.runner.compare import compare, compare_headline, format_diffs
+from nkirun.hw.dtypes import DTYPES
+from nkirun.diagnostics import Loc, error, warning
+from nkirun.show.render import LONG_LINE, format_plain, print_diagnostics, summary_line
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -157,8 +157,8 @@ def test_nan_only_mismatch_says_so():
 # ---- trace on a terminal -----------------------------------------------------------------------
 def test_coloured_trace_streams_one_aligned_line_per_instruction(tmp_path):
     from nkirun import api
-    from nkirun.interpret import execute
-    from nkirun.trace_run import Tracer
+    from nkirun.runner.interpret import execute
+    from nkirun.runner.watch import Tracer
     c = api.require_valid("programs/causal_softmax.yaml")
     tracer = Tracer(Tty(), rich=True, bound=c.bound)
     execute(c.program, c.bound, None, tracer)
@@ -175,7 +175,7 @@ def test_coloured_trace_streams_one_aligned_line_per_instruction(tmp_path):
 @pytest.mark.parametrize("name", ["causal_softmax", "topk_match_replace"])
 def test_cost_report_fits_and_never_cuts_a_number(name, width):
     from nkirun import api
-    from nkirun.cost import render_report
+    from nkirun.schedule import render_report
     s = api.cost(f"programs/{name}.yaml")
     f = io.StringIO()
     render_report(s, f, width=width, color=False)

@@ -10,7 +10,7 @@ from prog_helpers import (assert_bits_equal, codes, key_line, out, random_floats
                           write_program)
 from nkirun.api import check_program, run
 from nkirun.cli import cli
-from nkirun.interpret import execute
+from nkirun.runner.interpret import execute
 
 FP32_MIN = ref.FP32_MIN
 

@@ -15,10 +15,10 @@ from click.testing import CliRunner
 import nkirun
 from nkirun import api
 from nkirun.cli import cli
-from nkirun.compare import Tolerance, compare, ulp_distance
-from nkirun.dtypes import DTYPES
-from nkirun.errors import NkirunError
-from nkirun.trace_run import Progress, Tracer, watch
+from nkirun.runner.compare import Tolerance, compare, ulp_distance
+from nkirun.hw.dtypes import DTYPES
+from nkirun.diagnostics import NkirunError
+from nkirun.runner.watch import Progress, Tracer, watch
 
 NP = {"float32": np.float32, "bfloat16": ml_dtypes.bfloat16, "float16": np.float16,
       "float8_e4m3": ml_dtypes.float8_e4m3, "float8_e5m2": ml_dtypes.float8_e5m2,
@@ -175,7 +175,7 @@ def test_trace_shows_how_far_a_failing_run_got(tmp_path):
 def test_trace_rich_table_and_masked_stats():
     tracer = Tracer(io.StringIO(), rich=True)
     c, x = _masked_program()
-    from nkirun.interpret import execute
+    from nkirun.runner.interpret import execute
     execute(c.program, c.bound, {"x": x}, tracer)
     row = tracer.rows[1]  # memset under mask: only the masked elements were written
     assert row.outputs[0].count == 2 * 4 and row.outputs[0].min == 5.0
@@ -206,8 +206,8 @@ def test_dump_after_each_and_after_k(tmp_path):
 
 def test_dump_partly_written_tensor_has_written_mask(tmp_path):
     c, x = _masked_program()
-    from nkirun.interpret import execute
-    from nkirun.trace_run import Dumper
+    from nkirun.runner.interpret import execute
+    from nkirun.runner.watch import Dumper
     execute(c.program, c.bound, {"x": x}, Dumper(str(tmp_path), len(c.bound), after=1))
     folder = tmp_path / "1_memset"
     w = np.load(folder / "t.written.npy")
@@ -239,7 +239,7 @@ def _masked_program(tmp_path=None, store_mask="p < 2", read="t"):
 
 
 def _run_error(c, x):
-    from nkirun.interpret import execute
+    from nkirun.runner.interpret import execute
     with pytest.raises(NkirunError) as e:
         execute(c.program, c.bound, None if x is None else {"x": x})
     (d,) = e.value.diagnostics
@@ -256,7 +256,7 @@ def test_uninitialised_read_names_instruction_tensor_and_first_element():
 
 def test_masked_instruction_reads_only_its_sub_box():
     c, x = _masked_program(store_mask="p < 2")  # rows 0-1 are fully written
-    from nkirun.interpret import execute
+    from nkirun.runner.interpret import execute
     m = execute(c.program, c.bound, {"x": x})
     np.testing.assert_array_equal(m.buffers["y"][:2], np.where(np.arange(8) < 4, x[:2], 5))
     assert not m.buffers["y"][2:].any()
@@ -355,7 +355,7 @@ def test_docs_example_runs_as_written():
 
 
 def test_cost_as_data_is_json_serialisable():
-    from nkirun.cost import to_json
+    from nkirun.schedule import to_json
     program = pathlib.Path(__file__).parent.parent / "programs" / "rowmax_in_window.yaml"
     doc = to_json(nkirun.cost(str(program)))
     assert json.loads(json.dumps(doc))["instructions"][3]["op"] == "range_select"
@@ -364,7 +364,7 @@ def test_cost_as_data_is_json_serialisable():
 # ---- progress ----------------------------------------------------------------------------------
 def test_progress_bar_appears_only_after_the_delay():
     c, x = _masked_program(store_mask="p < 2")
-    from nkirun.interpret import execute
+    from nkirun.runner.interpret import execute
     quiet = Progress(len(c.bound), delay=60.0, stream=io.StringIO())
     execute(c.program, c.bound, {"x": x}, quiet)
     quiet.close()

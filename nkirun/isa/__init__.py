@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import MutableMapping
 from importlib import import_module
 
-from .spec import InstructionDef
+from nkirun.isa.spec import InstructionDef
 
 MODULES = (
     "load", "store", "memset",

@@ -17,11 +17,11 @@ from typing import Callable
 
 import numpy as np
 
-from .. import dtypes as dt
-from ..errors import warning
-from ..mask import active_rows, hide, rows_mask
-from .common import flat, fold_free, is_nc_v2, same_shape
-from .spec import (ENUM, OP, REDUCE_CMDS, TILE, TILE_OR_SCALAR, Bound, InstructionDef, Param,
+from nkirun.hw import dtypes as dt
+from nkirun.diagnostics import warning
+from nkirun.checker.mask import active_rows, hide, rows_mask
+from nkirun.isa.common import flat, fold_free, is_nc_v2, same_shape
+from nkirun.isa.spec import (ENUM, OP, REDUCE_CMDS, TILE, TILE_OR_SCALAR, Bound, InstructionDef, Param,
                    common_tail, out_dtype)
 
 

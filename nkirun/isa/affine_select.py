@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes as dt
-from ..ops import COMPARISONS
-from .common import (COMPARE_UFUNCS, flat, float32_scalar, pattern_rules, pattern_terms,
+from nkirun.hw import dtypes as dt
+from nkirun.hw.alu import COMPARISONS
+from nkirun.isa.common import (COMPARE_UFUNCS, flat, float32_scalar, pattern_rules, pattern_terms,
                      same_shape)
-from .spec import INT, MASK, OP, PATTERN, SCALAR, TILE, Bound, InstructionDef, Param
+from nkirun.isa.spec import INT, MASK, OP, PATTERN, SCALAR, TILE, Bound, InstructionDef, Param
 
 SBUF = frozenset({"sbuf"})  # page 002: "The output dst tile must be in SBUF" (input too)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import warning
-from ..mask import active_rows, hide, rows_mask
-from .spec import Bound
+from nkirun.diagnostics import warning
+from nkirun.checker.mask import active_rows, hide, rows_mask
+from nkirun.isa.spec import Bound
 
 COMPARE_UFUNCS = {
     "equal": np.equal, "not_equal": np.not_equal, "less": np.less,
@@ -25,7 +25,7 @@ def is_nc_v2(b: Bound) -> bool:
 
     validate.bind records the program's target in b.extra["target"].
     """
-    from ..targets import DEFAULT_TARGET, TARGETS
+    from nkirun.hw.targets import DEFAULT_TARGET, TARGETS
     return TARGETS[b.extra.get("target", DEFAULT_TARGET)].core == "NeuronCore-v2"
 
 

@@ -12,8 +12,8 @@ bounds-checked before the run (E031), so oob_mode has no effect on what runs.
 """
 from __future__ import annotations
 
-from .common import DMA_COST_FORMULA, dma_check, dma_cycles, dma_execute, is_nc_v2
-from .spec import ENUM, MASK, OP, TILE, Bound, InstructionDef, Param
+from nkirun.isa.common import DMA_COST_FORMULA, dma_check, dma_cycles, dma_execute, is_nc_v2
+from nkirun.isa.spec import ENUM, MASK, OP, TILE, Bound, InstructionDef, Param
 
 DMA_BUFFERS = frozenset({"hbm", "sbuf"})  # reading PSUM by DMA is unsupported (§1.16 [MIG])
 

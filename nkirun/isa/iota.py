@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import pattern_rules, pattern_values
-from .spec import DTYPE, INT, MASK, PATTERN, TILE, Bound, InstructionDef, Param
+from nkirun.isa.common import pattern_rules, pattern_values
+from nkirun.isa.spec import DTYPE, INT, MASK, PATTERN, TILE, Bound, InstructionDef, Param
 
 
 def check(b: Bound):

@@ -1,8 +1,8 @@
 """nl.load — a DMA transfer from HBM into an on-chip tile (SBUF)."""
 from __future__ import annotations
 
-from .common import DMA_COST_FORMULA, dma_check, dma_cycles, dma_execute
-from .spec import MASK, TILE, InstructionDef, Param
+from nkirun.isa.common import DMA_COST_FORMULA, dma_check, dma_cycles, dma_execute
+from nkirun.isa.spec import MASK, TILE, InstructionDef, Param
 
 SPEC = InstructionDef(
     name="load",

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..mask import MaskError, evaluate, hide, rows_mask
-from .common import flat
-from .spec import MASK, TILE, Bound, InstructionDef, Param, common_tail, out_dtype
+from nkirun.checker.mask import MaskError, evaluate, hide, rows_mask
+from nkirun.isa.common import flat
+from nkirun.isa.spec import MASK, TILE, Bound, InstructionDef, Param, common_tail, out_dtype
 
 K = 8  # values per partition
 MAX_N = 16384  # §1.12: "between 8 and 16,384 inclusive"

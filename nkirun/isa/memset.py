@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .spec import ENUM, INT_LIST, SCALAR, TILE, Bound, InstructionDef, Param, common_tail
+from nkirun.isa.spec import ENUM, INT_LIST, SCALAR, TILE, Bound, InstructionDef, Param, common_tail
 
 
 def check(b: Bound):

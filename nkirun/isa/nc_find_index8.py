@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes as dt
-from ..mask import rows_mask
-from .common import flat
-from .spec import DTYPE, MASK, TILE, Bound, InstructionDef, Param
+from nkirun.hw import dtypes as dt
+from nkirun.checker.mask import rows_mask
+from nkirun.isa.common import flat
+from nkirun.isa.spec import DTYPE, MASK, TILE, Bound, InstructionDef, Param
 
 INDEX_DTYPES = frozenset({"uint16", "uint32"})
 MIN_N, MAX_N = 8, 16384

@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes as dt
-from ..errors import warning
-from ..mask import active_rows, rows_mask
-from .common import flat, float32_scalar
-from .spec import MASK, SCALAR, TILE, Bound, InstructionDef, Param, common_tail, out_dtype
+from nkirun.hw import dtypes as dt
+from nkirun.diagnostics import warning
+from nkirun.checker.mask import active_rows, rows_mask
+from nkirun.isa.common import flat, float32_scalar
+from nkirun.isa.spec import MASK, SCALAR, TILE, Bound, InstructionDef, Param, common_tail, out_dtype
 
 K = 8
 MAX_N = 16384  # page 003

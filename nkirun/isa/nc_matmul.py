@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import flat
-from .spec import BOOL, MASK, TILE, Bound, InstructionDef, Param
+from nkirun.isa.common import flat
+from nkirun.isa.spec import BOOL, MASK, TILE, Bound, InstructionDef, Param
 
 IN_DTYPES = frozenset({"float8_e4m3", "float8_e5m2", "bfloat16", "float16", "tfloat32",
                        "float32"})

@@ -13,8 +13,8 @@ NC-v2 (trn1/inf2) NaN/Inf may differ on hardware (§1.15), which nkirun does not
 """
 from __future__ import annotations
 
-from .common import flat
-from .spec import ENUM, MASK, TILE, Bound, InstructionDef, Param
+from nkirun.isa.common import flat
+from nkirun.isa.spec import ENUM, MASK, TILE, Bound, InstructionDef, Param
 
 LIMITS = {"tensor": 128, "vector": 32}  # max partitions and max elements per partition
 

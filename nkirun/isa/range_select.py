@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes as dt
-from ..ops import FP32_MIN
-from .common import COMPARE_UFUNCS, flat, same_shape, vector_reduce
-from .spec import (ENUM, INT, OP, REDUCE_CMDS, SCALAR, TILE, Bound, InstructionDef, Param,
+from nkirun.hw import dtypes as dt
+from nkirun.hw.alu import FP32_MIN
+from nkirun.isa.common import COMPARE_UFUNCS, flat, same_shape, vector_reduce
+from nkirun.isa.spec import (ENUM, INT, OP, REDUCE_CMDS, SCALAR, TILE, Bound, InstructionDef, Param,
                    common_tail, out_dtype)
 
 COMPARE_OPS = ("equal", "less", "less_equal", "greater", "greater_equal")

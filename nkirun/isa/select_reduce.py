@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes as dt
-from .common import flat, float32_scalar, same_shape, vector_reduce
-from .spec import (BOOL, ENUM, OP, REDUCE_CMDS, TILE, TILE_OR_SCALAR, Bound, InstructionDef,
+from nkirun.hw import dtypes as dt
+from nkirun.isa.common import flat, float32_scalar, same_shape, vector_reduce
+from nkirun.isa.spec import (BOOL, ENUM, OP, REDUCE_CMDS, TILE, TILE_OR_SCALAR, Bound, InstructionDef,
                    Param, common_tail, out_dtype)
 
 PREDICATE_DTYPES = frozenset({"int8", "uint8", "int16", "uint16"})  # page 001

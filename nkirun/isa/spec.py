@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .. import dtypes as dt
-from .. import ops
-from ..errors import Diagnostic, Loc, error, warning
-from ..ir import Instruction
-from ..views import Resolved, ViewSyntaxError, parse_view
+from nkirun.hw import dtypes as dt
+from nkirun.hw import alu as ops
+from nkirun.diagnostics import Diagnostic, Loc, error, warning
+from nkirun.ir import Instruction
+from nkirun.source.operands import Resolved, ViewSyntaxError, parse_view
 
 # Parameter kinds
 TILE = "tile"  # a tensor view
@@ -239,7 +239,7 @@ class Bound:
     inst: Instruction
     spec: InstructionDef
     args: dict[str, Any]  # every param: Resolved for tiles, typed values otherwise
-    mask: Any = None  # compiled mask (nkirun.mask), or None
+    mask: Any = None  # compiled mask (nkirun.checker.mask), or None
     engine: str = ""
     extra: dict = field(default_factory=dict)  # per-instruction precomputed data
 

@@ -1,8 +1,8 @@
 """nl.store — a DMA transfer from an on-chip tile (SBUF or PSUM) to HBM."""
 from __future__ import annotations
 
-from .common import DMA_COST_FORMULA, dma_check, dma_cycles, dma_execute
-from .spec import MASK, TILE, InstructionDef, Param
+from nkirun.isa.common import DMA_COST_FORMULA, dma_check, dma_cycles, dma_execute
+from nkirun.isa.spec import MASK, TILE, InstructionDef, Param
 
 SPEC = InstructionDef(
     name="store",

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import flat, is_nc_v2, same_shape
-from .spec import ENUM, TILE, Bound, InstructionDef, Param, common_tail, out_dtype
+from nkirun.isa.common import flat, is_nc_v2, same_shape
+from nkirun.isa.spec import ENUM, TILE, Bound, InstructionDef, Param, common_tail, out_dtype
 
 PARAMS = (
     Param("dst", TILE, required=True, out=True,

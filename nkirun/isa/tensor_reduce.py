@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import ops
-from ..mask import fold_input
-from .common import fold_free
-from .spec import (BOOL, INT_LIST, OP, TILE, Bound, InstructionDef, Param, common_tail,
+from nkirun.hw import alu as ops
+from nkirun.checker.mask import fold_input
+from nkirun.isa.common import fold_free
+from nkirun.isa.spec import (BOOL, INT_LIST, OP, TILE, Bound, InstructionDef, Param, common_tail,
                    out_dtype)
 
 # "Legal reduction op" = Y in the operator table (nki-reference.md §2.2 [OLD-SHARED])

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import ops
-from .common import flat, is_nc_v2, same_shape
-from .spec import (BOOL, ENUM, OP, TILE, TILE_OR_SCALAR, Bound, InstructionDef, Param,
+from nkirun.hw import alu as ops
+from nkirun.isa.common import flat, is_nc_v2, same_shape
+from nkirun.isa.spec import (BOOL, ENUM, OP, TILE, TILE_OR_SCALAR, Bound, InstructionDef, Param,
                    common_tail, out_dtype)
 
 # §1.3 [OLD-ISA][NEW-ISA]: the only (op0, op1) pairs the Scalar engine runs (trn2 on)

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import ops
-from .common import flat, same_shape
-from .spec import ENUM, OP, TILE, Bound, InstructionDef, Param, common_tail, out_dtype
+from nkirun.hw import alu as ops
+from nkirun.isa.common import flat, same_shape
+from nkirun.isa.spec import ENUM, OP, TILE, Bound, InstructionDef, Param, common_tail, out_dtype
 
 BINARY_OPS = tuple(n for n in ops.OPS if n not in ops.UNARY)
 INT32 = ("int32", "uint32")

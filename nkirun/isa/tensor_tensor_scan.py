@@ -32,10 +32,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import ops
-from ..mask import active_rows
-from .common import flat, float32_scalar, same_shape
-from .spec import BOOL, OP, TILE, TILE_OR_SCALAR, Bound, InstructionDef, Param, common_tail, \
+from nkirun.hw import alu as ops
+from nkirun.checker.mask import active_rows
+from nkirun.isa.common import flat, float32_scalar, same_shape
+from nkirun.isa.spec import BOOL, OP, TILE, TILE_OR_SCALAR, Bound, InstructionDef, Param, common_tail, \
     out_dtype
 
 SCAN_OPS = tuple(n for n in ops.ARITHMETIC

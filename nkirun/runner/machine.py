@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import dtypes as dt
-from .errors import RunError, error
-from .views import Resolved
+from nkirun.hw import dtypes as dt
+from nkirun.diagnostics import RunError, error
+from nkirun.source.operands import Resolved
 
 LANES = 128  # one accumulator register per partition
 

@@ -9,9 +9,9 @@ import sys
 
 from rich.text import Text
 
-from . import model as m
-from . import views as v
-from .model import Schedule
+from nkirun.schedule import model as m
+from nkirun.schedule import views as v
+from nkirun.schedule.model import Schedule
 
 DEFAULT_MAX_ROWS = 200  # table rows shown in text (JSON always has every instruction)
 _COLORS = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan",
@@ -51,7 +51,7 @@ def _ns(x: float) -> str:
 def _console(stream, width, color):
     from rich.console import Console
 
-    from ..render import use_color
+    from nkirun.show.render import use_color
     color = use_color(stream) if color is None else color
     if width is None:
         width = None if color else 100

@@ -6,7 +6,7 @@ import os
 import re
 import sys
 
-from .errors import Diagnostic
+from nkirun.diagnostics import Diagnostic
 
 _TOKEN = re.compile(r"[^\s:,{}\[\]]+")
 LONG_LINE = 160  # source lines longer than this are shown as a window around the column

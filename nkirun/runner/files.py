@@ -1,60 +1,17 @@
-"""Reading a program file (either format) and its data files."""
+"""Data files: the .npy inputs a program starts from and the outputs a run writes (atomically)."""
 from __future__ import annotations
 
 import ast
-import gc
 import os
+import shutil
 import struct
-from contextlib import contextmanager
+import tempfile
 
 import numpy as np
 
-from . import dtypes as dt
-from .errors import Loc, NkirunError, error
-from .ir import Program, TensorDecl
-
-TEXT_SUFFIXES = (".nkis", ".nki.txt", ".txt")
-
-
-def detect_format(path: str, fmt: str | None = None) -> str:
-    if fmt and fmt != "auto":
-        return fmt
-    return "text" if path.endswith(TEXT_SUFFIXES) else "yaml"
-
-
-def parse_file(path: str, fmt: str | None = None):
-    """(Program | None, diagnostics) for a program file in YAML or text form."""
-    from .parse_yaml import parse_yaml, read_source
-    text, diags = read_source(path)
-    if text is None:
-        return None, diags
-    base = os.path.dirname(path) or "."
-    with paused_gc():
-        if detect_format(path, fmt) == "text":
-            from .parse_text import parse_text
-            return parse_text(text, path, base)
-        return parse_yaml(text, path, base)
-
-
-@contextmanager
-def paused_gc():
-    """Pause the cyclic garbage collector while building or checking a program: that
-    allocates millions of small objects and frees almost none, so collections would only
-    rescan the growing IR (a third of the time on 100k-instruction traces)."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        if gc.get_freeze_count() == 0:
-            # file everything allocated meanwhile under the oldest generation directly;
-            # otherwise the next young collection would scan all of it at once
-            gc.freeze()
-            gc.unfreeze()
-        gc.enable()
-
+from nkirun.hw import dtypes as dt
+from nkirun.diagnostics import Loc, NkirunError, error
+from nkirun.ir import Program, TensorDecl
 
 _NPY_MAGIC = b"\x93NUMPY"
 _ZIP_MAGIC = b"PK\x03\x04"
@@ -240,3 +197,96 @@ def _check_array(arr: np.ndarray, t: TensorDecl, loc: Loc) -> np.ndarray:
         raise NkirunError(error("E073", f"input for `{t.name}` has dtype {arr.dtype}, declared "
                                 f"{t.dtype.name}", loc))
     return arr
+
+
+def write_outputs(arrays: dict[str, np.ndarray], out_dir: str) -> list[str]:
+    """Write `<out_dir>/<name>.npy` for each array, so that a failure changes nothing.
+
+    Every array goes to a temp file in `out_dir` first (same filesystem, so the rename is
+    atomic); only when all are written are they renamed over the final names. If a rename
+    fails, the files already replaced are restored from hard-link backups; a folder this
+    call created is removed again.
+    """
+    finals = {name: os.path.join(out_dir, f"{name}.npy") for name in arrays}
+    for name, final in finals.items():
+        if os.path.isdir(final):
+            raise NkirunError(error("E080", f"cannot write output `{name}`: {final} is a folder",
+                                    hint="remove it, or choose another --out"))
+    created = not os.path.isdir(out_dir)
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as e:
+        raise NkirunError(error("E080", f"cannot create output folder {out_dir}: "
+                                f"{e.strerror or e}")) from None
+    umask = os.umask(0)
+    os.umask(umask)
+    temps: list[tuple[str, str]] = []
+    backups: list[tuple[str, str | None]] = []  # (final, backup of its old content or None)
+    try:
+        for name, arr in arrays.items():
+            fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".npy.tmp", dir=out_dir)
+            temps.append((tmp, finals[name]))
+            os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; outputs get normal modes
+            with os.fdopen(fd, "wb") as f:
+                np.save(f, _savable(arr), allow_pickle=False)
+                f.flush()
+                os.fsync(f.fileno())
+        for tmp, final in temps:
+            backups.append((final, _backup(final)))
+            os.replace(tmp, final)
+    except BaseException as e:  # noqa: BLE001 - undo, then report (or re-raise a bug/^C)
+        _undo(temps, backups, out_dir if created else None)
+        if isinstance(e, OSError):
+            raise NkirunError(error("E080", f"cannot write outputs to {out_dir}: "
+                                    f"{e.strerror or e}; nothing there was changed")) from None
+        raise
+    for _, bak in backups:
+        if bak is not None:
+            _unlink(bak)
+    return [final for _, final in temps]
+
+
+def _savable(arr: np.ndarray) -> np.ndarray:
+    """ml_dtypes' float8_e5m2 would be saved with descr '<f1', which np.load cannot read;
+    save its raw bytes (|V1), as np.save does by itself for bfloat16 and float8_e4m3."""
+    if arr.dtype.kind == "f" and arr.dtype.itemsize == 1:
+        return arr.view(np.dtype("V1"))
+    return arr
+
+
+def _backup(final: str) -> str | None:
+    """A hard link to `final`'s current content (None if it does not exist)."""
+    if not os.path.lexists(final):
+        return None
+    bak = final + f".{os.getpid()}.bak"
+    _unlink(bak)
+    try:
+        os.link(final, bak)
+    except OSError:  # a filesystem without hard links
+        shutil.copy2(final, bak)
+    return bak
+
+
+def _undo(temps, backups, created_dir: str | None) -> None:
+    for final, bak in reversed(backups):
+        try:
+            if bak is None:
+                _unlink(final)  # it did not exist before this call
+            else:
+                os.replace(bak, final)
+        except OSError:
+            pass
+    for tmp, _ in temps:
+        _unlink(tmp)
+    if created_dir is not None:
+        try:
+            os.rmdir(created_dir)
+        except OSError:
+            pass
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

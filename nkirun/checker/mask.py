@@ -21,7 +21,7 @@ import warnings
 
 import numpy as np
 
-from .errors import Diagnostic, error, warning
+from nkirun.diagnostics import Diagnostic, error, warning
 
 _CMP = {ast.Lt: np.less, ast.LtE: np.less_equal, ast.Gt: np.greater,
         ast.GtE: np.greater_equal, ast.Eq: np.equal, ast.NotEq: np.not_equal}

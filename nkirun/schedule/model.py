@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from math import gcd
 
-from ..ir import Program
-from ..targets import COMPUTE_ENGINES, TARGETS, Target
+from nkirun.ir import Program
+from nkirun.hw.targets import COMPUTE_ENGINES, TARGETS, Target
 
 # The clock assumed for an engine the docs give no clock for (e.g. the Sync engine).
 FALLBACK_CLOCK_GHZ = 1.0
@@ -151,7 +151,7 @@ class Schedule:
         return out
 
     def _specs_used(self):
-        from ..isa import REGISTRY
+        from nkirun.isa import REGISTRY
         seen = []
         for s in self.slots:
             if s.op not in seen:
@@ -287,7 +287,7 @@ _SWEEP_MIN = 16
 def _operands(spec, cache: dict) -> tuple[tuple[str, bool], ...]:
     ops = cache.get(spec.name)
     if ops is None:
-        from ..isa.spec import TILE, TILE_OR_SCALAR
+        from nkirun.isa.spec import TILE, TILE_OR_SCALAR
         ops = tuple((p.name, p.out) for p in spec.params if p.kind in (TILE, TILE_OR_SCALAR))
         cache[spec.name] = ops
     return ops
@@ -297,8 +297,8 @@ def _costed(b, target: Target, op_cache: dict) -> tuple:
     """What the scheduler needs of a bound instruction, a function of its args, engine and
     the target only: (cycles, reads, writes, DMA queues it takes), reads and writes as
     (tensor name, box)."""
-    from ..isa.common import dma_partitions
-    from ..views import Resolved
+    from nkirun.isa.common import dma_partitions
+    from nkirun.source.operands import Resolved
     spec, args = b.spec, b.args
     reads, writes = [], []
     for name, out in _operands(spec, op_cache):

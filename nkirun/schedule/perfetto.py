@@ -12,8 +12,8 @@ import json
 import os
 import tempfile
 
-from .model import Schedule
-from .views import instruction_row
+from nkirun.schedule.model import Schedule
+from nkirun.schedule.views import instruction_row
 
 PID = 1
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import NkirunError, error
+from nkirun.diagnostics import NkirunError, error
 
 
 def chain(*hooks):
@@ -95,7 +95,7 @@ class Tracer:
     column widths)."""
 
     def __init__(self, stream=None, rich: bool | None = None, bound=()):
-        from .render import use_color
+        from nkirun.show.render import use_color
         self.stream = stream or sys.stderr
         self.rich = use_color(self.stream) if rich is None else rich
         self.rows: list[TraceRow] = []
@@ -239,7 +239,7 @@ class Progress:
 
 
 def want_progress(stream=None) -> bool:
-    from .render import use_color
+    from nkirun.show.render import use_color
     return use_color(stream or sys.stderr)
 
 

@@ -12,11 +12,11 @@ import os
 import re
 from dataclasses import replace
 
-from .dtypes import DType
-from .ir import Instruction, Program, TensorDecl, View
-from .isa import REGISTRY
-from .ops import FP32_MAX, FP32_MIN
-from .parse_text import plain
+from nkirun.hw.dtypes import DType
+from nkirun.ir import Instruction, Program, TensorDecl, View
+from nkirun.isa import REGISTRY
+from nkirun.hw.alu import FP32_MAX, FP32_MIN
+from nkirun.source.text_front import plain
 
 # A word the text reader takes back as the same string (not a number, bool or list).
 _TEXT_WORD = re.compile(r"[^\s\"'#\[\]=,]+")

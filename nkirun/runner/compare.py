@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dtypes import DTYPES, DType
-from .ir import Program
+from nkirun.hw.dtypes import DTYPES, DType
+from nkirun.ir import Program
 
 
 @dataclass(frozen=True)
@@ -132,11 +132,11 @@ def compare(name: str, actual: np.ndarray, expected: np.ndarray, dtype: DType,
 def load_expected(program: Program, expect_dir: str) -> dict[str, np.ndarray]:
     """Read `expect_dir/<name>.npy` for every output tensor.
 
-    They are read like data files (loader.load_npy): no pickles, bfloat16 and fp8 stored
+    They are read like data files (runner.files.load_npy): no pickles, bfloat16 and fp8 stored
     as raw |V2/|V1 are viewed as the declared dtype, and a missing file or a wrong
     dtype/shape is an error (E070/E072/E073/E074) naming the file.
     """
-    from .loader import load_npy
+    from nkirun.runner.files import load_npy
     out = {}
     for name, decl in program.tensors.items():
         if decl.output:

@@ -11,8 +11,8 @@ import os
 import yaml
 from yaml.constructor import ConstructorError, SafeConstructor
 
-from .errors import Diagnostic, Loc, error
-from .frontend import Builder
+from nkirun.diagnostics import Diagnostic, Loc, error
+from nkirun.source.builder import Builder
 
 try:  # the C composer is ~10x faster; fall back to pure Python where libyaml is missing
     _Loader = yaml.CSafeLoader

@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .errors import Loc, error
-from .ir import Slice, TensorDecl, View
+from nkirun.diagnostics import Loc, error
+from nkirun.ir import Slice, TensorDecl, View
 
 _NAME = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_.]*)\s*")
 _INT = r"[+-]?\d+"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 
-from . import ops
-from .isa import REGISTRY
-from .isa import spec as S
+from nkirun.hw import alu as ops
+from nkirun.isa import REGISTRY
+from nkirun.isa import spec as S
 
 KIND_TEXT = {
     S.TILE: "tile", S.TILE_OR_SCALAR: "tile or number", S.SCALAR: "number", S.INT: "int",
@@ -21,7 +21,7 @@ def lookup(name: str) -> S.InstructionDef | None:
 
 
 def suggestion(name: str) -> str | None:
-    from .frontend import did_you_mean
+    from nkirun.source.builder import did_you_mean
     return did_you_mean(S.normalize_name(name.strip()), REGISTRY)
 
 
@@ -96,7 +96,7 @@ def constraints(spec: S.InstructionDef) -> list[str]:
 
 
 def _dtype_text(names) -> str:
-    from . import dtypes as dt
+    from nkirun.hw import dtypes as dt
     names = set(names)
     if names == set(dt.FLOAT_NAMES):
         return "a float type"

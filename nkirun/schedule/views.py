@@ -8,7 +8,7 @@ plain data (what `--format json` prints); report.py draws them as text.
 """
 from __future__ import annotations
 
-from .model import Schedule, Slot
+from nkirun.schedule.model import Schedule, Slot
 
 VIEWS = ("summary", "table", "timeline", "critical")
 

@@ -18,11 +18,11 @@ import json
 import os
 import re
 
-from .errors import Loc, error, loc_at
-from .ir import View
-from .frontend import Builder, did_you_mean
-from .isa import REGISTRY
-from .isa.spec import normalize_name
+from nkirun.diagnostics import Loc, error, loc_at
+from nkirun.ir import View
+from nkirun.source.builder import Builder, did_you_mean
+from nkirun.isa import REGISTRY
+from nkirun.isa.spec import normalize_name
 
 DIRECTIVES = ("version", "name", "target", "tensor")
 TENSOR_POSITIONALS = ("buffer", "shape", "dtype")

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from prog_helpers import NP_TYPES, codes, diagnostics, out, run_program, sbuf
 
-from nkirun.mask import evaluate
+from nkirun.checker.mask import evaluate
 
 
 def ref_find_index8(data, vals, out_dtype="uint32", mask=None):

@@ -1,11 +1,11 @@
-"""`nkirun cost`: the schedule model and its views (report, JSON, Perfetto trace).
+"""The cost schedule: the model and its views (report, JSON, Perfetto trace).
 
 Every name loads its module on first use (report.py pulls in rich), so that `nkirun check`
 and `run` do not pay for them at start-up (issues 7 and 9, docs/performance.md).
 """
 _LAZY = {"Schedule": "model", "Slot": "model", "overlaps": "model", "schedule": "model",
          "parse_views": "report", "render_report": "report", "to_json": "report",
-         "trace_events": "trace", "write_trace": "trace", "VIEWS": "views"}
+         "trace_events": "perfetto", "write_trace": "perfetto", "VIEWS": "views"}
 
 
 def __getattr__(name: str):

@@ -8,13 +8,13 @@ import re
 
 import numpy as np
 
-from . import dtypes as dt
-from .errors import Loc, error
-from .ir import BUFFERS, Instruction, Program, TensorDecl, instruction_at, view_at
-from .isa import REGISTRY
-from .isa.spec import TILE, TILE_OR_SCALAR, ArgError, convert, normalize_name, param_tables
-from .ops import parse_scalar
-from .targets import DEFAULT_TARGET, TARGETS
+from nkirun.hw import dtypes as dt
+from nkirun.diagnostics import Loc, error
+from nkirun.ir import BUFFERS, Instruction, Program, TensorDecl, instruction_at, view_at
+from nkirun.isa import REGISTRY
+from nkirun.isa.spec import TILE, TILE_OR_SCALAR, ArgError, convert, normalize_name, param_tables
+from nkirun.hw.alu import parse_scalar
+from nkirun.hw.targets import DEFAULT_TARGET, TARGETS
 
 TOP_KEYS = ("version", "name", "target", "tensors", "instructions")
 TENSOR_KEYS = ("buffer", "shape", "dtype", "file", "fill", "data", "output")

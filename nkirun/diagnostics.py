@@ -91,3 +91,14 @@ class ProgramInvalid(NkirunError):
 
 class RunError(NkirunError):
     """The program failed while executing (e.g. an uninitialised read)."""
+
+
+class InternalError(Exception):
+    """A bug in nkirun itself (not in the user's program). Exit status 3."""
+
+    def __init__(self, where: str, exc: BaseException):
+        super().__init__(f"{where}: {type(exc).__name__}: {exc}")
+        self.where = where
+        self.exc = exc
+
+

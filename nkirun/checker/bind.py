@@ -1,0 +1,175 @@
+"""Binding: each instruction's operands resolved against the tensors and its declared rules applied."""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+from nkirun.diagnostics import Diagnostic, error
+from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, TARGETS
+from nkirun.ir import ON_CHIP, Program, View
+from nkirun.isa import REGISTRY
+from nkirun.isa.spec import Bound, param_tables
+from nkirun.source.operands import Resolved, resolve
+
+
+def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES
+         ) -> tuple[list[Bound], list[Diagnostic]]:
+    """Resolve operands and apply the per-parameter and per-instruction rules."""
+    bound, diags = [], []
+    resolved: dict = {}  # (tensor, index) -> Resolved: traces reuse the same few views
+    # The rules are functions of the bound values alone, so an instruction bound to the very
+    # same objects as an earlier one that passed them passes them too (traces repeat
+    # instructions; the front ends share equal values). ids of those values -> that earlier
+    # Bound, whose args dict the repeat shares (see Bound: later passes memoise on it).
+    passed: dict = {}
+    passed_at: dict = {}  # the same, by instruction index, for Instruction.repeat_of
+    per_op: dict = {}  # op -> (spec, its view Params, {param: None}): looked up once per op
+    # Instructions the front end dropped for a bad keyword come last (`program.partial`,
+    # with the keywords that did convert): their operands are still resolved and checked
+    # against the per-parameter rules, so one bad keyword does not hide other errors.
+    for inst in itertools.chain(program.instructions, program.partial):
+        like = passed_at.get(inst.repeat_of)
+        if like is not None:  # its views resolve to the same Resolved: no need to look
+            bound.append(Bound(inst, like.spec, like.args, None, like.engine,
+                               {"target": program.target}))
+            continue
+        hit = per_op.get(inst.op)
+        if hit is None:
+            spec = REGISTRY[inst.op]
+            tables = param_tables(spec)
+            hit = per_op[inst.op] = (spec, tables.views, dict.fromkeys(tables.names))
+        spec, views, blank = hit
+        ok = inst.index not in program.dropped
+        args = blank.copy()  # every param: given values over None
+        args.update(inst.args)
+        for p in views:
+            v = args[p.name]
+            if isinstance(v, View):
+                rkey = (v.tensor, id(v.index))  # index tuples are shared; the IR keeps them alive
+                r = resolved.get(rkey)
+                if r is None:
+                    decl = program.tensors.get(v.tensor)
+                    if decl is None:
+                        ok = False
+                        if v.tensor not in program.invalid_tensors:
+                            from nkirun.source.builder import did_you_mean
+                            diags.append(error(
+                                "E026", f"{inst.op}: unknown tensor `{v.tensor}` (in `{p.name}`)",
+                                inst.arg_loc(p.name), inst.index,
+                                hint=did_you_mean(v.tensor, program.tensors)
+                                or "declare it under `tensors:`"))
+                        del args[p.name]
+                        continue
+                    view = View(v.tensor, v.index, inst.arg_loc(p.name))
+                    r, d = resolve(view, decl)
+                    if d is not None:
+                        diags.append(_with_instruction(d, inst.op, inst.index))
+                        ok = False
+                        del args[p.name]
+                        continue
+                    resolved[rkey] = r
+                if p.per_partition and len(r.shape) > 2 and r.free_size == 1:
+                    # a (P, 1, 1) column serves as the (P, 1) tile the instruction computes with
+                    r = dataclasses.replace(r, shape=(r.partitions, 1), reshape=True)
+                args[p.name] = r
+        same = (spec.name, *map(id, args.values())) if ok else None
+        like = passed.get(same)
+        # (positional: 100k instructions; extra: some rules differ per generation)
+        if like is not None:
+            bound.append(Bound(inst, spec, like.args, None, like.engine,
+                               {"target": program.target}))
+            continue
+        b = Bound(inst, spec, args, None, "", {"target": program.target})
+        b.engine = spec.engine_of(b) if (ok and spec.engine_of) else spec.engine
+        if not ok:  # an operand or keyword failed: only the rules of each parameter apply
+            diags.extend(_param_rules(b))
+            continue
+        n0 = len(diags)
+        diags.extend(_param_rules(b))
+        if len(diags) == n0 and spec.check is not None:
+            diags.extend(spec.check(b))
+        if len(diags) == n0 and args.get("mask") is None:
+            passed[same] = passed_at[inst.index] = b
+        if b.get("mask") is not None and _fits(b.tile(spec.mask_on), program, max_hbm_bytes):
+            # (a mask is an array the size of its tile: never built over a refused tensor)
+            from nkirun.checker.mask import compile_mask
+            b.mask, d = compile_mask(b)
+            if d is not None:
+                diags.append(d)
+        bound.append(b)
+    return bound, diags
+
+
+def _fits(r, program: Program, max_hbm_bytes: int) -> bool:
+    """Whether the tensor under view `r` passes the size rules of _tensor_rules."""
+    if r is None:
+        return True
+    t, target = r.decl, TARGETS[program.target]
+    if not t.on_chip:
+        return t.nbytes <= max_hbm_bytes
+    cap = (target.sbuf_bytes_per_partition if t.buffer == "sbuf"
+           else target.psum_bytes_per_partition)
+    return t.partitions <= target.partitions and t.bytes_per_partition <= cap
+
+
+def _with_instruction(d: Diagnostic, op: str, index: int) -> Diagnostic:
+    return Diagnostic(d.severity, d.code, f"{op}: {d.message}", d.loc, index, d.hint)
+
+
+def _param_rules(b: Bound):
+    tiles = []
+    args = b.args
+    for p in param_tables(b.spec).views:
+        r = args.get(p.name)
+        if not isinstance(r, Resolved):
+            continue
+        tiles.append((p, r))
+        allowed = p.buffers if p.buffers is not None else ON_CHIP
+        if r.buffer not in allowed:
+            yield b.err("E040", f"`{p.name}` ({r.decl.name}) is in {r.buffer}; allowed: "
+                        f"{', '.join(sorted(allowed))}", p.name,
+                        hint=_buffer_hint(r.buffer, allowed))
+        if p.dtypes is not None and r.dtype.name not in p.dtypes:
+            yield b.err("E060", f"`{p.name}` must be {_dtype_list(p.dtypes)} (got {r.dtype.name})",
+                        p.name, hint=f"declare {r.decl.name} with dtype {_dtype_list(p.dtypes)}, "
+                                     f"or copy it into such a tile first")
+        if p.per_partition and r.free_size != 1:
+            yield b.err("E061", f"`{p.name}` must hold one element per partition, shape (P, 1); "
+                        f"got {list(r.shape)}", p.name,
+                        hint=f"use a column view such as {r.decl.name}[:, 0:1]")
+    if b.engine == "gpsimd":
+        for p, r in tiles:
+            # a param that already excludes PSUM got its E040 above: don't report it twice
+            if r.buffer == "psum" and (p.buffers is None or "psum" in p.buffers):
+                yield b.err("E044", f"`{p.name}` is in PSUM, which the GpSimd engine cannot "
+                            "access", p.name, hint="copy it to SBUF first")
+    group = b.spec.same_partitions
+    names = [p.name for p, _ in tiles] if group is None else [n for n in group if b.tile(n)]
+    if len(names) > 1:
+        first = b.tile(names[0])
+        for n in names[1:]:
+            r = b.tile(n)
+            if r.partitions != first.partitions:
+                yield b.err("E062", f"`{n}` has {r.partitions} partitions but `{names[0]}` has "
+                            f"{first.partitions}; they must match", n,
+                            hint=f"use a view with {first.partitions} partitions, e.g. "
+                                 f"{r.decl.name}[0:{first.partitions}, ...], or declare "
+                                 f"{r.decl.name} with that many")
+
+
+def _buffer_hint(got: str, allowed) -> str:
+    if got == "hbm":
+        return "load it into an SBUF tile first (- load: {dst: tile, src: " + "hbm_tensor})"
+    return "allowed buffers: " + ", ".join(sorted(allowed))
+
+
+def _dtype_list(names) -> str:
+    from nkirun.hw.dtypes import FLOAT_NAMES, INT_NAMES
+    s = set(names)
+    if s == set(FLOAT_NAMES):
+        return "a float dtype"
+    if s == set(INT_NAMES):
+        return "an integer dtype"
+    return "one of " + ", ".join(sorted(s)) if len(s) > 1 else next(iter(s))
+
+

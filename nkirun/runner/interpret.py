@@ -1,0 +1,55 @@
+"""Executing a checked program on the machine."""
+from __future__ import annotations
+
+import numpy as np
+
+from nkirun.diagnostics import InternalError, NkirunError, RunError, error
+from nkirun.ir import Program
+from nkirun.runner.files import initial_buffers
+from nkirun.runner.machine import Machine
+
+
+def execute(program: Program, bound, inputs=None, after_each=None) -> Machine:
+    """Run every instruction in order; `after_each(bound, machine)` is called after each."""
+    try:
+        with np.errstate(all="ignore"):  # e.g. `data: [1e300]` saturates to inf in float32
+            buffers, written = initial_buffers(program, inputs)
+    except MemoryError:
+        raise RunError(error("E091", "out of memory while allocating the program's tensors",
+                             hint="lower the tensor sizes; --max-hbm-bytes bounds HBM tensors"))
+    m = Machine(buffers, written)
+    b = None
+    try:
+        with np.errstate(all="ignore"):  # inf/nan flow through as on hardware, silently
+            for b in bound:
+                m.current = b
+                b.spec.execute(b, m)
+                if after_each is not None:
+                    after_each(b, m)
+    except NkirunError:
+        raise
+    except MemoryError:
+        raise RunError(error("E091", "out of memory while executing "
+                             f"{b.op if b else 'the program'}", b.loc() if b else None))
+    except Exception as exc:  # noqa: BLE001 - reported as a bug with its instruction
+        where = f"instruction {b.index} ({b.op}) at {b.loc()}" if b else "program start"
+        raise InternalError(where, exc) from exc
+    m.current = None
+    return m
+
+
+def outputs(program: Program, m: Machine) -> dict[str, np.ndarray]:
+    """The `output: true` tensors; reading one that was never (fully) written is an error."""
+    result = {}
+    for name, t in program.tensors.items():
+        if not t.output:
+            continue
+        w = m.written.get(name)
+        if w is not None and not w.all():
+            bad = tuple(int(i) for i in np.argwhere(~w)[0])
+            raise RunError(error("E092", f"output `{name}` was never written at index {bad}",
+                                 t.loc, hint="store into every element of an output tensor"))
+        result[name] = m.buffers[name]
+    return result
+
+
