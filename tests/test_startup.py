@@ -24,7 +24,7 @@ def test_check_loads_only_the_instructions_it_uses():
     ops = {ln.split(":")[0].strip(" -") for ln in PROGRAM.read_text().splitlines()
            if ln.strip().startswith("- ")}
     loaded = {m for m in mods if m.startswith("nkirun.isa.")}
-    assert loaded - {"nkirun.isa.spec", "nkirun.isa.common"} == {f"nkirun.isa.{op}" for op in ops}
+    assert loaded - {"nkirun.isa.spec", "nkirun.isa.kinds", "nkirun.isa.common"} == {f"nkirun.isa.{op}" for op in ops}
     assert "nkirun.schedule.model" not in mods
 
 
@@ -35,7 +35,7 @@ def test_the_table_lists_every_instruction_without_loading():
             "sum(m.startswith('nkirun.isa.') for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
-    assert out == [str(len(MODULES)), "True", "True", "False", "None", "1"]  # only isa.spec
+    assert out == [str(len(MODULES)), "True", "True", "False", "None", "2"]  # only isa.spec and isa.kinds
 
 
 def test_registry_maps_every_name_to_its_spec():

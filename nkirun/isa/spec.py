@@ -10,37 +10,23 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from nkirun.hw import dtypes as dt
-from nkirun.hw import alu as ops
 from nkirun.diagnostics import Diagnostic, Loc, error, warning
 from nkirun.ir import Instruction
-from nkirun.source.operands import Resolved, ViewSyntaxError, parse_view
+from nkirun.source.operands import Resolved
 
-# Parameter kinds
-TILE = "tile"  # a tensor view
-TILE_OR_SCALAR = "tile_or_scalar"  # a view, or a compile-time float
-SCALAR = "scalar"  # a compile-time number (inf, fp32.min, ... accepted)
-INT = "int"
-BOOL = "bool"
-OP = "op"  # an ALU operator name (ops.OPS)
-ENUM = "enum"  # one string of `choices`
-PATTERN = "pattern"  # [[step, num], ...] access pattern
-INT_LIST = "int_list"  # an int or a list of ints (e.g. reduction axes)
-DTYPE = "dtype"
-MASK = "mask"  # a mask predicate string (see nkirun/mask.py)
+from nkirun.isa.kinds import (  # noqa: F401  (the kinds, re-exported for instruction modules)
+    BOOL, DTYPE, ENUM, ENUM_PREFIXES, INT, INT_LIST, MASK, OP, PATTERN, SCALAR, TILE,
+    TILE_OR_SCALAR, ArgError, Kind)
 
 REDUCE_CMDS = ("idle", "reset", "reduce", "reset_reduce")
-# Prefixes stripped from instruction names (nisa.iota) and from ENUM values
-# (nisa.reduce_cmd.reset_reduce, nl.engine.gpsimd, nisa.dge_mode.hwdge; activation
-# functions come as np.exp too)
+# Prefixes stripped from instruction names (nisa.iota)
 NAME_PREFIXES = ("nki.isa.", "nisa.", "nl.", "nki.language.", "isa.")
-ENUM_PREFIXES = ("nisa.", "nki.isa.", "reduce_cmd.", "engine.", "dge_mode.", "oob_mode.", "nl.",
-                 "np.", "numpy.")
 
 
 @dataclass(frozen=True, slots=True)
 class Param:
     name: str
-    kind: str
+    kind: Kind
     required: bool = False
     default: Any = None
     out: bool = False  # the instruction writes this operand
@@ -105,92 +91,9 @@ class InstructionDef:
         return tuple(p.name for p in self.params)
 
 
-class ArgError(ValueError):
-    def __init__(self, message: str, hint: str | None = None, code: str = "E024"):
-        super().__init__(message)
-        self.hint = hint
-        self.code = code
-
-
-def _kind_name(value) -> str:
-    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
-            list: "a list", dict: "a mapping", type(None): "null"}.get(type(value), type(value).__name__)
-
-
 def convert(p: Param, value: Any, loc: Loc) -> Any:
     """Turn a plain front-end value (str/int/float/bool/list) into `p`'s typed value."""
-    k = p.kind
-    if k == TILE or (k == TILE_OR_SCALAR and isinstance(value, str)
-                     and ops.parse_scalar(value) is None):
-        if not isinstance(value, str):
-            raise ArgError(f"`{p.name}` must be a tensor view such as `t` or `t[:, 0:128]`, "
-                           f"got {_kind_name(value)}" + (" (a number)" if k == TILE else ""))
-        try:
-            return parse_view(value, loc)
-        except ViewSyntaxError as e:
-            raise ArgError(f"`{p.name}`: {e}", code="E034") from None
-    if k in (SCALAR, TILE_OR_SCALAR):
-        v = ops.parse_scalar(value)
-        if v is None:
-            raise ArgError(f"`{p.name}` must be a number, got {_kind_name(value)} {value!r}",
-                           hint="numbers, or inf, -inf, nan, fp32.min, fp32.max")
-        return float(v)
-    if k == INT:
-        if isinstance(value, bool) or not isinstance(value, int):
-            v = ops.parse_scalar(value) if isinstance(value, str) else None
-            if isinstance(v, int):
-                return v
-            if isinstance(value, float) and value.is_integer():
-                return int(value)
-            raise ArgError(f"`{p.name}` must be an integer, got {_kind_name(value)} {value!r}")
-        return value
-    if k == BOOL:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.lower() in ("true", "false"):
-            return value.lower() == "true"
-        raise ArgError(f"`{p.name}` must be true or false, got {value!r}")
-    if k == OP:
-        name = ops.normalize_op(value) if isinstance(value, str) else None
-        allowed = p.choices or tuple(ops.OPS)
-        if name is None or name not in allowed:
-            raise ArgError(f"`{p.name}`: unknown or unsupported operator {value!r}",
-                           hint="allowed: " + ", ".join(allowed), code="E025")
-        return name
-    if k == ENUM:
-        if isinstance(value, str):
-            v = value.strip()
-            for prefix in ENUM_PREFIXES:
-                if v.startswith(prefix):
-                    v = v[len(prefix):]
-            if p.choices and v in p.choices:
-                return v
-        raise ArgError(f"`{p.name}`: {value!r} is not allowed",
-                       hint="allowed: " + ", ".join(map(str, p.choices or ())), code="E025")
-    if k == PATTERN:
-        ok = isinstance(value, list) and value and all(
-            isinstance(pair, list) and len(pair) == 2 and all(
-                isinstance(x, int) and not isinstance(x, bool) for x in pair) for pair in value)
-        if not ok:
-            raise ArgError(f"`{p.name}` must be a list of [step, num] integer pairs, "
-                           f"e.g. [[-1, 512]], got {value!r}")
-        return tuple((int(a), int(b)) for a, b in value)
-    if k == INT_LIST:
-        items = value if isinstance(value, list) else [value]
-        if not items or not all(isinstance(x, int) and not isinstance(x, bool) for x in items):
-            raise ArgError(f"`{p.name}` must be an integer or a list of integers, got {value!r}")
-        return tuple(items)
-    if k == DTYPE:
-        d = dt.lookup(value) if isinstance(value, str) else None
-        if d is None:
-            raise ArgError(f"`{p.name}`: unknown dtype {value!r}",
-                           hint="allowed: " + ", ".join(dt.DTYPES), code="E013")
-        return d
-    if k == MASK:
-        if not isinstance(value, str):
-            raise ArgError(f"`{p.name}` must be a predicate string such as \"p < 64 and f < 256\"")
-        return value
-    raise AssertionError(f"unknown param kind {k}")  # pragma: no cover
+    return p.kind.convert(p, value, loc)
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,7 +119,7 @@ def param_tables(spec: InstructionDef) -> ParamTables:
         hit = _TABLES[spec.name] = (spec, ParamTables(
             {p.name: p for p in ps}, {p.name: p.default for p in ps},
             tuple(p for p in ps if p.required),
-            tuple(p for p in ps if p.kind in (TILE, TILE_OR_SCALAR)), tuple(p.name for p in ps)))
+            tuple(p for p in ps if p.kind.is_view), tuple(p.name for p in ps)))
     return hit[1]
 
 

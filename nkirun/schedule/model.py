@@ -287,8 +287,7 @@ _SWEEP_MIN = 16
 def _operands(spec, cache: dict) -> tuple[tuple[str, bool], ...]:
     ops = cache.get(spec.name)
     if ops is None:
-        from nkirun.isa.spec import TILE, TILE_OR_SCALAR
-        ops = tuple((p.name, p.out) for p in spec.params if p.kind in (TILE, TILE_OR_SCALAR))
+        ops = tuple((p.name, p.out) for p in spec.params if p.kind.is_view)
         cache[spec.name] = ops
     return ops
 

@@ -9,11 +9,6 @@ from nkirun.hw import alu as ops
 from nkirun.isa import REGISTRY
 from nkirun.isa import spec as S
 
-KIND_TEXT = {
-    S.TILE: "tile", S.TILE_OR_SCALAR: "tile or number", S.SCALAR: "number", S.INT: "int",
-    S.BOOL: "bool", S.OP: "operator", S.ENUM: "one of", S.PATTERN: "[[step, num], ...]",
-    S.INT_LIST: "int or list of ints", S.DTYPE: "dtype", S.MASK: "mask predicate",
-}
 
 
 def lookup(name: str) -> S.InstructionDef | None:
@@ -46,12 +41,12 @@ def show_value(v) -> str:
 
 
 def param_info(p: S.Param) -> dict:
-    is_tile = p.kind in (S.TILE, S.TILE_OR_SCALAR)
+    is_tile = p.kind.is_view
     buffers = (sorted(p.buffers) if p.buffers is not None else ["psum", "sbuf"]) \
         if is_tile else None
     choices = list(p.choices) if p.choices else (
-        list(ops.OPS) if p.kind == S.OP else None)
-    return {"name": p.name, "kind": p.kind, "required": p.required,
+        list(ops.OPS) if p.kind is S.OP else None)
+    return {"name": p.name, "kind": p.kind.name, "kind_text": p.kind.text, "required": p.required,
             "default": None if p.required or p.default is None else show_value(p.default),
             "output": p.out, "buffers": buffers,
             "dtypes": sorted(p.dtypes) if p.dtypes is not None else None,
@@ -63,7 +58,7 @@ def constraints(spec: S.InstructionDef) -> list[str]:
     instruction's own `constraints` text if it has one."""
     out = []
     for p in spec.params:
-        if p.kind not in (S.TILE, S.TILE_OR_SCALAR):
+        if not p.kind.is_view:
             continue
         rules = []
         if p.buffers is not None:
@@ -74,7 +69,7 @@ def constraints(spec: S.InstructionDef) -> list[str]:
             rules.append("one element per partition, shape (P, 1)")
         if rules:
             out.append(f"{p.name}: " + "; ".join(rules))
-    tiles = [p.name for p in spec.params if p.kind in (S.TILE, S.TILE_OR_SCALAR)]
+    tiles = [p.name for p in spec.params if p.kind.is_view]
     group = tiles if spec.same_partitions is None else list(spec.same_partitions)
     if len(group) > 1:
         out.append("same number of partitions: " + ", ".join(group))
@@ -140,8 +135,8 @@ def _allowed(p: dict) -> list[str]:
 
 
 def _param_line(p: dict) -> str:
-    kind = KIND_TEXT.get(p["kind"], p["kind"])
-    if p["choices"] and p["kind"] in (S.ENUM, S.OP):
+    kind = p["kind_text"]
+    if p["choices"] and p["kind"] in (S.ENUM.name, S.OP.name):
         kind += " " + " | ".join(p["choices"])
     bits = ["required" if p["required"] else f"default {p['default'] or 'none'}"]
     if p["output"]:
@@ -207,7 +202,7 @@ def render_rich(d: dict, console) -> None:
     for p in d["params"]:
         allowed = ([" | ".join(p["choices"])] if p["choices"] else []) + _allowed(p)
         t.add_row(p["name"] + (" (out)" if p["output"] else ""),
-                  KIND_TEXT.get(p["kind"], p["kind"]),
+                  p["kind_text"],
                   "[yellow]required[/yellow]" if p["required"] else escape(p["default"] or "-"),
                   escape("; ".join(allowed)), escape(p["doc"]))
     console.print(Padding(t, (0, 0, 0, 2)))

@@ -12,7 +12,7 @@ from nkirun.hw import dtypes as dt
 from nkirun.diagnostics import Loc, error
 from nkirun.ir import BUFFERS, Instruction, Program, TensorDecl, instruction_at, view_at
 from nkirun.isa import REGISTRY
-from nkirun.isa.spec import TILE, TILE_OR_SCALAR, ArgError, convert, normalize_name, param_tables
+from nkirun.isa.spec import ArgError, convert, normalize_name, param_tables
 from nkirun.hw.alu import parse_scalar
 from nkirun.hw.targets import DEFAULT_TARGET, TARGETS
 
@@ -226,7 +226,7 @@ class Builder:
             # Non-view values depend only on (param, value): traces repeat them endlessly.
             # (Views carry their own location, so they are not shared.)
             ckey = (name, key, raw.__class__, raw) if (
-                p.kind not in _VIEW_KINDS and raw.__class__ in _HASHABLE) else None
+                not p.kind.is_view and raw.__class__ in _HASHABLE) else None
             hit = converted.get(ckey) if ckey is not None else None
             if hit is not None:
                 values[key] = hit[0]
@@ -286,7 +286,6 @@ def _has_bool(value) -> bool:
     return False
 
 
-_VIEW_KINDS = frozenset({TILE, TILE_OR_SCALAR})
 _HASHABLE = frozenset({str, int, float, bool})
 def _rectangular(value) -> bool:
     try:

@@ -19,53 +19,15 @@ import re
 import sys
 
 from nkirun.hw import dtypes as dt
-from nkirun.hw import alu as ops
 from nkirun.source.builder import BUFFER_ALIASES, NAME_RE
 from nkirun.ir import BUFFERS
 from nkirun.isa import REGISTRY
 from nkirun.isa import spec as S
+from nkirun.isa.kinds import SCALAR_SCHEMA, names_or_prefixed
 from nkirun.hw.targets import TARGETS
 
 SCHEMA_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                            "schemas", "program.schema.json")
-
-VIEW_PATTERN = r"^\s*[A-Za-z_][A-Za-z0-9_.]*\s*(\[[^\[\]]*\])?\s*$"
-INT_STRING = r"^\s*[+-]?(0[xXoObB][0-9a-fA-F_]+|[0-9][0-9_]*)\s*$"
-NUM_STRING = r"^\s*[+-]?([0-9][0-9_]*\.?[0-9_]*|\.[0-9][0-9_]*)([eE][+-]?[0-9]+)?\s*$"
-
-
-def _alternatives(names, prefixes=()) -> str:
-    """An anchored regex: one of `names`, optionally after one of `prefixes`."""
-    body = "|".join(re.escape(n) for n in sorted(set(names), key=lambda n: (-len(n), n)))
-    pre = "|".join(re.escape(p) for p in prefixes)
-    return rf"^({pre})?({body})$" if pre else rf"^({body})$"
-
-
-def _nocase(word: str) -> str:
-    return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else re.escape(c) for c in word)
-
-
-def _names_or_prefixed(names, prefixes, description: str) -> dict:
-    """Canonical names as an enum (editors complete them) or any accepted spelling."""
-    return {"description": description,
-            "anyOf": [{"enum": sorted(names)},
-                      {"type": "string", "pattern": _alternatives(names, prefixes)}]}
-
-
-SCALAR_SCHEMA = {
-    "anyOf": [
-        {"type": "number"},
-        {"type": "string", "pattern": "^\\s*(" + "|".join(
-            _nocase(k) for k in sorted(ops.SPECIAL_SCALARS, key=lambda k: (-len(k), k)))
-            + ")\\s*$"},
-        {"type": "string", "pattern": NUM_STRING},
-    ]}
-
-
-def _op_names(allowed) -> list[str]:
-    """Every spelling of the allowed operators: names and the aliases that map onto them."""
-    return sorted(set(allowed) | {a for a, t in ops.ALIASES.items() if t in allowed})
-
 
 def _json_default(v):
     if isinstance(v, float) and not math.isfinite(v):
@@ -77,55 +39,9 @@ def _json_default(v):
     return v
 
 
-def _tile_doc(p: S.Param) -> str:
-    bufs = sorted(p.buffers) if p.buffers is not None else ["psum", "sbuf"]
-    extra = [f"buffers: {', '.join(bufs)}"]
-    if p.dtypes is not None:
-        extra.append(f"dtypes: {', '.join(sorted(p.dtypes))}")
-    if p.per_partition:
-        extra.append("shape (P, 1)")
-    if p.out:
-        extra.append("written by the instruction")
-    return f"{p.doc} — a tensor view such as `t` or `t[:, 0:128]` ({'; '.join(extra)})"
-
-
 def param_schema(p: S.Param) -> dict:
     """The JSON Schema of one keyword, from its Param declaration."""
-    k = p.kind
-    if k == S.TILE:
-        s = {"type": "string", "pattern": VIEW_PATTERN, "description": _tile_doc(p)}
-    elif k == S.TILE_OR_SCALAR:
-        s = {"description": _tile_doc(p) + ", or a number",
-             "anyOf": [SCALAR_SCHEMA, {"type": "string", "pattern": VIEW_PATTERN}]}
-    elif k == S.SCALAR:
-        s = dict(SCALAR_SCHEMA, description=p.doc + " — a number, or inf, -inf, nan, "
-                 "fp32.min, fp32.max")
-    elif k == S.INT:
-        s = {"anyOf": [{"type": "integer"}, {"type": "string", "pattern": INT_STRING}],
-             "description": p.doc}
-    elif k == S.BOOL:
-        s = {"anyOf": [{"type": "boolean"}, {"enum": ["true", "false", "True", "False"]}],
-             "description": p.doc}
-    elif k == S.OP:
-        allowed = p.choices or tuple(ops.OPS)
-        s = _names_or_prefixed(_op_names(allowed), ops.PREFIXES, p.doc)
-    elif k == S.ENUM:
-        s = _names_or_prefixed([str(c) for c in p.choices or ()], S.ENUM_PREFIXES, p.doc)
-    elif k == S.PATTERN:
-        s = {"type": "array", "minItems": 1, "description": p.doc + " — [[step, num], ...]",
-             "items": {"type": "array", "minItems": 2, "maxItems": 2,
-                       "items": {"type": "integer"}}}
-    elif k == S.INT_LIST:
-        s = {"anyOf": [{"type": "integer"},
-                       {"type": "array", "minItems": 1, "items": {"type": "integer"}}],
-             "description": p.doc}
-    elif k == S.DTYPE:
-        s = _names_or_prefixed(list(dt.DTYPES) + list(dt.ALIASES), dt.PREFIXES, p.doc)
-    elif k == S.MASK:
-        s = {"type": "string", "description": p.doc + ' — e.g. "p < 64 and f < 256"'}
-    else:
-        raise KeyError(f"nkirun.source.schema does not know Param kind {k!r} (of `{p.name}`): "
-                       "add it to param_schema()")
+    s = p.kind.json_schema(p)
     if p.default is not None:
         s["default"] = _json_default(p.default)
     if not p.required:  # an explicit null means "not given"
@@ -149,10 +65,10 @@ def tensor_schema() -> dict:
     return {
         "type": "object",
         "properties": {
-            "buffer": _names_or_prefixed(buffers, ("nl.",), "hbm, sbuf or psum"),
+            "buffer": names_or_prefixed(buffers, ("nl.",), "hbm, sbuf or psum"),
             "shape": {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 1},
                       "description": "on-chip: [partitions (<= 128), free dims...]"},
-            "dtype": _names_or_prefixed(list(dt.DTYPES) + list(dt.ALIASES), dt.PREFIXES,
+            "dtype": names_or_prefixed(list(dt.DTYPES) + list(dt.ALIASES), dt.PREFIXES,
                                         "element type"),
             "file": {"type": "string", "minLength": 1,
                      "description": "initial contents: a .npy file, relative to the program"},
