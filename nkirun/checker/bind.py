@@ -8,7 +8,8 @@ from nkirun.diagnostics import Diagnostic, error
 from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, TARGETS
 from nkirun.ir import ON_CHIP, Program, View
 from nkirun.isa import REGISTRY
-from nkirun.isa.spec import Bound, param_tables
+from nkirun.checker.bound import Bound, Operands
+from nkirun.isa.spec import param_tables
 from nkirun.source.operands import Resolved, resolve
 
 
@@ -27,11 +28,11 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES
     # Instructions the front end dropped for a bad keyword come last (`program.partial`,
     # with the keywords that did convert): their operands are still resolved and checked
     # against the per-parameter rules, so one bad keyword does not hide other errors.
+    target = TARGETS[program.target]
     for inst in itertools.chain(program.instructions, program.partial):
         like = passed_at.get(inst.repeat_of)
         if like is not None:  # its views resolve to the same Resolved: no need to look
-            bound.append(Bound(inst, like.spec, like.args, None, like.engine,
-                               {"target": program.target}))
+            bound.append(Bound(inst, like.spec, like.args, None, like.engine, target))
             continue
         hit = per_op.get(inst.op)
         if hit is None:
@@ -74,12 +75,10 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES
                 args[p.name] = r
         same = (spec.name, *map(id, args.values())) if ok else None
         like = passed.get(same)
-        # (positional: 100k instructions; extra: some rules differ per generation)
         if like is not None:
-            bound.append(Bound(inst, spec, like.args, None, like.engine,
-                               {"target": program.target}))
+            bound.append(Bound(inst, spec, like.args, None, like.engine, target))
             continue
-        b = Bound(inst, spec, args, None, "", {"target": program.target})
+        b = Bound(inst, spec, Operands(args), None, "", target)
         b.engine = spec.engine_of(b) if (ok and spec.engine_of) else spec.engine
         if not ok:  # an operand or keyword failed: only the rules of each parameter apply
             diags.extend(_param_rules(b))

@@ -46,18 +46,6 @@ def _tensor_rules(program: Program, max_hbm_bytes: int) -> list[Diagnostic]:
 
 
 # ---- program-wide passes ---------------------------------------------------------------------
-def _reads_writes(b: Bound):
-    reads, writes = [], []
-    args = b.args
-    for p in param_tables(b.spec).views:
-        r = args.get(p.name)
-        if isinstance(r, Resolved):
-            (writes if p.out else reads).append((p.name, r))
-    if b.spec.reads_out is not None:  # e.g. an accumulating matmul also reads its dst
-        reads += [(n, b.tile(n)) for n in b.spec.reads_out(b) if b.tile(n) is not None]
-    return reads, writes
-
-
 def _acc_hazard(b: Bound, state: dict[str, str]) -> list[Diagnostic]:
     """W052: reduce_cmd=reduce onto the spec's accumulator while it is undefined; updates
     `state` (accumulator name -> undefined / defined / clobbered)."""
@@ -83,13 +71,13 @@ def _dataflow(program: Program, bound: list[Bound]) -> list[Diagnostic]:
     last_write: dict[str, Bound] = {}
     strict = not program.dropped  # with dropped instructions, reads may be knock-on errors
     acc_state: dict[str, str] = {}  # accumulator -> undefined / defined / clobbered
-    names_of: dict = {}  # id(b.args) -> ((param, tensor) read..., (tensor written...)); see Bound
     for b in bound:
-        rw = names_of.get(id(b.args))
+        rw = b.args.memo.get("tensors_read_written")
         if rw is None:
-            reads, writes = _reads_writes(b)
-            rw = names_of[id(b.args)] = (tuple((k, r.decl.name) for k, r in reads),
-                                         tuple(r.decl.name for _, r in writes))
+            acc = b.accesses()
+            rw = b.args.memo["tensors_read_written"] = (
+                tuple((k, r.decl.name) for k, r in acc.reads),
+                tuple(r.decl.name for _, r in acc.writes))
         reads, writes = rw
         for key, n in reads:
             if n not in defined and strict:
@@ -124,11 +112,10 @@ def _capacity(program: Program, bound: list[Bound]) -> list[Diagnostic]:
             first[t.name] = 0
         if t.on_chip and t.output:
             last[t.name] = n - 1
-    on_chip_of: dict = {}  # id(b.args) -> the on-chip tensors it uses (see Bound)
     for i, b in enumerate(bound):
-        names = on_chip_of.get(id(b.args))
+        names = b.args.memo.get("on_chip")
         if names is None:  # only view params are bound to a Resolved
-            names = on_chip_of[id(b.args)] = tuple(
+            names = b.args.memo["on_chip"] = tuple(
                 r.decl.name for r in b.args.values() if isinstance(r, Resolved) and r.decl.on_chip)
         for name in names:
             first.setdefault(name, i)

@@ -157,7 +157,7 @@ PARAMS = (
 def check(b: Bound):
     yield from same_shape(b, "dst", "data")
     if is_nc_v2(b):
-        target = b.extra.get("target")
+        target = b.target.name
         if b.get("bias") is not None and not b.tile("bias"):
             # §1.1: on NC-v2 bias must be a (P,1) tile; a scalar bias is NC-v3+ ([NEW-ISA])
             yield b.err("E200", f"a scalar bias needs NeuronCore-v3 (trn2); on {target} bias "

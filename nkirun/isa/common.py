@@ -23,10 +23,9 @@ def flat(a: np.ndarray) -> np.ndarray:
 def is_nc_v2(b: Bound) -> bool:
     """Whether the program targets a NeuronCore-v2 chip (trn1/inf2), where some rules differ.
 
-    validate.bind records the program's target in b.extra["target"].
+    bind attaches the program's target (b.target).
     """
-    from nkirun.hw.targets import DEFAULT_TARGET, TARGETS
-    return TARGETS[b.extra.get("target", DEFAULT_TARGET)].core == "NeuronCore-v2"
+    return b.target.core == "NeuronCore-v2"
 
 
 def fold_free(ufunc, x: np.ndarray) -> np.ndarray:

@@ -37,7 +37,7 @@ def check(b: Bound):
         return
     if is_nc_v2(b):  # the hardware DGE exists from NeuronCore-v3 on (§1.16 [ARCH3])
         yield b.err("E181", f"dge_mode hwdge needs a NeuronCore-v3 target (trn2); "
-                    f"{b.extra.get('target')} has no hardware DGE", "dge_mode",
+                    f"{b.target.name} has no hardware DGE", "dge_mode",
                     hint="use dge_mode: swdge (or unknown), or target: trn2")
     dst, src = b.tile("dst"), b.tile("src")
     if dst is not None and src is not None and dst.dtype != src.dtype:

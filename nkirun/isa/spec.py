@@ -6,13 +6,12 @@ validator, interpreter, cost model and `explain` are all generic over these defi
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from nkirun.hw import dtypes as dt
-from nkirun.diagnostics import Diagnostic, Loc, error, warning
-from nkirun.ir import Instruction
-from nkirun.source.operands import Resolved
+from nkirun.diagnostics import Loc
+from nkirun.checker.bound import Bound  # noqa: F401  (re-exported for instruction modules)
 
 from nkirun.isa.kinds import (  # noqa: F401  (the kinds, re-exported for instruction modules)
     BOOL, DTYPE, ENUM, ENUM_PREFIXES, INT, INT_LIST, MASK, OP, PATTERN, SCALAR, TILE,
@@ -129,52 +128,6 @@ def normalize_name(name: str) -> str:
         if name.startswith(prefix):
             return name[len(prefix):]
     return name
-
-
-# ---- the bound instruction: what check/execute/cycles receive --------------------------------
-@dataclass(slots=True)
-class Bound:
-    """An instruction with its operands resolved against the declared tensors.
-
-    `args` is read-only once bound: validate.bind gives instructions bound to identical
-    values (and engine) one shared dict, so later passes may memoise per `id(b.args)`."""
-
-    inst: Instruction
-    spec: InstructionDef
-    args: dict[str, Any]  # every param: Resolved for tiles, typed values otherwise
-    mask: Any = None  # compiled mask (nkirun.checker.mask), or None
-    engine: str = ""
-    extra: dict = field(default_factory=dict)  # per-instruction precomputed data
-
-    def __getitem__(self, key: str) -> Any:
-        return self.args[key]
-
-    def get(self, key: str, default=None):
-        v = self.args.get(key)
-        return default if v is None else v
-
-    def tile(self, key: str) -> Resolved | None:
-        v = self.args.get(key)
-        return v if isinstance(v, Resolved) else None
-
-    @property
-    def index(self) -> int:
-        return self.inst.index
-
-    @property
-    def op(self) -> str:
-        return self.spec.name
-
-    def loc(self, key: str | None = None) -> Loc:
-        return self.inst.arg_loc(key) if key else self.inst.loc
-
-    def err(self, code: str, message: str, key: str | None = None, hint: str | None = None
-            ) -> Diagnostic:
-        return error(code, f"{self.op}: {message}", self.loc(key), self.index, hint)
-
-    def warn(self, code: str, message: str, key: str | None = None, hint: str | None = None
-             ) -> Diagnostic:
-        return warning(code, f"{self.op}: {message}", self.loc(key), self.index, hint)
 
 
 def out_dtype(b: Bound) -> dt.DType:

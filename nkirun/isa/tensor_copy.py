@@ -33,7 +33,7 @@ def _through_f32(b: Bound) -> bool:
 def check(b: Bound):
     yield from same_shape(b, "dst", "src")
     if _through_f32(b) and any(b[k].dtype.name in ("int32", "uint32") for k in ("src", "dst")):
-        yield b.warn("W240", f"on {b.extra.get('target')} the Scalar engine copies through "
+        yield b.warn("W240", f"on {b.target.name} the Scalar engine copies through "
                      "float32: 32-bit integers above 2^24 lose precision (and NKI 0.2+ no "
                      "longer allows tensor_copy on this engine)", "engine",
                      hint="use engine: vector or gpsimd for a bit-exact integer copy")

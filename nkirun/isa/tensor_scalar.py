@@ -91,7 +91,7 @@ def _fp32_operands(b: Bound):
 
 
 def _engine_rules(b: Bound, op0, op1):
-    target = b.extra.get("target")
+    target = b.target.name
     if b.engine == "scalar":
         if is_nc_v2(b):
             yield b.err("E223", f"tensor_scalar does not run on the Scalar engine on {target} "

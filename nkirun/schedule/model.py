@@ -284,32 +284,16 @@ class _Tensor:
 _SWEEP_MIN = 16
 
 
-def _operands(spec, cache: dict) -> tuple[tuple[str, bool], ...]:
-    ops = cache.get(spec.name)
-    if ops is None:
-        ops = tuple((p.name, p.out) for p in spec.params if p.kind.is_view)
-        cache[spec.name] = ops
-    return ops
-
-
-def _costed(b, target: Target, op_cache: dict) -> tuple:
-    """What the scheduler needs of a bound instruction, a function of its args, engine and
-    the target only: (cycles, reads, writes, DMA queues it takes), reads and writes as
+def _costed(b, target: Target) -> tuple:
+    """What the scheduler needs of a bound instruction, a function of its operands, engine
+    and the target only: (cycles, reads, writes, DMA queues it takes), reads and writes as
     (tensor name, box)."""
     from nkirun.isa.common import dma_partitions
-    from nkirun.source.operands import Resolved
-    spec, args = b.spec, b.args
-    reads, writes = [], []
-    for name, out in _operands(spec, op_cache):
-        r = args.get(name)
-        if isinstance(r, Resolved):
-            (writes if out else reads).append((r.decl.name, r.box))
-    reads_out = getattr(spec, "reads_out", None)
-    if reads_out is not None:  # e.g. an accumulating matmul also reads its dst
-        reads += [(args[n].decl.name, args[n].box) for n in reads_out(b)
-                  if isinstance(args.get(n), Resolved)]
+    acc = b.accesses()
+    reads = tuple((r.decl.name, r.box) for _, r in acc.reads)
+    writes = tuple((r.decl.name, r.box) for _, r in acc.writes)
     queues = target.dma_queues_for(dma_partitions(b)) if b.engine == "dma" else 0
-    return int(spec.cycles(b, target)), tuple(reads), tuple(writes), queues
+    return int(b.spec.cycles(b, target)), reads, writes, queues
 
 
 def _queue_label(queues: tuple[int, ...]) -> str:
@@ -333,12 +317,11 @@ def schedule(program: Program, bound, target: Target | None = None) -> Schedule:
     q_free, q_last = [0.0] * nq, [None] * nq
     labels: dict[tuple[int, ...], str] = {}
     tensors: dict[str, _Tensor] = {}
-    op_cache: dict = {}
-    # Traces repeat instructions: validate.bind gives identical ones one args dict (see
-    # isa.spec.Bound), so their cycles and accesses are computed once, keyed by its id;
-    # likewise each pair of boxes is compared once. Every key's object stays alive in
-    # `costed` while this runs, so no id is reused.
-    costed: dict[tuple[int, str], tuple] = {}
+    # Traces repeat instructions: bind interns the operands of identical ones into one
+    # Operands object (checker/bound.py), so cycles and accesses are computed once per
+    # (operands, engine); likewise each pair of boxes (kept alive by the operands) is
+    # compared once.
+    costed: dict[tuple, tuple] = {}
     overlap_memo: dict[tuple[int, int], bool] = {}
 
     def overlap(a, b) -> bool:
@@ -350,11 +333,11 @@ def schedule(program: Program, bound, target: Target | None = None) -> Schedule:
 
     for b in bound:
         spec, engine, index = b.spec, b.engine, b.inst.index
-        ckey = (id(b.args), engine)
+        ckey = (b.args, engine)
         c = costed.get(ckey)
         if c is None:
-            c = costed[ckey] = (*_costed(b, target, op_cache), b.args)  # (args: kept alive)
-        cycles, reads, writes, n, _ = c
+            c = costed[ckey] = _costed(b, target)
+        cycles, reads, writes, n = c
         clock = clocks.get(engine)
         if clock is None:
             clock = clocks[engine] = sched.clock(engine)
