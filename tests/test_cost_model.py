@@ -14,8 +14,9 @@ import pytest
 import yaml
 
 from nkirun import api
-from nkirun.schedule.model import (ENGINE, QUEUE, RAW, READY, WAR, WAW, contains, overlaps,
-                               schedule)
+from nkirun.schedule.overlap import contains, overlaps
+from nkirun.schedule.model import ENGINE, QUEUE, RAW, READY, WAR, WAW
+from nkirun.schedule.scheduler import schedule
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
