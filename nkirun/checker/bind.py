@@ -18,17 +18,19 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES
     """Resolve operands and apply the per-parameter and per-instruction rules."""
     bound, diags = [], []
     resolved: dict = {}  # (tensor, index) -> Resolved: traces reuse the same few views
-    # The rules are functions of the bound values alone, so an instruction bound to the very
-    # same objects as an earlier one that passed them passes them too (traces repeat
-    # instructions; the front ends share equal values). ids of those values -> that earlier
-    # Bound, whose args dict the repeat shares (see Bound: later passes memoise on it).
+    # Interning: the rules are functions of the bound values alone, so an instruction bound to
+    # the very same values as an earlier one that passed them passes them too (traces repeat
+    # instructions; the front ends share equal values). It then shares that instruction's
+    # immutable Operands. `passed` is keyed by the values, `passed_at` by instruction index
+    # (for Instruction.repeat_of). The plain path below is the definition; tests/
+    # test_repeat_paths.py checks the shortcuts give the same results.
     passed: dict = {}
-    passed_at: dict = {}  # the same, by instruction index, for Instruction.repeat_of
+    passed_at: dict = {}
     per_op: dict = {}  # op -> (spec, its view Params, {param: None}): looked up once per op
+    target = TARGETS[program.target]
     # Instructions the front end dropped for a bad keyword come last (`program.partial`,
     # with the keywords that did convert): their operands are still resolved and checked
     # against the per-parameter rules, so one bad keyword does not hide other errors.
-    target = TARGETS[program.target]
     for inst in itertools.chain(program.instructions, program.partial):
         like = passed_at.get(inst.repeat_of)
         if like is not None:  # its views resolve to the same Resolved: no need to look
@@ -40,39 +42,10 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES
             tables = param_tables(spec)
             hit = per_op[inst.op] = (spec, tables.views, dict.fromkeys(tables.names))
         spec, views, blank = hit
-        ok = inst.index not in program.dropped
         args = blank.copy()  # every param: given values over None
         args.update(inst.args)
-        for p in views:
-            v = args[p.name]
-            if isinstance(v, View):
-                rkey = (v.tensor, id(v.index))  # index tuples are shared; the IR keeps them alive
-                r = resolved.get(rkey)
-                if r is None:
-                    decl = program.tensors.get(v.tensor)
-                    if decl is None:
-                        ok = False
-                        if v.tensor not in program.invalid_tensors:
-                            from nkirun.source.builder import did_you_mean
-                            diags.append(error(
-                                "E026", f"{inst.op}: unknown tensor `{v.tensor}` (in `{p.name}`)",
-                                inst.arg_loc(p.name), inst.index,
-                                hint=did_you_mean(v.tensor, program.tensors)
-                                or "declare it under `tensors:`"))
-                        del args[p.name]
-                        continue
-                    view = View(v.tensor, v.index, inst.arg_loc(p.name))
-                    r, d = resolve(view, decl)
-                    if d is not None:
-                        diags.append(_with_instruction(d, inst.op, inst.index))
-                        ok = False
-                        del args[p.name]
-                        continue
-                    resolved[rkey] = r
-                if p.per_partition and len(r.shape) > 2 and r.free_size == 1:
-                    # a (P, 1, 1) column serves as the (P, 1) tile the instruction computes with
-                    r = dataclasses.replace(r, shape=(r.partitions, 1), reshape=True)
-                args[p.name] = r
+        ok = _resolve_views(inst, args, views, program, resolved, diags)
+        ok = ok and inst.index not in program.dropped
         same = (spec.name, *map(id, args.values())) if ok else None
         like = passed.get(same)
         if like is not None:
@@ -80,11 +53,10 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES
             continue
         b = Bound(inst, spec, Operands(args), None, "", target)
         b.engine = spec.engine_of(b) if (ok and spec.engine_of) else spec.engine
-        if not ok:  # an operand or keyword failed: only the rules of each parameter apply
-            diags.extend(_param_rules(b))
-            continue
         n0 = len(diags)
         diags.extend(_param_rules(b))
+        if not ok:  # an operand or keyword failed: only the rules of each parameter apply
+            continue
         if len(diags) == n0 and spec.check is not None:
             diags.extend(spec.check(b))
         if len(diags) == n0 and args.get("mask") is None:
@@ -97,6 +69,43 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES
                 diags.append(d)
         bound.append(b)
     return bound, diags
+
+
+def _resolve_views(inst, args: dict, views, program: Program, resolved: dict,
+                   diags: list) -> bool:
+    """Replace each view operand in `args` by its Resolved; False if one cannot be (its
+    diagnostic is added and the operand left out)."""
+    ok = True
+    for p in views:
+        v = args[p.name]
+        if not isinstance(v, View):
+            continue
+        rkey = (v.tensor, id(v.index))  # index tuples are shared; the IR keeps them alive
+        r = resolved.get(rkey)
+        if r is None:
+            decl = program.tensors.get(v.tensor)
+            if decl is None:
+                ok = False
+                if v.tensor not in program.invalid_tensors:
+                    from nkirun.source.builder import did_you_mean
+                    diags.append(error(
+                        "E026", f"{inst.op}: unknown tensor `{v.tensor}` (in `{p.name}`)",
+                        inst.arg_loc(p.name), inst.index,
+                        hint=did_you_mean(v.tensor, program.tensors) or "declare it under `tensors:`"))
+                del args[p.name]
+                continue
+            r, d = resolve(View(v.tensor, v.index, inst.arg_loc(p.name)), decl)
+            if d is not None:
+                diags.append(_with_instruction(d, inst.op, inst.index))
+                ok = False
+                del args[p.name]
+                continue
+            resolved[rkey] = r
+        if p.per_partition and len(r.shape) > 2 and r.free_size == 1:
+            # a (P, 1, 1) column serves as the (P, 1) tile the instruction computes with
+            r = dataclasses.replace(r, shape=(r.partitions, 1), reshape=True)
+        args[p.name] = r
+    return ok
 
 
 def _fits(r, program: Program, max_hbm_bytes: int) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from nkirun.diagnostics import Diagnostic, Loc, error, warning
 from nkirun.checker.bind import bind
 from nkirun.ir import Program
-from nkirun.isa.spec import ACCUMULATORS, Bound, param_tables
+from nkirun.isa.spec import ACCUMULATORS, Bound
 from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, TARGETS
 from nkirun.source.operands import Resolved
 
