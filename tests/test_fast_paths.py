@@ -106,7 +106,7 @@ def test_check_does_not_import_the_cost_views_or_rich():
 def test_match_replace8_every_candidate_path(seed):
     """Candidates from the min compare only, narrowed by the max compare, or the dense
     loop: the same bits and indices as the page's loop."""
-    from nkirun.isa.nc_match_replace8 import match_replace8
+    from nkirun.isa.fast.match_replace import match_replace8
     import reference as ref
     rng = np.random.default_rng(seed)
     data = rng.integers(-40, 40, size=(37, 301)).astype(np.float32)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from nkirun.checker.mask import MaskError, evaluate, hide, rows_mask
+from nkirun.isa.fast.top8 import top8
 from nkirun.isa.common import flat
 from nkirun.isa.spec import MASK, TILE, Bound, InstructionDef, Param, common_tail, out_dtype
 
@@ -63,22 +64,14 @@ def check(b: Bound):
                         hint="widen the mask's free range, or exclude the partition")
 
 
-def top8(x: np.ndarray) -> np.ndarray:
-    """(P, N) float32 -> (P, 8) float32, largest first (NaN highest, -0.0 below +0.0).
-
-    Ranks the values by an int32 key that orders float bit patterns like the numbers they
-    hold, so ties are decided by value alone; argpartition finds the 8 largest in one pass,
-    then only those 8 are sorted. The values are gathered from x (NaN payloads kept).
-    """
-    bits = x.view(np.int32)
-    key = bits ^ ((bits >> 31) & np.int32(0x7FFFFFFF))  # negative floats: reverse their order
-    nan = np.isnan(x)
-    if nan.any():
-        key[nan] = bits[nan] & np.int32(0x7FFFFFFF)  # any NaN above +inf (0x7F800000)
-    n = x.shape[1]
-    part = np.argpartition(key, n - K, axis=1)[:, n - K:]
-    order = np.argsort(np.take_along_axis(key, part, axis=1), axis=1, kind="stable")[:, ::-1]
-    return np.take_along_axis(x, np.take_along_axis(part, order, axis=1), axis=1)
+def definition(x: np.ndarray) -> np.ndarray:
+    """(P, N) float32 -> (P, 8): each partition's 8 largest values, largest first, NaN
+    above everything and -0.0 below +0.0 — the order `fast.top8.top8` must give."""
+    def rank(f):  # NaN above all (by payload), then value, then +0.0 above -0.0
+        if np.isnan(f):
+            return (1, int(np.float32(f).view(np.uint32)) & 0x7FFFFFFF, 0.0, 0)
+        return (0, 0, float(f), int(not np.signbit(f)))
+    return np.array([sorted(row, key=rank, reverse=True)[:K] for row in x], np.float32)
 
 
 def execute(b: Bound, m) -> None:

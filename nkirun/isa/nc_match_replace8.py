@@ -30,13 +30,13 @@ from nkirun.hw import dtypes as dt
 from nkirun.diagnostics import warning
 from nkirun.checker.mask import active_rows, rows_mask
 from nkirun.isa.common import flat, float32_scalar
+from nkirun.isa.fast.match_replace import match_replace8
 from nkirun.isa.spec import MASK, SCALAR, TILE, Bound, InstructionDef, Param, common_tail, out_dtype
 
 K = 8
 MAX_N = 16384  # page 003
 MAX_DATA_DIMS, MAX_VALS_DIMS = 5, 3  # page 003
 SHOW = 3  # partitions named in a run-time warning
-DENSE_ABOVE = 64  # candidates per partition beyond which the dense loop is faster
 
 PARAMS = (
     Param("dst", TILE, required=True, out=True,
@@ -83,70 +83,19 @@ def check(b: Bound):
                          hint="declare dst_idx as uint32 (the page's index type)")
 
 
-def match_replace8(x: np.ndarray, v: np.ndarray, imm: np.float32,
-                   valid: np.ndarray | None = None, dense_above: int = DENSE_ABOVE
-                   ) -> tuple[np.ndarray, np.ndarray]:
-    """Replace in `x` ((P, N) C-contiguous float32, modified in place); return
-    (indices int64, found bool), both (P, 8).
-
-    The page's loop, vectorised over partitions, in one or two passes over the data: a
-    compare against each partition's min of vals (NaN vals ignored) marks every element that
-    could ever match (replaced ones included: they matched a val first), and a flatnonzero
-    lists them. The 8 vals are then resolved in order on that candidate list (sorted by
-    partition, then position), whose current values are kept up to date. When vals are the
-    largest values (max8's, the usual case) the list is short; otherwise a second compare
-    against the max of vals narrows it, and if it is still long (vals spread over data's
-    range, or many equal elements) `_dense` is faster. Measured at (128, 16384) float32:
-    ~1 ms with max8's top values as vals, against 3.5 ms for `_dense` (8 compares +
-    8 argmax); about 5 ms when it falls back.
-    """
-    p, n = x.shape
-    lo = np.fmin.reduce(v, axis=1)[:, None]  # fmin/fmax skip NaN: a NaN val matches nothing
-    cand = np.greater_equal(x, lo)
-    if valid is not None:
-        cand &= valid
-    if np.count_nonzero(cand) > dense_above * p:
-        cand &= np.less_equal(x, np.fmax.reduce(v, axis=1)[:, None])
-        if np.count_nonzero(cand) > dense_above * p:
-            return _dense(x, v, imm, valid)
-    flat_at = np.flatnonzero(cand)
-    rows = flat_at // n
-    xf = x.reshape(-1)
-    cur = xf[flat_at]
+def definition(x: np.ndarray, v: np.ndarray, imm: np.float32,
+               valid: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The page's loop, the definition `fast.match_replace.match_replace8` must equal:
+    per partition, each of the 8 vals in order replaces the first element of `x` that
+    currently equals it (x: (P, N) float32, modified in place). Returns (indices, found)."""
     indices = np.zeros(v.shape, np.int64)
     found = np.zeros(v.shape, bool)
-    for j in range(v.shape[1]):
-        hits = np.flatnonzero(cur == v[rows, j])
-        if hits.size == 0:
-            continue
-        r = rows[hits]
-        first = np.empty(hits.size, bool)  # the first hit of each partition
-        first[0] = True
-        np.not_equal(r[1:], r[:-1], out=first[1:])
-        at = hits[first]
-        indices[rows[at], j] = flat_at[at] - rows[at] * n
-        found[rows[at], j] = True
-        cur[at] = imm
-    xf[flat_at] = cur
-    return indices, found
-
-
-def _dense(x, v, imm, valid):
-    """The same loop on the whole data: one compare per val, then argmax (which stops at the
-    first True) finds the first current occurrence in every partition at once."""
-    rows = np.arange(x.shape[0])
-    indices = np.zeros(v.shape, np.int64)
-    found = np.zeros(v.shape, bool)
-    eq = np.empty(x.shape, bool)
-    for j in range(v.shape[1]):
-        np.equal(x, v[:, j:j + 1], out=eq)
-        if valid is not None:
-            eq &= valid
-        at = eq.argmax(axis=1)
-        ok = eq[rows, at]
-        indices[ok, j] = at[ok]
-        found[:, j] = ok
-        x[rows[ok], at[ok]] = imm
+    for p in range(x.shape[0]):
+        for j in range(v.shape[1]):
+            hits = np.flatnonzero((x[p] == v[p, j]) & (True if valid is None else valid[p]))
+            if hits.size:
+                indices[p, j], found[p, j] = hits[0], True
+                x[p, hits[0]] = imm
     return indices, found
 
 

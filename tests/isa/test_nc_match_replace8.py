@@ -6,7 +6,7 @@ from prog_helpers import (NP_TYPES, assert_bits_equal, codes, out, random_floats
                           run_example_cli, run_inputs, sbuf, write_program)
 
 from nkirun.api import check_program, cost
-from nkirun.isa.nc_match_replace8 import match_replace8
+from nkirun.isa.fast.match_replace import match_replace8
 
 FLOATS = ["float32", "bfloat16", "float16", "float8_e4m3", "float8_e5m2"]
 
