@@ -310,7 +310,7 @@ def bench_scale(sizes: list[int], repeats: int = 3) -> list[dict]:
     """CPU seconds to parse (once), and to check and cost (median of `repeats`), with the
     garbage collector paused as api.check_program does."""
     from nkirun.schedule import schedule
-    from nkirun.source import paused_gc
+    from nkirun.gc_policy import paused_gc
     from nkirun.source.yaml_front import parse_yaml
     from nkirun.checker.passes import validate
     clock = time.process_time

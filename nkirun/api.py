@@ -38,20 +38,19 @@ def check_program(path: str, fmt: str | None = None, target: str | None = None,
 
     `inputs` (names of tensors `run` will be given with --input) count as initialised.
     """
-    from nkirun.source import parse_file, paused_gc
-    with paused_gc():
-        program, diags = parse_file(path, fmt)
-        if program is None:
-            return Checked(None, [], diags)
-        if target is not None:
-            if target not in TARGETS:
-                diags.append(error("E007", f"unknown target {target!r}",
-                                   hint="allowed: " + ", ".join(TARGETS)))
-            else:
-                program = replace(program, target=target)
-        if inputs:
-            program = _given_inputs(program, inputs)
-        bound, more = validate(program, max_hbm_bytes)
+    from nkirun.source import parse_file
+    program, diags = parse_file(path, fmt)
+    if program is None:
+        return Checked(None, [], diags)
+    if target is not None:
+        if target not in TARGETS:
+            diags.append(error("E007", f"unknown target {target!r}",
+                               hint="allowed: " + ", ".join(TARGETS)))
+        else:
+            program = replace(program, target=target)
+    if inputs:
+        program = _given_inputs(program, inputs)
+    bound, more = validate(program, max_hbm_bytes)
     all_diags = sorted(diags + more, key=sort_key)
     return Checked(program, bound, all_diags)
 
@@ -108,7 +107,5 @@ def _check_inputs(program: Program, inputs) -> None:
 def cost(path: str, fmt: str | None = None, target: str | None = None):
     """The predicted schedule (nkirun.schedule.Schedule) of a valid program."""
     from nkirun.schedule import schedule
-    from nkirun.source import paused_gc
     c = require_valid(path, fmt, target)
-    with paused_gc():  # as for check: many small objects, none freed
-        return schedule(c.program, c.bound)
+    return schedule(c.program, c.bound)

@@ -467,8 +467,10 @@ def schema():
 
 
 def main():
+    from nkirun.gc_policy import paused_gc
     try:
-        cli(standalone_mode=True)
+        with paused_gc():  # this process is ours: see gc_policy
+            cli(standalone_mode=True)
     except KeyboardInterrupt:
         sys.exit(130)
 
