@@ -171,3 +171,12 @@ def _union_length(intervals: list[tuple[float, float]]) -> float:
     if cur_e is not None:
         total += cur_e - cur_s
     return total
+
+
+def queue_label(queues) -> str:
+    """A DMA queue set as shown in reports: dma.q3, dma.q0-7, dma.q1,4."""
+    if len(queues) == 1:
+        return f"dma.q{queues[0]}"
+    if queues[-1] - queues[0] == len(queues) - 1:
+        return f"dma.q{queues[0]}-{queues[-1]}"
+    return "dma.q" + ",".join(map(str, queues))

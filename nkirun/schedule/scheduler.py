@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from nkirun.hw.targets import TARGETS, Target
 from nkirun.ir import Program
-from nkirun.schedule.model import ENGINE, QUEUE, RAW, READY, WAR, WAW, Schedule, Slot
+from nkirun.schedule.model import ENGINE, QUEUE, RAW, READY, WAR, WAW, Schedule, Slot, queue_label
 from nkirun.schedule.overlap import contains, overlaps
 
 
@@ -74,14 +74,6 @@ def _costed(b, target: Target) -> tuple:
     return int(b.spec.cycles(b, target)), reads, writes, queues
 
 
-def _queue_label(queues: tuple[int, ...]) -> str:
-    if len(queues) == 1:
-        return f"dma.q{queues[0]}"
-    if queues[-1] - queues[0] == len(queues) - 1:
-        return f"dma.q{queues[0]}-{queues[-1]}"
-    return "dma.q" + ",".join(map(str, queues))
-
-
 class _Scheduler:
     """One pass over the instructions in program order; each is placed by `place`."""
 
@@ -150,7 +142,7 @@ class _Scheduler:
             free, blocker = q_free[last_q], self.q_last[last_q]
         label = self.labels.get(queues)
         if label is None:
-            label = self.labels[queues] = _queue_label(queues)
+            label = self.labels[queues] = queue_label(queues)
         return queues, free, blocker, QUEUE, label
 
     def occupy(self, engine: str, queues: tuple, end: float, index: int) -> None:

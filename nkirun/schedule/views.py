@@ -8,7 +8,7 @@ plain data (what `--format json` prints); report.py draws them as text.
 """
 from __future__ import annotations
 
-from nkirun.schedule.model import Schedule, Slot
+from nkirun.schedule.model import Schedule, Slot, queue_label
 
 VIEWS = ("summary", "table", "timeline", "critical")
 
@@ -78,16 +78,8 @@ def tracks(s: Schedule) -> list[tuple[str, list[Slot]]]:
     for q in sorted(per_queue):
         groups.setdefault(tuple(x.index for x in per_queue[q]), []).append(q)
     for qs in sorted(groups.values()):
-        out.append((_queue_label(qs), per_queue[qs[0]]))
+        out.append((queue_label(qs), per_queue[qs[0]]))
     return out
-
-
-def _queue_label(qs: list[int]) -> str:
-    if len(qs) == 1:
-        return f"dma.q{qs[0]}"
-    if qs[-1] - qs[0] == len(qs) - 1:
-        return f"dma.q{qs[0]}-{qs[-1]}"
-    return "dma.q" + ",".join(map(str, qs))
 
 
 def symbols(s: Schedule) -> dict[str, str]:
