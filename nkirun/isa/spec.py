@@ -18,6 +18,10 @@ from nkirun.isa.kinds import (  # noqa: F401  (the kinds, re-exported for instru
     TILE_OR_SCALAR, ArgError, Kind)
 
 REDUCE_CMDS = ("idle", "reset", "reduce", "reset_reduce")
+# NKI's generated API pages (https://awsdocs-neuron.readthedocs-hosted.com, NKI 0.6).
+NKI_API_PAGES = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated"
+LANGUAGE_FUNCTIONS = frozenset({"load", "store"})  # nl.load / nl.store, not nki.isa
+
 # Prefixes stripped from instruction names (nisa.iota)
 NAME_PREFIXES = ("nki.isa.", "nisa.", "nl.", "nki.language.", "isa.")
 
@@ -88,6 +92,12 @@ class InstructionDef:
     @property
     def param_names(self) -> tuple[str, ...]:
         return tuple(p.name for p in self.params)
+
+    @property
+    def page_url(self) -> str:
+        """The instruction's public NKI API page (load/store are nki.language functions)."""
+        module = "nki.language" if self.name in LANGUAGE_FUNCTIONS else "nki.isa"
+        return f"{NKI_API_PAGES}/{module}.{self.name}.html"
 
 
 def convert(p: Param, value: Any, loc: Loc) -> Any:
