@@ -26,6 +26,7 @@ import pytest
 from click.testing import CliRunner
 
 from nkirun.cli import cli
+from repo_paths import PROGRAMS
 
 LOCATED = re.compile(r"\.yaml:\d+:\d+: error\[E\d{3}\]")
 
@@ -676,7 +677,7 @@ def test_usage_errors_exit_2(work, args):
     assert _snapshot(work / "out") == before
 
 
-# ---- regressions found by tests/test_fuzz.py ------------------------------------------------
+# ---- regressions found by tests/cli/test_fuzz.py ------------------------------------------------
 PER_PARTITION = {
     "activation": "{dst: o, op: exp, data: c, bias: s, scale: s, reduce_op: add, "
                   "reduce_res: r, reduce_cmd: reset_reduce}",
@@ -711,7 +712,6 @@ instructions:
     np.testing.assert_array_equal(o, np.full((37, 5, 3), expect, np.float32))
 
 
-PROGRAMS = pathlib.Path(__file__).resolve().parent.parent / "programs"
 
 
 @pytest.mark.parametrize("free", [64, 512])

@@ -11,8 +11,9 @@ import sys
 import pytest
 
 from nkirun.isa import MODULES, REGISTRY
+from repo_paths import PROGRAMS
 
-PROGRAM = pathlib.Path(__file__).resolve().parent.parent / "programs" / "rowmax_in_window.yaml"
+PROGRAM = PROGRAMS / "rowmax_in_window.yaml"
 
 
 def test_check_loads_only_the_instructions_it_uses():

@@ -16,8 +16,8 @@ import yaml
 from nkirun import api
 from nkirun.schedule.model import (ENGINE, QUEUE, RAW, READY, WAR, WAW, contains, overlaps,
                                schedule)
+from repo_paths import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 # ---- exact overlap -----------------------------------------------------------------------

@@ -22,8 +22,8 @@ from nkirun.source import parse_file
 from nkirun.source.text_front import parse_text, plain, tokens
 from nkirun.source.yaml_front import parse_yaml
 from nkirun.source.write import float_text, to_text, to_yaml
+from repo_paths import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 PROGRAMS = sorted((ROOT / "programs").glob("*.yaml"))
 
 

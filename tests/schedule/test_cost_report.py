@@ -14,9 +14,8 @@ from click.testing import CliRunner
 from nkirun import api
 from nkirun.cli import cli
 from nkirun.schedule import render_report, to_json, trace_events
+from repo_paths import GOLDEN, ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-GOLDEN = ROOT / "tests" / "golden"
 PROGRAMS = sorted(p.name for p in (ROOT / "programs").glob("*.yaml"))
 WIDTH = 100
 

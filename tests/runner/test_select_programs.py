@@ -15,8 +15,8 @@ from click.testing import CliRunner
 import reference as ref
 from prog_helpers import assert_bits_equal, load_npy
 from nkirun.cli import cli
+from repo_paths import PROGRAMS
 
-PROGRAMS = pathlib.Path(__file__).resolve().parent.parent / "programs"
 NAMES = ["range_select_chain", "select_reduce_reverse", "affine_select_causal"]
 
 

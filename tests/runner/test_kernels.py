@@ -9,8 +9,8 @@ import pytest
 
 from prog_helpers import run_cli
 from nkirun.api import check_program, cost
+from repo_paths import PROGRAMS
 
-PROGRAMS = pathlib.Path(__file__).resolve().parent.parent / "programs"
 KERNELS = ("causal_softmax", "topk16", "selective_scan", "sliding_window_max", "cumsum_scan",
            "matmul_transpose")
 FP32_MIN = np.finfo(np.float32).min

@@ -19,6 +19,7 @@ from nkirun.runner.compare import Tolerance, compare, ulp_distance
 from nkirun.hw.dtypes import DTYPES
 from nkirun.diagnostics import NkirunError
 from nkirun.runner.watch import Progress, Tracer, watch
+from repo_paths import DOCS, PROGRAMS
 
 NP = {"float32": np.float32, "bfloat16": ml_dtypes.bfloat16, "float16": np.float16,
       "float8_e4m3": ml_dtypes.float8_e4m3, "float8_e5m2": ml_dtypes.float8_e5m2,
@@ -346,9 +347,9 @@ def test_rowmax_in_window():
 
 
 def test_docs_example_runs_as_written():
-    doc = (pathlib.Path(__file__).parent.parent / "docs" / "api.md").read_text()
+    doc = (DOCS / "api.md").read_text()
     assert DOC_EXAMPLE.replace("PROGRAM", '"programs/rowmax_in_window.yaml"').strip() in doc
-    program = pathlib.Path(__file__).parent.parent / "programs" / "rowmax_in_window.yaml"
+    program = PROGRAMS / "rowmax_in_window.yaml"
     ns: dict = {"PROGRAM": str(program)}
     exec(DOC_EXAMPLE, ns)  # noqa: S102 - our own doc text
     ns["test_rowmax_in_window"]()
@@ -356,7 +357,7 @@ def test_docs_example_runs_as_written():
 
 def test_cost_as_data_is_json_serialisable():
     from nkirun.schedule import to_json
-    program = pathlib.Path(__file__).parent.parent / "programs" / "rowmax_in_window.yaml"
+    program = PROGRAMS / "rowmax_in_window.yaml"
     doc = to_json(nkirun.cost(str(program)))
     assert json.loads(json.dumps(doc))["instructions"][3]["op"] == "range_select"
 

@@ -15,9 +15,10 @@ from click.testing import CliRunner
 
 from nkirun.api import check_program
 from nkirun.cli import cli
+from repo_paths import DOCS, PROGRAMS, ROOT, TESTS
+from repo_paths import INVALID as INVALID_DIR
 
-HERE = pathlib.Path(__file__).parent
-INVALID = sorted((HERE / "invalid").glob("*.yaml")) + sorted((HERE / "invalid").glob("*.nkis"))
+INVALID = sorted(INVALID_DIR.glob("*.yaml")) + sorted(INVALID_DIR.glob("*.nkis"))
 EXPECT = re.compile(r"^# expect: ([EW]\d{3}) at (\d+)(?::(\d+))?", re.M)
 SOURCE_CODES = re.compile(r"""["']([EW]\d{3})["']""")
 
@@ -64,7 +65,7 @@ def test_invalid_program_cli_exit_status_and_json(path):
 
 
 def _emitted_codes() -> set[str]:
-    pkg = HERE.parent / "nkirun"
+    pkg = ROOT / "nkirun"
     codes = set()
     for f in pkg.rglob("*.py"):
         codes |= set(SOURCE_CODES.findall(f.read_text()))
@@ -78,18 +79,18 @@ def test_every_code_has_an_invalid_program():
 
 
 def test_every_code_is_documented():
-    doc = (HERE.parent / "docs" / "diagnostics.md").read_text()
+    doc = (DOCS / "diagnostics.md").read_text()
     missing = sorted(c for c in _emitted_codes() if f"`{c}`" not in doc)
     assert not missing, f"codes missing from docs/diagnostics.md: {missing}"
 
 
 def test_codes_covered_elsewhere_are_tested_there():
     for code, module in ELSEWHERE.items():
-        assert code in next(HERE.rglob(f"{module}.py")).read_text(), f"{module}.py never checks {code}"
+        assert code in next(TESTS.rglob(f"{module}.py")).read_text(), f"{module}.py never checks {code}"
 
 
-EXAMPLES = sorted((HERE.parent / "programs").glob("*.yaml")) + \
-    sorted((HERE.parent / "programs").glob("*.nkis"))
+EXAMPLES = sorted((PROGRAMS).glob("*.yaml")) + \
+    sorted((PROGRAMS).glob("*.nkis"))
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)

@@ -21,6 +21,7 @@ from click.testing import CliRunner
 import reference as ref
 from prog_helpers import assert_bits_equal
 from nkirun.cli import cli
+from repo_paths import ROOT
 
 FP32_MIN = np.float32(np.finfo(np.float32).min)
 FP32_MAX = np.float32(np.finfo(np.float32).max)
@@ -217,7 +218,7 @@ def test_example_program_default_out_dir_is_readme_documented(tmp_path):
     """`--out` omitted: outputs go to out/<program name> (README) under the working dir."""
     x, lo, hi = _example_data(tmp_path / "p")
     (tmp_path / "p" / "rowmax_in_window.yaml").write_text(CONTRACT_EXAMPLE)
-    readme = (pathlib.Path(__file__).parents[1] / "README.md").read_text()
+    readme = (ROOT / "README.md").read_text()
     assert "out/<program name>" in readme
     r = invoke("run", tmp_path / "p" / "rowmax_in_window.yaml", cwd=tmp_path)
     assert r.exit_code == 0, r.output

@@ -9,6 +9,7 @@ from prog_helpers import (assert_bits_equal, codes, diagnostics, out, run_progra
 
 from nkirun.isa import REGISTRY
 from nkirun.checker.mask import MaskError, evaluate
+from repo_paths import DOCS
 
 SENTINEL = -77.0
 
@@ -44,7 +45,7 @@ def test_bad_mask_is_located_e045_and_empty_mask_w046(tmp_path):
 
 
 def test_every_masked_instruction_is_in_docs():
-    doc = (pathlib.Path(__file__).parent.parent / "docs" / "masks.md").read_text()
+    doc = (DOCS / "masks.md").read_text()
     for name, spec in REGISTRY.items():
         if spec.param("mask") is None:
             continue

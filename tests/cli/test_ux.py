@@ -15,9 +15,9 @@ from nkirun.runner.compare import compare, compare_headline, format_diffs
 from nkirun.hw.dtypes import DTYPES
 from nkirun.diagnostics import Loc, error, warning
 from nkirun.show.render import LONG_LINE, format_plain, print_diagnostics, summary_line
+from repo_paths import ROOT
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(autouse=True)
