@@ -232,6 +232,15 @@ def tensor_tensor_scan(data0, data1, initial, op0, op1, reverse0=False, reverse1
     return cast_to(result.reshape(data0.shape), out_dtype)
 
 
+# The five seed pages by number, as the contract tests (tests/contract/test_seed_numpy.py)
+# cite them: the same functions as above, so there is one reference per instruction.
+page000 = range_select          # seeds/000 nki.isa.range_select
+page001 = select_reduce         # seeds/001 nki.isa.select_reduce
+page002 = affine_select         # seeds/002 nki.isa.affine_select
+page003 = nc_match_replace8     # seeds/003 nki.isa.nc_match_replace8
+page004 = tensor_tensor_scan    # seeds/004 nki.isa.tensor_tensor_scan
+
+
 class VectorAccumulator:
     """The shared Vector-engine max accumulator that range_select / select_reduce chain on.
 
