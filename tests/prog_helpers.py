@@ -26,8 +26,7 @@ from nkirun.api import check_program, run
 NP_TYPES = {"float32": np.float32, "bfloat16": ml_dtypes.bfloat16, "float16": np.float16,
             "float8_e4m3": ml_dtypes.float8_e4m3, "float8_e5m2": ml_dtypes.float8_e5m2,
             "int8": np.int8, "uint8": np.uint8, "int16": np.int16, "uint16": np.uint16,
-            "int32": np.int32, "uint32": np.uint32,
-            "tfloat32": np.float32}   # stored as float32 (after float32 in this table)
+            "int32": np.int32, "uint32": np.uint32}   # one name per NumPy type
 FP32_MIN = np.float32(np.finfo(np.float32).min)
 FP32_MAX = np.float32(np.finfo(np.float32).max)
 _counter = itertools.count()
@@ -262,7 +261,7 @@ def run_ok(path, out_dir, *extra) -> dict[str, np.ndarray]:
 
 def as_type(a: np.ndarray, dtype: str) -> np.ndarray:
     """A loaded .npy as `dtype` (ml_dtypes types come back from np.load as raw |V2/|V1)."""
-    t = np.dtype(NP_TYPES[dtype])
+    t = np.dtype(np.float32 if dtype == "tfloat32" else NP_TYPES[dtype])   # tf32 is stored as fp32
     return a if a.dtype == t else a.view(t)
 
 

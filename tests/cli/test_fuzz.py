@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nkirun.cli import cli
-from repo_paths import PROGRAMS, ROOT
+from repo_paths import PROGRAMS
 
 MAX_HBM = str(16 * 2**20)  # keeps mutated shapes from allocating gigabytes
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-import pathlib
 import pickle
 import re
 import subprocess

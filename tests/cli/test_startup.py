@@ -4,7 +4,6 @@ every instruction."""
 from __future__ import annotations
 
 import dataclasses
-import pathlib
 import subprocess
 import sys
 

@@ -3,7 +3,6 @@ golden-diff report and the coloured trace."""
 from __future__ import annotations
 
 import io
-import pathlib
 import re
 
 import numpy as np

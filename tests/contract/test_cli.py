@@ -7,16 +7,8 @@ import subprocess
 
 import numpy as np
 import pytest
-from prog_helpers import (
-    assert_bits_equal,
-    assert_no_traceback,
-    check_json,
-    errors_of,
-    invoke,
-    line_of,
-    run_ok,
-    write_yaml,
-)
+from prog_helpers import (assert_bits_equal, assert_no_traceback, check_json, errors_of, invoke,
+                          line_of, run_ok, write_yaml)
 
 from contract_programs import (
     CONTRACT_EXAMPLE,

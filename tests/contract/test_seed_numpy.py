@@ -6,16 +6,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 import reference as ref
-from prog_helpers import (
-    FP32_MAX,
-    FP32_MIN,
-    NP_TYPES,
-    assert_bits_equal,
-    errors_of,
-    reported_at,
-    run_ok,
-    write_yaml,
-)
+from prog_helpers import (FP32_MAX, FP32_MIN, NP_TYPES, assert_bits_equal, errors_of, reported_at,
+                          run_ok, write_yaml)
 
 from contract_programs import SR, edit, range_select_prog, seed_prog, special_floats
 

@@ -7,15 +7,8 @@ import pathlib
 import numpy as np
 import pytest
 import reference as ref
-from prog_helpers import (
-    FP32_MAX,
-    FP32_MIN,
-    assert_bits_equal,
-    invoke,
-    reported_at,
-    run_ok,
-    write_yaml,
-)
+from prog_helpers import (FP32_MAX, FP32_MIN, assert_bits_equal, invoke, reported_at, run_ok,
+                          write_yaml)
 
 from contract_programs import X48, base, range_select_prog
 

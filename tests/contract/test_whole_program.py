@@ -7,15 +7,8 @@ import subprocess
 import numpy as np
 import pytest
 import reference as ref
-from prog_helpers import (
-    FP32_MIN,
-    assert_bits_equal,
-    errors_of,
-    invoke,
-    reported_at,
-    run_ok,
-    write_yaml,
-)
+from prog_helpers import (FP32_MIN, assert_bits_equal, errors_of, invoke, reported_at, run_ok,
+                          write_yaml)
 from repo_paths import ROOT
 
 from contract_programs import CONTRACT_EXAMPLE, cost_json, example_data

@@ -1,7 +1,6 @@
 """The real kernels in programs/: each runs through the CLI (`nkirun run`), checks clean,
 costs plausibly, and matches an independent NumPy reference written from the kernel's math
 (not from nkirun's code)."""
-import pathlib
 
 import ml_dtypes
 import numpy as np

@@ -4,7 +4,6 @@ programs/make_data.py regenerates exactly the committed inputs."""
 from __future__ import annotations
 
 import json
-import pathlib
 import sys
 
 import ml_dtypes
