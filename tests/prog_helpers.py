@@ -237,8 +237,9 @@ def write_yaml(folder, text: str, name: str = "prog.yaml", **arrays) -> str:
     return str(path)
 
 
-def invoke(*args, cwd=None):
-    """Run the `nkirun` command line in-process (optionally from another working folder)."""
+def invoke(*args, cwd=None, **kw):
+    """Run the `nkirun` command line in-process (optionally from another working folder);
+    `kw` go to CliRunner.invoke (catch_exceptions=False, color=True, ...)."""
     from click.testing import CliRunner
 
     from nkirun.cli import cli
@@ -246,7 +247,7 @@ def invoke(*args, cwd=None):
     if cwd is not None:
         os.chdir(cwd)
     try:
-        return CliRunner().invoke(cli, [str(a) for a in args])
+        return CliRunner().invoke(cli, [str(a) for a in args], **kw)
     finally:
         os.chdir(old)
 

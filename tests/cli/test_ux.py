@@ -7,13 +7,12 @@ import re
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
-from nkirun.cli import cli
 from nkirun.runner.compare import compare, compare_headline, format_diffs
 from nkirun.hw.dtypes import DTYPES
 from nkirun.diagnostics import Loc, error, warning
 from nkirun.show.render import LONG_LINE, format_plain, print_diagnostics, summary_line
+from prog_helpers import invoke
 from repo_paths import ROOT
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -22,10 +21,6 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 @pytest.fixture(autouse=True)
 def _at_root(monkeypatch):
     monkeypatch.chdir(ROOT)  # outputs name programs by the path they were given
-
-
-def invoke(*args, **kw):
-    return CliRunner().invoke(cli, [str(a) for a in args], **kw)
 
 
 class Tty(io.StringIO):
