@@ -1,14 +1,21 @@
-"""Small helpers for tests that build a program in tmp_path and run it through nkirun.api.
+"""The one set of helpers for tests that build a program, check it and run it.
 
-    path = write_program(tmp_path, {"x": sbuf(arr), "y": sbuf_out((P, N), "float32")},
+From dicts (through nkirun.api):
+    path = write_program(tmp_path, {"x": sbuf(arr), "y": out((P, N), "float32")},
                          [{"range_select": {...}}])
     outs = nkirun.api.run(path)
+From YAML text, through the command line as a user would (click's CliRunner):
+    path = write_yaml(tmp_path, TEXT, x=arr)       # arrays saved as x.npy beside it
+    outs = run_ok(path, tmp_path / "out")          # `nkirun run`, exit status 0
+Invalid programs, one way: reported_at(path, code, key=... | line=... | text=..., column=...).
 """
 from __future__ import annotations
 
 import itertools
 import json
+import os
 import pathlib
+import textwrap
 
 import ml_dtypes
 import numpy as np
@@ -19,7 +26,9 @@ from nkirun.api import check_program, run
 NP_TYPES = {"float32": np.float32, "bfloat16": ml_dtypes.bfloat16, "float16": np.float16,
             "float8_e4m3": ml_dtypes.float8_e4m3, "float8_e5m2": ml_dtypes.float8_e5m2,
             "int8": np.int8, "uint8": np.uint8, "int16": np.int16, "uint16": np.uint16,
-            "int32": np.int32, "uint32": np.uint32}
+            "int32": np.int32, "uint32": np.uint32}   # one name per NumPy type
+FP32_MIN = np.float32(np.finfo(np.float32).min)
+FP32_MAX = np.float32(np.finfo(np.float32).max)
 _counter = itertools.count()
 
 
@@ -134,13 +143,45 @@ def codes(diags) -> list[str]:
     return [d.code for d in diags]
 
 
-def reported_at(path: str, code: str, key: str):
-    """Check `path`; assert that it reports `code` on the line of keyword `key` (key_line).
-    Returns (the first such diagnostic, every diagnostic)."""
-    diags = check_program(path).diagnostics
-    hits = [d for d in diags if d.code == code]
-    assert hits, f"expected {code}, got {codes(diags)}"
-    assert hits[0].loc.line == key_line(path, key), (hits[0].loc, key)
+ANY = object()   # reported_at(instruction=ANY): any instruction index, or none
+
+
+def reported_at(path, code: str, key: str | None = None, *, line: int | None = None,
+                text: str | None = None, occurrence: int = 0, column=None, instruction=ANY,
+                only: bool = False, program_format: str | None = None):
+    """THE way to assert "`check` reports `code` at line:col" (every test uses this).
+
+    The line is given as a number (`line`), as the line of keyword `key` (its first token,
+    block YAML; see key_line) or as the line containing `text` (both: the `occurrence`-th);
+    with none of them the diagnostic must still have a line and a column. `column`: the
+    column, or a collection of the columns allowed. `instruction`: its index (None: not in an
+    instruction). `only`: no other diagnostic at all. The command line must agree:
+    `nkirun check --format json` lists the same diagnostic and exits 1 exactly when there is
+    an error. Returns (the diagnostic, every diagnostic of the API's check).
+    """
+    diags = check_program(str(path), program_format).diagnostics
+    if key is not None:
+        line = key_line(path, key, occurrence)
+    elif text is not None:
+        line = line_of(path, text, occurrence)
+    hits = [d for d in diags if d.code == code and
+            (d.loc.line >= 1 if line is None else d.loc.line == line) and
+            (d.loc.column >= 1 if column is None else
+             d.loc.column in (column if isinstance(column, (set, frozenset, list, tuple))
+                              else (column,))) and
+            (instruction is ANY or d.instruction == instruction)]
+    where = f"line {line}" + (f" column {column}" if column is not None else "")
+    assert hits, (f"expected {code} at {where}" + ("" if instruction is ANY else
+                  f" in instruction {instruction}") + ", got " +
+                  ", ".join(f"{d.code} at {d.loc.line}:{d.loc.column} (instruction "
+                            f"{d.instruction}): {d.message}" for d in diags))
+    if only:
+        assert codes(diags) == [code], codes(diags)
+    fmt = ["--program-format", program_format] if program_format else []
+    status, doc = check_json(path, *fmt)
+    assert status == (1 if any(d.is_error for d in diags) else 0), (status, doc)
+    assert any(j["code"] == code and j["line"] == hits[0].loc.line and
+               j["column"] == hits[0].loc.column for j in doc["diagnostics"]), doc
     return hits[0], diags
 
 
@@ -181,3 +222,73 @@ def load_npy(path, dtype=None) -> np.ndarray:
     if dtype is not None and a.dtype.kind == "V":
         a = a.view(np.dtype(dtype))
     return a
+
+
+# ---- programs written as YAML text, used through the command line ---------------------------
+def write_yaml(folder, text: str, name: str = "prog.yaml", **arrays) -> str:
+    """Write program `text` (dedented) and each array as <key>.npy into `folder`; return the
+    program's path."""
+    folder = pathlib.Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for k, a in arrays.items():
+        np.save(folder / f"{k}.npy", a)
+    path = folder / name
+    path.write_text(textwrap.dedent(text))
+    return str(path)
+
+
+def invoke(*args, cwd=None, **kw):
+    """Run the `nkirun` command line in-process (optionally from another working folder);
+    `kw` go to CliRunner.invoke (catch_exceptions=False, color=True, ...)."""
+    from click.testing import CliRunner
+
+    from nkirun.cli import cli
+    old = os.getcwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        return CliRunner().invoke(cli, [str(a) for a in args], **kw)
+    finally:
+        os.chdir(old)
+
+
+def run_ok(path, out_dir, *extra) -> dict[str, np.ndarray]:
+    """`nkirun run PATH --out out_dir *extra` must exit 0; returns every .npy written, as
+    np.load gives it (bfloat16/fp8 come back as raw bytes: see as_type)."""
+    r = invoke("run", path, "--out", out_dir, *extra)
+    assert r.exit_code == 0, r.output + r.stderr
+    return {p.stem: np.load(p) for p in pathlib.Path(out_dir).glob("*.npy")}
+
+
+def as_type(a: np.ndarray, dtype: str) -> np.ndarray:
+    """A loaded .npy as `dtype` (ml_dtypes types come back from np.load as raw |V2/|V1)."""
+    t = np.dtype(np.float32 if dtype == "tfloat32" else NP_TYPES[dtype])   # tf32 is stored as fp32
+    return a if a.dtype == t else a.view(t)
+
+
+def check_json(path, *extra) -> tuple[int, dict]:
+    """`nkirun check PATH --format json`: (exit status, the parsed report)."""
+    r = invoke("check", path, "--format", "json", *extra)
+    return r.exit_code, json.loads(r.stdout)
+
+
+def errors_of(path) -> list[dict]:
+    """The errors `nkirun check --format json` reports (exit status 1 exactly when any)."""
+    status, doc = check_json(path)
+    errs = [d for d in doc["diagnostics"] if d["severity"] == "error"]
+    assert status == (1 if errs else 0), (status, doc)
+    return errs
+
+
+def line_of(path, needle: str, occurrence: int = 0) -> int:
+    """1-based number of the `occurrence`-th line containing `needle`."""
+    hits = [i + 1 for i, ln in enumerate(pathlib.Path(path).read_text().splitlines())
+            if needle in ln]
+    return hits[occurrence]
+
+
+def assert_no_traceback(r, exit_code: int) -> None:
+    """A CliRunner result ended with exactly `exit_code` and printed no Python traceback."""
+    assert r.exit_code == exit_code, (r.exit_code, r.output, r.stderr)
+    assert "Traceback" not in r.output and "Traceback" not in (r.stderr or "")
+    assert r.exception is None or isinstance(r.exception, SystemExit), r.exception

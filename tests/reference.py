@@ -232,6 +232,26 @@ def tensor_tensor_scan(data0, data1, initial, op0, op1, reverse0=False, reverse1
     return cast_to(result.reshape(data0.shape), out_dtype)
 
 
+# Page: nki-reference.md 1.16 (nl.load / nl.store / dma_copy): the elements copied in row-major
+# order into a destination of the same element count; equal dtypes copy the bits unchanged,
+# otherwise each value goes src -> float32 -> dst.
+def dma(src, dst_shape, dst_dtype):
+    src = np.asarray(src)
+    assert src.size == int(np.prod(dst_shape)), "a DMA needs equal element counts"
+    if dtype_name(src) == dst_dtype:
+        return src.reshape(dst_shape).copy()
+    return cast_to(src.astype(np.float32), dst_dtype).reshape(dst_shape)
+
+
+# The five seed pages by number, as the contract tests (tests/contract/test_seed_numpy.py)
+# cite them: the same functions as above, so there is one reference per instruction.
+page000 = range_select          # seeds/000 nki.isa.range_select
+page001 = select_reduce         # seeds/001 nki.isa.select_reduce
+page002 = affine_select         # seeds/002 nki.isa.affine_select
+page003 = nc_match_replace8     # seeds/003 nki.isa.nc_match_replace8
+page004 = tensor_tensor_scan    # seeds/004 nki.isa.tensor_tensor_scan
+
+
 class VectorAccumulator:
     """The shared Vector-engine max accumulator that range_select / select_reduce chain on.
 

@@ -9,6 +9,12 @@ from prog_helpers import (assert_bits_equal, codes, out, random_floats, reported
                           sbuf, write_program)
 from nkirun.api import check_program, cost
 
+# Tensors for SPEC.example (tests/isa/test_registry.py checks and runs it)
+EXAMPLE_TENSORS = {
+    "masked": "{buffer: sbuf, shape: [128, 128], dtype: float32, output: true}",
+    "scores": "{buffer: sbuf, shape: [128, 128], dtype: float32, fill: 1}",
+}
+
 FP32_MIN = ref.FP32_MIN
 CMP = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
 

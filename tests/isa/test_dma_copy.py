@@ -7,9 +7,10 @@ import pathlib
 import numpy as np
 import pytest
 
+import matrix
 import reference as ref
-from prog_helpers import (assert_bits_equal, codes, key_line, out, random_floats, reported_at,
-                          sbuf, tmp, write_program)
+from prog_helpers import (assert_bits_equal, codes, out, random_floats, reported_at, sbuf, tmp,
+                          write_program)
 from nkirun.api import check_program, cost, run
 
 F32 = np.float32
@@ -21,8 +22,7 @@ def _prog(tmp_path, x, dst, src_buffer="sbuf", dst_init=None, **kw):
     return write_program(tmp_path, t, [{"dma_copy": {"dst": "y", "src": "x", **kw}}])
 
 
-@pytest.mark.parametrize("P", [1, 37, 128])
-@pytest.mark.parametrize("free", [(5,), (129,), (3, 7)])
+@matrix.shapes
 @pytest.mark.parametrize("bufs", [("hbm", "sbuf"), ("sbuf", "hbm"), ("hbm", "hbm"),
                                   ("sbuf", "sbuf")])
 def test_copy_bit_exact(tmp_path, P, free, bufs):
@@ -66,17 +66,15 @@ def test_psum_not_allowed(tmp_path, src_buffer, dst_buffer, code, key):
     path = _prog(tmp_path, np.ones((4, 8), F32), ((4, 8), "float32", dst_buffer), src_buffer)
     d = check_program(path).diagnostics
     assert code in codes(d)
-    assert next(e for e in d if e.code == code).loc.line == key_line(path, key)
+    reported_at(path, code, key)
 
 
 def test_rules(tmp_path):
     path = _prog(tmp_path, np.ones((4, 8), F32), ((4, 9), "float32", "hbm"))
-    d = check_program(path).diagnostics
-    assert codes(d) == ["E180"] and d[0].loc.line == key_line(path, "src")
+    reported_at(path, "E180", "src", only=True)
     path = _prog(tmp_path, np.ones((4, 8), F32), ((4, 8), "float32", "hbm"),
                  dst_rmw_op="multiply")
-    d = check_program(path).diagnostics
-    assert codes(d) == ["E025"] and d[0].loc.line == key_line(path, "dst_rmw_op")
+    reported_at(path, "E025", "dst_rmw_op", only=True)
     # accumulating into a dst nothing wrote is a read before write
     t = {"x": sbuf(np.ones((4, 8), F32)), "y": tmp((4, 8), "float32", "hbm")}
     path = write_program(tmp_path, t, [{"dma_copy": {"dst": "y", "src": "x",

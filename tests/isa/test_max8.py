@@ -7,6 +7,12 @@ from prog_helpers import (NP_TYPES, assert_bits_equal, codes, out, random_floats
 
 from nkirun.api import check_program, cost
 
+# Tensors for SPEC.example (tests/isa/test_registry.py checks and runs it)
+EXAMPLE_TENSORS = {
+    "t": "{buffer: sbuf, shape: [128, 512], dtype: float32, fill: 1}",
+    "top": "{buffer: sbuf, shape: [128, 8], dtype: float32, output: true}",
+}
+
 FLOATS = ["float32", "bfloat16", "float16", "float8_e4m3", "float8_e5m2"]
 
 

@@ -8,6 +8,13 @@ from prog_helpers import (NP_TYPES, assert_bits_equal, codes, out, random_floats
 from nkirun.api import check_program, cost
 from nkirun.isa.fast.match_replace import match_replace8
 
+# Tensors for SPEC.example (tests/isa/test_registry.py checks and runs it)
+EXAMPLE_TENSORS = {
+    "t": "{buffer: sbuf, shape: [128, 512], dtype: float32, fill: 1, output: true}",
+    "top": "{buffer: sbuf, shape: [128, 8], dtype: float32}",
+    "idx": "{buffer: sbuf, shape: [128, 8], dtype: uint32, output: true}",
+}
+
 FLOATS = ["float32", "bfloat16", "float16", "float8_e4m3", "float8_e5m2"]
 
 

@@ -6,6 +6,15 @@ from prog_helpers import (NP_TYPES, assert_bits_equal, codes, diagnostics, out, 
 
 from nkirun.api import cost
 
+# Tensors for SPEC.example (tests/isa/test_registry.py checks and runs it)
+EXAMPLE_TENSORS = {
+    "aT": "{buffer: sbuf, shape: [128, 128], dtype: float32, fill: 1}",
+    "aT2": "{buffer: sbuf, shape: [128, 128], dtype: float32, fill: 2}",
+    "b": "{buffer: sbuf, shape: [128, 512], dtype: float32, fill: 1}",
+    "b2": "{buffer: sbuf, shape: [128, 512], dtype: float32, fill: 1}",
+    "acc": "{buffer: psum, shape: [128, 512], dtype: float32, output: true}",
+}
+
 
 def ref_matmul(st, mv):
     """Float32 dot products, one output element at a time (float64 sum, then rounded: the

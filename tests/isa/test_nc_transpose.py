@@ -6,6 +6,12 @@ from prog_helpers import (NP_TYPES, assert_bits_equal, codes, diagnostics, out, 
 
 from nkirun.api import cost
 
+# Tensors for SPEC.example (tests/isa/test_registry.py checks and runs it)
+EXAMPLE_TENSORS = {
+    "t": "{buffer: sbuf, shape: [128, 64], dtype: float32, fill: 1}",
+    "tT": "{buffer: psum, shape: [64, 128], dtype: float32, output: true}",
+}
+
 
 def ref_transpose(x):
     p = x.shape[0]

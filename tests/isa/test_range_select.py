@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import matrix
 import reference as ref
 from prog_helpers import (assert_bits_equal, codes, diagnostics, out, random_floats, reported_at,
                           run_program, sbuf, write_program)
@@ -45,8 +46,7 @@ def _check(got, x, lo, hi, op0=np.greater_equal, op1=np.less, start=0, out_dtype
     assert_bits_equal(got["m"], ref.cast_to(rowmax, res_dtype))
 
 
-@pytest.mark.parametrize("P", [1, 37, 128])
-@pytest.mark.parametrize("free", [(5,), (129,), (3, 7)])
+@matrix.shapes
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16", "float8_e4m3"])
 def test_matches_reference(tmp_path, P, free, dtype):
     rng = np.random.default_rng(P * 1000 + sum(free))

@@ -9,7 +9,7 @@ import numpy as np
 
 import nkirun
 
-PROGRAM = pathlib.Path(__file__).resolve().parent.parent / "programs" / "rowmax_in_window.yaml"
+PROGRAM = pathlib.Path(__file__).resolve().parents[2] / "programs" / "rowmax_in_window.yaml"
 
 
 def test_api_calls_leave_the_garbage_collector_as_they_found_it(tmp_path):

@@ -1,7 +1,6 @@
 """The real kernels in programs/: each runs through the CLI (`nkirun run`), checks clean,
 costs plausibly, and matches an independent NumPy reference written from the kernel's math
 (not from nkirun's code)."""
-import pathlib
 
 import ml_dtypes
 import numpy as np
@@ -9,8 +8,8 @@ import pytest
 
 from prog_helpers import run_cli
 from nkirun.api import check_program, cost
+from repo_paths import PROGRAMS
 
-PROGRAMS = pathlib.Path(__file__).resolve().parent.parent / "programs"
 KERNELS = ("causal_softmax", "topk16", "selective_scan", "sliding_window_max", "cumsum_scan",
            "matmul_transpose")
 FP32_MIN = np.finfo(np.float32).min

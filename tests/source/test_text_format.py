@@ -7,7 +7,6 @@ ever produce a traceback or an unlocated error.
 from __future__ import annotations
 
 import math
-import pathlib
 import random
 import shutil
 
@@ -17,13 +16,14 @@ from click.testing import CliRunner
 
 from nkirun import api
 from nkirun.cli import cli
+from prog_helpers import reported_at
 from nkirun.ir import View
 from nkirun.source import parse_file
 from nkirun.source.text_front import parse_text, plain, tokens
 from nkirun.source.yaml_front import parse_yaml
 from nkirun.source.write import float_text, to_text, to_yaml
+from repo_paths import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 PROGRAMS = sorted((ROOT / "programs").glob("*.yaml"))
 
 
@@ -230,12 +230,10 @@ BAD_LINES = [  # (line, code, column of the culprit, a word of the message)
 @pytest.mark.parametrize("line,code,col,word", BAD_LINES, ids=[b[0] for b in BAD_LINES])
 def test_bad_line_gives_a_located_diagnostic(tmp_path, line, code, col, word):
     text = HEADER + "load dst=t src=x\n" + line + "\nstore dst=y src=t\n"
-    c = check_text(tmp_path, text)
+    check_text(tmp_path, text)
     ln = HEADER.count("\n") + 2
-    hits = [d for d in c.diagnostics if d.code == code and d.loc.line == ln]
-    assert hits, [d.one_line() for d in c.diagnostics]
-    assert hits[0].loc.column == col, hits[0].one_line()
-    assert word in hits[0].message + (hits[0].hint or ""), hits[0]
+    hit, _ = reported_at(tmp_path / "p.nkis", code, line=ln, column=col)
+    assert word in hit.message + (hit.hint or ""), hit
     r = CliRunner().invoke(cli, ["check", str(tmp_path / "p.nkis")])
     assert r.exit_code == 1 and "Traceback" not in r.output
 

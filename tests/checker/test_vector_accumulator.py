@@ -6,7 +6,7 @@ import numpy as np
 from click.testing import CliRunner
 
 import reference as ref
-from prog_helpers import (assert_bits_equal, codes, key_line, out, random_floats, sbuf, tmp,
+from prog_helpers import (assert_bits_equal, codes, out, random_floats, reported_at, sbuf, tmp,
                           write_program)
 from nkirun.api import check_program, run
 from nkirun.cli import cli
@@ -155,7 +155,7 @@ def test_w052_reduce_after_idle_static_and_runtime(tmp_path):
     diags = check_program(path).diagnostics
     assert codes(diags) == ["W052"]
     assert diags[0].instruction == 2 and "idle" in diags[0].message
-    assert diags[0].loc.line == key_line(path, "reduce_cmd", 2)
+    reported_at(path, "W052", "reduce_cmd", occurrence=2, instruction=2, only=True)
     warns = _runtime_warnings(path)
     assert [w.code for w in warns] == ["W052"] and warns[0].instruction == 2
     r = CliRunner().invoke(cli, ["run", path, "--out", str(tmp_path / "o")])

@@ -6,7 +6,7 @@ Programs are mutations of valid ones (programs/*.yaml, programs/*.nkis and the s
 inline ones below): keys dropped or renamed, values replaced by other types, numbers,
 shapes, dtypes, indices, operators and tensor names changed, instructions duplicated or
 swapped, and the text truncated or salted with garbage. The default run tries a few
-hundred (derandomised, so CI is stable); `pytest -m fuzz_long tests/test_fuzz.py` runs
+hundred (derandomised, so CI is stable); `pytest -m fuzz_long tests/cli/test_fuzz.py` runs
 10,000 fresh random ones.
 """
 from __future__ import annotations
@@ -24,9 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nkirun.cli import cli
+from repo_paths import PROGRAMS
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-PROGRAMS = ROOT / "programs"
 MAX_HBM = str(16 * 2**20)  # keeps mutated shapes from allocating gigabytes
 
 INLINE = {

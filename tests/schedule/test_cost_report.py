@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import pathlib
 
 import pytest
 import yaml
@@ -14,9 +13,8 @@ from click.testing import CliRunner
 from nkirun import api
 from nkirun.cli import cli
 from nkirun.schedule import render_report, to_json, trace_events
+from repo_paths import GOLDEN, ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-GOLDEN = ROOT / "tests" / "golden"
 PROGRAMS = sorted(p.name for p in (ROOT / "programs").glob("*.yaml"))
 WIDTH = 100
 

@@ -1,14 +1,17 @@
 """`mask=`: the spelling, the index space per instruction, and masked semantics (masked-off
 dst elements keep their value; reductions and indices see only the selected elements)."""
-import pathlib
 
 import numpy as np
 import pytest
-from prog_helpers import (assert_bits_equal, codes, diagnostics, out, run_program, sbuf,
-                          tmp)
+import yaml
 
-from nkirun.isa import REGISTRY
+from nkirun.api import run
 from nkirun.checker.mask import MaskError, evaluate
+from nkirun.isa import MODULES, REGISTRY
+from prog_helpers import (assert_bits_equal, codes, diagnostics, out, reported_at, run_program,
+                          sbuf, tmp, write_program)
+from repo_paths import DOCS
+from spec_examples import example_program, spec_of
 
 SENTINEL = -77.0
 
@@ -37,14 +40,15 @@ def test_bad_spelling(text):
 
 def test_bad_mask_is_located_e045_and_empty_mask_w046(tmp_path):
     t = {"x": sbuf(np.zeros((4, 8), np.float32)), "y": out((4, 8), "float32")}
-    d = diagnostics(tmp_path, t, [{"tensor_copy": {"dst": "y", "src": "x", "mask": "q < 3"}}])
-    assert codes(d) == ["E045"] and d[0].loc.line and "q" in d[0].message
+    path = write_program(tmp_path, t, [{"tensor_copy": {"dst": "y", "src": "x", "mask": "q < 3"}}])
+    d, _ = reported_at(path, "E045", "mask", only=True)
+    assert "q" in d.message
     d = diagnostics(tmp_path, t, [{"memset": {"dst": "y", "value": 1.0, "mask": "p > 9"}}])
     assert codes(d) == ["W046"]
 
 
 def test_every_masked_instruction_is_in_docs():
-    doc = (pathlib.Path(__file__).parent.parent / "docs" / "masks.md").read_text()
+    doc = (DOCS / "masks.md").read_text()
     for name, spec in REGISTRY.items():
         if spec.param("mask") is None:
             continue
@@ -54,13 +58,32 @@ def test_every_masked_instruction_is_in_docs():
             assert f"`{spec.mask_on}`" in row, (name, row)
 
 
-@pytest.mark.parametrize("name", ["range_select", "select_reduce", "affine_select", "iota",
-                                  "max8", "nc_match_replace8", "tensor_tensor_scan", "memset",
-                                  "activation", "tensor_tensor", "tensor_scalar",
-                                  "tensor_reduce", "tensor_copy", "nc_find_index8",
-                                  "nc_transpose", "nc_matmul", "load", "store", "dma_copy"])
-def test_legacy_instructions_take_mask(name):
-    assert name in REGISTRY and REGISTRY[name].param("mask") is not None
+def _with_mask(name: str, mask: str) -> str:
+    """`name`'s example with `mask` added to each of its own entries (block YAML)."""
+    entries = yaml.safe_load(spec_of(name).example)
+    for entry in entries:
+        (op, args), = entry.items()
+        if op == name:
+            args["mask"] = mask
+    return yaml.safe_dump(entries, sort_keys=False, default_flow_style=False)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_every_instruction_with_a_mask_param_honours_it(tmp_path, name):
+    """Over the whole instruction table: a mask selecting every element changes nothing (bit
+    for bit), a mask selecting none is W046 at the mask; an instruction without the param
+    rejects the keyword (E022)."""
+    plain = run(example_program(tmp_path / "plain", name))
+    if spec_of(name).param("mask") is None:
+        path = example_program(tmp_path / "bad", name, _with_mask(name, "p >= 0"))
+        reported_at(path, "E022", "mask")
+        return
+    everything = run(example_program(tmp_path / "all", name, _with_mask(name, "p >= 0")))
+    assert plain.keys() == everything.keys()
+    for tensor, values in plain.items():
+        assert_bits_equal(everything[tensor], values)
+    path = example_program(tmp_path / "none", name, _with_mask(name, "p < 0"))
+    reported_at(path, "W046", "mask")
 
 
 # ---- element-wise: masked run == unmasked run where selected, previous value elsewhere ------

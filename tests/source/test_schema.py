@@ -14,8 +14,8 @@ from click.testing import CliRunner
 from nkirun.cli import cli
 from nkirun.isa import REGISTRY
 from nkirun.source.schema import SCHEMA_PATH, dumps, generate
+from repo_paths import ROOT
 
-ROOT = pathlib.Path(__file__).parent.parent
 PROGRAMS = sorted((ROOT / "programs").glob("*.yaml"))
 
 

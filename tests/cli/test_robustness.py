@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-import pathlib
 import pickle
 import re
 import subprocess
@@ -23,9 +22,9 @@ import tracemalloc
 import ml_dtypes
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
-from nkirun.cli import cli
+from prog_helpers import invoke
+from repo_paths import PROGRAMS
 
 LOCATED = re.compile(r"\.yaml:\d+:\d+: error\[E\d{3}\]")
 
@@ -46,15 +45,6 @@ instructions:
   - store: {dst: w, src: u}
 """
 X = np.arange(32, dtype=np.float32).reshape(4, 8) - 7.5
-
-
-def _invoke(args, cwd):
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
-        return CliRunner().invoke(cli, args, catch_exceptions=False)
-    finally:
-        os.chdir(old)
 
 
 def _snapshot(folder) -> dict:
@@ -150,14 +140,14 @@ def test_bad_program_file(work, case, cmd):
     before = _snapshot(work / "out")
     args = [cmd, "bad.yaml"] + (["--out", "out"] if cmd == "run" else [])
     t0 = time.perf_counter()
-    r = _invoke(args, work)
+    r = invoke(*args, cwd=work, catch_exceptions=False)
     assert time.perf_counter() - t0 < 3.0  # refused quickly, bombs included
     _assert_clean_failure(r, code, fragment, located, before, work)
     assert not (work / "pwned").exists()
 
 
 def test_missing_program_file(work):
-    r = _invoke(["check", "nope.yaml"], work)
+    r = invoke("check", "nope.yaml", cwd=work, catch_exceptions=False)
     assert r.exit_code == 1 and "error[E000]" in r.output
     assert "program file not found: nope.yaml" in r.output
 
@@ -167,7 +157,7 @@ def test_output_written_only_in_part(work):
     (work / "part.yaml").write_text(BASE.replace("DTYPE", "float32").replace(
         "store: {dst: y, src: t}", "store: {dst: \"y[0:2, :]\", src: \"t[0:2, :]\"}"))
     before = _snapshot(work / "out")
-    r = _invoke(["run", "part.yaml", "--out", "out"], work)
+    r = invoke("run", "part.yaml", "--out", "out", cwd=work, catch_exceptions=False)
     _assert_clean_failure(r, 1, "error[E092]", False, before, work)
     assert "output `y` was never written at index (2, 0)" in r.output
 
@@ -180,7 +170,7 @@ def test_out_of_memory_is_a_diagnostic(work, monkeypatch):
         raise MemoryError
     monkeypatch.setattr(nkirun.runner.interpret, "initial_buffers", no_memory)
     before = _snapshot(work / "out")
-    r = _invoke(["run", "p.yaml", "--out", "out"], work)
+    r = invoke("run", "p.yaml", "--out", "out", cwd=work, catch_exceptions=False)
     _assert_clean_failure(r, 1, "error[E091]", False, before, work)
 
 
@@ -279,12 +269,12 @@ def test_bad_data_file(work, case):
     if kind is not None:
         _write_bad_npy(kind, work / "x.npy", work, good)
     before = _snapshot(work / "out")
-    r = _invoke(["run", "p.yaml", "--out", "out"], work)
+    r = invoke("run", "p.yaml", "--out", "out", cwd=work, catch_exceptions=False)
     _assert_clean_failure(r, 1, fragment, True, before, work)
     assert f"error[{code}]: tensor `x`: file " in r.output  # names the tensor and the file
     assert not (work / "pwned").exists()
     # `check` reads no data file: the same program is valid
-    assert _invoke(["check", "p.yaml"], work).exit_code == 0
+    assert invoke("check", "p.yaml", cwd=work, catch_exceptions=False).exit_code == 0
 
 
 def _with_dtype(work, dtype, arr):
@@ -313,7 +303,7 @@ WRONG_FORMS = [
 def test_npy_wrong_form_refused(work, declared, arr, fragment):
     _with_dtype(work, declared, arr)
     before = _snapshot(work / "out")
-    r = _invoke(["run", "p.yaml", "--out", "out"], work)
+    r = invoke("run", "p.yaml", "--out", "out", cwd=work, catch_exceptions=False)
     _assert_clean_failure(r, 1, fragment, True, before, work)
     assert "error[E073]" in r.output
 
@@ -334,7 +324,7 @@ ACCEPTED = [
                          ids=[f"{d}-{a.dtype.str}-{i}" for i, (d, a, _) in enumerate(ACCEPTED)])
 def test_npy_accepted_forms(work, declared, arr, expect):
     _with_dtype(work, declared, arr)
-    r = _invoke(["run", "p.yaml", "--out", "out"], work)
+    r = invoke("run", "p.yaml", "--out", "out", cwd=work, catch_exceptions=False)
     assert r.exit_code == 0, r.output
     got = np.load(work / "out" / "y.npy")  # nkirun's own outputs load with plain np.load
     expect = np.asarray(expect)
@@ -345,9 +335,9 @@ def test_npy_accepted_forms(work, declared, arr, expect):
 def test_output_roundtrips_as_input(work):
     """What `run` writes (fp8 e5m2 included) is a valid `file:` for the same dtype."""
     _with_dtype(work, "float8_e5m2", X.astype(ml_dtypes.float8_e5m2))
-    assert _invoke(["run", "p.yaml", "--out", "out"], work).exit_code == 0
+    assert invoke("run", "p.yaml", "--out", "out", cwd=work, catch_exceptions=False).exit_code == 0
     os.replace(work / "out" / "y.npy", work / "x.npy")
-    assert _invoke(["run", "p.yaml", "--out", "out"], work).exit_code == 0
+    assert invoke("run", "p.yaml", "--out", "out", cwd=work, catch_exceptions=False).exit_code == 0
     np.testing.assert_array_equal(np.load(work / "out" / "y.npy").view(ml_dtypes.float8_e5m2),
                                   X.astype(ml_dtypes.float8_e5m2))
 
@@ -369,13 +359,14 @@ def test_bad_input_option(work, extra, code, fragment):
     (work / "garbage.npy").write_bytes(b"not numpy")
     np.save(work / "shape.npy", X.reshape(8, 4))
     before = _snapshot(work / "out")
-    r = _invoke(["run", "p.yaml", "--out", "out"] + extra, work)
+    r = invoke(*["run", "p.yaml", "--out", "out"] + extra, cwd=work, catch_exceptions=False)
     _assert_clean_failure(r, code, fragment, False, before, work)
 
 
 def test_input_replaces_contents(work):
     np.save(work / "other.npy", -X)
-    r = _invoke(["run", "p.yaml", "--out", "out", "--input", "x=other.npy"], work)
+    r = invoke("run", "p.yaml", "--out", "out", "--input", "x=other.npy",
+               cwd=work, catch_exceptions=False)
     assert r.exit_code == 0, r.output
     np.testing.assert_array_equal(np.load(work / "out" / "y.npy"), -X)
 
@@ -416,7 +407,7 @@ def test_size_refused_instantly(work, case):
     tracemalloc.start()
     t0 = time.perf_counter()
     try:
-        r = _invoke(["run", "big.yaml", "--out", "out"], work)
+        r = invoke("run", "big.yaml", "--out", "out", cwd=work, catch_exceptions=False)
         elapsed = time.perf_counter() - t0
         peak = tracemalloc.get_traced_memory()[1]
     finally:
@@ -435,18 +426,21 @@ def test_data_list_over_the_yaml_budget(work):
             "data: [*b, *b, *b, *b]}\n")
     (work / "big.yaml").write_text(text)
     t0 = time.perf_counter()
-    r = _invoke(["check", "big.yaml"], work)
+    r = invoke("check", "big.yaml", cwd=work, catch_exceptions=False)
     assert time.perf_counter() - t0 < 1.0
     assert r.exit_code == 1 and "expands to more than 1,000,000 values" in r.output
 
 
 def test_max_hbm_bytes_flag(work):
-    r = _invoke(["run", "p.yaml", "--out", "out", "--max-hbm-bytes", "64"], work)
+    r = invoke("run", "p.yaml", "--out", "out", "--max-hbm-bytes", "64",
+               cwd=work, catch_exceptions=False)
     assert r.exit_code == 1 and "over the 64-byte HBM limit" in r.output
     assert "--max-hbm-bytes" in r.output  # the hint names the flag
-    r = _invoke(["run", "p.yaml", "--out", "out", "--max-hbm-bytes", "128"], work)
+    r = invoke("run", "p.yaml", "--out", "out", "--max-hbm-bytes", "128",
+               cwd=work, catch_exceptions=False)
     assert r.exit_code == 0, r.output  # 4 x 8 float32 is exactly 128 bytes
-    r = _invoke(["run", "p.yaml", "--out", "out", "--max-hbm-bytes", "0"], work)
+    r = invoke("run", "p.yaml", "--out", "out", "--max-hbm-bytes", "0",
+               cwd=work, catch_exceptions=False)
     assert r.exit_code == 2
 
 
@@ -458,7 +452,7 @@ SPECIAL = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 3.4e38, -3.4e38, 1e-45] 
 @pytest.mark.filterwarnings("error")  # any NumPy RuntimeWarning fails the test
 def test_nan_inf_flow_through_silently(work):
     np.save(work / "x.npy", SPECIAL)
-    r = _invoke(["run", "p.yaml", "--out", "out"], work)
+    r = invoke("run", "p.yaml", "--out", "out", cwd=work, catch_exceptions=False)
     assert r.exit_code == 0 and "Warning" not in r.output, r.output
     got = np.load(work / "out" / "y.npy")
     np.testing.assert_array_equal(got.view(np.uint32), SPECIAL.view(np.uint32))
@@ -477,7 +471,7 @@ def test_integer_overflow_rule(work, dtype, expect):
     (work / "i.yaml").write_text(
         f"version: 1\ntensors:\n  v: {{buffer: hbm, shape: [8], dtype: {dtype}, "
         f"data: {vals}, output: true}}\n")
-    r = _invoke(["run", "i.yaml", "--out", "out"], work)
+    r = invoke("run", "i.yaml", "--out", "out", cwd=work, catch_exceptions=False)
     assert r.exit_code == 0, r.output
     np.testing.assert_array_equal(np.load(work / "out" / "v.npy"), np.array(expect, dtype))
 
@@ -490,7 +484,7 @@ def test_out_of_range_literals_saturate(work):
         f"  a: {{buffer: hbm, shape: [2], dtype: float32, data: [{big}, -{big}], output: true}}\n"
         f"  b: {{buffer: hbm, shape: [2], dtype: int16, fill: {big}, output: true}}\n"
         "  c: {buffer: hbm, shape: [2], dtype: bfloat16, data: [1e300, -1e300], output: true}\n")
-    r = _invoke(["run", "b.yaml", "--out", "out"], work)
+    r = invoke("run", "b.yaml", "--out", "out", cwd=work, catch_exceptions=False)
     assert r.exit_code == 0, r.output
     np.testing.assert_array_equal(np.load(work / "out" / "a.npy"), [np.inf, -np.inf])
     np.testing.assert_array_equal(np.load(work / "out" / "b.npy"), [32767, 32767])
@@ -513,7 +507,7 @@ tensors:
 instructions:
   - tensor_tensor: {dst: q, data1: n, data2: d, op: divide}
 """)
-    r = _invoke(["run", "div.yaml", "--out", "out"], work)
+    r = invoke("run", "div.yaml", "--out", "out", cwd=work, catch_exceptions=False)
     assert r.exit_code == 0 and "Warning" not in r.output, r.output
     with np.errstate(all="ignore"):
         expect = num / den
@@ -533,7 +527,7 @@ def test_success_writes_outputs_atomically(work, monkeypatch):
         return real(src, dst)
 
     monkeypatch.setattr(interp.os, "replace", spy)
-    r = _invoke(["run", "p.yaml", "--out", "out"], work)
+    r = invoke("run", "p.yaml", "--out", "out", cwd=work, catch_exceptions=False)
     assert r.exit_code == 0, r.output
     assert renames and all(a == b for a, b in renames)  # temp file in the same folder
     np.testing.assert_array_equal(np.load(work / "out" / "y.npy"), X)
@@ -567,7 +561,7 @@ def test_failure_while_writing_second_output(work, monkeypatch, where, exc, code
     else:
         monkeypatch.setattr(interp.os, "replace", _fail_on_call(2, exc, os.replace))
     before = _snapshot(work / "out")
-    r = _invoke(["run", "p.yaml", "--out", "out"], work)
+    r = invoke("run", "p.yaml", "--out", "out", cwd=work, catch_exceptions=False)
     assert r.exit_code == code, r.output
     assert "Traceback" not in r.output
     if code == 1:
@@ -580,20 +574,20 @@ def test_failure_while_writing_second_output(work, monkeypatch, where, exc, code
 def test_failure_while_writing_into_new_folder(work, monkeypatch):
     import nkirun.runner.files as interp
     monkeypatch.setattr(interp.np, "save", _fail_on_call(2, OSError(28, "disk full"), np.save))
-    r = _invoke(["run", "p.yaml", "--out", "fresh/out"], work)
+    r = invoke("run", "p.yaml", "--out", "fresh/out", cwd=work, catch_exceptions=False)
     assert r.exit_code == 1 and not (work / "fresh" / "out").exists()
 
 
 def test_output_path_is_a_folder(work):
     (work / "out" / "w.npy").mkdir()
     before = _snapshot(work / "out")
-    r = _invoke(["run", "p.yaml", "--out", "out"], work)
+    r = invoke("run", "p.yaml", "--out", "out", cwd=work, catch_exceptions=False)
     _assert_clean_failure(r, 1, "out/w.npy is a folder", False, before, work)
 
 
 def test_out_under_a_file(work):
     (work / "afile").write_text("x")
-    r = _invoke(["run", "p.yaml", "--out", "afile/out"], work)
+    r = invoke("run", "p.yaml", "--out", "afile/out", cwd=work, catch_exceptions=False)
     assert r.exit_code == 1 and "error[E080]" in r.output and "Traceback" not in r.output
 
 
@@ -602,7 +596,7 @@ def test_read_only_out_folder(work):
     os.chmod(work / "out", 0o555)
     try:
         before = _snapshot(work / "out")
-        r = _invoke(["run", "p.yaml", "--out", "out"], work)
+        r = invoke("run", "p.yaml", "--out", "out", cwd=work, catch_exceptions=False)
         _assert_clean_failure(r, 1, "cannot write outputs", False, before, work)
     finally:
         os.chmod(work / "out", 0o755)
@@ -613,7 +607,7 @@ def test_run_time_error_writes_nothing(work):
     (work / "rt.yaml").write_text(BASE.replace("DTYPE", "float32").replace(
         "  - load: {dst: t, src: x}\n", "  - load: {dst: 't[:, 0:4]', src: 'x[:, 0:4]'}\n"))
     before = _snapshot(work / "out")
-    r = _invoke(["run", "rt.yaml", "--out", "out"], work)
+    r = invoke("run", "rt.yaml", "--out", "out", cwd=work, catch_exceptions=False)
     _assert_clean_failure(r, 1, "before anything wrote it", True, before, work)
 
 
@@ -624,7 +618,7 @@ def test_output_names_cannot_escape_out(work, name):
         f"version: 1\ntensors:\n  '{name}': {{buffer: hbm, shape: [2], dtype: float32, "
         "fill: 1, output: true}\ninstructions: []\n")
     for cmd in (["check", "esc.yaml"], ["run", "esc.yaml", "--out", "out/sub"]):
-        r = _invoke(cmd, work)
+        r = invoke(*cmd, cwd=work, catch_exceptions=False)
         assert r.exit_code == 1 and "error[E018]" in r.output and LOCATED.search(r.output)
     assert not (work / "evil.npy").exists() and not (work / "out" / "sub").exists()
 
@@ -638,7 +632,7 @@ def test_internal_error_exit_3(work, monkeypatch):
     from nkirun.isa import REGISTRY
     monkeypatch.setitem(REGISTRY, "store", dataclasses.replace(REGISTRY["store"], execute=_boom))
     before = _snapshot(work / "out")
-    r = _invoke(["run", "p.yaml", "--out", "out"], work)
+    r = invoke("run", "p.yaml", "--out", "out", cwd=work, catch_exceptions=False)
     assert r.exit_code == 3, r.output
     lines = [ln for ln in r.output.splitlines() if ln.strip()]
     assert len(lines) == 1, r.output
@@ -670,13 +664,13 @@ def test_internal_error_traceback_only_with_debug(work):
 ])
 def test_usage_errors_exit_2(work, args):
     before = _snapshot(work / "out")
-    r = _invoke(args, work)
+    r = invoke(*args, cwd=work, catch_exceptions=False)
     assert r.exit_code == 2, r.output
     assert "Traceback" not in r.output
     assert _snapshot(work / "out") == before
 
 
-# ---- regressions found by tests/test_fuzz.py ------------------------------------------------
+# ---- regressions found by tests/cli/test_fuzz.py ------------------------------------------------
 PER_PARTITION = {
     "activation": "{dst: o, op: exp, data: c, bias: s, scale: s, reduce_op: add, "
                   "reduce_res: r, reduce_cmd: reset_reduce}",
@@ -703,7 +697,7 @@ instructions:
     if op == "tensor_scalar":
         (work / "pp.yaml").write_text((work / "pp.yaml").read_text().replace(
             "  r: {buffer: sbuf, shape: [37, 1, 1], dtype: float32, output: true}\n", ""))
-    r = _invoke(["run", "pp.yaml", "--out", "out"], work)
+    r = invoke("run", "pp.yaml", "--out", "out", cwd=work, catch_exceptions=False)
     assert r.exit_code == 0, r.output
     o = np.load(work / "out" / "o.npy")
     expect = {"activation": np.exp(np.float32(1) * 2 + 2), "tensor_scalar": 2.5,
@@ -711,7 +705,6 @@ instructions:
     np.testing.assert_array_equal(o, np.full((37, 5, 3), expect, np.float32))
 
 
-PROGRAMS = pathlib.Path(__file__).resolve().parent.parent / "programs"
 
 
 @pytest.mark.parametrize("free", [64, 512])
@@ -728,7 +721,7 @@ def test_causal_softmax_with_p11_bias(work, free):
         (work / "cs.yaml").write_text(text)
         scores = np.load(PROGRAMS / "causal_softmax" / "scores.npy")
         np.save(work / "scores.npy", np.ascontiguousarray(scores[:, :free]))
-        r = _invoke(["run", "cs.yaml", "--out", "out"], work)
+        r = invoke("run", "cs.yaml", "--out", "out", cwd=work, catch_exceptions=False)
         assert r.exit_code == 0, r.output
         results.append(np.load(work / "out" / "probs.npy"))
     assert results[1].shape == (128, free)
@@ -739,7 +732,7 @@ def test_causal_softmax_with_p11_bias(work, free):
 def test_nul_in_file_path(work):
     (work / "nul.nkis").write_text("version 1\ntensor x hbm [4, 8] float32 file=a\0b.npy "
                                    "output\n")
-    r = _invoke(["run", "nul.nkis", "--out", "out"], work)
+    r = invoke("run", "nul.nkis", "--out", "out", cwd=work, catch_exceptions=False)
     assert r.exit_code == 1 and "Traceback" not in r.output and "internal" not in r.output
 
 
@@ -765,7 +758,7 @@ instructions:
 """)
     tracemalloc.start()
     try:
-        r = _invoke(["check", "mk.yaml"], work)
+        r = invoke("check", "mk.yaml", cwd=work, catch_exceptions=False)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

@@ -10,20 +10,15 @@ import ml_dtypes
 import numpy as np
 import pytest
 import yaml
-from click.testing import CliRunner
 
 import nkirun
 from nkirun import api
-from nkirun.cli import cli
 from nkirun.runner.compare import Tolerance, compare, ulp_distance
 from nkirun.hw.dtypes import DTYPES
 from nkirun.diagnostics import NkirunError
 from nkirun.runner.watch import Progress, Tracer, watch
-
-NP = {"float32": np.float32, "bfloat16": ml_dtypes.bfloat16, "float16": np.float16,
-      "float8_e4m3": ml_dtypes.float8_e4m3, "float8_e5m2": ml_dtypes.float8_e5m2,
-      "int8": np.int8, "uint16": np.uint16, "int32": np.int32, "uint32": np.uint32}
-
+from prog_helpers import NP_TYPES, invoke
+from repo_paths import DOCS, PROGRAMS
 
 def copy_program(tmp_path: pathlib.Path, x: np.ndarray, dtype: str, extra=()) -> str:
     """x (hbm, from x.npy) -> load -> t (sbuf) -> store -> y (output), plus `extra`."""
@@ -40,26 +35,22 @@ def copy_program(tmp_path: pathlib.Path, x: np.ndarray, dtype: str, extra=()) ->
     return str(path)
 
 
-def invoke(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args])
-
-
 # ---- golden diff -------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16", "float8_e4m3", "int32"])
 @pytest.mark.parametrize("shape", [(1, 5), (37, 3, 7), (128, 33)])
 def test_expect_matches_its_own_output(tmp_path, dtype, shape):
     x = np.random.default_rng(1).standard_normal(shape).astype(np.float32) * 50
-    path = copy_program(tmp_path, x.astype(NP[dtype]), dtype)
+    path = copy_program(tmp_path, x.astype(NP_TYPES[dtype]), dtype)
     exp = tmp_path / "golden"
     exp.mkdir()
-    np.save(exp / "y.npy", x.astype(NP[dtype]))  # bf16/fp8 are saved as raw |V2/|V1
+    np.save(exp / "y.npy", x.astype(NP_TYPES[dtype]))  # bf16/fp8 are saved as raw |V2/|V1
     r = invoke("run", path, "--out", tmp_path / "out", "--expect", exp)
     assert r.exit_code == 0, r.output
     assert "compared with " in r.stdout and "the output matches" in r.stdout
 
 
 def _mismatch_case(tmp_path, dtype="float32"):
-    x = np.arange(37 * 12, dtype=np.float32).reshape(37, 12).astype(NP[dtype])
+    x = np.arange(37 * 12, dtype=np.float32).reshape(37, 12).astype(NP_TYPES[dtype])
     path = copy_program(tmp_path, x, dtype)
     golden = x.copy()
     golden[5, 7] = golden[5, 7] + 3  # first mismatch
@@ -134,7 +125,7 @@ def test_compare_nan_zero_and_ulp_units():
     assert not compare("y", np.float32([np.inf]), np.float32([-np.inf]), f32,
                        Tolerance(rtol=1.0)).ok
     for name in ("bfloat16", "float8_e4m3", "float8_e5m2", "float16"):
-        t = NP[name]
+        t = NP_TYPES[name]
         x = np.array([1.0, -2.0], t)
         eps = float(ml_dtypes.finfo(t).eps)
         step = np.array([1.0 + eps, -2.0 - 2 * eps], t)
@@ -346,9 +337,9 @@ def test_rowmax_in_window():
 
 
 def test_docs_example_runs_as_written():
-    doc = (pathlib.Path(__file__).parent.parent / "docs" / "api.md").read_text()
+    doc = (DOCS / "api.md").read_text()
     assert DOC_EXAMPLE.replace("PROGRAM", '"programs/rowmax_in_window.yaml"').strip() in doc
-    program = pathlib.Path(__file__).parent.parent / "programs" / "rowmax_in_window.yaml"
+    program = PROGRAMS / "rowmax_in_window.yaml"
     ns: dict = {"PROGRAM": str(program)}
     exec(DOC_EXAMPLE, ns)  # noqa: S102 - our own doc text
     ns["test_rowmax_in_window"]()
@@ -356,7 +347,7 @@ def test_docs_example_runs_as_written():
 
 def test_cost_as_data_is_json_serialisable():
     from nkirun.schedule import to_json
-    program = pathlib.Path(__file__).parent.parent / "programs" / "rowmax_in_window.yaml"
+    program = PROGRAMS / "rowmax_in_window.yaml"
     doc = to_json(nkirun.cost(str(program)))
     assert json.loads(json.dumps(doc))["instructions"][3]["op"] == "range_select"
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import itertools
-import pathlib
 import random
 import time
 
@@ -17,8 +16,8 @@ from nkirun import api
 from nkirun.schedule.overlap import contains, overlaps
 from nkirun.schedule.model import ENGINE, QUEUE, RAW, READY, WAR, WAW
 from nkirun.schedule.scheduler import schedule
+from repo_paths import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 # ---- exact overlap -----------------------------------------------------------------------

@@ -19,9 +19,8 @@ from click.testing import CliRunner
 import reference as ref
 from prog_helpers import assert_bits_equal, run_cli
 from nkirun.cli import cli
+from repo_paths import PROGRAMS, TESTS
 
-HERE = pathlib.Path(__file__).resolve().parent
-PROGRAMS = HERE.parent / "programs"
 
 # program file -> the test module that runs it through the CLI against a reference
 COMPARED_IN = {
@@ -45,7 +44,7 @@ def test_every_program_has_a_cli_reference_test():
     present = {p.name for p in PROGRAMS.iterdir() if p.suffix in (".yaml", ".nkis")}
     assert present == COMPARED_IN.keys(), "add the new program's CLI reference test here"
     for name, module in COMPARED_IN.items():
-        text = next(HERE.rglob(f"{module}.py")).read_text()
+        text = next(TESTS.rglob(f"{module}.py")).read_text()
         assert pathlib.Path(name).stem in text, f"{module}.py never names {name}"
         assert "run_cli" in text or "run_example_cli" in text or "CliRunner" in text, module
 

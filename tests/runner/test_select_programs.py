@@ -4,7 +4,6 @@ programs/make_data.py regenerates exactly the committed inputs."""
 from __future__ import annotations
 
 import json
-import pathlib
 import sys
 
 import ml_dtypes
@@ -15,8 +14,8 @@ from click.testing import CliRunner
 import reference as ref
 from prog_helpers import assert_bits_equal, load_npy
 from nkirun.cli import cli
+from repo_paths import PROGRAMS
 
-PROGRAMS = pathlib.Path(__file__).resolve().parent.parent / "programs"
 NAMES = ["range_select_chain", "select_reduce_reverse", "affine_select_causal"]
 
 

@@ -3,30 +3,24 @@ golden-diff report and the coloured trace."""
 from __future__ import annotations
 
 import io
-import pathlib
 import re
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
-from nkirun.cli import cli
 from nkirun.runner.compare import compare, compare_headline, format_diffs
 from nkirun.hw.dtypes import DTYPES
 from nkirun.diagnostics import Loc, error, warning
 from nkirun.show.render import LONG_LINE, format_plain, print_diagnostics, summary_line
+from prog_helpers import invoke
+from repo_paths import ROOT
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(autouse=True)
 def _at_root(monkeypatch):
     monkeypatch.chdir(ROOT)  # outputs name programs by the path they were given
-
-
-def invoke(*args, **kw):
-    return CliRunner().invoke(cli, [str(a) for a in args], **kw)
 
 
 class Tty(io.StringIO):

@@ -1,8 +1,8 @@
 """One invalid program per diagnostic code (tests/invalid/), each stating what it expects.
 
 A file's header lines `# expect: CODE at LINE[:COL]` name diagnostics `check` must report
-(more may appear); `# mode: run` files are expected to fail at run time instead.
-Every code nkirun can emit must have at least one such program.
+(more may appear). That every code nkirun can emit has such a program (or a named covering
+test) is checked over the whole table in tests/isa/test_registry.py.
 """
 from __future__ import annotations
 
@@ -15,22 +15,12 @@ from click.testing import CliRunner
 
 from nkirun.api import check_program
 from nkirun.cli import cli
+from prog_helpers import reported_at
+from repo_paths import PROGRAMS
+from repo_paths import INVALID as INVALID_DIR
 
-HERE = pathlib.Path(__file__).parent
-INVALID = sorted((HERE / "invalid").glob("*.yaml")) + sorted((HERE / "invalid").glob("*.nkis"))
+INVALID = sorted(INVALID_DIR.glob("*.yaml")) + sorted(INVALID_DIR.glob("*.nkis"))
 EXPECT = re.compile(r"^# expect: ([EW]\d{3}) at (\d+)(?::(\d+))?", re.M)
-SOURCE_CODES = re.compile(r"""["']([EW]\d{3})["']""")
-
-# Codes that cannot come from a program file alone (file-system and data-file problems,
-# run-time errors); each is covered by the named test module instead.
-ELSEWHERE = {
-    "E000": "test_robustness", "E070": "test_robustness", "E071": "test_robustness",
-    "E072": "test_robustness", "E073": "test_robustness", "E074": "test_robustness",
-    "E075": "test_workflow", "E080": "test_robustness", "E090": "test_workflow",
-    "E091": "test_robustness", "E092": "test_robustness",
-    "W136": "test_nc_match_replace8", "W137": "test_nc_match_replace8",  # run-time warnings
-    "W202": "test_activation",  # run-time warning
-}
 
 
 def expectations(path: pathlib.Path):
@@ -42,11 +32,8 @@ def expectations(path: pathlib.Path):
 def test_invalid_program_reports_expected_code(path):
     expected = expectations(path)
     assert expected, f"{path.name} has no `# expect:` line"
-    diags = check_program(str(path)).diagnostics
-    got = [(d.code, d.loc.line, d.loc.column) for d in diags]
     for code, line, col in expected:
-        assert any(c == code and ln == line and (col is None or cl == col)
-                   for c, ln, cl in got), f"{path.name}: expected {code} at {line}:{col}, got {got}"
+        _, diags = reported_at(path, code, line=line, column=col)
     assert all(d.loc.file == str(path) for d in diags if d.loc.line)
 
 
@@ -63,33 +50,8 @@ def test_invalid_program_cli_exit_status_and_json(path):
         assert d["severity"] in ("error", "warning")
 
 
-def _emitted_codes() -> set[str]:
-    pkg = HERE.parent / "nkirun"
-    codes = set()
-    for f in pkg.rglob("*.py"):
-        codes |= set(SOURCE_CODES.findall(f.read_text()))
-    return codes
-
-
-def test_every_code_has_an_invalid_program():
-    covered = {c for p in INVALID for c, _, _ in expectations(p)} | set(ELSEWHERE)
-    missing = sorted(_emitted_codes() - covered)
-    assert not missing, f"codes without a program in tests/invalid/: {missing}"
-
-
-def test_every_code_is_documented():
-    doc = (HERE.parent / "docs" / "diagnostics.md").read_text()
-    missing = sorted(c for c in _emitted_codes() if f"`{c}`" not in doc)
-    assert not missing, f"codes missing from docs/diagnostics.md: {missing}"
-
-
-def test_codes_covered_elsewhere_are_tested_there():
-    for code, module in ELSEWHERE.items():
-        assert code in next(HERE.rglob(f"{module}.py")).read_text(), f"{module}.py never checks {code}"
-
-
-EXAMPLES = sorted((HERE.parent / "programs").glob("*.yaml")) + \
-    sorted((HERE.parent / "programs").glob("*.nkis"))
+EXAMPLES = sorted((PROGRAMS).glob("*.yaml")) + \
+    sorted((PROGRAMS).glob("*.nkis"))
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
@@ -122,6 +84,6 @@ instructions:
       bound1: hii
   - store: {dst: y, src: r}
 """)
-    got = {(d.code, d.loc.line) for d in check_program(str(path)).diagnostics}
-    assert {("E025", 11), ("E060", 13), ("E062", 13), ("E026", 14)} <= got
-    assert not any(code == "E050" for code, _ in got)  # no knock-on error for `r`
+    for code, line in (("E025", 11), ("E060", 13), ("E062", 13), ("E026", 14)):
+        _, diags = reported_at(path, code, line=line, instruction=0)
+    assert "E050" not in [d.code for d in diags]  # no knock-on error for `r`

@@ -1,0 +1,120 @@
+"""Tests over the whole instruction table (nkirun.isa.MODULES), whatever it contains:
+
+- every instruction's own `SPEC.example` checks without a diagnostic and runs;
+- every instruction has its test module tests/isa/test_<name>.py;
+- every diagnostic code nkirun can emit has an invalid program in tests/invalid/ (checked by
+  tests/checker/test_invalid_programs.py) or a named test that covers it, and is documented.
+
+The examples become programs in tests/spec_examples.py (tensors declared from the params, or
+EXAMPLE_TENSORS in the instruction's test module).
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import yaml
+
+from nkirun.api import check_program, run
+from nkirun.isa import MODULES
+from repo_paths import DOCS, INVALID, ROOT, TESTS
+from spec_examples import HERE, example_program, per_instruction_module, spec_of
+
+@pytest.mark.parametrize("name", MODULES)
+def test_every_example_checks_clean_and_runs(tmp_path, name):
+    spec = spec_of(name)
+    assert spec.example.strip(), f"{name}: SPEC.example is empty"
+    assert re.search(rf"^- (nki\.isa\.|nisa\.|nl\.)?{name}:", spec.example, re.M), \
+        f"{name}: its example does not use it"
+    path = example_program(tmp_path, name)
+    diags = check_program(path).diagnostics
+    assert diags == [], (
+        f"{name}'s example under the declarations below reports "
+        f"{[d.one_line() for d in diags]}; if the guess is wrong, give the right shapes in "
+        f"tests/isa/test_{name}.py as EXAMPLE_TENSORS\n" + open(path).read())
+    outputs = run(path)
+    declared = [t for t, d in yaml.safe_load(open(path))["tensors"].items() if d.get("output")]
+    assert sorted(outputs) == sorted(declared)
+    assert all(isinstance(a, np.ndarray) and a.size for a in outputs.values())
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_every_instruction_has_its_test_module(name):
+    module = per_instruction_module(name)
+    assert module is not None, f"tests/isa/test_{name}.py is missing"
+    tests = [n for n in dir(module) if n.startswith("test_") and callable(getattr(module, n))]
+    assert len(tests) >= 2, f"tests/isa/test_{name}.py has {len(tests)} test function(s)"
+
+
+def test_no_test_module_without_an_instruction():
+    helpers = {"test_registry", "test_fast_definitions"}
+    stray = sorted(p.stem for p in HERE.glob("test_*.py")
+                   if p.stem not in helpers and p.stem.removeprefix("test_") not in MODULES)
+    assert not stray, f"tests/isa/ modules naming no instruction in MODULES: {stray}"
+
+
+# ---- every diagnostic code --------------------------------------------------------------------
+EXPECT = re.compile(r"^# expect: ([EW]\d{3}) at", re.M)
+SOURCE_CODES = re.compile(r"""["']([EW]\d{3})["']""")
+
+# Codes that cannot come from a program file alone (file-system and data-file problems,
+# run-time errors and warnings): the test that covers each (tests/<path>::<function>).
+ELSEWHERE = {
+    "E000": "cli/test_robustness.py::test_missing_program_file",
+    "E070": "cli/test_robustness.py::test_bad_data_file",   # its NPY_CASES rows
+    "E071": "cli/test_robustness.py::test_bad_data_file",
+    "E072": "cli/test_robustness.py::test_bad_data_file",
+    "E073": "cli/test_robustness.py::test_bad_data_file",
+    "E074": "cli/test_robustness.py::test_bad_data_file",
+    "E075": "runner/test_workflow.py::test_python_api_run_check_cost",
+    "E080": "cli/test_robustness.py::test_failure_while_writing_second_output",
+    "E090": "runner/test_workflow.py::test_uninitialised_read_names_instruction_tensor_and_first_element",
+    "E091": "cli/test_robustness.py::test_out_of_memory_is_a_diagnostic",
+    "E092": "cli/test_robustness.py::test_output_written_only_in_part",
+    "W136": "isa/test_nc_match_replace8.py::test_missing_vals_warn_and_index_zero",
+    "W137": "isa/test_nc_match_replace8.py::test_page_duplicates_take_successive_occurrences_in_vals_order",
+    "W202": "isa/test_activation.py::test_out_of_range_input_warns",
+}
+
+
+def emitted_codes() -> set[str]:
+    codes = set()
+    for f in (ROOT / "nkirun").rglob("*.py"):
+        codes |= set(SOURCE_CODES.findall(f.read_text()))
+    return codes
+
+
+def invalid_program_codes() -> set[str]:
+    return {c for p in INVALID.iterdir() if p.suffix in (".yaml", ".nkis")
+            for c in EXPECT.findall(p.read_text())}
+
+
+def test_every_code_has_an_invalid_program_or_a_covering_test():
+    missing = sorted(emitted_codes() - invalid_program_codes() - set(ELSEWHERE))
+    assert not missing, f"codes without a program in tests/invalid/ or a test here: {missing}"
+
+
+def _test_source(file: str, function: str) -> str:
+    """The source of test `function` in tests/`file`: its decorators, its body and the
+    module-level tables (UPPER_CASE names) it uses."""
+    text = (TESTS / file).read_text()
+    m = re.search(rf"(^@.*\n)*^def {function}\(.*?(?=^\S)", text, re.M | re.S)
+    assert m, f"tests/{file}::{function} does not exist"
+    tables = set(re.findall(r"\b([A-Z][A-Z0-9_]+)\b", m.group(0)))
+    defs = [d.group(0) for d in re.finditer(r"^([A-Z][A-Z0-9_]+) = .*?(?=^\S)", text, re.M | re.S)
+            if d.group(1) in tables]
+    return m.group(0) + "".join(defs)
+
+
+@pytest.mark.parametrize("code", sorted(ELSEWHERE))
+def test_the_covering_test_exists_and_checks_its_code(code):
+    file, function = ELSEWHERE[code].split("::")
+    assert re.search(rf"\b{code}\b", _test_source(file, function)), \
+        f"{ELSEWHERE[code]} never mentions {code}"
+
+
+def test_every_code_is_documented():
+    doc = (DOCS / "diagnostics.md").read_text()
+    missing = sorted(c for c in emitted_codes() if f"`{c}`" not in doc)
+    assert not missing, f"codes missing from docs/diagnostics.md: {missing}"

@@ -1,0 +1,91 @@
+"""Every instruction's own `SPEC.example` as a whole program, for the tests that run over the
+instruction table (tests/isa/test_registry.py, tests/checker/test_mask.py).
+
+An example is a snippet of instructions; its tensors are declared here from the parameters
+(`declare`): the buffer, dtype and per-partition shape each operand allows, free size 512 or
+whatever its views reach. An instruction whose shapes that cannot guess (a transpose, a
+matmul's contraction, max8's 8 values) declares them in tests/isa/test_<name>.py as
+EXAMPLE_TENSORS, {name: declaration as YAML flow text}, which take precedence.
+"""
+from __future__ import annotations
+
+import importlib
+import re
+import sys
+
+import yaml
+
+from nkirun.isa.spec import TILE, TILE_OR_SCALAR
+from repo_paths import TESTS
+
+HERE = TESTS / "isa"
+SCALAR_WORDS = re.compile(r"^[-+]?(inf|nan|fp32\.(min|max)|nl\.fp32\.(min|max)|float\(.*\))$")
+
+
+def spec_of(name: str):
+    return importlib.import_module(f"nkirun.isa.{name}").SPEC
+
+
+def per_instruction_module(name: str):
+    """tests/isa/test_<name>.py imported (None if there is none)."""
+    if not (HERE / f"test_{name}.py").exists():
+        return None
+    if str(HERE) not in sys.path:   # (when only tests outside tests/isa are collected)
+        sys.path.insert(0, str(HERE))
+    return importlib.import_module(f"test_{name}")
+
+
+def _operand_tensors(example: str):
+    """(tensor name, param, written, bare, largest index in its views) for every tensor an
+    example's instructions name."""
+    for entry in yaml.safe_load(example):
+        (op, args), = entry.items()
+        spec = spec_of(op.split(".")[-1])
+        for key, value in args.items():
+            p = spec.param(key)
+            if p is None or p.kind not in (TILE, TILE_OR_SCALAR) or not isinstance(value, str):
+                continue
+            if SCALAR_WORDS.match(value.strip()):
+                continue
+            m = re.match(r"\s*([A-Za-z_]\w*)\s*(\[.*\])?\s*$", value)
+            assert m, f"{op}: cannot read the operand {key}: {value!r}"
+            yield m.group(1), p, p.out, m.group(2) is None, _reach(m.group(2) or "")
+
+
+def _reach(index: str) -> int:
+    """The free size a view's index needs: its largest slice end or integer index + 1."""
+    ends = [int(e) for e in re.findall(r":\s*(\d+)", index)]
+    singles = [int(i) + 1 for i in re.findall(r"(?<![:\d])(\d+)(?!\s*:|\d)", index)]
+    return max(ends + singles, default=0)
+
+
+def declare(example: str) -> dict[str, str]:
+    """Tensor declarations (YAML flow text) under which `example` should check clean."""
+    decls, free, inputs, outputs = {}, {}, set(), set()
+    for tensor, p, written, bare, reach in _operand_tensors(example):
+        (outputs if written else inputs).add(tensor)
+        free[tensor] = max(free.get(tensor, 0), 1 if p.per_partition and bare else 512, reach)
+        if tensor not in decls:   # the first operand naming a tensor chooses buffer and dtype
+            allowed = p.buffers or {"sbuf", "psum"}
+            buffer = next(b for b in ("sbuf", "psum", "hbm") if b in allowed)
+            dtype = "float32" if not p.dtypes or "float32" in p.dtypes else sorted(p.dtypes)[0]
+            decls[tensor] = f"buffer: {buffer}, dtype: {dtype}"
+    return {t: "{" + f"{d}, shape: [128, {free[t]}]" + (", fill: 1" if t in inputs else "")
+            + (", output: true" if t in outputs else "") + "}" for t, d in decls.items()}
+
+
+def example_program(tmp_path, name: str, instructions: str | None = None) -> str:
+    """A program of `name`'s example (or of `instructions`, YAML, instead) with its tensors
+    declared; returns its path."""
+    spec = spec_of(name)
+    decls = declare(spec.example)
+    decls.update(getattr(per_instruction_module(name), "EXAMPLE_TENSORS", {}))
+    body = spec.example if instructions is None else instructions
+    text = "version: 1\ntensors:\n" + "".join(f"  {t}: {d}\n" for t, d in decls.items())
+    text += "instructions:\n" + "".join(f"  {line}\n" for line in body.splitlines())
+    path = tmp_path / f"{name}_example.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return str(path)
+
+
