@@ -114,7 +114,7 @@ class ArgError(ValueError):
 
 def _kind_name(value) -> str:
     return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
-            list: "a list", dict: "a mapping", type(None): "null"}.get(type(value), type(value).__name__)
+            list: "a list", dict: "a mapping", type(None): "nothing"}.get(type(value), type(value).__name__)
 
 
 def convert(p: Param, value: Any, loc: Loc) -> Any:
@@ -124,7 +124,8 @@ def convert(p: Param, value: Any, loc: Loc) -> Any:
                      and ops.parse_scalar(value) is None):
         if not isinstance(value, str):
             raise ArgError(f"`{p.name}` must be a tensor view such as `t` or `t[:, 0:128]`, "
-                           f"got {_kind_name(value)}" + (" (a number)" if k == TILE else ""))
+                           f"got {_kind_name(value)}" + (" (a number)" if k == TILE and isinstance(
+                               value, (int, float)) and not isinstance(value, bool) else ""))
         try:
             return parse_view(value, loc)
         except ViewSyntaxError as e:

@@ -103,6 +103,7 @@ class Builder:
         for k in ("buffer", "shape", "dtype"):
             if k not in fields:
                 d.append(error("E005", f"tensor `{name}` needs `{k}`", loc))
+        fields = self._empty_values(name, fields)
         get = lambda k: fields[k][0] if k in fields else None  # noqa: E731
         vloc = lambda k: fields[k][2] if k in fields else loc  # noqa: E731
 
@@ -155,10 +156,32 @@ class Builder:
                            f"{_type_name(output)}", vloc("output")))
             output = False
         if len(d) > n0 or buffer is None or shape is None or dtype is None:
+            if len(d) == n0:  # never drop a declaration (and its instructions) silently
+                d.append(error("E006", f"tensor `{name}` cannot be declared as written", loc,
+                               hint="give it buffer, shape and dtype"))
             return True
         self.tensors[name] = TensorDecl(name, buffer, shape, dtype, init, init_value,
                                         bool(output), loc, key_locs)
         return False
+
+    def _empty_values(self, name, fields: dict) -> dict:
+        """Report each key written with no value (`shape:` with nothing after the colon,
+        `shape: null`): E005 for buffer/shape/dtype, E006 for the others. Returns the
+        fields without them, so no later rule sees a None."""
+        kept = {}
+        for k, f in fields.items():
+            if f[0] is not None or k not in TENSOR_KEYS:
+                kept[k] = f
+                continue
+            required = k in ("buffer", "shape", "dtype")
+            what = {"buffer": "hbm, sbuf or psum", "shape": "a list such as [128, 512]",
+                    "dtype": "a dtype such as float32", "output": "true or false",
+                    "file": "a .npy path", "fill": "a number",
+                    "data": "a nested list of numbers"}.get(k, "a value")
+            self.diags.append(error("E005" if required else "E006",
+                                    f"tensor `{name}`: `{k}` has no value", f[1],
+                                    hint=f"write {what} after `{k}:`"))
+        return kept
 
     def _data(self, name, value, shape, loc):
         if not isinstance(value, list):
