@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from nkirun.diagnostics import Diagnostic, Loc, error, warning
 from nkirun.checker.bind import bind
+from nkirun.checker.psum import psum_hazards
 from nkirun.ir import Program
 from nkirun.isa.spec import ACCUMULATORS, Bound, param_tables
 from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, TARGETS
@@ -164,6 +165,7 @@ def validate(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES):
     bound, d = bind(program, max_hbm_bytes)
     diags.extend(d)
     diags.extend(_dataflow(program, bound))
+    diags.extend(psum_hazards(program, bound))
     if not any(x.code in ("E017", "E041") for x in diags):
         diags.extend(_capacity(program, bound))
     return bound, diags
