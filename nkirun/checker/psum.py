@@ -31,21 +31,32 @@ EMPTY, MM_UNREAD, MM_READ, OTHER = 0, 1, 2, 3  # element states
 INITIAL = -1  # "writer" of declared initial contents
 
 
+MAX_BOXES = 256  # beyond this many pieces a tile's state is kept per element
+
+
 class _Tile:
-    """The state of one PSUM tensor: one value for every element while that holds (the
-    common case of whole-tile writes), else per-element arrays; `who` is the index of
-    the instruction that last wrote each element."""
+    """The state of one PSUM tensor: disjoint boxes (per dim [lo, hi)) that cover it, each
+    with one state and the index of the instruction that last wrote it, which stays cheap
+    for the usual whole-tile and sub-tile writes; per-element arrays once a strided view,
+    a mask or heavy fragmentation needs them."""
 
     def __init__(self, shape, initialised: bool):
         self.shape = shape
-        self.state, self.who = (OTHER, INITIAL) if initialised else (EMPTY, INITIAL)
+        self.boxes_whole = tuple((0, n) for n in shape)
+        self.boxes = [(self.boxes_whole, OTHER if initialised else EMPTY, INITIAL)]
         self.states: np.ndarray | None = None
         self.whos: np.ndarray | None = None
 
-    def find(self, r: Resolved, mask, state: int) -> int | None:
-        """The writer of some element of the region in `state`, or None."""
-        if self.states is None:
-            return self.who if self.state == state else None
+    def find(self, r: Resolved, box, mask, state: int) -> int | None:
+        """The writer of some element of the region (view r, its _box) in `state`, or
+        None."""
+        box = None if mask is not None else box
+        if self.states is None and box is not None:
+            for b, s, who in self.boxes:
+                if s == state and _overlap(b, box):
+                    return who
+            return None
+        self._to_arrays()
         sel = self.states[r.np_index] == state
         if mask is not None:
             sel &= mask.reshape(sel.shape)
@@ -53,21 +64,26 @@ class _Tile:
             return None
         return int(self.whos[r.np_index][sel].flat[0])
 
-    def set(self, r: Resolved, mask, state: int, who: int | None,
+    def set(self, r: Resolved, box, mask, state: int, who: int | None,
             only: int | None = None) -> None:
-        """Region (where mask holds, and where it is in state `only`) := state, and its
-        writer := who (None: keep the writer)."""
-        if self.states is None:
-            if only is not None and self.state != only:
-                return  # uniform and not in `only`: nothing to change
-            if mask is None and r.is_whole:
-                self.state, self.who = state, self.who if who is None else who
-                return
-            self.states = np.full(self.shape, self.state, np.int8)
-            self.whos = np.full(self.shape, self.who, np.int64)
-        elif mask is None and r.is_whole and only is None:
-            self.state, self.who, self.states, self.whos = state, who, None, None
+        """Region (view r, its _box; where mask holds, and where it is in state `only`)
+        := state, and its writer := who (None: keep the writer)."""
+        box = None if mask is not None else box
+        if box is not None and only is None and box == self.boxes_whole:
+            self.boxes, self.states, self.whos = [(box, state, who)], None, None
             return
+        if self.states is None and box is not None:
+            kept = []
+            for b, s, w in self.boxes:
+                if (only is not None and s != only) or not _overlap(b, box):
+                    kept.append((b, s, w))
+                    continue
+                kept += [(piece, s, w) for piece in _subtract(b, box)]
+                kept.append((_intersect(b, box), state, w if who is None else who))
+            self.boxes = kept
+            if len(kept) <= MAX_BOXES:
+                return
+        self._to_arrays()
         sel = self.states[r.np_index]
         hit = np.ones(sel.shape, bool) if only is None else sel == only
         if mask is not None:
@@ -76,14 +92,50 @@ class _Tile:
         if who is not None:
             self.whos[r.np_index][hit] = who
 
+    def _to_arrays(self) -> None:
+        if self.states is not None:
+            return
+        self.states = np.empty(self.shape, np.int8)
+        self.whos = np.empty(self.shape, np.int64)
+        for b, s, w in self.boxes:
+            at = tuple(slice(lo, hi) for lo, hi in b)
+            self.states[at], self.whos[at] = s, w
+
+
+def _box(r: Resolved):
+    """The view's region as per-dim [lo, hi), or None for a strided view."""
+    if any(step != 1 and count > 1 for _, count, step in r.box):
+        return None
+    return tuple((start, start + count) for start, count, _ in r.box)
+
+
+def _overlap(a, b) -> bool:
+    return all(alo < bhi and blo < ahi for (alo, ahi), (blo, bhi) in zip(a, b))
+
+
+def _intersect(a, b):
+    return tuple((max(alo, blo), min(ahi, bhi)) for (alo, ahi), (blo, bhi) in zip(a, b))
+
+
+def _subtract(a, b) -> list:
+    """a minus b (overlapping boxes), as disjoint boxes."""
+    pieces, core = [], list(a)
+    for d, ((alo, ahi), (blo, bhi)) in enumerate(zip(a, b)):
+        if alo < blo:
+            pieces.append(tuple(core[:d]) + ((alo, blo),) + tuple(a[d + 1:]))
+        if bhi < ahi:
+            pieces.append(tuple(core[:d]) + ((bhi, ahi),) + tuple(a[d + 1:]))
+        core[d] = (max(alo, blo), min(ahi, bhi))
+    return pieces
+
 
 def _psum_operands(b: Bound):
-    """(PSUM operands read, PSUM operands written) of b."""
+    """((view, its _box) of each PSUM operand read, the same for those written) of b."""
     reads, writes = [], []
     for p in param_tables(b.spec).views:
         r = b.args.get(p.name)
         if isinstance(r, Resolved) and r.buffer == "psum":
-            (writes if p.out else reads).append(r)
+            (writes if p.out else reads).append((r, _box(r)))
     return tuple(reads), tuple(writes)
 
 
@@ -106,19 +158,19 @@ def psum_hazards(program: Program, bound: list[Bound]) -> list[Diagnostic]:
         if not reads and not writes:
             continue
         mask = b.mask if b.spec.mask_on == "dst" else None
-        for r in reads:  # reads happen before the write
-            tiles[r.decl.name].set(r, None, MM_READ, None, only=MM_UNREAD)
-        for r in writes:
-            out += _write(b, r, tiles[r.decl.name], mask, name)
+        for r, box in reads:  # reads happen before the write
+            tiles[r.decl.name].set(r, box, None, MM_READ, None, only=MM_UNREAD)
+        for r, box in writes:
+            out += _write(b, r, box, tiles[r.decl.name], mask, name)
     return out
 
 
-def _write(b: Bound, r: Resolved, tile: _Tile, mask, writer) -> list[Diagnostic]:
+def _write(b: Bound, r: Resolved, box, tile: _Tile, mask, writer) -> list[Diagnostic]:
     name, out = r.decl.name, []
     pe = b.engine == "tensor"
     mode = b.args.get("accumulate") if b.spec.param("accumulate") else False
     if pe and mode is not False:  # accumulates where the elements hold data
-        who = tile.find(r, mask, OTHER)
+        who = tile.find(r, box, mask, OTHER)
         if who is not None:
             by = "its declared initial contents" if who == INITIAL else writer(who)
             out.append(b.warn(
@@ -127,7 +179,7 @@ def _write(b: Bound, r: Resolved, tile: _Tile, mask, writer) -> list[Diagnostic]
                 hint="start the accumulation with a matmul (accumulate: false, or unset on "
                      "unwritten PSUM) instead of initialising the PSUM tile"))
         if mode is None:
-            who = tile.find(r, mask, MM_READ)
+            who = tile.find(r, box, mask, MM_READ)
             if who is not None:
                 out.append(b.warn(
                     "W055", f"`accumulate` is unset, so this adds onto `{name}`'s earlier "
@@ -135,12 +187,12 @@ def _write(b: Bound, r: Resolved, tile: _Tile, mask, writer) -> list[Diagnostic]
                     hint="a new accumulation group needs `accumulate: false` on its first "
                          "matmul; write `accumulate: true` if adding on is intended"))
     else:
-        who = tile.find(r, mask, MM_UNREAD)
+        who = tile.find(r, box, mask, MM_UNREAD)
         if who is not None:
             out.append(b.warn(
                 "W054", f"overwrites `{name}`, the result of {writer(who)}, before anything "
                 "read it", "dst",
                 hint="read the result first, or leave `accumulate` unset / true to add "
                      "onto it" if pe else "read the result first, or drop the matmul"))
-    tile.set(r, mask, MM_UNREAD if pe else OTHER, b.index)
+    tile.set(r, box, mask, MM_UNREAD if pe else OTHER, b.index)
     return out
