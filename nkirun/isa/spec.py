@@ -156,7 +156,7 @@ def convert(p: Param, value: Any, loc: Loc) -> Any:
         allowed = p.choices or tuple(ops.OPS)
         if name is None or name not in allowed:
             raise ArgError(f"`{p.name}`: unknown or unsupported operator {value!r}",
-                           hint="allowed: " + ", ".join(allowed), code="E025")
+                           hint=_suggest(value, allowed), code="E025")
         return name
     if k == ENUM:
         if isinstance(value, str):
@@ -167,7 +167,7 @@ def convert(p: Param, value: Any, loc: Loc) -> Any:
             if p.choices and v in p.choices:
                 return v
         raise ArgError(f"`{p.name}`: {value!r} is not allowed",
-                       hint="allowed: " + ", ".join(map(str, p.choices or ())), code="E025")
+                       hint=_suggest(value, tuple(map(str, p.choices or ()))), code="E025")
     if k == PATTERN:
         ok = isinstance(value, list) and value and all(
             isinstance(pair, list) and len(pair) == 2 and all(
@@ -192,6 +192,15 @@ def convert(p: Param, value: Any, loc: Loc) -> Any:
             raise ArgError(f"`{p.name}` must be a predicate string such as \"p < 64 and f < 256\"")
         return value
     raise AssertionError(f"unknown param kind {k}")  # pragma: no cover
+
+
+def _suggest(value, allowed: tuple) -> str:
+    """`did you mean `less`? allowed: ...` for a misspelt operator or enum value."""
+    from nkirun.source.builder import did_you_mean
+    word = value.strip().split(".")[-1] if isinstance(value, str) else value
+    guess = did_you_mean(word, allowed)
+    listed = "allowed: " + ", ".join(allowed)
+    return f"{guess} {listed}" if guess else listed
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ from nkirun.ir import BUFFERS, Instruction, Program, TensorDecl, instruction_at,
 from nkirun.isa import REGISTRY
 from nkirun.isa.spec import TILE, TILE_OR_SCALAR, ArgError, convert, normalize_name, param_tables
 from nkirun.hw.alu import parse_scalar
+from nkirun.source.operands import ViewSyntaxError, parse_view
 from nkirun.hw.targets import DEFAULT_TARGET, TARGETS
 
 TOP_KEYS = ("version", "name", "target", "tensors", "instructions")
@@ -23,9 +24,32 @@ BUFFER_ALIASES = {"shared_hbm": "hbm", "private_hbm": "hbm"}
 
 
 def did_you_mean(word: str, choices) -> str | None:
+    close = _closest(word, choices)
+    return f"did you mean `{close}`?" if close else None
+
+
+def _keep_mention(values: dict, key: str, raw, loc: Loc, guess) -> None:
+    """An unknown keyword's value, kept in a dropped instruction (never run) so the
+    checker still sees the tensor it names: under the keyword it was probably meant as
+    when that converts (the operand is then checked too), else as a view under its own
+    name (the dataflow pass then does not call that tensor unused)."""
+    if not isinstance(raw, str):
+        return
+    for p in (guess, None):
+        try:
+            if p is not None and p.kind in _VIEW_KINDS:
+                values[p.name] = convert(p, raw, loc)
+                return
+            if p is None:
+                values[key] = parse_view(raw, loc)
+        except (ArgError, ViewSyntaxError):
+            pass
+
+
+def _closest(word, choices) -> str | None:
     import difflib  # only on an error path: not imported at start-up
     close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
-    return f"did you mean `{close[0]}`?" if close else None
+    return close[0] if close else None
 
 
 def _type_name(v) -> str:
@@ -236,13 +260,18 @@ class Builder:
         tables = param_tables(spec)
         params, defaults, required = tables.by_name, tables.defaults, tables.required
         converted = self._converted
+        meant = set()  # missing required keywords an unknown one was a typo of
         for key, (raw, kloc) in args.items():
             locs[key] = kloc
             p = params.get(key)
             if p is None:
+                guess = _closest(key, [n for n in spec.param_names if n not in args])
+                if guess is not None and params[guess].required:
+                    meant.add(guess)  # one typo, one diagnostic: no E023 for it as well
                 self.diags.append(error("E022", f"{name}: unknown keyword `{key}`", kloc, index,
-                                        hint=did_you_mean(key, spec.param_names)
-                                        or "allowed: " + ", ".join(spec.param_names)))
+                                        hint=f"did you mean `{guess}`?" if guess else
+                                        "allowed: " + ", ".join(spec.param_names)))
+                _keep_mention(values, key, raw, kloc, params.get(guess))
                 continue
             if raw is None and not p.required:
                 continue  # an explicit null means "not given"
@@ -261,7 +290,7 @@ class Builder:
             except ArgError as e:
                 self.diags.append(error(e.code, f"{name}: {e}", kloc, index, e.hint))
         for p in required:
-            if p.name not in args:
+            if p.name not in args and p.name not in meant:
                 self.diags.append(error("E023", f"{name}: missing required keyword `{p.name}`",
                                         loc, index, hint=p.doc or None))
         if len(self.diags) > n0:
