@@ -87,3 +87,25 @@ def test_operator_did_you_mean(tmp_path, op, guess):
 def test_enum_did_you_mean(tmp_path):
     [d] = check(tmp_path, on_true="on_true_tile: t, reduce_cmd: reset_reduc")
     assert d.code == "E025" and d.hint.startswith("did you mean `reset_reduce`?")
+
+
+def test_identical_diagnostics_are_grouped_in_text_but_not_in_json(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from nkirun.cli import cli
+    body = "".join("  - tensor_copy: {dst: s, src: x}\n" for _ in range(48))  # E040 x48
+    path = tmp_path / "p.yaml"
+    path.write_text("version: 1\ntensors:\n"
+                    "  x: {buffer: hbm, shape: [4, 4], dtype: float32, fill: 1}\n"
+                    "  s: {buffer: sbuf, shape: [4, 4], dtype: float32, output: true}\n"
+                    "instructions:\n" + body)
+    r = CliRunner().invoke(cli, ["check", str(path)])
+    assert r.exit_code == 1
+    assert r.output.count("error[E040]") == 1
+    assert "... and 47 more like this at lines 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, ..." \
+        in r.output
+    assert "48 errors" in r.output
+    r = CliRunner().invoke(cli, ["check", str(path), "--format", "json"])
+    assert [d["line"] for d in json.loads(r.output)["diagnostics"]] == list(range(6, 54))
