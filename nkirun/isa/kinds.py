@@ -38,8 +38,17 @@ class ArgError(ValueError):
 def value_kind(value) -> str:
     """`value`'s type in a user's words."""
     return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
-            list: "a list", dict: "a mapping", type(None): "null"}.get(type(value),
+            list: "a list", dict: "a mapping", type(None): "nothing"}.get(type(value),
                                                                        type(value).__name__)
+
+
+def suggest(value, allowed: tuple) -> str:
+    """`did you mean `less`? allowed: ...` for a misspelt operator or enum value."""
+    from nkirun.source.builder import did_you_mean
+    word = value.strip().split(".")[-1] if isinstance(value, str) else value
+    guess = did_you_mean(word, allowed)
+    listed = "allowed: " + ", ".join(allowed)
+    return f"{guess} {listed}" if guess else listed
 
 
 def _alternatives(names, prefixes=()) -> str:
@@ -107,7 +116,8 @@ class Tile(Kind):
     def convert(self, p, value, loc):
         if not isinstance(value, str):
             raise ArgError(f"`{p.name}` must be a tensor view such as `t` or `t[:, 0:128]`, "
-                           f"got {value_kind(value)}" + (" (a number)" if self is TILE else ""))
+                           f"got {value_kind(value)}" + (" (a number)" if self is TILE and isinstance(
+                               value, (int, float)) and not isinstance(value, bool) else ""))
         try:
             return parse_view(value, loc)
         except ViewSyntaxError as e:
@@ -186,7 +196,7 @@ class Op(Kind):
         allowed = p.choices or tuple(ops.OPS)
         if name is None or name not in allowed:
             raise ArgError(f"`{p.name}`: unknown or unsupported operator {value!r}",
-                           hint="allowed: " + ", ".join(allowed), code="E025")
+                           hint=suggest(value, allowed), code="E025")
         return name
 
     def json_schema(self, p):
@@ -205,7 +215,7 @@ class Enum(Kind):
             if p.choices and v in p.choices:
                 return v
         raise ArgError(f"`{p.name}`: {value!r} is not allowed",
-                       hint="allowed: " + ", ".join(map(str, p.choices or ())), code="E025")
+                       hint=suggest(value, tuple(map(str, p.choices or ()))), code="E025")
 
     def json_schema(self, p):
         return names_or_prefixed([str(c) for c in p.choices or ()], ENUM_PREFIXES, p.doc)
