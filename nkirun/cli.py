@@ -156,6 +156,8 @@ def default_out_dir(program: str) -> str:
     stem = os.path.basename(program)
     for suffix in (".yaml", ".yml", ".nkis", ".txt"):
         stem = stem.removesuffix(suffix)
+    if stem in ("", ".", ".."):  # `..yaml` must not write into out/ itself or into ./
+        stem = "program"
     return os.path.join("out", stem)
 
 
@@ -211,6 +213,9 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, ulp, tr
     from nkirun import api
     from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES
     inputs = _parse_inputs(inputs)
+    for flag, value in (("--out", out_dir), ("--dump", dump_dir), ("--expect", expect_dir)):
+        if value is not None and not value.strip():
+            raise click.BadParameter("an empty folder name; give a folder", param_hint=flag)
     out_dir = out_dir or default_out_dir(program)
     if ulp is not None and (rtol is not None or atol is not None):
         raise click.UsageError("give either --ulp or --rtol/--atol, not both")
@@ -291,8 +296,10 @@ def _print_run_summary(program, c, result, written) -> None:
 @click.argument("program", type=click.Path(dir_okay=False))
 @_fmt_option
 @_target_option
-@click.option("--trace-out", type=click.Path(dir_okay=False), default=None,
-              help="also write a Chrome/Perfetto trace (open it in ui.perfetto.dev)")
+@click.option("--trace-out", type=click.Path(dir_okay=False, allow_dash=True), default=None,
+              metavar="FILE",
+              help="also write a Chrome/Perfetto trace (open it in ui.perfetto.dev); "
+                   "- writes it to standard output instead of the report")
 @click.option("--view", "view", default="all", show_default=True, metavar="LIST",
               help="views to show, comma-separated: summary, table, timeline, critical, all")
 @click.option("--max-rows", type=int, default=200, show_default=True, metavar="N",
@@ -334,13 +341,20 @@ def cost(program, fmt, target, trace_out, view, max_rows, width, program_format,
         p, _ = parse_file(program, program_format)
         e.lines = p.source_lines if p else ()
         raise
+    if trace_out == "":
+        raise click.BadParameter("an empty file name; give a file, or - for standard "
+                                 "output", param_hint="--trace-out")
     if trace_out:
         try:
-            write_trace(sched, trace_out)
+            where = write_trace(sched, trace_out)
         except OSError as e:
             from nkirun.diagnostics import error
             raise NkirunError(error("E080", f"--trace-out: cannot write {trace_out}: "
                                     f"{e.strerror or e}"))
+        click.echo(f"wrote the Perfetto trace to {where} (open it in ui.perfetto.dev)",
+                   err=True)
+        if trace_out == "-":  # standard output carries the trace alone
+            sys.exit(EXIT_OK)
     if fmt == "json":
         _echo_json(to_json(sched, views))
     else:
@@ -352,7 +366,7 @@ def cost(program, fmt, target, trace_out, view, max_rows, width, program_format,
 @click.argument("program", type=click.Path(dir_okay=False))
 @click.option("--to", "to", type=click.Choice(["yaml", "text"]), required=True,
               help="the format to write")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default=None,
               help="write to this file (atomically) instead of standard output")
 @_program_format_option
 @_debug_option
@@ -381,18 +395,15 @@ def convert(program, to, output, program_format, debug):
         raise e
     text = write_program(c.program, to,
                          None if output is None else os.path.dirname(output) or ".")
-    if output is None:
+    if output is None or output == "-":
         click.echo(text, nl=False)
         sys.exit(EXIT_OK)
-    tmp = f"{output}.tmp{os.getpid()}"
+    from nkirun.safeio import write_file
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, output)
+        where = write_file(output, text.encode("utf-8"))
     except OSError as exc:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
         raise NkirunError(error("E080", f"-o: cannot write {output}: {exc.strerror or exc}"))
+    click.echo(f"wrote {where}", err=True)
     sys.exit(EXIT_OK)
 
 
@@ -467,10 +478,8 @@ def schema():
 
 
 def main():
-    try:
-        cli(standalone_mode=True)
-    except KeyboardInterrupt:
-        sys.exit(130)
+    from nkirun.entry import run_main
+    run_main(cli)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -28,6 +28,9 @@ def execute(program: Program, bound, inputs=None, after_each=None) -> Machine:
                     after_each(b, m)
     except NkirunError:
         raise
+    except KeyboardInterrupt as stop:  # Ctrl-C / SIGTERM: the CLI says where it stopped
+        stop.nkirun_at = f"#{b.index} {b.op}" if b is not None else None
+        raise
     except MemoryError:
         raise RunError(error("E091", "out of memory while executing "
                              f"{b.op if b else 'the program'}", b.loc() if b else None))

@@ -45,6 +45,7 @@ class Slot:
     waited_on: int | None  # the instruction whose end set the start (None: t = 0)
     wait_tensor: str | None = None  # the tensor of a data dependence
     line: int = 0
+    tensors: tuple[str, ...] = ()  # the tensors it reads or writes (live ranges)
 
     @property
     def duration_ns(self) -> float:
@@ -310,7 +311,8 @@ def _costed(b, target: Target, op_cache: dict) -> tuple:
         reads += [(args[n].decl.name, args[n].box) for n in reads_out(b)
                   if isinstance(args.get(n), Resolved)]
     queues = target.dma_queues_for(dma_partitions(b)) if b.engine == "dma" else 0
-    return int(spec.cycles(b, target)), tuple(reads), tuple(writes), queues
+    names = tuple(dict.fromkeys(n for n, _ in reads + writes))
+    return int(spec.cycles(b, target)), tuple(reads), tuple(writes), queues, names
 
 
 def _queue_label(queues: tuple[int, ...]) -> str:
@@ -355,7 +357,7 @@ def schedule(program: Program, bound, target: Target | None = None) -> Schedule:
         c = costed.get(ckey)
         if c is None:
             c = costed[ckey] = (*_costed(b, target, op_cache), b.args)  # (args: kept alive)
-        cycles, reads, writes, n, _ = c
+        cycles, reads, writes, n, names, _ = c
         clock = clocks.get(engine)
         if clock is None:
             clock = clocks[engine] = sched.clock(engine)
@@ -429,5 +431,5 @@ def schedule(program: Program, bound, target: Target | None = None) -> Schedule:
 
         slots.append(Slot(index, spec.name, engine, label, queues, cycles, start, end,
                           spec.cost_formula, spec.cost_assumed, kind, dep, dep_tensor,
-                          b.inst.loc.line))
+                          b.inst.loc.line, names))
     return sched

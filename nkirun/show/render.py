@@ -27,8 +27,9 @@ def _source_line(lines, ln: int) -> str | None:
 def read_source(path: str) -> tuple[str, ...]:
     """The lines of a program file, to quote them when the parse itself failed (E001);
     () when it cannot be read (missing, binary, huge)."""
+    from nkirun.safeio import not_regular
     try:
-        if os.path.getsize(path) > _MAX_SOURCE_BYTES:
+        if not_regular(path) or os.path.getsize(path) > _MAX_SOURCE_BYTES:
             return ()
         with open(path, encoding="utf-8", errors="replace", newline="") as f:
             return tuple(f.read().splitlines())

@@ -132,9 +132,17 @@ def _tag_error(tag: str, loc: Loc) -> Diagnostic:
 
 def read_source(path: str) -> tuple[str | None, list[Diagnostic]]:
     """The program text, or a diagnostic for a missing/unreadable/non-UTF-8 file."""
+    from nkirun.safeio import not_regular
+    why = not_regular(path)  # before opening: reading a FIFO or /dev/zero never ends
+    if why is not None:
+        return None, [error("E000", f"cannot read program file {path}: it is {why}, not a "
+                            "regular file", Loc(path))]
     try:
         with open(path, "rb") as f:
             raw = f.read()
+    except MemoryError:
+        return None, [error("E000", f"program file {path} is too large to read into memory",
+                            Loc(path))]
     except FileNotFoundError:
         return None, [error("E000", f"program file not found: {path}", Loc(path))]
     except OSError as e:
