@@ -18,7 +18,10 @@ def _is_command() -> bool:
 
 
 def _quit(signum, _frame):
-    os._exit(128 + signum)
+    try:
+        os.write(2, b"nkirun: interrupted while starting; nothing was written\n")
+    finally:
+        os._exit(128 + signum)
 
 
 if _is_command():

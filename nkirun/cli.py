@@ -52,23 +52,27 @@ def _guard(fn):
             _fail(e, getattr(e, "lines", ()))
         except (click.exceptions.Exit, click.ClickException, SystemExit, KeyboardInterrupt):
             raise
-        except BrokenPipeError:  # stdout closed early (`nkirun ... | head`): not a bug
-            try:  # keep Python's exit-time flush of stdout from failing again
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            except (OSError, ValueError):
-                pass
+        except OSError as e:
+            from nkirun.entry import quiet_stdout_error
+            if not quiet_stdout_error(e):  # stdout gone (`| head`) or full: not a bug
+                return _internal(e, debug)
             sys.exit(EXIT_INVALID)
         except Exception as e:  # noqa: BLE001
-            if debug:
-                raise
-            from nkirun.diagnostics import InternalError
-            where = e.where if isinstance(e, InternalError) else "nkirun"
-            inner = e.exc if isinstance(e, InternalError) else e
-            click.echo(f"nkirun: internal error (a bug in nkirun, not in your program) at "
-                       f"{where}: {type(inner).__name__}: {inner}. Re-run with --debug for the "
-                       "traceback.", err=True)
-            sys.exit(EXIT_BUG)
+            return _internal(e, debug)
     return wrapper
+
+
+def _internal(e: Exception, debug: bool):
+    """A bug: one line and exit 3 (--debug: the traceback)."""
+    if debug:
+        raise e
+    from nkirun.diagnostics import InternalError
+    where = e.where if isinstance(e, InternalError) else "nkirun"
+    inner = e.exc if isinstance(e, InternalError) else e
+    click.echo(f"nkirun: internal error (a bug in nkirun, not in your program) at "
+               f"{where}: {type(inner).__name__}: {inner}. Re-run with --debug for the "
+               "traceback.", err=True)
+    sys.exit(EXIT_BUG)
 
 
 class _InOrder(click.Group):

@@ -20,6 +20,14 @@ from nkirun import safeio
 _QUIET_ERRNOS = (errno.EPIPE, errno.ENOSPC, errno.EBADF, errno.EIO)
 
 
+def quiet_stdout_error(e: OSError) -> bool:
+    """True (and stdout silenced) if `e` is standard output failing: closed, gone, full."""
+    if e.errno not in _QUIET_ERRNOS:
+        return False
+    _silence_stdout()
+    return True
+
+
 def _install_handlers() -> None:
     try:
         signal.signal(signal.SIGINT, signal.default_int_handler)
