@@ -49,6 +49,9 @@ def _guard(fn):
         try:
             return fn(*args, **kwargs)
         except NkirunError as e:
+            if kwargs.get("fmt") == "json" and fn.__name__ == "run":
+                _echo_json({"program": kwargs.get("program"), "ok": False,
+                            "diagnostics": [d.as_dict() for d in e.diagnostics]})
             _fail(e, getattr(e, "lines", ()))
         except (click.exceptions.Exit, click.ClickException, SystemExit, KeyboardInterrupt):
             raise
@@ -85,7 +88,11 @@ class _InOrder(click.Group):
 @click.group(cls=_InOrder, context_settings={"help_option_names": ["-h", "--help"],
                                              "max_content_width": 100})
 @click.version_option(package_name="nkirun")
-def cli():
+@click.option("--color", "--colour", "color", type=click.Choice(["auto", "always", "never"]),
+              default="auto", show_default=True, expose_value=True, is_eager=True,
+              help="colour the output; auto: on a terminal, unless NO_COLOR is set or "
+                   "FORCE_COLOR asks for it")
+def cli(color):
     """Check, run and cost AWS NKI instruction programs on the CPU.
 
     A program (YAML, or the line-oriented text form) declares named HBM/SBUF/PSUM tensors
@@ -98,52 +105,83 @@ def cli():
       nkirun explain range_select                   # what an instruction takes and does
 
     `nkirun COMMAND --help` shows each command's options and examples. Diagnostic codes:
-    docs/diagnostics.md. Output is coloured on a terminal, plain when piped or with NO_COLOR.
+    docs/diagnostics.md (`nkirun explain E040` explains one). Output is coloured on a
+    terminal, plain when piped (--color, NO_COLOR, FORCE_COLOR change that).
 
     Exit status: 0 ok, 1 invalid program or failed run, 2 usage error, 3 internal error.
     """
+    from nkirun.show.render import set_color_mode
+    set_color_mode(color)
 
 
-@cli.command(short_help="Validate a program statically: every problem, located.")
-@click.argument("program", type=click.Path(dir_okay=False))
-@_fmt_option
+@cli.command(short_help="Validate programs statically: every problem, located.")
+@click.argument("programs", nargs=-1, required=True, metavar="PATH...",
+                type=click.Path(allow_dash=False))
+@click.option("--format", "--output-format", "fmt", show_default=True, default="text",
+              type=click.Choice(["text", "json", "github", "junit"]),
+              help="text for people, json for tools, github for Actions annotations, junit "
+                   "for CI test reports")
 @_target_option
 @_program_format_option
 @_debug_option
 @_guard
-def check(program, fmt, target, program_format, debug):
-    """Validate PROGRAM statically (reads no data file).
+def check(programs, fmt, target, program_format, debug):
+    """Validate programs statically (reads no data file). Each PATH is a program or a
+    folder, searched for .yaml/.yml/.nkis programs.
 
     Reports every problem at once, each as `file:line:col: error[CODE]: message`, the
     source line with a caret under the offending keyword, and `= help:` saying what is
-    allowed. Codes are listed in docs/diagnostics.md.
+    allowed (`nkirun explain CODE` explains a code). With several programs, one summary
+    line and one exit status for all of them.
 
     \b
     Examples:
       nkirun check prog.yaml
+      nkirun check programs/ more.nkis          # many programs, one summary
       nkirun check prog.yaml --target trn1      # the rules of another chip
-      nkirun check prog.yaml --format json      # for editors and CI
+      nkirun check prog.yaml --format json      # for editors and tools
+      nkirun check programs/ --format github    # annotations in GitHub Actions
+      nkirun check programs/ --format junit > report.xml
 
-    Exit status: 0 no errors (warnings allowed), 1 errors, 2 usage error.
+    Exit status: 0 no errors (warnings allowed), 1 errors in any program, 2 usage error.
     """
-    from nkirun.api import check_program
-    from nkirun.show.render import plural, print_diagnostics, summary_line
-    c = check_program(program, program_format, target)
+    from nkirun.show import check_report as cr
+    paths, empty = cr.expand(programs)
+    if empty:
+        raise click.BadParameter(f"no .yaml/.yml/.nkis program in {', '.join(empty)}",
+                                 param_hint="PATH")
+    results = [_check_one(p, program_format, target) for p in paths]
     if fmt == "json":
-        _echo_json({
-            "program": program, "ok": not c.errors,
-            "errors": len(c.errors), "warnings": len(c.diagnostics) - len(c.errors),
-            "diagnostics": [d.as_dict() for d in c.diagnostics]})
+        _echo_json(cr.to_json(results))
+    elif fmt == "github":
+        click.echo(cr.github(results))
+    elif fmt == "junit":
+        click.echo(cr.junit(results))
     else:
-        lines = c.program.source_lines if c.program else ()
-        print_diagnostics(c.diagnostics, lines)
-        if c.errors:
-            click.echo(f"{program}: {summary_line(c.diagnostics)}")
+        _check_text(results)
+    sys.exit(EXIT_INVALID if any(r.errors for r in results) else EXIT_OK)
+
+
+def _check_one(path, program_format, target):
+    from nkirun.api import check_program
+    from nkirun.show.check_report import Checked
+    c = check_program(path, program_format, target)
+    return Checked(path, c.diagnostics, len(c.program.instructions) if c.program else 0,
+                   c.program.source_lines if c.program else ())
+
+
+def _check_text(results) -> None:
+    from nkirun.show.check_report import summary
+    from nkirun.show.render import plural, print_diagnostics, summary_line
+    for r in results:
+        print_diagnostics(r.diagnostics, r.lines)
+        if r.errors:
+            click.echo(f"{r.program}: {summary_line(r.diagnostics)}")
         else:
-            n = len(c.program.instructions) if c.program else 0
-            click.echo(f"{program}: ok — {plural(n, 'instruction')}"
-                       + (f", {summary_line(c.diagnostics)}" if c.diagnostics else ""))
-    sys.exit(EXIT_INVALID if c.errors else EXIT_OK)
+            click.echo(f"{r.program}: ok — {plural(r.instructions, 'instruction')}"
+                       + (f", {summary_line(r.diagnostics)}" if r.diagnostics else ""))
+    if len(results) > 1:
+        click.echo(f"checked {summary(results)}")
 
 
 def _parse_inputs(values) -> dict[str, str]:
@@ -191,11 +229,14 @@ def default_out_dir(program: str) -> str:
               help="write every tensor as DIR/<k>_<op>/<tensor>.npy after each instruction")
 @click.option("--after", "dump_after", type=int, default=None, metavar="K",
               help="with --dump: only after instruction K (0-based)")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="json: one object on stdout (outputs, warnings, the "
+              "--expect verdict); errors too")
 @_program_format_option
 @_debug_option
 @_guard
 def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, ulp, trace, dump_dir,
-        dump_after, program_format, debug):
+        dump_after, program_format, debug, fmt="text"):
     """Check, then execute PROGRAM with NumPy; write every `output: true` tensor.
 
     Outputs go to DIR/<name>.npy (--out DIR), written only after the whole run succeeded,
@@ -256,17 +297,36 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, ulp, tr
     warnings += [w for w in m.warnings if (w.code, w.loc) not in seen]
     print_diagnostics(warnings, c.program.source_lines, sys.stderr)
     written = write_outputs(result, out_dir)
-    _print_run_summary(program, c, result, written)
+    if fmt == "json":
+        report = _run_json(program, c, result, written, warnings)
+    else:
+        _print_run_summary(program, c, result, written)
     if expected is not None:  # outputs are written even on a mismatch, to inspect them
         from nkirun.runner.compare import Tolerance, compare_outputs, format_diffs
         tol = Tolerance(rtol or 0.0, atol or 0.0, ulp)
         diffs = compare_outputs(c.program, result, expected, tol)
         bad = [d for d in diffs if not d.ok]
         from nkirun.runner.compare import compare_headline
-        click.echo(f"compared with {expect_dir}: {compare_headline(diffs)}")
-        click.echo(format_diffs(diffs))
-        sys.exit(EXIT_INVALID if bad else EXIT_OK)
-    sys.exit(EXIT_OK)
+        if fmt == "json":
+            report["ok"] = not bad
+            report["expect"] = {"dir": expect_dir, "ok": not bad,
+                                "summary": compare_headline(diffs),
+                                "tensors": [d.as_dict() for d in diffs]}
+        else:
+            click.echo(f"compared with {expect_dir}: {compare_headline(diffs)}")
+            click.echo(format_diffs(diffs))
+    if fmt == "json":
+        _echo_json(report)
+    sys.exit(EXIT_INVALID if expected is not None and bad else EXIT_OK)
+
+
+def _run_json(program, c, result, written, warnings) -> dict:
+    """`run --format json`: one object on stdout (the --expect verdict is added to it)."""
+    return {"program": program, "ok": True, "instructions": len(c.program.instructions),
+            "outputs": [{"name": name, "shape": list(c.program.tensors[name].shape),
+                         "dtype": c.program.tensors[name].dtype.name, "file": path}
+                        for name, path in zip(result, written)],
+            "diagnostics": [d.as_dict() for d in warnings]}
 
 
 def _print_run_summary(program, c, result, written) -> None:
@@ -278,9 +338,10 @@ def _print_run_summary(program, c, result, written) -> None:
             for (name, _), path in zip(result.items(), written)]
     if use_color():
         from rich import box
-        from rich.console import Console
         from rich.table import Table
-        console = Console(highlight=False)
+
+        from nkirun.show.render import make_console
+        console = make_console()
         console.print(head, style="bold", soft_wrap=True)
         if rows:
             table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
@@ -412,8 +473,8 @@ def convert(program, to, output, program_format, debug):
 
 
 def _console():
-    from rich.console import Console
-    return Console(highlight=False)
+    from nkirun.show.render import make_console
+    return make_console()
 
 
 @cli.command(short_help="Show an instruction: signature, rules, semantics, cost, example.")

@@ -135,8 +135,8 @@ class Tracer:
 
     def _rich_console(self):
         if self.console is None:
-            from rich.console import Console
-            self.console = Console(file=self.stream, highlight=False, soft_wrap=True)
+            from nkirun.show.render import make_console
+            self.console = make_console(self.stream, soft_wrap=True)
             self.console.print("trace: what each instruction wrote", style="bold")
         return self.console
 
@@ -206,8 +206,13 @@ class Progress:
 
 
 def want_progress(stream=None) -> bool:
+    """A transient bar only on a terminal (never into a pipe, even with --color always)."""
     from nkirun.show.render import use_color
-    return use_color(stream or sys.stderr)
+    stream = stream or sys.stderr
+    try:
+        return use_color(stream) and stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 @contextlib.contextmanager

@@ -13,11 +13,45 @@ LONG_LINE = 160  # source lines longer than this are shown as a window around th
 _MAX_SOURCE_BYTES = 64 << 20  # never read a larger file just to quote one line
 
 
+COLOR_MODES = ("auto", "always", "never")
+_color_mode = "auto"  # set by `nkirun --color`
+
+
+def set_color_mode(mode: str) -> None:
+    global _color_mode
+    if mode not in COLOR_MODES:
+        raise ValueError(f"--color: {mode!r}; allowed: {', '.join(COLOR_MODES)}")
+    _color_mode = mode
+
+
 def use_color(stream=None) -> bool:
-    stream = stream or sys.stdout
-    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+    """Colour for `stream`? `--color always|never` decides; under `auto` (the default) a
+    non-empty NO_COLOR turns it off, a FORCE_COLOR other than 0/false turns it on, and
+    otherwise a terminal (not TERM=dumb) gets colour, a pipe or file does not."""
+    if _color_mode != "auto":
+        return _color_mode == "always"
+    if os.environ.get("NO_COLOR"):
         return False
-    return hasattr(stream, "isatty") and stream.isatty()
+    force = os.environ.get("FORCE_COLOR")
+    if force is not None and force.strip().lower() not in ("0", "false", "no", "off"):
+        return True
+    if os.environ.get("TERM") == "dumb":
+        return False
+    stream = stream or sys.stdout
+    try:
+        return hasattr(stream, "isatty") and stream.isatty()
+    except ValueError:  # a closed stream
+        return False
+
+
+def make_console(file=None, **kw):
+    """A rich Console for `file` that colours exactly when use_color(file) says so (rich's
+    own terminal and environment detection would disagree under --color/FORCE_COLOR)."""
+    from rich.console import Console
+    color = use_color(file or sys.stdout)
+    kw.setdefault("highlight", False)
+    return Console(file=file, force_terminal=color, no_color=not color,
+                   color_system="standard" if color else None, **kw)
 
 
 def _source_line(lines, ln: int) -> str | None:
@@ -98,11 +132,10 @@ def print_diagnostics(diags: list[Diagnostic], lines=(), stream=None) -> None:
 
 
 def _print_rich(diags, lines, stream, cache) -> None:
-    from rich.console import Console
     from rich.text import Text
     # soft_wrap: the terminal wraps long lines itself, so rich never breaks a source line
     # away from its caret line
-    console = Console(file=stream, highlight=False, soft_wrap=True)
+    console = make_console(stream, soft_wrap=True)
     for d in diags:
         _, quote, hint = parts(d, _lines_for(d, lines, cache))
         color = "red" if d.is_error else "yellow"
