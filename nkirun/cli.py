@@ -477,25 +477,31 @@ def _console():
     return make_console()
 
 
-@cli.command(short_help="Show an instruction: signature, rules, semantics, cost, example.")
+@cli.command(short_help="Explain an instruction (signature, rules, cost) or a diagnostic code.")
 @click.argument("op")
 @_fmt_option
 def explain(op, fmt):
-    """Show instruction OP: signature, engine, parameters, rules, semantics, cost formula
-    and an example.
+    """Show instruction OP (signature, engine, parameters, rules, semantics, cost formula
+    and an example) or explain a diagnostic code (E040, W051, ...).
 
-    Everything comes from the module that implements OP (nkirun/isa/<op>.py), the same
-    definition check, run and cost use. `nisa.` prefixes are accepted.
+    An instruction's entry comes from the module that implements it (nkirun/isa/<op>.py),
+    the same definition check, run and cost use; `nisa.` prefixes are accepted. A code's
+    entry comes from the table installed with nkirun (docs/diagnostics.md is made from it).
 
     \b
     Examples:
       nkirun explain range_select
       nkirun explain nisa.activation --format json
+      nkirun explain E040
 
-    Exit status: 0 ok, 1 unknown instruction (with a did-you-mean).
+    Exit status: 0 ok, 1 unknown instruction or code (with a did-you-mean).
     """
+    from nkirun import codes
     from nkirun.show.explain import describe, lookup, render_rich, render_text, suggestion
     from nkirun.show.render import use_color
+    if codes.CODE_RE.fullmatch(op.strip()):
+        _explain_code(op, fmt)
+        return
     spec = lookup(op)
     if spec is None:
         hint = suggestion(op)
@@ -509,6 +515,25 @@ def explain(op, fmt):
         render_rich(d, _console())
     else:
         click.echo(render_text(d))
+
+
+def _explain_code(text: str, fmt: str) -> None:
+    from nkirun import codes
+    from nkirun.show.render import reading_width
+    c = codes.lookup(text)
+    if c is None:
+        click.echo(f"nkirun: unknown diagnostic code `{text}` (docs/diagnostics.md lists "
+                   "them)", err=True)
+        sys.exit(EXIT_INVALID)
+    if fmt == "json":
+        _echo_json({"code": c.code, "severity": c.severity, "section": c.section,
+                    "instruction": c.instruction, "meaning": c.meaning})
+    else:
+        import textwrap
+        width = reading_width()
+        click.echo("\n".join(textwrap.fill(line, width, break_long_words=False,
+                                           break_on_hyphens=False)
+                             for line in codes.explain_text(c).splitlines()))
 
 
 @cli.command(short_help="List the instructions nkirun knows.")

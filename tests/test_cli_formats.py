@@ -155,3 +155,104 @@ def test_run_json_error_is_json_too():
 def test_color_flag_and_environment(flag, env, coloured, cmd):
     r = invoke(*flag, *cmd, env=env)
     assert bool(ANSI.search(r.output)) == coloured, r.output[:300]
+
+
+# ---- numbers, colours and wrapping a person reads -------------------------------------------
+def test_durations_scale_with_one_separator_style():
+    from nkirun.show.numbers import duration, in_unit, time_unit
+    assert duration(748.66) == "748.7 ns"
+    assert duration(4748.7) == "4.75 us" and duration(4748.7, micro=True) == "4.75 µs"
+    assert duration(12_345_678.0) == "12.35 ms" and duration(3.5e9) == "3.50 s"
+    assert duration(1_234_567_890_123.0) == "1,234.57 s"
+    assert time_unit(4748.7) == ("ns", 1.0) and time_unit(47_487.0, True) == ("µs", 1e3)
+    assert in_unit(1_234_567.0, 1.0) == "1,234,567.0"
+
+
+def _cost_text(path, color, width=120):
+    import io
+
+    from nkirun import api
+    from nkirun.schedule import render_report
+
+    class Tty(io.StringIO):
+        encoding = "utf-8"
+
+        def isatty(self):
+            return True
+    f = Tty()
+    render_report(api.cost(path), f, width=width, color=color)
+    return f.getvalue()
+
+
+def test_cost_report_units_and_dma_column():
+    text = _cost_text("programs/causal_softmax.yaml", color=False)
+    assert "makespan " in text and re.search(r"makespan [\d,.]+ (ns|us|ms)", text)
+    assert text.isascii()  # plain output: `us`, never `µs`
+    table = text.split("\ninstructions\n")[1].split("cost formulas")[0]
+    rows = [ln for ln in table.splitlines() if "| load " in ln or "| store " in ln]
+    assert rows and all(re.search(r"\|\s+[\d,]+ ns \|", ln) for ln in rows)
+    coloured = _cost_text("programs/causal_softmax.yaml", color=True)
+    assert "µs" in ANSI.sub("", coloured)  # a terminal gets the real unit
+
+
+RED_OR_DARK_BLUE = re.compile(r"\x1b\[(?:[0-9;]*;)?(?:31|34|44)(?:;[0-9;]*)?m")
+
+
+@pytest.mark.parametrize("path", ["programs/matmul_transpose.yaml",
+                                  "programs/causal_softmax.yaml", "programs/topk16.yaml"])
+def test_cost_colours_by_engine_never_red_or_dark_blue(path):
+    from nkirun.schedule.report import ENGINE_COLORS
+    assert not {"red", "blue", "bright_red"} & set(ENGINE_COLORS.values())
+    text = _cost_text(path, color=True)
+    assert "\x1b[" in text and not RED_OR_DARK_BLUE.search(text)
+    from nkirun import api
+    engines = {x.engine for x in api.cost(path).slots}
+    # every instruction of one engine gets that engine's colour in the timeline
+    assert len({ENGINE_COLORS[e] for e in engines}) == len(engines)
+
+
+def test_diagnostic_gutter_is_not_dark_blue():
+    import io
+
+    from nkirun.diagnostics import Loc, error
+    from nkirun.show.render import print_diagnostics, set_color_mode
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+    f = Tty()
+    set_color_mode("always")
+    try:
+        print_diagnostics([error("E020", "m", Loc("p", 1, 1), hint="h")], ("x",), f)
+    finally:
+        set_color_mode("auto")
+    body = f.getvalue()  # red marks the error itself (header, caret); the frame is not blue
+    assert "\x1b[" in body and not re.search(r"\x1b\[(?:[0-9;]*;)?(?:34|44)(?:;[0-9;]*)?m", body)
+
+
+@pytest.mark.parametrize("columns,limit", [("200", 80), ("99999999", 80), ("20", 60),
+                                           ("70", 70)])
+def test_explain_wraps_between_words(columns, limit):
+    from nkirun.isa import REGISTRY
+    r = invoke("explain", "range_select", env={"COLUMNS": columns})
+    assert r.exit_code == 0
+    example = set(REGISTRY["range_select"].example.splitlines())
+    prose = [ln for ln in r.output.splitlines()
+             if ln.strip() not in example and not ln.startswith("source: ")]
+    assert max(len(ln) for ln in prose) <= limit
+    assert max(len(ln) for ln in prose) > limit - 15  # it does use the room
+    words = set(" ".join(r.output.split()).split())
+    assert "per-partition" in words  # words are never split (no hyphen breaks)
+
+
+def test_explain_a_diagnostic_code():
+    r = invoke("explain", "E040")
+    assert r.exit_code == 0
+    assert r.output.startswith("E040 (error) — Memory and buffers")
+    assert "buffer the instruction does not allow" in r.output
+    r = invoke("explain", "w213", "--format", "json")
+    d = json.loads(r.output)
+    assert d["code"] == "W213" and d["instruction"] == "tensor_tensor"
+    assert d["severity"] == "warning"
+    r = invoke("explain", "E999")
+    assert r.exit_code == 1 and "unknown diagnostic code" in r.output

@@ -13,6 +13,36 @@ LONG_LINE = 160  # source lines longer than this are shown as a window around th
 _MAX_SOURCE_BYTES = 64 << 20  # never read a larger file just to quote one line
 
 
+READING_WIDTH = (60, 80)  # prose (explain, diagnostic headers) wraps within these columns
+
+
+def reading_width(columns: int | None = None) -> int:
+    """The terminal's width (COLUMNS or the tty's) held within READING_WIDTH: never wider
+    than a comfortable line, never so narrow that every word gets its own line."""
+    if columns is None:
+        import shutil
+        try:
+            columns = shutil.get_terminal_size((80, 24)).columns
+        except (ValueError, OSError, OverflowError):
+            columns = 80
+    lo, hi = READING_WIDTH
+    return max(lo, min(hi, columns))
+
+
+def wrap_words(line: str, width: int | None = None) -> str:
+    """`line` wrapped between words (never inside one) within reading_width(); continuation
+    lines are indented under the text (two more spaces than the line's own indent, four
+    for a `- ` bullet's text)."""
+    import textwrap
+    width = width or reading_width()
+    if len(line) <= width:
+        return line
+    lead = line[:len(line) - len(line.lstrip(" "))]
+    more = lead + ("  " if line.lstrip().startswith("- ") else "    " if lead else "  ")
+    return textwrap.fill(line.lstrip(" "), width, initial_indent=lead, subsequent_indent=more,
+                         break_long_words=False, break_on_hyphens=False)
+
+
 COLOR_MODES = ("auto", "always", "never")
 _color_mode = "auto"  # set by `nkirun --color`
 
@@ -135,7 +165,7 @@ def _print_rich(diags, lines, stream, cache) -> None:
     from rich.text import Text
     # soft_wrap: the terminal wraps long lines itself, so rich never breaks a source line
     # away from its caret line
-    console = make_console(stream, soft_wrap=True)
+    console = make_console(stream, soft_wrap=True, width=reading_width())
     for d in diags:
         _, quote, hint = parts(d, _lines_for(d, lines, cache))
         color = "red" if d.is_error else "yellow"
@@ -144,15 +174,15 @@ def _print_rich(diags, lines, stream, cache) -> None:
         t.append(f"{d.severity}[{d.code}]", style=f"bold {color}")
         t.append(": ")
         t.append(d.message, style="bold")
-        console.print(t)
+        console.print(t, soft_wrap=False)  # the header wraps between words
         pad = "   "
         if quote is not None:
             ln, src, caret = quote
             pad = " " * (len(ln) + 1)
-            console.print(Text.assemble((f" {ln} | ", "blue"), src))
-            console.print(Text.assemble((f"{pad} | ", "blue"), (caret, f"bold {color}")))
+            console.print(Text.assemble((f" {ln} | ", "bright_blue"), src))
+            console.print(Text.assemble((f"{pad} | ", "bright_blue"), (caret, f"bold {color}")))
         if hint:
-            console.print(Text.assemble((f"{pad} = ", "blue"), ("help", "bold cyan"),
+            console.print(Text.assemble((f"{pad} = ", "bright_blue"), ("help", "bold cyan"),
                                         (": " + hint, "cyan")))
 
 
