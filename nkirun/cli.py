@@ -552,19 +552,44 @@ def ops(fmt):
         click.echo(render_ops_text(rows))
 
 
-@cli.command(short_help="Print the JSON Schema of the program format.")
-def schema():
-    """Print the JSON Schema of the program format (generated from the instruction
-    table; the same as schemas/program.schema.json). For editor completion with
-    yaml-language-server, start a program with:
+@cli.command(short_help="Print or write the JSON Schema of the program format.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default=None,
+              metavar="FILE", help="write it to FILE (atomically) instead of standard output")
+@click.option("--path", "show_path", is_flag=True,
+              help="print where the installed copy is (for editor settings)")
+def schema(output, show_path):
+    """Print the JSON Schema of the program format (generated from the instruction table;
+    the same as schemas/program.schema.json and the copy installed with nkirun). For
+    completion, hover docs and snippets in an editor with yaml-language-server (VS Code's
+    YAML extension, Neovim, Helix, ...), start a program with:
 
     \b
       # yaml-language-server: $schema=PATH/program.schema.json
 
-    Exit status 0.
+    \b
+    Examples:
+      nkirun schema -o program.schema.json
+      nkirun schema --path        # the installed copy, e.g. for yaml.schemas settings
+
+    Exit status 0; 1 if FILE cannot be written.
     """
-    from nkirun.source.schema import dumps
-    click.echo(dumps(), nl=False)
+    from nkirun.source.schema import PACKAGE_SCHEMA_PATH, dumps
+    if show_path:
+        click.echo(PACKAGE_SCHEMA_PATH)
+        return
+    text = dumps()
+    if output is None or output == "-":
+        click.echo(text, nl=False)
+        return
+    from nkirun.safeio import write_file
+    try:
+        where = write_file(output, text.encode("utf-8"))
+    except OSError as exc:
+        from nkirun.diagnostics import error
+        click.echo(error("E080", f"-o: cannot write {output}: {exc.strerror or exc}").one_line(),
+                   err=True)
+        sys.exit(EXIT_INVALID)
+    click.echo(f"wrote {where}", err=True)
 
 
 def main():

@@ -28,6 +28,15 @@ from nkirun.hw.targets import TARGETS
 
 SCHEMA_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                            "schemas", "program.schema.json")
+# the copy installed with the package (`nkirun schema --path` names it, for editor settings)
+PACKAGE_SCHEMA_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                   "program.schema.json")
+SCHEMA_ID = "urn:nkirun:schema:program:1"
+
+VIEW_MESSAGE = ("a tensor view: a declared tensor name, optionally indexed with ints, "
+                "start:stop[:step] and `:`, e.g. `t` or `t[:, 0:128]`")
+INT_MESSAGE = "an integer (or a string holding one)"
+NUM_MESSAGE = "a number, or one of inf, -inf, nan, fp32.min, fp32.max"
 
 VIEW_PATTERN = r"^\s*[A-Za-z_][A-Za-z0-9_.]*\s*(\[[^\[\]]*\])?\s*$"
 INT_STRING = r"^\s*[+-]?(0[xXoObB][0-9a-fA-F_]+|[0-9][0-9_]*)\s*$"
@@ -47,9 +56,13 @@ def _nocase(word: str) -> str:
 
 def _names_or_prefixed(names, prefixes, description: str) -> dict:
     """Canonical names as an enum (editors complete them) or any accepted spelling."""
+    shown = ", ".join(f"`{n}`" for n in sorted(names)[:12]) + (", ..." if len(names) > 12
+                                                                else "")
     return {"description": description,
             "anyOf": [{"enum": sorted(names)},
-                      {"type": "string", "pattern": _alternatives(names, prefixes)}]}
+                      {"type": "string", "pattern": _alternatives(names, prefixes),
+                       "patternErrorMessage": f"one of {shown}"
+                       + (f" (prefixes {', '.join(prefixes)} allowed)" if prefixes else "")}]}
 
 
 SCALAR_SCHEMA = {
@@ -57,8 +70,8 @@ SCALAR_SCHEMA = {
         {"type": "number"},
         {"type": "string", "pattern": "^\\s*(" + "|".join(
             _nocase(k) for k in sorted(ops.SPECIAL_SCALARS, key=lambda k: (-len(k), k)))
-            + ")\\s*$"},
-        {"type": "string", "pattern": NUM_STRING},
+            + ")\\s*$", "patternErrorMessage": NUM_MESSAGE},
+        {"type": "string", "pattern": NUM_STRING, "patternErrorMessage": NUM_MESSAGE},
     ]}
 
 
@@ -93,15 +106,18 @@ def param_schema(p: S.Param) -> dict:
     """The JSON Schema of one keyword, from its Param declaration."""
     k = p.kind
     if k == S.TILE:
-        s = {"type": "string", "pattern": VIEW_PATTERN, "description": _tile_doc(p)}
+        s = {"type": "string", "pattern": VIEW_PATTERN, "patternErrorMessage": VIEW_MESSAGE,
+             "description": _tile_doc(p)}
     elif k == S.TILE_OR_SCALAR:
         s = {"description": _tile_doc(p) + ", or a number",
-             "anyOf": [SCALAR_SCHEMA, {"type": "string", "pattern": VIEW_PATTERN}]}
+             "anyOf": [SCALAR_SCHEMA, {"type": "string", "pattern": VIEW_PATTERN,
+                                       "patternErrorMessage": VIEW_MESSAGE}]}
     elif k == S.SCALAR:
         s = dict(SCALAR_SCHEMA, description=p.doc + " — a number, or inf, -inf, nan, "
                  "fp32.min, fp32.max")
     elif k == S.INT:
-        s = {"anyOf": [{"type": "integer"}, {"type": "string", "pattern": INT_STRING}],
+        s = {"anyOf": [{"type": "integer"}, {"type": "string", "pattern": INT_STRING,
+                                             "patternErrorMessage": INT_MESSAGE}],
              "description": p.doc}
     elif k == S.BOOL:
         s = {"anyOf": [{"type": "boolean"}, {"enum": ["true", "false", "True", "False"]}],
@@ -131,17 +147,42 @@ def param_schema(p: S.Param) -> dict:
     if not p.required:  # an explicit null means "not given"
         s = {"description": s.get("description", ""),
              "anyOf": [{k2: v for k2, v in s.items() if k2 != "description"}, {"type": "null"}]}
+    s["markdownDescription"] = _param_markdown(p, s.get("description", ""))
     return s
 
 
+def _param_markdown(p: S.Param, description: str) -> str:
+    need = "required" if p.required else f"optional, default `{_json_default(p.default)}`"
+    return f"**`{p.name}`** ({need}{', written' if p.out else ''})\n\n{description}"
+
+
+def _docs_url(name: str) -> str:
+    from nkirun.show.explain import docs_url
+    return docs_url(name)
+
+
 def instruction_schema(spec: S.InstructionDef) -> dict:
+    required = [p.name for p in spec.params if p.required]
     return {
         "type": "object",
+        "title": f"{spec.name} — {spec.summary}",
         "description": f"{spec.summary} ({spec.engine} engine). {spec.semantics}",
+        "markdownDescription": (f"**{spec.name}** — {spec.summary} (*{spec.engine}* engine)"
+                                f"\n\n{spec.semantics}\n\nRequired: "
+                                + (", ".join(f"`{r}`" for r in required) or "nothing")
+                                + f"\n\n[NKI documentation]({_docs_url(spec.name)}) · "
+                                f"`nkirun explain {spec.name}`"),
         "properties": {p.name: param_schema(p) for p in spec.params},
-        "required": [p.name for p in spec.params if p.required],
+        "required": required,
         "additionalProperties": False,
     }
+
+
+def instruction_snippet(spec: S.InstructionDef) -> dict:
+    """An editor snippet: the instruction with its required keywords as tab stops."""
+    body = {p.name: f"${{{k}:{p.name}}}"
+            for k, p in enumerate((p for p in spec.params if p.required), start=1)}
+    return {"label": spec.name, "description": spec.summary, "body": {spec.name: body}}
 
 
 def tensor_schema() -> dict:
@@ -174,6 +215,7 @@ def generate() -> dict:
     defs["tensor"] = tensor_schema()
     return {
         "$schema": "http://json-schema.org/draft-07/schema#",
+        "$id": SCHEMA_ID,
         "title": "nkirun program, format version 1",
         "description": "Generated by `python -m nkirun.source.schema --write` from nkirun's "
                        "instruction table; do not edit by hand.",
@@ -182,7 +224,10 @@ def generate() -> dict:
             "version": {"const": 1, "description": "the format version (required)"},
             "name": {"type": ["string", "null"]},
             "target": {"enum": list(TARGETS), "default": "trn2"},
-            "tensors": {"type": "object", "propertyNames": {"pattern": NAME_RE.pattern},
+            "tensors": {"type": "object",
+                        "propertyNames": {"pattern": NAME_RE.pattern, "patternErrorMessage":
+                                          "a tensor name: letters, digits and _, not starting "
+                                          "with a digit (it becomes an output file name)"},
                         "additionalProperties": {"$ref": "#/definitions/tensor"}},
             "instructions": {"type": "array", "items": {"$ref": "#/definitions/instruction"}},
         },
@@ -192,6 +237,7 @@ def generate() -> dict:
             "instruction": {
                 "type": "object", "minProperties": 1, "maxProperties": 1,
                 "description": "one nki.isa instruction: `- op: {keyword: value, ...}`",
+                "defaultSnippets": [instruction_snippet(spec) for spec in ops_by_name.values()],
                 "properties": {name: {"$ref": f"#/definitions/op_{name}"}
                                for name in ops_by_name},
                 # nisa.range_select, nl.load, ...: the prefixes normalize_name strips
@@ -213,10 +259,11 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     text = dumps()
     if "--write" in argv:
-        os.makedirs(os.path.dirname(SCHEMA_PATH), exist_ok=True)
-        with open(SCHEMA_PATH, "w", encoding="utf-8") as f:
-            f.write(text)
-        print(f"wrote {SCHEMA_PATH}")
+        for path in (SCHEMA_PATH, PACKAGE_SCHEMA_PATH):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+            print(f"wrote {path}")
     else:
         sys.stdout.write(text)
     return 0
