@@ -76,6 +76,11 @@ def run_main(group: click.Group, args=None) -> None:
     _install_handlers()
     if sys.stdout is None:  # started with `>&-`: print nothing, quietly
         sys.stdout = open(os.devnull, "w", encoding="utf-8")
+    for stream in (sys.stdout, sys.stderr):  # an ASCII-only terminal or LANG=C: show `?`
+        try:  # for what it cannot encode (µ, —, box lines) rather than fail
+            stream.reconfigure(errors="replace")
+        except (AttributeError, ValueError, OSError):
+            pass
     try:
         code = _invoke(group, args)
         sys.stdout.flush()

@@ -72,6 +72,9 @@ def _eval(node, env):
         return -_eval(node.operand, env)
     if isinstance(node, ast.Constant) and isinstance(node.value, int) and \
             not isinstance(node.value, bool):
+        if abs(node.value) > MAX_CONSTANT:
+            raise MaskError(f"the constant {_short(node.value)} is out of range (at most "
+                            f"{MAX_CONSTANT:,} in magnitude: masks compare indices)")
         return node.value
     if isinstance(node, ast.Name):
         if node.id not in env:
@@ -80,8 +83,31 @@ def _eval(node, env):
     raise MaskError("a mask is comparisons of affine index expressions joined by `and`")
 
 
+MAX_CONSTANT = 2**31 - 1  # masks compare indices (< 2**24 elements): int32 is plenty
+MAX_MASK_CHARS = 4096  # a longer predicate is not a hand-written mask; bounds the parser too
+
+
+def _short(v: int) -> str:
+    s = str(v) if abs(v) < 10**30 else f"{str(v)[:12]}... ({len(str(abs(v)))} digits)"
+    return s
+
+
 def evaluate(text: str, shape: tuple[int, ...]) -> np.ndarray:
     """The boolean mask of `shape` for predicate `text` (raises MaskError)."""
+    if len(text) > MAX_MASK_CHARS:
+        raise MaskError(f"the mask is {len(text):,} characters long, over the "
+                        f"{MAX_MASK_CHARS:,} a predicate may have")
+    try:
+        return _evaluate(text, shape)
+    except MaskError:
+        raise
+    except (RecursionError, MemoryError):
+        raise MaskError("the mask is nested too deeply to evaluate") from None
+    except (OverflowError, ValueError) as e:  # e.g. a product of constants beyond int64
+        raise MaskError(f"a value of the mask is out of range ({e})") from None
+
+
+def _evaluate(text: str, shape: tuple[int, ...]) -> np.ndarray:
     # `&` means `and` here (there are no bitwise operators), so `p < 64 & f < 256` needs no
     # parentheses, unlike the same expression in Python/NKI
     src = text.replace("&&", "&").replace("&", " and ")

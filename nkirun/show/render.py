@@ -9,6 +9,7 @@ import sys
 from nkirun.diagnostics import Diagnostic
 
 _TOKEN = re.compile(r"[^\s:,{}\[\]]+")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 LONG_LINE = 160  # source lines longer than this are shown as a window around the column
 _MAX_SOURCE_BYTES = 64 << 20  # never read a larger file just to quote one line
 
@@ -118,10 +119,13 @@ def parts(d: Diagnostic, lines: tuple[str, ...] = ()):
     src = _source_line(lines, ln)
     if src is None:
         return d.one_line(), None, d.hint
-    src = src.expandtabs(1)  # one column per character, so the caret lines up
+    # cut first: a 1 MB line quoted by 100,000 diagnostics must not be copied each time
+    src, col = _window(src, col)
+    src = src.replace("\t", " ")  # one column per character, so the caret lines up
+    src = _CONTROL.sub("?", src)  # never send a form feed or escape to the terminal
     m = _TOKEN.match(src, max(col - 1, 0))
     width = max(1, len(m.group(0)) if m else 1)
-    src, col = _window(src, col)
+    width = max(1, min(width, len(src) - max(col - 1, 0)))  # never past the (cut) line
     return d.one_line(), (str(ln), src, " " * max(col - 1, 0) + "^" * width), d.hint
 
 
