@@ -46,6 +46,15 @@ def _names(shape) -> dict[str, np.ndarray]:
     return grids
 
 
+_MAX_VALUE = 2**62
+
+
+def _max_abs(x) -> int:
+    if isinstance(x, np.ndarray):
+        return int(np.abs(x).max()) if x.size else 0
+    return abs(int(x))
+
+
 def _eval(node, env):
     if isinstance(node, ast.Expression):
         return _eval(node.body, env)
@@ -67,7 +76,13 @@ def _eval(node, env):
             left = right
         return out
     if isinstance(node, ast.BinOp) and type(node.op) in _BIN:
-        return _BIN[type(node.op)](_eval(node.left, env), _eval(node.right, env))
+        left, right = _eval(node.left, env), _eval(node.right, env)
+        a, b = _max_abs(left), _max_abs(right)
+        bound = a * b if isinstance(node.op, ast.Mult) else a + b
+        if bound > _MAX_VALUE:  # int64 arithmetic would wrap silently
+            raise MaskError(f"a value of the mask can reach {bound:.3g}, beyond the "
+                            f"{_MAX_VALUE:.3g} index arithmetic allows")
+        return _BIN[type(node.op)](left, right)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         return -_eval(node.operand, env)
     if isinstance(node, ast.Constant) and isinstance(node.value, int) and \

@@ -67,9 +67,9 @@ def plain(text: str):
     if w is not _MISSING:
         return w
     if _INT.fullmatch(text):
-        # past Python's 4,300-digit conversion limit a literal can only be out of range: as
-        # a float it is inf, which every check then refuses or saturates like YAML's 1e999
-        return int(text) if len(text) <= 4000 else float(text.replace("_", ""))
+        # past Python's 4,300-digit conversion limit a literal can only be a mistake: it
+        # stays a (short) word, which every numeric keyword refuses with its own code
+        return int(text) if len(text) <= 4000 else f"{text[:12]}... ({len(text):,} digits)"
     if _FLOAT.fullmatch(text):
         return float(text)
     return text

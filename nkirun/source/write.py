@@ -73,7 +73,7 @@ def _number(v) -> str:
 
 # ---- the text form ---------------------------------------------------------------------------
 def _text_str(s: str) -> str:
-    if s and _TEXT_WORD.fullmatch(s) and plain(s) == s:
+    if s and _TEXT_WORD.fullmatch(s) and plain(s) == s and not CONTROL.search(s):
         return s
     body = s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
     body = CONTROL.sub(lambda m: f"\\u{ord(m.group(0)):04x}", body)  # the reader refuses them raw
