@@ -49,26 +49,33 @@ def _guard(fn):
         try:
             return fn(*args, **kwargs)
         except NkirunError as e:
+            if kwargs.get("fmt") == "json" and fn.__name__ == "run":
+                _echo_json({"program": kwargs.get("program"), "ok": False,
+                            "diagnostics": [d.as_dict() for d in e.diagnostics]})
             _fail(e, getattr(e, "lines", ()))
         except (click.exceptions.Exit, click.ClickException, SystemExit, KeyboardInterrupt):
             raise
-        except BrokenPipeError:  # stdout closed early (`nkirun ... | head`): not a bug
-            try:  # keep Python's exit-time flush of stdout from failing again
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            except (OSError, ValueError):
-                pass
+        except OSError as e:
+            from nkirun.entry import quiet_stdout_error
+            if not quiet_stdout_error(e):  # stdout gone (`| head`) or full: not a bug
+                return _internal(e, debug)
             sys.exit(EXIT_INVALID)
         except Exception as e:  # noqa: BLE001
-            if debug:
-                raise
-            from nkirun.diagnostics import InternalError
-            where = e.where if isinstance(e, InternalError) else "nkirun"
-            inner = e.exc if isinstance(e, InternalError) else e
-            click.echo(f"nkirun: internal error (a bug in nkirun, not in your program) at "
-                       f"{where}: {type(inner).__name__}: {inner}. Re-run with --debug for the "
-                       "traceback.", err=True)
-            sys.exit(EXIT_BUG)
+            return _internal(e, debug)
     return wrapper
+
+
+def _internal(e: Exception, debug: bool):
+    """A bug: one line and exit 3 (--debug: the traceback)."""
+    if debug:
+        raise e
+    from nkirun.diagnostics import InternalError
+    where = e.where if isinstance(e, InternalError) else "nkirun"
+    inner = e.exc if isinstance(e, InternalError) else e
+    click.echo(f"nkirun: internal error (a bug in nkirun, not in your program) at "
+               f"{where}: {type(inner).__name__}: {inner}. Re-run with --debug for the "
+               "traceback.", err=True)
+    sys.exit(EXIT_BUG)
 
 
 class _InOrder(click.Group):
@@ -81,7 +88,11 @@ class _InOrder(click.Group):
 @click.group(cls=_InOrder, context_settings={"help_option_names": ["-h", "--help"],
                                              "max_content_width": 100})
 @click.version_option(package_name="nkirun")
-def cli():
+@click.option("--color", "--colour", "color", type=click.Choice(["auto", "always", "never"]),
+              default="auto", show_default=True, expose_value=True, is_eager=True,
+              help="colour the output; auto: on a terminal, unless NO_COLOR is set or "
+                   "FORCE_COLOR asks for it")
+def cli(color):
     """Check, run and cost AWS NKI instruction programs on the CPU.
 
     A program (YAML, or the line-oriented text form) declares named HBM/SBUF/PSUM tensors
@@ -94,52 +105,83 @@ def cli():
       nkirun explain range_select                   # what an instruction takes and does
 
     `nkirun COMMAND --help` shows each command's options and examples. Diagnostic codes:
-    docs/diagnostics.md. Output is coloured on a terminal, plain when piped or with NO_COLOR.
+    docs/diagnostics.md (`nkirun explain E040` explains one). Output is coloured on a
+    terminal, plain when piped (--color, NO_COLOR, FORCE_COLOR change that).
 
     Exit status: 0 ok, 1 invalid program or failed run, 2 usage error, 3 internal error.
     """
+    from nkirun.show.render import set_color_mode
+    set_color_mode(color)
 
 
-@cli.command(short_help="Validate a program statically: every problem, located.")
-@click.argument("program", type=click.Path(dir_okay=False))
-@_fmt_option
+@cli.command(short_help="Validate programs statically: every problem, located.")
+@click.argument("programs", nargs=-1, required=True, metavar="PATH...",
+                type=click.Path(allow_dash=False))
+@click.option("--format", "--output-format", "fmt", show_default=True, default="text",
+              type=click.Choice(["text", "json", "github", "junit"]),
+              help="text for people, json for tools, github for Actions annotations, junit "
+                   "for CI test reports")
 @_target_option
 @_program_format_option
 @_debug_option
 @_guard
-def check(program, fmt, target, program_format, debug):
-    """Validate PROGRAM statically (reads no data file).
+def check(programs, fmt, target, program_format, debug):
+    """Validate programs statically (reads no data file). Each PATH is a program or a
+    folder, searched for .yaml/.yml/.nkis programs.
 
     Reports every problem at once, each as `file:line:col: error[CODE]: message`, the
     source line with a caret under the offending keyword, and `= help:` saying what is
-    allowed. Codes are listed in docs/diagnostics.md.
+    allowed (`nkirun explain CODE` explains a code). With several programs, one summary
+    line and one exit status for all of them.
 
     \b
     Examples:
       nkirun check prog.yaml
+      nkirun check programs/ more.nkis          # many programs, one summary
       nkirun check prog.yaml --target trn1      # the rules of another chip
-      nkirun check prog.yaml --format json      # for editors and CI
+      nkirun check prog.yaml --format json      # for editors and tools
+      nkirun check programs/ --format github    # annotations in GitHub Actions
+      nkirun check programs/ --format junit > report.xml
 
-    Exit status: 0 no errors (warnings allowed), 1 errors, 2 usage error.
+    Exit status: 0 no errors (warnings allowed), 1 errors in any program, 2 usage error.
     """
-    from nkirun.api import check_program
-    from nkirun.show.render import plural, print_diagnostics, summary_line
-    c = check_program(program, program_format, target)
+    from nkirun.show import check_report as cr
+    paths, empty = cr.expand(programs)
+    if empty:
+        raise click.BadParameter(f"no .yaml/.yml/.nkis program in {', '.join(empty)}",
+                                 param_hint="PATH")
+    results = [_check_one(p, program_format, target) for p in paths]
     if fmt == "json":
-        _echo_json({
-            "program": program, "ok": not c.errors,
-            "errors": len(c.errors), "warnings": len(c.diagnostics) - len(c.errors),
-            "diagnostics": [d.as_dict() for d in c.diagnostics]})
+        _echo_json(cr.to_json(results))
+    elif fmt == "github":
+        click.echo(cr.github(results))
+    elif fmt == "junit":
+        click.echo(cr.junit(results))
     else:
-        lines = c.program.source_lines if c.program else ()
-        print_diagnostics(c.diagnostics, lines)
-        if c.errors:
-            click.echo(f"{program}: {summary_line(c.diagnostics)}")
+        _check_text(results)
+    sys.exit(EXIT_INVALID if any(r.errors for r in results) else EXIT_OK)
+
+
+def _check_one(path, program_format, target):
+    from nkirun.api import check_program
+    from nkirun.show.check_report import Checked
+    c = check_program(path, program_format, target)
+    return Checked(path, c.diagnostics, len(c.program.instructions) if c.program else 0,
+                   c.program.source_lines if c.program else ())
+
+
+def _check_text(results) -> None:
+    from nkirun.show.check_report import summary
+    from nkirun.show.render import plural, print_diagnostics, summary_line
+    for r in results:
+        print_diagnostics(r.diagnostics, r.lines)
+        if r.errors:
+            click.echo(f"{r.program}: {summary_line(r.diagnostics)}")
         else:
-            n = len(c.program.instructions) if c.program else 0
-            click.echo(f"{program}: ok — {plural(n, 'instruction')}"
-                       + (f", {summary_line(c.diagnostics)}" if c.diagnostics else ""))
-    sys.exit(EXIT_INVALID if c.errors else EXIT_OK)
+            click.echo(f"{r.program}: ok — {plural(r.instructions, 'instruction')}"
+                       + (f", {summary_line(r.diagnostics)}" if r.diagnostics else ""))
+    if len(results) > 1:
+        click.echo(f"checked {summary(results)}")
 
 
 def _parse_inputs(values) -> dict[str, str]:
@@ -156,6 +198,8 @@ def default_out_dir(program: str) -> str:
     stem = os.path.basename(program)
     for suffix in (".yaml", ".yml", ".nkis", ".txt"):
         stem = stem.removesuffix(suffix)
+    if stem in ("", ".", ".."):  # `..yaml` must not write into out/ itself or into ./
+        stem = "program"
     return os.path.join("out", stem)
 
 
@@ -185,11 +229,14 @@ def default_out_dir(program: str) -> str:
               help="write every tensor as DIR/<k>_<op>/<tensor>.npy after each instruction")
 @click.option("--after", "dump_after", type=int, default=None, metavar="K",
               help="with --dump: only after instruction K (0-based)")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="json: one object on stdout (outputs, warnings, the "
+              "--expect verdict); errors too")
 @_program_format_option
 @_debug_option
 @_guard
 def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, ulp, trace, dump_dir,
-        dump_after, program_format, debug):
+        dump_after, program_format, debug, fmt="text"):
     """Check, then execute PROGRAM with NumPy; write every `output: true` tensor.
 
     Outputs go to DIR/<name>.npy (--out DIR), written only after the whole run succeeded,
@@ -211,6 +258,9 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, ulp, tr
     from nkirun import api
     from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES
     inputs = _parse_inputs(inputs)
+    for flag, value in (("--out", out_dir), ("--dump", dump_dir), ("--expect", expect_dir)):
+        if value is not None and not value.strip():
+            raise click.BadParameter("an empty folder name; give a folder", param_hint=flag)
     out_dir = out_dir or default_out_dir(program)
     if ulp is not None and (rtol is not None or atol is not None):
         raise click.UsageError("give either --ulp or --rtol/--atol, not both")
@@ -247,17 +297,36 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, ulp, tr
     warnings += [w for w in m.warnings if (w.code, w.loc) not in seen]
     print_diagnostics(warnings, c.program.source_lines, sys.stderr)
     written = write_outputs(result, out_dir)
-    _print_run_summary(program, c, result, written)
+    if fmt == "json":
+        report = _run_json(program, c, result, written, warnings)
+    else:
+        _print_run_summary(program, c, result, written)
     if expected is not None:  # outputs are written even on a mismatch, to inspect them
         from nkirun.runner.compare import Tolerance, compare_outputs, format_diffs
         tol = Tolerance(rtol or 0.0, atol or 0.0, ulp)
         diffs = compare_outputs(c.program, result, expected, tol)
         bad = [d for d in diffs if not d.ok]
         from nkirun.runner.compare import compare_headline
-        click.echo(f"compared with {expect_dir}: {compare_headline(diffs)}")
-        click.echo(format_diffs(diffs))
-        sys.exit(EXIT_INVALID if bad else EXIT_OK)
-    sys.exit(EXIT_OK)
+        if fmt == "json":
+            report["ok"] = not bad
+            report["expect"] = {"dir": expect_dir, "ok": not bad,
+                                "summary": compare_headline(diffs),
+                                "tensors": [d.as_dict() for d in diffs]}
+        else:
+            click.echo(f"compared with {expect_dir}: {compare_headline(diffs)}")
+            click.echo(format_diffs(diffs))
+    if fmt == "json":
+        _echo_json(report)
+    sys.exit(EXIT_INVALID if expected is not None and bad else EXIT_OK)
+
+
+def _run_json(program, c, result, written, warnings) -> dict:
+    """`run --format json`: one object on stdout (the --expect verdict is added to it)."""
+    return {"program": program, "ok": True, "instructions": len(c.program.instructions),
+            "outputs": [{"name": name, "shape": list(c.program.tensors[name].shape),
+                         "dtype": c.program.tensors[name].dtype.name, "file": path}
+                        for name, path in zip(result, written)],
+            "diagnostics": [d.as_dict() for d in warnings]}
 
 
 def _print_run_summary(program, c, result, written) -> None:
@@ -269,9 +338,10 @@ def _print_run_summary(program, c, result, written) -> None:
             for (name, _), path in zip(result.items(), written)]
     if use_color():
         from rich import box
-        from rich.console import Console
         from rich.table import Table
-        console = Console(highlight=False)
+
+        from nkirun.show.render import make_console
+        console = make_console()
         console.print(head, style="bold", soft_wrap=True)
         if rows:
             table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
@@ -291,8 +361,10 @@ def _print_run_summary(program, c, result, written) -> None:
 @click.argument("program", type=click.Path(dir_okay=False))
 @_fmt_option
 @_target_option
-@click.option("--trace-out", type=click.Path(dir_okay=False), default=None,
-              help="also write a Chrome/Perfetto trace (open it in ui.perfetto.dev)")
+@click.option("--trace-out", type=click.Path(dir_okay=False, allow_dash=True), default=None,
+              metavar="FILE",
+              help="also write a Chrome/Perfetto trace (open it in ui.perfetto.dev); "
+                   "- writes it to standard output instead of the report")
 @click.option("--view", "view", default="all", show_default=True, metavar="LIST",
               help="views to show, comma-separated: summary, table, timeline, critical, all")
 @click.option("--max-rows", type=int, default=200, show_default=True, metavar="N",
@@ -334,13 +406,20 @@ def cost(program, fmt, target, trace_out, view, max_rows, width, program_format,
         p, _ = parse_file(program, program_format)
         e.lines = p.source_lines if p else ()
         raise
+    if trace_out == "":
+        raise click.BadParameter("an empty file name; give a file, or - for standard "
+                                 "output", param_hint="--trace-out")
     if trace_out:
         try:
-            write_trace(sched, trace_out)
+            where = write_trace(sched, trace_out)
         except OSError as e:
             from nkirun.diagnostics import error
             raise NkirunError(error("E080", f"--trace-out: cannot write {trace_out}: "
                                     f"{e.strerror or e}"))
+        click.echo(f"wrote the Perfetto trace to {where} (open it in ui.perfetto.dev)",
+                   err=True)
+        if trace_out == "-":  # standard output carries the trace alone
+            sys.exit(EXIT_OK)
     if fmt == "json":
         _echo_json(to_json(sched, views))
     else:
@@ -352,7 +431,7 @@ def cost(program, fmt, target, trace_out, view, max_rows, width, program_format,
 @click.argument("program", type=click.Path(dir_okay=False))
 @click.option("--to", "to", type=click.Choice(["yaml", "text"]), required=True,
               help="the format to write")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default=None,
               help="write to this file (atomically) instead of standard output")
 @_program_format_option
 @_debug_option
@@ -381,45 +460,48 @@ def convert(program, to, output, program_format, debug):
         raise e
     text = write_program(c.program, to,
                          None if output is None else os.path.dirname(output) or ".")
-    if output is None:
+    if output is None or output == "-":
         click.echo(text, nl=False)
         sys.exit(EXIT_OK)
-    tmp = f"{output}.tmp{os.getpid()}"
+    from nkirun.safeio import write_file
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, output)
+        where = write_file(output, text.encode("utf-8"))
     except OSError as exc:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
         raise NkirunError(error("E080", f"-o: cannot write {output}: {exc.strerror or exc}"))
+    click.echo(f"wrote {where}", err=True)
     sys.exit(EXIT_OK)
 
 
 def _console():
-    from rich.console import Console
-    return Console(highlight=False)
+    from nkirun.show.render import make_console
+    return make_console()
 
 
-@cli.command(short_help="Show an instruction: signature, rules, semantics, cost, example.")
+@cli.command(short_help="Explain an instruction (signature, rules, cost) or a diagnostic code.")
 @click.argument("op")
 @_fmt_option
 def explain(op, fmt):
-    """Show instruction OP: signature, engine, parameters, rules, semantics, cost formula
-    and an example.
+    """Show instruction OP (signature, engine, parameters, rules, semantics, cost formula
+    and an example) or explain a diagnostic code (E040, W051, ...).
 
-    Everything comes from the module that implements OP (nkirun/isa/<op>.py), the same
-    definition check, run and cost use. `nisa.` prefixes are accepted.
+    An instruction's entry comes from the module that implements it (nkirun/isa/<op>.py),
+    the same definition check, run and cost use; `nisa.` prefixes are accepted. A code's
+    entry comes from the table installed with nkirun (docs/diagnostics.md is made from it).
 
     \b
     Examples:
       nkirun explain range_select
       nkirun explain nisa.activation --format json
+      nkirun explain E040
 
-    Exit status: 0 ok, 1 unknown instruction (with a did-you-mean).
+    Exit status: 0 ok, 1 unknown instruction or code (with a did-you-mean).
     """
+    from nkirun import codes
     from nkirun.show.explain import describe, lookup, render_rich, render_text, suggestion
     from nkirun.show.render import use_color
+    if codes.CODE_RE.fullmatch(op.strip()):
+        _explain_code(op, fmt)
+        return
     spec = lookup(op)
     if spec is None:
         hint = suggestion(op)
@@ -433,6 +515,25 @@ def explain(op, fmt):
         render_rich(d, _console())
     else:
         click.echo(render_text(d))
+
+
+def _explain_code(text: str, fmt: str) -> None:
+    from nkirun import codes
+    from nkirun.show.render import reading_width
+    c = codes.lookup(text)
+    if c is None:
+        click.echo(f"nkirun: unknown diagnostic code `{text}` (docs/diagnostics.md lists "
+                   "them)", err=True)
+        sys.exit(EXIT_INVALID)
+    if fmt == "json":
+        _echo_json({"code": c.code, "severity": c.severity, "section": c.section,
+                    "instruction": c.instruction, "meaning": c.meaning})
+    else:
+        import textwrap
+        width = reading_width()
+        click.echo("\n".join(textwrap.fill(line, width, break_long_words=False,
+                                           break_on_hyphens=False)
+                             for line in codes.explain_text(c).splitlines()))
 
 
 @cli.command(short_help="List the instructions nkirun knows.")
@@ -451,28 +552,51 @@ def ops(fmt):
         click.echo(render_ops_text(rows))
 
 
-@cli.command(short_help="Print the JSON Schema of the program format.")
-def schema():
-    """Print the JSON Schema of the program format (generated from the instruction
-    table; the same as schemas/program.schema.json). For editor completion with
-    yaml-language-server, start a program with:
+@cli.command(short_help="Print or write the JSON Schema of the program format.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default=None,
+              metavar="FILE", help="write it to FILE (atomically) instead of standard output")
+@click.option("--path", "show_path", is_flag=True,
+              help="print where the installed copy is (for editor settings)")
+def schema(output, show_path):
+    """Print the JSON Schema of the program format (generated from the instruction table;
+    the same as schemas/program.schema.json and the copy installed with nkirun). For
+    completion, hover docs and snippets in an editor with yaml-language-server (VS Code's
+    YAML extension, Neovim, Helix, ...), start a program with:
 
     \b
       # yaml-language-server: $schema=PATH/program.schema.json
 
-    Exit status 0.
+    \b
+    Examples:
+      nkirun schema -o program.schema.json
+      nkirun schema --path        # the installed copy, e.g. for yaml.schemas settings
+
+    Exit status 0; 1 if FILE cannot be written.
     """
-    from nkirun.source.schema import dumps
-    click.echo(dumps(), nl=False)
+    from nkirun.source.schema import PACKAGE_SCHEMA_PATH, dumps
+    if show_path:
+        click.echo(PACKAGE_SCHEMA_PATH)
+        return
+    text = dumps()
+    if output is None or output == "-":
+        click.echo(text, nl=False)
+        return
+    from nkirun.safeio import write_file
+    try:
+        where = write_file(output, text.encode("utf-8"))
+    except OSError as exc:
+        from nkirun.diagnostics import error
+        click.echo(error("E080", f"-o: cannot write {output}: {exc.strerror or exc}").one_line(),
+                   err=True)
+        sys.exit(EXIT_INVALID)
+    click.echo(f"wrote {where}", err=True)
 
 
 def main():
+    from nkirun.entry import run_main
     from nkirun.gc_policy import paused_gc
-    try:
-        with paused_gc():  # this process is ours: see gc_policy
-            cli(standalone_mode=True)
-    except KeyboardInterrupt:
-        sys.exit(130)
+    with paused_gc():  # this process is ours: see gc_policy
+        run_main(cli)
 
 
 if __name__ == "__main__":  # pragma: no cover

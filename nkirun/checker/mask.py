@@ -46,6 +46,15 @@ def _names(shape) -> dict[str, np.ndarray]:
     return grids
 
 
+_MAX_VALUE = 2**62
+
+
+def _max_abs(x) -> int:
+    if isinstance(x, np.ndarray):
+        return int(np.abs(x).max()) if x.size else 0
+    return abs(int(x))
+
+
 def _eval(node, env):
     if isinstance(node, ast.Expression):
         return _eval(node.body, env)
@@ -67,11 +76,20 @@ def _eval(node, env):
             left = right
         return out
     if isinstance(node, ast.BinOp) and type(node.op) in _BIN:
-        return _BIN[type(node.op)](_eval(node.left, env), _eval(node.right, env))
+        left, right = _eval(node.left, env), _eval(node.right, env)
+        a, b = _max_abs(left), _max_abs(right)
+        bound = a * b if isinstance(node.op, ast.Mult) else a + b
+        if bound > _MAX_VALUE:  # int64 arithmetic would wrap silently
+            raise MaskError(f"a value of the mask can reach {bound:.3g}, beyond the "
+                            f"{_MAX_VALUE:.3g} index arithmetic allows")
+        return _BIN[type(node.op)](left, right)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         return -_eval(node.operand, env)
     if isinstance(node, ast.Constant) and isinstance(node.value, int) and \
             not isinstance(node.value, bool):
+        if abs(node.value) > MAX_CONSTANT:
+            raise MaskError(f"the constant {_short(node.value)} is out of range (at most "
+                            f"{MAX_CONSTANT:,} in magnitude: masks compare indices)")
         return node.value
     if isinstance(node, ast.Name):
         if node.id not in env:
@@ -80,8 +98,31 @@ def _eval(node, env):
     raise MaskError("a mask is comparisons of affine index expressions joined by `and`")
 
 
+MAX_CONSTANT = 2**31 - 1  # masks compare indices (< 2**24 elements): int32 is plenty
+MAX_MASK_CHARS = 4096  # a longer predicate is not a hand-written mask; bounds the parser too
+
+
+def _short(v: int) -> str:
+    s = str(v) if abs(v) < 10**30 else f"{str(v)[:12]}... ({len(str(abs(v)))} digits)"
+    return s
+
+
 def evaluate(text: str, shape: tuple[int, ...]) -> np.ndarray:
     """The boolean mask of `shape` for predicate `text` (raises MaskError)."""
+    if len(text) > MAX_MASK_CHARS:
+        raise MaskError(f"the mask is {len(text):,} characters long, over the "
+                        f"{MAX_MASK_CHARS:,} a predicate may have")
+    try:
+        return _evaluate(text, shape)
+    except MaskError:
+        raise
+    except (RecursionError, MemoryError):
+        raise MaskError("the mask is nested too deeply to evaluate") from None
+    except (OverflowError, ValueError) as e:  # e.g. a product of constants beyond int64
+        raise MaskError(f"a value of the mask is out of range ({e})") from None
+
+
+def _evaluate(text: str, shape: tuple[int, ...]) -> np.ndarray:
     # `&` means `and` here (there are no bitwise operators), so `p < 64 & f < 256` needs no
     # parentheses, unlike the same expression in Python/NKI
     src = text.replace("&&", "&").replace("&", " and ")

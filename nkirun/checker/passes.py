@@ -43,7 +43,21 @@ def _tensor_rules(program: Program, max_hbm_bytes: int) -> list[Diagnostic]:
             out.append(error("E043", f"tensor `{t.name}` is {t.nbytes:,} bytes, over the "
                              f"{max_hbm_bytes:,}-byte HBM limit", shape_loc,
                              hint="raise the limit with --max-hbm-bytes if this is intended"))
-    return out
+    return out + _hbm_total(program, max_hbm_bytes)
+
+
+def _hbm_total(program: Program, max_hbm_bytes: int) -> list[Diagnostic]:
+    """The limit bounds all HBM tensors together too: each may fit while their sum, which
+    a run allocates at once, does not."""
+    hbm = [t for t in program.tensors.values() if not t.on_chip]
+    total = sum(t.nbytes for t in hbm)
+    if total <= max_hbm_bytes or any(t.nbytes > max_hbm_bytes for t in hbm):
+        return []
+    big = max(hbm, key=lambda t: t.nbytes)
+    return [error("E043", f"the {len(hbm)} HBM tensors total {total:,} bytes, over the "
+                  f"{max_hbm_bytes:,}-byte HBM limit (the largest is `{big.name}`, "
+                  f"{big.nbytes:,} bytes)", big.key_locs.get("shape", big.loc),
+                  hint="raise the limit with --max-hbm-bytes if this is intended")]
 
 
 # ---- program-wide passes ---------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""nki.isa.activation — Scalar engine (nki-reference.md §1.1, §2.3, §4).
+"""nki.isa.activation — Scalar engine (the nki.isa.activation documentation).
 
 dst = op(data * scale + bias), computed in float32 and cast to dst; optionally the free-axis
 sum of the result is added into the Scalar engine's own per-partition accumulator
@@ -80,7 +80,7 @@ def execute(b: Bound, m) -> None:
             f"outside the valid range [{lo:g}, {hi:g}], first {float(z[p, i])!r} at partition "
             f"{p}, free index {i}; hardware results there are invalid (nkirun computes the "
             "exact function)", b.loc("op"), b.index,
-            hint="nki-reference.md §2.3 lists each function's valid input range"))
+            hint="the nki.isa.activation documentation lists each function's valid input range"))
     y = evaluate(name, z)
     _reduce(b, m, y)
     m.write(b["dst"], y.reshape(b["dst"].shape), out_dtype(b), b.mask)
@@ -148,7 +148,7 @@ SPEC = InstructionDef(
     cycles=cycles,
     check=check,
     accumulator="scalar",
-    source="nki-reference.md §1.1 (activation), §2.3 (functions), §4 (Scalar accumulator)",
+    source="the nki.isa.activation documentation, §2.3 (functions), §4 (Scalar accumulator)",
     example="""\
 - activation:
     dst: e

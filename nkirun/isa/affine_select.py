@@ -1,11 +1,11 @@
-"""nki.isa.affine_select — GpSimd engine (seed page 002).
+"""nki.isa.affine_select — GpSimd engine (the nki.isa.affine_select documentation).
 
 dst[c, i] = on_true_tile[c, i] if cmp_op(offset + c*channel_multiplier + pattern(i), 0)
 else on_false_value, with the free index i walking the (front-padded) 4-D pattern.
 
 Readings of the page:
 * Signature: the page lists `offset` and `channel_multiplier` without defaults; the new API
-  moved `offset` to a keyword with default 0 (nki-reference.md §1.9, [MIG] 0.3.0), so nkirun
+  moved `offset` to a keyword with default 0 (the nki.isa.affine_select documentation, [MIG] 0.3.0), so nkirun
   makes `offset` optional (0) and `channel_multiplier` required. `name=` is not accepted.
 * cmp_op: the page only says "comparison operator" (default np.equal), so all six
   comparisons are accepted (equal, not_equal, less, less_equal, greater, greater_equal).
@@ -41,7 +41,7 @@ PARAMS = (
           doc="float32 value written where the predicate does not hold"),
     Param("cmp_op", OP, default="equal", choices=COMPARISONS,
           doc="compares each affine value with 0 (default equal)"),
-    Param("mask", MASK, doc="legacy predicate over dst's indices (nki-reference.md §3; "
+    Param("mask", MASK, doc="legacy predicate over dst's indices (the nki.isa.affine_select documentation; "
                             "docs/masks.md); masked-off dst elements keep their value"),
 )
 
@@ -89,7 +89,7 @@ SPEC = InstructionDef(
     execute=execute,
     cycles=cycles,
     check=check,
-    source="seed page 002 (nki.isa.affine_select); cost: nki-reference.md §1.9 [OLD-ISA]",
+    source="the nki.isa.affine_select documentation; cost: the nki.isa.affine_select documentation [OLD-ISA]",
     example="""\
 - affine_select:
     dst: masked

@@ -99,7 +99,7 @@ INT32_MIN, INT32_MAX = -2**31, 2**31 - 1
 
 
 def pattern_rules(b: Bound, codes: tuple[str, str, str, str]):
-    """The rules iota and affine_select share (nki-reference.md §1.9/§1.10, seed page 002).
+    """The rules iota and affine_select share (the NKI ISA documentation, the nki.isa.iota and affine_select documentation).
 
     `codes` = (too many pairs, num < 1, element count != dst free size, outside int32).
     offset and channel_multiplier are int32 and the values are computed in int32, so every
@@ -197,14 +197,14 @@ def dma_execute(b: Bound, m) -> None:
 
 def dma_partitions(b: Bound) -> int:
     """Partitions a transfer spans: its on-chip side's (HBM to HBM: the src view's rows,
-    at most 128); the DMA queue model in targets.py spreads them over the queues."""
+    at most 128); the DMA queue model (docs/cost.md) spreads them over the queues."""
     dst, src = b["dst"], b["src"]
     on_chip = [r.partitions for r in (dst, src) if r.decl.on_chip]
     return max(on_chip) if on_chip else min(src.partitions, 128)
 
 
 DMA_COST_FORMULA = ("DMA ns: fixed + bytes / (ceil(P/8) queues x B/ns per queue), "
-                    "P = partitions (model: targets.py)")
+                    "P = partitions (model: docs/cost.md)")
 
 
 def dma_cycles(b: Bound, target) -> int:

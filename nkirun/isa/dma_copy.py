@@ -1,4 +1,4 @@
-"""nki.isa.dma_copy — a DMA transfer between HBM and SBUF views (nki-reference.md §1.16).
+"""nki.isa.dma_copy — a DMA transfer between HBM and SBUF views (the nki.isa.dma_copy documentation).
 
 dst = src over the same number of elements in row-major order (shapes may differ), with
 dtype conversion through float32; dst_rmw_op=add accumulates into dst instead.
@@ -84,6 +84,6 @@ SPEC = InstructionDef(
     check=check,
     same_partitions=(),
     reads_out=reads_out,
-    source="nki-reference.md §1.16 (dma_copy)",
+    source="the nki.isa.dma_copy documentation",
     example="- dma_copy: {dst: out_hbm, src: tile}",
 )

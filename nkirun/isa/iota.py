@@ -1,4 +1,4 @@
-"""nki.isa.iota — GpSimd engine (nki-reference.md §1.10).
+"""nki.isa.iota — GpSimd engine (the nki.isa.iota documentation).
 
 dst[c, i] = offset + c*channel_multiplier + pattern(i), computed in int32 and cast to dst's
 dtype; the pattern is the same front-padded 4-D [step, num] walk as affine_select's.
@@ -38,7 +38,7 @@ SPEC = InstructionDef(
         Param("offset", INT, default=0, doc="int32 added to every value"),
         Param("channel_multiplier", INT, default=0,
               doc="int32 multiplier of the partition (channel) index"),
-        Param("mask", MASK, doc="legacy predicate over dst's indices (nki-reference.md §3; "
+        Param("mask", MASK, doc="legacy predicate over dst's indices (the nki.isa.iota documentation; "
                                 "docs/masks.md); masked-off dst elements keep their value"),
         Param("dtype", DTYPE, doc="legacy iota(expr, dtype): cast the int32 values to this "
                                   "dtype first (dst's own dtype applies last)"),
@@ -52,6 +52,6 @@ SPEC = InstructionDef(
     execute=execute,
     cycles=cycles,
     check=check,
-    source="nki-reference.md §1.10 (nki.isa.iota, [NEW-ISA]; cost [OLD-ISA][2024-ISA])",
+    source="the nki.isa.iota documentation",
     example="- iota: {dst: idx, pattern: [[1, 512]], offset: 0, channel_multiplier: 512}",
 )

@@ -24,6 +24,11 @@ ENUM_PREFIXES = ("nisa.", "nki.isa.", "reduce_cmd.", "engine.", "dge_mode.", "oo
 VIEW_PATTERN = r"^\s*[A-Za-z_][A-Za-z0-9_.]*\s*(\[[^\[\]]*\])?\s*$"
 INT_STRING = r"^\s*[+-]?(0[xXoObB][0-9a-fA-F_]+|[0-9][0-9_]*)\s*$"
 NUM_STRING = r"^\s*[+-]?([0-9][0-9_]*\.?[0-9_]*|\.[0-9][0-9_]*)([eE][+-]?[0-9]+)?\s*$"
+# what an editor says when a value does not match (instead of the regular expression)
+VIEW_MESSAGE = ("a tensor view: a declared tensor name, optionally indexed with ints, "
+                "start:stop[:step] and `:`, e.g. `t` or `t[:, 0:128]`")
+INT_MESSAGE = "an integer (or a string holding one)"
+NUM_MESSAGE = "a number, or one of inf, -inf, nan, fp32.min, fp32.max"
 
 
 class ArgError(ValueError):
@@ -60,9 +65,13 @@ def _alternatives(names, prefixes=()) -> str:
 
 def names_or_prefixed(names, prefixes, description: str) -> dict:
     """Canonical names as an enum (editors complete them) or any accepted spelling."""
+    shown = ", ".join(f"`{n}`" for n in sorted(names)[:12]) + (", ..." if len(names) > 12
+                                                                 else "")
     return {"description": description,
             "anyOf": [{"enum": sorted(names)},
-                      {"type": "string", "pattern": _alternatives(names, prefixes)}]}
+                      {"type": "string", "pattern": _alternatives(names, prefixes),
+                       "patternErrorMessage": f"one of {shown}"
+                       + (f" (prefixes {', '.join(prefixes)} allowed)" if prefixes else "")}]}
 
 
 def _nocase(word: str) -> str:
@@ -72,8 +81,9 @@ def _nocase(word: str) -> str:
 SCALAR_SCHEMA = {"anyOf": [
     {"type": "number"},
     {"type": "string", "pattern": "^\\s*(" + "|".join(
-        _nocase(k) for k in sorted(ops.SPECIAL_SCALARS, key=lambda k: (-len(k), k))) + ")\\s*$"},
-    {"type": "string", "pattern": NUM_STRING}]}
+        _nocase(k) for k in sorted(ops.SPECIAL_SCALARS, key=lambda k: (-len(k), k))) + ")\\s*$",
+     "patternErrorMessage": NUM_MESSAGE},
+    {"type": "string", "pattern": NUM_STRING, "patternErrorMessage": NUM_MESSAGE}]}
 
 
 def tile_doc(p) -> str:
@@ -124,7 +134,8 @@ class Tile(Kind):
             raise ArgError(f"`{p.name}`: {e}", code="E034") from None
 
     def json_schema(self, p):
-        return {"type": "string", "pattern": VIEW_PATTERN, "description": tile_doc(p)}
+        return {"type": "string", "pattern": VIEW_PATTERN, "patternErrorMessage": VIEW_MESSAGE,
+                "description": tile_doc(p)}
 
 
 class Scalar(Kind):
@@ -152,7 +163,8 @@ class TileOrScalar(Tile):
 
     def json_schema(self, p):
         return {"description": tile_doc(p) + ", or a number",
-                "anyOf": [SCALAR_SCHEMA, {"type": "string", "pattern": VIEW_PATTERN}]}
+                "anyOf": [SCALAR_SCHEMA, {"type": "string", "pattern": VIEW_PATTERN,
+                                          "patternErrorMessage": VIEW_MESSAGE}]}
 
 
 class Int(Kind):
@@ -169,7 +181,8 @@ class Int(Kind):
         raise ArgError(f"`{p.name}` must be an integer, got {value_kind(value)} {value!r}")
 
     def json_schema(self, p):
-        return {"anyOf": [{"type": "integer"}, {"type": "string", "pattern": INT_STRING}],
+        return {"anyOf": [{"type": "integer"}, {"type": "string", "pattern": INT_STRING,
+                                                "patternErrorMessage": INT_MESSAGE}],
                 "description": p.doc}
 
 

@@ -23,6 +23,6 @@ SPEC = InstructionDef(
     cycles=dma_cycles,
     check=dma_check,
     same_partitions=(),
-    source="nki-reference.md §1.16 (nl.load)",
+    source="the nki.isa.load documentation",
     example="- load: {dst: t, src: x}",
 )

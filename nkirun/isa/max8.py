@@ -1,6 +1,6 @@
 """nki.isa.max8 — the 8 largest values of each partition, in descending order.
 
-Facts (nki-reference.md §1.12; used by the examples of seed page 003):
+Facts (the nki.isa.max8 documentation; used by the examples of the nki.isa.max8 documentation):
 * src: up to 5-D, 8..16,384 elements per partition, free dims flattened; the values are
   converted to float32; the result is a (P, 8) tile with the same partitions as src.
 * cost: "N engine cycles", N = elements per partition of src (the legacy docstring has no
@@ -101,7 +101,7 @@ SPEC = InstructionDef(
     check=check,
     mask_on="src",
     cost_note="the docs give 'N engine cycles' without a MIN_II term and without naming the "
-              "engine; Vector is assumed (nki-reference.md §1.12, §8)",
-    source="nki-reference.md §1.12 (max8); seed page 003 examples",
+              "engine; Vector is assumed (the nki.isa.max8 documentation)",
+    source="the nki.isa.max8 documentation; the nki.isa.max8 documentation examples",
     example="- max8: {dst: top, src: t}",
 )

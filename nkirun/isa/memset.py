@@ -1,5 +1,5 @@
 """nki.isa.memset — fill a tile with one value, on the Vector (default) or GpSimd engine
-(nki-reference.md §1.11)."""
+(the nki.isa.memset documentation)."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,7 +9,7 @@ from nkirun.isa.spec import ENUM, INT_LIST, SCALAR, TILE, Bound, InstructionDef,
 
 def check(b: Bound):
     # NKI's memset(shape=..., value, dtype) returns a new tile; nkirun writes it through dst
-    # (program-format.md), so `shape` (as in seed page 003's examples) only has to agree
+    # (program-format.md), so `shape` (as in the nki.isa.memset documentation's examples) only has to agree
     shape, dst = b.get("shape"), b.tile("dst")
     if shape is None or dst is None:
         return
@@ -57,6 +57,6 @@ SPEC = InstructionDef(
     cycles=cycles,
     engine_of=engine_of,
     check=check,
-    source="nki-reference.md §1.11 (memset)",
+    source="the nki.isa.memset documentation",
     example="- memset: {dst: acc, value: 0.0}",
 )

@@ -1,6 +1,6 @@
 """nki.isa.nc_find_index8 — the first index of each of 8 values in every partition.
 
-Facts (nki-reference.md §1.13, §3, §6; the nki.isa.nc_find_index8 API page):
+Facts (the nki.isa.nc_find_index8 documentation; the nki.isa.nc_find_index8 API page):
 * data: up to 5-D, 8..16,384 elements per partition; vals: exactly 8 per partition;
   dst: (P, 8) uint16 or uint32 (default uint32); free dims of data are flattened.
 * NKI 0.6 (normative, the simulator was fixed to match the hardware): a value with no
@@ -106,7 +106,7 @@ SPEC = InstructionDef(
     check=check,
     mask_on="data",
     cost_note="the page says 'N engine cycles' without naming the engine; Vector assumed",
-    source="nki-reference.md §1.13, §3, §6 (NKI 0.6 release notes); nc_find_index8 API page",
+    source="the nki.isa.nc_find_index8 documentation; nc_find_index8 API page",
     example="""\
 - max8: {dst: top, src: t}
 - nc_find_index8: {dst: idx, data: t, vals: top}""",

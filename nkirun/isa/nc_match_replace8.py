@@ -1,6 +1,6 @@
-"""nki.isa.nc_match_replace8 — replace the first occurrence of 8 values with imm (seed page 003).
+"""nki.isa.nc_match_replace8 — replace the first occurrence of 8 values with imm (the nki.isa.nc_match_replace8 documentation).
 
-Facts (seed page 003; nki-reference.md §1.13):
+Facts (the nki.isa.nc_match_replace8 documentation; the nki.isa.nc_match_replace8 documentation):
 * data: up to 5-D, at most 16,384 elements per partition; vals: up to 3-D, exactly 8 per
   partition; same partitions; both in SBUF or PSUM; free dims are flattened for the search.
 * dst gets data with the matches replaced by imm (a float32 constant) and keeps data's shape;
@@ -124,7 +124,7 @@ def _warn_duplicates(b: Bound, m, v: np.ndarray, rows: np.ndarray | None) -> Non
     more = f" (and {ps.size - SHOW} more partitions)" if ps.size > SHOW else ""
     m.warnings.append(warning(
         "W137", f"{b.op}: vals hold duplicates ({shown}{more}); nkirun gives them successive "
-        "occurrences in vals order (seed page), NKI 0.6 documents reverse order",
+        "occurrences in vals order (the nki.isa.nc_match_replace8 documentation), NKI 0.6 documents reverse order",
         b.loc("vals"), b.index, hint="the hardware generation may assign the indices differently"))
 
 
@@ -192,8 +192,8 @@ SPEC = InstructionDef(
     check=check,
     mask_on="data",
     cost_note="the page writes min(MIN_II, N), read as a typo for max(MIN_II, N) "
-              "(nki-reference.md §1.13, §8)",
-    source="seed page 003 (nki.isa.nc_match_replace8); nki-reference.md §1.13",
+              "(the nki.isa.nc_match_replace8 documentation)",
+    source="the nki.isa.nc_match_replace8 documentation; the nki.isa.nc_match_replace8 documentation",
     example="""\
 - max8: {dst: top, src: t}
 - nc_match_replace8: {dst: t, data: t, vals: top, imm: -inf, dst_idx: idx}""",

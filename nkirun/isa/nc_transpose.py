@@ -1,6 +1,6 @@
 """nki.isa.nc_transpose — swap the partition axis with the flattened free axes.
 
-Facts (nki-reference.md §1.15):
+Facts (the nki.isa.nc_transpose documentation):
 * engine=tensor: data at most [128, 128], SBUF -> PSUM (a matmul against an identity).
 * engine=vector: data at most [32, 32], SBUF or PSUM on both sides (the 32x32 reshape bank).
 * dst.dtype must equal data.dtype (the NKI 0.2+ rule; the legacy `dtype=` cast is gone).
@@ -94,6 +94,6 @@ SPEC = InstructionDef(
     check=check,
     engine_of=engine_of,
     same_partitions=(),  # dst has data's free size as its partitions
-    source="nki-reference.md §1.15 (nc_transpose)",
+    source="the nki.isa.nc_transpose documentation",
     example="- nc_transpose: {dst: tT, data: t}   # t: sbuf [128, 64] -> tT: psum [64, 128]",
 )

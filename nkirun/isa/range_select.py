@@ -1,4 +1,4 @@
-"""nki.isa.range_select — Vector engine (seed page 000).
+"""nki.isa.range_select — Vector engine (the nki.isa.range_select documentation).
 
 out[p, i] = on_true_tile[p, i] if comp_op0(range_start + i, bound0[p]) and
 comp_op1(range_start + i, bound1[p]) else on_false_value; optional max-reduction into the
@@ -105,7 +105,7 @@ SPEC = InstructionDef(
     cycles=cycles,
     check=check,
     accumulator="vector",
-    source="seed page 000 (nki.isa.range_select)",
+    source="the nki.isa.range_select documentation",
     example="""\
 - range_select:
     dst: r

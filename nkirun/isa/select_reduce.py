@@ -1,4 +1,4 @@
-"""nki.isa.select_reduce — Vector engine (seed page 001).
+"""nki.isa.select_reduce — Vector engine (the nki.isa.select_reduce documentation).
 
 dst = where(predicate != 0, on_true, on_false) (predicate negated with reverse_pred), with an
 optional max-reduction into the Vector-engine accumulator shared with range_select.
@@ -9,7 +9,7 @@ Readings of the page:
   page's Example 3 describes ("select on_true where predicate is FALSE").
 * on_false: "dtype must be float32 if on_false is a scalar" constrains scalars only; a (P, 1)
   tile of any dtype is accepted and read as float32, like every Vector-engine input.
-* cost: the page gives none (nki-reference.md §1.8, §8); max(MIN_II, N) is assumed, as for
+* cost: the page gives none (the nki.isa.select_reduce documentation); max(MIN_II, N) is assumed, as for
   range_select, its accumulator sibling.
 """
 from __future__ import annotations
@@ -89,7 +89,7 @@ SPEC = InstructionDef(
     accumulator="vector",
     cost_assumed=True,
     cost_note="the page documents no cost; assumed equal to range_select's max(MIN_II, N)",
-    source="seed page 001 (nki.isa.select_reduce)",
+    source="the nki.isa.select_reduce documentation",
     example="""\
 - select_reduce:
     dst: r

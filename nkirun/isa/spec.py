@@ -42,7 +42,7 @@ class Param:
 
 @dataclass(frozen=True, slots=True)
 class AccumulatorDef:
-    """A per-partition accumulator register file that reduce_cmd drives (nki-reference §4)."""
+    """A per-partition accumulator register file that reduce_cmd drives (the NKI ISA documentation)."""
 
     engine: str  # for messages: "Vector", "Scalar"
     idle_may_modify: bool  # whether an instruction with reduce_cmd=idle may change it

@@ -24,6 +24,6 @@ SPEC = InstructionDef(
     check=dma_check,
     same_partitions=(),
     mask_on="src",  # the mask indexes the on-chip tile being stored (docs/masks.md)
-    source="nki-reference.md §1.16 (nl.store)",
+    source="the nki.isa.store documentation",
     example="- store: {dst: y, src: t}",
 )

@@ -1,4 +1,4 @@
-"""nki.isa.tensor_copy — Vector, Scalar or GpSimd (nki-reference.md §1.5).
+"""nki.isa.tensor_copy — Vector, Scalar or GpSimd (the nki.isa.tensor_copy documentation).
 
 dst = src. Vector and GpSimd copy the bits when the dtypes match and cast through float32
 otherwise; the NeuronCore-v2 Scalar engine always goes through float32 (§1.5 [OLD-ISA]),
@@ -65,6 +65,6 @@ SPEC = InstructionDef(
     cycles=cycles,
     check=check,
     engine_of=engine_of,
-    source="nki-reference.md §1.5 (tensor_copy)",
+    source="the nki.isa.tensor_copy documentation",
     example="- tensor_copy: {dst: y, src: acc, engine: vector}",
 )

@@ -1,4 +1,4 @@
-"""nki.isa.tensor_reduce — Vector engine (nki-reference.md §1.4, §2.2).
+"""nki.isa.tensor_reduce — Vector engine (the nki.isa.tensor_reduce documentation).
 
 Reduces data along its last free axes (axis: [1], [1, 2], ... — never the partition axis)
 with a reducible operator; arithmetic folds run in float32 in element order, bitwise folds
@@ -14,7 +14,7 @@ from nkirun.isa.common import fold_free
 from nkirun.isa.spec import (BOOL, INT_LIST, OP, TILE, Bound, InstructionDef, Param, common_tail,
                    out_dtype)
 
-# "Legal reduction op" = Y in the operator table (nki-reference.md §2.2 [OLD-SHARED])
+# "Legal reduction op" = Y in the operator table (the nki.isa.tensor_reduce documentation [OLD-SHARED])
 REDUCE_OPS = tuple(n for n, o in ops.OPS.items() if o.reducible)
 
 PARAMS = (
@@ -151,7 +151,7 @@ SPEC = InstructionDef(
     execute=execute,
     cycles=cycles,
     check=check,
-    source="nki-reference.md §1.4 (tensor_reduce), §2.2 (reducible operators)",
+    source="the nki.isa.tensor_reduce documentation, §2.2 (reducible operators)",
     mask_on="data",
     example="- tensor_reduce: {dst: rowmax, op: maximum, data: scores, axis: 1}",
 )

@@ -1,4 +1,4 @@
-"""nki.isa.tensor_scalar — Vector, Scalar or GpSimd (nki-reference.md §1.3, §2.2).
+"""nki.isa.tensor_scalar — Vector, Scalar or GpSimd (the nki.isa.tensor_scalar documentation).
 
 dst = (data op0 operand0) op1 operand1, each operand a compile-time scalar or a (P, 1)
 tile broadcast along the free axis; reverse0/reverse1 swap an operator's operands.
@@ -73,7 +73,7 @@ def check(b: Bound):
     for op, key, _ in _ops(b):
         if op == "divide":
             yield b.warn("W228", "divide is not a hardware ALU instruction at the NKI level "
-                         "(nki-reference.md §2.2); nkirun computes an exact float32 division",
+                         "(the nki.isa.tensor_scalar documentation); nkirun computes an exact float32 division",
                          "op0" if key == "operand0" else "op1",
                          hint="multiply by a reciprocal (activation or tensor_scalar "
                               "reciprocal) as a kernel on hardware would")
@@ -100,10 +100,10 @@ def _engine_rules(b: Bound, op0, op1):
         elif (op0, op1) not in SCALAR_ENGINE_PAIRS:
             yield b.err("E223", f"the Scalar engine runs only (multiply, add), (multiply) and "
                         f"(add); got ({op0}{', ' + op1 if op1 else ''})", "engine",
-                        hint="use engine: vector (nki-reference.md §1.3)")
+                        hint="use engine: vector (the nki.isa.tensor_scalar documentation)")
     elif b.engine == "gpsimd" and (op0 != "rsqrt" or op1 is not None):
         yield b.err("E224", "tensor_scalar runs on GpSimd only for a single rsqrt", "engine",
-                    hint="use engine: vector (nki-reference.md §1.3)")
+                    hint="use engine: vector (the nki.isa.tensor_scalar documentation)")
     elif b.engine == "vector" and "rsqrt" in (op0, op1):
         yield b.err("E225", "rsqrt is not a Vector-engine operator (GpSimd or Scalar only)",
                     "op0" if op0 == "rsqrt" else "op1",
@@ -174,7 +174,7 @@ SPEC = InstructionDef(
     cycles=cycles,
     check=check,
     engine_of=engine_of,
-    source="nki-reference.md §1.3 (tensor_scalar), §2.2 (operators)",
+    source="the nki.isa.tensor_scalar documentation, §2.2 (operators)",
     example="""\
 - tensor_scalar:
     dst: y

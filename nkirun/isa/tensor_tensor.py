@@ -1,4 +1,4 @@
-"""nki.isa.tensor_tensor — Vector engine, or GpSimd (nki-reference.md §1.2, §2.2).
+"""nki.isa.tensor_tensor — Vector engine, or GpSimd (the nki.isa.tensor_tensor documentation).
 
 dst = op(data1, data2) elementwise over two tiles of the same shape (no broadcasting).
 Arithmetic and comparison operators compute in float32 (comparisons give 1.0 / 0.0);
@@ -48,19 +48,19 @@ def check(b: Bound):
     yield from same_shape(b, "dst", "data1")
     if b["data1"].buffer == "psum" and b["data2"].buffer == "psum":
         yield b.err("E210", "data1 and data2 are both in PSUM; at most one input may be",
-                    "data2", hint="copy one of them to SBUF first (nki-reference.md §1.2)")
+                    "data2", hint="copy one of them to SBUF first (the nki.isa.tensor_tensor documentation)")
     if b["op"] == "power" and b.engine != "gpsimd":
         yield b.err("E211", "power runs only on the GpSimd engine", "engine",
-                    hint="drop `engine: vector` (nki-reference.md §1.2, §2.2)")
+                    hint="drop `engine: vector` (the nki.isa.tensor_tensor documentation)")
     if ops.OPS[b["op"]].kind == ops.BITWISE:
         for key in ("data1", "data2", "dst"):
             if b[key].dtype.is_float:
                 yield b.err("E212", f"bitwise operator {b['op']} needs integer dtypes; `{key}` "
                             f"is {b[key].dtype.name}", key,
-                            hint="bitwise operators act on integer bits (nki-reference.md §2.2)")
+                            hint="bitwise operators act on integer bits (the nki.isa.tensor_tensor documentation)")
     if b["op"] == "divide":
         yield b.warn("W213", "divide is not a hardware ALU instruction at the NKI level "
-                     "(nki-reference.md §2.2); nkirun computes an exact float32 division", "op",
+                     "(the nki.isa.tensor_tensor documentation); nkirun computes an exact float32 division", "op",
                      hint="multiply by a reciprocal (activation or tensor_scalar reciprocal) as "
                           "a kernel on hardware would")
 
@@ -93,7 +93,7 @@ def contiguous(r) -> bool:
 
 
 def cycles(b: Bound, target) -> int:
-    """[OLD-ISA] via nki-reference.md §1.2."""
+    """[OLD-ISA] via the nki.isa.tensor_tensor documentation"""
     n = b["data1"].free_size
     in_psum = sum(b[k].buffer == "psum" for k in ("data1", "data2"))
     tiles = [b[k] for k in ("data1", "data2", "dst")]
@@ -123,6 +123,6 @@ SPEC = InstructionDef(
     cycles=cycles,
     check=check,
     engine_of=engine_of,
-    source="nki-reference.md §1.2 (tensor_tensor), §2.2 (operators)",
+    source="the nki.isa.tensor_tensor documentation, §2.2 (operators)",
     example="- tensor_tensor: {dst: c, data1: a, data2: b, op: multiply}",
 )

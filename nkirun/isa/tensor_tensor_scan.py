@@ -1,4 +1,4 @@
-"""nki.isa.tensor_tensor_scan — a two-operator scan along the free axis (seed page 004).
+"""nki.isa.tensor_tensor_scan — a two-operator scan along the free axis (the nki.isa.tensor_tensor_scan documentation).
 
 Per partition, with the free dims flattened (page 004):
     r[0] = op1(op0(data0[0], initial), data1[0])
@@ -6,12 +6,12 @@ Per partition, with the free dims flattened (page 004):
 reverse0 swaps op0's operands (data0 becomes its rhs), reverse1 swaps op1's (data1 becomes
 its lhs).
 
-Facts (page 004; nki-reference.md §1.6):
+Facts (page 004; the nki.isa.tensor_tensor_scan documentation):
 * data0 and data1: same partitions and elements per partition, not both in PSUM.
 * initial: a float32 compile-time scalar, or a (P, 1) tile (e.g. `c[:, 511]`, the last
   column of a previous scan, as in the page's example).
 * op0/op1: binary arithmetic operators. nkirun allows the arithmetic rows of the operator
-  table that the Vector engine runs (nki-reference.md §2.2): add, subtract, multiply,
+  table that the Vector engine runs (the nki.isa.tensor_tensor_scan documentation): add, subtract, multiply,
   maximum, minimum (not power, which is GpSimd-only, nor divide, which NKI does not offer).
 * the engine computes in float32 and casts the results to the output dtype. The running
   value is kept in float32: only what is written is rounded (the page's "computation in
@@ -118,7 +118,7 @@ SPEC = InstructionDef(
     execute=execute,
     cycles=cycles,
     check=check,
-    source="seed page 004 (nki.isa.tensor_tensor_scan); nki-reference.md §1.6",
+    source="the nki.isa.tensor_tensor_scan documentation; the nki.isa.tensor_tensor_scan documentation",
     example="""\
 - tensor_tensor_scan:
     dst: "c[:, 0:512]"

@@ -4,11 +4,12 @@ from __future__ import annotations
 import ast
 import os
 import shutil
+import secrets
 import struct
-import tempfile
 
 import numpy as np
 
+from nkirun import safeio
 from nkirun.hw import dtypes as dt
 from nkirun.diagnostics import Loc, NkirunError, error
 from nkirun.ir import Program, TensorDecl
@@ -33,6 +34,9 @@ def load_npy(path: str, decl: TensorDecl, what: str, loc: Loc) -> np.ndarray:
 
     if "\0" in path:  # open() would raise ValueError
         raise bad("E070", "is not a valid path (it contains a NUL character)")
+    why = safeio.not_regular(path)  # checked before opening: a FIFO would block forever
+    if why is not None:
+        raise bad("E072", f"is {why}, not a .npy file", hint="give the path of a regular file")
     try:
         with open(path, "rb") as f:
             head = f.read(len(_NPY_MAGIC))
@@ -200,49 +204,51 @@ def _check_array(arr: np.ndarray, t: TensorDecl, loc: Loc) -> np.ndarray:
 
 
 def write_outputs(arrays: dict[str, np.ndarray], out_dir: str) -> list[str]:
-    """Write `<out_dir>/<name>.npy` for each array, so that a failure changes nothing.
+    """Write `<out_dir>/<name>.npy` for each array, so that a failure or a signal changes
+    nothing: afterwards `out_dir` holds all the new outputs or exactly what it held.
 
-    Every array goes to a temp file in `out_dir` first (same filesystem, so the rename is
-    atomic); only when all are written are they renamed over the final names. If a rename
-    fails, the files already replaced are restored from hard-link backups; a folder this
-    call created is removed again.
+    Every array goes to an exclusive temp file in `out_dir` first (same filesystem, so the
+    rename is atomic); only when all are written are they renamed over the final names,
+    with signals held back (nkirun.safeio). If a rename fails, the files already replaced
+    are restored from hard-link backups; folders this call created are removed again.
     """
     finals = {name: os.path.join(out_dir, f"{name}.npy") for name in arrays}
     for name, final in finals.items():
         if os.path.isdir(final):
             raise NkirunError(error("E080", f"cannot write output `{name}`: {final} is a folder",
                                     hint="remove it, or choose another --out"))
-    created = not os.path.isdir(out_dir)
-    try:
-        os.makedirs(out_dir, exist_ok=True)
-    except OSError as e:
-        raise NkirunError(error("E080", f"cannot create output folder {out_dir}: "
-                                f"{e.strerror or e}")) from None
-    umask = os.umask(0)
-    os.umask(umask)
+    created = safeio.new_folders(out_dir)
     temps: list[tuple[str, str]] = []
     backups: list[tuple[str, str | None]] = []  # (final, backup of its old content or None)
     try:
+        try:
+            os.makedirs(out_dir, exist_ok=True)
+        except OSError as e:
+            raise NkirunError(error("E080", f"cannot create output folder {out_dir}: "
+                                    f"{e.strerror or e}")) from None
         for name, arr in arrays.items():
-            fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".npy.tmp", dir=out_dir)
+            fd, tmp = safeio.exclusive_temp(out_dir, f"{name}.npy")
             temps.append((tmp, finals[name]))
-            os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; outputs get normal modes
             with os.fdopen(fd, "wb") as f:
                 np.save(f, _savable(arr), allow_pickle=False)
                 f.flush()
                 os.fsync(f.fileno())
-        for tmp, final in temps:
-            backups.append((final, _backup(final)))
-            os.replace(tmp, final)
+        with safeio.signals_held():
+            for tmp, final in temps:
+                backups.append((final, _backup(final)))
+                os.replace(tmp, final)
+            safeio.WRITTEN.extend(final for _, final in temps)
     except BaseException as e:  # noqa: BLE001 - undo, then report (or re-raise a bug/^C)
-        _undo(temps, backups, out_dir if created else None)
+        with safeio.signals_held():
+            _undo(temps, backups, created)
         if isinstance(e, OSError):
             raise NkirunError(error("E080", f"cannot write outputs to {out_dir}: "
                                     f"{e.strerror or e}; nothing there was changed")) from None
         raise
-    for _, bak in backups:
-        if bak is not None:
-            _unlink(bak)
+    with safeio.signals_held():
+        for _, bak in backups:
+            if bak is not None:
+                _unlink(bak)
     return [final for _, final in temps]
 
 
@@ -255,19 +261,27 @@ def _savable(arr: np.ndarray) -> np.ndarray:
 
 
 def _backup(final: str) -> str | None:
-    """A hard link to `final`'s current content (None if it does not exist)."""
+    """A hard link to `final`'s current content under an unpredictable name (None if it
+    does not exist)."""
     if not os.path.lexists(final):
         return None
-    bak = final + f".{os.getpid()}.bak"
-    _unlink(bak)
-    try:
-        os.link(final, bak)
-    except OSError:  # a filesystem without hard links
-        shutil.copy2(final, bak)
-    return bak
+    folder, name = os.path.split(final)
+    for _ in range(100):
+        bak = os.path.join(folder, f".{name}.{secrets.token_hex(8)}.bak")
+        try:
+            os.link(final, bak)  # fails if anything exists under that name
+            return bak
+        except FileExistsError:
+            continue
+        except OSError:  # a filesystem without hard links
+            fd, bak = safeio.exclusive_temp(folder or ".", name)
+            os.close(fd)
+            shutil.copy2(final, bak)
+            return bak
+    raise OSError(f"cannot create a backup of {final}")
 
 
-def _undo(temps, backups, created_dir: str | None) -> None:
+def _undo(temps, backups, created: list[str]) -> None:
     for final, bak in reversed(backups):
         try:
             if bak is None:
@@ -278,11 +292,7 @@ def _undo(temps, backups, created_dir: str | None) -> None:
             pass
     for tmp, _ in temps:
         _unlink(tmp)
-    if created_dir is not None:
-        try:
-            os.rmdir(created_dir)
-        except OSError:
-            pass
+    safeio.remove_folders(created)
 
 
 def _unlink(path: str) -> None:

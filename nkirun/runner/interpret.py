@@ -11,6 +11,8 @@ from nkirun.runner.machine import Machine
 
 def execute(program: Program, bound, inputs=None, after_each=None) -> Machine:
     """Run every instruction in order; `after_each(bound, machine)` is called after each."""
+    from nkirun.runner.memory import refuse_if_too_large
+    refuse_if_too_large(program, inputs)
     try:
         with np.errstate(all="ignore"):  # e.g. `data: [1e300]` saturates to inf in float32
             buffers, written = initial_buffers(program, inputs)
@@ -27,6 +29,9 @@ def execute(program: Program, bound, inputs=None, after_each=None) -> Machine:
                 if after_each is not None:
                     after_each(b, m)
     except NkirunError:
+        raise
+    except KeyboardInterrupt as stop:  # Ctrl-C / SIGTERM: the CLI says where it stopped
+        stop.nkirun_at = f"#{b.index} {b.op}" if b is not None else None
         raise
     except MemoryError:
         raise RunError(error("E091", "out of memory while executing "

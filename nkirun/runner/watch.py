@@ -5,14 +5,14 @@ hooks for interpret.execute; when none is enabled the run loop pays nothing.
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
-from nkirun.diagnostics import NkirunError, error
+from nkirun.diagnostics import NkirunError
+from nkirun.runner.dump import Dumper
 
 
 def chain(*hooks):
@@ -134,8 +134,8 @@ class Tracer:
 
     def _rich_console(self):
         if self.console is None:
-            from rich.console import Console
-            self.console = Console(file=self.stream, highlight=False, soft_wrap=True)
+            from nkirun.show.render import make_console
+            self.console = make_console(self.stream, soft_wrap=True)
             self.console.print("trace: what each instruction wrote", style="bold")
         return self.console
 
@@ -169,40 +169,6 @@ def format_row(row: TraceRow) -> str:
                      f"mean={_g(w.mean)} nan={w.nan} inf={w.inf}"
                      + (_marks(row) if k == 0 else ""))
     return "\n".join(lines) or f"#{row.index} {row.op} [{row.engine}] (writes no tile)"
-
-
-# ---- dump ------------------------------------------------------------------------------------
-class Dumper:
-    """Writes every tensor's state after instruction `after` (None: after each one) into
-    `<dir>/<k>_<op>/<tensor>.npy`, k zero-padded to the width of the last index so the
-    folders sort in program order.
-
-    Tensors nothing has written yet are skipped; for a partly written one a
-    `<tensor>.written.npy` bool array says which elements hold data (the others are 0).
-    """
-
-    def __init__(self, out_dir: str, count: int, after: int | None = None):
-        self.dir, self.after = out_dir, after
-        self.width = len(str(max(count - 1, 0)))
-        self.folders: list[str] = []
-
-    def __call__(self, b, m) -> None:
-        if self.after is not None and b.index != self.after:
-            return
-        folder = os.path.join(self.dir, f"{b.index:0{self.width}d}_{b.op}")
-        try:
-            os.makedirs(folder, exist_ok=True)
-            for name, arr in m.buffers.items():
-                w = m.written.get(name)
-                if w is not None and not w.any():
-                    continue
-                np.save(os.path.join(folder, f"{name}.npy"), arr, allow_pickle=False)
-                if w is not None:
-                    np.save(os.path.join(folder, f"{name}.written.npy"), w, allow_pickle=False)
-        except OSError as e:
-            raise NkirunError(error("E080", f"--dump: cannot write into {folder}: "
-                                    f"{e.strerror or e}")) from None
-        self.folders.append(folder)
 
 
 # ---- progress --------------------------------------------------------------------------------
@@ -239,8 +205,13 @@ class Progress:
 
 
 def want_progress(stream=None) -> bool:
+    """A transient bar only on a terminal (never into a pipe, even with --color always)."""
     from nkirun.show.render import use_color
-    return use_color(stream or sys.stderr)
+    stream = stream or sys.stderr
+    try:
+        return use_color(stream) and stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 @contextlib.contextmanager
@@ -248,7 +219,8 @@ def watch(program, bound, trace: bool = False, dump_dir: str | None = None,
           dump_after: int | None = None, progress: bool | None = None, stream=None):
     """The after_each hook for a run with the requested watchers (None when there are
     none), closed properly however the run ends. The progress bar is shown on a
-    terminal unless tracing (both would write to stderr)."""
+    terminal unless tracing (both would write to stderr). A dump is put in place when
+    the run ends or fails at run time (NkirunError), and dropped on a signal or a bug."""
     stream = stream or sys.stderr
     tracer = Tracer(stream, bound=bound) if trace else None
     dumper = Dumper(dump_dir, len(bound), dump_after) if dump_dir else None
@@ -258,12 +230,19 @@ def watch(program, bound, trace: bool = False, dump_dir: str | None = None,
     failed_at = None
     try:
         yield chain(tracer, dumper, bar)
-    except BaseException:
+    except BaseException as e:
         done = len(tracer.rows) if tracer else 0
         failed_at = bound[done].index if tracer and done < len(bound) else None
+        if dumper is not None:
+            if isinstance(e, NkirunError) and dumper.folders:
+                print(dumper.commit(), file=stream)
+            else:
+                dumper.abort()
         raise
     finally:
         if bar is not None:
             bar.close()
         if tracer is not None:
             tracer.close(failed_at)
+    if dumper is not None:
+        print(dumper.commit(), file=stream)

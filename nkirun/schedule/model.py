@@ -45,6 +45,7 @@ class Slot:
     waited_on: int | None  # the instruction whose end set the start (None: t = 0)
     wait_tensor: str | None = None  # the tensor of a data dependence
     line: int = 0
+    tensors: tuple[str, ...] = ()  # the tensors it reads or writes (live ranges)
 
     @property
     def duration_ns(self) -> float:

@@ -1,63 +1,123 @@
 """Chrome-trace / Perfetto JSON (Trace Event Format) of a Schedule: open it in
 ui.perfetto.dev or chrome://tracing.
 
-One process (the program on its target); one thread (track) per engine used and per DMA
-queue used; one complete event (`ph: "X"`) per instruction on its engine's track, and for a
-DMA transfer one on each queue it occupies (same name and args). Times are microseconds, as
-the format requires.
+  * one process (the program on its target);
+  * one thread (track) per engine used, and one per group of DMA queues that ran exactly
+    the same transfers (views.tracks: "dma.q0-15" when all 16 queues always moved together,
+    not 16 identical tracks); one complete event (`ph: "X"`) per instruction on each of its
+    tracks, the full arguments on the first;
+  * a flow arrow (`ph: "s"` -> `ph: "f"`) for every "waited for" edge: from the instruction
+    whose end set a start (data, write-after-read/write, engine or DMA queue) to the one
+    that waited, so a click on an instruction shows why it started when it did;
+  * counter tracks (`ph: "C"`) of the live SBUF and PSUM bytes (all partitions): a tensor
+    is live from the start of the first instruction that uses it to the end of the last.
+Times are microseconds, as the format requires.
 """
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 
-from nkirun.schedule.model import Schedule
-from nkirun.schedule.views import instruction_row
+from nkirun.schedule.model import Schedule, Slot
+from nkirun.schedule.views import instruction_row, tracks
 
 PID = 1
+_ON_CHIP = ("sbuf", "psum")
 
 
-def trace_events(s: Schedule) -> dict:
-    tracks: list[str] = [n for n in s.engine_names()
-                         if n != "dma" and any(x.engine == n for x in s.slots)]
-    queues = sorted({q for x in s.slots for q in x.queues})
-    tracks += [f"dma.q{q}" for q in queues]
-    tid = {name: i + 1 for i, name in enumerate(tracks)}
+def _us(ns: float) -> float:
+    return round(ns / 1000.0, 6)
+
+
+def _track_events(s: Schedule) -> tuple[list[dict], dict[int, list[int]]]:
+    """Metadata and slices; per instruction index, the tids of its tracks in order."""
     events: list[dict] = [
         {"ph": "M", "name": "process_name", "pid": PID, "tid": 0,
          "args": {"name": f"{s.program.path} on {s.target.name} ({s.target.core})"}}]
-    for name, i in tid.items():
-        clock = s.clock(name.split(".")[0])
-        label = name if name.startswith("dma") else f"{name} ({clock:g} GHz)"
-        events.append({"ph": "M", "name": "thread_name", "pid": PID, "tid": i,
+    tids: dict[int, list[int]] = {}
+    for tid, (name, slots) in enumerate(tracks(s), start=1):
+        label = name if name.startswith("dma") else f"{name} ({s.clock(name):g} GHz)"
+        events.append({"ph": "M", "name": "thread_name", "pid": PID, "tid": tid,
                        "args": {"name": label}})
-        events.append({"ph": "M", "name": "thread_sort_index", "pid": PID, "tid": i,
-                       "args": {"sort_index": i}})
+        events.append({"ph": "M", "name": "thread_sort_index", "pid": PID, "tid": tid,
+                       "args": {"sort_index": tid}})
+        for x in slots:
+            tids.setdefault(x.index, []).append(tid)
     for x in s.slots:
-        names = [f"dma.q{q}" for q in x.queues] if x.queues else [x.engine]
-        ts, dur = x.start_ns / 1000.0, x.duration_ns / 1000.0
-        # the full args on the first track; the copies on a transfer's other queues carry
-        # only the index (a long program's trace stays a manageable size)
-        events.append({"ph": "X", "name": x.op, "cat": x.engine, "pid": PID,
-                       "tid": tid[names[0]], "ts": ts, "dur": dur, "args": instruction_row(x)})
-        for name in names[1:]:
-            events.append({"ph": "X", "name": x.op, "pid": PID, "tid": tid[name], "ts": ts,
-                           "dur": dur, "args": {"index": x.index, "queue": x.queue}})
+        first, *rest = tids[x.index]
+        ts, dur = _us(x.start_ns), _us(x.duration_ns)
+        events.append({"ph": "X", "name": x.op, "cat": x.engine, "pid": PID, "tid": first,
+                       "ts": ts, "dur": dur, "args": instruction_row(x)})
+        for tid in rest:  # the same transfer on its other queue groups: the index only
+            events.append({"ph": "X", "name": x.op, "cat": x.engine, "pid": PID, "tid": tid,
+                           "ts": ts, "dur": dur, "args": {"index": x.index, "queue": x.queue}})
+    return events, tids
+
+
+def _flow_events(s: Schedule, tids: dict[int, list[int]]) -> list[dict]:
+    """One arrow per waited-for edge, bound to the slices it joins (start: inside the
+    slice that was waited for; end: the enclosing slice of the waiting one)."""
+    by_index = {x.index: x for x in s.slots}
+    out = []
+    for flow_id, x in enumerate((x for x in s.slots if x.waited_on is not None), start=1):
+        src = by_index[x.waited_on]
+        args = {"from": src.index, "to": x.index, "kind": x.wait_kind, "why": x.wait}
+        out.append({"ph": "s", "id": flow_id, "name": "waited for", "cat": "wait",
+                    "pid": PID, "tid": tids[src.index][0], "ts": _mid(src), "args": args})
+        out.append({"ph": "f", "bp": "e", "id": flow_id, "name": "waited for", "cat": "wait",
+                    "pid": PID, "tid": tids[x.index][0], "ts": _mid(x)})
+    return out
+
+
+def _mid(x: Slot) -> float:
+    return _us((x.start_ns + x.end_ns) / 2)
+
+
+def live_bytes(s: Schedule) -> dict[str, list[tuple[float, int]]]:
+    """Per on-chip buffer, the steps of its live bytes: [(time ns, bytes from then on)]."""
+    first: dict[str, float] = {}
+    last: dict[str, float] = {}
+    for x in s.slots:
+        for name in x.tensors:
+            first[name] = min(first.get(name, x.start_ns), x.start_ns)
+            last[name] = max(last.get(name, x.end_ns), x.end_ns)
+    out = {}
+    for buf in _ON_CHIP:
+        deltas: dict[float, int] = {}
+        for name, t in s.program.tensors.items():
+            if t.buffer != buf or name not in first:
+                continue
+            nbytes = t.size * t.dtype.itemsize
+            deltas[first[name]] = deltas.get(first[name], 0) + nbytes
+            deltas[last[name]] = deltas.get(last[name], 0) - nbytes
+        steps, live = [(0.0, 0)], 0
+        for t_ns in sorted(deltas):
+            live += deltas[t_ns]
+            steps.append((t_ns, live))
+        out[buf] = steps
+    return out
+
+
+def _counter_events(s: Schedule) -> list[dict]:
+    out = []
+    for buf, steps in live_bytes(s).items():
+        name = f"live {buf.upper()} bytes"
+        out += [{"ph": "C", "name": name, "pid": PID, "ts": _us(t), "args": {"bytes": n}}
+                for t, n in steps]
+    return out
+
+
+def trace_events(s: Schedule) -> dict:
+    events, tids = _track_events(s)
+    events += _flow_events(s, tids)
+    events += _counter_events(s)
     return {"traceEvents": events, "displayTimeUnit": "ns",
             "otherData": {"program": s.program.path, "target": s.target.name,
                           "total_ns": round(s.total_ns, 3)}}
 
 
-def write_trace(s: Schedule, path: str) -> None:
-    """Write the trace atomically (a temporary file in the same folder, then rename)."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".trace.", suffix=".json.tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(json.dumps(trace_events(s), separators=(",", ":")))  # dumps: much faster
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+def write_trace(s: Schedule, path: str) -> str:
+    """Write the trace (`-`: standard output; a regular file atomically, a device or FIFO
+    as a stream: nkirun.safeio). Returns where it went."""
+    from nkirun.safeio import write_file
+    text = json.dumps(trace_events(s), separators=(",", ":"))  # dumps: much faster
+    return write_file(path, text.encode("utf-8"))

@@ -14,8 +14,11 @@ from nkirun.schedule import views as v
 from nkirun.schedule.model import Schedule
 
 DEFAULT_MAX_ROWS = 200  # table rows shown in text (JSON always has every instruction)
-_COLORS = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan",
-           "bright_magenta", "bright_green", "bright_yellow", "bright_blue", "bright_red")
+# One colour per engine (readable on dark and light backgrounds: no red, which means an
+# error, and no dark blue, unreadable on black); instructions take their engine's colour.
+ENGINE_COLORS = {"tensor": "green", "vector": "cyan", "scalar": "magenta", "gpsimd": "yellow",
+                 "dma": "bright_blue"}
+_OTHER_COLOR = "white"
 
 
 def parse_views(text: str | None) -> tuple[str, ...]:
@@ -44,8 +47,17 @@ def to_json(s: Schedule, views: tuple[str, ...] = v.VIEWS, timeline_width: int =
 
 
 # ---- text --------------------------------------------------------------------------------
-def _ns(x: float) -> str:
-    return f"{x:,.1f}"
+_MICRO = {"on": False}  # µs on a terminal that can show it (render_report sets it), else us
+
+
+def _time(x: float) -> str:
+    from nkirun.show.numbers import duration
+    return duration(x, _MICRO["on"])
+
+
+def _cycles(x) -> str:
+    """The cycles column: an engine's cycles, or for a DMA transfer its ns (labelled)."""
+    return f"{x.cycles:,} ns" if x.engine == "dma" else f"{x.cycles:,}"
 
 
 def _console(stream, width, color):
@@ -139,8 +151,10 @@ def render_report(s: Schedule, stream=None, width: int | None = None,
         import io
         stream = io.StringIO()
         console.file = stream
+    from nkirun.show.numbers import micro_ok
+    _MICRO["on"] = bool(color) and micro_ok(out)
     sym = v.symbols(s)
-    palette = {op: _COLORS[i % len(_COLORS)] for i, op in enumerate(sym)}
+    palette = {x.op: ENGINE_COLORS.get(x.engine, _OTHER_COLOR) for x in s.slots}
     first = True
     for name in views:
         if not first:
@@ -170,20 +184,24 @@ def _summary(console, s: Schedule, color: bool) -> None:
     head.append(d["program"], style="bold")
     head.append(f" on {d['target']} ({d['core']}): {d['instruction_count']} instructions, "
                 f"makespan ")
-    head.append(f"{_ns(d['total_ns'])} ns", style="bold")
+    head.append(_time(d["total_ns"]), style="bold")
     console.print(head)
     bn = d["bottleneck"]
     if bn:
         e = d["engines"][bn]
-        console.print(f"bottleneck: {bn} (busy {_ns(e['busy_ns'])} ns, "
+        console.print(f"bottleneck: {bn} (busy {_time(e['busy_ns'])}, "
                       f"{e['utilization']:.0%} of the makespan)")
-    headers = ["engine", "clock GHz", "instructions", "busy ns", "utilization"]
+    from nkirun.show.numbers import in_unit, time_unit
+    unit, scale = time_unit(d["total_ns"], _MICRO["on"])
+    busy = f"busy {unit}"
+    headers = ["engine", "clock GHz", "instructions", busy, "utilization"]
     rows = []
     for name, e in d["engines"].items():
         label = f"dma ({e['queues']} queues)" if name == "dma" else name
         # DMA times are ns already (no clock): see the cost formulas
         rows.append([label, "-" if name == "dma" else f"{e['clock_ghz']:g}",
-                     str(e["instructions"]), _ns(e["busy_ns"]), f"{e['utilization']:.0%}"])
+                     f"{e['instructions']:,}", in_unit(e["busy_ns"], scale),
+                     f"{e['utilization']:.0%}"])
     room = console.width - _min_width(headers, rows, range(len(headers))) - 3
     n_bar = min(20, room)  # the bar takes what is left, up to 20 characters
     if n_bar >= 5:
@@ -193,11 +211,11 @@ def _summary(console, s: Schedule, color: bool) -> None:
     styles = [("bold" if name == bn else ("dim" if not e["instructions"] and color else None))
               for name, e in d["engines"].items()]
     _grid(console, color, "engines", headers, rows,
-          ("clock GHz", "instructions", "busy ns", "utilization"), ("clock GHz",),
+          ("clock GHz", "instructions", busy, "utilization"), ("clock GHz",),
           styles=styles)
     if d["engines"]["dma"]["instructions"]:
         q = d["engines"]["dma"]
-        console.print(f"DMA queues: {_ns(q['queue_busy_ns'])} queue-ns busy, "
+        console.print(f"DMA queues: {_time(q['queue_busy_ns'])} of queue time busy, "
                       f"{q['queue_utilization']:.0%} of {q['queues']} queues x makespan")
     if d["notes"]:
         console.print("notes:")
@@ -205,20 +223,25 @@ def _summary(console, s: Schedule, color: bool) -> None:
 
 
 def _instructions(console, s: Schedule, color: bool, max_rows: int, palette) -> None:
-    headers = ["#", "line", "op", "engine", "cycles", "start ns", "end ns", "waited for"]
+    from nkirun.show.numbers import in_unit, time_unit
+    unit, scale = time_unit(s.total_ns, _MICRO["on"])
+    start, end = f"start {unit}", f"end {unit}"
+    headers = ["#", "line", "op", "engine", "cycles", start, end, "waited for"]
     shown = s.slots if max_rows <= 0 else s.slots[:max_rows]
-    rows = [[str(x.index), str(x.line), x.op + (" *" if x.assumed else ""), x.queue,
-             f"{x.cycles:,}", _ns(x.start_ns), _ns(x.end_ns), _short(x)] for x in shown]
+    rows = [[f"{x.index:,}", str(x.line), x.op + (" *" if x.assumed else ""), x.queue,
+             _cycles(x), in_unit(x.start_ns, scale), in_unit(x.end_ns, scale), _short(x)]
+            for x in shown]
     if console.width < 100:  # the source line column only when there is room
         headers, rows = headers[:1] + headers[2:], [r[:1] + r[2:] for r in rows]
     _grid(console, color, "instructions", headers, rows,
-          ("#", "line", "cycles", "start ns", "end ns"), ("start ns", "engine"),
+          ("#", "line", "cycles", start, end), (start, "engine"),
           wrap=("waited for",),
           styles=[palette.get(x.op) if color else None for x in shown])
     if len(shown) < len(s.slots):
         console.print(f"... {len(s.slots) - len(shown):,} more instructions "
                       "(--max-rows 0 shows all; --format json lists every one)")
-    console.print("cost formulas (cycles of the executing engine; DMA: ns):")
+    console.print("cost formulas (cycles of the executing engine; DMA: ns, as in the cycles "
+                  "column):")
     seen = {}
     for x in s.slots:
         seen.setdefault(x.op, x)
@@ -245,7 +268,7 @@ def _timeline(console, s: Schedule, color: bool, sym, palette) -> None:
     rows = v.tracks(s)
     label_w = max([len(n) for n, _ in rows] + [5])
     width = max(16, console.width - label_w - 4 - 7)
-    console.print(Text(f"timeline (1 column = {_ns(total / width if width else 0)} ns)",
+    console.print(Text(f"timeline (1 column = {_time(total / width if width else 0)})",
                        style="bold" if color else ""))
     for name, slots in rows:
         cells = v.gantt_cells(slots, total, width)
@@ -258,7 +281,9 @@ def _timeline(console, s: Schedule, color: bool, sym, palette) -> None:
         busy = sum(x.duration_ns for x in slots)
         line.append(f"| {busy / total:4.0%}" if total else "|")
         console.print(line)
-    left, mid, right = "0", f"{total / 2:,.0f}", f"{total:,.0f} ns"
+    from nkirun.show.numbers import in_unit, time_unit
+    unit, scale = time_unit(total, _MICRO["on"])
+    left, mid, right = "0", in_unit(total / 2, scale), f"{in_unit(total, scale)} {unit}"
     axis = [" "] * width
     pos = max(0, width // 2 - len(mid) // 2)
     axis[:len(left)] = left
@@ -281,16 +306,20 @@ def _critical(console, s: Schedule, color: bool, palette, max_rows: int) -> None
     d = v.critical(s)
     path = s.critical_path()
     total = s.total_ns
-    console.print(Text(f"critical path ({len(path)} instructions, {_ns(total)} ns)",
+    console.print(Text(f"critical path ({len(path):,} instructions, {_time(total)})",
                        style="bold" if color else ""))
     _items(console, "time on the path by engine:", [
         f"{k} {e['share']:.0%} ({e['instructions']} instr.)" for k, e in d["by_engine"].items()])
-    headers = ["#", "op", "engine", "start ns", "ns", "share", "started after"]
+    from nkirun.show.numbers import in_unit, time_unit
+    unit, scale = time_unit(total, _MICRO["on"])
+    start = f"start {unit}"
+    headers = ["#", "op", "engine", start, unit, "share", "started after"]
     shown = path if max_rows <= 0 else path[:max_rows]
-    rows = [[str(x.index), x.op, x.queue, _ns(x.start_ns), _ns(x.duration_ns),
+    rows = [[f"{x.index:,}", x.op, x.queue, in_unit(x.start_ns, scale),
+             in_unit(x.duration_ns, scale),
              f"{x.duration_ns / total:.0%}" if total else "-", _short(x)] for x in shown]
-    _grid(console, color, "", headers, rows, ("#", "start ns", "ns", "share"),
-          ("start ns", "engine"), wrap=("started after",),
+    _grid(console, color, "", headers, rows, ("#", start, unit, "share"),
+          (start, "engine"), wrap=("started after",),
           styles=[palette.get(x.op) if color else None for x in shown])
     if len(shown) < len(path):
         console.print(f"... {len(path) - len(shown):,} more steps (--max-rows 0 shows all)")

@@ -64,14 +64,15 @@ _SWEEP_MIN = 16
 
 def _costed(b, target: Target) -> tuple:
     """What the scheduler needs of a bound instruction, a function of its operands, engine
-    and the target only: (cycles, reads, writes, DMA queues it takes), reads and writes as
-    (tensor name, box)."""
+    and the target only: (cycles, reads, writes, DMA queues it takes, tensors touched), reads and
+    writes as (tensor name, box)."""
     from nkirun.isa.common import dma_partitions
     acc = b.accesses()
     reads = tuple((r.decl.name, r.box) for _, r in acc.reads)
     writes = tuple((r.decl.name, r.box) for _, r in acc.writes)
     queues = target.dma_queues_for(dma_partitions(b)) if b.engine == "dma" else 0
-    return int(b.spec.cycles(b, target)), reads, writes, queues
+    names = tuple(dict.fromkeys(n for n, _ in reads + writes))
+    return int(b.spec.cycles(b, target)), reads, writes, queues, names
 
 
 class _Scheduler:
@@ -172,7 +173,7 @@ class _Scheduler:
         c = self.costed.get(ckey)
         if c is None:
             c = self.costed[ckey] = _costed(b, self.target)
-        cycles, reads, writes, n = c
+        cycles, reads, writes, n, names = c
         clock = self.clocks.get(engine)
         if clock is None:
             clock = self.clocks[engine] = self.sched.clock(engine)
@@ -190,7 +191,7 @@ class _Scheduler:
         self.record_accesses(reads, writes, end, index)
         self.sched.slots.append(Slot(index, spec.name, engine, label, queues, cycles, start, end,
                                      spec.cost_formula, spec.cost_assumed, kind, dep,
-                                     dep_tensor, b.inst.loc.line))
+                                     dep_tensor, b.inst.loc.line, names))
 
 
 def schedule(program: Program, bound, target: Target | None = None) -> Schedule:

@@ -118,7 +118,7 @@ def describe(spec: S.InstructionDef) -> dict:
         "cost": {"formula": spec.cost_formula, "assumed": spec.cost_assumed,
                  "note": spec.cost_note or None},
         "example": spec.example or None,
-        "source": spec.source or None,
+        "source": docs_url(spec.name),
     }
 
 
@@ -168,7 +168,12 @@ def render_text(d: dict) -> str:
         out += ["", "example:"] + [f"  {line}" for line in d["example"].splitlines()]
     if d["source"]:
         out += ["", f"source: {d['source']}"]
-    return "\n".join(out)
+    from nkirun.show.render import wrap_words
+    n_example = len(d["example"].splitlines()) if d["example"] else 0
+    at = out.index("example:") + 1 if n_example else len(out)
+    keep = range(at, at + n_example)  # code is never re-wrapped
+    return "\n".join(line if k in keep or line.startswith("source: ") else wrap_words(line)
+                     for k, line in enumerate(out))
 
 
 def render_rich(d: dict, console) -> None:
@@ -248,3 +253,13 @@ def render_ops_rich(rows: list[dict], console) -> None:
     for r in rows:
         t.add_row(f"[bold]{r['name']}[/bold]", r["engine"], escape(r["summary"]))
     console.print(t)
+
+
+NKI_DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
+
+
+def docs_url(op: str) -> str:
+    """The public NKI documentation page of an instruction (`load`/`store` are
+    nki.language functions, the rest nki.isa instructions)."""
+    module = "nki.language" if op in ("load", "store") else "nki.isa"
+    return f"{NKI_DOCS}{module}.{op}.html"

@@ -9,15 +9,80 @@ import sys
 from nkirun.diagnostics import Diagnostic
 
 _TOKEN = re.compile(r"[^\s:,{}\[\]]+")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 LONG_LINE = 160  # source lines longer than this are shown as a window around the column
 _MAX_SOURCE_BYTES = 64 << 20  # never read a larger file just to quote one line
 
 
+READING_WIDTH = (60, 80)  # prose (explain, diagnostic headers) wraps within these columns
+
+
+def reading_width(columns: int | None = None) -> int:
+    """The terminal's width (COLUMNS or the tty's) held within READING_WIDTH: never wider
+    than a comfortable line, never so narrow that every word gets its own line."""
+    if columns is None:
+        import shutil
+        try:
+            columns = shutil.get_terminal_size((80, 24)).columns
+        except (ValueError, OSError, OverflowError):
+            columns = 80
+    lo, hi = READING_WIDTH
+    return max(lo, min(hi, columns))
+
+
+def wrap_words(line: str, width: int | None = None) -> str:
+    """`line` wrapped between words (never inside one) within reading_width(); continuation
+    lines are indented under the text (two more spaces than the line's own indent, four
+    for a `- ` bullet's text)."""
+    import textwrap
+    width = width or reading_width()
+    if len(line) <= width:
+        return line
+    lead = line[:len(line) - len(line.lstrip(" "))]
+    more = lead + ("  " if line.lstrip().startswith("- ") else "    " if lead else "  ")
+    return textwrap.fill(line.lstrip(" "), width, initial_indent=lead, subsequent_indent=more,
+                         break_long_words=False, break_on_hyphens=False)
+
+
+COLOR_MODES = ("auto", "always", "never")
+_color_mode = "auto"  # set by `nkirun --color`
+
+
+def set_color_mode(mode: str) -> None:
+    global _color_mode
+    if mode not in COLOR_MODES:
+        raise ValueError(f"--color: {mode!r}; allowed: {', '.join(COLOR_MODES)}")
+    _color_mode = mode
+
+
 def use_color(stream=None) -> bool:
-    stream = stream or sys.stdout
-    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+    """Colour for `stream`? `--color always|never` decides; under `auto` (the default) a
+    non-empty NO_COLOR turns it off, a FORCE_COLOR other than 0/false turns it on, and
+    otherwise a terminal (not TERM=dumb) gets colour, a pipe or file does not."""
+    if _color_mode != "auto":
+        return _color_mode == "always"
+    if os.environ.get("NO_COLOR"):
         return False
-    return hasattr(stream, "isatty") and stream.isatty()
+    force = os.environ.get("FORCE_COLOR")
+    if force is not None and force.strip().lower() not in ("0", "false", "no", "off"):
+        return True
+    if os.environ.get("TERM") == "dumb":
+        return False
+    stream = stream or sys.stdout
+    try:
+        return hasattr(stream, "isatty") and stream.isatty()
+    except ValueError:  # a closed stream
+        return False
+
+
+def make_console(file=None, **kw):
+    """A rich Console for `file` that colours exactly when use_color(file) says so (rich's
+    own terminal and environment detection would disagree under --color/FORCE_COLOR)."""
+    from rich.console import Console
+    color = use_color(file or sys.stdout)
+    kw.setdefault("highlight", False)
+    return Console(file=file, force_terminal=color, no_color=not color,
+                   color_system="standard" if color else None, **kw)
 
 
 def _source_line(lines, ln: int) -> str | None:
@@ -27,8 +92,9 @@ def _source_line(lines, ln: int) -> str | None:
 def read_source(path: str) -> tuple[str, ...]:
     """The lines of a program file, to quote them when the parse itself failed (E001);
     () when it cannot be read (missing, binary, huge)."""
+    from nkirun.safeio import not_regular
     try:
-        if os.path.getsize(path) > _MAX_SOURCE_BYTES:
+        if not_regular(path) or os.path.getsize(path) > _MAX_SOURCE_BYTES:
             return ()
         with open(path, encoding="utf-8", errors="replace", newline="") as f:
             return tuple(f.read().splitlines())
@@ -53,10 +119,13 @@ def parts(d: Diagnostic, lines: tuple[str, ...] = ()):
     src = _source_line(lines, ln)
     if src is None:
         return d.one_line(), None, d.hint
-    src = src.expandtabs(1)  # one column per character, so the caret lines up
+    # cut first: a 1 MB line quoted by 100,000 diagnostics must not be copied each time
+    src, col = _window(src, col)
+    src = src.replace("\t", " ")  # one column per character, so the caret lines up
+    src = _CONTROL.sub("?", src)  # never send a form feed or escape to the terminal
     m = _TOKEN.match(src, max(col - 1, 0))
     width = max(1, len(m.group(0)) if m else 1)
-    src, col = _window(src, col)
+    width = max(1, min(width, len(src) - max(col - 1, 0)))  # never past the (cut) line
     return d.one_line(), (str(ln), src, " " * max(col - 1, 0) + "^" * width), d.hint
 
 
@@ -101,12 +170,11 @@ def print_diagnostics(diags: list[Diagnostic], lines=(), stream=None) -> None:
 
 
 def _print_rich(groups, lines, stream, cache) -> None:
-    from rich.console import Console
     from rich.text import Text
+    from nkirun.show.grouping import more_like_this
     # soft_wrap: the terminal wraps long lines itself, so rich never breaks a source line
     # away from its caret line
-    console = Console(file=stream, highlight=False, soft_wrap=True)
-    from nkirun.show.grouping import more_like_this
+    console = make_console(stream, soft_wrap=True, width=reading_width())
     for d, others in groups:
         _, quote, hint = parts(d, _lines_for(d, lines, cache))
         color = "red" if d.is_error else "yellow"
@@ -115,15 +183,15 @@ def _print_rich(groups, lines, stream, cache) -> None:
         t.append(f"{d.severity}[{d.code}]", style=f"bold {color}")
         t.append(": ")
         t.append(d.message, style="bold")
-        console.print(t)
+        console.print(t, soft_wrap=False)  # the header wraps between words
         pad = "   "
         if quote is not None:
             ln, src, caret = quote
             pad = " " * (len(ln) + 1)
-            console.print(Text.assemble((f" {ln} | ", "blue"), src))
-            console.print(Text.assemble((f"{pad} | ", "blue"), (caret, f"bold {color}")))
+            console.print(Text.assemble((f" {ln} | ", "bright_blue"), src))
+            console.print(Text.assemble((f"{pad} | ", "bright_blue"), (caret, f"bold {color}")))
         if hint:
-            console.print(Text.assemble((f"{pad} = ", "blue"), ("help", "bold cyan"),
+            console.print(Text.assemble((f"{pad} = ", "bright_blue"), ("help", "bold cyan"),
                                         (": " + hint, "cyan")))
         if others:
             console.print(Text(f"   {more_like_this(others)}", style="dim"))

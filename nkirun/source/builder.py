@@ -20,6 +20,8 @@ from nkirun.hw.targets import DEFAULT_TARGET, TARGETS
 TOP_KEYS = ("version", "name", "target", "tensors", "instructions")
 TENSOR_KEYS = ("buffer", "shape", "dtype", "file", "fill", "data", "output")
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_DIMS = 16
+MAX_UNKNOWN_REPORTED = 10  # unknown keywords of one instruction reported one by one  # NumPy allows 64 (32 before 2.0); instructions add a few axes of their own
 BUFFER_ALIASES = {"shared_hbm": "hbm", "private_hbm": "hbm"}
 
 
@@ -106,7 +108,8 @@ class Builder:
     def _tensor(self, name, fields, loc: Loc) -> bool:
         d = self.diags
         n0 = len(d)
-        if not isinstance(name, str) or not NAME_RE.match(name):
+        # fullmatch: `$` alone would accept a name ending in a newline (a file name with one)
+        if not isinstance(name, str) or not NAME_RE.fullmatch(name):
             d.append(error("E018", f"invalid tensor name {name!r}", loc,
                            hint="names are letters, digits and _, not starting with a digit "
                                 "(they become output file names)"))
@@ -144,6 +147,11 @@ class Builder:
                     isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in shape)):
                 d.append(error("E012", f"tensor `{name}`: shape must be a non-empty list of "
                                f"positive integers, got {shape!r}", vloc("shape")))
+                shape = None
+            elif len(shape) > MAX_DIMS:
+                d.append(error("E012", f"tensor `{name}`: a shape of {len(shape)} dimensions; at "
+                               f"most {MAX_DIMS} are supported", vloc("shape"),
+                               hint="NKI tiles have a partition dimension and a few free ones"))
                 shape = None
             else:
                 shape = tuple(shape)
@@ -261,16 +269,19 @@ class Builder:
         params, defaults, required = tables.by_name, tables.defaults, tables.required
         converted = self._converted
         meant = set()  # missing required keywords an unknown one was a typo of
+        unknown: list[str] = []
         for key, (raw, kloc) in args.items():
             locs[key] = kloc
             p = params.get(key)
             if p is None:
+                unknown.append(key)
                 guess = _closest(key, [n for n in spec.param_names if n not in args])
                 if guess is not None and params[guess].required:
                     meant.add(guess)  # one typo, one diagnostic: no E023 for it as well
-                self.diags.append(error("E022", f"{name}: unknown keyword `{key}`", kloc, index,
-                                        hint=f"did you mean `{guess}`?" if guess else
-                                        "allowed: " + ", ".join(spec.param_names)))
+                if len(unknown) <= MAX_UNKNOWN_REPORTED:
+                    self.diags.append(error("E022", f"{name}: unknown keyword `{key}`", kloc,
+                                            index, hint=f"did you mean `{guess}`?" if guess else
+                                            "allowed: " + ", ".join(spec.param_names)))
                 _keep_mention(values, key, raw, kloc, params.get(guess))
                 continue
             if raw is None and not p.required:
@@ -289,6 +300,12 @@ class Builder:
                     converted[ckey] = (values[key],)
             except ArgError as e:
                 self.diags.append(error(e.code, f"{name}: {e}", kloc, index, e.hint))
+        if len(unknown) > MAX_UNKNOWN_REPORTED:  # one line for the rest, not one each
+            more = unknown[MAX_UNKNOWN_REPORTED:]
+            self.diags.append(error(
+                "E022", f"{name}: {len(more):,} more unknown keywords ("
+                + ", ".join(f"`{k}`" for k in more[:5]) + (", ..." if len(more) > 5 else "")
+                + ")", locs[more[0]], index, hint="allowed: " + ", ".join(spec.param_names)))
         for p in required:
             if p.name not in args and p.name not in meant:
                 self.diags.append(error("E023", f"{name}: missing required keyword `{p.name}`",

@@ -38,6 +38,19 @@ def parse_view(text: str, loc: Loc | None = None) -> View:
     return View(hit[0], hit[1], loc or Loc())
 
 
+_MAX_INDEX_DIGITS = 18  # an index beyond int64 can only be a mistake
+
+
+def _index(digits: str) -> int:
+    """An index as written; its own located error when it is absurdly long (Python would
+    raise ValueError past 4,300 digits, NumPy overflow past 19)."""
+    n = len(digits.strip().lstrip("+-"))
+    if n > _MAX_INDEX_DIGITS:
+        raise ViewSyntaxError(f"an index of {n:,} digits is out of range (indices fit in "
+                              f"{_MAX_INDEX_DIGITS} digits)")
+    return int(digits)
+
+
 def _parse_view(text: str, loc: Loc | None) -> View:
     m = _NAME.match(text)
     if not m:
@@ -58,9 +71,9 @@ def _parse_view(text: str, loc: Loc | None) -> View:
         if part == "...":
             raise ViewSyntaxError("ellipsis (`...`) is not supported; write `:` for each dimension")
         if mi := _ITEM_INT.match(part):
-            items.append(int(mi.group(1)))
+            items.append(_index(mi.group(1)))
         elif ms := _ITEM_SLICE.match(part):
-            start, stop, step = (None if g is None else int(g) for g in ms.groups())
+            start, stop, step = (None if g is None else _index(g) for g in ms.groups())
             items.append(Slice(start, stop, step))
         else:
             raise ViewSyntaxError(

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import unicodedata
 
 from nkirun.diagnostics import Loc, error, loc_at
 from nkirun.ir import View
@@ -41,7 +42,11 @@ _INT = re.compile(r"[-+]?\d+")
 _FLOAT = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
 _NUM_LIST = re.compile(r"[\[\]\d\s,.eE+-]*")  # what json.loads can read for us
 _LIST_TOKEN = re.compile(r"\s*(?:([\[\],])|(\"(?:[^\"\\]|\\.)*\"|'[^']*')|([^\s,\[\]\"']+))")
-_ESCAPE = re.compile(r"\\(.)")
+_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)")
+# A line ends only at \n (or \r\n): every other control character, and the Unicode line
+# and paragraph separators Python's splitlines() would also break at, is an error, so text
+# hidden behind one (e.g. in a comment) can never run as an instruction.
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 _ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"'}
 _WORDS = {"true": True, "false": False, "True": True, "False": False, "null": None}
 _MISSING = object()
@@ -62,7 +67,9 @@ def plain(text: str):
     if w is not _MISSING:
         return w
     if _INT.fullmatch(text):
-        return int(text)
+        # past Python's 4,300-digit conversion limit a literal can only be a mistake: it
+        # stays a (short) word, which every numeric keyword refuses with its own code
+        return int(text) if len(text) <= 4000 else f"{text[:12]}... ({len(text):,} digits)"
     if _FLOAT.fullmatch(text):
         return float(text)
     return text
@@ -77,9 +84,11 @@ def _unquote(text: str, col: int) -> str:
 
     def sub(m):
         c = m.group(1)
+        if len(c) == 5:  # \uXXXX: how `convert` writes control characters
+            return chr(int(c[1:], 16))
         if c not in _ESCAPES:
             raise _Syntax(col + m.start() + 1, f"unknown escape `\\{c}` in a quoted string",
-                          hint="allowed: \\\" \\\\ \\n \\t")
+                          hint="allowed: \\\" \\\\ \\n \\t \\uXXXX")
         return _ESCAPES[c]
     return _ESCAPE.sub(sub, body)
 
@@ -403,13 +412,56 @@ class _Reader:
 
 def parse_text(text: str, path: str, base_dir: str | None = None):
     """Parse a text-format program: returns (Program | None, diagnostics)."""
-    lines = tuple(text.splitlines())
-    if not any(s and not s.startswith("#") for s in (ln.strip() for ln in lines)):
+    from nkirun.source.lines import Lines, content_lines, has_content
+    lines = Lines(text)
+    if not has_content(text):
         return None, [error("E002", "the program is empty", Loc(path, 1, 1),
                             hint="a text program starts with `version 1`, then `tensor` and "
                                  "instruction lines")]
     b = Builder(path, base_dir if base_dir is not None else os.path.dirname(path) or ".", lines)
     r = _Reader(b, path)
+    if CONTROL.search(text) is None:  # blank and comment lines say nothing: skip them fast
+        for ln, line in content_lines(text):
+            if len(line) > LONG_LINE_CHECK and line.count("=") > MAX_KEYWORDS_PER_LINE:
+                b.diags.append(_too_many_keywords(path, ln, line.count("=")))
+                continue
+            r.line(ln, line)
+        return b.finish()
     for ln, line in enumerate(lines, 1):
-        r.line(ln, line)
+        bad = CONTROL.search(line)
+        if bad is None:
+            r.line(ln, line)
+            continue
+        ch = bad.group(0)
+        name = unicodedata.name(ch, "") or _CONTROL_NAMES.get(ch, "a control character")
+        b.diags.append(error("E001", f"control character U+{ord(ch):04X} ({name.lower()}) "
+                             "in the program: a line ends only at a newline, and no other "
+                             "control character may appear", loc_at(path, ln, bad.start() + 1),
+                             hint="remove it; in a quoted string write it as \\uXXXX"))
     return b.finish()
+
+
+_CONTROL_NAMES = {"\x0c": "form feed", "\x0b": "vertical tab", "\x1c": "file separator",
+                  "\x1d": "group separator", "\x1e": "record separator", "\x85": "next line",
+                  "\r": "carriage return", "\x00": "NUL", "\x7f": "delete"}
+
+
+LONG_LINE_CHECK = 10_000  # only lines this long are counted (real lines are far shorter)
+MAX_KEYWORDS_PER_LINE = 1_000  # an instruction has about 20 keywords
+
+
+def _too_many_keywords(path: str, ln: int, n: int):
+    return error("E020", f"a line with {n:,} `key=value` pairs: an instruction has a few "
+                 f"dozen keywords at most (over {MAX_KEYWORDS_PER_LINE:,} is refused unread)",
+                 loc_at(path, ln, 1), hint="one instruction per line; large data belongs "
+                 "in a .npy file (`file=`)")
+
+
+def split_lines(text: str) -> tuple[str, ...]:
+    """The lines of a text program: split at \n only; a \r before it is dropped."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the file's final newline ends the last line, it starts none
+    if "\r" in text:
+        lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+    return tuple(lines)

@@ -16,7 +16,7 @@ from nkirun.hw.dtypes import DType
 from nkirun.ir import Instruction, Program, TensorDecl, View
 from nkirun.isa import REGISTRY
 from nkirun.hw.alu import FP32_MAX, FP32_MIN
-from nkirun.source.text_front import plain
+from nkirun.source.text_front import CONTROL, plain
 
 # A word the text reader takes back as the same string (not a number, bool or list).
 _TEXT_WORD = re.compile(r"[^\s\"'#\[\]=,]+")
@@ -73,9 +73,10 @@ def _number(v) -> str:
 
 # ---- the text form ---------------------------------------------------------------------------
 def _text_str(s: str) -> str:
-    if s and _TEXT_WORD.fullmatch(s) and plain(s) == s:
+    if s and _TEXT_WORD.fullmatch(s) and plain(s) == s and not CONTROL.search(s):
         return s
     body = s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+    body = CONTROL.sub(lambda m: f"\\u{ord(m.group(0)):04x}", body)  # the reader refuses them raw
     return f'"{body}"'
 
 

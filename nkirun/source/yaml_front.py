@@ -7,6 +7,7 @@ accepted; alias expansion and nesting are bounded.
 from __future__ import annotations
 
 import os
+import re
 
 import yaml
 from yaml.constructor import ConstructorError, SafeConstructor
@@ -87,9 +88,14 @@ class _Walker:
                 try:
                     return self.constructor.construct_object(node)
                 except (ConstructorError, ValueError, KeyError, TypeError):
-                    # only reachable with an explicit tag, e.g. `!!int abc`
-                    raise _Bad(error("E001", f"{node.value!r} is not a valid {tag[len(_STD):]}",
-                                     self.loc(node))) from None
+                    # an explicit tag (`!!int abc`), or an integer past Python's 4,300-digit
+                    # conversion limit
+                    shown = repr(node.value) if len(node.value) <= 40 else \
+                        f"a value of {len(node.value):,} characters ({node.value[:12]}...)"
+                    raise _Bad(error("E001", f"{shown} is not a valid {tag[len(_STD):]}",
+                                     self.loc(node), hint="numbers must fit in 4,300 digits; "
+                                     "an index, shape or fill that long is out of range")
+                               ) from None
             if tag == _STD + "timestamp":
                 return node.value
             raise _Bad(error("E001", f"YAML tag {tag!r} is not allowed", self.loc(node),
@@ -132,9 +138,17 @@ def _tag_error(tag: str, loc: Loc) -> Diagnostic:
 
 def read_source(path: str) -> tuple[str | None, list[Diagnostic]]:
     """The program text, or a diagnostic for a missing/unreadable/non-UTF-8 file."""
+    from nkirun.safeio import not_regular
+    why = not_regular(path)  # before opening: reading a FIFO or /dev/zero never ends
+    if why is not None:
+        return None, [error("E000", f"cannot read program file {path}: it is {why}, not a "
+                            "regular file", Loc(path))]
     try:
         with open(path, "rb") as f:
             raw = f.read()
+    except MemoryError:
+        return None, [error("E000", f"program file {path} is too large to read into memory",
+                            Loc(path))]
     except FileNotFoundError:
         return None, [error("E000", f"program file not found: {path}", Loc(path))]
     except OSError as e:
@@ -149,14 +163,62 @@ def read_source(path: str) -> tuple[str | None, list[Diagnostic]]:
     return text.lstrip("\ufeff"), []
 
 
+_LAZY_LINES_FROM = 1 << 20
+_LONG_LINE = 10_000
+_MAX_KEYS_PER_LINE = 1_000  # an instruction has a few dozen keywords at most
+_LONG_LINE_RE = re.compile(r"[^\n]{%d}" % _LONG_LINE)
+_KEY_SEP = re.compile(r"[^\s,{\[\]]\s*:\s")
+
+
+class _Chunks:
+    """A large text handed to libyaml in pieces: given the whole str, PyYAML would first
+    make a UTF-8 copy of all of it (40 MB more for a 40 MB file)."""
+
+    def __init__(self, text: str):
+        self.text, self.pos = text, 0
+
+    def read(self, size: int = -1) -> str:
+        size = len(self.text) if size is None or size < 0 else size
+        piece = self.text[self.pos:self.pos + size]
+        self.pos += len(piece)
+        return piece
+
+
+def _stream(text: str):
+    return _Chunks(text) if len(text) > _LAZY_LINES_FROM else text
+
+
+def _too_many_keys(text: str, path: str) -> Diagnostic | None:
+    """A line holding thousands of `key: value` pairs is refused before PyYAML composes it
+    (a 100,000-keyword line took a minute to reject); only long lines are looked at."""
+    from nkirun.source.lines import content_lines
+    for ln, line in content_lines(text):
+        if len(line) > _LONG_LINE:
+            n = len(_KEY_SEP.findall(line))
+            if n > _MAX_KEYS_PER_LINE:
+                return error("E020", f"a line with {n:,} `key: value` pairs: an instruction "
+                             f"has a few dozen keywords at most (over {_MAX_KEYS_PER_LINE:,} "
+                             "is refused unread)", Loc(path, ln, 1),
+                             hint="one instruction per entry; large data belongs in a .npy "
+                                  "file (`file:`)")
+    return None
+
+
 def parse_yaml(text: str, path: str, base_dir: str | None = None):
     """Parse program text: returns (Program | None, diagnostics)."""
-    lines = tuple(text.splitlines())
+    too_many = _too_many_keys(text, path) if _LONG_LINE_RE.search(text) else None
+    if too_many is not None:
+        return None, [too_many]
+    if len(text) > _LAZY_LINES_FROM:  # e.g. 40 MB of blank lines: no tuple of millions
+        from nkirun.source.lines import Lines
+        lines = Lines(text)
+    else:
+        lines = tuple(text.splitlines())
     try:
         too_deep = _too_deep(text, path)
         if too_deep is not None:
             return None, [too_deep]
-        root = yaml.compose(text, Loader=_Loader)
+        root = yaml.compose(_stream(text), Loader=_Loader)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         loc = Loc(path, mark.line + 1, mark.column + 1) if mark else Loc(path)
@@ -201,7 +263,7 @@ def _too_deep(text: str, path: str) -> Diagnostic | None:
     stream and stopping at the first offending one: libyaml's composer recurses in C (it
     crashes the process at ~100,000 levels) and is quadratic on deep flow collections."""
     depth = 0
-    for ev in yaml.parse(text, Loader=_Loader):
+    for ev in yaml.parse(_stream(text), Loader=_Loader):
         if isinstance(ev, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
             depth += 1
             if depth > _MAX_DEPTH:

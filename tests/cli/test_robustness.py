@@ -116,7 +116,7 @@ YAML_CASES = [
     ("recursive-alias", b"version: 1\nname: &a [1, *a]\n", 1, "recursive", True),
     ("deep-flow", b"version: 1\nname: " + b"[" * 100_000 + b"]" * 100_000 + b"\n", 1,
      "more than 64 levels deep", True),
-    ("deep-unclosed", b"version: 1\nname: " + b"{a: " * 100_000, 1, "more than 64 levels", True),
+    ("deep-unclosed", b"version: 1\nname: " + b"{a: " * 100_000, 1, "key: value` pairs", True),
     ("deep-block", ("version: 1\n" + "".join(" " * i + "k:\n" for i in range(200))).encode(), 1,
      "more than 64 levels deep", True),
     ("duplicate-tensor-key", b"version: 1\ntensors:\n  x: {buffer: hbm, shape: [2], dtype: fp32,"
@@ -438,7 +438,10 @@ def test_max_hbm_bytes_flag(work):
     assert "--max-hbm-bytes" in r.output  # the hint names the flag
     r = invoke("run", "p.yaml", "--out", "out", "--max-hbm-bytes", "128",
                cwd=work, catch_exceptions=False)
-    assert r.exit_code == 0, r.output  # 4 x 8 float32 is exactly 128 bytes
+    assert r.exit_code == 1 and "total 512 bytes" in r.output  # each fits, their sum does not
+    r = invoke("run", "p.yaml", "--out", "out", "--max-hbm-bytes", "512",
+               cwd=work, catch_exceptions=False)
+    assert r.exit_code == 0, r.output  # four 4 x 8 float32 tensors: exactly 512 bytes
     r = invoke("run", "p.yaml", "--out", "out", "--max-hbm-bytes", "0",
                cwd=work, catch_exceptions=False)
     assert r.exit_code == 2
@@ -659,7 +662,7 @@ def test_internal_error_traceback_only_with_debug(work):
 
 @pytest.mark.parametrize("args", [
     ["run"], ["check"], ["frobnicate", "p.yaml"], ["run", "p.yaml", "--nope"],
-    ["check", "p.yaml", "--format", "xml"], ["check", "."], ["cost", "p.yaml", "--target", "x"],
+    ["check", "p.yaml", "--format", "xml"], ["cost", "p.yaml", "--target", "x"],
     ["run", "p.yaml", "--max-hbm-bytes", "lots"],
 ])
 def test_usage_errors_exit_2(work, args):

@@ -102,9 +102,14 @@ def test_coloured_diagnostics_keep_the_source_line_whole(monkeypatch):
     out = f.getvalue()
     assert "\x1b[" in out
     plain = ANSI.sub("", out).splitlines()
-    assert plain[1] == f" 1 | {src}"  # not broken at 40 columns (the terminal wraps it)
-    assert plain[2].index("^") == plain[1].index("comp_op0")
-    assert plain[3] == "   = help: allowed: equal, less"
+    at = plain.index(f" 1 | {src}")  # not broken at 40 columns (the terminal wraps it)
+    # the header before it wraps between words, within 60 columns at the least (issue 12)
+    head = plain[:at]
+    assert len(head) > 1 and all(len(h) <= 60 for h in head)
+    assert " ".join(" ".join(head).split()) == " ".join(
+        f"p.yaml:1:45: error[E025]: {d.message}".split())
+    assert plain[at + 1].index("^") == plain[at].index("comp_op0")
+    assert plain[at + 2] == "   = help: allowed: equal, less"
 
 
 def test_no_color_env_gives_plain_text(monkeypatch):
@@ -181,8 +186,11 @@ def test_cost_report_fits_and_never_cuts_a_number(name, width):
     assert len(rows) == len(s.slots)  # one row per instruction, index and cycles whole
     for x, row in zip(s.slots, rows):
         cells = [c.strip() for c in row.strip("|").split("|")]
-        assert cells[0] == str(x.index) and f"{x.cycles:,}" in cells
-        assert f"{x.end_ns:,.1f}" in cells
+        # the cycles column holds a DMA transfer's ns, labelled (issue 12)
+        assert cells[0] == str(x.index) and (f"{x.cycles:,} ns" if x.engine == "dma"
+                                             else f"{x.cycles:,}") in cells
+        from nkirun.show.numbers import in_unit, time_unit
+        assert in_unit(x.end_ns, time_unit(s.total_ns)[1]) in cells
     # lists wrap between items, not inside one
     for line in text.splitlines():
         assert not re.match(r"^\d+% \(", line.strip())

@@ -181,8 +181,14 @@ def test_dump_after_each_and_after_k(tmp_path):
     extra = [{"memset": {"dst": "t[:, 1:2]", "value": -1.0}}]
     path = copy_program(tmp_path, x, "float32", extra)
     d = tmp_path / "dump"
-    assert invoke("run", path, "--out", tmp_path / "o", "--dump", d).exit_code == 0
+    r = invoke("run", path, "--out", tmp_path / "o", "--dump", d)
+    assert r.exit_code == 0
+    assert f"dumped 3 instructions into {d}" in r.output  # says where it wrote
     assert sorted(p.name for p in d.iterdir()) == ["0_load", "1_memset", "2_store"]
+    # unchanged inputs are not dumped again: later folders hold what that instruction wrote
+    assert sorted(p.name for p in (d / "1_memset").iterdir()) == ["t.npy"]
+    assert sorted(p.name for p in (d / "2_store").iterdir()) == ["y.npy"]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
     # after 0: t fully written (no .written file), y never written (skipped)
     assert sorted(p.name for p in (d / "0_load").iterdir()) == ["t.npy", "x.npy"]
     np.testing.assert_array_equal(np.load(d / "0_load" / "t.npy"), x)
@@ -193,14 +199,17 @@ def test_dump_after_each_and_after_k(tmp_path):
     d2 = tmp_path / "dump2"
     assert invoke("run", path, "--out", tmp_path / "o", "--dump", d2, "--after", 1).exit_code == 0
     assert [p.name for p in d2.iterdir()] == ["1_memset"]
+    assert sorted(p.name for p in (d2 / "1_memset").iterdir()) == ["t.npy", "x.npy"]
 
 
 def test_dump_partly_written_tensor_has_written_mask(tmp_path):
     c, x = _masked_program()
     from nkirun.runner.interpret import execute
     from nkirun.runner.watch import Dumper
-    execute(c.program, c.bound, {"x": x}, Dumper(str(tmp_path), len(c.bound), after=1))
-    folder = tmp_path / "1_memset"
+    dumper = Dumper(str(tmp_path / "d"), len(c.bound), after=1)
+    execute(c.program, c.bound, {"x": x}, dumper)
+    dumper.commit()
+    folder = tmp_path / "d" / "1_memset"
     w = np.load(folder / "t.written.npy")
     assert w.sum() == 5 * 4 + 2 * 4 and w[:, :4].all() and w[:2].all()
     assert not w[2:, 4:].any()
