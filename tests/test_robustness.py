@@ -445,7 +445,10 @@ def test_max_hbm_bytes_flag(work):
     assert r.exit_code == 1 and "over the 64-byte HBM limit" in r.output
     assert "--max-hbm-bytes" in r.output  # the hint names the flag
     r = _invoke(["run", "p.yaml", "--out", "out", "--max-hbm-bytes", "128"], work)
-    assert r.exit_code == 0, r.output  # 4 x 8 float32 is exactly 128 bytes
+    # 4 x 8 float32 is exactly 128 bytes, but the limit bounds the total too (issue 12)
+    assert r.exit_code == 1 and "HBM tensors total 512 bytes" in r.output, r.output
+    r = _invoke(["run", "p.yaml", "--out", "out", "--max-hbm-bytes", "512"], work)
+    assert r.exit_code == 0, r.output
     r = _invoke(["run", "p.yaml", "--out", "out", "--max-hbm-bytes", "0"], work)
     assert r.exit_code == 2
 
@@ -665,7 +668,7 @@ def test_internal_error_traceback_only_with_debug(work):
 
 @pytest.mark.parametrize("args", [
     ["run"], ["check"], ["frobnicate", "p.yaml"], ["run", "p.yaml", "--nope"],
-    ["check", "p.yaml", "--format", "xml"], ["check", "."], ["cost", "p.yaml", "--target", "x"],
+    ["check", "p.yaml", "--format", "xml"], ["check", "out"], ["cost", "p.yaml", "--target", "x"],
     ["run", "p.yaml", "--max-hbm-bytes", "lots"],
 ])
 def test_usage_errors_exit_2(work, args):
