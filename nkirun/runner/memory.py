@@ -8,7 +8,6 @@ small next to that and are left out.
 """
 from __future__ import annotations
 
-import os
 import resource
 
 from nkirun.diagnostics import Loc, RunError, error

@@ -5,7 +5,6 @@ hooks for interpret.execute; when none is enabled the run loop pays nothing.
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import time
 from dataclasses import dataclass
