@@ -266,7 +266,7 @@ def test_planted_temp_names_are_not_followed(small, monkeypatch):
     victim = small / "victim.txt"
     victim.write_text("keep me")
     pid = os.getpid()
-    for name in (f"res.nkis.tmp{pid}", f"res.nkis.tmp", f".res.nkis.tmp{pid}"):
+    for name in (f"res.nkis.tmp{pid}", "res.nkis.tmp", f".res.nkis.tmp{pid}"):
         os.symlink(victim, small / name)
     os.mkdir(small / f"res.nkis.{pid}.tmp")
     r = CliRunner().invoke(cli, ["convert", "p.yaml", "--to", "text", "-o", "res.nkis"])
