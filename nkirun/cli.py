@@ -150,7 +150,7 @@ def check(programs, fmt, target, program_format, debug):
     if empty:
         raise click.BadParameter(f"no .yaml/.yml/.nkis program in {', '.join(empty)}",
                                  param_hint="PATH")
-    results = [_check_one(p, program_format, target) for p in paths]
+    results = [cr.check_one(p, program_format, target) for p in paths]
     if fmt == "json":
         _echo_json(cr.to_json(results))
     elif fmt == "github":
@@ -158,30 +158,8 @@ def check(programs, fmt, target, program_format, debug):
     elif fmt == "junit":
         click.echo(cr.junit(results))
     else:
-        _check_text(results)
+        cr.print_text(results)
     sys.exit(EXIT_INVALID if any(r.errors for r in results) else EXIT_OK)
-
-
-def _check_one(path, program_format, target):
-    from nkirun.api import check_program
-    from nkirun.show.check_report import Checked
-    c = check_program(path, program_format, target)
-    return Checked(path, c.diagnostics, len(c.program.instructions) if c.program else 0,
-                   c.program.source_lines if c.program else ())
-
-
-def _check_text(results) -> None:
-    from nkirun.show.check_report import summary
-    from nkirun.show.render import plural, print_diagnostics, summary_line
-    for r in results:
-        print_diagnostics(r.diagnostics, r.lines)
-        if r.errors:
-            click.echo(f"{r.program}: {summary_line(r.diagnostics)}")
-        else:
-            click.echo(f"{r.program}: ok — {plural(r.instructions, 'instruction')}"
-                       + (f", {summary_line(r.diagnostics)}" if r.diagnostics else ""))
-    if len(results) > 1:
-        click.echo(f"checked {summary(results)}")
 
 
 def _parse_inputs(values) -> dict[str, str]:
@@ -500,8 +478,8 @@ def explain(op, fmt):
     from nkirun.show.explain import describe, lookup, render_rich, render_text, suggestion
     from nkirun.show.render import use_color
     if codes.CODE_RE.fullmatch(op.strip()):
-        _explain_code(op, fmt)
-        return
+        from nkirun.show.explain import explain_code
+        sys.exit(explain_code(op, fmt))
     spec = lookup(op)
     if spec is None:
         hint = suggestion(op)
@@ -515,25 +493,6 @@ def explain(op, fmt):
         render_rich(d, _console())
     else:
         click.echo(render_text(d))
-
-
-def _explain_code(text: str, fmt: str) -> None:
-    from nkirun import codes
-    from nkirun.show.render import reading_width
-    c = codes.lookup(text)
-    if c is None:
-        click.echo(f"nkirun: unknown diagnostic code `{text}` (docs/diagnostics.md lists "
-                   "them)", err=True)
-        sys.exit(EXIT_INVALID)
-    if fmt == "json":
-        _echo_json({"code": c.code, "severity": c.severity, "section": c.section,
-                    "instruction": c.instruction, "meaning": c.meaning})
-    else:
-        import textwrap
-        width = reading_width()
-        click.echo("\n".join(textwrap.fill(line, width, break_long_words=False,
-                                           break_on_hyphens=False)
-                             for line in codes.explain_text(c).splitlines()))
 
 
 @cli.command(short_help="List the instructions nkirun knows.")

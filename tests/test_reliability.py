@@ -40,6 +40,12 @@ def _nkirun(args, cwd, timeout=60, **kw):
                           capture_output=True, text=True, timeout=timeout, **kw)
 
 
+def _no_nkirun_traceback(err: str) -> bool:
+    """No traceback, or only the interpreter's own from before any nkirun code ran (a
+    signal in runpy/site on a slow machine: Python reports that, not nkirun)."""
+    return "Traceback" not in err or (f"{os.sep}nkirun{os.sep}" not in err and "<frozen" in err)
+
+
 def _snapshot(folder) -> dict:
     out = {}
     for dirpath, dirnames, files in os.walk(folder):
@@ -112,14 +118,15 @@ def test_signals_at_random_moments_leave_out_old_or_complete(tmp_path):
         p.send_signal(sig)
         _, err = p.communicate(timeout=60)
         # (-sig: the signal came while the interpreter was shutting down, all done)
-        assert p.returncode in (0, 128 + sig, -sig), (trial, sig, p.returncode, err)
-        assert "Traceback" not in err, err
+        assert p.returncode in (0, 128 + sig, -sig) or (
+            p.returncode == 1 and "Traceback" in err), (trial, sig, p.returncode, err)
+        assert _no_nkirun_traceback(err), err
         now = _snapshot(out)
         assert now in (before, complete), (trial, sig, sorted(now))
         assert not dump.exists() or _snapshot(dump) == complete_dump
         assert sorted(os.listdir(tmp_path)) in (["out", "slow.yaml"],
                                                  ["dump", "out", "slow.yaml"])
-        if p.returncode:
+        if p.returncode and "Traceback" not in err:
             stopped += 1
             assert "interrupted" in err
             if now == before:
@@ -155,7 +162,10 @@ def test_signal_during_start_up_gives_no_traceback(small, delay):
     # Python itself reports the interrupt: not nkirun's to change. Once nkirun is being
     # imported, no traceback goes through nkirun's code.
     assert f"{os.sep}nkirun{os.sep}" not in err, err
-    assert p.returncode in (0, 130, -signal.SIGINT)
+    if "Traceback" in err:  # the interpreter's own start (exit 1, Python's report)
+        assert p.returncode == 1 and "<frozen" in err
+    else:
+        assert p.returncode in (0, 130, -signal.SIGINT), err
 
 
 @pytest.mark.parametrize("cmd", ["convert", "trace"])
@@ -176,7 +186,7 @@ def test_signal_while_writing_a_file_leaves_old_or_new(tmp_path, cmd):
         time.sleep(rng.uniform(0.2, 1.5))
         p.send_signal(rng.choice([signal.SIGTERM, signal.SIGHUP, signal.SIGINT]))
         _, err = p.communicate(timeout=60)
-        assert "Traceback" not in err
+        assert _no_nkirun_traceback(err), err
         assert target.read_text() in ("old", new)
         assert sorted(os.listdir(tmp_path)) == ["res.out", "slow.yaml"]
 
@@ -256,7 +266,7 @@ def test_planted_temp_names_are_not_followed(small, monkeypatch):
     victim = small / "victim.txt"
     victim.write_text("keep me")
     pid = os.getpid()
-    for name in (f"res.nkis.tmp{pid}", f"res.nkis.tmp", f".res.nkis.tmp{pid}"):
+    for name in (f"res.nkis.tmp{pid}", "res.nkis.tmp", f".res.nkis.tmp{pid}"):
         os.symlink(victim, small / name)
     os.mkdir(small / f"res.nkis.{pid}.tmp")
     r = CliRunner().invoke(cli, ["convert", "p.yaml", "--to", "text", "-o", "res.nkis"])

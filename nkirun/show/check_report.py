@@ -132,3 +132,26 @@ def _xml_safe(text: str) -> str:
     """XML 1.0 cannot hold most control characters, even escaped: show them as \\xNN."""
     return "".join(c if c in "\t\n\r" or (" " <= c and c not in "\ufffe\uffff")
                    else f"\\x{ord(c):02x}" for c in text)
+
+
+def check_one(path: str, program_format: str, target: str | None) -> Checked:
+    from nkirun.api import check_program
+    c = check_program(path, program_format, target)
+    return Checked(path, c.diagnostics, len(c.program.instructions) if c.program else 0,
+                   c.program.source_lines if c.program else ())
+
+
+def print_text(results: list[Checked]) -> None:
+    """Each program's diagnostics and verdict line; with several, one summary at the end."""
+    import click
+
+    from nkirun.show.render import plural, print_diagnostics, summary_line
+    for r in results:
+        print_diagnostics(r.diagnostics, r.lines)
+        if r.errors:
+            click.echo(f"{r.program}: {summary_line(r.diagnostics)}")
+        else:
+            click.echo(f"{r.program}: ok — {plural(r.instructions, 'instruction')}"
+                       + (f", {summary_line(r.diagnostics)}" if r.diagnostics else ""))
+    if len(results) > 1:
+        click.echo(f"checked {summary(results)}")

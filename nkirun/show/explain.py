@@ -263,3 +263,28 @@ def docs_url(op: str) -> str:
     nki.language functions, the rest nki.isa instructions)."""
     module = "nki.language" if op in ("load", "store") else "nki.isa"
     return f"{NKI_DOCS}{module}.{op}.html"
+
+
+def explain_code(text: str, fmt: str) -> int:
+    """`nkirun explain E040`: prints the code's entry; returns the exit status."""
+    import json
+    import textwrap
+
+    import click
+
+    from nkirun import codes
+    from nkirun.show.render import reading_width
+    c = codes.lookup(text)
+    if c is None:
+        click.echo(f"nkirun: unknown diagnostic code `{text}` (docs/diagnostics.md lists "
+                   "them)", err=True)
+        return 1
+    if fmt == "json":
+        click.echo(json.dumps({"code": c.code, "severity": c.severity, "section": c.section,
+                               "instruction": c.instruction, "meaning": c.meaning}, indent=2))
+    else:
+        width = reading_width()
+        click.echo("\n".join(textwrap.fill(line, width, break_long_words=False,
+                                           break_on_hyphens=False)
+                             for line in codes.explain_text(c).splitlines()))
+    return 0

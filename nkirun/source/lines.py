@@ -8,7 +8,36 @@ in between at C speed.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterator, Sequence
+
+from nkirun.diagnostics import Diagnostic, error, loc_at
+
+# A line ends only at \n (or \r\n): every other control character, and the Unicode line
+# and paragraph separators Python's splitlines() would also break at, is an error, so text
+# hidden behind one (e.g. in a comment) can never run as an instruction.
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+_CONTROL_NAMES = {"\x0c": "form feed", "\x0b": "vertical tab", "\x1c": "file separator",
+                  "\x1d": "group separator", "\x1e": "record separator", "\x85": "next line",
+                  "\r": "carriage return", "\x00": "NUL", "\x7f": "delete", "\x1b": "escape"}
+LONG_LINE_CHECK = 10_000  # only lines this long are counted (real lines are far shorter)
+MAX_KEYWORDS_PER_LINE = 1_000  # an instruction has about 20 keywords
+
+
+def control_error(path: str, ln: int, bad: re.Match) -> Diagnostic:
+    ch = bad.group(0)
+    name = unicodedata.name(ch, "") or _CONTROL_NAMES.get(ch, "a control character")
+    return error("E001", f"control character U+{ord(ch):04X} ({name.lower()}) in the "
+                 "program: a line ends only at a newline, and no other control character "
+                 "may appear", loc_at(path, ln, bad.start() + 1),
+                 hint="remove it; in a quoted string write it as \\uXXXX")
+
+
+def too_many_keywords(path: str, ln: int, n: int) -> Diagnostic:
+    return error("E020", f"a line with {n:,} `key=value` pairs: an instruction has a few "
+                 f"dozen keywords at most (over {MAX_KEYWORDS_PER_LINE:,} is refused unread)",
+                 loc_at(path, ln, 1), hint="one instruction per line; large data belongs "
+                 "in a .npy file (`file=`)")
 
 
 

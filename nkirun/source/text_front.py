@@ -17,11 +17,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import unicodedata
 
 from nkirun.diagnostics import Loc, error, loc_at
 from nkirun.ir import View
 from nkirun.source.builder import Builder, did_you_mean
+from nkirun.source.lines import CONTROL
 from nkirun.isa import REGISTRY
 from nkirun.isa.spec import normalize_name
 
@@ -43,10 +43,6 @@ _FLOAT = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
 _NUM_LIST = re.compile(r"[\[\]\d\s,.eE+-]*")  # what json.loads can read for us
 _LIST_TOKEN = re.compile(r"\s*(?:([\[\],])|(\"(?:[^\"\\]|\\.)*\"|'[^']*')|([^\s,\[\]\"']+))")
 _ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)")
-# A line ends only at \n (or \r\n): every other control character, and the Unicode line
-# and paragraph separators Python's splitlines() would also break at, is an error, so text
-# hidden behind one (e.g. in a comment) can never run as an instruction.
-CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 _ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"'}
 _WORDS = {"true": True, "false": False, "True": True, "False": False, "null": None}
 _MISSING = object()
@@ -412,7 +408,9 @@ class _Reader:
 
 def parse_text(text: str, path: str, base_dir: str | None = None):
     """Parse a text-format program: returns (Program | None, diagnostics)."""
-    from nkirun.source.lines import Lines, content_lines, has_content
+    from nkirun.source.lines import (LONG_LINE_CHECK, MAX_KEYWORDS_PER_LINE, Lines,
+                                     content_lines, control_error, has_content,
+                                     too_many_keywords)
     lines = Lines(text)
     if not has_content(text):
         return None, [error("E002", "the program is empty", Loc(path, 1, 1),
@@ -423,7 +421,7 @@ def parse_text(text: str, path: str, base_dir: str | None = None):
     if CONTROL.search(text) is None:  # blank and comment lines say nothing: skip them fast
         for ln, line in content_lines(text):
             if len(line) > LONG_LINE_CHECK and line.count("=") > MAX_KEYWORDS_PER_LINE:
-                b.diags.append(_too_many_keywords(path, ln, line.count("=")))
+                b.diags.append(too_many_keywords(path, ln, line.count("=")))
                 continue
             r.line(ln, line)
         return b.finish()
@@ -431,37 +429,6 @@ def parse_text(text: str, path: str, base_dir: str | None = None):
         bad = CONTROL.search(line)
         if bad is None:
             r.line(ln, line)
-            continue
-        ch = bad.group(0)
-        name = unicodedata.name(ch, "") or _CONTROL_NAMES.get(ch, "a control character")
-        b.diags.append(error("E001", f"control character U+{ord(ch):04X} ({name.lower()}) "
-                             "in the program: a line ends only at a newline, and no other "
-                             "control character may appear", loc_at(path, ln, bad.start() + 1),
-                             hint="remove it; in a quoted string write it as \\uXXXX"))
+        else:
+            b.diags.append(control_error(path, ln, bad))
     return b.finish()
-
-
-_CONTROL_NAMES = {"\x0c": "form feed", "\x0b": "vertical tab", "\x1c": "file separator",
-                  "\x1d": "group separator", "\x1e": "record separator", "\x85": "next line",
-                  "\r": "carriage return", "\x00": "NUL", "\x7f": "delete"}
-
-
-LONG_LINE_CHECK = 10_000  # only lines this long are counted (real lines are far shorter)
-MAX_KEYWORDS_PER_LINE = 1_000  # an instruction has about 20 keywords
-
-
-def _too_many_keywords(path: str, ln: int, n: int):
-    return error("E020", f"a line with {n:,} `key=value` pairs: an instruction has a few "
-                 f"dozen keywords at most (over {MAX_KEYWORDS_PER_LINE:,} is refused unread)",
-                 loc_at(path, ln, 1), hint="one instruction per line; large data belongs "
-                 "in a .npy file (`file=`)")
-
-
-def split_lines(text: str) -> tuple[str, ...]:
-    """The lines of a text program: split at \n only; a \r before it is dropped."""
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()  # the file's final newline ends the last line, it starts none
-    if "\r" in text:
-        lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
-    return tuple(lines)

@@ -206,9 +206,6 @@ def _too_many_keys(text: str, path: str) -> Diagnostic | None:
 
 def parse_yaml(text: str, path: str, base_dir: str | None = None):
     """Parse program text: returns (Program | None, diagnostics)."""
-    too_many = _too_many_keys(text, path) if _LONG_LINE_RE.search(text) else None
-    if too_many is not None:
-        return None, [too_many]
     if len(text) > _LAZY_LINES_FROM:  # e.g. 40 MB of blank lines: no tuple of millions
         from nkirun.source.lines import Lines
         lines = Lines(text)
@@ -218,6 +215,9 @@ def parse_yaml(text: str, path: str, base_dir: str | None = None):
         too_deep = _too_deep(text, path)
         if too_deep is not None:
             return None, [too_deep]
+        too_many = _too_many_keys(text, path) if _LONG_LINE_RE.search(text) else None
+        if too_many is not None:
+            return None, [too_many]
         root = yaml.compose(_stream(text), Loader=_Loader)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark

@@ -662,7 +662,7 @@ def test_internal_error_traceback_only_with_debug(work):
 
 @pytest.mark.parametrize("args", [
     ["run"], ["check"], ["frobnicate", "p.yaml"], ["run", "p.yaml", "--nope"],
-    ["check", "p.yaml", "--format", "xml"], ["cost", "p.yaml", "--target", "x"],
+    ["check", "p.yaml", "--format", "xml"], ["check", "out"], ["cost", "p.yaml", "--target", "x"],
     ["run", "p.yaml", "--max-hbm-bytes", "lots"],
 ])
 def test_usage_errors_exit_2(work, args):

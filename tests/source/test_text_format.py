@@ -101,7 +101,7 @@ def test_convert_cli_output_file_and_paths(tmp_path):
     src = ROOT / "programs" / "rowmax_in_window.yaml"
     here = tmp_path / "rowmax.nkis"
     r = CliRunner().invoke(cli, ["convert", str(src), "--to", "text", "-o", str(here)])
-    assert r.exit_code == 0 and r.output == ""
+    assert r.exit_code == 0 and r.stdout == ""  # "wrote FILE" goes to stderr
     # data paths were rewritten relative to the new folder: the copy runs as is
     out = api.run(str(here))
     np.testing.assert_array_equal(out["y"], api.run(str(src))["y"])
