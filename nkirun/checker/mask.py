@@ -67,7 +67,10 @@ def _eval(node, env):
             left = right
         return out
     if isinstance(node, ast.BinOp) and type(node.op) in _BIN:
-        return _BIN[type(node.op)](_eval(node.left, env), _eval(node.right, env))
+        left, right = _eval(node.left, env), _eval(node.right, env)
+        if type(node.op) in (ast.FloorDiv, ast.Mod) and np.any(np.equal(right, 0)):
+            raise MaskError("the mask divides by zero (`//` or `%` by an expression that is 0)")
+        return _BIN[type(node.op)](left, right)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         return -_eval(node.operand, env)
     if isinstance(node, ast.Constant) and isinstance(node.value, int) and \

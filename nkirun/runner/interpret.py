@@ -9,11 +9,16 @@ from nkirun.runner.files import initial_buffers
 from nkirun.runner.machine import Machine
 
 
-def execute(program: Program, bound, inputs=None, after_each=None) -> Machine:
-    """Run every instruction in order; `after_each(bound, machine)` is called after each."""
+def execute(program: Program, bound, inputs=None, after_each=None,
+            uninitialized: str = "error") -> Machine:
+    """Run every instruction in order; `after_each(bound, machine)` is called after each.
+
+    `uninitialized`: what reading an element nothing wrote does — "error" (E090, the
+    default), "nan" or "zero" (it reads as NaN / 0; the outputs too).
+    """
     try:
         with np.errstate(all="ignore"):  # e.g. `data: [1e300]` saturates to inf in float32
-            buffers, written = initial_buffers(program, inputs)
+            buffers, written = initial_buffers(program, inputs, uninitialized)
     except MemoryError:
         raise RunError(error("E091", "out of memory while allocating the program's tensors",
                              hint="lower the tensor sizes; --max-hbm-bytes bounds HBM tensors"))
