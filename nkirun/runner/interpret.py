@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nkirun.diagnostics import InternalError, NkirunError, RunError, error
+from nkirun.diagnostics import InternalError, Loc, NkirunError, RunError, error
 from nkirun.ir import Program
 from nkirun.runner.files import initial_buffers
 from nkirun.runner.machine import Machine
@@ -21,6 +21,7 @@ def execute(program: Program, bound, inputs=None, after_each=None,
             buffers, written = initial_buffers(program, inputs, uninitialized)
     except MemoryError:
         raise RunError(error("E091", "out of memory while allocating the program's tensors",
+                             Loc(program.path),
                              hint="lower the tensor sizes; --max-hbm-bytes bounds HBM tensors"))
     m = Machine(buffers, written)
     b = None
