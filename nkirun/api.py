@@ -167,8 +167,16 @@ def run(program: ProgramSource, inputs: Mapping[str, InputValue] | None = None,
     m = execute(prog, c.bound, inputs, after_each, uninitialized)
     result = outputs(prog, m)
     if out is not None:
-        write_outputs(result, os.fsdecode(os.fspath(out)))
+        try:
+            write_outputs(result, os.fsdecode(os.fspath(out)))
+        except NkirunError as e:
+            raise NkirunError(located(e.diagnostics, prog.path)) from None
     return {k: v.copy() for k, v in result.items()} if out is None else result
+
+
+def located(diags: list[Diagnostic], path: str) -> list[Diagnostic]:
+    """The diagnostics, those without a file (`<program>`) placed at `path`."""
+    return [replace(d, loc=Loc(path)) if d.loc.file == Loc().file else d for d in diags]
 
 
 def _check_inputs(program: Program, inputs, via: str = "--input") -> None:

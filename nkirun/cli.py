@@ -54,7 +54,13 @@ def _echo_json(obj) -> None:
 
 def _fail(e: NkirunError, lines=()) -> None:
     from nkirun.show.render import print_diagnostics
-    print_diagnostics(e.diagnostics, lines, sys.stderr)
+    ctx = click.get_current_context(silent=True)
+    program = ctx.params.get("program") if ctx is not None else None
+    diags = e.diagnostics
+    if isinstance(program, str):  # no `<program>` placeholder: the file the command read
+        from nkirun.api import located
+        diags = located(diags, program)
+    print_diagnostics(diags, lines, sys.stderr)
     sys.exit(EXIT_INVALID)
 
 

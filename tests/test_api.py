@@ -217,3 +217,17 @@ def test_text_in_another_encoding_is_still_told_to_save_as_utf8(tmp_path):
     path.write_bytes("# café\nversion: 1\n".encode("latin-1"))
     (d,) = nkirun.check(path)
     assert d.code == "E001" and d.hint == "save the file as UTF-8"
+
+
+def test_e080_names_the_program_file_not_a_placeholder(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    r = CliRunner().invoke(cli, ["run", str(ROWMAX), "--out", str(blocker / "sub")])
+    assert r.exit_code == 1 and f"{ROWMAX}: error[E080]" in r.output
+    r = CliRunner().invoke(cli, ["cost", str(ROWMAX), "--trace-out", str(blocker / "t.json")])
+    assert r.exit_code == 1 and f"{ROWMAX}: error[E080]" in r.output
+    assert "<program>" not in r.output
+    with pytest.raises(nkirun.NkirunError) as e:
+        nkirun.run(COPY, inputs={"x": X}, out=blocker / "sub")
+    assert e.value.diagnostics[0].code == "E080"
+    assert e.value.diagnostics[0].loc.file == "<program dict>"
