@@ -3,18 +3,34 @@
     import nkirun
     outs = nkirun.run("prog.yaml", inputs={"x": x})     # dict name -> ndarray
     diags = nkirun.check("prog.yaml")                     # list of Diagnostic
-    sched = nkirun.cost("prog.yaml")                      # Schedule
+    sched = nkirun.cost("prog.yaml")                      # nkirun.schedule.Schedule
+
+A program is a path (`str` or `os.PathLike`), the program's YAML text (a `str` holding a
+newline, or starting with `{` or `version`), or a dict of the YAML form. Text and dicts
+read data files relative to the current folder.
 """
 from __future__ import annotations
 
+import os
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 
-from nkirun.diagnostics import Diagnostic, ProgramInvalid, error
-from nkirun.ir import Program
-from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, TARGETS
 from nkirun.checker.passes import sort_key, validate
+from nkirun.diagnostics import Diagnostic, Loc, NkirunError, ProgramInvalid, error
+from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, TARGETS
+from nkirun.ir import Program
+
+if TYPE_CHECKING:
+    from nkirun.schedule.model import Schedule
+
+ProgramSource = Union[str, "os.PathLike[str]", Mapping[str, Any]]
+InputValue = Union[np.ndarray, float, int, str, "os.PathLike[str]"]
+UNINITIALIZED = ("error", "nan", "zero")
+_YAML_TEXT = re.compile(r"\s*(\{|version\s*:)")
 
 
 @dataclass
@@ -32,27 +48,65 @@ class Checked:
         return self.program is not None and not self.errors
 
 
-def check_program(path: str, fmt: str | None = None, target: str | None = None,
+def _parse(program: ProgramSource, fmt: str | None):
+    """(Program | None, diagnostics) from any accepted program form."""
+    if isinstance(program, Mapping):
+        text, name, fmt = _yaml_of(program), "<program dict>", "yaml"
+    elif isinstance(program, str) and ("\n" in program or _YAML_TEXT.match(program)):
+        text, name = program.lstrip("\ufeff"), "<program text>"
+    elif isinstance(program, (str, bytes, os.PathLike)):
+        from nkirun.source import parse_file
+        return parse_file(os.fsdecode(os.fspath(program)), fmt)
+    else:
+        raise TypeError("program must be a path (str or os.PathLike), the program's YAML "
+                        f"text, or a dict of its YAML form; got {type(program).__name__}")
+    if fmt == "text":
+        from nkirun.source.text_front import parse_text
+        return parse_text(text, name, os.getcwd())
+    from nkirun.source.yaml_front import parse_yaml
+    return parse_yaml(text, name, os.getcwd())
+
+
+def _yaml_of(program: Mapping) -> str:
+    import yaml
+
+    def plain(v):
+        if isinstance(v, Mapping):
+            return {k: plain(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [plain(x) for x in v]
+        if isinstance(v, np.ndarray):
+            return v.tolist()
+        if isinstance(v, np.generic):
+            return v.item()
+        return v
+    try:
+        return yaml.safe_dump(plain(program), sort_keys=False)
+    except yaml.YAMLError as e:
+        raise TypeError(f"the program dict holds a value that is not plain YAML data: {e}") \
+            from None
+
+
+def check_program(program: ProgramSource, fmt: str | None = None, target: str | None = None,
                   max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES, inputs=None) -> Checked:
-    """Parse and validate; never raises for bad input (everything is a diagnostic).
+    """Parse and validate; never raises for a bad program (everything is a diagnostic).
 
     `inputs` (names of tensors `run` will be given with --input) count as initialised.
     """
-    from nkirun.source import parse_file
-    program, diags = parse_file(path, fmt)
-    if program is None:
+    program_ir, diags = _parse(program, fmt)
+    if program_ir is None:
         return Checked(None, [], diags)
     if target is not None:
         if target not in TARGETS:
-            diags.append(error("E007", f"unknown target {target!r}",
+            diags.append(error("E007", f"unknown target {target!r}", Loc(program_ir.path),
                                hint="allowed: " + ", ".join(TARGETS)))
         else:
-            program = replace(program, target=target)
+            program_ir = replace(program_ir, target=target)
     if inputs:
-        program = _given_inputs(program, inputs)
-    bound, more = validate(program, max_hbm_bytes)
+        program_ir = _given_inputs(program_ir, inputs)
+    bound, more = validate(program_ir, max_hbm_bytes)
     all_diags = sorted(diags + more, key=sort_key)
-    return Checked(program, bound, all_diags)
+    return Checked(program_ir, bound, all_diags)
 
 
 def _given_inputs(program: Program, names) -> Program:
@@ -63,49 +117,92 @@ def _given_inputs(program: Program, names) -> Program:
     return replace(program, tensors=tensors)
 
 
-def check(path: str, fmt: str | None = None, target: str | None = None) -> list[Diagnostic]:
-    """All diagnostics (errors and warnings) for a program file."""
-    return check_program(path, fmt, target).diagnostics
+def check(program: ProgramSource, fmt: str | None = None, target: str | None = None
+          ) -> list[Diagnostic]:
+    """All diagnostics (errors and warnings) of a program; an empty list: a clean one."""
+    return check_program(program, fmt, target).diagnostics
 
 
-def require_valid(path: str, fmt: str | None = None, target: str | None = None,
+def require_valid(program: ProgramSource, fmt: str | None = None, target: str | None = None,
                   max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES, inputs=None) -> Checked:
-    c = check_program(path, fmt, target, max_hbm_bytes, inputs)
+    c = check_program(program, fmt, target, max_hbm_bytes, inputs)
     if not c.ok:
         raise ProgramInvalid(c.errors or c.diagnostics)
     return c
 
 
-def run(path: str, inputs: dict | None = None, out: str | None = None, fmt: str | None = None,
-        max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES, after_each=None) -> dict[str, np.ndarray]:
+def run(program: ProgramSource, inputs: Mapping[str, InputValue] | None = None,
+        out: str | os.PathLike[str] | None = None, fmt: str | None = None,
+        target: str | None = None, uninitialized: str = "error",
+        max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES,
+        after_each: Callable[[Any, Any], None] | None = None) -> dict[str, np.ndarray]:
     """Check, then run the program; returns the output tensors (and writes them to `out`).
 
-    `inputs` maps tensor names to arrays or .npy paths, replacing initial contents.
-    Raises nkirun.NkirunError (with diagnostics) for invalid programs or run-time errors.
+    `inputs` maps tensor names to arrays (or .npy paths), replacing initial contents; an
+    array of another numeric dtype is cast to the declared one, a 0-d array (or a number)
+    fills the tensor. `target` overrides the program's. `uninitialized`: reading an
+    element nothing wrote is an error ("error", E090), or reads as NaN ("nan") or 0
+    ("zero"). Raises nkirun.NkirunError (with diagnostics) for invalid programs or
+    run-time errors, ValueError/TypeError for bad arguments.
     """
     from nkirun.runner.files import write_outputs
     from nkirun.runner.interpret import execute, outputs
-    c = require_valid(path, fmt, max_hbm_bytes=max_hbm_bytes, inputs=inputs)
-    _check_inputs(c.program, inputs)
-    m = execute(c.program, c.bound, inputs, after_each)
-    result = outputs(c.program, m)
+    if uninitialized not in UNINITIALIZED:
+        raise ValueError(f"uninitialized must be one of {', '.join(UNINITIALIZED)}; "
+                         f"got {uninitialized!r}")
+    if inputs is not None and not isinstance(inputs, Mapping):
+        raise TypeError(f"inputs must be a dict of tensor name -> array or .npy path; got "
+                        f"{type(inputs).__name__}")
+    inputs = {k: os.fspath(v) if isinstance(v, os.PathLike) else v
+              for k, v in (inputs or {}).items()}
+    c = require_valid(program, fmt, target, max_hbm_bytes=max_hbm_bytes, inputs=inputs)
+    prog = c.program
+    assert prog is not None  # require_valid raised otherwise
+    _check_inputs(prog, inputs, via="inputs")
+    inputs = _load_input_files(prog, inputs)
+    m = execute(prog, c.bound, inputs, after_each, uninitialized)
+    result = outputs(prog, m)
     if out is not None:
-        write_outputs(result, out)
+        try:
+            write_outputs(result, os.fsdecode(os.fspath(out)))
+        except NkirunError as e:
+            raise NkirunError(located(e.diagnostics, prog.path)) from None
     return {k: v.copy() for k, v in result.items()} if out is None else result
 
 
-def _check_inputs(program: Program, inputs) -> None:
-    from nkirun.diagnostics import NkirunError
+def located(diags: list[Diagnostic], path: str) -> list[Diagnostic]:
+    """The diagnostics, those without a file (`<program>`) placed at `path`."""
+    return [replace(d, loc=Loc(path)) if d.loc.file == Loc().file else d for d in diags]
+
+
+def _check_inputs(program: Program, inputs, via: str = "--input") -> None:
+    """Every name given is a declared tensor (E075, located at the program file)."""
     from nkirun.source.builder import did_you_mean
     for name in inputs or {}:
         if name not in program.tensors:
-            raise NkirunError(error("E075", f"--input names unknown tensor `{name}`",
-                                    hint=did_you_mean(name, program.tensors)
-                                    or "allowed: " + ", ".join(program.tensors)))
+            raise NkirunError(error(
+                "E075", f"{via} names unknown tensor `{name}`", Loc(program.path),
+                hint=did_you_mean(name, program.tensors)
+                or "the program's tensors: " + ", ".join(program.tensors)))
 
 
-def cost(path: str, fmt: str | None = None, target: str | None = None):
-    """The predicted schedule (nkirun.schedule.Schedule) of a valid program."""
+def _load_input_files(program: Program, inputs: dict) -> dict:
+    """.npy paths among the inputs read here, so messages say `input file` (not the
+    CLI's `--input file`); like `file:` data they must match the declaration."""
+    from nkirun.runner.files import load_npy
+    out = {}
+    for name, v in inputs.items():
+        if isinstance(v, str):
+            t = program.tensors[name]
+            v = load_npy(v, t, "input file", Loc(program.path))
+        out[name] = v
+    return out
+
+
+def cost(program: ProgramSource, fmt: str | None = None, target: str | None = None
+         ) -> Schedule:
+    """The predicted schedule (nkirun.schedule.Schedule) of a valid program;
+    nkirun.schedule.to_json(sched) gives the `cost --format json` document."""
     from nkirun.schedule import schedule
-    c = require_valid(path, fmt, target)
+    c = require_valid(program, fmt, target)
     return schedule(c.program, c.bound)

@@ -28,6 +28,25 @@ _debug_option = click.option("--debug", is_flag=True, help="show Python tracebac
                              "internal errors")
 
 
+class _ToleranceType(click.ParamType):
+    """A tolerance: a number >= 0; NaN is refused (it would make every comparison fail
+    silently), inf is allowed (anything finite passes)."""
+
+    name = "tolerance"
+
+    def convert(self, value, param, ctx):
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if v != v or v < 0:
+            self.fail(f"{value!r}: a tolerance is a number >= 0 (not NaN)", param, ctx)
+        return v
+
+
+_TOLERANCE = _ToleranceType()
+
+
 def _echo_json(obj) -> None:
     import json  # lazily: json is only needed for --format json (start-up time, issue 7)
     click.echo(json.dumps(obj, indent=2))
@@ -35,7 +54,13 @@ def _echo_json(obj) -> None:
 
 def _fail(e: NkirunError, lines=()) -> None:
     from nkirun.show.render import print_diagnostics
-    print_diagnostics(e.diagnostics, lines, sys.stderr)
+    ctx = click.get_current_context(silent=True)
+    program = ctx.params.get("program") if ctx is not None else None
+    diags = e.diagnostics
+    if isinstance(program, str):  # no `<program>` placeholder: the file the command read
+        from nkirun.api import located
+        diags = located(diags, program)
+    print_diagnostics(diags, lines, sys.stderr)
     sys.exit(EXIT_INVALID)
 
 
@@ -193,10 +218,13 @@ def default_out_dir(program: str) -> str:
               metavar="DIR",
               help="compare each output with DIR/<name>.npy; exit 1 on a mismatch "
                    "(exact by default; integer tensors always exact)")
-@click.option("--rtol", type=click.FloatRange(min=0), default=None, metavar="R",
+@click.option("--rtol", type=_TOLERANCE, default=None, metavar="R",
               help="with --expect: relative tolerance for float outputs")
-@click.option("--atol", type=click.FloatRange(min=0), default=None, metavar="A",
+@click.option("--atol", type=_TOLERANCE, default=None, metavar="A",
               help="with --expect: absolute tolerance for float outputs")
+@click.option("--range-rtol", type=_TOLERANCE, default=None, metavar="R",
+              help="with --expect: also allow R x max|expected| (the tensor's largest "
+                   "expected magnitude), as kernel test suites do")
 @click.option("--ulp", type=click.IntRange(min=0), default=None, metavar="N",
               help="with --expect: allowed distance in units in the last place of the "
                    "output dtype (instead of --rtol/--atol)")
@@ -210,11 +238,14 @@ def default_out_dir(program: str) -> str:
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="json: one object on stdout (outputs, warnings, the "
               "--expect verdict); errors too")
+@click.option("--uninitialized", type=click.Choice(["error", "nan", "zero"]), default="error",
+              show_default=True, help="reading an element nothing wrote: an error (E090), "
+              "or it reads as NaN / 0 (the outputs too)")
 @_program_format_option
 @_debug_option
 @_guard
-def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, ulp, trace, dump_dir,
-        dump_after, program_format, debug, fmt="text"):
+def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, range_rtol, ulp, trace,
+        dump_dir, dump_after, uninitialized, program_format, debug, fmt="text"):
     """Check, then execute PROGRAM with NumPy; write every `output: true` tensor.
 
     Outputs go to DIR/<name>.npy (--out DIR), written only after the whole run succeeded,
@@ -244,6 +275,9 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, ulp, tr
         raise click.UsageError("give either --ulp or --rtol/--atol, not both")
     if expect_dir is None and (ulp is not None or rtol is not None or atol is not None):
         raise click.UsageError("--rtol/--atol/--ulp need --expect DIR")
+    if range_rtol is not None and (ulp is not None or expect_dir is None):
+        raise click.UsageError("--range-rtol needs --expect DIR and goes with --rtol/--atol, "
+                               "not --ulp")
     if dump_after is not None and dump_dir is None:
         raise click.UsageError("--after needs --dump DIR")
     try:
@@ -267,7 +301,7 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, ulp, tr
                                  f"0..{len(c.bound) - 1}", param_hint="--after")
     from nkirun.runner.watch import watch
     with watch(c.program, c.bound, trace, dump_dir, dump_after) as hook:
-        m = execute(c.program, c.bound, inputs, hook)
+        m = execute(c.program, c.bound, inputs, hook, uninitialized)
     result = outputs(c.program, m)
     from nkirun.show.render import print_diagnostics
     warnings = [d for d in c.diagnostics if not d.is_error]
@@ -281,7 +315,7 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, ulp, tr
         _print_run_summary(program, c, result, written)
     if expected is not None:  # outputs are written even on a mismatch, to inspect them
         from nkirun.runner.compare import Tolerance, compare_outputs, format_diffs
-        tol = Tolerance(rtol or 0.0, atol or 0.0, ulp)
+        tol = Tolerance(rtol or 0.0, atol or 0.0, ulp, range_rtol or 0.0)
         diffs = compare_outputs(c.program, result, expected, tol)
         bad = [d for d in diffs if not d.ok]
         from nkirun.runner.compare import compare_headline
@@ -291,8 +325,11 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, ulp, tr
                                 "summary": compare_headline(diffs),
                                 "tensors": [d.as_dict() for d in diffs]}
         else:
+            from nkirun.runner.compare import verdict_line
+            from nkirun.show.render import use_color
             click.echo(f"compared with {expect_dir}: {compare_headline(diffs)}")
-            click.echo(format_diffs(diffs))
+            click.echo(format_diffs(diffs, use_color()))
+            click.echo(verdict_line(diffs, expect_dir, use_color()))  # the last line: PASS/FAIL
     if fmt == "json":
         _echo_json(report)
     sys.exit(EXIT_INVALID if expected is not None and bad else EXIT_OK)

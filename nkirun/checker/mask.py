@@ -82,6 +82,8 @@ def _eval(node, env):
         if bound > _MAX_VALUE:  # int64 arithmetic would wrap silently
             raise MaskError(f"a value of the mask can reach {bound:.3g}, beyond the "
                             f"{_MAX_VALUE:.3g} index arithmetic allows")
+        if type(node.op) in (ast.FloorDiv, ast.Mod) and np.any(np.equal(right, 0)):
+            raise MaskError("the mask divides by zero (`//` or `%` by an expression that is 0)")
         return _BIN[type(node.op)](left, right)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         return -_eval(node.operand, env)

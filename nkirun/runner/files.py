@@ -18,14 +18,17 @@ _NPY_MAGIC = b"\x93NUMPY"
 _ZIP_MAGIC = b"PK\x03\x04"
 
 
-def load_npy(path: str, decl: TensorDecl, what: str, loc: Loc) -> np.ndarray:
+def load_npy(path: str, decl: TensorDecl, what: str, loc: Loc,
+             any_dtype: bool = False) -> np.ndarray:
     """Read a .npy for `decl` safely and check it against the declaration.
 
     The header is read and checked (dtype, shape, file length) before any data is read,
     so a file claiming a huge shape allocates nothing; pickles are never loaded.
     Accepted forms (docs/robustness.md): exactly the declared storage dtype, in either
     byte order; for bfloat16/fp8 also the raw void form ml_dtypes arrays get from np.save
-    (|V2 for bfloat16, |V1 for the fp8 types); C or Fortran order.
+    (|V2 for bfloat16, |V1 for the fp8 types); C or Fortran order. With `any_dtype` (a
+    golden file) any other plain numeric dtype is returned as it is (|V2 as bfloat16,
+    |V1 as float8_e4m3, '<f1' as float8_e5m2).
     """
     name = decl.name
 
@@ -51,11 +54,12 @@ def load_npy(path: str, decl: TensorDecl, what: str, loc: Loc) -> np.ndarray:
                 shape, fortran, dtype, e5m2 = _read_header(f)
             except (ValueError, EOFError, TypeError, struct.error) as e:
                 raise bad("E072", f"has a damaged or truncated .npy header ({e})") from None
-            if e5m2 and decl.dtype.name != "float8_e5m2":
+            other = any_dtype and _other_numeric(np.dtype(dtype), e5m2, decl)
+            if e5m2 and decl.dtype.name != "float8_e5m2" and not other:
                 raise bad("E073", f"holds float8_e5m2 values (descr '<f1', as np.save writes "
                           f"ml_dtypes.float8_e5m2), declared {decl.dtype.name}",
                           hint="declare the tensor float8_e5m2, or save the declared dtype")
-            arr_dtype = _accepted_dtype(np.dtype(dtype), decl, bad)
+            arr_dtype = np.dtype(dtype) if other else _accepted_dtype(np.dtype(dtype), decl, bad)
             if tuple(shape) != decl.shape:
                 raise bad("E074", f"has shape {list(shape)}, declared {list(decl.shape)}")
             data_start = f.tell()
@@ -74,6 +78,8 @@ def load_npy(path: str, decl: TensorDecl, what: str, loc: Loc) -> np.ndarray:
     except OSError as e:
         raise bad("E072", f"cannot be read: {e.strerror or e}") from None
     arr = np.frombuffer(raw, dtype=arr_dtype).reshape(shape, order="F" if fortran else "C")
+    if other:
+        return np.array(_as_numeric(arr, e5m2), order="C")
     if arr.dtype != decl.dtype.np_type:
         arr = arr.astype(arr.dtype.newbyteorder("=")) if arr.dtype.kind != "V" else arr
         arr = arr.view(decl.dtype.np_type)
@@ -122,6 +128,27 @@ def _read_header(f):
     return d["shape"], d["fortran_order"], dtype, e5m2
 
 
+def _other_numeric(got: np.dtype, e5m2: bool, decl: TensorDecl) -> bool:
+    """Whether a golden file's dtype is a plain numeric one other than the declared."""
+    if e5m2:
+        return decl.dtype.name != "float8_e5m2"
+    if got.hasobject or got.fields is not None or got.subdtype is not None:
+        return False
+    if got.kind == "V":
+        return got.itemsize in (1, 2) and (decl.dtype.name not in _SAVED_RAW
+                                           or got.itemsize != decl.dtype.itemsize)
+    return got.kind in "biuf" and got.newbyteorder("=") != decl.dtype.np_type
+
+
+def _as_numeric(arr: np.ndarray, e5m2: bool) -> np.ndarray:
+    """A golden file's array in a NumPy/ml_dtypes type, native byte order."""
+    import ml_dtypes
+    if arr.dtype.kind == "V":
+        return arr.view(ml_dtypes.float8_e5m2 if e5m2 else
+                        ml_dtypes.bfloat16 if arr.dtype.itemsize == 2 else ml_dtypes.float8_e4m3)
+    return arr.astype(arr.dtype.newbyteorder("="))
+
+
 def _accepted_dtype(got: np.dtype, decl: TensorDecl, bad) -> np.dtype:
     """The file's dtype if it is an accepted form of the declared one, else raise E071/E073."""
     want = decl.dtype.np_type
@@ -159,19 +186,26 @@ def _accepted_dtype(got: np.dtype, decl: TensorDecl, bad) -> np.dtype:
     raise bad("E073", f"has dtype {shown}, declared {decl.dtype.name}", hint=hint)
 
 
-def initial_buffers(program: Program, inputs: dict | None = None):
-    """Allocate every tensor with its initial contents: (buffers, written-masks)."""
+UNINITIALIZED = ("error", "nan", "zero")
+
+
+def initial_buffers(program: Program, inputs: dict | None = None, uninitialized: str = "error"):
+    """Allocate every tensor with its initial contents: (buffers, written-masks).
+
+    A tensor with no initial contents is tracked element by element (written-mask) under
+    the `error` policy (reading an unwritten element is E090); under `nan` / `zero` it
+    starts as NaN (0 for integer dtypes, which have no NaN) / 0 and is not tracked."""
     inputs = inputs or {}
     buffers, written = {}, {}
     for name, t in program.tensors.items():
         loc = t.key_locs.get(t.init or "", t.loc)
         if name in inputs:
             src = inputs[name]
-            if isinstance(src, str):
+            if isinstance(src, str):  # a file is data like `file:`: dtype and shape must match
                 arr = load_npy(src, t, "--input file", loc)
-            else:
+            else:  # an array in memory is converted (see _check_array)
                 arr = _check_array(np.asarray(src), t, loc)
-            buffers[name] = arr.copy() if not isinstance(src, str) else arr
+            buffers[name] = arr.copy() if arr is src else arr
             written[name] = None
         elif t.init == "file":
             path = os.path.join(program.base_dir, t.init_value)
@@ -187,19 +221,36 @@ def initial_buffers(program: Program, inputs: dict | None = None):
             written[name] = None
         else:
             buffers[name] = np.zeros(t.shape, t.dtype.np_type)
-            written[name] = np.zeros(t.shape, bool)
+            if uninitialized == "error":
+                written[name] = np.zeros(t.shape, bool)
+            else:
+                if uninitialized == "nan" and t.dtype.is_float:
+                    buffers[name][...] = dt.cast(np.array(np.nan, np.float32), t.dtype)
+                written[name] = None
     return buffers, written
 
 
 def _check_array(arr: np.ndarray, t: TensorDecl, loc: Loc) -> np.ndarray:
+    """An input in the declared dtype and shape: another numeric dtype (float64, int,
+    bool, bfloat16/fp8) is cast as nkirun casts results (round to nearest even,
+    integers saturate); a 0-d array fills the tensor. Anything else is E073/E074."""
+    if arr.dtype != t.dtype.np_type or t.dtype.name == "tfloat32":
+        if arr.dtype.kind not in "fiub" and dt.from_numpy(arr.dtype) is None:
+            raise NkirunError(error("E073", f"input for `{t.name}` has dtype {arr.dtype}, "
+                                    f"declared {t.dtype.name}", loc,
+                                    hint="give a numeric array (it is cast to the declared "
+                                         "dtype)"))
+        with np.errstate(all="ignore"):  # out-of-range values saturate, as in dt.cast
+            src = arr.astype(np.float64) if arr.dtype.kind != "f" or arr.dtype.itemsize < 4 \
+                else arr
+            arr = dt.cast(src, t.dtype)
+    if arr.shape == () and t.shape != ():
+        return np.full(t.shape, arr, t.dtype.np_type)
     if arr.shape != t.shape:
         raise NkirunError(error("E074", f"input for `{t.name}` has shape {list(arr.shape)}, "
-                                f"declared {list(t.shape)}", loc))
-    if arr.dtype != t.dtype.np_type:
-        if arr.dtype.kind in "fiub" or arr.dtype == t.dtype.np_type:
-            return dt.cast(arr.astype(np.float64) if arr.dtype.kind != "f" else arr, t.dtype)
-        raise NkirunError(error("E073", f"input for `{t.name}` has dtype {arr.dtype}, declared "
-                                f"{t.dtype.name}", loc))
+                                f"declared {list(t.shape)}", loc,
+                                hint="give an array of the declared shape (or a 0-d array "
+                                     "to fill it)"))
     return arr
 
 

@@ -3,21 +3,27 @@ from __future__ import annotations
 
 import numpy as np
 
-from nkirun.diagnostics import InternalError, NkirunError, RunError, error
+from nkirun.diagnostics import InternalError, Loc, NkirunError, RunError, error
 from nkirun.ir import Program
 from nkirun.runner.files import initial_buffers
 from nkirun.runner.machine import Machine
 
 
-def execute(program: Program, bound, inputs=None, after_each=None) -> Machine:
-    """Run every instruction in order; `after_each(bound, machine)` is called after each."""
+def execute(program: Program, bound, inputs=None, after_each=None,
+            uninitialized: str = "error") -> Machine:
+    """Run every instruction in order; `after_each(bound, machine)` is called after each.
+
+    `uninitialized`: what reading an element nothing wrote does — "error" (E090, the
+    default), "nan" or "zero" (it reads as NaN / 0; the outputs too).
+    """
     from nkirun.runner.memory import refuse_if_too_large
     refuse_if_too_large(program, inputs)
     try:
         with np.errstate(all="ignore"):  # e.g. `data: [1e300]` saturates to inf in float32
-            buffers, written = initial_buffers(program, inputs)
+            buffers, written = initial_buffers(program, inputs, uninitialized)
     except MemoryError:
         raise RunError(error("E091", "out of memory while allocating the program's tensors",
+                             Loc(program.path),
                              hint="lower the tensor sizes; --max-hbm-bytes bounds HBM tensors"))
     m = Machine(buffers, written)
     b = None

@@ -92,8 +92,7 @@ class Machine:
         raise RunError(error(
             "E090", f"{b.op if b else 'instruction'} reads `{r.decl.name}` at {where} before "
             f"anything wrote it ({n} of the {missing.size} elements it reads are unwritten)",
-            b.loc() if b else None, b.index if b else None,
-            hint=f"give {r.decl.name} initial contents (file/fill/data) or write it first"))
+            b.loc() if b else None, b.index if b else None, hint=_unwritten_hint(r, missing)))
 
     # ---- writes ----------------------------------------------------------------------------
     def write(self, r: Resolved, values, out_dtype: dt.DType | None = None, mask=None) -> None:
@@ -175,6 +174,30 @@ class Machine:
             self._unwritten.pop(name, None)
         else:
             self._unwritten[name] = left
+
+
+POLICY_HINT = ("or, if hardware would compute on garbage there harmlessly, run with "
+               "--uninitialized nan|zero (API: uninitialized=\"nan\"/\"zero\")")
+
+
+def _unwritten_hint(r: Resolved, missing: np.ndarray) -> str:
+    """What to do about an E090: when the view's written partitions are one block and the
+    others hold nothing, slice the operand to that block (the usual cause: a tile
+    computed on all 128 partitions of which only the first rows were loaded)."""
+    name = r.decl.name
+    rows = missing.reshape(missing.shape[0], -1)
+    empty, full = rows.all(axis=1), ~rows.any(axis=1)
+    held = np.flatnonzero(full)
+    if r.decl.on_chip and held.size and (empty | full).all() \
+            and held[-1] - held[0] + 1 == held.size:
+        lo = r.part_start + int(held[0]) * r.part_step
+        hi = r.part_start + int(held[-1]) * r.part_step + 1
+        step = f":{r.part_step}" if r.part_step != 1 else ""
+        return (f"only partitions {lo}..{hi - 1} of `{name}` hold data here: slice this "
+                f"instruction's operands to those rows (`{name}[{lo}:{hi}{step}, ...]`), "
+                f"or write the other rows first; {POLICY_HINT}")
+    return (f"write every element it reads first, or give `{name}` initial contents "
+            f"(file/fill/data); {POLICY_HINT}")
 
 
 def _numpy_cast_is_ours(src: np.dtype, dst: dt.DType) -> bool:

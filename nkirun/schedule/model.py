@@ -68,11 +68,16 @@ class Slot:
         return "ready at start"
 
 
-@dataclass
+@dataclass(repr=False)
 class Schedule:
     program: Program
     target: Target
     slots: list[Slot] = field(default_factory=list)
+
+    def __repr__(self) -> str:  # short: the Program it holds can be huge
+        name = self.program.name or self.program.path
+        return (f"<Schedule {name!r} on {self.target.name}: {len(self.slots):,} "
+                f"instructions, total {self.total_ns:,.1f} ns>")
 
     @property
     def total_ns(self) -> float:

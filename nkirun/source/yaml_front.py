@@ -153,6 +153,13 @@ def read_source(path: str) -> tuple[str | None, list[Diagnostic]]:
         return None, [error("E000", f"program file not found: {path}", Loc(path))]
     except OSError as e:
         return None, [error("E000", f"cannot read program file {path}: {e.strerror}", Loc(path))]
+    except ValueError:  # a NUL character in the path
+        return None, [error("E000", f"not a valid program path: {path!r}", Loc(repr(path)))]
+    binary = _binary_kind(raw)
+    if binary is not None:
+        return None, [error("E001", f"{path} is not a program ({binary})", Loc(path),
+                            hint="a program is a YAML (.yaml) or text (.nkis) file; .npy data "
+                                 "goes in a tensor's `file:` or `run --input NAME=PATH`")]
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -202,6 +209,26 @@ def _too_many_keys(text: str, path: str) -> Diagnostic | None:
                              hint="one instruction per entry; large data belongs in a .npy "
                                   "file (`file:`)")
     return None
+
+
+_MAGIC = ((b"\x93NUMPY", "binary data: a NumPy .npy file"),
+          (b"PK\x03\x04", "binary data: a zip archive, e.g. an .npz file"),
+          (b"\x7fELF", "binary data: an executable"),
+          (b"\x89PNG", "binary data: a PNG image"))
+
+
+def _binary_kind(raw: bytes) -> str | None:
+    """Why `raw` is binary data rather than text (a known header, or mostly bytes no text
+    has), or None for text — also text in another encoding, whose
+    one-byte-off UTF-8 error gets the "save as UTF-8" advice instead."""
+    for magic, what in _MAGIC:
+        if raw.startswith(magic):
+            return what
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16/32 byte-order marks: text
+        return None
+    head = raw[:8192]  # (a stray NUL in a text program is a located error of its own)
+    controls = sum(b < 32 and b not in b"\t\n\r\f\v\x1b" for b in head)
+    return "binary data" if head and controls * 10 > len(head) else None
 
 
 def parse_yaml(text: str, path: str, base_dir: str | None = None):

@@ -148,7 +148,7 @@ def test_nan_only_mismatch_says_so():
     b[2, 1] = np.nan
     text = format_diffs([compare("y", a, b, f32, on_chip=True)])
     assert "MISMATCH (exact) in 1 of 12 elements" in text
-    assert "first at partition 2, free index (1,): got 0, expected nan" in text
+    assert "first at (p=2, f=1): got 0, expected nan" in text
     assert "the difference is in NaN, inf or the sign of zero" in text
     assert "max abs error" not in text
 

@@ -67,7 +67,7 @@ def test_expect_mismatch_reports_first_element_count_and_errors(tmp_path):
     assert r.exit_code == 1
     assert "the output differs" in r.stdout
     assert "MISMATCH (exact) in 2 of 444 elements" in r.stdout
-    assert "first at partition 5, free index (7,): got 67, expected 70" in r.stdout
+    assert "first at [5, 7]: got 67, expected 70" in r.stdout
     assert "max abs error 3" in r.stdout and "max ULP error" in r.stdout
     # decision: the outputs are still written, to be inspected
     assert (tmp_path / "out" / "y.npy").exists()
