@@ -358,3 +358,16 @@ def test_broken_stdout_exits_quietly(small, args, stdout):
     assert r.returncode in (0, 1), r.stderr
     assert "Traceback" not in r.stderr and "Exception ignored" not in r.stderr, r.stderr
     assert "internal error" not in r.stderr
+
+
+@pytest.mark.parametrize("cmd", [["convert", "p.yaml", "--to", "text", "-o", "/dev/stdout"],
+                                 ["cost", "p.yaml", "--view", "summary", "--trace-out",
+                                  "/dev/stdout"]])
+def test_dev_stdout_is_streamed_not_replaced(small, cmd):
+    before = os.readlink("/dev/stdout") if os.path.islink("/dev/stdout") else None
+    r = _nkirun(cmd, small)
+    assert r.returncode == 0, r.stderr
+    assert ("load dst=t src=x" in r.stdout) if cmd[0] == "convert" else (
+        '"traceEvents"' in r.stdout)
+    if before is not None:  # the device link is still the device link
+        assert os.path.islink("/dev/stdout") and os.readlink("/dev/stdout") == before
