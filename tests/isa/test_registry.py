@@ -94,13 +94,21 @@ def test_every_code_has_an_invalid_program_or_a_covering_test():
 def _test_source(file: str, function: str) -> str:
     """The source of test `function` in tests/`file`: its decorators, its body and the
     module-level tables (UPPER_CASE names) it uses."""
-    text = (TESTS / file).read_text()
-    m = re.search(rf"(^@.*\n)*^def {function}\(.*?(?=^\S)", text, re.M | re.S)
-    assert m, f"tests/{file}::{function} does not exist"
-    tables = set(re.findall(r"\b([A-Z][A-Z0-9_]+)\b", m.group(0)))
-    defs = [d.group(0) for d in re.finditer(r"^([A-Z][A-Z0-9_]+) = .*?(?=^\S)", text, re.M | re.S)
-            if d.group(1) in tables]
-    return m.group(0) + "".join(defs)
+    lines = (TESTS / file).read_text().splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.startswith(f"def {function}(")), None)
+    assert start is not None, f"tests/{file}::{function} does not exist"
+    end = next((i for i in range(start + 1, len(lines)) if lines[i][:1].strip()), len(lines))
+    while start > 0 and lines[start - 1][:1] in ("@", " ", ")", "]"):   # its decorators
+        start -= 1
+    source = "\n".join(lines[start:end])
+    tables = set(re.findall(r"\b([A-Z][A-Z0-9_]+)\b", source))
+    for i, ln in enumerate(lines):   # the tables' definitions, up to the next top-level line
+        name = ln.split(" = ", 1)[0]
+        if name in tables and " = " in ln:
+            stop = next((j for j in range(i + 1, len(lines)) if lines[j][:1].strip()
+                         and not lines[j].startswith(("]", "}", ")"))), len(lines))
+            source += "\n" + "\n".join(lines[i:stop])
+    return source
 
 
 @pytest.mark.parametrize("code", sorted(ELSEWHERE))
