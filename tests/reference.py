@@ -275,7 +275,8 @@ class VectorAccumulator:
         return self.value
 
 
-if __name__ == "__main__":
+def self_check():
+    """Hand-worked cases of each reference (run by tests/contract/test_seed_numpy.py)."""
     eq = np.testing.assert_array_equal
     f32 = lambda *v: np.array(v, np.float32)
     # cast_to
@@ -353,4 +354,8 @@ if __name__ == "__main__":
     eq(t, [[1, 1, 1]])  # each step rounds to float32, so 1 + 2^-24 stays 1
     assert tensor_tensor_scan(a.astype(np.float16), b.astype(ml_dtypes.bfloat16), 0.0,
                               np.multiply, np.add).dtype == np.float32
+
+
+if __name__ == "__main__":
+    self_check()
     print("reference.py self-check: OK")
