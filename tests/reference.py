@@ -326,6 +326,12 @@ def self_check():
     # memset
     m = memset((2, 8), 0, "uint32"); assert m.dtype == np.uint32 and not m.any()
     assert memset((1, 2), 1.5, "bfloat16").dtype == ml_dtypes.bfloat16
+    _self_check_top8_and_scan()
+
+
+def _self_check_top8_and_scan():
+    eq = np.testing.assert_array_equal
+    f32 = lambda *v: np.array(v, np.float32)  # noqa: E731
     # max8
     z = f32(5, 1, 9, 3, 7, 2, 8, 4, 6, 0).reshape(1, 10)
     eq(max8(z), [[9, 8, 7, 6, 5, 4, 3, 2]])
