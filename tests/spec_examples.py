@@ -10,11 +10,15 @@ EXAMPLE_TENSORS, {name: declaration as YAML flow text}, which take precedence.
 from __future__ import annotations
 
 import importlib
+import pathlib
 import re
 import sys
+import tempfile
 
 import yaml
 
+from nkirun.api import check_program
+from nkirun.hw.targets import TARGETS
 from nkirun.isa.spec import TILE, TILE_OR_SCALAR
 from repo_paths import TESTS
 
@@ -76,12 +80,14 @@ def declare(example: str) -> dict[str, str]:
 
 def example_program(tmp_path, name: str, instructions: str | None = None) -> str:
     """A program of `name`'s example (or of `instructions`, YAML, instead) with its tensors
-    declared; returns its path."""
+    declared, for example_target(name); returns its path."""
     spec = spec_of(name)
     decls = declare(spec.example)
     decls.update(getattr(per_instruction_module(name), "EXAMPLE_TENSORS", {}))
     body = spec.example if instructions is None else instructions
-    text = "version: 1\ntensors:\n" + "".join(f"  {t}: {d}\n" for t, d in decls.items())
+    target = example_target(name)
+    text = "version: 1\n" + (f"target: {target}\n" if target else "") + "tensors:\n"
+    text += "".join(f"  {t}: {d}\n" for t, d in decls.items())
     text += "instructions:\n" + "".join(f"  {line}\n" for line in body.splitlines())
     path = tmp_path / f"{name}_example.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -89,3 +95,25 @@ def example_program(tmp_path, name: str, instructions: str | None = None) -> str
     return str(path)
 
 
+_TARGETS: dict[str, str | None] = {}
+
+
+def example_target(name: str) -> str | None:
+    """The target `name`'s example is meant for: EXAMPLE_TARGET in its test module, else the
+    default (None) or, for an instruction the default target lacks, the first target of
+    nkirun's table under which the example checks without an error."""
+    if name not in _TARGETS:
+        chosen = getattr(per_instruction_module(name), "EXAMPLE_TARGET", ...)
+        if chosen is ...:
+            chosen = next((t for t in (None, *TARGETS) if _checks_clean(name, t)), None)
+        _TARGETS[name] = chosen
+    return _TARGETS[name]
+
+
+def _checks_clean(name: str, target: str | None) -> bool:
+    with tempfile.TemporaryDirectory() as folder:
+        _TARGETS[name] = target
+        try:
+            return check_program(example_program(pathlib.Path(folder), name)).ok
+        finally:
+            del _TARGETS[name]
