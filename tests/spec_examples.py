@@ -19,10 +19,10 @@ import yaml
 
 from nkirun.api import check_program
 from nkirun.hw.targets import TARGETS
-from nkirun.isa.spec import TILE, TILE_OR_SCALAR
 from repo_paths import TESTS
 
 HERE = TESTS / "isa"
+VIEW_KINDS = ("tile", "tile_or_scalar", "tile_list")
 SCALAR_WORDS = re.compile(r"^[-+]?(inf|nan|fp32\.(min|max)|nl\.fp32\.(min|max)|float\(.*\))$")
 
 
@@ -47,13 +47,20 @@ def _operand_tensors(example: str):
         spec = spec_of(op.split(".")[-1])
         for key, value in args.items():
             p = spec.param(key)
-            if p is None or p.kind not in (TILE, TILE_OR_SCALAR) or not isinstance(value, str):
+            if p is None or not _names_views(p):
                 continue
-            if SCALAR_WORDS.match(value.strip()):
-                continue
-            m = re.match(r"\s*([A-Za-z_]\w*)\s*(\[.*\])?\s*$", value)
-            assert m, f"{op}: cannot read the operand {key}: {value!r}"
-            yield m.group(1), p, p.out, m.group(2) is None, _reach(m.group(2) or "")
+            for item in value if isinstance(value, list) else [value]:   # a list of views too
+                if not isinstance(item, str) or SCALAR_WORDS.match(item.strip()):
+                    continue
+                m = re.match(r"\s*([A-Za-z_]\w*)\s*(\[.*\])?\s*$", item)
+                assert m, f"{op}: cannot read the operand {key}: {item!r}"
+                yield m.group(1), p, p.out, m.group(2) is None, _reach(m.group(2) or "")
+
+
+def _names_views(p) -> bool:
+    """Whether parameter `p` takes tensor views (its kind a name string or a kind object)."""
+    kind = getattr(p.kind, "name", p.kind)
+    return bool(getattr(p.kind, "is_view", False)) or kind in VIEW_KINDS
 
 
 def _reach(index: str) -> int:
