@@ -19,7 +19,7 @@ import yaml
 from nkirun.api import check_program, run
 from nkirun.isa import MODULES
 from repo_paths import DOCS, INVALID, ROOT, TESTS
-from spec_examples import example_program, per_instruction_module, spec_of
+from spec_examples import HERE, example_program, per_instruction_module, spec_of
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -46,6 +46,13 @@ def test_every_instruction_has_its_test_module(name):
     assert module is not None, f"tests/isa/test_{name}.py is missing"
     tests = [n for n in dir(module) if n.startswith("test_") and callable(getattr(module, n))]
     assert len(tests) >= 2, f"tests/isa/test_{name}.py has {len(tests)} test function(s)"
+
+
+def test_no_test_module_without_an_instruction():
+    helpers = {"test_registry", "test_fast_definitions"}
+    stray = sorted(p.stem for p in HERE.glob("test_*.py")
+                   if p.stem not in helpers and p.stem.removeprefix("test_") not in MODULES)
+    assert not stray, f"tests/isa/ modules naming no instruction in MODULES: {stray}"
 
 
 # ---- every diagnostic code --------------------------------------------------------------------
