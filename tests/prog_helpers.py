@@ -175,6 +175,7 @@ def reported_at(path, code: str, key: str | None = None, *, line: int | None = N
                   f" in instruction {instruction}") + ", got " +
                   ", ".join(f"{d.code} at {d.loc.line}:{d.loc.column} (instruction "
                             f"{d.instruction}): {d.message}" for d in diags))
+    assert hits[0].message and hits[0].is_error == code.startswith("E"), hits[0]
     if only:
         assert codes(diags) == [code], codes(diags)
     fmt = ["--program-format", program_format] if program_format else []

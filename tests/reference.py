@@ -275,7 +275,8 @@ class VectorAccumulator:
         return self.value
 
 
-if __name__ == "__main__":
+def self_check():
+    """Hand-worked cases of each reference (run by tests/contract/test_seed_numpy.py)."""
     eq = np.testing.assert_array_equal
     f32 = lambda *v: np.array(v, np.float32)
     # cast_to
@@ -325,6 +326,12 @@ if __name__ == "__main__":
     # memset
     m = memset((2, 8), 0, "uint32"); assert m.dtype == np.uint32 and not m.any()
     assert memset((1, 2), 1.5, "bfloat16").dtype == ml_dtypes.bfloat16
+    _self_check_top8_and_scan()
+
+
+def _self_check_top8_and_scan():
+    eq = np.testing.assert_array_equal
+    f32 = lambda *v: np.array(v, np.float32)  # noqa: E731
     # max8
     z = f32(5, 1, 9, 3, 7, 2, 8, 4, 6, 0).reshape(1, 10)
     eq(max8(z), [[9, 8, 7, 6, 5, 4, 3, 2]])
@@ -353,4 +360,8 @@ if __name__ == "__main__":
     eq(t, [[1, 1, 1]])  # each step rounds to float32, so 1 + 2^-24 stays 1
     assert tensor_tensor_scan(a.astype(np.float16), b.astype(ml_dtypes.bfloat16), 0.0,
                               np.multiply, np.add).dtype == np.float32
+
+
+if __name__ == "__main__":
+    self_check()
     print("reference.py self-check: OK")

@@ -10,15 +10,19 @@ EXAMPLE_TENSORS, {name: declaration as YAML flow text}, which take precedence.
 from __future__ import annotations
 
 import importlib
+import pathlib
 import re
 import sys
+import tempfile
 
 import yaml
 
-from nkirun.isa.spec import TILE, TILE_OR_SCALAR
+from nkirun.api import check_program
+from nkirun.hw.targets import TARGETS
 from repo_paths import TESTS
 
 HERE = TESTS / "isa"
+VIEW_KINDS = ("tile", "tile_or_scalar", "tile_list")
 SCALAR_WORDS = re.compile(r"^[-+]?(inf|nan|fp32\.(min|max)|nl\.fp32\.(min|max)|float\(.*\))$")
 
 
@@ -43,13 +47,20 @@ def _operand_tensors(example: str):
         spec = spec_of(op.split(".")[-1])
         for key, value in args.items():
             p = spec.param(key)
-            if p is None or p.kind not in (TILE, TILE_OR_SCALAR) or not isinstance(value, str):
+            if p is None or not _names_views(p):
                 continue
-            if SCALAR_WORDS.match(value.strip()):
-                continue
-            m = re.match(r"\s*([A-Za-z_]\w*)\s*(\[.*\])?\s*$", value)
-            assert m, f"{op}: cannot read the operand {key}: {value!r}"
-            yield m.group(1), p, p.out, m.group(2) is None, _reach(m.group(2) or "")
+            for item in value if isinstance(value, list) else [value]:   # a list of views too
+                if not isinstance(item, str) or SCALAR_WORDS.match(item.strip()):
+                    continue
+                m = re.match(r"\s*([A-Za-z_]\w*)\s*(\[.*\])?\s*$", item)
+                assert m, f"{op}: cannot read the operand {key}: {item!r}"
+                yield m.group(1), p, p.out, m.group(2) is None, _reach(m.group(2) or "")
+
+
+def _names_views(p) -> bool:
+    """Whether parameter `p` takes tensor views (its kind a name string or a kind object)."""
+    kind = getattr(p.kind, "name", p.kind)
+    return bool(getattr(p.kind, "is_view", False)) or kind in VIEW_KINDS
 
 
 def _reach(index: str) -> int:
@@ -76,12 +87,14 @@ def declare(example: str) -> dict[str, str]:
 
 def example_program(tmp_path, name: str, instructions: str | None = None) -> str:
     """A program of `name`'s example (or of `instructions`, YAML, instead) with its tensors
-    declared; returns its path."""
+    declared, for example_target(name); returns its path."""
     spec = spec_of(name)
     decls = declare(spec.example)
     decls.update(getattr(per_instruction_module(name), "EXAMPLE_TENSORS", {}))
     body = spec.example if instructions is None else instructions
-    text = "version: 1\ntensors:\n" + "".join(f"  {t}: {d}\n" for t, d in decls.items())
+    target = example_target(name)
+    text = "version: 1\n" + (f"target: {target}\n" if target else "") + "tensors:\n"
+    text += "".join(f"  {t}: {d}\n" for t, d in decls.items())
     text += "instructions:\n" + "".join(f"  {line}\n" for line in body.splitlines())
     path = tmp_path / f"{name}_example.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -89,3 +102,25 @@ def example_program(tmp_path, name: str, instructions: str | None = None) -> str
     return str(path)
 
 
+_TARGETS: dict[str, str | None] = {}
+
+
+def example_target(name: str) -> str | None:
+    """The target `name`'s example is meant for: EXAMPLE_TARGET in its test module, else the
+    default (None) or, for an instruction the default target lacks, the first target of
+    nkirun's table under which the example checks without an error."""
+    if name not in _TARGETS:
+        chosen = getattr(per_instruction_module(name), "EXAMPLE_TARGET", ...)
+        if chosen is ...:
+            chosen = next((t for t in (None, *TARGETS) if _checks_clean(name, t)), None)
+        _TARGETS[name] = chosen
+    return _TARGETS[name]
+
+
+def _checks_clean(name: str, target: str | None) -> bool:
+    with tempfile.TemporaryDirectory() as folder:
+        _TARGETS[name] = target
+        try:
+            return check_program(example_program(pathlib.Path(folder), name)).ok
+        finally:
+            del _TARGETS[name]

@@ -1,6 +1,8 @@
 """`mask=`: the spelling, the index space per instruction, and masked semantics (masked-off
 dst elements keep their value; reductions and indices see only the selected elements)."""
 
+import re
+
 import numpy as np
 import pytest
 import yaml
@@ -47,7 +49,7 @@ def test_bad_mask_is_located_e045_and_empty_mask_w046(tmp_path):
     assert codes(d) == ["W046"]
 
 
-def test_every_masked_instruction_is_in_docs():
+def test_every_masked_instruction_is_in_docs_and_back():
     doc = (DOCS / "masks.md").read_text()
     for name, spec in REGISTRY.items():
         if spec.param("mask") is None:
@@ -56,6 +58,11 @@ def test_every_masked_instruction_is_in_docs():
         if spec.mask_on != "dst":  # the table row names the operand
             row = next(ln for ln in doc.splitlines() if f"`{name}`" in ln and ln.startswith("|"))
             assert f"`{spec.mask_on}`" in row, (name, row)
+    # and every instruction a table of the doc names takes `mask`
+    named = {n for ln in doc.splitlines() if ln.startswith("|")
+             for n in re.findall(r"`(\w+)`", ln) if n in MODULES}
+    assert named, "docs/masks.md names no instruction in its table"
+    assert {n for n in named if REGISTRY[n].param("mask") is None} == set()
 
 
 def _with_mask(name: str, mask: str) -> str:

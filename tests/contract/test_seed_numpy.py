@@ -315,3 +315,9 @@ def test_page004_positional_operands_are_keywords_in_yaml(tmp_path):
     got = run_ok(write_yaml(tmp_path, text, a=d0, b=d1), tmp_path / "o")["r"]
     assert_bits_equal(got, ref.page004(d0.astype(np.float32), d1.astype(np.float32),
                                        np.float32(0), np.add, np.add))
+
+
+def test_the_reference_passes_its_hand_worked_cases():
+    """tests/reference.py (page000..page004 and the other references) on cases worked by
+    hand from the pages, so a slip in the reference cannot hide behind a matching slip."""
+    ref.self_check()

@@ -104,5 +104,5 @@ def test_target_sets_clocks(tmp_path):
 
 def test_unknown_target_is_located_error(tmp_path):
     example_data(tmp_path)
-    path = write_yaml(tmp_path, CONTRACT_EXAMPLE.replace("target: trn2", "target: trn3"))
-    reported_at(path, "E007", text="target: trn3", instruction=None)
+    path = write_yaml(tmp_path, CONTRACT_EXAMPLE.replace("target: trn2", "target: trn9"))
+    reported_at(path, "E007", text="target: trn9", instruction=None)

@@ -21,6 +21,7 @@ from nkirun.isa import MODULES
 from repo_paths import DOCS, INVALID, ROOT, TESTS
 from spec_examples import HERE, example_program, per_instruction_module, spec_of
 
+
 @pytest.mark.parametrize("name", MODULES)
 def test_every_example_checks_clean_and_runs(tmp_path, name):
     spec = spec_of(name)
@@ -69,11 +70,13 @@ ELSEWHERE = {
     "E074": "cli/test_robustness.py::test_bad_data_file",
     "E075": "runner/test_workflow.py::test_python_api_run_check_cost",
     "E080": "cli/test_robustness.py::test_failure_while_writing_second_output",
-    "E090": "runner/test_workflow.py::test_uninitialised_read_names_instruction_tensor_and_first_element",
+    "E090": "runner/test_workflow.py::"
+            "test_uninitialised_read_names_instruction_tensor_and_first_element",
     "E091": "cli/test_robustness.py::test_out_of_memory_is_a_diagnostic",
     "E092": "cli/test_robustness.py::test_output_written_only_in_part",
     "W136": "isa/test_nc_match_replace8.py::test_missing_vals_warn_and_index_zero",
-    "W137": "isa/test_nc_match_replace8.py::test_page_duplicates_take_successive_occurrences_in_vals_order",
+    "W137": "isa/test_nc_match_replace8.py::"
+            "test_page_duplicates_take_successive_occurrences_in_vals_order",
     "W202": "isa/test_activation.py::test_out_of_range_input_warns",
 }
 
@@ -98,13 +101,21 @@ def test_every_code_has_an_invalid_program_or_a_covering_test():
 def _test_source(file: str, function: str) -> str:
     """The source of test `function` in tests/`file`: its decorators, its body and the
     module-level tables (UPPER_CASE names) it uses."""
-    text = (TESTS / file).read_text()
-    m = re.search(rf"(^@.*\n)*^def {function}\(.*?(?=^\S)", text, re.M | re.S)
-    assert m, f"tests/{file}::{function} does not exist"
-    tables = set(re.findall(r"\b([A-Z][A-Z0-9_]+)\b", m.group(0)))
-    defs = [d.group(0) for d in re.finditer(r"^([A-Z][A-Z0-9_]+) = .*?(?=^\S)", text, re.M | re.S)
-            if d.group(1) in tables]
-    return m.group(0) + "".join(defs)
+    lines = (TESTS / file).read_text().splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.startswith(f"def {function}(")), None)
+    assert start is not None, f"tests/{file}::{function} does not exist"
+    end = next((i for i in range(start + 1, len(lines)) if lines[i][:1].strip()), len(lines))
+    while start > 0 and lines[start - 1][:1] in ("@", " ", ")", "]"):   # its decorators
+        start -= 1
+    source = "\n".join(lines[start:end])
+    tables = set(re.findall(r"\b([A-Z][A-Z0-9_]+)\b", source))
+    for i, ln in enumerate(lines):   # the tables' definitions, up to the next top-level line
+        name = ln.split(" = ", 1)[0]
+        if name in tables and " = " in ln:
+            stop = next((j for j in range(i + 1, len(lines)) if lines[j][:1].strip()
+                         and not lines[j].startswith(("]", "}", ")"))), len(lines))
+            source += "\n" + "\n".join(lines[i:stop])
+    return source
 
 
 @pytest.mark.parametrize("code", sorted(ELSEWHERE))

@@ -52,6 +52,19 @@ def test_range_select(shape):
     assert cycles(b) == max(MIN_II, n_of(shape))
 
 
+GPSIMD_START = 150   # nki-reference.md §1.9 (affine_select) and §1.10 (iota): 150 + N
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("target", [TRN1, TRN2])
+def test_affine_select_and_iota_are_gpsimd_start_plus_n(shape, target):
+    """No MIN_II floor: the GpSimd start-up plus one cycle per element per partition."""
+    b = bound("affine_select", on_true_tile=tile(shape), dst=tile(shape))
+    assert cycles(b, target) == GPSIMD_START + n_of(shape)
+    b = bound("iota", dst=tile(shape, "int32"))
+    assert cycles(b, target) == GPSIMD_START + n_of(shape)
+
+
 @pytest.mark.parametrize("shape", SHAPES)
 def test_select_reduce_is_assumed_like_range_select(shape):
     b = bound("select_reduce", on_true=tile(shape), predicate=tile(shape), dst=tile(shape))
