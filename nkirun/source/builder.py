@@ -99,11 +99,7 @@ class Builder:
     # ---- tensors -----------------------------------------------------------------------------
     def tensor(self, name, fields, loc: Loc) -> None:
         self.saw.add("tensors")
-        n0 = len(self.diags)
         bad = self._tensor(name, fields, loc)
-        if bad and len(self.diags) == n0:  # never drop a declaration (and its users) silently
-            self.diags.append(error("E006", f"tensor `{name}` cannot be declared as written",
-                                    loc, hint="give it buffer, shape and dtype"))
         if bad and isinstance(name, str):
             self.invalid_tensors.add(name)
 
@@ -184,6 +180,9 @@ class Builder:
                            f"{_type_name(output)}", vloc("output")))
             output = False
         if len(d) > n0 or buffer is None or shape is None or dtype is None:
+            if len(d) == n0:  # never drop a declaration (and its instructions) silently
+                d.append(error("E006", f"tensor `{name}` cannot be declared as written", loc,
+                               hint="give it buffer, shape and dtype"))
             return True
         self.tensors[name] = TensorDecl(name, buffer, shape, dtype, init, init_value,
                                         bool(output), loc, key_locs)
@@ -266,7 +265,13 @@ class Builder:
             locs[key] = kloc
             p = params.get(key)
             if p is None:
-                self._unknown_keyword(spec, key, (raw, kloc), args, values, meant, index)
+                guess = _closest(key, [n for n in spec.param_names if n not in args])
+                if guess is not None and params[guess].required:
+                    meant.add(guess)  # one typo, one diagnostic: no E023 for it as well
+                self.diags.append(error("E022", f"{name}: unknown keyword `{key}`", kloc, index,
+                                        hint=f"did you mean `{guess}`?" if guess else
+                                        "allowed: " + ", ".join(spec.param_names)))
+                _keep_mention(values, key, raw, kloc, params.get(guess))
                 continue
             if raw is None and not p.required:
                 continue  # an explicit null means "not given"
@@ -295,20 +300,6 @@ class Builder:
         full = defaults.copy()  # every param: the default unless given
         full.update(values)
         self.instructions.append(Instruction(name, full, index, loc, locs))
-
-    def _unknown_keyword(self, spec, key: str, raw_loc, args, values: dict, meant: set,
-                         index: int) -> None:
-        """E022 with a did-you-mean among the keywords not given. A guess that is a
-        required keyword goes into `meant` (one typo, one diagnostic: no E023 for it)."""
-        raw, kloc = raw_loc
-        params = param_tables(spec).by_name
-        guess = _closest(key, [n for n in spec.param_names if n not in args])
-        if guess is not None and params[guess].required:
-            meant.add(guess)
-        self.diags.append(error("E022", f"{spec.name}: unknown keyword `{key}`", kloc, index,
-                                hint=f"did you mean `{guess}`?" if guess else
-                                "allowed: " + ", ".join(spec.param_names)))
-        _keep_mention(values, key, raw, kloc, params.get(guess))
 
     def repeat(self, like: Instruction, view_keys: tuple, loc: Loc, locs: dict) -> None:
         """An instruction with exactly the keywords and values of `like`, an earlier valid
