@@ -42,8 +42,7 @@ def _tensor_rules(program: Program, max_hbm_bytes: int) -> list[Diagnostic]:
         elif t.nbytes > max_hbm_bytes:
             out.append(error("E043", f"tensor `{t.name}` is {t.nbytes:,} bytes, over the "
                              f"{max_hbm_bytes:,}-byte HBM limit", shape_loc,
-                             hint="raise the limit with --max-hbm-bytes (API: max_hbm_bytes=) if "
-                                  "this is intended"))
+                             hint="raise the limit with --max-hbm-bytes if this is intended"))
     return out
 
 

@@ -262,7 +262,7 @@ def write_outputs(arrays: dict[str, np.ndarray], out_dir: str) -> list[str]:
     for name, final in finals.items():
         if os.path.isdir(final):
             raise NkirunError(error("E080", f"cannot write output `{name}`: {final} is a folder",
-                                    hint="remove it, or choose another --out (API: out=)"))
+                                    hint="remove it, or choose another --out"))
     created = not os.path.isdir(out_dir)
     try:
         os.makedirs(out_dir, exist_ok=True)
