@@ -35,11 +35,12 @@ class _ToleranceType(click.ParamType):
     name = "tolerance"
 
     def convert(self, value, param, ctx):
+        import math
         try:
             v = float(value)
         except (TypeError, ValueError):
             self.fail(f"{value!r} is not a number", param, ctx)
-        if v != v or v < 0:
+        if math.isnan(v) or v < 0:
             self.fail(f"{value!r}: a tolerance is a number >= 0 (not NaN)", param, ctx)
         return v
 

@@ -130,7 +130,7 @@ def test_mypy_accepts_a_user_test(tmp_path):
                     "    assert_close(out['y'], np.ones(3), ulp=2)\n")
     r = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental",
                         str(user)], capture_output=True, text=True, cwd=tmp_path,
-                       env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+                       env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, check=False)
     assert r.returncode == 0, r.stdout + r.stderr
 
 
@@ -231,3 +231,8 @@ def test_e080_names_the_program_file_not_a_placeholder(tmp_path):
         nkirun.run(COPY, inputs={"x": X}, out=blocker / "sub")
     assert e.value.diagnostics[0].code == "E080"
     assert e.value.diagnostics[0].loc.file == "<program dict>"
+
+
+def test_hints_that_name_a_cli_option_also_name_the_api_argument():
+    (d,) = nkirun.check("version 1\ntensor x hbm [2, 2] float32 fill=3\n")
+    assert d.code == "E002" and 'fmt="text"' in d.hint

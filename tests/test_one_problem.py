@@ -67,8 +67,9 @@ def test_no_knock_on_e050_for_a_dropped_writer(tmp_path):
 
 def test_w051_still_reported_for_an_unrelated_tensor(tmp_path):
     path = tmp_path / "p.yaml"
-    path.write_text((HEAD % ("y: {buffer: hbm, shape: [128, 512], dtype: float32, output: true}\n"
-                             "  w: {buffer: sbuf, shape: [128, 512], dtype: float32}",
+    decls = ("y: {buffer: hbm, shape: [128, 512], dtype: float32, output: true}\n"
+             "  w: {buffer: sbuf, shape: [128, 512], dtype: float32}")
+    path.write_text((HEAD % (decls,
                              "on_true_tile: t", "greater_equal", "y", "r[:, 0:600]"))
                     .replace("  - load: {dst: t, src: x}",
                              "  - load: {dst: t, src: x}\n  - load: {dst: w, src: x}"))

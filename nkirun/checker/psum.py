@@ -146,7 +146,7 @@ def psum_hazards(program: Program, bound: list[Bound]) -> list[Diagnostic]:
         return []
     out: list[Diagnostic] = []
     op_at = {b.index: b.op for b in bound}
-    name = lambda who: f"{op_at.get(who, 'an instruction')} (instruction {who})"  # noqa: E731
+    name = lambda who: f"{op_at.get(who, 'an instruction')} (instruction {who})"
     ops_of: dict = {}  # id(b.args) -> _psum_operands (see Bound: repeats share args)
     for b in bound:
         if b.index in program.dropped:

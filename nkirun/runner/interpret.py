@@ -24,7 +24,8 @@ def execute(program: Program, bound, inputs=None, after_each=None,
     except MemoryError:
         raise RunError(error("E091", "out of memory while allocating the program's tensors",
                              Loc(program.path),
-                             hint="lower the tensor sizes; --max-hbm-bytes bounds HBM tensors"))
+                             hint="lower the tensor sizes; --max-hbm-bytes (API: max_hbm_bytes=) "
+                                  "bounds HBM tensors"))
     m = Machine(buffers, written)
     b = None
     try:

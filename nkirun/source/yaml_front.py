@@ -274,7 +274,8 @@ def parse_yaml(text: str, path: str, base_dir: str | None = None):
                             "instructions), not a " + ("list" if isinstance(
                                 root, yaml.SequenceNode) else "scalar"), w.loc(root),
                             hint="this looks like the text form: name it .nkis or pass "
-                                 "--program-format text" if text_like else None)]
+                                 "--program-format text (API: fmt=\"text\")"
+                            if text_like else None)]
     b = Builder(path, base_dir if base_dir is not None else os.path.dirname(path) or ".", lines)
     try:
         _build(w, b, root)
