@@ -29,6 +29,26 @@ def is_nc_v2(b: Bound) -> bool:
     return TARGETS[b.extra.get("target", DEFAULT_TARGET)].core == "NeuronCore-v2"
 
 
+def core_version(b: Bound) -> int:
+    """The program target's NeuronCore generation (2: trn1/inf2, 3: trn2, 4: trn3)."""
+    from nkirun.hw.targets import DEFAULT_TARGET, TARGETS
+    return TARGETS[b.extra.get("target", DEFAULT_TARGET)].version
+
+
+def require_core(b: Bound, version: int, code: str, key: str | None = None,
+                 what: str | None = None):
+    """Yield an error unless the target is NeuronCore-v`version` or newer (v4-only
+    instructions such as quantize_mx are refused on trn1/trn2/inf2)."""
+    have = core_version(b)
+    if have >= version:
+        return
+    from nkirun.hw.targets import TARGETS
+    ok = ", ".join(n for n, t in TARGETS.items() if t.version >= version)
+    yield b.err(code, f"{what or b.op} needs NeuronCore-v{version} or newer ({ok}); the "
+                f"program targets {b.extra.get('target')} (NeuronCore-v{have})", key,
+                hint=f"set `target: {ok.split(', ')[0]}` at the top of the program")
+
+
 def fold_free(ufunc, x: np.ndarray) -> np.ndarray:
     """(..., N) -> (...): a sequential left fold along the last axis, in x's dtype.
 

@@ -84,6 +84,7 @@ SPEC = InstructionDef(
     check=check,
     same_partitions=(),
     reads_out=reads_out,
+    packed_copy=True,
     source="nki-reference.md §1.16 (dma_copy)",
     example="- dma_copy: {dst: out_hbm, src: tile}",
 )

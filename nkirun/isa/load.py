@@ -23,6 +23,7 @@ SPEC = InstructionDef(
     cycles=dma_cycles,
     check=dma_check,
     same_partitions=(),
+    packed_copy=True,
     source="nki-reference.md §1.16 (nl.load)",
     example="- load: {dst: t, src: x}",
 )

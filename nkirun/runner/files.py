@@ -80,7 +80,7 @@ def load_npy(path: str, decl: TensorDecl, what: str, loc: Loc) -> np.ndarray:
 
 # np.save writes ml_dtypes arrays as raw bytes (bfloat16 '<V2', float8_e4m3 '<V1',
 # float8_e5m2 '<f1'): for these declared dtypes, raw bytes of the same width are accepted.
-_SAVED_RAW = frozenset({"bfloat16", "float8_e4m3", "float8_e5m2"})
+_SAVED_RAW = frozenset({"bfloat16", "float8_e4m3", "float8_e5m2", "float8_e8m0fnu"})
 _MAX_HEADER = 10_000  # NumPy's own default limit for .npy headers
 # ml_dtypes' float8_e5m2 is saved with descr '<f1', which NumPy cannot read back: it
 # is read as raw bytes, and accepted for float8_e5m2 only.
@@ -132,6 +132,8 @@ def _accepted_dtype(got: np.dtype, decl: TensorDecl, bad) -> np.dtype:
                   hint="save a plain array of the declared dtype")
     if got == want or (got.kind != "V" and got.newbyteorder("=") == want):
         return got  # exact, or the same type in the other byte order
+    if decl.dtype.name == "float8_e8m0fnu" and got == np.uint8:
+        return got  # MX scales: uint8 holds the same bits (docs/mx.md)
     if got.kind == "V" and raw_ok:  # ml_dtypes arrays are saved as raw bytes
         if got.itemsize == want.itemsize:
             return got
@@ -192,6 +194,10 @@ def _check_array(arr: np.ndarray, t: TensorDecl, loc: Loc) -> np.ndarray:
         raise NkirunError(error("E074", f"input for `{t.name}` has shape {list(arr.shape)}, "
                                 f"declared {list(t.shape)}", loc))
     if arr.dtype != t.dtype.np_type:
+        if t.dtype.packed > 1:  # x4 MX data: its packed bits, never a conversion
+            raise NkirunError(error("E073", f"input for `{t.name}` has dtype {arr.dtype}; "
+                                    f"{t.dtype.name} data is given as its packed bits, "
+                                    f"{t.dtype.np_type} (docs/mx.md)", loc))
         if arr.dtype.kind in "fiub" or arr.dtype == t.dtype.np_type:
             return dt.cast(arr.astype(np.float64) if arr.dtype.kind != "f" else arr, t.dtype)
         raise NkirunError(error("E073", f"input for `{t.name}` has dtype {arr.dtype}, declared "
