@@ -251,7 +251,7 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, ulp, tr
     if expected is not None:  # outputs are written even on a mismatch, to inspect them
         from nkirun.runner.compare import Tolerance, compare_outputs, format_diffs
         tol = Tolerance(rtol or 0.0, atol or 0.0, ulp)
-        diffs = compare_outputs(c.program, result, expected, tol)
+        diffs = compare_outputs(c.program, result, expected, tol, c.bound)
         bad = [d for d in diffs if not d.ok]
         from nkirun.runner.compare import compare_headline
         click.echo(f"compared with {expect_dir}: {compare_headline(diffs)}")

@@ -8,6 +8,10 @@ Modes:
   ulp              the distance in units in the last place of the tensor's dtype is <= N
                    (+0.0 and -0.0 are 0 apart; NaN only matches NaN).
 Integer tensors are always compared exactly: a tolerance would hide an off-by-one.
+
+Outputs that depend on random numbers (rng, dropout, rand2, rand_get_state: nkirun's PRNG
+model, hw/prng.py) are marked in every verdict: a match there only shows that nkirun agrees
+with an earlier nkirun run, never that it reproduces the hardware's bits.
 """
 from __future__ import annotations
 
@@ -52,6 +56,7 @@ class TensorDiff:
     max_rel: float = 0.0
     max_ulp: int = 0
     on_chip: bool = False
+    random_from: str | None = None  # "dropout (line 12)": derived from nkirun's PRNG model
 
     @property
     def ok(self) -> bool:
@@ -69,7 +74,8 @@ class TensorDiff:
                 "mode": self.mode, "ok": self.ok, "mismatches": self.mismatches,
                 "first": list(self.first) if self.first is not None else None,
                 "actual": self.actual, "expected": self.expected, "max_abs": self.max_abs,
-                "max_rel": self.max_rel, "max_ulp": self.max_ulp}
+                "max_rel": self.max_rel, "max_ulp": self.max_ulp,
+                "random_model": self.random_from}
 
 
 def _ordered_bits(a: np.ndarray) -> np.ndarray:
@@ -145,12 +151,36 @@ def load_expected(program: Program, expect_dir: str) -> dict[str, np.ndarray]:
     return out
 
 
+def random_sources(bound) -> dict[str, str]:
+    """tensor -> the PRNG-model instruction its contents may derive from ("dropout (line
+    12)"), following the dataflow in program order: an instruction marked `random` taints
+    what it writes, and one that reads a tainted tensor taints what it writes. Per tensor,
+    not per element, and never cleared: a conservative mark."""
+    from nkirun.checker.passes import _reads_writes
+    tainted: dict[str, str] = {}
+    for b in bound:
+        reads, writes = _reads_writes(b)
+        src = f"{b.op} (line {b.loc().line})" if b.spec.random else next(
+            (tainted[r.decl.name] for _, r in reads if r.decl.name in tainted), None)
+        if src is not None:
+            for _, r in writes:
+                tainted.setdefault(r.decl.name, src)
+    return tainted
+
+
 def compare_outputs(program: Program, result: dict[str, np.ndarray],
-                    expected: dict[str, np.ndarray], tol: Tolerance = Tolerance()
-                    ) -> list[TensorDiff]:
-    """One TensorDiff per output, in declaration order."""
-    return [compare(name, arr, expected[name], program.tensors[name].dtype, tol,
-                    program.tensors[name].on_chip) for name, arr in result.items()]
+                    expected: dict[str, np.ndarray], tol: Tolerance = Tolerance(),
+                    bound=None) -> list[TensorDiff]:
+    """One TensorDiff per output, in declaration order; with the bound instructions, those
+    derived from the PRNG model say so (random_from)."""
+    random = random_sources(bound) if bound is not None else {}
+    diffs = []
+    for name, arr in result.items():
+        d = compare(name, arr, expected[name], program.tensors[name].dtype, tol,
+                    program.tensors[name].on_chip)
+        d.random_from = random.get(name)
+        diffs.append(d)
+    return diffs
 
 
 def _num(x: float | None) -> str:
@@ -162,10 +192,16 @@ def compare_headline(diffs: list[TensorDiff]) -> str:
     bad = sum(not d.ok for d in diffs)
     n = len(diffs)
     if not bad:
-        return "the output matches" if n == 1 else f"all {n} outputs match"
-    if n == 1:
-        return "the output differs"
-    return f"{bad} of {n} outputs {'differs' if bad == 1 else 'differ'}"
+        head = "the output matches" if n == 1 else f"all {n} outputs match"
+    elif n == 1:
+        head = "the output differs"
+    else:
+        head = f"{bad} of {n} outputs {'differs' if bad == 1 else 'differ'}"
+    random = sum(d.random_from is not None for d in diffs)
+    if random:
+        head += (f" [MODEL PRNG: {'it depends' if n == 1 else f'{random} of them depend'} on "
+                 "nkirun's random-number model, not on hardware bits]")
+    return head
 
 
 def format_diffs(diffs: list[TensorDiff]) -> str:
@@ -174,11 +210,16 @@ def format_diffs(diffs: list[TensorDiff]) -> str:
     w = max((len(d.name) for d in diffs), default=0)
     for d in diffs:
         total = int(np.prod(d.shape))
+        model = "" if d.random_from is None else ", MODEL PRNG"
         if d.ok:
-            lines.append(f"  {d.name:<{w}}  match ({d.mode}, {total:,} elements)")
+            lines.append(f"  {d.name:<{w}}  match ({d.mode}{model}, {total:,} elements)")
+        if d.random_from is not None:
+            lines.append(f"  {'':<{w}}  not a hardware check: depends on {d.random_from}, "
+                         "whose values come from nkirun's PRNG model, not the device's bits")
+        if d.ok:
             continue
-        lines.append(f"  {d.name:<{w}}  MISMATCH ({d.mode}) in {d.mismatches:,} of {total:,} "
-                     "elements")
+        lines.append(f"  {d.name:<{w}}  MISMATCH ({d.mode}{model}) in {d.mismatches:,} of "
+                     f"{total:,} elements")
         lines.append(f"  {'':<{w}}  first at {d.where()}: got {_num(d.actual)}, expected "
                      f"{_num(d.expected)}")
         if d.max_abs == 0 and d.max_rel == 0:

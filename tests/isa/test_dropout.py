@@ -104,3 +104,29 @@ def test_rules(tmp_path, tensors, instructions, code):
 def test_valid(tmp_path):
     assert errors(check_codes(tmp_path, base("int32", p=t("sbuf", (8, 1), "float32", fill=0.5)),
                               inst("p"), "trn1")) == []
+
+
+def test_expect_marks_outputs_derived_from_random_numbers(tmp_path):
+    # y derives from dropout (through tensor_tensor); z does not: only y is marked, and the
+    # verdict says that a match is not a hardware check
+    from click.testing import CliRunner
+
+    from nkirun.cli import cli
+    from mxrand_helpers import write
+    path = write(tmp_path, {"x": t("sbuf", (8, 16), "float32", fill=2.0),
+                            "d": t("sbuf", (8, 16), "float32"),
+                            "y": t("sbuf", (8, 16), "float32", output=True),
+                            "z": t("sbuf", (8, 16), "float32", output=True)},
+                 [{"dropout": {"dst": "d", "data": "x", "prob": 0.5}},
+                  {"tensor_tensor": {"dst": "y", "data1": "d", "data2": "x", "op": "add"}},
+                  {"tensor_copy": {"dst": "z", "src": "x"}}], "trn2")
+    gold = tmp_path / "gold"
+    r = CliRunner().invoke(cli, ["run", path, "--out", str(gold)])
+    assert r.exit_code == 0, r.output
+    assert "W580" in r.output and "not the hardware" in r.output
+    r = CliRunner().invoke(cli, ["run", path, "--out", str(tmp_path / "again"), "--expect", str(gold)])
+    assert r.exit_code == 0, r.output
+    assert "MODEL PRNG: 1 of them depend" in r.output
+    lines = {ln.split()[0]: ln for ln in r.output.splitlines() if ln.startswith("  ") and ln.split()}
+    assert "MODEL PRNG" in lines["y"] and "MODEL PRNG" not in lines["z"]
+    assert "not a hardware check: depends on dropout (line" in r.output
