@@ -30,6 +30,7 @@ ELSEWHERE = {
     "E091": "test_robustness", "E092": "test_robustness",
     "W136": "test_nc_match_replace8", "W137": "test_nc_match_replace8",  # run-time warnings
     "W202": "test_activation",  # run-time warning
+    "W580": "test_rng",  # run-time note: the PRNG model's values are not the hardware's
 }
 
 
