@@ -81,6 +81,12 @@ SPEC = InstructionDef(
     cycles=cycles,
     check=check,
     random=True,
+    constraints=(
+        "dst has data's dtype and shape (E530)",
+        "with integer data a prob tile must be float32 (E531)",
+        "a scalar prob lies in 0..1 (E532)",
+        "the drop pattern comes from nkirun's PRNG model, not the hardware's (W580)",
+    ),
     source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
            "nki.isa.dropout.html",
     example="- dropout: {dst: y, data: x, prob: 0.1}",

@@ -141,6 +141,16 @@ SPEC = InstructionDef(
     cycles=cycles,
     check=check,
     same_partitions=(),  # E502/E503 say how the partition dims relate
+    constraints=(
+        "NeuronCore-v4 only: target trn3 (E493)",
+        "src partitions a multiple of 32, at most 128 (E500); src elements per partition a "
+        "multiple of 4 (E501)",
+        "dst holds src's partitions x a quarter of its elements (E502)",
+        "dst_scale holds exactly src elements / 4 per partition, spanning the groups' rows: P/8 "
+        "partitions for P <= 32, else (P/32 - 1) x 32 + 4 (E503)",
+        "src/dst start on a quadrant boundary; dst_scale at offset 0, 4, 8 or 12 of a "
+        "quadrant (E504)",
+    ),
     source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
            "nki.isa.quantize_mx.html",
     example="- quantize_mx: {dst: xq, src: x, dst_scale: xs}",

@@ -82,6 +82,11 @@ SPEC = InstructionDef(
     cycles=cycles,
     check=check,
     random=True,
+    constraints=(
+        "NeuronCore-v4 only: target trn3 (E493)",
+        "scalar min < max (E540); scalars are float32 values (E541)",
+        "values come from nkirun's PRNG model, not the hardware's bits (W580 at run time)",
+    ),
     source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
            "nki.isa.rand2.html",
     example="- rand2: {dst: noise, min: -1.0, max: 1.0}",

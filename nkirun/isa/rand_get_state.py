@@ -59,6 +59,12 @@ SPEC = InstructionDef(
     check=check,
     engine_of=engine_of,
     random=True,
+    constraints=(
+        "NeuronCore-v3+ (trn2, trn3); engine vector needs NeuronCore-v4 (trn3) (E493)",
+        "dst holds 6 uint32 per partition (gpsimd) or 24 (vector) (E570); PSUM only from the "
+        "Vector engine",
+        "the states are nkirun's model's, not the hardware's (W580 at run time)",
+    ),
     source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
            "nki.isa.rand_get_state.html",
     example="- rand_get_state: {dst: state, engine: gpsimd}",

@@ -78,6 +78,10 @@ SPEC = InstructionDef(
     cycles=cycles,
     check=check,
     engine_of=engine_of,
+    constraints=(
+        "NeuronCore-v3+ (trn2, trn3); engine vector needs NeuronCore-v4 (trn3) (E493)",
+        "src_seeds holds 6 uint32 per partition (gpsimd) or 24 (vector) (E560)",
+    ),
     source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
            "nki.isa.rand_set_state.html",
     example="- rand_set_state: {src_seeds: state, engine: gpsimd}",

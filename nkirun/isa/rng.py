@@ -77,6 +77,10 @@ SPEC = InstructionDef(
     check=check,
     engine_of=engine_of,
     random=True,
+    constraints=(
+        "engine gpsimd needs NeuronCore-v3+ (trn2, trn3) (E493) and an SBUF dst (E044)",
+        "values come from nkirun's PRNG model, not the hardware's bits (W580 at run time)",
+    ),
     source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
            "nki.isa.rng.html",
     example="- rng: {dst: bits}",

@@ -55,6 +55,9 @@ SPEC = InstructionDef(
     execute=execute,
     cycles=cycles,
     check=check,
+    constraints=(
+        "src_seeds is a [1, 1] tensor (E550) of a 32-bit dtype",
+    ),
     source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
            "nki.isa.set_rng_seed.html",
     example="- set_rng_seed: {src_seeds: seed}",

@@ -100,6 +100,9 @@ class InstructionDef:
     # Writes values drawn from nkirun's PRNG model (hw/prng.py), not the hardware's bits:
     # `run --expect` marks every output that depends on it.
     random: bool = False
+    # The instruction's own rules, one line each with its code, for `explain` (the rules
+    # the Params declare are listed from them).
+    constraints: tuple[str, ...] = ()
 
     def param(self, name: str) -> Param | None:
         for p in self.params:
