@@ -1,6 +1,6 @@
 """The OCP microscaling (MX) formats of NeuronCore-v4: x4-packed elements and e8m0 scales.
 
-Storage (the `.npy` convention, docs/mx.md):
+Storage (the `.npy` convention, docs/mx-and-random.md):
 * `float8_e4m3fn_x4` / `float8_e5m2_x4`: one uint32 per element holding four fp8 bytes,
   value q in bits 8q..8q+7 (q = 0 first), i.e. a contiguous fp8 array viewed as
   little-endian uint32 (what `arr.view(np.uint32)` gives on x86/ARM);

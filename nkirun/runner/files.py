@@ -133,7 +133,7 @@ def _accepted_dtype(got: np.dtype, decl: TensorDecl, bad) -> np.dtype:
     if got == want or (got.kind != "V" and got.newbyteorder("=") == want):
         return got  # exact, or the same type in the other byte order
     if decl.dtype.name == "float8_e8m0fnu" and got == np.uint8:
-        return got  # MX scales: uint8 holds the same bits (docs/mx.md)
+        return got  # MX scales: uint8 holds the same bits (docs/mx-and-random.md)
     if got.kind == "V" and raw_ok:  # ml_dtypes arrays are saved as raw bytes
         if got.itemsize == want.itemsize:
             return got
@@ -197,7 +197,7 @@ def _check_array(arr: np.ndarray, t: TensorDecl, loc: Loc) -> np.ndarray:
         if t.dtype.packed > 1:  # x4 MX data: its packed bits, never a conversion
             raise NkirunError(error("E073", f"input for `{t.name}` has dtype {arr.dtype}; "
                                     f"{t.dtype.name} data is given as its packed bits, "
-                                    f"{t.dtype.np_type} (docs/mx.md)", loc))
+                                    f"{t.dtype.np_type} (docs/mx-and-random.md)", loc))
         if arr.dtype.kind in "fiub" or arr.dtype == t.dtype.np_type:
             return dt.cast(arr.astype(np.float64) if arr.dtype.kind != "f" else arr, t.dtype)
         raise NkirunError(error("E073", f"input for `{t.name}` has dtype {arr.dtype}, declared "
