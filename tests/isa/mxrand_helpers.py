@@ -57,3 +57,24 @@ def check_codes(tmp_path, tensors, instructions, target="trn3") -> list[str]:
 
 def errors(codes: list[str]) -> list[str]:
     return [c for c in codes if c.startswith("E")]
+
+
+def check_and_run_example(tmp_path, op: str, tensors: dict, target: str = "trn3"):
+    """The instruction's `explain` example (SPEC.example) with these tensors: `check` reports
+    no error, the run succeeds, and the same program converted to the text form (`.nkis`)
+    checks and runs to the same outputs. Returns the outputs."""
+    from click.testing import CliRunner
+
+    from nkirun.cli import cli
+    from nkirun.isa import REGISTRY
+    instructions = yaml.safe_load(REGISTRY[op].example)
+    path = write(tmp_path, tensors, instructions, target)
+    assert errors([d.code for d in check_program(path).diagnostics]) == []
+    outs = run(path)
+    text = pathlib.Path(path).with_suffix(".nkis")
+    r = CliRunner().invoke(cli, ["convert", path, "--to", "text", "-o", str(text)])
+    assert r.exit_code == 0, r.output
+    again = run(str(text))
+    for name, arr in outs.items():
+        np.testing.assert_array_equal(again[name], arr)
+    return outs

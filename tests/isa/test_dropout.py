@@ -5,7 +5,7 @@ rate statistically, bit-exact kept values, seeding, and the rules."""
 import ml_dtypes
 import numpy as np
 import pytest
-from mxrand_helpers import check_codes, errors, run_prog, t
+from mxrand_helpers import check_and_run_example, check_codes, errors, run_prog, t
 
 
 def dropout(tmp_path, x, dtype, prob, prob_array=None, prob_dtype="float32", target="trn2"):
@@ -130,3 +130,10 @@ def test_expect_marks_outputs_derived_from_random_numbers(tmp_path):
     lines = {ln.split()[0]: ln for ln in r.output.splitlines() if ln.startswith("  ") and ln.split()}
     assert "MODEL PRNG" in lines["y"] and "MODEL PRNG" not in lines["z"]
     assert "not a hardware check: depends on dropout (line" in r.output
+
+
+def test_example_checks_and_runs(tmp_path):
+    outs = check_and_run_example(tmp_path, "dropout", {
+        "x": t("sbuf", (64, 256), "float32", fill=3.0),
+        "y": t("sbuf", (64, 256), "float32", output=True)}, "trn2")
+    assert 0.05 < (outs["y"] == 0).mean() < 0.15 and set(np.unique(outs["y"])) == {0.0, 3.0}

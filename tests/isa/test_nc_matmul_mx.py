@@ -5,7 +5,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from test_quantize_mx import ref_quantize
-from mxrand_helpers import check_codes, errors, run_prog, t
+from mxrand_helpers import check_and_run_example, check_codes, errors, run_prog, t
 
 FP8 = {"float8_e4m3fn_x4": ml_dtypes.float8_e4m3fn, "float8_e5m2_x4": ml_dtypes.float8_e5m2}
 FP4_VALUES = [0, .5, 1, 1.5, 2, 3, 4, 6, -0., -.5, -1, -1.5, -2, -3, -4, -6]  # OCP e2m1
@@ -193,3 +193,13 @@ def test_valid_shapes_pass(tmp_path):
     assert check_codes(tmp_path, base(), inst()) == []
     assert errors(check_codes(tmp_path, base(n=8192, dst="bfloat16"), inst())) == []
     assert check_codes(tmp_path, base(), inst(tile_position=[64, 0], tile_size=[64, 128])) == []
+
+
+def test_example_checks_and_runs(tmp_path):
+    one = np.array([1.0, 1.0, 1.0, 1.0], np.float32).astype(ml_dtypes.float8_e4m3fn).view(np.uint32)
+    outs = check_and_run_example(tmp_path, "nc_matmul_mx", {
+        "wq": t("sbuf", (32, 8), "float8_e4m3fn_x4", np.full((32, 8), one[0], np.uint32)),
+        "xq": t("sbuf", (32, 16), "float8_e4m3fn_x4", np.full((32, 16), one[0], np.uint32)),
+        "ws": t("sbuf", (4, 8), "uint8", fill=127), "xs": t("sbuf", (4, 16), "uint8", fill=128),
+        "acc": t("psum", (8, 16), "float32", output=True)})
+    assert (outs["acc"] == 32 * 4 * 2).all()  # 128 products of 1 x (1 * 2^1)

@@ -7,7 +7,7 @@ import math
 import ml_dtypes
 import numpy as np
 import pytest
-from mxrand_helpers import check_codes, errors, run_prog, t
+from mxrand_helpers import check_and_run_example, check_codes, errors, run_prog, t
 
 ELEMENT = {"float8_e4m3fn_x4": ml_dtypes.float8_e4m3fn, "float8_e5m2_x4": ml_dtypes.float8_e5m2}
 EMAX = {"float8_e4m3fn_x4": 8, "float8_e5m2_x4": 15}
@@ -187,3 +187,11 @@ def test_valid_layouts_pass(tmp_path):
     assert check_codes(tmp_path, base(), inst()) == []
     assert check_codes(tmp_path, base(p=32, scale=(4, 4)), inst()) == []
     assert check_codes(tmp_path, base(p=64, scale=(36, 4)), inst()) == []
+
+
+def test_example_checks_and_runs(tmp_path):
+    outs = check_and_run_example(tmp_path, "quantize_mx", {
+        "x": t("sbuf", (32, 16), "bfloat16", fill=1.5),
+        "xq": t("sbuf", (32, 4), "float8_e4m3fn_x4", output=True),
+        "xs": t("sbuf", (4, 4), "float8_e8m0fnu", output=True)})
+    assert (outs["xs"].view(np.uint8) == 127 - 7).all()  # floor(log2 1.5) - (8 - 1)

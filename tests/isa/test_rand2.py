@@ -3,7 +3,7 @@ tiles), converted to dst's dtype (NKI 0.6 docs). Values come from nkirun's PRNG 
 checked for range, distribution, per-partition bounds, seeding and the rules."""
 import numpy as np
 import pytest
-from mxrand_helpers import check_codes, errors, run_prog, t
+from mxrand_helpers import check_and_run_example, check_codes, errors, run_prog, t
 
 
 def rand2(tmp_path, shape, dtype, lo, hi, extra=None):
@@ -66,3 +66,9 @@ def test_dst_dtype_rule(tmp_path):
     assert "E060" in check_codes(tmp_path, tensors, [{"rand2": {"dst": "r", "min": 0, "max": 1}}])
     tensors = {"r": t("psum", (4, 8), "tfloat32", output=True)}
     assert errors(check_codes(tmp_path, tensors, [{"rand2": {"dst": "r", "min": 0, "max": 1}}])) == []
+
+
+def test_example_checks_and_runs(tmp_path):
+    outs = check_and_run_example(tmp_path, "rand2", {"noise": t("sbuf", (8, 128), "float32",
+                                                                output=True)})
+    assert outs["noise"].min() >= -1 and outs["noise"].max() <= 1

@@ -4,7 +4,7 @@ The values are nkirun's model state: the tests check the plumbing (shapes, lanes
 drawing advances it, that it round-trips through rand_set_state) and the rules."""
 import numpy as np
 import pytest
-from mxrand_helpers import check_codes, errors, run_prog, t
+from mxrand_helpers import check_and_run_example, check_codes, errors, run_prog, t
 
 
 def test_state_shape_and_draws_advance_it(tmp_path):
@@ -65,3 +65,9 @@ def test_rules(tmp_path, decl, engine, target, code):
 def test_valid(tmp_path):
     assert errors(check_codes(tmp_path, {"s": t("sbuf", (4, 2, 3), "uint32", output=True)},
                               [{"rand_get_state": {"dst": "s"}}], "trn2")) == []
+
+
+def test_example_checks_and_runs(tmp_path):
+    outs = check_and_run_example(tmp_path, "rand_get_state", {
+        "state": t("sbuf", (128, 6), "uint32", output=True)}, "trn2")
+    assert len(np.unique(outs["state"])) == 128 * 6

@@ -4,7 +4,7 @@ The model must round-trip: get after set returns the state, set(get()) replays t
 and drawing advances the state."""
 import numpy as np
 import pytest
-from mxrand_helpers import check_codes, errors, run_prog, t
+from mxrand_helpers import check_and_run_example, check_codes, errors, run_prog, t
 
 
 def states(rng, p, words):
@@ -88,3 +88,8 @@ def test_state_must_live_in_sbuf(tmp_path):
     psum = {"s": t("psum", (4, 24), "uint32", fill=1, output=True)}
     assert "E040" in check_codes(tmp_path, psum, [{"rand_set_state": {"src_seeds": "s",
                                                                       "engine": "vector"}}])
+
+
+def test_example_checks_and_runs(tmp_path):
+    check_and_run_example(tmp_path, "rand_set_state", {
+        "state": t("sbuf", (128, 6), "uint32", fill=12345)}, "trn2")

@@ -4,7 +4,7 @@ check what the NKI 0.6 docs promise: the truncation rule, a uniform distribution
 and per-engine state, and the run-time note that the values are not the hardware's."""
 import numpy as np
 import pytest
-from mxrand_helpers import check_codes, errors, run_prog, t
+from mxrand_helpers import check_and_run_example, check_codes, errors, run_prog, t
 
 SEED = {"seed": t("sbuf", (1, 1), "int32", fill=1234)}
 
@@ -108,3 +108,9 @@ def test_rules(tmp_path, tensors, instructions, target, code):
 def test_vector_rng_on_every_target(tmp_path, target):
     assert errors(check_codes(tmp_path, {"r": t("sbuf", (4, 4), "uint16", output=True)},
                               [{"rng": {"dst": "r"}}], target)) == []
+
+
+def test_example_checks_and_runs(tmp_path):
+    outs = check_and_run_example(tmp_path, "rng", {"bits": t("sbuf", (16, 64), "uint16",
+                                                             output=True)}, "trn1")
+    assert len(np.unique(outs["bits"])) > 900

@@ -3,7 +3,7 @@ same numbers (NKI 0.6 docs). nkirun's numbers are its model's: the tests check t
 documented plumbing, not bits."""
 import numpy as np
 import pytest
-from mxrand_helpers import check_codes, errors, run_prog, t
+from mxrand_helpers import check_and_run_example, check_codes, errors, run_prog, t
 
 
 def seeded(tmp_path, seed_decl, view="s", target="trn2"):
@@ -57,3 +57,9 @@ def test_unseeded_source_is_an_error(tmp_path):
                                  [{"set_rng_seed": {"src_seeds": "s"}}])
     assert errors(check_codes(tmp_path, {"s": t("sbuf", (1, 1), "float32", fill=1.5)},
                               [{"set_rng_seed": {"src_seeds": "s"}}], "trn1")) == []
+
+
+def test_example_checks_and_runs(tmp_path):
+    check_and_run_example(tmp_path, "set_rng_seed", {"seed": t("sbuf", (1, 1), "int32", fill=3),
+                                                     "out": t("sbuf", (1, 1), "int32", fill=0,
+                                                              output=True)}, "trn1")
