@@ -47,6 +47,9 @@ def load_npy(path: str, decl: TensorDecl, what: str, loc: Loc) -> np.ndarray:
                 shape, fortran, dtype, e5m2 = _read_header(f)
             except (ValueError, EOFError, TypeError, struct.error) as e:
                 raise bad("E072", f"has a damaged or truncated .npy header ({e})") from None
+            unpack = _mx_unpacked(np.dtype(dtype), tuple(shape), decl)
+            if unpack is not None:  # x4 MX data given as its unpacked bytes
+                return _read_mx(f, shape, fortran, decl, unpack, bad)
             if e5m2 and decl.dtype.name != "float8_e5m2":
                 raise bad("E073", f"holds float8_e5m2 values (descr '<f1', as np.save writes "
                           f"ml_dtypes.float8_e5m2), declared {decl.dtype.name}",
@@ -76,6 +79,39 @@ def load_npy(path: str, decl: TensorDecl, what: str, loc: Loc) -> np.ndarray:
     if decl.dtype.name == "tfloat32":
         arr = dt.cast(arr, decl.dtype)
     return np.array(arr, order="C")  # an owned, writable, C-ordered copy
+
+
+def _mx_unpacked(got: np.dtype, shape: tuple, decl: TensorDecl):
+    """For an x4 MX tensor, the other accepted .npy forms (docs/mx-and-random.md): one byte
+    per value with 4x the last dim (an ml_dtypes fp8 / float4_e2m1fn array, or uint8), and
+    for float4_e2m1fn_x4 also two codes per byte (low nibble first) with 2x the last dim.
+    Returns "bytes" / "nibbles" / "pairs", or None (then only the packed storage type)."""
+    if decl.dtype.packed == 1 or got.itemsize != 1 or got.kind not in "uVf" or not shape \
+            or tuple(shape[:-1]) != decl.shape[:-1]:
+        return None
+    last, fp4 = decl.shape[-1], decl.dtype.name == "float4_e2m1fn_x4"
+    if shape[-1] == 4 * last:
+        return "nibbles" if fp4 else "bytes"
+    if fp4 and shape[-1] == 2 * last and got.kind == "u":
+        return "pairs"
+    return None
+
+
+def _read_mx(f, shape, fortran: bool, decl: TensorDecl, form: str, bad) -> np.ndarray:
+    """Read unpacked MX bytes and pack them into the declared x4 storage."""
+    need = int(np.prod(shape, dtype=np.int64))
+    raw = f.read(need)
+    if len(raw) < need:
+        raise bad("E072", f"is truncated: its header declares {need:,} data bytes, the file "
+                  f"holds {len(raw):,}")
+    b = np.ascontiguousarray(np.frombuffer(raw, np.uint8).reshape(
+        shape, order="F" if fortran else "C"))
+    if form == "bytes":  # four fp8 bytes -> one little-endian uint32
+        return b.reshape(decl.shape + (4,)).view("<u4").reshape(decl.shape).astype(np.uint32)
+    if form == "pairs":  # two bytes of two codes each -> one little-endian uint16
+        return b.reshape(decl.shape + (2,)).view("<u2").reshape(decl.shape).astype(np.uint16)
+    codes = (b.reshape(decl.shape + (4,)) & 0xF).astype(np.uint16)  # one e2m1 code per byte
+    return (codes << np.array([0, 4, 8, 12], np.uint16)).sum(axis=-1, dtype=np.uint16)
 
 
 # np.save writes ml_dtypes arrays as raw bytes (bfloat16 '<V2', float8_e4m3 '<V1',

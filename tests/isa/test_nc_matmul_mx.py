@@ -203,3 +203,27 @@ def test_example_checks_and_runs(tmp_path):
         "ws": t("sbuf", (4, 8), "uint8", fill=127), "xs": t("sbuf", (4, 16), "uint8", fill=128),
         "acc": t("psum", (8, 16), "float32", output=True)})
     assert (outs["acc"] == 32 * 4 * 2).all()  # 128 products of 1 x (1 * 2^1)
+
+
+@pytest.mark.parametrize("form", ["fp8 values", "uint8 bytes", "fp4 values", "fp4 pairs"])
+def test_unpacked_npy_forms_are_accepted(tmp_path, form):
+    # docs/mx-and-random.md: an x4 tensor's file may also hold one byte per value (4x the
+    # last dim: ml_dtypes fp8 / float4_e2m1fn, or uint8), or for fp4 two codes per byte
+    rng = np.random.default_rng(8)
+    fmt = "float4_e2m1fn_x4" if form.startswith("fp4") else "float8_e5m2_x4"
+    vals = values(rng, (32, 6, 4), fmt)
+    canonical = encode(vals, fmt)
+    if form == "fp8 values":
+        unpacked = vals.reshape(32, 24).astype(ml_dtypes.float8_e5m2)
+    elif form == "uint8 bytes":
+        unpacked = vals.reshape(32, 24).astype(ml_dtypes.float8_e5m2).view(np.uint8)
+    elif form == "fp4 values":
+        unpacked = vals.reshape(32, 24).astype(ml_dtypes.float4_e2m1fn)
+    else:
+        codes = vals.reshape(32, 24).astype(ml_dtypes.float4_e2m1fn).view(np.uint8) & 0xF
+        unpacked = (codes[:, 0::2] | (codes[:, 1::2] << 4)).astype(np.uint8)
+    outs = run_prog(tmp_path, {"a": t("sbuf", (32, 6), fmt, unpacked),
+                               "c": t("sbuf", (32, 6), fmt, output=True)},
+                    [{"tensor_copy": {"dst": "c", "src": "a"}}])
+    np.testing.assert_array_equal(outs["c"], canonical)
+    assert outs["c"].dtype == (np.uint16 if fmt.startswith("float4") else np.uint32)
