@@ -35,8 +35,8 @@ def state_rules(b: Bound, key: str, code: str):
     if b.engine == "vector":
         yield from require_core(b, 4, "E493", "engine", f"{b.op} on the Vector engine")
     r, words = b.tile(key), STREAMS[b.engine] * WORDS
-    if r is not None and r.free_size != words:
-        yield b.err(code, f"{key} has {r.free_size} elements per partition; the "
+    if r is not None and (r.free_size != words or len(r.shape) != 2):
+        yield b.err(code, f"{key} {list(r.shape)} must be a 2-D [P, {words}] tile: the "
                     f"{b.engine} engine's XORWOW state per lane is {words} uint32 values", key,
                     hint=f"declare it [P, {words}]")
 

@@ -52,6 +52,7 @@ def test_a_partition_slice_reads_those_lanes(tmp_path):
     (t("sbuf", (4, 24), "uint32"), "vector", "trn2", "E493"),
     (t("sbuf", (4, 24), "uint32"), "gpsimd", "trn2", "E570"),
     (t("sbuf", (4, 2, 3), "uint32"), "vector", "trn3", "E570"),
+    (t("sbuf", (4, 2, 3), "uint32"), "gpsimd", "trn3", "E570"),  # the docs: a 2-D tensor
     (t("sbuf", (4, 6), "float32"), "gpsimd", "trn2", "E060"),
     (t("psum", (4, 6), "uint32"), "gpsimd", "trn3", "E044"),
     (t("hbm", (4, 6), "uint32"), "gpsimd", "trn3", "E040"),
@@ -63,7 +64,7 @@ def test_rules(tmp_path, decl, engine, target, code):
 
 
 def test_valid(tmp_path):
-    assert errors(check_codes(tmp_path, {"s": t("sbuf", (4, 2, 3), "uint32", output=True)},
+    assert errors(check_codes(tmp_path, {"s": t("sbuf", (4, 6), "uint32", output=True)},
                               [{"rand_get_state": {"dst": "s"}}], "trn2")) == []
 
 
