@@ -18,11 +18,11 @@ import sys
 # calls matmul last (nc_matmul_mx measured 2.1x with them, 1.0x without); set before numpy
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import ml_dtypes  # noqa: E402
-import numpy as np  # noqa: E402
+import ml_dtypes
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from run import paired_cpu_times, prepare  # noqa: E402
+from run import paired_cpu_times, prepare
 
 P, N = 128, 16384
 
@@ -144,7 +144,8 @@ def main(argv=None) -> None:
                 w = np.asarray(w).astype(g.dtype, copy=False)
                 assert np.array_equal(np.ascontiguousarray(w).view(np.uint8),
                                       np.ascontiguousarray(g).view(np.uint8)), op
-            t_nk, t_np = paired_cpu_times(lambda: b.spec.execute(b, m), baseline, args.repeats)
+            t_nk, t_np = paired_cpu_times(lambda b=b, m=m: b.spec.execute(b, m), baseline,
+                                          args.repeats)
         print(f"{op:<14} {dtype:<17} {t_nk * 1e3:>10.2f} {t_np * 1e3:>10.2f} "
               f"{t_nk / t_np:>6.2f}")
 

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0] + "/isa")
-from mxrand_helpers import check_codes, errors, run_prog, t, write  # noqa: E402
+from mxrand_helpers import check_codes, errors, run_prog, t, write
 
-from nkirun.api import cost, run  # noqa: E402
-from nkirun.diagnostics import NkirunError  # noqa: E402
-from nkirun.hw.targets import TARGETS  # noqa: E402
+from nkirun.api import cost, run
+from nkirun.diagnostics import NkirunError
+from nkirun.hw.targets import TARGETS
 
 
 def test_trn3_numbers():

@@ -131,8 +131,8 @@ def note_model(b, m) -> None:
     m.prng_noted = True
     from nkirun.diagnostics import warning
     m.warnings.append(warning(
-        NOTE_CODE, f"{b.op}: random values come from nkirun's seeded PRNG model (per-lane "
-        "XORWOW), not the hardware's generator: the distribution and seeding behave as "
-        "documented, the bits differ from a device run", b.loc(), b.index,
+        NOTE_CODE, f"{b.op}: random values (and PRNG states) come from nkirun's seeded model "
+        "(per-lane XORWOW), not the hardware's generator: the distribution and seeding behave "
+        "as documented, the bits differ from a device run", b.loc(), b.index,
         hint="compare statistics, not values, with hardware; `run --expect` marks outputs "
              "that depend on them"))

@@ -156,12 +156,12 @@ SPEC = InstructionDef(
     constraints=(
         "NeuronCore-v4 only: target trn3 (E493)",
         "stationary and moving: the same partitions, a multiple of 32, at most 128 (E510)",
-        "stationary elements per partition even, at most 128 (E511); moving at most 4096 "
-        "(float32 dst) or 8192 (bfloat16 dst) (E512)",
+        ("stationary elements per partition even, at most 128 (E511); moving at most 4096 "
+         "(float32 dst) or 8192 (bfloat16 dst) (E512)"),
         "dst is stationary's free size x moving's (E513)",
         "each scale tile: its data tile's free size, spanning the groups' quadrant rows (E514)",
-        "row tiling only: tile_size (32|64|128, 128), tile_position (multiple of the row "
-        "size, 0), both or neither, K within the row tile (E515)",
+        ("row tiling only: tile_size (32|64|128, 128), tile_position (multiple of the row "
+         "size, 0), both or neither, K within the row tile (E515)"),
         "data on a quadrant boundary; scales at offset 0, 4, 8 or 12 of a quadrant (E516)",
     ),
     source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"

@@ -46,7 +46,7 @@ PARAMS = (
 
 def check(b: Bound):
     yield from require_core(b, 4, "E493")
-    src, dst, sc = b.tile("src"), b.tile("dst"), b.tile("dst_scale")
+    src, dst = b.tile("src"), b.tile("dst")
     p, n = src.partitions, src.free_size
     if p % mx.QUADRANT:
         yield b.err("E500", f"src has {p} partitions; quantize_mx needs a multiple of 32 "
@@ -143,13 +143,13 @@ SPEC = InstructionDef(
     same_partitions=(),  # E502/E503 say how the partition dims relate
     constraints=(
         "NeuronCore-v4 only: target trn3 (E493)",
-        "src partitions a multiple of 32, at most 128 (E500); src elements per partition a "
-        "multiple of 4 (E501)",
+        ("src partitions a multiple of 32, at most 128 (E500); src elements per partition a "
+         "multiple of 4 (E501)"),
         "dst holds src's partitions x a quarter of its elements (E502)",
-        "dst_scale holds exactly src elements / 4 per partition, spanning the groups' rows: P/8 "
-        "partitions for P <= 32, else (P/32 - 1) x 32 + 4 (E503)",
-        "src/dst start on a quadrant boundary; dst_scale at offset 0, 4, 8 or 12 of a "
-        "quadrant (E504)",
+        ("dst_scale holds exactly src elements / 4 per partition, spanning the groups' rows: P/8 "
+         "partitions for P <= 32, else (P/32 - 1) x 32 + 4 (E503)"),
+        ("src/dst start on a quadrant boundary; dst_scale at offset 0, 4, 8 or 12 of a "
+         "quadrant (E504)"),
     ),
     source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
            "nki.isa.quantize_mx.html",

@@ -14,7 +14,7 @@ Cost: no formula; nkirun assumes max(MIN_II, N) engine cycles (N = 6 or 24).
 """
 from __future__ import annotations
 
-from nkirun.hw.prng import lanes_of, machine_prng
+from nkirun.hw.prng import lanes_of, machine_prng, note_model
 from nkirun.isa.rand_set_state import ENGINES, U32, engine_of, state_rules
 from nkirun.isa.spec import ENUM, TILE, Bound, InstructionDef, Param
 
@@ -27,6 +27,7 @@ def check(b: Bound):
 
 def execute(b: Bound, m) -> None:
     dst = b["dst"]
+    note_model(b, m)  # the states are the model's (W580, once per run)
     m.write(dst, machine_prng(m, b.engine).get(lanes_of(dst)).reshape(dst.shape))
 
 
@@ -61,8 +62,8 @@ SPEC = InstructionDef(
     random=True,
     constraints=(
         "NeuronCore-v3+ (trn2, trn3); engine vector needs NeuronCore-v4 (trn3) (E493)",
-        "dst holds 6 uint32 per partition (gpsimd) or 24 (vector) (E570); PSUM only from the "
-        "Vector engine",
+        ("dst holds 6 uint32 per partition (gpsimd) or 24 (vector) (E570); PSUM only from the "
+         "Vector engine"),
         "the states are nkirun's model's, not the hardware's (W580 at run time)",
     ),
     source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"

@@ -9,8 +9,8 @@ import tempfile
 
 import numpy as np
 
-from nkirun.hw import dtypes as dt
 from nkirun.diagnostics import Loc, NkirunError, error
+from nkirun.hw import dtypes as dt
 from nkirun.ir import Program, TensorDecl
 
 _NPY_MAGIC = b"\x93NUMPY"
@@ -276,7 +276,7 @@ def write_outputs(arrays: dict[str, np.ndarray], out_dir: str) -> list[str]:
         for tmp, final in temps:
             backups.append((final, _backup(final)))
             os.replace(tmp, final)
-    except BaseException as e:  # noqa: BLE001 - undo, then report (or re-raise a bug/^C)
+    except BaseException as e:
         _undo(temps, backups, out_dir if created else None)
         if isinstance(e, OSError):
             raise NkirunError(error("E080", f"cannot write outputs to {out_dir}: "

@@ -225,8 +225,12 @@ class Progress:
             if time.monotonic() - self.start < self.delay:
                 return
             from rich.console import Console
-            from rich.progress import (BarColumn, MofNCompleteColumn, TextColumn,
-                                       TimeElapsedColumn)
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                TextColumn,
+                TimeElapsedColumn,
+            )
             from rich.progress import Progress as RichProgress
             self.bar = RichProgress(TextColumn("running"), BarColumn(), MofNCompleteColumn(),
                                     TextColumn("{task.description}"), TimeElapsedColumn(),

@@ -110,9 +110,9 @@ def test_expect_marks_outputs_derived_from_random_numbers(tmp_path):
     # y derives from dropout (through tensor_tensor); z does not: only y is marked, and the
     # verdict says that a match is not a hardware check
     from click.testing import CliRunner
+    from mxrand_helpers import write
 
     from nkirun.cli import cli
-    from mxrand_helpers import write
     path = write(tmp_path, {"x": t("sbuf", (8, 16), "float32", fill=2.0),
                             "d": t("sbuf", (8, 16), "float32"),
                             "y": t("sbuf", (8, 16), "float32", output=True),

@@ -4,8 +4,8 @@ per 8 partitions x 1 element in the group's quadrant, dst = sum over k and q).""
 import ml_dtypes
 import numpy as np
 import pytest
-from test_quantize_mx import ref_quantize
 from mxrand_helpers import check_and_run_example, check_codes, errors, run_prog, t
+from test_quantize_mx import ref_quantize
 
 FP8 = {"float8_e4m3fn_x4": ml_dtypes.float8_e4m3fn, "float8_e5m2_x4": ml_dtypes.float8_e5m2}
 FP4_VALUES = [0, .5, 1, 1.5, 2, 3, 4, 6, -0., -.5, -1, -1.5, -2, -3, -4, -6]  # OCP e2m1

@@ -72,3 +72,10 @@ def test_example_checks_and_runs(tmp_path):
     outs = check_and_run_example(tmp_path, "rand_get_state", {
         "state": t("sbuf", (128, 6), "uint32", output=True)}, "trn2")
     assert len(np.unique(outs["state"])) == 128 * 6
+
+
+def test_run_time_note(tmp_path):
+    warnings = []
+    run_prog(tmp_path, {"s": t("sbuf", (4, 6), "uint32", output=True)},
+             [{"rand_get_state": {"dst": "s"}}], "trn2", warnings)
+    assert [w.code for w in warnings] == ["W580"]

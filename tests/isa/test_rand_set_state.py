@@ -4,7 +4,7 @@ The model must round-trip: get after set returns the state, set(get()) replays t
 and drawing advances the state."""
 import numpy as np
 import pytest
-from mxrand_helpers import check_and_run_example, check_codes, errors, run_prog, t
+from mxrand_helpers import check_and_run_example, check_codes, run_prog, t
 
 
 def states(rng, p, words):
