@@ -15,8 +15,10 @@ the MXFP matmul guide and the Trainium3 architecture guide):
 * row tiling only: tile_size (row_size, 128) with row_size 32, 64 or 128, tile_position
   (start_row, 0) with start_row a multiple of row_size below 128; both or neither; K at
   most row_size;
-* accumulate: true adds into dst, false overwrites, None (default) lets the compiler
-  decide from earlier writes (nkirun: overwrite, as nc_matmul).
+* accumulate: true adds into dst, false overwrites, None (the default) "auto-detect[s]
+  based on whether this PSUM location was previously written": nkirun adds into the
+  elements of dst that hold data (written earlier, or given initial contents) and
+  overwrites the others, so a chain of nc_matmul_mx into one PSUM tile accumulates.
 * cost: no formula; an MX matmul runs at 4x the BF16 throughput (Trainium3 guide): nkirun
   charges nc_matmul's bf16 formula on the x4 element counts, max(min(64, M), N) cycles.
 
@@ -51,7 +53,8 @@ PARAMS = (
           doc="moving's e8m0 scales (free size N)"),
     Param("tile_position", INT_LIST, doc="(start_row, 0): the row tile used"),
     Param("tile_size", INT_LIST, doc="(row_size, 128): row_size 32, 64 or 128"),
-    Param("accumulate", BOOL, doc="true: add into dst; false/unset: overwrite"),
+    Param("accumulate", BOOL, doc="true: add into dst; false: overwrite; unset: add where "
+                                  "dst already holds data, overwrite elsewhere"),
 )
 
 
@@ -123,8 +126,16 @@ def execute(b: Bound, m) -> None:
         st = dequantized(m, b["stationary"], b["stationary_scale"])
         mv = dequantized(m, b["moving"], b["moving_scale"])
         out = np.matmul(st.T, mv)
-        if b.get("accumulate"):
+        acc = b.get("accumulate")
+        if acc:
             out = flat(m.read_f32(dst)) + out
+        elif acc is None:  # auto: add where this PSUM location was written before
+            held = m.written.get(dst.decl.name)
+            prior = flat(m.view(dst).astype(np.float32))
+            if held is None:
+                out = prior + out
+            else:
+                out = np.where(held[dst.np_index].reshape(out.shape), prior + out, out)
     m.write(dst, out.reshape(dst.shape))
 
 
@@ -142,7 +153,8 @@ SPEC = InstructionDef(
         "values, multiplies each by 2^(scale - 127) of its group (8 partitions x 1 element, "
         "the scale in the group's quadrant), and contracts over the K x 4 values: dst (M, N) "
         "= sum_k,q st[k, i, q] * mv[k, j, q], in float32, rounded once to dst's dtype "
-        "(float32 or bfloat16). accumulate: true adds into dst. NeuronCore-v4 (trn3) only."),
+        "(float32 or bfloat16). accumulate: true adds into dst, false overwrites; unset adds "
+        "where dst already holds data (NKI's auto-detection). NeuronCore-v4 (trn3) only."),
     cost_formula="max(min(64, M), N) PE cycles (M, N = x4 elements per partition of "
                  "stationary / moving)",
     cost_assumed=True,

@@ -227,3 +227,29 @@ def test_unpacked_npy_forms_are_accepted(tmp_path, form):
                     [{"tensor_copy": {"dst": "c", "src": "a"}}])
     np.testing.assert_array_equal(outs["c"], canonical)
     assert outs["c"].dtype == (np.uint16 if fmt.startswith("float4") else np.uint32)
+
+
+def test_accumulate_unset_adds_where_dst_was_written(tmp_path):
+    # NKI: accumulate=None auto-detects "whether this PSUM location was previously written"
+    rng = np.random.default_rng(12)
+    sv, mvv = values(rng, (32, 4, 4), "float8_e4m3fn_x4"), values(rng, (32, 8, 4), "float8_e4m3fn_x4")
+    one_a = np.full((4, 4), 127, np.uint8)
+    one_b = np.full((4, 8), 127, np.uint8)
+    mm = {"stationary": "a", "moving": "b", "stationary_scale": "sa", "moving_scale": "sb"}
+    outs = run_prog(tmp_path, {
+        "a": t("sbuf", (32, 4), "float8_e4m3fn_x4", encode(sv, "float8_e4m3fn_x4")),
+        "b": t("sbuf", (32, 8), "float8_e4m3fn_x4", encode(mvv, "float8_e4m3fn_x4")),
+        "sa": t("sbuf", (4, 4), "uint8", one_a), "sb": t("sbuf", (4, 8), "uint8", one_b),
+        "c": t("psum", (4, 8), "float32", output=True),
+        "d": t("psum", (4, 8), "float32", output=True),
+        "e": t("psum", (4, 8), "float32", fill=100.0, output=True)},
+        [{"nc_matmul_mx": {"dst": "c", **mm}}, {"nc_matmul_mx": {"dst": "c", **mm}},
+         {"nc_matmul_mx": {"dst": "d[0:2, :]", **mm, "stationary": "a[:, 0:2]",
+                           "stationary_scale": "sa[:, 0:2]"}},
+         {"nc_matmul_mx": {"dst": "d", **mm}},
+         {"nc_matmul_mx": {"dst": "e", **mm, "accumulate": False}}])
+    one = np.einsum("kiq,kjq->ij", sv.astype(np.float64), mvv.astype(np.float64)).astype(np.float32)
+    np.testing.assert_array_equal(outs["c"], 2 * one)  # fresh, then added
+    np.testing.assert_array_equal(outs["d"][0:2], 2 * one[0:2])  # rows 0..1 were written
+    np.testing.assert_array_equal(outs["d"][2:], one[2:])  # rows 2..3 were not
+    np.testing.assert_array_equal(outs["e"], one)  # false overwrites
