@@ -29,10 +29,19 @@ def is_nc_v2(b: Bound) -> bool:
     return TARGETS[b.extra.get("target", DEFAULT_TARGET)].core == "NeuronCore-v2"
 
 
+def target_of(b: Bound):
+    """The program's Target (Bound.target once bind attaches it; else by the name in
+    b.extra, as validate.bind records it)."""
+    t = getattr(b, "target", None)
+    if t is None:
+        from nkirun.hw.targets import DEFAULT_TARGET, TARGETS
+        t = TARGETS[b.extra.get("target", DEFAULT_TARGET)]
+    return t
+
+
 def core_version(b: Bound) -> int:
     """The program target's NeuronCore generation (2: trn1/inf2, 3: trn2, 4: trn3)."""
-    from nkirun.hw.targets import DEFAULT_TARGET, TARGETS
-    return TARGETS[b.extra.get("target", DEFAULT_TARGET)].version
+    return target_of(b).version
 
 
 def require_core(b: Bound, version: int, code: str, key: str | None = None,
@@ -45,7 +54,7 @@ def require_core(b: Bound, version: int, code: str, key: str | None = None,
     from nkirun.hw.targets import TARGETS
     ok = ", ".join(n for n, t in TARGETS.items() if t.version >= version)
     yield b.err(code, f"{what or b.op} needs NeuronCore-v{version} or newer ({ok}); the "
-                f"program targets {b.extra.get('target')} (NeuronCore-v{have})", key,
+                f"program targets {target_of(b).name} (NeuronCore-v{have})", key,
                 hint=f"set `target: {ok.split(', ')[0]}` at the top of the program")
 
 

@@ -156,16 +156,24 @@ def random_sources(bound) -> dict[str, str]:
     12)"), following the dataflow in program order: an instruction marked `random` taints
     what it writes, and one that reads a tainted tensor taints what it writes. Per tensor,
     not per element, and never cleared: a conservative mark."""
-    from nkirun.checker.passes import _reads_writes
     tainted: dict[str, str] = {}
     for b in bound:
-        reads, writes = _reads_writes(b)
+        reads, writes = _accesses(b)
         src = f"{b.op} (line {b.loc().line})" if b.spec.random else next(
             (tainted[r.decl.name] for _, r in reads if r.decl.name in tainted), None)
         if src is not None:
             for _, r in writes:
                 tainted.setdefault(r.decl.name, src)
     return tainted
+
+
+def _accesses(b):
+    """((keyword, Resolved) read..., (keyword, Resolved) written...) of a bound instruction."""
+    if hasattr(b, "accesses"):  # Bound.accesses (checker/bound.py)
+        acc = b.accesses()
+        return acc.reads, acc.writes
+    from nkirun.checker.passes import _reads_writes
+    return _reads_writes(b)
 
 
 def compare_outputs(program: Program, result: dict[str, np.ndarray],
