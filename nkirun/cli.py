@@ -22,7 +22,7 @@ _program_format_option = click.option(
     "--program-format", type=click.Choice(["auto", "yaml", "text"]), default="auto",
     show_default=True, help="how to read PROGRAM (auto: .nkis/.txt are text, else YAML)")
 _target_option = click.option(
-    "--target", type=click.Choice(["trn1", "trn2", "inf2"]), default=None,
+    "--target", type=click.Choice(["trn1", "trn2", "inf2", "trn3"]), default=None,
     help="override the program's target (memory sizes and clocks)")
 _debug_option = click.option("--debug", is_flag=True, help="show Python tracebacks of "
                              "internal errors")
@@ -317,7 +317,7 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, range_r
     if expected is not None:  # outputs are written even on a mismatch, to inspect them
         from nkirun.runner.compare import Tolerance, compare_outputs, format_diffs
         tol = Tolerance(rtol or 0.0, atol or 0.0, ulp, range_rtol or 0.0)
-        diffs = compare_outputs(c.program, result, expected, tol)
+        diffs = compare_outputs(c.program, result, expected, tol, c.bound)
         bad = [d for d in diffs if not d.ok]
         from nkirun.runner.compare import compare_headline
         if fmt == "json":

@@ -141,10 +141,23 @@ def _param_rules(b: Bound):
             yield b.err("E060", f"`{p.name}` must be {_dtype_list(p.dtypes)} (got {r.dtype.name})",
                         p.name, hint=f"declare {r.decl.name} with dtype {_dtype_list(p.dtypes)}, "
                                      f"or copy it into such a tile first")
+        if r.dtype.packed > 1 and not b.spec.packed_copy and (
+                p.dtypes is None or r.dtype.name not in p.dtypes):
+            yield b.err("E490", f"`{p.name}` ({r.decl.name}) is {r.dtype.name}, four MX values "
+                        f"packed per element; {b.op} does not compute on packed elements", p.name,
+                        hint="quantize_mx writes and nc_matmul_mx reads x4 tiles; load, store, "
+                             "dma_copy and tensor_copy copy their bits; memset fills them with 0")
         if p.per_partition and r.free_size != 1:
             yield b.err("E061", f"`{p.name}` must hold one element per partition, shape (P, 1); "
                         f"got {list(r.shape)}", p.name,
                         hint=f"use a column view such as {r.decl.name}[:, 0:1]")
+    if b.spec.packed_copy and len({r.dtype.name for _, r in tiles}) > 1:
+        packed = [(p, r) for p, r in tiles if r.dtype.packed > 1]
+        if packed:
+            p, r = packed[0]
+            yield b.err("E491", f"`{p.name}` is {r.dtype.name} but the other operand is not: "
+                        "x4-packed MX data is copied bit for bit, never converted", p.name,
+                        hint="give both tiles the same x4 dtype; quantize_mx converts to MX")
     if b.engine == "gpsimd":
         for p, r in tiles:
             # a param that already excludes PSUM got its E040 above: don't report it twice

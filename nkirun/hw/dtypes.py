@@ -1,4 +1,10 @@
-"""The twelve NKI data types: names, NumPy storage types and casting rules.
+"""The NKI data types: names, NumPy storage types and casting rules.
+
+The twelve general types, plus the NeuronCore-v4 MX types (hw/mx.py): float8_e8m0fnu
+(power-of-two block scales, ml_dtypes.float8_e8m0fnu) and the x4-packed float8_e4m3fn_x4,
+float8_e5m2_x4 (four fp8 values in a uint32) and float4_e2m1fn_x4 (four fp4 values in a
+uint16). A packed element is not a number: `packed` is 4 for them, only quantize_mx and
+nc_matmul_mx compute on them, and copies move their bits (checker/bind.py, E490/E491).
 
 Every value is computed in float32 and then cast to the destination type:
 floats with round-to-nearest-even (ml_dtypes / NumPy), tfloat32 as float32 with a
@@ -20,15 +26,16 @@ class DType:
     is_float: bool
     itemsize: int  # bytes per element on chip
     rank: int  # precision order used for "highest precision" defaults
+    packed: int = 1  # values per element: 4 for the x4 MX types
 
     @property
     def is_int(self) -> bool:
         return not self.is_float
 
 
-def _d(name, np_type, is_float, rank):
+def _d(name, np_type, is_float, rank, packed=1):
     t = np.dtype(np_type)
-    return DType(name, t, is_float, t.itemsize, rank)
+    return DType(name, t, is_float, t.itemsize, rank, packed)
 
 
 DTYPES: dict[str, DType] = {d.name: d for d in [
@@ -44,6 +51,12 @@ DTYPES: dict[str, DType] = {d.name: d for d in [
     _d("uint16", np.uint16, False, 12),
     _d("int32", np.int32, False, 14),
     _d("uint32", np.uint32, False, 14),
+    # MX types (NeuronCore-v4): stored as their bits. is_float False for the packed ones, so
+    # that a cast to them is a bit-level integer store (memset 0 writes zero bits).
+    _d("float8_e8m0fnu", ml_dtypes.float8_e8m0fnu, True, 19),
+    _d("float8_e4m3fn_x4", np.uint32, False, 5, packed=4),
+    _d("float8_e5m2_x4", np.uint32, False, 5, packed=4),
+    _d("float4_e2m1fn_x4", np.uint16, False, 4, packed=4),
 ]}
 
 # The `nl` short forms and a few NumPy spellings users write.
@@ -55,7 +68,8 @@ ALIASES = {
 }
 
 FLOAT_NAMES = frozenset(n for n, d in DTYPES.items() if d.is_float)
-INT_NAMES = frozenset(n for n, d in DTYPES.items() if not d.is_float)
+INT_NAMES = frozenset(n for n, d in DTYPES.items() if not d.is_float and d.packed == 1)
+PACKED_NAMES = frozenset(n for n, d in DTYPES.items() if d.packed > 1)
 
 
 PREFIXES = ("nl.", "np.", "numpy.")  # stripped from dtype names (nl.float32, np.int8)
@@ -77,7 +91,7 @@ def from_numpy(t: np.dtype) -> DType | None:
     """The NKI dtype whose storage is NumPy type `t` (float32 files map to float32)."""
     t = np.dtype(t)
     for d in DTYPES.values():
-        if d.np_type == t and d.name != "tfloat32":
+        if d.np_type == t and d.name != "tfloat32" and d.packed == 1:
             return d
     return None
 

@@ -4,6 +4,8 @@ One `Target` per target name; nothing else in nkirun hard-codes a hardware numbe
 instruction modules read `min_ii`/`gpsimd_start` from here, the cost model reads clocks and
 the DMA model). Source tags are those of ../shared/docs/nki-reference.md §0:
 [ARCH2] NeuronCore-v2 architecture guide (Trn1/Inf2), [ARCH3] NeuronCore-v3 guide (Trn2),
+[ARCH4] Trainium3 architecture guide (NeuronCore-v4,
+https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/guides/architecture/trainium3_arch.html),
 [DMA] NKI DMA overview and DMA bandwidth guide, [OLD-ISA] legacy nki.isa docstrings,
 seed pages = ../shared/seeds/.
 
@@ -51,6 +53,11 @@ class Target:
     min_ii: int = 64
     gpsimd_start: int = 150  # GpSimd start-up of affine_select / iota [OLD-ISA] (ref. §1.9/1.10)
 
+    @property
+    def version(self) -> int:
+        """The NeuronCore generation: 2 (trn1/inf2), 3 (trn2), 4 (trn3); NKI's nc_version."""
+        return int(self.core.rsplit("-v", 1)[1])
+
     def clock(self, engine: str) -> float | None:
         """The engine's clock in GHz (DMA: the nominal 1 GHz); None when undocumented."""
         if engine == "dma":
@@ -71,6 +78,8 @@ class Target:
 # NC-v3 Tensor 2.4 / Vector 0.96 / Scalar 1.2 / GpSimd 1.2 GHz [ARCH3] (reference §5 table).
 _V2_CLOCKS = {"tensor": 2.8, "vector": 1.12, "scalar": 1.4, "gpsimd": 1.4}
 _V3_CLOCKS = {"tensor": 2.4, "vector": 0.96, "scalar": 1.2, "gpsimd": 1.2}
+# NC-v4: Tensor 2.4 GHz, Vector/Scalar/GpSimd 1.2 GHz [ARCH4] (reference §5 table).
+_V4_CLOCKS = {"tensor": 2.4, "vector": 1.2, "scalar": 1.2, "gpsimd": 1.2}
 
 TARGETS: dict[str, Target] = {t.name: t for t in [
     # NC-v2: SBUF 24 MiB = 192 KiB per partition [ARCH2]; PSUM 2 MiB = 16 KiB per partition
@@ -85,6 +94,11 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
     # (368 GB/s per NeuronCore) [DMA bandwidth guide].
     Target("trn2", "NeuronCore-v3", 128, 224 * KIB, 16 * KIB, 2 * KIB, _V3_CLOCKS,
            dma_fixed_ns=600.0, dma_bytes_per_ns=23.0),
+    # NC-v4: SBUF 32 MiB = 256 KiB per partition [ARCH4]; PSUM as v2/v3 [ARCH4]. DMA: 33 B/ns
+    # sustained per queue (528 GB/s per NeuronCore) [DMA bandwidth guide]; the per-DMA fixed
+    # cost is not documented for v4: v3's ~600 ns DGE figure is assumed.
+    Target("trn3", "NeuronCore-v4", 128, 256 * KIB, 16 * KIB, 2 * KIB, _V4_CLOCKS,
+           dma_fixed_ns=600.0, dma_bytes_per_ns=33.0),
 ]}
 
 DEFAULT_TARGET = "trn2"  # the program format's default (program-format.md)

@@ -22,6 +22,8 @@ MODULES = (
     "max8", "nc_match_replace8", "tensor_tensor_scan",
     "activation", "tensor_tensor", "tensor_scalar", "tensor_reduce", "tensor_copy",
     "dma_copy",
+    "quantize_mx", "nc_matmul_mx",
+    "rng", "dropout", "rand2", "set_rng_seed", "rand_set_state", "rand_get_state",
 )
 
 

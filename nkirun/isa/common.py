@@ -28,6 +28,35 @@ def is_nc_v2(b: Bound) -> bool:
     return b.target.core == "NeuronCore-v2"
 
 
+def target_of(b: Bound):
+    """The program's Target (Bound.target once bind attaches it; else by the name in
+    b.extra, as validate.bind records it)."""
+    t = getattr(b, "target", None)
+    if t is None:
+        from nkirun.hw.targets import DEFAULT_TARGET, TARGETS
+        t = TARGETS[b.extra.get("target", DEFAULT_TARGET)]
+    return t
+
+
+def core_version(b: Bound) -> int:
+    """The program target's NeuronCore generation (2: trn1/inf2, 3: trn2, 4: trn3)."""
+    return target_of(b).version
+
+
+def require_core(b: Bound, version: int, code: str, key: str | None = None,
+                 what: str | None = None):
+    """Yield an error unless the target is NeuronCore-v`version` or newer (v4-only
+    instructions such as quantize_mx are refused on trn1/trn2/inf2)."""
+    have = core_version(b)
+    if have >= version:
+        return
+    from nkirun.hw.targets import TARGETS
+    ok = ", ".join(n for n, t in TARGETS.items() if t.version >= version)
+    yield b.err(code, f"{what or b.op} needs NeuronCore-v{version} or newer ({ok}); the "
+                f"program targets {target_of(b).name} (NeuronCore-v{have})", key,
+                hint=f"set `target: {ok.split(', ')[0]}` at the top of the program")
+
+
 def fold_free(ufunc, x: np.ndarray) -> np.ndarray:
     """(..., N) -> (...): a sequential left fold along the last axis, in x's dtype.
 

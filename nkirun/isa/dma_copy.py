@@ -84,6 +84,7 @@ SPEC = InstructionDef(
     check=check,
     same_partitions=(),
     reads_out=reads_out,
+    packed_copy=True,
     source="the nki.isa.dma_copy documentation",
     example="- dma_copy: {dst: out_hbm, src: tile}",
 )

@@ -23,6 +23,7 @@ SPEC = InstructionDef(
     cycles=dma_cycles,
     check=dma_check,
     same_partitions=(),
+    packed_copy=True,
     source="the nki.isa.load documentation",
     example="- load: {dst: t, src: x}",
 )

@@ -11,6 +11,11 @@ def check(b: Bound):
     # NKI's memset(shape=..., value, dtype) returns a new tile; nkirun writes it through dst
     # (program-format.md), so `shape` (as in the nki.isa.memset documentation's examples) only has to agree
     shape, dst = b.get("shape"), b.tile("dst")
+    if dst is not None and dst.dtype.packed > 1 and b["value"] != 0:
+        # NKI 0.6 memset: "For x4 packed types ... only value=0 is supported"
+        yield b.err("E492", f"value {b['value']!r} cannot fill the x4-packed {dst.dtype.name} "
+                    f"tile `{dst.decl.name}`; only 0 is supported", "value",
+                    hint="fill with 0, or quantize values with quantize_mx")
     if shape is None or dst is None:
         return
     n = int(np.prod(shape[1:], dtype=np.int64))
@@ -57,6 +62,7 @@ SPEC = InstructionDef(
     cycles=cycles,
     engine_of=engine_of,
     check=check,
+    packed_copy=True,
     source="the nki.isa.memset documentation",
     example="- memset: {dst: acc, value: 0.0}",
 )

@@ -82,6 +82,16 @@ class InstructionDef:
     # (Bound) -> names of `out` params that the instruction also reads (e.g. nc_matmul with
     # accumulate=true adds into dst): the dataflow pass and the cost model count them as reads.
     reads_out: Callable | None = None
+    # Moves x4-packed MX tiles bit for bit (load, store, dma_copy, tensor_copy, memset of
+    # 0): the binder lets packed dtypes through only here or where a Param lists them, and
+    # requires every tile of such a copy to have the same dtype (E490/E491).
+    packed_copy: bool = False
+    # Writes values drawn from nkirun's PRNG model (hw/prng.py), not the hardware's bits:
+    # `run --expect` marks every output that depends on it.
+    random: bool = False
+    # The instruction's own rules, one line each with its code, for `explain` (the rules
+    # the Params declare are listed from them).
+    constraints: tuple[str, ...] = ()
 
     def param(self, name: str) -> Param | None:
         for p in self.params:

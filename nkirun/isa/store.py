@@ -24,6 +24,7 @@ SPEC = InstructionDef(
     check=dma_check,
     same_partitions=(),
     mask_on="src",  # the mask indexes the on-chip tile being stored (docs/masks.md)
+    packed_copy=True,
     source="the nki.isa.store documentation",
     example="- store: {dst: y, src: t}",
 )

@@ -65,6 +65,7 @@ SPEC = InstructionDef(
     cycles=cycles,
     check=check,
     engine_of=engine_of,
+    packed_copy=True,
     source="the nki.isa.tensor_copy documentation",
     example="- tensor_copy: {dst: y, src: acc, engine: vector}",
 )

@@ -18,6 +18,10 @@ Integer tensors are always compared exactly: a tolerance would hide an off-by-on
 A golden file in another dtype than the output (a float64 reference, say) is compared in
 float64: exact means equal as numbers there, and a ULP distance is taken after rounding
 the golden to the output's dtype. The report says so.
+
+Outputs that depend on random numbers (rng, dropout, rand2, rand_get_state: nkirun's PRNG
+model, hw/prng.py) are marked in every verdict: a match there only shows that nkirun agrees
+with an earlier nkirun run, never that it reproduces the hardware's bits.
 """
 from __future__ import annotations
 
@@ -85,6 +89,7 @@ class TensorDiff:
     golden_dtype: str | None = None  # set when the golden file has another dtype
     ulp_across_zero: bool = False  # the max ULP error is between values of opposite sign
     digits: int = 9  # significant digits that tell the dtype's values apart
+    random_from: str | None = None  # "dropout (line 12)": derived from nkirun's PRNG model
 
     @property
     def ok(self) -> bool:
@@ -111,7 +116,8 @@ class TensorDiff:
                 "worst_actual": self.worst_actual, "worst_expected": self.worst_expected,
                 "max_abs": self.max_abs, "max_rel": self.max_rel, "max_ulp": self.max_ulp,
                 "golden_dtype": self.golden_dtype, "compared_in": "float64"
-                if self.golden_dtype else self.dtype}
+                if self.golden_dtype else self.dtype,
+                "random_model": self.random_from}
 
 
 def _ordered_bits(a: np.ndarray) -> np.ndarray:
@@ -243,12 +249,44 @@ def load_expected(program: Program, expect_dir: str) -> dict[str, np.ndarray]:
     return out
 
 
+def random_sources(bound) -> dict[str, str]:
+    """tensor -> the PRNG-model instruction its contents may derive from ("dropout (line
+    12)"), following the dataflow in program order: an instruction marked `random` taints
+    what it writes, and one that reads a tainted tensor taints what it writes. Per tensor,
+    not per element, and never cleared: a conservative mark."""
+    tainted: dict[str, str] = {}
+    for b in bound:
+        reads, writes = _accesses(b)
+        src = f"{b.op} (line {b.loc().line})" if b.spec.random else next(
+            (tainted[r.decl.name] for _, r in reads if r.decl.name in tainted), None)
+        if src is not None:
+            for _, r in writes:
+                tainted.setdefault(r.decl.name, src)
+    return tainted
+
+
+def _accesses(b):
+    """((keyword, Resolved) read..., (keyword, Resolved) written...) of a bound instruction."""
+    if hasattr(b, "accesses"):  # Bound.accesses (checker/bound.py)
+        acc = b.accesses()
+        return acc.reads, acc.writes
+    from nkirun.checker.passes import _reads_writes
+    return _reads_writes(b)
+
+
 def compare_outputs(program: Program, result: dict[str, np.ndarray],
-                    expected: dict[str, np.ndarray], tol: Tolerance = Tolerance()
-                    ) -> list[TensorDiff]:
-    """One TensorDiff per output, in declaration order."""
-    return [compare(name, arr, expected[name], program.tensors[name].dtype, tol,
-                    program.tensors[name].on_chip) for name, arr in result.items()]
+                    expected: dict[str, np.ndarray], tol: Tolerance = Tolerance(),
+                    bound=None) -> list[TensorDiff]:
+    """One TensorDiff per output, in declaration order; with the bound instructions, those
+    derived from the PRNG model say so (random_from)."""
+    random = random_sources(bound) if bound is not None else {}
+    diffs = []
+    for name, arr in result.items():
+        d = compare(name, arr, expected[name], program.tensors[name].dtype, tol,
+                    program.tensors[name].on_chip)
+        d.random_from = random.get(name)
+        diffs.append(d)
+    return diffs
 
 
 def compare_headline(diffs: list[TensorDiff]) -> str:
@@ -256,10 +294,16 @@ def compare_headline(diffs: list[TensorDiff]) -> str:
     bad = sum(not d.ok for d in diffs)
     n = len(diffs)
     if not bad:
-        return "the output matches" if n == 1 else f"all {n} outputs match"
-    if n == 1:
-        return "the output differs"
-    return f"{bad} of {n} outputs {'differs' if bad == 1 else 'differ'}"
+        head = "the output matches" if n == 1 else f"all {n} outputs match"
+    elif n == 1:
+        head = "the output differs"
+    else:
+        head = f"{bad} of {n} outputs {'differs' if bad == 1 else 'differ'}"
+    random = sum(d.random_from is not None for d in diffs)
+    if random:
+        head += (f" [MODEL PRNG: {'it depends' if n == 1 else f'{random} of them depend'} on "
+                 "nkirun's random-number model, not on hardware bits]")
+    return head
 
 
 # ---- text ---------------------------------------------------------------------------------
@@ -293,11 +337,16 @@ def format_diffs(diffs: list[TensorDiff], color: bool = False) -> str:
         pad = f"  {'':<{w}}  "
         via = (f", compared in float64: the expected file is {d.golden_dtype}"
                if d.golden_dtype else "")
+        model = "" if d.random_from is None else ", MODEL PRNG"
         if d.ok:
-            lines.append(f"  {d.name:<{w}}  {paint('match', 'green')} ({d.mode}{via}, "
+            lines.append(f"  {d.name:<{w}}  {paint('match', 'green')} ({d.mode}{via}{model}, "
                          f"{total:,} elements)")
+        if d.random_from is not None:
+            lines.append(f"{pad}not a hardware check: depends on {d.random_from}, "
+                         "whose values come from nkirun's PRNG model, not the device's bits")
+        if d.ok:
             continue
-        lines.append(f"  {d.name:<{w}}  {paint('MISMATCH', 'red')} ({d.mode}{via}) in "
+        lines.append(f"  {d.name:<{w}}  {paint('MISMATCH', 'red')} ({d.mode}{via}{model}) in "
                      f"{d.mismatches:,} of {total:,} elements")
         got, want = _pair(d.actual, d.expected, d)
         lines.append(f"{pad}first at {d.where()}: got {got}, expected {want}")

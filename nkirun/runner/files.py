@@ -12,6 +12,7 @@ import numpy as np
 from nkirun import safeio
 from nkirun.hw import dtypes as dt
 from nkirun.diagnostics import Loc, NkirunError, error
+from nkirun.hw import dtypes as dt
 from nkirun.ir import Program, TensorDecl
 
 _NPY_MAGIC = b"\x93NUMPY"
@@ -54,6 +55,9 @@ def load_npy(path: str, decl: TensorDecl, what: str, loc: Loc,
                 shape, fortran, dtype, e5m2 = _read_header(f)
             except (ValueError, EOFError, TypeError, struct.error) as e:
                 raise bad("E072", f"has a damaged or truncated .npy header ({e})") from None
+            unpack = _mx_unpacked(np.dtype(dtype), tuple(shape), decl)
+            if unpack is not None:  # x4 MX data given as its unpacked bytes
+                return _read_mx(f, shape, fortran, decl, unpack, bad)
             other = any_dtype and _other_numeric(np.dtype(dtype), e5m2, decl)
             if e5m2 and decl.dtype.name != "float8_e5m2" and not other:
                 raise bad("E073", f"holds float8_e5m2 values (descr '<f1', as np.save writes "
@@ -88,9 +92,42 @@ def load_npy(path: str, decl: TensorDecl, what: str, loc: Loc,
     return np.array(arr, order="C")  # an owned, writable, C-ordered copy
 
 
+def _mx_unpacked(got: np.dtype, shape: tuple, decl: TensorDecl):
+    """For an x4 MX tensor, the other accepted .npy forms (docs/mx-and-random.md): one byte
+    per value with 4x the last dim (an ml_dtypes fp8 / float4_e2m1fn array, or uint8), and
+    for float4_e2m1fn_x4 also two codes per byte (low nibble first) with 2x the last dim.
+    Returns "bytes" / "nibbles" / "pairs", or None (then only the packed storage type)."""
+    if decl.dtype.packed == 1 or got.itemsize != 1 or got.kind not in "uVf" or not shape \
+            or tuple(shape[:-1]) != decl.shape[:-1]:
+        return None
+    last, fp4 = decl.shape[-1], decl.dtype.name == "float4_e2m1fn_x4"
+    if shape[-1] == 4 * last:
+        return "nibbles" if fp4 else "bytes"
+    if fp4 and shape[-1] == 2 * last and got.kind == "u":
+        return "pairs"
+    return None
+
+
+def _read_mx(f, shape, fortran: bool, decl: TensorDecl, form: str, bad) -> np.ndarray:
+    """Read unpacked MX bytes and pack them into the declared x4 storage."""
+    need = int(np.prod(shape, dtype=np.int64))
+    raw = f.read(need)
+    if len(raw) < need:
+        raise bad("E072", f"is truncated: its header declares {need:,} data bytes, the file "
+                  f"holds {len(raw):,}")
+    b = np.ascontiguousarray(np.frombuffer(raw, np.uint8).reshape(
+        shape, order="F" if fortran else "C"))
+    if form == "bytes":  # four fp8 bytes -> one little-endian uint32
+        return b.reshape(decl.shape + (4,)).view("<u4").reshape(decl.shape).astype(np.uint32)
+    if form == "pairs":  # two bytes of two codes each -> one little-endian uint16
+        return b.reshape(decl.shape + (2,)).view("<u2").reshape(decl.shape).astype(np.uint16)
+    codes = (b.reshape(decl.shape + (4,)) & 0xF).astype(np.uint16)  # one e2m1 code per byte
+    return (codes << np.array([0, 4, 8, 12], np.uint16)).sum(axis=-1, dtype=np.uint16)
+
+
 # np.save writes ml_dtypes arrays as raw bytes (bfloat16 '<V2', float8_e4m3 '<V1',
 # float8_e5m2 '<f1'): for these declared dtypes, raw bytes of the same width are accepted.
-_SAVED_RAW = frozenset({"bfloat16", "float8_e4m3", "float8_e5m2"})
+_SAVED_RAW = frozenset({"bfloat16", "float8_e4m3", "float8_e5m2", "float8_e8m0fnu"})
 _MAX_HEADER = 10_000  # NumPy's own default limit for .npy headers
 # ml_dtypes' float8_e5m2 is saved with descr '<f1', which NumPy cannot read back: it
 # is read as raw bytes, and accepted for float8_e5m2 only.
@@ -163,6 +200,8 @@ def _accepted_dtype(got: np.dtype, decl: TensorDecl, bad) -> np.dtype:
                   hint="save a plain array of the declared dtype")
     if got == want or (got.kind != "V" and got.newbyteorder("=") == want):
         return got  # exact, or the same type in the other byte order
+    if decl.dtype.name == "float8_e8m0fnu" and got == np.uint8:
+        return got  # MX scales: uint8 holds the same bits (docs/mx-and-random.md)
     if got.kind == "V" and raw_ok:  # ml_dtypes arrays are saved as raw bytes
         if got.itemsize == want.itemsize:
             return got
@@ -234,6 +273,10 @@ def _check_array(arr: np.ndarray, t: TensorDecl, loc: Loc) -> np.ndarray:
     """An input in the declared dtype and shape: another numeric dtype (float64, int,
     bool, bfloat16/fp8) is cast as nkirun casts results (round to nearest even,
     integers saturate); a 0-d array fills the tensor. Anything else is E073/E074."""
+    if arr.dtype != t.dtype.np_type and t.dtype.packed > 1:  # x4 MX data: packed bits only
+        raise NkirunError(error("E073", f"input for `{t.name}` has dtype {arr.dtype}; "
+                                f"{t.dtype.name} data is given as its packed bits, "
+                                f"{t.dtype.np_type} (docs/mx-and-random.md)", loc))
     if arr.dtype != t.dtype.np_type or t.dtype.name == "tfloat32":
         if arr.dtype.kind not in "fiub" and dt.from_numpy(arr.dtype) is None:
             raise NkirunError(error("E073", f"input for `{t.name}` has dtype {arr.dtype}, "

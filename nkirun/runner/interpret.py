@@ -43,7 +43,7 @@ def execute(program: Program, bound, inputs=None, after_each=None,
     except MemoryError:
         raise RunError(error("E091", "out of memory while executing "
                              f"{b.op if b else 'the program'}", b.loc() if b else None))
-    except Exception as exc:  # noqa: BLE001 - reported as a bug with its instruction
+    except Exception as exc:
         where = f"instruction {b.index} ({b.op}) at {b.loc()}" if b else "program start"
         raise InternalError(where, exc) from exc
     m.current = None

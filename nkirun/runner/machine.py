@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from nkirun.hw import dtypes as dt
 from nkirun.diagnostics import RunError, error
+from nkirun.hw import dtypes as dt
 from nkirun.source.operands import Resolved
 
 LANES = 128  # one accumulator register per partition

@@ -52,6 +52,9 @@ def written_stats(b, m, param: str) -> Written:
     vals = m.view(r)
     if b.mask is not None and b.mask.shape == vals.shape:
         vals = vals[b.mask]  # masked-off elements were not written
+    if r.dtype.packed > 1:  # x4 MX data: the statistics of the packed values
+        from nkirun.hw.mx import unpack
+        vals = unpack(np.asarray(vals).reshape(-1, 1), r.dtype.name)
     x = np.asarray(vals, dtype=np.float64).reshape(-1)
     nan = int(np.count_nonzero(np.isnan(x)))
     inf = int(np.count_nonzero(np.isinf(x)))
@@ -188,8 +191,12 @@ class Progress:
             if time.monotonic() - self.start < self.delay:
                 return
             from rich.console import Console
-            from rich.progress import (BarColumn, MofNCompleteColumn, TextColumn,
-                                       TimeElapsedColumn)
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                TextColumn,
+                TimeElapsedColumn,
+            )
             from rich.progress import Progress as RichProgress
             self.bar = RichProgress(TextColumn("running"), BarColumn(), MofNCompleteColumn(),
                                     TextColumn("{task.description}"), TimeElapsedColumn(),
