@@ -22,7 +22,7 @@ _program_format_option = click.option(
     "--program-format", type=click.Choice(["auto", "yaml", "text"]), default="auto",
     show_default=True, help="how to read PROGRAM (auto: .nkis/.txt are text, else YAML)")
 _target_option = click.option(
-    "--target", type=click.Choice(["trn1", "trn2", "inf2"]), default=None,
+    "--target", type=click.Choice(["trn1", "trn2", "inf2", "trn3"]), default=None,
     help="override the program's target (memory sizes and clocks)")
 _debug_option = click.option("--debug", is_flag=True, help="show Python tracebacks of "
                              "internal errors")

@@ -71,6 +71,8 @@ class Target:
 # NC-v3 Tensor 2.4 / Vector 0.96 / Scalar 1.2 / GpSimd 1.2 GHz [ARCH3] (reference §5 table).
 _V2_CLOCKS = {"tensor": 2.8, "vector": 1.12, "scalar": 1.4, "gpsimd": 1.4}
 _V3_CLOCKS = {"tensor": 2.4, "vector": 0.96, "scalar": 1.2, "gpsimd": 1.2}
+# NC-v4: Tensor 2.4 GHz, Vector/Scalar/GpSimd 1.2 GHz [ARCH4] (reference §5 table).
+_V4_CLOCKS = {"tensor": 2.4, "vector": 1.2, "scalar": 1.2, "gpsimd": 1.2}
 
 TARGETS: dict[str, Target] = {t.name: t for t in [
     # NC-v2: SBUF 24 MiB = 192 KiB per partition [ARCH2]; PSUM 2 MiB = 16 KiB per partition
@@ -85,6 +87,11 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
     # (368 GB/s per NeuronCore) [DMA bandwidth guide].
     Target("trn2", "NeuronCore-v3", 128, 224 * KIB, 16 * KIB, 2 * KIB, _V3_CLOCKS,
            dma_fixed_ns=600.0, dma_bytes_per_ns=23.0),
+    # NC-v4: SBUF 32 MiB = 256 KiB per partition [ARCH4]; PSUM as v2/v3 [ARCH4]. DMA: 33 B/ns
+    # sustained per queue (528 GB/s per NeuronCore) [DMA bandwidth guide]; the per-DMA fixed
+    # cost is not documented for v4: v3's ~600 ns DGE figure is assumed.
+    Target("trn3", "NeuronCore-v4", 128, 256 * KIB, 16 * KIB, 2 * KIB, _V4_CLOCKS,
+           dma_fixed_ns=600.0, dma_bytes_per_ns=33.0),
 ]}
 
 DEFAULT_TARGET = "trn2"  # the program format's default (program-format.md)

@@ -22,6 +22,9 @@ MODULES = (
     "max8", "nc_match_replace8", "tensor_tensor_scan",
     "activation", "tensor_tensor", "tensor_scalar", "tensor_reduce", "tensor_copy",
     "dma_copy",
+    "reciprocal", "exponential", "activation_reduce", "activate2", "scalar_tensor_tensor",
+    "tensor_scalar_reduce", "tensor_scalar_cumulative", "tensor_copy_predicated",
+    "tensor_partition_reduce", "bn_stats", "bn_aggr",
 )
 
 

@@ -29,6 +29,7 @@ DTYPE = "dtype"
 MASK = "mask"  # a mask predicate string (see nkirun/mask.py)
 
 REDUCE_CMDS = ("idle", "reset", "reduce", "reset_reduce")
+# load_reduce (NKI 0.2+): load a value (reduce_init / imm1) into the register, then fold
 # Prefixes stripped from instruction names (nisa.iota) and from ENUM values
 # (nisa.reduce_cmd.reset_reduce, nl.engine.gpsimd, nisa.dge_mode.hwdge; activation
 # functions come as np.exp too)
@@ -93,6 +94,9 @@ class InstructionDef:
     # (Bound) -> names of `out` params that the instruction also reads (e.g. nc_matmul with
     # accumulate=true adds into dst): the dataflow pass and the cost model count them as reads.
     reads_out: Callable | None = None
+    # The reduce_cmd an instruction without a `reduce_cmd` keyword always applies to its
+    # accumulator (activation_reduce: reset_reduce), for the hazard pass.
+    fixed_reduce_cmd: str | None = None
 
     def param(self, name: str) -> Param | None:
         for p in self.params:
