@@ -24,17 +24,16 @@ from nkirun.isa.spec import OP, TILE, Bound, InstructionDef, Param, common_tail,
 
 URL = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
        "nki.isa.tensor_partition_reduce.html")
-SBUF = frozenset({"sbuf"})
 REDUCE_OPS = ("add", "average", "maximum", "bitwise_or", "bitwise_and")
 FOLDS = {"add": np.add, "average": np.add, "maximum": np.maximum,
          "bitwise_or": np.bitwise_or, "bitwise_and": np.bitwise_and}
 
 PARAMS = (
-    Param("dst", TILE, required=True, out=True, buffers=SBUF,
+    Param("dst", TILE, required=True, out=True,
           doc="SBUF tile with 1 partition and data's elements per partition"),
     Param("op", OP, required=True, choices=REDUCE_OPS,
           doc="add, average, max, bitwise_or or bitwise_and"),
-    Param("data", TILE, required=True, buffers=SBUF, doc="SBUF input tile"),
+    Param("data", TILE, required=True, doc="SBUF input tile (GpSimd cannot reach PSUM: E044)"),
     *common_tail(),
 )
 
@@ -85,6 +84,7 @@ SPEC = InstructionDef(
     execute=execute,
     cycles=cycles,
     check=check,
+    same_partitions=(),  # dst has 1 partition: E360 checks it
     cost_assumed=True,
     cost_note="the page gives no formula: 8 cores fold 16 partitions each, then combine",
     source=f"{URL}; example golden: the SDK's test_nki_isa_partition_reduce.py",

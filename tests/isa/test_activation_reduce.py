@@ -54,7 +54,7 @@ def test_resets_the_shared_scalar_registers(tmp_path):
     rng = np.random.default_rng(2)
     a, b = (random_floats(rng, (16, 20), special=False) for _ in range(2))
     path = write_program(tmp_path, {
-        "a": sbuf(a), "b": sbuf(b), "y": tmp((16, 20), "float32"), "r0": out((16, 1), "float32"),
+        "a": sbuf(a), "b": sbuf(b), "y": out((16, 20), "float32"), "r0": out((16, 1), "float32"),
         "r": out((16, 1), "float32")},
         [{"activation": {"dst": "y", "op": "copy", "data": "b", "reduce_op": "add",
                          "reduce_cmd": "reset_reduce"}},

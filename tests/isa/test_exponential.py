@@ -24,7 +24,8 @@ def program(tmp_path, tensors, instructions, target="trn3"):
 def ref_exp(x, max_value):
     """exp(x - max_value): one float32 subtraction, exp correctly rounded to float32."""
     z = x.astype(F32).reshape(x.shape[0], -1) - np.asarray(max_value, F32).reshape(-1, 1)
-    return np.exp(z.astype(np.float64)).astype(F32)
+    with np.errstate(over="ignore"):
+        return np.exp(z.astype(np.float64)).astype(F32)
 
 
 def ref_sum(y, start):
@@ -71,7 +72,7 @@ def test_chain_over_tiles_then_idle_with_reduce_res(tmp_path):
     rng = np.random.default_rng(2)
     xs = [random_floats(rng, (16, 24), special=False) for _ in range(3)]
     tensors = {f"x{i}": sbuf(x) for i, x in enumerate(xs)}
-    tensors.update(y=tmp((16, 24), "float32"), s=out((16, 1), "float32"),
+    tensors.update(y=out((16, 24), "float32"), s=out((16, 1), "float32"),
                    own=out((16, 1), "float32"), last=out((16, 24), "float32"))
     prog = [{"exponential": {"dst": "y", "src": "x0", "reduce_cmd": "reset_reduce"}},
             {"exponential": {"dst": "y", "src": "x1", "reduce_cmd": "reduce"}},
