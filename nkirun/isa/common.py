@@ -37,7 +37,7 @@ def needs_nc_v4(b: Bound, code: str):
     core = TARGETS[name].core
     if int(core.rsplit("v", 1)[-1]) < 4:
         v4 = [t.name for t in TARGETS.values() if int(t.core.rsplit("v", 1)[-1]) >= 4]
-        yield b.err(code, f"{b.op} runs only on NeuronCore-v4 and newer; target {name} is "
+        yield b.err(code, f"available only on NeuronCore-v4 and newer; target {name} is "
                     f"{core}", None, hint=f"use target: {' or '.join(v4) or 'trn3'}")
 
 

@@ -63,8 +63,8 @@ def check(b: Bound):
         yield b.err("E330", f"{op0} is unary: operand0 must be 0", "operand0",
                     hint="write operand0: 0")
     if b["reverse0"]:
-        yield b.err("E332", "reverse0 is not supported yet by tensor_scalar_reduce (the NKI "
-                    "page)", "reverse0",
+        yield b.err("E332", "reverse0 is \"not supported yet\" (the NKI 0.6 page)",
+                    "reverse0",
                     hint="use tensor_scalar with reverse0, then tensor_reduce")
     has_init = b.args.get("reduce_init") is not None
     if b["reduce_cmd"] == "load_reduce" and not has_init:
