@@ -287,8 +287,8 @@ def test_target_sets_clocks(tmp_path):
 
 def test_unknown_target_is_located_error(tmp_path):
     _example_data(tmp_path)
-    path = write(tmp_path, CONTRACT_EXAMPLE.replace("target: trn2", "target: trn3"))
-    assert_error(path, "E007", "target: trn3", instruction=None)
+    path = write(tmp_path, CONTRACT_EXAMPLE.replace("target: trn2", "target: trn9"))
+    assert_error(path, "E007", "target: trn9", instruction=None)
 
 
 # ==== Tensors ===================================================================================

@@ -102,7 +102,7 @@ def _bad(path, value):
 
 @pytest.mark.parametrize("path,value", [
     (("version",), 2),
-    (("target",), "trn3"),
+    (("target",), "trn9"),
     (("tensors", "t", "dtype"), "float64"),
     (("tensors", "t", "buffer"), "dram"),
     (("tensors", "t", "shape"), [128, 0]),
