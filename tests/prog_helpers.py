@@ -181,3 +181,17 @@ def load_npy(path, dtype=None) -> np.ndarray:
     if dtype is not None and a.dtype.kind == "V":
         a = a.view(np.dtype(dtype))
     return a
+
+
+def run_spec_example(tmp_path, name: str, tensors: dict, target: str | None = None):
+    """Run the instruction's `explain` example (REGISTRY[name].example, verbatim) over the
+    given tensors: `check` must report nothing, and `run` must succeed; returns the outputs."""
+    from nkirun.isa import REGISTRY
+    entries = yaml.safe_load(REGISTRY[name].example)
+    path = write_program(tmp_path, tensors, entries if isinstance(entries, list) else [entries])
+    if target:
+        text = pathlib.Path(path).read_text().replace("version: 1", f"version: 1\ntarget: {target}", 1)
+        pathlib.Path(path).write_text(text)
+    diags = check_program(path).diagnostics
+    assert diags == [], [d.one_line() for d in diags]
+    return run(path)

@@ -4,6 +4,8 @@ activation function (float64, rounded once; prelu with relu_param), and the accu
 loop `accumulator = reduce_op(accumulator, dst[i])` over the Scalar registers."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -156,3 +158,9 @@ def test_cost(tmp_path):
                    [_a2(reduce_op="add", reduce_cmd="reset_reduce", reduce_res="r")])
     slot = cost(path).slots[0]
     assert slot.engine == "scalar" and slot.assumed and slot.cycles == 400 + 64
+
+
+def test_explain_example_checks_and_runs(tmp_path):
+    from prog_helpers import run_spec_example
+    outs = run_spec_example(tmp_path, "activate2", {"x": sbuf(np.zeros((4, 8), np.float32)), "y": out((4, 8), "float32"), "row_max": out((4, 1), "float32")}, target="trn3")
+    np.testing.assert_allclose(outs["row_max"], 0.5 * (1 + math.erf(0.5 / math.sqrt(2))) * 0.5, rtol=1e-6)

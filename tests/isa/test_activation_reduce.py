@@ -104,3 +104,9 @@ def test_cost_includes_the_read_out(tmp_path):
                                                  "reduce_op": "add", "reduce_res": "r"}}])
     slot = cost(path).slots[0]
     assert slot.engine == "scalar" and slot.cycles == 500 + 64
+
+
+def test_explain_example_checks_and_runs(tmp_path):
+    from prog_helpers import run_spec_example
+    outs = run_spec_example(tmp_path, "activation_reduce", {"scores": sbuf(np.zeros((4, 8), np.float32)), "neg_max": sbuf(np.zeros((4, 1), np.float32)), "e": out((4, 8), "float32"), "rowsum": out((4, 1), "float32")})
+    np.testing.assert_array_equal(outs["rowsum"], np.full((4, 1), 8, np.float32))

@@ -86,3 +86,9 @@ def test_cost(tmp_path):
                                     "s": out((128, 6), "float32")},
                          [{"bn_stats": {"dst": "s", "data": "x"}}])
     assert cost(path).slots[0].cycles == 300
+
+
+def test_explain_example_checks_and_runs(tmp_path):
+    from prog_helpers import run_spec_example
+    outs = run_spec_example(tmp_path, "bn_stats", {"x": sbuf(np.arange(8, dtype=np.float32).reshape(2, 4)), "stats": out((2, 6), "float32")})
+    np.testing.assert_array_equal(outs["stats"][0], [2, 1, 2, 2, 2, 2])

@@ -102,3 +102,9 @@ def test_cost(tmp_path, src_buf, pred_buf, cycles):
                                     "d": sbuf(t, output=True)},
                          [{"tensor_copy_predicated": {"dst": "d", "src": "s", "predicate": "p"}}])
     assert cost(path).slots[0].cycles == cycles
+
+
+def test_explain_example_checks_and_runs(tmp_path):
+    from prog_helpers import run_spec_example
+    outs = run_spec_example(tmp_path, "tensor_copy_predicated", {"candidate": sbuf(np.ones((4, 8), np.float32)), "better": sbuf(np.eye(4, 8, dtype=np.uint8)), "acc": sbuf(np.zeros((4, 8), np.float32), output=True)})
+    np.testing.assert_array_equal(outs["acc"], np.eye(4, 8, dtype=np.float32))

@@ -82,3 +82,9 @@ def test_cost_is_assumed(tmp_path):
                          [{"tensor_partition_reduce": {"dst": "y", "op": "add", "data": "x"}}])
     slot = cost(path).slots[0]
     assert slot.engine == "gpsimd" and slot.assumed and slot.cycles == 150 + 200
+
+
+def test_explain_example_checks_and_runs(tmp_path):
+    from prog_helpers import run_spec_example
+    outs = run_spec_example(tmp_path, "tensor_partition_reduce", {"x": sbuf(np.ones((16, 8), np.float32)), "colsum": out((1, 8), "float32")})
+    np.testing.assert_array_equal(outs["colsum"], np.full((1, 8), 16, np.float32))

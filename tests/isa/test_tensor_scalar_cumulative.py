@@ -133,3 +133,9 @@ def test_cost(tmp_path):
                                     "y": out((128, 700), "float32")}, [_cum()])
     slot = cost(path).slots[0]
     assert slot.cycles == 700 and slot.assumed
+
+
+def test_explain_example_checks_and_runs(tmp_path):
+    from prog_helpers import run_spec_example
+    outs = run_spec_example(tmp_path, "tensor_scalar_cumulative", {"x": sbuf(np.ones((4, 8), np.float32)), "running": out((4, 8), "float32")})
+    np.testing.assert_array_equal(outs["running"], np.cumsum(np.ones((4, 8), np.float32), axis=1))

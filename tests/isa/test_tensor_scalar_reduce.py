@@ -117,3 +117,9 @@ def test_cost(tmp_path):
     path = write_program(tmp_path, {"x": sbuf(np.ones((128, 1000), F32)),
                                     "y": out((128, 1000), "float32")}, [_tsr()])
     assert cost(path).slots[0].cycles == 1000 + 64
+
+
+def test_explain_example_checks_and_runs(tmp_path):
+    from prog_helpers import run_spec_example
+    outs = run_spec_example(tmp_path, "tensor_scalar_reduce", {"x": sbuf(np.ones((4, 8), np.float32)), "y": out((4, 8), "float32"), "rowsum": out((4, 1), "float32")})
+    np.testing.assert_array_equal(outs["rowsum"], np.full((4, 1), 4, np.float32))
