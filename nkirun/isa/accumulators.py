@@ -47,6 +47,11 @@ def fold_rows(op: str, start: np.ndarray, x: np.ndarray) -> np.ndarray:
     """(P, 1): `op` folded over each row of the float32 (P, N) array x, from `start` (P, 1)."""
     ufunc = SEQUENTIAL.get(op)
     if ufunc is not None:
+        if _is_identity(op, start):
+            # op(identity, x0) == x0 bit for bit, except 0 + -0.0 = +0.0: adding +0.0 at the
+            # end restores that sign (the sums differ only while every term so far is -0.0)
+            r = ufunc.accumulate(x, axis=1)[:, -1:]
+            return r + np.float32(0) if op == "add" else r
         t = x.copy()
         t[:, :1] = ufunc(start, t[:, :1])
         ufunc.accumulate(t, axis=1, out=t)
@@ -55,6 +60,12 @@ def fold_rows(op: str, start: np.ndarray, x: np.ndarray) -> np.ndarray:
     if on_abs:
         x, start = np.abs(x), np.abs(start)
     return ufunc(start, ufunc.reduce(x, axis=1, keepdims=True))
+
+
+def _is_identity(op: str, start: np.ndarray) -> bool:
+    """Whether every lane of `start` is op's identity (+0.0 for add, 1.0 for multiply)."""
+    ident = identity(op)
+    return bool((start == ident).all() and not np.signbit(start).any())
 
 
 def start_value(b: Bound, m, acc, engine: str, op: str, lanes: slice, partitions: int,

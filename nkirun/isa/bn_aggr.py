@@ -8,8 +8,8 @@ Readings:
 * The triples are pooled exactly as their definitions imply: C = sum(c_i),
   mean = sum(c_i * m_i) / C, variance = (sum(M2_i) + sum(c_i * (m_i - mean)^2)) / C,
   computed in float64 and rounded once to float32 (then cast to dst).
-* Triples with count 0 contribute nothing; if every count is 0 the mean and variance are
-  NaN (0/0), as the formula gives.
+* A triple with count 0 (bn_stats' empty odd half: mean 0, variance*count 0) contributes
+  nothing; if every count is 0 the mean and variance are NaN (0/0), as the formula gives.
 * The triples are read as float32 values whatever data's dtype (the engine casts its input
   to float32).
 """
@@ -48,10 +48,8 @@ def execute(b: Bound, m) -> None:
     count, mean, m2 = t[:, 0::3], t[:, 1::3], t[:, 2::3]
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         total = count.sum(axis=1, keepdims=True)
-        weighted = np.where(count != 0, count * mean, 0.0)  # a count-0 triple adds nothing
-        mu = weighted.sum(axis=1, keepdims=True) / total
-        spread = np.where(count != 0, m2 + count * np.square(mean - mu), 0.0)
-        var = spread.sum(axis=1, keepdims=True) / total
+        mu = (count * mean).sum(axis=1, keepdims=True) / total
+        var = (m2 + count * np.square(mean - mu)).sum(axis=1, keepdims=True) / total
     out = np.concatenate([mu, var], axis=1).astype(np.float32)
     m.write(b["dst"], out.reshape(b["dst"].shape), out_dtype(b))
 

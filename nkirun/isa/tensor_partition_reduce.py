@@ -56,9 +56,11 @@ def check(b: Bound):
 def execute(b: Bound, m) -> None:
     op, data = b["op"], b["data"]
     bitwise = ops.OPS[op].kind == ops.BITWISE
-    x = flat(m.read(data) if bitwise else m.read_f32(data))
+    x = np.ascontiguousarray(flat(m.read(data) if bitwise else m.read_f32(data)))
     with np.errstate(all="ignore"):
-        y = FOLDS[op].accumulate(x, axis=0)[-1:]  # in partition order
+        # a reduction over the slow axis of a C-contiguous array adds whole rows in order:
+        # partition 0, 1, ..., P-1 (NumPy's pairwise summation applies to the fast axis only)
+        y = FOLDS[op].reduce(x, axis=0, keepdims=True)
         if op == "average":
             y = y / np.float32(x.shape[0])
     m.write(b["dst"], y.reshape(b["dst"].shape), None if bitwise else out_dtype(b), b.mask)

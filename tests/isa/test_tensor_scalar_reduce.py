@@ -123,3 +123,14 @@ def test_explain_example_checks_and_runs(tmp_path):
     from prog_helpers import run_spec_example
     outs = run_spec_example(tmp_path, "tensor_scalar_reduce", {"x": sbuf(np.ones((4, 8), np.float32)), "y": out((4, 8), "float32"), "rowsum": out((4, 1), "float32")})
     np.testing.assert_array_equal(outs["rowsum"], np.full((4, 1), 4, np.float32))
+
+
+def test_sum_of_negative_zeros_starts_from_plus_zero(tmp_path):
+    """The register starts at +0.0, so a row of -0.0 sums to +0.0 (the page's loop), and
+    multiply starting at 1.0 keeps a NaN's payload."""
+    x = np.array([[-0.0, -0.0, -0.0], [-0.0, 1.0, -1.0], [2.0, np.nan, 3.0]], F32)
+    for reduce_op in ("add", "multiply"):
+        outs = run_program(tmp_path, {"x": sbuf(x), "y": out(x.shape, "float32"),
+                                      "r": out((3, 1), "float32")},
+                           [_tsr(operand0=1.0, reduce_op=reduce_op, reduce_res="r")])
+        assert_bits_equal(outs["r"], ref_tsr(x, "multiply", 1.0, reduce_op)[1])
