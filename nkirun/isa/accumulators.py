@@ -14,8 +14,9 @@ Readings (the pages leave them open):
   the register: `acc = op(acc, x[0])`, then `op(acc, x[1])`, ... as the pages' pseudo-code
   loops write it, so float32 sums are bit-exact to that loop, not pairwise.
 * max/min/abs_max/abs_min do not depend on the order; NaN propagates (NumPy's maximum).
-* abs_max(a, b) = max(|a|, |b|) and abs_min(a, b) = min(|a|, |b|); the register's identity
-  is 0 for abs_max and +inf for abs_min.
+* abs_max(acc, v) is acc if |acc| > |v| else v (nl.abs_max: the signed value of larger
+  magnitude, the second on a tie); abs_min likewise with <. The register's identity is 0
+  for abs_max and +inf for abs_min.
 * The values folded are the float32 results before the cast to dst's dtype.
 """
 from __future__ import annotations
@@ -27,8 +28,7 @@ from nkirun.hw import alu as ops
 from nkirun.isa.spec import Bound
 
 SEQUENTIAL = {"add": np.add, "multiply": np.multiply}  # the fold order fixes the bits
-ORDERLESS = {"maximum": (np.maximum, False), "minimum": (np.minimum, False),
-             "abs_max": (np.maximum, True), "abs_min": (np.minimum, True)}
+ORDERLESS = {"maximum": np.maximum, "minimum": np.minimum}
 
 
 def per_partition_f32(b: Bound, m, key: str, partitions: int) -> np.ndarray:
@@ -56,10 +56,31 @@ def fold_rows(op: str, start: np.ndarray, x: np.ndarray) -> np.ndarray:
         t[:, :1] = ufunc(start, t[:, :1])
         ufunc.accumulate(t, axis=1, out=t)
         return t[:, -1:].copy()
-    ufunc, on_abs = ORDERLESS[op]
-    if on_abs:
-        x, start = np.abs(x), np.abs(start)
+    if op in ("abs_max", "abs_min"):
+        return _fold_by_magnitude(op == "abs_max", start, x)
+    ufunc = ORDERLESS[op]
     return ufunc(start, ufunc.reduce(x, axis=1, keepdims=True))
+
+
+def _fold_by_magnitude(larger: bool, start: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """acc = acc if |acc| > |v| (abs_min: <) else v, folded over each row, vectorised.
+
+    The new element wins ties and any comparison with NaN, so the result is the element of
+    largest (smallest) magnitude after the row's last NaN, the latest one on a tie, or that
+    NaN if it is the row's last element; the start value survives only if the row has no
+    NaN and it beats every element strictly."""
+    p, n = x.shape
+    nan = np.isnan(x)
+    after_nan = np.maximum.accumulate(nan[:, ::-1], axis=1)[:, ::-1]  # a NaN at or after i
+    key = np.abs(x) if larger else -np.abs(x)
+    key = np.where(after_nan, -np.inf, key)  # elements up to the last NaN are forgotten
+    last = n - 1 - np.argmax(key[:, ::-1], axis=1)  # the latest position of the best key
+    rows = np.arange(p)
+    best = x[rows, last][:, None]
+    s = np.abs(start) if larger else -np.abs(start)
+    keep_start = ~nan.any(axis=1, keepdims=True) & (s > key[rows, last][:, None])
+    out = np.where(keep_start, start, best)
+    return np.where(nan[:, -1:], x[:, -1:], out).astype(np.float32)
 
 
 def _is_identity(op: str, start: np.ndarray) -> bool:

@@ -20,8 +20,8 @@ FUNCS = {"copy": lambda z, a: z, "exp": lambda z, a: np.exp(z), "tanh": lambda z
          "relu": lambda z, a: np.maximum(z, 0.0),
          "prelu": lambda z, a: np.where(z >= 0, z, (a * z.astype(F32)).astype(np.float64))}
 REDUCE = {"add": lambda acc, v: acc + v, "maximum": np.maximum, "minimum": np.minimum,
-          "abs_max": lambda acc, v: np.maximum(np.abs(acc), np.abs(v)),
-          "abs_min": lambda acc, v: np.minimum(np.abs(acc), np.abs(v))}
+          "abs_max": lambda acc, v: np.where(np.abs(acc) > np.abs(v), acc, v),  # nl.abs_max:
+          "abs_min": lambda acc, v: np.where(np.abs(acc) < np.abs(v), acc, v)}  # y on a tie
 IDENTITY = {"add": 0.0, "maximum": -np.inf, "minimum": np.inf, "abs_max": 0.0, "abs_min": np.inf}
 
 
@@ -164,3 +164,22 @@ def test_explain_example_checks_and_runs(tmp_path):
     from prog_helpers import run_spec_example
     outs = run_spec_example(tmp_path, "activate2", {"x": sbuf(np.zeros((4, 8), np.float32)), "y": out((4, 8), "float32"), "row_max": out((4, 1), "float32")}, target="trn3")
     np.testing.assert_allclose(outs["row_max"], 0.5 * (1 + math.erf(0.5 / math.sqrt(2))) * 0.5, rtol=1e-6)
+
+
+@pytest.mark.parametrize("reduce_op", ["abs_max", "abs_min", "maximum", "add"])
+def test_magnitude_folds_keep_the_sign_ties_and_nan(tmp_path, reduce_op):
+    """nl.abs_max/abs_min return the signed value, the later one on a tie; a NaN wins when it
+    arrives and loses to the next element (the page's loop with those operators)."""
+    x = np.array([[-5.0, 3.0, 5.0, -1.0], [2.0, np.nan, -4.0, 1.0], [1.0, -1.0, np.nan, 2.0],
+                  [-3.0, 2.0, 1.0, np.nan], [0.0, -0.0, 0.0, -0.0], [7.0, -7.0, 7.0, 0.5]], F32)
+    for cmd, start in (("reset_reduce", None), ("reduce", -6.0)):
+        prog = [_a2(op0="bypass", op1="bypass", reduce_op=reduce_op, reduce_cmd=cmd,
+                    reduce_res="r")]
+        if start is not None:
+            prog.insert(0, _a2(data="s", dst="t", op0="bypass", op1="bypass",
+                               reduce_op=reduce_op, reduce_cmd="reset_reduce"))
+        outs = run(program(tmp_path, {"x": sbuf(x), "s": sbuf(np.full((6, 1), start or 0, F32)),
+                                      "y": out(x.shape, "float32"), "t": tmp((6, 1), "float32"),
+                                      "r": out((6, 1), "float32")}, prog))
+        first = None if start is None else ref_fold(np.full((6, 1), start, F32), reduce_op)
+        assert_bits_equal(outs["r"], ref_fold(x, reduce_op, first))
