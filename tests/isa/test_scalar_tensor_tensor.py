@@ -41,9 +41,9 @@ def test_matrix(tmp_path, P, free, rev0, rev1):
                                   "y": out(x.shape, "float32")},
                        [{"scalar_tensor_tensor": {
                            "dst": "y", "data": "x", "op0": "subtract", "operand0": "c",
-                           "op1": "multiply", "operand1": "w", "reverse0": rev0,
+                           "op1": "subtract", "operand1": "w", "reverse0": rev0,
                            "reverse1": rev1}}])
-    assert_bits_equal(outs["y"], ref_stt(x, "subtract", col, "multiply", w, rev0, rev1))
+    assert_bits_equal(outs["y"], ref_stt(x, "subtract", col, "subtract", w, rev0, rev1))
 
 
 @pytest.mark.parametrize("op0,op1", [("add", "maximum"), ("maximum", "minimum"),
