@@ -190,7 +190,8 @@ def run_spec_example(tmp_path, name: str, tensors: dict, target: str | None = No
     entries = yaml.safe_load(REGISTRY[name].example)
     path = write_program(tmp_path, tensors, entries if isinstance(entries, list) else [entries])
     if target:
-        text = pathlib.Path(path).read_text().replace("version: 1", f"version: 1\ntarget: {target}", 1)
+        text = pathlib.Path(path).read_text().replace("version: 1",
+                                                      f"version: 1\ntarget: {target}", 1)
         pathlib.Path(path).write_text(text)
     diags = check_program(path).diagnostics
     assert diags == [], [d.one_line() for d in diags]

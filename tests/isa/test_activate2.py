@@ -162,8 +162,14 @@ def test_cost(tmp_path):
 
 def test_explain_example_checks_and_runs(tmp_path):
     from prog_helpers import run_spec_example
-    outs = run_spec_example(tmp_path, "activate2", {"x": sbuf(np.zeros((4, 8), np.float32)), "y": out((4, 8), "float32"), "row_max": out((4, 1), "float32")}, target="trn3")
-    np.testing.assert_allclose(outs["row_max"], 0.5 * (1 + math.erf(0.5 / math.sqrt(2))) * 0.5, rtol=1e-6)
+    tensors = {
+        "x": sbuf(np.zeros((4, 8), np.float32)),
+        "y": out((4, 8), "float32"),
+        "row_max": out((4, 1), "float32"),
+    }
+    outs = run_spec_example(tmp_path, "activate2", tensors, target="trn3")
+    np.testing.assert_allclose(
+        outs["row_max"], 0.5 * (1 + math.erf(0.5 / math.sqrt(2))) * 0.5, rtol=1e-6)
 
 
 @pytest.mark.parametrize("reduce_op", ["abs_max", "abs_min", "maximum", "add"])

@@ -108,5 +108,11 @@ def test_cost_includes_the_read_out(tmp_path):
 
 def test_explain_example_checks_and_runs(tmp_path):
     from prog_helpers import run_spec_example
-    outs = run_spec_example(tmp_path, "activation_reduce", {"scores": sbuf(np.zeros((4, 8), np.float32)), "neg_max": sbuf(np.zeros((4, 1), np.float32)), "e": out((4, 8), "float32"), "rowsum": out((4, 1), "float32")})
+    tensors = {
+        "scores": sbuf(np.zeros((4, 8), np.float32)),
+        "neg_max": sbuf(np.zeros((4, 1), np.float32)),
+        "e": out((4, 8), "float32"),
+        "rowsum": out((4, 1), "float32"),
+    }
+    outs = run_spec_example(tmp_path, "activation_reduce", tensors)
     np.testing.assert_array_equal(outs["rowsum"], np.full((4, 1), 8, np.float32))

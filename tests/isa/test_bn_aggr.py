@@ -61,5 +61,9 @@ def test_cost(tmp_path, n, cycles):
 
 def test_explain_example_checks_and_runs(tmp_path):
     from prog_helpers import run_spec_example
-    outs = run_spec_example(tmp_path, "bn_aggr", {"stats": sbuf(np.array([[2, 1, 2, 2, 2, 2]], np.float32)), "mean_var": out((1, 2), "float32")})
+    tensors = {
+        "stats": sbuf(np.array([[2, 1, 2, 2, 2, 2]], np.float32)),
+        "mean_var": out((1, 2), "float32"),
+    }
+    outs = run_spec_example(tmp_path, "bn_aggr", tensors)
     np.testing.assert_array_equal(outs["mean_var"], [[1.5, 1.25]])

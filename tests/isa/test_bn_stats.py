@@ -90,5 +90,9 @@ def test_cost(tmp_path):
 
 def test_explain_example_checks_and_runs(tmp_path):
     from prog_helpers import run_spec_example
-    outs = run_spec_example(tmp_path, "bn_stats", {"x": sbuf(np.arange(8, dtype=np.float32).reshape(2, 4)), "stats": out((2, 6), "float32")})
+    tensors = {
+        "x": sbuf(np.arange(8, dtype=np.float32).reshape(2, 4)),
+        "stats": out((2, 6), "float32"),
+    }
+    outs = run_spec_example(tmp_path, "bn_stats", tensors)
     np.testing.assert_array_equal(outs["stats"][0], [2, 1, 2, 2, 2, 2])

@@ -161,5 +161,11 @@ def test_cost_is_assumed_and_per_element(tmp_path):
 
 def test_explain_example_checks_and_runs(tmp_path):
     from prog_helpers import run_spec_example
-    outs = run_spec_example(tmp_path, "exponential", {"scores": sbuf(np.zeros((4, 8), np.float32)), "row_max": sbuf(np.ones((4, 1), np.float32)), "e": out((4, 8), "float32"), "rowsum": out((4, 1), "float32")}, target="trn3")
+    tensors = {
+        "scores": sbuf(np.zeros((4, 8), np.float32)),
+        "row_max": sbuf(np.ones((4, 1), np.float32)),
+        "e": out((4, 8), "float32"),
+        "rowsum": out((4, 1), "float32"),
+    }
+    outs = run_spec_example(tmp_path, "exponential", tensors, target="trn3")
     np.testing.assert_allclose(outs["rowsum"], 8 * np.exp(np.float32(-1)), rtol=1e-6)

@@ -81,5 +81,9 @@ def test_cost_is_eight_cycles_per_element(tmp_path, n, cycles):
 
 def test_explain_example_checks_and_runs(tmp_path):
     from prog_helpers import run_spec_example
-    outs = run_spec_example(tmp_path, "reciprocal", {"x": sbuf(np.arange(1, 9, dtype=np.float32).reshape(2, 4)), "inv": out((2, 4), "float32")})
+    tensors = {
+        "x": sbuf(np.arange(1, 9, dtype=np.float32).reshape(2, 4)),
+        "inv": out((2, 4), "float32"),
+    }
+    outs = run_spec_example(tmp_path, "reciprocal", tensors)
     np.testing.assert_array_equal(outs["inv"], 1 / np.arange(1, 9, dtype=np.float32).reshape(2, 4))

@@ -98,5 +98,11 @@ def test_cost(tmp_path, dtype, op0, op1, n, cycles):
 
 def test_explain_example_checks_and_runs(tmp_path):
     from prog_helpers import run_spec_example
-    outs = run_spec_example(tmp_path, "scalar_tensor_tensor", {"x": sbuf(np.full((4, 8), 3, np.float32)), "row_mean": sbuf(np.ones((4, 1), np.float32)), "gamma": sbuf(np.full((4, 8), 0.5, np.float32)), "y": out((4, 8), "float32")})
+    tensors = {
+        "x": sbuf(np.full((4, 8), 3, np.float32)),
+        "row_mean": sbuf(np.ones((4, 1), np.float32)),
+        "gamma": sbuf(np.full((4, 8), 0.5, np.float32)),
+        "y": out((4, 8), "float32"),
+    }
+    outs = run_spec_example(tmp_path, "scalar_tensor_tensor", tensors)
     np.testing.assert_array_equal(outs["y"], np.ones((4, 8), np.float32))

@@ -106,5 +106,10 @@ def test_cost(tmp_path, src_buf, pred_buf, cycles):
 
 def test_explain_example_checks_and_runs(tmp_path):
     from prog_helpers import run_spec_example
-    outs = run_spec_example(tmp_path, "tensor_copy_predicated", {"candidate": sbuf(np.ones((4, 8), np.float32)), "better": sbuf(np.eye(4, 8, dtype=np.uint8)), "acc": sbuf(np.zeros((4, 8), np.float32), output=True)})
+    tensors = {
+        "candidate": sbuf(np.ones((4, 8), np.float32)),
+        "better": sbuf(np.eye(4, 8, dtype=np.uint8)),
+        "acc": sbuf(np.zeros((4, 8), np.float32), output=True),
+    }
+    outs = run_spec_example(tmp_path, "tensor_copy_predicated", tensors)
     np.testing.assert_array_equal(outs["acc"], np.eye(4, 8, dtype=np.float32))

@@ -86,5 +86,9 @@ def test_cost_is_assumed(tmp_path):
 
 def test_explain_example_checks_and_runs(tmp_path):
     from prog_helpers import run_spec_example
-    outs = run_spec_example(tmp_path, "tensor_partition_reduce", {"x": sbuf(np.ones((16, 8), np.float32)), "colsum": out((1, 8), "float32")})
+    tensors = {
+        "x": sbuf(np.ones((16, 8), np.float32)),
+        "colsum": out((1, 8), "float32"),
+    }
+    outs = run_spec_example(tmp_path, "tensor_partition_reduce", tensors)
     np.testing.assert_array_equal(outs["colsum"], np.full((1, 8), 16, np.float32))

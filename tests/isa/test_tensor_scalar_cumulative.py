@@ -137,5 +137,9 @@ def test_cost(tmp_path):
 
 def test_explain_example_checks_and_runs(tmp_path):
     from prog_helpers import run_spec_example
-    outs = run_spec_example(tmp_path, "tensor_scalar_cumulative", {"x": sbuf(np.ones((4, 8), np.float32)), "running": out((4, 8), "float32")})
+    tensors = {
+        "x": sbuf(np.ones((4, 8), np.float32)),
+        "running": out((4, 8), "float32"),
+    }
+    outs = run_spec_example(tmp_path, "tensor_scalar_cumulative", tensors)
     np.testing.assert_array_equal(outs["running"], np.cumsum(np.ones((4, 8), np.float32), axis=1))

@@ -121,7 +121,12 @@ def test_cost(tmp_path):
 
 def test_explain_example_checks_and_runs(tmp_path):
     from prog_helpers import run_spec_example
-    outs = run_spec_example(tmp_path, "tensor_scalar_reduce", {"x": sbuf(np.ones((4, 8), np.float32)), "y": out((4, 8), "float32"), "rowsum": out((4, 1), "float32")})
+    tensors = {
+        "x": sbuf(np.ones((4, 8), np.float32)),
+        "y": out((4, 8), "float32"),
+        "rowsum": out((4, 1), "float32"),
+    }
+    outs = run_spec_example(tmp_path, "tensor_scalar_reduce", tensors)
     np.testing.assert_array_equal(outs["rowsum"], np.full((4, 1), 4, np.float32))
 
 
