@@ -6,6 +6,9 @@ for backward compatibility"). It resets and then fills the Scalar engine's accum
 registers shared with activation and activate2.
 
 Readings:
+* reduce_res: the signature has no default, but NKI 0.6 documents None ("keep the
+  reduction result in the Scalar Engine's internal accumulator"): leaving it out (or null)
+  resets and fills the registers without the read-out (and its MIN_II).
 * reduce_op must be add ("the Scalar Engine reduction registers can only sum"); the NC-v2
   "add only" remark is therefore true on every target.
 * Everything else (numerics, bias/scale rules and codes E200/E201, the W202 valid-range
@@ -30,8 +33,8 @@ PARAMS = (
     _BY_NAME["data"],
     Param("reduce_op", OP, required=True, choices=("add",),
           doc="free-axis reduction; the Scalar registers only sum (add)"),
-    Param("reduce_res", TILE, required=True, out=True, per_partition=True,
-          dtypes=dt.FLOAT_NAMES, doc="(P, 1) tile receiving the row sums"),
+    Param("reduce_res", TILE, out=True, per_partition=True, dtypes=dt.FLOAT_NAMES,
+          doc="(P, 1) tile receiving the row sums; null keeps them in the registers only"),
     _BY_NAME["bias"],
     _BY_NAME["scale"],
     _BY_NAME["mask"],
@@ -54,9 +57,10 @@ SPEC = InstructionDef(
         "registers, which are reset first (reduce_cmd=reset_reduce), and read out into "
         "reduce_res. The registers are the ones activation and activate2 use, so a later "
         "activation(reduce_cmd: reduce) continues from these sums."),
-    cost_formula="max(MIN_II, N) + MIN_II Scalar cycles (N = elements per partition of data)",
+    cost_formula="max(MIN_II, N) + MIN_II Scalar cycles, without the + MIN_II when reduce_res "
+                 "is left out (N = elements per partition of data)",
     execute=execute,
-    cycles=activation.cycles,  # reduce_res is required: always the + MIN_II read-out
+    cycles=activation.cycles,  # + MIN_II for the read-out when reduce_res is given
     check=activation.check,
     accumulator="scalar",
     fixed_reduce_cmd="reset_reduce",

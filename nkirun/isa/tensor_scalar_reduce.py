@@ -12,6 +12,8 @@ Readings:
   the cast to dst.
 * reduce_res_negate negates what is written to reduce_res, not the register (the page).
 * reverse0 is "not supported yet" on hardware: reverse0: true is refused (E332).
+* operand0 "must be None or 0" for a unary op0: omitting it (or null) is accepted then;
+  a binary op0 without it is E333.
 * legacy dtype= casts dst's values before the store; the reduction is unaffected.
 """
 from __future__ import annotations
@@ -38,8 +40,8 @@ PARAMS = (
     Param("dst", TILE, required=True, out=True, doc="output tile of data op0 operand0"),
     Param("data", TILE, required=True, doc="input tile, SBUF or PSUM"),
     Param("op0", OP, required=True, choices=OP0_CHOICES, doc="arithmetic operator"),
-    Param("operand0", TILE_OR_SCALAR, required=True, per_partition=True, dtypes=F32,
-          doc="scalar or (P, 1) float32 tile; 0 for a unary op0 (abs, reciprocal, ...)"),
+    Param("operand0", TILE_OR_SCALAR, per_partition=True, dtypes=F32,
+          doc="scalar or (P, 1) float32 tile; 0 or null for a unary op0 (abs, reciprocal, ...)"),
     Param("reduce_op", OP, required=True, choices=REDUCE_OPS,
           doc="free-axis reduction: add, multiply, max or min"),
     Param("reduce_res", TILE, out=True, per_partition=True, dtypes=dt.FLOAT_NAMES,
@@ -58,10 +60,13 @@ PARAMS = (
 
 def check(b: Bound):
     yield from same_shape(b, "dst", "data")
-    op0 = b["op0"]
-    if op0 in ops.UNARY and (b.tile("operand0") is not None or b["operand0"] != 0):
-        yield b.err("E330", f"{op0} is unary: operand0 must be 0", "operand0",
+    op0, operand0 = b["op0"], b.args.get("operand0")
+    if op0 in ops.UNARY and (b.tile("operand0") is not None or operand0 not in (None, 0)):
+        yield b.err("E330", f"{op0} is unary: operand0 must be 0 or null", "operand0",
                     hint="write operand0: 0")
+    elif op0 not in ops.UNARY and operand0 is None:
+        yield b.err("E333", f"{op0} needs operand0 (a number or a (P, 1) float32 tile)", "op0",
+                    hint="add operand0")
     if b["reverse0"]:
         yield b.err("E332", "reverse0 is \"not supported yet\" (the NKI 0.6 page)",
                     "reverse0",

@@ -97,6 +97,12 @@ def test_unary_op0_and_reverse0(tmp_path):
                      _tsr(reduce_cmd="load_reduce"), _tsr(reduce_init=1.0),
                      _tsr(reduce_op="subtract"), _tsr(op0="bitwise_and")])
     got = codes(d)
+    assert "E333" in codes(diagnostics(tmp_path, {"x": sbuf(x), "y": out(x.shape, "float32")},
+                                       [_tsr(operand0=None)]))
+    outs = run_program(tmp_path, {"x": sbuf(x), "y": out(x.shape, "float32"),
+                                  "r": out((1, 1), "float32")},
+                       [_tsr(op0="abs", operand0=None, reduce_res="r")])
+    assert outs["r"][0, 0] == 9.5
     for code in ("E330", "E331", "E332", "E025"):
         assert code in got, (code, got)
     assert got.count("E331") == 2
