@@ -179,13 +179,18 @@ def _per_partition(b: Bound, m, key: str):
 
 def execute(b: Bound, m) -> None:
     name = ALIASES.get(b["op"], b["op"])
-    z = flat(m.read_f32(b["data"])) * _per_partition(b, m, "scale")
+    z = flat(m.read_f32(b["data"]))
+    if b.tile("scale") is not None or b["scale"] != 1.0:  # x * 1.0 is x, bit for bit
+        z = z * _per_partition(b, m, "scale")
     if b.get("bias") is not None:
         z = z + _per_partition(b, m, "bias")
-    bad = outside_valid_range(name, z)
-    if b.mask is not None:
-        bad &= flat(b.mask)
-    if bad.any():
+    if ACTIVATIONS[name].valid is None:  # every input is valid: no scan
+        bad = None
+    else:
+        bad = outside_valid_range(name, z)
+        if b.mask is not None:
+            bad &= flat(b.mask)
+    if bad is not None and bad.any():
         p, i = (int(k) for k in np.argwhere(bad)[0])
         lo, hi = ACTIVATIONS[name].valid
         m.warnings.append(warning(
