@@ -58,9 +58,16 @@ def check(b: Bound):
                     hint="write operand0: 0")
 
 
+def _apply(fn, a, c, out):
+    """fn(a, c), into `out` when fn is a NumPy ufunc (saves a temporary of the tile's size)."""
+    return fn(a, c, out=out) if out is not None and isinstance(fn, np.ufunc) else fn(a, c)
+
+
 def execute(b: Bound, m) -> None:
     data = b["data"]
     x = flat(m.read_f32(data))
+    # a widened copy (not the machine's own storage) can take the intermediate in place
+    scratch = x if data.dtype.name != "float32" and x.flags.writeable else None
     fn0, fn1 = ops.OPS[b["op0"]].fn, ops.OPS[b["op1"]].fn
     with np.errstate(all="ignore"):
         if b["op0"] in ops.UNARY:
@@ -68,7 +75,7 @@ def execute(b: Bound, m) -> None:
         else:
             t0 = b.tile("operand0")
             v = m.read_f32(t0).reshape(-1, 1) if t0 is not None else np.float32(b["operand0"])
-            t = fn0(v, x) if b["reverse0"] else fn0(x, v)
+            t = _apply(fn0, v, x, scratch) if b["reverse0"] else _apply(fn0, x, v, scratch)
         w = flat(m.read_f32(b["operand1"]))
         y = fn1(w, t) if b["reverse1"] else fn1(t, w)
     m.write(b["dst"], np.asarray(y, np.float32).reshape(b["dst"].shape), out_dtype(b), b.mask)
