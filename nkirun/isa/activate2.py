@@ -85,12 +85,13 @@ def check(b: Bound):
                                                     "abs_min)")
 
 
-def _step(b: Bound, m, op: str, key: str, reverse: str, x: np.ndarray) -> np.ndarray:
+def _step(b: Bound, m, op: str, key: str, reverse: str, x: np.ndarray, out) -> np.ndarray:
+    """x op imm (imm op x with reverse), into `out` if given (a scratch array of x's shape)."""
     if op == "bypass":
         return x
     v = accs.per_partition_f32(b, m, key, x.shape[0])
-    fn = ops.OPS[op].fn
-    return fn(v, x) if b[reverse] else fn(x, v)
+    fn = ops.OPS[op].fn  # multiply, add, subtract: NumPy ufuncs
+    return fn(v, x, out=out) if b[reverse] else fn(x, v, out=out)
 
 
 def _activate(b: Bound, m, z: np.ndarray) -> np.ndarray:
@@ -111,9 +112,11 @@ def _activate(b: Bound, m, z: np.ndarray) -> np.ndarray:
 
 def execute(b: Bound, m) -> None:
     x = flat(m.read_f32(b["data"]))
+    # a widened copy of data (not the machine's storage) may be overwritten
+    scratch = x if b["data"].dtype.name != "float32" else None
     with np.errstate(all="ignore"):
-        z = _step(b, m, b["op0"], "imm0", "reverse0", x)
-        z = _step(b, m, b["op1"], "imm1", "reverse1", z)
+        z = _step(b, m, b["op0"], "imm0", "reverse0", x, scratch)
+        z = _step(b, m, b["op1"], "imm1", "reverse1", z, scratch if z is x else z)
         y = _activate(b, m, np.asarray(z, np.float32))
         value = accs.fold(b, m, m.scalar_acc, "Scalar", b.get("reduce_op") or "add", y, "data")
     m.write(b["dst"], y.reshape(b["dst"].shape))
