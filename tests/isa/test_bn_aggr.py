@@ -67,3 +67,15 @@ def test_explain_example_checks_and_runs(tmp_path):
     }
     outs = run_spec_example(tmp_path, "bn_aggr", tensors)
     np.testing.assert_array_equal(outs["mean_var"], [[1.5, 1.25]])
+
+
+def test_layernorm_program_through_the_cli(tmp_path):
+    """programs/layernorm_bn_stats.yaml (bn_stats on two halves, bn_aggr, rsqrt, scale and
+    shift) against LayerNorm in float64."""
+    from prog_helpers import PROGRAMS, run_cli
+    data = PROGRAMS / "layernorm_bn_stats"
+    x, gamma, beta = (np.load(data / f"{n}.npy").astype(np.float64)
+                      for n in ("x", "gamma", "beta"))
+    want = (x - x.mean(axis=1, keepdims=True)) / np.sqrt(x.var(axis=1, keepdims=True) + 1e-5)
+    got = run_cli(PROGRAMS / "layernorm_bn_stats.yaml", tmp_path / "out")["y"]
+    np.testing.assert_allclose(got, want * gamma + beta, rtol=1e-5, atol=1e-5)

@@ -169,3 +169,16 @@ def test_explain_example_checks_and_runs(tmp_path):
     }
     outs = run_spec_example(tmp_path, "exponential", tensors, target="trn3")
     np.testing.assert_allclose(outs["rowsum"], 8 * np.exp(np.float32(-1)), rtol=1e-6)
+
+
+def test_softmax_program_through_the_cli(tmp_path):
+    """programs/softmax_exponential.yaml (trn3): exp(x - rowmax) with the row sum from the
+    accumulator, reciprocal, multiply; bit for bit against the pages' float32 steps."""
+    from prog_helpers import PROGRAMS, run_cli
+    x = np.load(PROGRAMS / "softmax_exponential" / "x.npy")
+    mx = x.max(axis=1, keepdims=True)
+    y = ref_exp(x, mx)
+    inv = (1.0 / ref_sum(y, 0.0).astype(np.float64)).astype(F32)
+    got = run_cli(PROGRAMS / "softmax_exponential.yaml", tmp_path / "out")["p"]
+    assert_bits_equal(got, (y * inv).astype(F32))
+    np.testing.assert_allclose(got.sum(axis=1), 1.0, rtol=1e-5)
