@@ -111,13 +111,15 @@ def fold(b: Bound, m, acc, engine: str, op: str, x: np.ndarray, lanes_of: str,
          init_key: str | None = None) -> np.ndarray | None:
     """Apply b's reduce_cmd to `acc` with the float32 (P, N) results x; return the register
     after this instruction ((P, 1)), or, under idle, this instruction's own fold from the
-    identity (what a reduce_res given with idle receives)."""
+    identity when it has a reduce_res to receive it (None without one)."""
     cmd = b["reduce_cmd"]
     src = b.tile(lanes_of)
     lanes = acc.lanes(src)
     if cmd == "idle":
         if engine == "Vector":  # [NEW-ISA] exponential: "accumulator state unknown"
             acc.defined[lanes] = False
+        if b.tile("reduce_res") is None:
+            return None
         return fold_rows(op, np.full((src.partitions, 1), identity(op), np.float32), x)
     start = start_value(b, m, acc, engine, op, lanes, src.partitions, init_key)
     value = start if cmd == "reset" else fold_rows(op, start, x)
