@@ -28,7 +28,7 @@ from nkirun.hw import alu as ops
 from nkirun.hw import dtypes as dt
 from nkirun.isa import accumulators as accs
 from nkirun.isa.activation import ACTIVATIONS, ALIASES, evaluate, outside_valid_range
-from nkirun.isa.common import flat, needs_nc_v4, same_shape
+from nkirun.isa.common import flat, needs_nc_v4, same_shape, scratch_of
 from nkirun.isa.spec import (BOOL, ENUM, OP, TILE, TILE_OR_SCALAR, Bound, InstructionDef, Param)
 
 URL = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.isa.activate2.html"
@@ -112,8 +112,7 @@ def _activate(b: Bound, m, z: np.ndarray) -> np.ndarray:
 
 def execute(b: Bound, m) -> None:
     x = flat(m.read_f32(b["data"]))
-    # a widened copy of data (not the machine's storage) may be overwritten
-    scratch = x if b["data"].dtype.name != "float32" else None
+    scratch = scratch_of(m, b["data"], x)  # a widened copy of data may be overwritten
     with np.errstate(all="ignore"):
         z = _step(b, m, b["op0"], "imm0", "reverse0", x, scratch)
         z = _step(b, m, b["op1"], "imm1", "reverse1", z, scratch if z is x else z)

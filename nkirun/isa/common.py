@@ -29,6 +29,13 @@ def is_nc_v2(b: Bound) -> bool:
     return TARGETS[b.extra.get("target", DEFAULT_TARGET)].core == "NeuronCore-v2"
 
 
+def scratch_of(m, r, x: np.ndarray) -> np.ndarray | None:
+    """x, the float32 widening of operand r (m.read_f32), if it is a copy an instruction may
+    overwrite with an intermediate; None when it is the machine's own storage (float32 and
+    tfloat32 operands are read without a copy)."""
+    return None if np.may_share_memory(x, m.view(r)) else x
+
+
 def needs_nc_v4(b: Bound, code: str):
     """Yield `code` unless the program targets NeuronCore-v4 or later (the instruction's page:
     "Available only on NeuronCore-v4 and newer")."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from nkirun.hw import alu as ops
-from nkirun.isa.common import flat, same_shape
+from nkirun.isa.common import flat, same_shape, scratch_of
 from nkirun.isa.spec import (BOOL, OP, TILE, TILE_OR_SCALAR, Bound, InstructionDef, Param,
                              common_tail, out_dtype)
 
@@ -66,8 +66,7 @@ def _apply(fn, a, c, out):
 def execute(b: Bound, m) -> None:
     data = b["data"]
     x = flat(m.read_f32(data))
-    # a widened copy (not the machine's own storage) can take the intermediate in place
-    scratch = x if data.dtype.name != "float32" and x.flags.writeable else None
+    scratch = scratch_of(m, data, x)  # a widened copy can take the intermediate in place
     fn0, fn1 = ops.OPS[b["op0"]].fn, ops.OPS[b["op1"]].fn
     with np.errstate(all="ignore"):
         if b["op0"] in ops.UNARY:
@@ -77,7 +76,8 @@ def execute(b: Bound, m) -> None:
             v = m.read_f32(t0).reshape(-1, 1) if t0 is not None else np.float32(b["operand0"])
             t = _apply(fn0, v, x, scratch) if b["reverse0"] else _apply(fn0, x, v, scratch)
         w = flat(m.read_f32(b["operand1"]))
-        y = fn1(w, t) if b["reverse1"] else fn1(t, w)
+        # t is always a new array here (op0 never returns its input), so op1 may overwrite it
+        y = _apply(fn1, w, t, t) if b["reverse1"] else _apply(fn1, t, w, t)
     m.write(b["dst"], np.asarray(y, np.float32).reshape(b["dst"].shape), out_dtype(b), b.mask)
 
 

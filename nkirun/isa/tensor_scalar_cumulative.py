@@ -25,7 +25,7 @@ import numpy as np
 
 from nkirun.hw import alu as ops
 from nkirun.isa import accumulators as accs
-from nkirun.isa.common import flat, same_shape
+from nkirun.isa.common import flat, same_shape, scratch_of
 from nkirun.isa.spec import ENUM, OP, TILE, TILE_OR_SCALAR, Bound, InstructionDef, Param
 
 URL = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
@@ -85,10 +85,15 @@ def execute(b: Bound, m) -> None:
     x = flat(m.read_f32(src))
     fn = ops.OPS[b["op0"]].fn
     with np.errstate(all="ignore"):
+        # op0 returns a new array (never its input: bypass is not offered), which the scan
+        # may overwrite; a widened copy of src may take it in place
         if b["op0"] in ops.UNARY:
-            v = np.array(fn(x), np.float32)
+            v = np.asarray(fn(x), np.float32)
         else:
-            v = np.array(fn(x, accs.per_partition_f32(b, m, "imm0", src.partitions)), np.float32)
+            imm0 = accs.per_partition_f32(b, m, "imm0", src.partitions)
+            out = scratch_of(m, src, x) if isinstance(fn, np.ufunc) else None
+            v = np.asarray(fn(x, imm0, out=out), np.float32) if out is not None else \
+                np.asarray(fn(x, imm0), np.float32)
         acc = m.vector_acc
         lanes = acc.lanes(src)
         start = accs.start_value(b, m, acc, "Vector", b["op1"], lanes, src.partitions, "imm1")

@@ -23,7 +23,7 @@ import numpy as np
 from nkirun.hw import alu as ops
 from nkirun.hw import dtypes as dt
 from nkirun.isa import accumulators as accs
-from nkirun.isa.common import flat, same_shape
+from nkirun.isa.common import flat, same_shape, scratch_of
 from nkirun.isa.spec import (BOOL, DTYPE, ENUM, OP, TILE, TILE_OR_SCALAR, Bound, InstructionDef,
                              Param, out_dtype)
 
@@ -89,7 +89,9 @@ def execute(b: Bound, m) -> None:
         if b["op0"] in ops.UNARY:
             y = fn(x)
         else:
-            y = fn(x, accs.per_partition_f32(b, m, "operand0", data.partitions))
+            v = accs.per_partition_f32(b, m, "operand0", data.partitions)
+            out = scratch_of(m, data, x) if isinstance(fn, np.ufunc) else None
+            y = fn(x, v, out=out) if out is not None else fn(x, v)
         y = np.asarray(y, np.float32)
         value = accs.fold(b, m, m.vector_acc, "Vector", b["reduce_op"], y, "data", "reduce_init")
     m.write(b["dst"], y.reshape(b["dst"].shape), out_dtype(b))

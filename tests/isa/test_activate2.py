@@ -189,3 +189,13 @@ def test_magnitude_folds_keep_the_sign_ties_and_nan(tmp_path, reduce_op):
                                       "r": out((6, 1), "float32")}, prog))
         first = None if start is None else ref_fold(np.full((6, 1), start, F32), reduce_op)
         assert_bits_equal(outs["r"], ref_fold(x, reduce_op, first))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "tfloat32", "bfloat16"])
+def test_data_is_not_modified(tmp_path, dtype):
+    x = ref.cast_to(np.arange(24, dtype=F32).reshape(3, 8) / 8 - 1, dtype)
+    decl = {"buffer": "sbuf", "shape": [3, 8], "dtype": dtype, "data": x.astype(F32).tolist(),
+            "output": True}
+    outs = run(program(tmp_path, {"x": decl, "y": out((3, 8), "float32")}, [_a2(op="exp")]))
+    assert_bits_equal(outs["x"].view(x.dtype) if outs["x"].dtype.kind == "V" else outs["x"], x)
+    assert_bits_equal(outs["y"], ref_activate2(x, "exp", 2.0, 0.5, "multiply", "add"))

@@ -106,3 +106,20 @@ def test_explain_example_checks_and_runs(tmp_path):
     }
     outs = run_spec_example(tmp_path, "scalar_tensor_tensor", tensors)
     np.testing.assert_array_equal(outs["y"], np.ones((4, 8), np.float32))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "tfloat32", "bfloat16", "int16"])
+def test_inputs_are_not_modified(tmp_path, dtype):
+    """The intermediate may go into a widened copy of data, never into data itself (float32
+    and tfloat32 tiles are read without a copy)."""
+    x = ref.cast_to(np.arange(24, dtype=F32).reshape(3, 8) - 5, dtype)
+    w = np.full((3, 8), 2.0, F32)
+    outs = run_program(tmp_path, {"x": sbuf(x, output=True) if dtype != "tfloat32" else
+                                  {"buffer": "sbuf", "shape": [3, 8], "dtype": "tfloat32",
+                                   "data": x.tolist(), "output": True},
+                                  "w": sbuf(w), "y": out((3, 8), "float32")},
+                       [{"scalar_tensor_tensor": {"dst": "y", "data": "x", "op0": "add",
+                                                  "operand0": 1.0, "op1": "multiply",
+                                                  "operand1": "w"}}])
+    assert_bits_equal(outs["x"].view(x.dtype) if outs["x"].dtype.kind == "V" else outs["x"], x)
+    assert_bits_equal(outs["y"], ref_stt(x, "add", 1.0, "multiply", w))

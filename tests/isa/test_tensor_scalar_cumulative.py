@@ -143,3 +143,12 @@ def test_explain_example_checks_and_runs(tmp_path):
     }
     outs = run_spec_example(tmp_path, "tensor_scalar_cumulative", tensors)
     np.testing.assert_array_equal(outs["running"], np.cumsum(np.ones((4, 8), np.float32), axis=1))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int16"])
+def test_src_is_not_modified(tmp_path, dtype):
+    x = ref.cast_to(np.arange(24, dtype=F32).reshape(3, 8) - 5, dtype)
+    outs = run_program(tmp_path, {"x": sbuf(x, output=True), "y": out((3, 8), "float32")},
+                       [_cum(op0="multiply", imm0=2.0)])
+    assert_bits_equal(outs["x"].view(x.dtype) if outs["x"].dtype.kind == "V" else outs["x"], x)
+    assert_bits_equal(outs["y"], ref_cumulative(x, "multiply", 2.0, "add")[0])

@@ -145,3 +145,14 @@ def test_sum_of_negative_zeros_starts_from_plus_zero(tmp_path):
                                       "r": out((3, 1), "float32")},
                            [_tsr(operand0=1.0, reduce_op=reduce_op, reduce_res="r")])
         assert_bits_equal(outs["r"], ref_tsr(x, "multiply", 1.0, reduce_op)[1])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "tfloat32", "bfloat16"])
+def test_data_is_not_modified(tmp_path, dtype):
+    x = ref.cast_to(np.arange(24, dtype=F32).reshape(3, 8) - 5, dtype)
+    decl = {"buffer": "sbuf", "shape": [3, 8], "dtype": dtype, "data": x.astype(F32).tolist(),
+            "output": True}
+    outs = run_program(tmp_path, {"x": decl, "y": out((3, 8), "float32"),
+                                  "r": out((3, 1), "float32")},
+                       [_tsr(op0="add", operand0=1.0, reduce_res="r")])
+    assert_bits_equal(outs["x"].view(x.dtype) if outs["x"].dtype.kind == "V" else outs["x"], x)
