@@ -51,11 +51,12 @@ def _plain(v):
 
 
 def write_program(tmp_path, tensors: dict, instructions: list, name: str | None = None,
-                  files: bool = True) -> str:
+                  files: bool = True, target: str | None = None) -> str:
     """Write a version-1 YAML program (and its .npy inputs) into a fresh folder of tmp_path.
 
     files=False: tensors given as arrays are declared `fill: 0` instead (the caller passes
-    the arrays as run inputs, see run_inputs).
+    the arrays as run inputs, see run_inputs). target: the program's `target:` (default:
+    none, i.e. trn2).
     """
     folder = pathlib.Path(tmp_path) / (name or f"prog{next(_counter)}")
     folder.mkdir(parents=True, exist_ok=True)
@@ -74,7 +75,8 @@ def write_program(tmp_path, tensors: dict, instructions: list, name: str | None 
         if not spec.get("output"):
             spec.pop("output", None)
         decls[tname] = spec
-    doc = {"version": 1, "tensors": decls, "instructions": _plain(instructions)}
+    doc = {"version": 1, **({"target": target} if target else {}), "tensors": decls,
+           "instructions": _plain(instructions)}
     path = folder / "program.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False, default_flow_style=False))
     return str(path)
@@ -188,11 +190,8 @@ def run_spec_example(tmp_path, name: str, tensors: dict, target: str | None = No
     given tensors: `check` must report nothing, and `run` must succeed; returns the outputs."""
     from nkirun.isa import REGISTRY
     entries = yaml.safe_load(REGISTRY[name].example)
-    path = write_program(tmp_path, tensors, entries if isinstance(entries, list) else [entries])
-    if target:
-        text = pathlib.Path(path).read_text().replace("version: 1",
-                                                      f"version: 1\ntarget: {target}", 1)
-        pathlib.Path(path).write_text(text)
+    path = write_program(tmp_path, tensors, entries if isinstance(entries, list) else [entries],
+                         target=target)
     diags = check_program(path).diagnostics
     assert diags == [], [d.one_line() for d in diags]
     return run(path)

@@ -209,12 +209,6 @@ def _tsr(src, cmd, res=None, **kw):
     return {"tensor_scalar_reduce": args}
 
 
-def _trn3(path):
-    text = open(path).read().replace("version: 1", "version: 1\ntarget: trn3", 1)
-    open(path, "w").write(text)
-    return path
-
-
 def test_range_select_max_then_tensor_scalar_reduce_adds_onto_it(tmp_path):
     """One register: range_select leaves its row max, tensor_scalar_reduce(reduce, add)
     adds its row sum onto that value."""
@@ -237,18 +231,18 @@ def test_w052_covers_the_new_users_static_and_runtime(tmp_path):
     x = np.ones((4, 8), np.float32)
     cum = {"tensor_scalar_cumulative": {"dst": "z", "src": "x", "op0": "add", "imm0": 0.0,
                                         "op1": "add", "reduce_cmd": "reduce"}}
-    path = _trn3(write_program(tmp_path, {"x": sbuf(x), "y": out((4, 8), "float32"),
-                                          "z": out((4, 8), "float32"), "s": out((4, 1), "float32")},
-                               [_tsr("x", "reset_reduce"),
-                                {"exponential": {"dst": "y", "src": "x"}}, cum]))
+    tensors = {"x": sbuf(x), "y": out((4, 8), "float32"), "z": out((4, 8), "float32"),
+               "s": out((4, 1), "float32")}
+    path = write_program(tmp_path, tensors, [_tsr("x", "reset_reduce"),
+                                             {"exponential": {"dst": "y", "src": "x"}}, cum],
+                         target="trn3")
     c = check_program(path)
     assert codes(c.diagnostics) == ["W052"]
     assert "earlier idle" in c.diagnostics[0].message
     assert "W052" in codes(execute(c.program, c.bound).warnings)
-    path = _trn3(write_program(tmp_path, {"x": sbuf(x), "y": out((4, 8), "float32"),
-                                          "z": out((4, 8), "float32"), "s": out((4, 1), "float32")},
-                               [{"exponential": {"dst": "y", "src": "x"}},
-                                _tsr("x", "load_reduce", res="s", reduce_init=2.0), cum]))
+    path = write_program(tmp_path, tensors, [{"exponential": {"dst": "y", "src": "x"}},
+                                             _tsr("x", "load_reduce", res="s", reduce_init=2.0),
+                                             cum], target="trn3")
     c = check_program(path)
     assert codes(c.diagnostics) == []
     outs = run(path)

@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from nkirun.diagnostics import warning
 from nkirun.hw import alu as ops
 from nkirun.hw import dtypes as dt
 from nkirun.isa import accumulators as accs
-from nkirun.isa.activation import ACTIVATIONS, ALIASES, evaluate, outside_valid_range
+from nkirun.isa.activation import ACTIVATIONS, ALIASES, evaluate, warn_outside_valid_range
 from nkirun.isa.common import flat, needs_nc_v4, same_shape, scratch_of
 from nkirun.isa.spec import (BOOL, ENUM, OP, TILE, TILE_OR_SCALAR, Bound, InstructionDef, Param)
 
@@ -99,14 +98,7 @@ def _activate(b: Bound, m, z: np.ndarray) -> np.ndarray:
     if name == "prelu":
         alpha = accs.per_partition_f32(b, m, "relu_param", z.shape[0])
         return np.where(z >= 0, z, alpha * z).astype(np.float32)
-    bad = outside_valid_range(name, z)
-    if bad.any():
-        p, i = (int(k) for k in np.argwhere(bad)[0])
-        lo, hi = ACTIVATIONS[name].valid
-        m.warnings.append(warning(
-            "W202", f"activate2({name}): {int(bad.sum())} input value(s) lie outside the "
-            f"valid range [{lo:g}, {hi:g}], first {float(z[p, i])!r} at partition {p}, free "
-            f"index {i}; hardware results there are invalid", b.loc("op"), b.index))
+    warn_outside_valid_range(b, m, name, z, "(data op0 imm0) op1 imm1")
     return evaluate(name, z)
 
 

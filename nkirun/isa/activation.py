@@ -177,6 +177,25 @@ def _per_partition(b: Bound, m, key: str):
     return m.read_f32(v) if b.tile(key) else np.float32(v)
 
 
+def warn_outside_valid_range(b: Bound, m, name: str, z: np.ndarray, what: str) -> None:
+    """W202 (run time) when an input `z` of function `name` lies outside its valid range
+    (masked-off elements excepted); shared with activate2."""
+    if ACTIVATIONS[name].valid is None:  # every input is valid: no scan
+        return
+    bad = outside_valid_range(name, z)
+    if b.mask is not None:
+        bad &= flat(b.mask)
+    if not bad.any():
+        return
+    p, i = (int(k) for k in np.argwhere(bad)[0])
+    lo, hi = ACTIVATIONS[name].valid
+    m.warnings.append(warning(
+        "W202", f"{b.op}({name}): {int(bad.sum())} input value(s) ({what}) lie outside the "
+        f"valid range [{lo:g}, {hi:g}], first {float(z[p, i])!r} at partition {p}, free index "
+        f"{i}; hardware results there are invalid (nkirun computes the exact function)",
+        b.loc("op"), b.index, hint="nki-reference.md §2.3 lists each function's valid input range"))
+
+
 def execute(b: Bound, m) -> None:
     name = ALIASES.get(b["op"], b["op"])
     z = flat(m.read_f32(b["data"]))
@@ -184,21 +203,7 @@ def execute(b: Bound, m) -> None:
         z = z * _per_partition(b, m, "scale")
     if b.get("bias") is not None:
         z = z + _per_partition(b, m, "bias")
-    if ACTIVATIONS[name].valid is None:  # every input is valid: no scan
-        bad = None
-    else:
-        bad = outside_valid_range(name, z)
-        if b.mask is not None:
-            bad &= flat(b.mask)
-    if bad is not None and bad.any():
-        p, i = (int(k) for k in np.argwhere(bad)[0])
-        lo, hi = ACTIVATIONS[name].valid
-        m.warnings.append(warning(
-            "W202", f"activation({name}): {int(bad.sum())} input value(s) (data*scale+bias) lie "
-            f"outside the valid range [{lo:g}, {hi:g}], first {float(z[p, i])!r} at partition "
-            f"{p}, free index {i}; hardware results there are invalid (nkirun computes the "
-            "exact function)", b.loc("op"), b.index,
-            hint="nki-reference.md §2.3 lists each function's valid input range"))
+    warn_outside_valid_range(b, m, name, z, "data*scale+bias")
     y = evaluate(name, z)
     _reduce(b, m, y)
     m.write(b["dst"], y.reshape(b["dst"].shape), out_dtype(b), b.mask)

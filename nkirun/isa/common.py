@@ -29,6 +29,27 @@ def is_nc_v2(b: Bound) -> bool:
     return TARGETS[b.extra.get("target", DEFAULT_TARGET)].core == "NeuronCore-v2"
 
 
+def vector_arith_ops() -> tuple[str, ...]:
+    """The operators a Vector-engine instruction documented as "arithmetic operators only"
+    accepts: every non-bitvec ALU operator but rsqrt and power (GpSimd/Scalar operators),
+    divide (no hardware ALU instruction at the NKI level, nki-reference.md §2.2), and the
+    trn3 reduce-only tokens bypass, average, abs_max and abs_min."""
+    from nkirun.hw import alu as ops
+    return tuple(n for n, o in ops.OPS.items() if o.kind != ops.BITWISE and n not in (
+        "rsqrt", "power", "divide", "bypass", "average", "abs_max", "abs_min"))
+
+
+def unary_operand_zero(b: Bound, op_key: str, operand_key: str, code: str):
+    """Yield `code` when the operator `op_key` is unary (abs, reciprocal, ...) and its operand
+    is a tile or a number other than 0 (None is accepted: the operand is not used)."""
+    from nkirun.hw import alu as ops
+    op = b[op_key]
+    value = b.args.get(operand_key)
+    if op in ops.UNARY and (b.tile(operand_key) is not None or value not in (None, 0)):
+        yield b.err(code, f"{op} is unary: {operand_key} must be 0", operand_key,
+                    hint=f"write {operand_key}: 0")
+
+
 def scratch_of(m, r, x: np.ndarray) -> np.ndarray | None:
     """x, the float32 widening of operand r (m.read_f32), if it is a copy an instruction may
     overwrite with an intermediate; None when it is the machine's own storage (float32 and

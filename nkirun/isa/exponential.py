@@ -17,13 +17,11 @@ Readings:
 """
 from __future__ import annotations
 
-import numpy as np
-
 from nkirun.hw import dtypes as dt
 from nkirun.isa import accumulators as accs
 from nkirun.isa.activation import evaluate
 from nkirun.isa.common import flat, needs_nc_v4, same_shape
-from nkirun.isa.spec import (ENUM, TILE, TILE_OR_SCALAR, Bound, InstructionDef, Param)
+from nkirun.isa.spec import ENUM, TILE, TILE_OR_SCALAR, Bound, InstructionDef, Param
 
 URL = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.isa.exponential.html"
 F32 = frozenset({"float32"})

@@ -19,14 +19,14 @@ from __future__ import annotations
 import numpy as np
 
 from nkirun.hw import alu as ops
-from nkirun.isa.common import flat, same_shape, scratch_of
+from nkirun.isa.common import (flat, same_shape, scratch_of, unary_operand_zero,
+                               vector_arith_ops)
 from nkirun.isa.spec import (BOOL, OP, TILE, TILE_OR_SCALAR, Bound, InstructionDef, Param,
                              common_tail, out_dtype)
 
 URL = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
        "nki.isa.scalar_tensor_tensor.html")
-ARITH_CHOICES = tuple(n for n, o in ops.OPS.items() if o.kind != ops.BITWISE and n not in (
-    "rsqrt", "power", "divide", "bypass", "average", "abs_max", "abs_min"))
+ARITH_CHOICES = vector_arith_ops()
 OP1_CHOICES = tuple(n for n in ARITH_CHOICES if n not in ops.UNARY)
 
 PARAMS = (
@@ -52,10 +52,7 @@ def check(b: Bound):
     if data is not None and other is not None and data.buffer == other.buffer == "psum":
         yield b.err("E320", "data and operand1 are both in PSUM; at most one of them may be",
                     "operand1", hint="copy one of them to SBUF first")
-    op0 = b["op0"]
-    if op0 in ops.UNARY and (b.tile("operand0") is not None or b["operand0"] != 0):
-        yield b.err("E321", f"{op0} is unary: operand0 must be 0", "operand0",
-                    hint="write operand0: 0")
+    yield from unary_operand_zero(b, "op0", "operand0", "E321")
 
 
 def _apply(fn, a, c, out):

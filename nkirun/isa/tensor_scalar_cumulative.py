@@ -25,7 +25,8 @@ import numpy as np
 
 from nkirun.hw import alu as ops
 from nkirun.isa import accumulators as accs
-from nkirun.isa.common import flat, same_shape, scratch_of
+from nkirun.isa.common import (flat, same_shape, scratch_of, unary_operand_zero,
+                               vector_arith_ops)
 from nkirun.isa.spec import ENUM, OP, TILE, TILE_OR_SCALAR, Bound, InstructionDef, Param
 
 URL = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
@@ -34,8 +35,7 @@ F32 = frozenset({"float32"})
 # "BF16, FP16, FP32, FP8, UINT8, UINT16, INT8, INT16"; INT32/UINT32 are an ISA limitation
 DTYPES = frozenset({"bfloat16", "float16", "float32", "float8_e4m3", "float8_e5m2", "uint8",
                     "uint16", "int8", "int16"})
-OP0_CHOICES = tuple(n for n, o in ops.OPS.items() if o.kind != ops.BITWISE and n not in (
-    "rsqrt", "power", "divide", "bypass", "average", "abs_max", "abs_min"))
+OP0_CHOICES = vector_arith_ops()
 SCANS = {"add": np.add, "multiply": np.multiply, "maximum": np.maximum, "minimum": np.minimum}
 
 PARAMS = (
@@ -61,8 +61,7 @@ def check(b: Bound):
     if b["reduce_cmd"] == "load_reduce" and b.args.get("imm1") is None:
         yield b.err("E340", "reduce_cmd=load_reduce needs imm1 (the register's start value)",
                     "reduce_cmd", hint="add imm1: a number or a (P, 1) float32 tile")
-    if b["op0"] in ops.UNARY and (b.tile("imm0") is not None or b["imm0"] != 0):
-        yield b.err("E341", f"{b['op0']} is unary: imm0 must be 0", "imm0", hint="write imm0: 0")
+    yield from unary_operand_zero(b, "op0", "imm0", "E341")
 
 
 def scan(op1: str, start: np.ndarray, v: np.ndarray) -> np.ndarray:

@@ -23,17 +23,15 @@ import numpy as np
 from nkirun.hw import alu as ops
 from nkirun.hw import dtypes as dt
 from nkirun.isa import accumulators as accs
-from nkirun.isa.common import flat, same_shape, scratch_of
+from nkirun.isa.common import (flat, same_shape, scratch_of, unary_operand_zero,
+                               vector_arith_ops)
 from nkirun.isa.spec import (BOOL, DTYPE, ENUM, OP, TILE, TILE_OR_SCALAR, Bound, InstructionDef,
                              Param, out_dtype)
 
 URL = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
        "nki.isa.tensor_scalar_reduce.html")
 F32 = frozenset({"float32"})
-# arithmetic operators the Vector engine runs (no bitvec; rsqrt/power are GpSimd/Scalar ops,
-# divide is no hardware ALU instruction, nki-reference.md §2.2)
-OP0_CHOICES = tuple(n for n, o in ops.OPS.items() if o.kind != ops.BITWISE and n not in (
-    "rsqrt", "power", "divide", "bypass", "average", "abs_max", "abs_min"))
+OP0_CHOICES = vector_arith_ops()
 REDUCE_OPS = ("add", "multiply", "maximum", "minimum")
 
 PARAMS = (
@@ -60,13 +58,10 @@ PARAMS = (
 
 def check(b: Bound):
     yield from same_shape(b, "dst", "data")
-    op0, operand0 = b["op0"], b.args.get("operand0")
-    if op0 in ops.UNARY and (b.tile("operand0") is not None or operand0 not in (None, 0)):
-        yield b.err("E330", f"{op0} is unary: operand0 must be 0 or null", "operand0",
-                    hint="write operand0: 0")
-    elif op0 not in ops.UNARY and operand0 is None:
-        yield b.err("E333", f"{op0} needs operand0 (a number or a (P, 1) float32 tile)", "op0",
-                    hint="add operand0")
+    yield from unary_operand_zero(b, "op0", "operand0", "E330")
+    if b["op0"] not in ops.UNARY and b.args.get("operand0") is None:
+        yield b.err("E333", f"{b['op0']} needs operand0 (a number or a (P, 1) float32 tile)",
+                    "op0", hint="add operand0")
     if b["reverse0"]:
         yield b.err("E332", "reverse0 is \"not supported yet\" (the NKI 0.6 page)",
                     "reverse0",

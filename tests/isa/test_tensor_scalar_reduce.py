@@ -10,7 +10,7 @@ import pytest
 import reference as ref
 from prog_helpers import (assert_bits_equal, codes, diagnostics, out, random_floats,
                           run_program, sbuf, tmp, write_program)
-from nkirun.api import check_program, cost, run
+from nkirun.api import cost
 
 F32 = np.float32
 OP0 = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply,
