@@ -26,6 +26,7 @@ import numpy as np
 from nkirun.hw import alu as ops
 from nkirun.hw import dtypes as dt
 from nkirun.isa import accumulators as accs
+from nkirun.isa import activation
 from nkirun.isa.activation import ACTIVATIONS, ALIASES, evaluate, warn_outside_valid_range
 from nkirun.isa.common import flat, needs_nc_v4, same_shape, scratch_of
 from nkirun.isa.spec import (BOOL, ENUM, OP, TILE, TILE_OR_SCALAR, Bound, InstructionDef, Param)
@@ -116,11 +117,6 @@ def execute(b: Bound, m) -> None:
         m.write(res, value)
 
 
-def cycles(b: Bound, target) -> int:
-    n = max(target.min_ii, b["data"].free_size)
-    return n + target.min_ii if b.tile("reduce_res") is not None else n
-
-
 SPEC = InstructionDef(
     name="activate2",
     engine="scalar",
@@ -138,7 +134,7 @@ SPEC = InstructionDef(
     cost_formula="max(MIN_II, N) Scalar cycles, + MIN_II with reduce_res (N = elements per "
                  "partition of data; assumed, as activation)",
     execute=execute,
-    cycles=cycles,
+    cycles=activation.cycles,  # assumed: activation's (+ MIN_II for the reduce_res read-out)
     check=check,
     cost_assumed=True,
     cost_note="the page gives no formula; activation's is used",
