@@ -197,3 +197,13 @@ def test_data_is_not_modified(tmp_path, dtype):
     outs = run(program(tmp_path, {"x": decl, "y": out((3, 8), "float32")}, [_a2(op="exp")]))
     assert_bits_equal(outs["x"].view(x.dtype) if outs["x"].dtype.kind == "V" else outs["x"], x)
     assert_bits_equal(outs["y"], ref_activate2(x, "exp", 2.0, 0.5, "multiply", "add"))
+
+
+def test_inputs_outside_the_valid_range_warn_w202(tmp_path):
+    from nkirun.runner.interpret import execute
+    x = np.array([[1.0, 4.0, -2.0, 8.0]], F32)
+    path = program(tmp_path, {"x": sbuf(x), "y": out(x.shape, "float32")},
+                   [_a2(op="log", op0="multiply", imm0=1.0, op1="bypass")])
+    c = check_program(path)
+    seen = [w for w in execute(c.program, c.bound).warnings if w.code == "W202"]
+    assert len(seen) == 1 and "activate2(log)" in seen[0].message and "-2.0" in seen[0].message
