@@ -15,6 +15,7 @@ from prog_helpers import (assert_bits_equal, codes, out, random_floats, sbuf, tm
 from nkirun.api import check_program, cost, run
 
 F32 = np.float32
+EXAMPLE_TARGET = "trn3"  # for a registry-wide run of SPEC.example: NeuronCore-v4 only
 ALU = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply}
 FUNCS = {"copy": lambda z, a: z, "exp": lambda z, a: np.exp(z), "tanh": lambda z, a: np.tanh(z),
          "relu": lambda z, a: np.maximum(z, 0.0),

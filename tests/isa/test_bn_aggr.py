@@ -10,6 +10,9 @@ from prog_helpers import codes, diagnostics, out, run_program, sbuf, write_progr
 from nkirun.api import cost
 
 F32 = np.float32
+# the explain example's tensors where a registry-wide harness cannot guess them
+EXAMPLE_TENSORS = {"stats": "{buffer: sbuf, dtype: float32, shape: [128, 6], fill: 1}",
+                   "mean_var": "{buffer: sbuf, dtype: float32, shape: [128, 2], output: true}"}
 
 
 def triples_of(groups):

@@ -12,6 +12,7 @@ from prog_helpers import (assert_bits_equal, codes, out, random_floats, sbuf, tm
 from nkirun.api import check_program, cost, run
 
 F32 = np.float32
+EXAMPLE_TARGET = "trn3"  # for a registry-wide run of SPEC.example: NeuronCore-v4 only
 
 
 def program(tmp_path, tensors, instructions, target="trn3"):
