@@ -196,7 +196,9 @@ def warn_outside_valid_range(b: Bound, m, name: str, z: np.ndarray, what: str) -
         b.loc("op"), b.index, hint="nki-reference.md §2.3 lists each function's valid input range"))
 
 
-def execute(b: Bound, m) -> None:
+def execute(b: Bound, m, reduce_cmd: str | None = None) -> None:
+    """reduce_cmd: the command to apply instead of b's own (activation_reduce's
+    reset_reduce: that instruction has no reduce_cmd keyword)."""
     name = ALIASES.get(b["op"], b["op"])
     z = flat(m.read_f32(b["data"]))
     if b.tile("scale") is not None or b["scale"] != 1.0:  # x * 1.0 is x, bit for bit
@@ -205,11 +207,11 @@ def execute(b: Bound, m) -> None:
         z = z + _per_partition(b, m, "bias")
     warn_outside_valid_range(b, m, name, z, "data*scale+bias")
     y = evaluate(name, z)
-    _reduce(b, m, y)
+    _reduce(b, m, y, reduce_cmd or b["reduce_cmd"])
     m.write(b["dst"], y.reshape(b["dst"].shape), out_dtype(b), b.mask)
 
 
-def _reduce(b: Bound, m, y: np.ndarray) -> None:
+def _reduce(b: Bound, m, y: np.ndarray, cmd: str) -> None:
     """The Scalar accumulator (§1.1, §4): reset sets the lanes to 0; reduce/reset_reduce add
     this instruction's float32 row sum (taken before the output cast, masked-off elements
     excluded); reduce_res reads the registers out.
@@ -219,7 +221,7 @@ def _reduce(b: Bound, m, y: np.ndarray) -> None:
     (§4); a reduce_res given with `idle` receives this instruction's own row sum, as
     activation_reduce does.
     """
-    cmd, res = b["reduce_cmd"], b.tile("reduce_res")
+    res = b.tile("reduce_res")
     if cmd == "idle" and res is None:
         return
     rowsum = fold_free(np.add, hide(y, b.mask, -0.0))[:, None]  # -0.0: x + fill == x

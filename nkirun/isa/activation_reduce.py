@@ -17,8 +17,6 @@ Readings:
 """
 from __future__ import annotations
 
-import dataclasses
-
 from nkirun.hw import dtypes as dt
 from nkirun.isa import activation
 from nkirun.isa.spec import OP, TILE, Bound, InstructionDef, Param
@@ -43,7 +41,7 @@ PARAMS = (
 
 
 def execute(b: Bound, m) -> None:
-    activation.execute(dataclasses.replace(b, args={**b.args, "reduce_cmd": "reset_reduce"}), m)
+    activation.execute(b, m, reduce_cmd="reset_reduce")
 
 
 SPEC = InstructionDef(

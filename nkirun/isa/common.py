@@ -61,12 +61,12 @@ def needs_nc_v4(b: Bound, code: str):
     """Yield `code` unless the program targets NeuronCore-v4 or later (the instruction's page:
     "Available only on NeuronCore-v4 and newer")."""
     from nkirun.hw.targets import DEFAULT_TARGET, TARGETS
-    name = b.extra.get("target", DEFAULT_TARGET)
-    core = TARGETS[name].core
-    if int(core.rsplit("v", 1)[-1]) < 4:
+    # (the target is b.target once bind attaches it, else named in b.extra)
+    target = getattr(b, "target", None) or TARGETS[b.extra.get("target", DEFAULT_TARGET)]
+    if int(target.core.rsplit("v", 1)[-1]) < 4:
         v4 = [t.name for t in TARGETS.values() if int(t.core.rsplit("v", 1)[-1]) >= 4]
-        yield b.err(code, f"available only on NeuronCore-v4 and newer; target {name} is "
-                    f"{core}", None, hint=f"use target: {' or '.join(v4) or 'trn3'}")
+        yield b.err(code, f"available only on NeuronCore-v4 and newer; target {target.name} "
+                    f"is {target.core}", None, hint=f"use target: {' or '.join(v4) or 'trn3'}")
 
 
 def fold_free(ufunc, x: np.ndarray) -> np.ndarray:
