@@ -28,8 +28,7 @@ INT_LIST = "int_list"  # an int or a list of ints (e.g. reduction axes)
 DTYPE = "dtype"
 MASK = "mask"  # a mask predicate string (see nkirun/mask.py)
 
-REDUCE_CMDS = ("idle", "reset", "reduce", "reset_reduce")
-# load_reduce (NKI 0.2+): load a value (reduce_init / imm1) into the register, then fold
+REDUCE_CMDS = ("idle", "reset", "reduce", "reset_reduce")  # (+ load_reduce: isa/accumulators.py)
 # Prefixes stripped from instruction names (nisa.iota) and from ENUM values
 # (nisa.reduce_cmd.reset_reduce, nl.engine.gpsimd, nisa.dge_mode.hwdge; activation
 # functions come as np.exp too)
