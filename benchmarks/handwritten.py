@@ -81,3 +81,67 @@ def nc_match_replace8_page_loop(data, vals, imm):
                 indices[i, j] = matches[0]
                 data_2d[i, matches[0]] = imm
     return data_2d.reshape(data.shape), indices
+
+
+# ---- the companion instructions of issue 15 (benchmarks/companion_cases.py) -----------------
+# Sums are sequential (np.add.accumulate), as the engines fold elements in order; a NumPy
+# programmer matching the hardware's bits would write them so.
+def reciprocal(x):
+    return np.divide(np.float32(1), x.astype(np.float32), dtype=np.float32).astype(x.dtype)
+
+
+def exponential(x, row_max):
+    y = np.exp((x.astype(np.float32) - row_max).astype(np.float64)).astype(np.float32)
+    return y.astype(x.dtype), np.add.accumulate(y, axis=1)[:, -1:]
+
+
+def activation_reduce_exp(x, bias):
+    y = np.exp((x.astype(np.float32) + bias).astype(np.float64)).astype(np.float32)
+    return y.astype(x.dtype), np.add.accumulate(y, axis=1)[:, -1:]
+
+
+def activate2_exp_max(x):
+    y = np.exp((x.astype(np.float32) * np.float32(2) + np.float32(0.5)).astype(np.float64))
+    y = y.astype(np.float32)
+    return y.astype(x.dtype), y.max(axis=1, keepdims=True)
+
+
+def scalar_tensor_tensor(x, col, w):
+    return ((x.astype(np.float32) - col) * w.astype(np.float32)).astype(x.dtype)
+
+
+def tensor_scalar_reduce(x, scale):
+    y = x.astype(np.float32) * np.float32(scale)
+    return y.astype(x.dtype), np.add.accumulate(y, axis=1)[:, -1:]
+
+
+def tensor_scalar_cumulative(x, col):
+    return np.add.accumulate(x.astype(np.float32) * col, axis=1).astype(x.dtype)
+
+
+def tensor_copy_predicated(dst, src, pred):
+    np.copyto(dst, src, where=pred != 0)
+    return dst
+
+
+def tensor_partition_reduce(x):
+    return x.astype(np.float32).sum(axis=0, keepdims=True).astype(x.dtype)
+
+
+def bn_stats(x):
+    x = x.astype(np.float32).astype(np.float64)
+    cols = []
+    for half in (x[:, 0::2], x[:, 1::2]):
+        mean = half.mean(axis=1)
+        cols += [np.full(x.shape[0], half.shape[1]), mean,
+                 np.square(half - mean[:, None]).sum(axis=1)]
+    return np.stack(cols, axis=1).astype(np.float32)
+
+
+def bn_aggr(t):
+    t = t.astype(np.float32).astype(np.float64)
+    c, m, m2 = t[:, 0::3], t[:, 1::3], t[:, 2::3]
+    total = c.sum(axis=1, keepdims=True)
+    mean = (c * m).sum(axis=1, keepdims=True) / total
+    var = (m2 + c * np.square(m - mean)).sum(axis=1, keepdims=True) / total
+    return np.concatenate([mean, var], axis=1).astype(np.float32)

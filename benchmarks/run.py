@@ -28,6 +28,7 @@ import ml_dtypes
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
+import companion_cases  # noqa: E402
 import handwritten as hw  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -157,7 +158,8 @@ CASES = [("range_select", "range_select", _case_range_select),
          ("select_reduce (runs)", "select_reduce", _case_select_reduce_runs),
          ("affine_select", "affine_select", _case_affine_select),
          ("tensor_tensor_scan", "tensor_tensor_scan", _case_scan),
-         ("nc_match_replace8", "nc_match_replace8", _case_match_replace)]
+         ("nc_match_replace8", "nc_match_replace8", _case_match_replace)] \
+    + companion_cases.CASES
 
 
 def _same(a, b) -> bool:
@@ -172,7 +174,8 @@ def _verify(op: str, m, baseline) -> None:
     too), or the comparison would not be fair."""
     want = baseline()
     got = {"range_select": ("r", "m"), "select_reduce": ("r", "m"), "affine_select": ("r",),
-           "tensor_tensor_scan": ("c",), "nc_match_replace8": ("o", "i")}[op]
+           "tensor_tensor_scan": ("c",), "nc_match_replace8": ("o", "i"),
+           **companion_cases.OUTPUTS}[op]
     want = want if isinstance(want, tuple) else (want,)
     for name, w in zip(got, want):
         g = m.buffers[name]
@@ -196,7 +199,8 @@ def bench_instructions(repeats: int) -> list[dict]:
                 b.spec.execute(b, m)
                 _verify(op, m, baseline)
                 t_nk, t_np = paired_cpu_times(lambda: b.spec.execute(b, m), baseline, repeats)
-            rows.append({"op": label, "dtype": np.dtype(dtype).name, "shape": [P, N],
+            shape = list(max((a.shape for a in inputs.values()), key=np.prod))
+            rows.append({"op": label, "dtype": np.dtype(dtype).name, "shape": shape,
                          "nkirun_ms": t_nk * 1e3, "numpy_ms": t_np * 1e3,
                          "ratio": t_nk / t_np})
     if "tensor_tensor_scan" in REGISTRY:

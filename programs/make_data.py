@@ -124,8 +124,24 @@ def matmul_transpose(folder: pathlib.Path) -> None:
     _save(folder, a=a, b0=b[:128].copy(), b1=b[128:].copy())
 
 
+def layernorm_bn_stats(folder: pathlib.Path) -> None:
+    """LayerNorm of 128 rows of 1024: rows offset and scaled differently, gamma/beta rows."""
+    rng = np.random.default_rng(2011)
+    x = rng.standard_normal((128, 1024)) * rng.uniform(0.5, 4, (128, 1)) \
+        + rng.uniform(-3, 3, (128, 1))
+    gamma = np.broadcast_to(rng.uniform(0.5, 1.5, (1, 1024)), (128, 1024))
+    beta = np.broadcast_to(rng.standard_normal((1, 1024)) * 0.1, (128, 1024))
+    _save(folder, x=x.astype(np.float32), gamma=gamma.astype(np.float32),
+          beta=beta.astype(np.float32))
+
+
+def softmax_exponential(folder: pathlib.Path) -> None:
+    rng = np.random.default_rng(2012)
+    _save(folder, x=(rng.standard_normal((128, 2048)) * 3).astype(np.float32))
+
+
 KERNELS = (causal_softmax, topk16, selective_scan, sliding_window_max, cumsum_scan,
-           matmul_transpose)
+           matmul_transpose, layernorm_bn_stats, softmax_exponential)
 
 
 GENERATORS = {f.__name__: f for f in (rowmax_in_window, range_select_chain,

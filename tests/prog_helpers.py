@@ -60,11 +60,12 @@ def _plain(v):
 
 
 def write_program(tmp_path, tensors: dict, instructions: list, name: str | None = None,
-                  files: bool = True) -> str:
+                  files: bool = True, target: str | None = None) -> str:
     """Write a version-1 YAML program (and its .npy inputs) into a fresh folder of tmp_path.
 
     files=False: tensors given as arrays are declared `fill: 0` instead (the caller passes
-    the arrays as run inputs, see run_inputs).
+    the arrays as run inputs, see run_inputs). target: the program's `target:` (default:
+    none, i.e. trn2).
     """
     folder = pathlib.Path(tmp_path) / (name or f"prog{next(_counter)}")
     folder.mkdir(parents=True, exist_ok=True)
@@ -83,7 +84,8 @@ def write_program(tmp_path, tensors: dict, instructions: list, name: str | None 
         if not spec.get("output"):
             spec.pop("output", None)
         decls[tname] = spec
-    doc = {"version": 1, "tensors": decls, "instructions": _plain(instructions)}
+    doc = {"version": 1, **({"target": target} if target else {}), "tensors": decls,
+           "instructions": _plain(instructions)}
     path = folder / "program.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False, default_flow_style=False))
     return str(path)
@@ -293,3 +295,15 @@ def assert_no_traceback(r, exit_code: int) -> None:
     assert r.exit_code == exit_code, (r.exit_code, r.output, r.stderr)
     assert "Traceback" not in r.output and "Traceback" not in (r.stderr or "")
     assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
+
+
+def run_spec_example(tmp_path, name: str, tensors: dict, target: str | None = None):
+    """Run the instruction's `explain` example (REGISTRY[name].example, verbatim) over the
+    given tensors: `check` must report nothing, and `run` must succeed; returns the outputs."""
+    from nkirun.isa import REGISTRY
+    entries = yaml.safe_load(REGISTRY[name].example)
+    path = write_program(tmp_path, tensors, entries if isinstance(entries, list) else [entries],
+                         target=target)
+    diags = check_program(path).diagnostics
+    assert diags == [], [d.one_line() for d in diags]
+    return run(path)

@@ -64,7 +64,7 @@ def _hbm_total(program: Program, max_hbm_bytes: int) -> list[Diagnostic]:
 def _acc_hazard(b: Bound, state: dict[str, str]) -> list[Diagnostic]:
     """W052: reduce_cmd=reduce onto the spec's accumulator while it is undefined; updates
     `state` (accumulator name -> undefined / defined / clobbered)."""
-    acc, cmd = b.spec.accumulator, b.get("reduce_cmd", "idle")
+    acc, cmd = b.spec.accumulator, b.get("reduce_cmd", b.spec.fixed_reduce_cmd or "idle")
     now, out = state.get(acc, "undefined"), []
     if cmd == "reduce" and now != "defined":
         why = ("an earlier idle op may have modified it" if now == "clobbered"
@@ -72,7 +72,7 @@ def _acc_hazard(b: Bound, state: dict[str, str]) -> list[Diagnostic]:
         out.append(b.warn("W052", f"reduce_cmd=reduce accumulates onto an undefined "
                           f"{ACCUMULATORS[acc].engine}-engine accumulator ({why})", "reduce_cmd",
                           hint="start the chain with reduce_cmd: reset_reduce"))
-    if cmd in ("reset", "reset_reduce"):
+    if cmd in ("reset", "reset_reduce", "load_reduce"):
         state[acc] = "defined"
     elif cmd == "idle" and now == "defined" and ACCUMULATORS[acc].idle_may_modify:
         state[acc] = "clobbered"

@@ -88,6 +88,9 @@ ACTIVATIONS: dict[str, Act] = {
     "gelu_apprx_tanh": Act(lambda x: 0.5 * x * (1.0 + np.tanh(_SQRT_2_PI
                                                                * (x + 0.044715 * x**3)))),
     "gelu_apprx_sigmoid": Act(lambda x: x * _sigmoid(1.702 * x)),
+    # (NKI 0.4+ table): d/dx of x * sigmoid(1.702 x)
+    "gelu_apprx_sigmoid_dx": Act(lambda x: _sigmoid(1.702 * x)
+                                 * (1.0 + 1.702 * x * (1.0 - _sigmoid(1.702 * x)))),
     "silu": Act(lambda x: x * _sigmoid(x)),
     "silu_dx": Act(lambda x: _sigmoid(x) * (1.0 + x * (1.0 - _sigmoid(x)))),
     "softplus": Act(_softplus),

@@ -88,6 +88,18 @@ OPS: dict[str, AluOp] = {o.name: o for o in [
     AluOp("logical_or", LOGICAL, _logical(np.logical_or), True),
     AluOp("logical_xor", LOGICAL, _logical(np.logical_xor), True),
     AluOp("logical_not", LOGICAL, lambda a, b=None: (a == 0).astype(np.float32)),
+    # NKI 0.4+ (trn3, nl.abs_max / nl.abs_min): the signed input of larger (smaller)
+    # magnitude, b on a tie; reduce ops of activate2's Scalar accumulator only (the operator
+    # table marks them "not a legal reduction op" for the Vector engine)
+    AluOp("abs_max", ARITH, lambda a, b: np.where(np.abs(a) > np.abs(b), a, b),
+          identity=0.0),
+    AluOp("abs_min", ARITH, lambda a, b: np.where(np.abs(a) < np.abs(b), a, b),
+          identity=np.inf),
+    # nl.bypass: "no operation" (activate2's op0/op1); the first operand passes through
+    AluOp("bypass", ARITH, lambda a, b=None: a),
+    # average: tensor_partition_reduce's reduction (sum / count); as a binary op, (a + b) / 2
+    AluOp("average", ARITH, lambda a, b: (np.add(a, b, dtype=np.float32) * np.float32(0.5)),
+          identity=0.0),
 ]}
 
 # Spellings from the seeds and NumPy that name the same operator.

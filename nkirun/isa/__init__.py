@@ -24,6 +24,9 @@ MODULES = (
     "dma_copy",
     "quantize_mx", "nc_matmul_mx",
     "rng", "dropout", "rand2", "set_rng_seed", "rand_set_state", "rand_get_state",
+    "reciprocal", "exponential", "activation_reduce", "activate2", "scalar_tensor_tensor",
+    "tensor_scalar_reduce", "tensor_scalar_cumulative", "tensor_copy_predicated",
+    "tensor_partition_reduce", "bn_stats", "bn_aggr",
 )
 
 

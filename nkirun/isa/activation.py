@@ -64,29 +64,41 @@ def _per_partition(b: Bound, m, key: str):
     return m.read_f32(v) if b.tile(key) else np.float32(v)
 
 
-def execute(b: Bound, m) -> None:
-    name = ALIASES.get(b["op"], b["op"])
-    z = flat(m.read_f32(b["data"])) * _per_partition(b, m, "scale")
-    if b.get("bias") is not None:
-        z = z + _per_partition(b, m, "bias")
+def warn_outside_valid_range(b: Bound, m, name: str, z: np.ndarray, what: str) -> None:
+    """W202 (run time) when an input `z` of function `name` lies outside its valid range
+    (masked-off elements excepted); shared with activate2."""
+    if ACTIVATIONS[name].valid is None:  # every input is valid: no scan
+        return
     bad = outside_valid_range(name, z)
     if b.mask is not None:
         bad &= flat(b.mask)
-    if bad.any():
-        p, i = (int(k) for k in np.argwhere(bad)[0])
-        lo, hi = ACTIVATIONS[name].valid
-        m.warnings.append(warning(
-            "W202", f"activation({name}): {int(bad.sum())} input value(s) (data*scale+bias) lie "
-            f"outside the valid range [{lo:g}, {hi:g}], first {float(z[p, i])!r} at partition "
-            f"{p}, free index {i}; hardware results there are invalid (nkirun computes the "
-            "exact function)", b.loc("op"), b.index,
-            hint="the nki.isa.activation documentation lists each function's valid input range"))
+    if not bad.any():
+        return
+    p, i = (int(k) for k in np.argwhere(bad)[0])
+    lo, hi = ACTIVATIONS[name].valid
+    m.warnings.append(warning(
+        "W202", f"{b.op}({name}): {int(bad.sum())} input value(s) ({what}) lie outside the "
+        f"valid range [{lo:g}, {hi:g}], first {float(z[p, i])!r} at partition {p}, free index "
+        f"{i}; hardware results there are invalid (nkirun computes the exact function)",
+        b.loc("op"), b.index, hint="the nki.isa.activation documentation lists each function's valid input range"))
+
+
+def execute(b: Bound, m, reduce_cmd: str | None = None) -> None:
+    """reduce_cmd: the command to apply instead of b's own (activation_reduce's
+    reset_reduce: that instruction has no reduce_cmd keyword)."""
+    name = ALIASES.get(b["op"], b["op"])
+    z = flat(m.read_f32(b["data"]))
+    if b.tile("scale") is not None or b["scale"] != 1.0:  # x * 1.0 is x, bit for bit
+        z = z * _per_partition(b, m, "scale")
+    if b.get("bias") is not None:
+        z = z + _per_partition(b, m, "bias")
+    warn_outside_valid_range(b, m, name, z, "data*scale+bias")
     y = evaluate(name, z)
-    _reduce(b, m, y)
+    _reduce(b, m, y, reduce_cmd or b["reduce_cmd"])
     m.write(b["dst"], y.reshape(b["dst"].shape), out_dtype(b), b.mask)
 
 
-def _reduce(b: Bound, m, y: np.ndarray) -> None:
+def _reduce(b: Bound, m, y: np.ndarray, cmd: str) -> None:
     """The Scalar accumulator (§1.1, §4): reset sets the lanes to 0; reduce/reset_reduce add
     this instruction's float32 row sum (taken before the output cast, masked-off elements
     excluded); reduce_res reads the registers out.
@@ -96,7 +108,7 @@ def _reduce(b: Bound, m, y: np.ndarray) -> None:
     (§4); a reduce_res given with `idle` receives this instruction's own row sum, as
     activation_reduce does.
     """
-    cmd, res = b["reduce_cmd"], b.tile("reduce_res")
+    res = b.tile("reduce_res")
     if cmd == "idle" and res is None:
         return
     rowsum = fold_free(np.add, hide(y, b.mask, -0.0))[:, None]  # -0.0: x + fill == x

@@ -57,6 +57,46 @@ def require_core(b: Bound, version: int, code: str, key: str | None = None,
                 hint=f"set `target: {ok.split(', ')[0]}` at the top of the program")
 
 
+def vector_arith_ops() -> tuple[str, ...]:
+    """The operators a Vector-engine instruction documented as "arithmetic operators only"
+    accepts: every non-bitvec ALU operator but rsqrt and power (GpSimd/Scalar operators),
+    divide (no hardware ALU instruction at the NKI level, nki-reference.md §2.2), and the
+    trn3 reduce-only tokens bypass, average, abs_max and abs_min."""
+    from nkirun.hw import alu as ops
+    return tuple(n for n, o in ops.OPS.items() if o.kind != ops.BITWISE and n not in (
+        "rsqrt", "power", "divide", "bypass", "average", "abs_max", "abs_min"))
+
+
+def unary_operand_zero(b: Bound, op_key: str, operand_key: str, code: str):
+    """Yield `code` when the operator `op_key` is unary (abs, reciprocal, ...) and its operand
+    is a tile or a number other than 0 (None is accepted: the operand is not used)."""
+    from nkirun.hw import alu as ops
+    op = b[op_key]
+    value = b.args.get(operand_key)
+    if op in ops.UNARY and (b.tile(operand_key) is not None or value not in (None, 0)):
+        yield b.err(code, f"{op} is unary: {operand_key} must be 0", operand_key,
+                    hint=f"write {operand_key}: 0")
+
+
+def scratch_of(m, r, x: np.ndarray) -> np.ndarray | None:
+    """x, the float32 widening of operand r (m.read_f32), if it is a copy an instruction may
+    overwrite with an intermediate; None when it is the machine's own storage (float32 and
+    tfloat32 operands are read without a copy)."""
+    return None if np.may_share_memory(x, m.view(r)) else x
+
+
+def needs_nc_v4(b: Bound, code: str):
+    """Yield `code` unless the program targets NeuronCore-v4 or later (the instruction's page:
+    "Available only on NeuronCore-v4 and newer")."""
+    from nkirun.hw.targets import DEFAULT_TARGET, TARGETS
+    # (the target is b.target once bind attaches it, else named in b.extra)
+    target = getattr(b, "target", None) or TARGETS[b.extra.get("target", DEFAULT_TARGET)]
+    if int(target.core.rsplit("v", 1)[-1]) < 4:
+        v4 = [t.name for t in TARGETS.values() if int(t.core.rsplit("v", 1)[-1]) >= 4]
+        yield b.err(code, f"available only on NeuronCore-v4 and newer; target {target.name} "
+                    f"is {target.core}", None, hint=f"use target: {' or '.join(v4) or 'trn3'}")
+
+
 def fold_free(ufunc, x: np.ndarray) -> np.ndarray:
     """(..., N) -> (...): a sequential left fold along the last axis, in x's dtype.
 

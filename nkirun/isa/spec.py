@@ -17,7 +17,7 @@ from nkirun.isa.kinds import (  # noqa: F401  (the kinds, re-exported for instru
     BOOL, DTYPE, ENUM, ENUM_PREFIXES, INT, INT_LIST, MASK, OP, PATTERN, SCALAR, TILE,
     TILE_OR_SCALAR, ArgError, Kind)
 
-REDUCE_CMDS = ("idle", "reset", "reduce", "reset_reduce")
+REDUCE_CMDS = ("idle", "reset", "reduce", "reset_reduce")  # (+ load_reduce: isa/accumulators.py)
 # NKI's generated API pages (https://awsdocs-neuron.readthedocs-hosted.com, NKI 0.6).
 NKI_API_PAGES = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated"
 LANGUAGE_FUNCTIONS = frozenset({"load", "store"})  # nl.load / nl.store, not nki.isa
@@ -92,6 +92,9 @@ class InstructionDef:
     # The instruction's own rules, one line each with its code, for `explain` (the rules
     # the Params declare are listed from them).
     constraints: tuple[str, ...] = ()
+    # The reduce_cmd an instruction without a `reduce_cmd` keyword always applies to its
+    # accumulator (activation_reduce: reset_reduce), for the hazard pass.
+    fixed_reduce_cmd: str | None = None
 
     def param(self, name: str) -> Param | None:
         for p in self.params:

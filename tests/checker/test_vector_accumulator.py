@@ -197,3 +197,54 @@ def test_w052_at_runtime_for_lanes_reset_elsewhere(tmp_path):
     path = write_program(tmp_path, tensors, prog)
     warns = _runtime_warnings(path)
     assert [w.code for w in warns] == ["W052"] and "partition 0" in warns[0].message
+
+
+# ---- the accumulator users of the new API (issue 15): exponential, tensor_scalar_reduce,
+# tensor_scalar_cumulative share the same Vector registers; load_reduce defines them
+def _tsr(src, cmd, res=None, **kw):
+    args = {"dst": "z", "data": src, "op0": "multiply", "operand0": 1.0, "reduce_op": "add",
+            "reduce_cmd": cmd, **kw}
+    if res:
+        args["reduce_res"] = res
+    return {"tensor_scalar_reduce": args}
+
+
+def test_range_select_max_then_tensor_scalar_reduce_adds_onto_it(tmp_path):
+    """One register: range_select leaves its row max, tensor_scalar_reduce(reduce, add)
+    adds its row sum onto that value."""
+    P, n = 8, 16
+    x = np.arange(P * n, dtype=np.float32).reshape(P, n) / 16
+    tensors = {"x": sbuf(x), "r": tmp((P, n), "float32"), "z": out((P, n), "float32"),
+               "s": out((P, 1), "float32"), **_bounds(P, 0, n)}
+    path = write_program(tmp_path, tensors, [_rs("r", "x", "reset_reduce"),
+                                             _tsr("r", "reduce", res="s")])
+    assert codes(check_program(path).diagnostics) == []
+    acc = x.max(axis=1, keepdims=True)
+    for i in range(n):
+        acc = (acc + x[:, i:i + 1]).astype(np.float32)
+    assert_bits_equal(run(path)["s"], acc)
+
+
+def test_w052_covers_the_new_users_static_and_runtime(tmp_path):
+    """An idle exponential clobbers the register for a later tensor_scalar_cumulative(reduce)
+    (static W052, and at run time); load_reduce defines it again."""
+    x = np.ones((4, 8), np.float32)
+    cum = {"tensor_scalar_cumulative": {"dst": "z", "src": "x", "op0": "add", "imm0": 0.0,
+                                        "op1": "add", "reduce_cmd": "reduce"}}
+    tensors = {"x": sbuf(x), "y": out((4, 8), "float32"), "z": out((4, 8), "float32"),
+               "s": out((4, 1), "float32")}
+    path = write_program(tmp_path, tensors, [_tsr("x", "reset_reduce"),
+                                             {"exponential": {"dst": "y", "src": "x"}}, cum],
+                         target="trn3")
+    c = check_program(path)
+    assert codes(c.diagnostics) == ["W052"]
+    assert "earlier idle" in c.diagnostics[0].message
+    assert "W052" in codes(execute(c.program, c.bound).warnings)
+    path = write_program(tmp_path, tensors, [{"exponential": {"dst": "y", "src": "x"}},
+                                             _tsr("x", "load_reduce", res="s", reduce_init=2.0),
+                                             cum], target="trn3")
+    c = check_program(path)
+    assert codes(c.diagnostics) == []
+    outs = run(path)
+    assert_bits_equal(outs["s"], np.full((4, 1), 10.0, np.float32))
+    assert_bits_equal(outs["z"], np.arange(11, 19, dtype=np.float32)[None, :].repeat(4, 0))
