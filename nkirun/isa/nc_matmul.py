@@ -1,24 +1,38 @@
 """nki.isa.nc_matmul — Tensor engine: dst = stationary.T @ moving, in float32, into PSUM.
 
-Facts (nki-reference.md §1.14):
+Facts (NKI 0.6 `nc_matmul` page,
+https://awsdocs-neuron.readthedocs-hosted.com/en/v2.32.0/nki/api/generated/nki.isa.nc_matmul.html,
+generated from https://github.com/aws-neuron/aws-neuron-sdk/blob/81ce03ae/nki/api/nki/isa/__init__.py):
 * the contraction runs over the partition dim of both operands: stationary (K, M) and
   moving (K, N) give dst (M, N); K <= 128 and equal, M <= 128 (gemm_stationary_fmax),
   N <= 512 (gemm_moving_fmax, one PSUM bank of fp32) on NC-v2/v3.
 * stationary and moving in SBUF, dst in PSUM; dst float32 on NC-v2/v3 (every nkirun target).
 * inputs fp8_e4m3/fp8_e5m2/bf16/fp16/tf32/fp32; if either is fp32/tf32 both must be.
-* accumulation is always float32. accumulate=true adds into dst's PSUM contents; false
-  overwrites; None (the default) lets the NKI compiler decide — nkirun overwrites, as the
-  first matmul of a PSUM accumulation group does.
+* accumulation is always float32. "Accumulation mode": accumulate=False overwrites dst,
+  True adds into its PSUM contents, None (the default) is auto-detected: "the first write
+  to a PSUM location overwrites, and subsequent writes to the same location accumulate".
 * accumulating onto uninitialised PSUM is undefined: the dataflow pass reports it (E050),
-  because `reads_out` declares that an accumulating matmul reads dst.
+  because `reads_out` declares that an accumulate=true matmul reads dst.
+* on NeuronCore-v2/v3 (trn1, inf2, trn2) accumulating onto a PSUM location that a
+  non-matmul instruction value-initialised (memset, tensor_copy) is undefined on hardware.
 * cost [OLD-ISA]: max(min(64, Ns), Nm) PE cycles, 4x that when the operands are fp32
   (Ns, Nm = elements per partition of stationary / moving).
 Multi-dim free dims are flattened (stationary's into M, moving's into N).
+
+Readings:
+* accumulate unset (or null) applies the auto rule per PSUM element, at run time: an
+  element that holds data (an earlier write of any instruction, or the tensor's declared
+  initial contents) is accumulated into, an element nothing wrote yet is overwritten. So
+  a K-loop of matmuls into one PSUM tile with the keyword left out sums every K tile, as
+  the NKI matmul tutorial's tiled kernel relies on; `accumulate: false` / `true` stay
+  explicit overrides. The rule does not restart after the result is read: a PSUM tile
+  reused for the next output block needs `accumulate: false` on that block's first matmul.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from nkirun.hw import dtypes as dt
 from nkirun.isa.common import flat
 from nkirun.isa.spec import BOOL, MASK, TILE, Bound, InstructionDef, Param
 
@@ -35,8 +49,9 @@ PARAMS = (
           doc="SBUF tile (K, M), M <= 128"),
     Param("moving", TILE, required=True, buffers=SBUF, dtypes=IN_DTYPES,
           doc="SBUF tile (K, N), N <= 512"),
-    Param("accumulate", BOOL, doc="true: add into dst's PSUM contents (float32); "
-                                  "false/unset: overwrite"),
+    Param("accumulate", BOOL, doc="true: add into dst's PSUM contents (float32); false: "
+                                  "overwrite; unset: NKI's auto-detect per element (the "
+                                  "first write overwrites, later writes accumulate)"),
     Param("mask", MASK, doc="predicate over dst's indices; masked-off dst elements keep "
                             "their value (and are not accumulated)"),
 )
@@ -66,7 +81,9 @@ def check(b: Bound):
 
 
 def reads_out(b: Bound) -> tuple[str, ...]:
-    return ("dst",) if b.get("accumulate") else ()
+    # accumulate unset reads only the elements that hold data, so it never reads undefined
+    # PSUM: only an explicit accumulate=true is a read of dst for the dataflow pass
+    return ("dst",) if b.args.get("accumulate") else ()
 
 
 def execute(b: Bound, m) -> None:
@@ -74,8 +91,16 @@ def execute(b: Bound, m) -> None:
     st = flat(m.read_f32(b["stationary"]))  # (K, M) float32
     mv = flat(m.read_f32(b["moving"]))  # (K, N) float32
     out = np.matmul(st.T, mv)  # float32 products and float32 accumulation
-    if b.get("accumulate"):
+    mode = b.args.get("accumulate")
+    if mode:
         out = flat(m.read_f32(dst)) + out  # PSUM accumulates in float32
+    elif mode is None:  # NKI's auto-detect: accumulate where dst already holds data
+        held = m.held(dst)
+        if held is None:
+            out = flat(m.read_f32(dst)) + out
+        elif held.any():
+            prev = flat(dt.to_f32(m.view(dst)))
+            out = np.where(held.reshape(out.shape), prev + out, out)
     m.write(dst, out.reshape(dst.shape), None, b.mask)
 
 
@@ -94,8 +119,9 @@ SPEC = InstructionDef(
     semantics=(
         "Multiplies stationary (K, M) transposed by moving (K, N), contracting over the "
         "partition dim K, into the float32 PSUM tile dst (M, N). Products and sums are "
-        "float32. With accumulate: true the result is added to dst's current contents; "
-        "otherwise dst is overwritten."),
+        "float32. accumulate: true adds the result to dst's current contents, false "
+        "overwrites dst; left unset, each dst element is overwritten by the first write "
+        "to it and accumulated into by later ones (NKI's auto-detect)."),
     cost_formula="max(min(64, Ns), Nm) PE cycles (fp8/bf16/fp16/tf32); 4x for fp32 operands",
     execute=execute,
     cycles=cycles,
@@ -105,6 +131,6 @@ SPEC = InstructionDef(
     cost_note="average cost of back-to-back matmuls of the same shape [OLD-ISA]",
     source="nki-reference.md §1.14 (nc_matmul)",
     example="""\
-- nc_matmul: {dst: acc, stationary: aT, moving: b}
-- nc_matmul: {dst: acc, stationary: aT2, moving: b2, accumulate: true}""",
+- nc_matmul: {dst: acc, stationary: aT, moving: b}      # first write: overwrites
+- nc_matmul: {dst: acc, stationary: aT2, moving: b2}    # later writes accumulate""",
 )

@@ -51,6 +51,15 @@ class Machine:
         self._check_defined(r, rows)
         return self.view(r)
 
+    def held(self, r: Resolved) -> np.ndarray | None:
+        """Which elements of the view hold data (initial contents or an earlier write), as
+        a bool array of r.shape; None when every one does."""
+        w = self.written.get(r.decl.name)
+        if w is None:
+            return None
+        sel = w[r.np_index]
+        return None if sel.all() else sel.reshape(r.shape)
+
     def read_f32(self, r: Resolved, rows: np.ndarray | None = None) -> np.ndarray:
         """The operand as float32 (computation happens in float32 on every engine)."""
         return dt.to_f32(self.read(r, rows))

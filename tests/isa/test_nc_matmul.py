@@ -148,3 +148,75 @@ def test_cost(tmp_path, m, n, dtype, cycles):
                          [{"nc_matmul": {"dst": "c", "stationary": "a", "moving": "b"}}])
     slot = cost(path).slots[0]
     assert (slot.engine, slot.cycles) == ("tensor", cycles)
+
+
+# ---- accumulate unset: NKI's auto-detect, per PSUM element ------------------------------------
+def _k_tiles(rng, k_tiles, m, n, dtype="bfloat16"):
+    """A (k_tiles*128)-deep contraction laid out as [128, k_tiles, M] / [128, k_tiles, N]
+    SBUF tiles (the tutorial's lhsT/rhs tiles), and its reference result."""
+    st = ints(rng, (128 * k_tiles, m), dtype)
+    mv = ints(rng, (128 * k_tiles, n), dtype)
+    tiles = lambda a: a.reshape(k_tiles, 128, -1).transpose(1, 0, 2).copy()  # noqa: E731
+    return tiles(st), tiles(mv), ref_matmul(st, mv)
+
+
+@pytest.mark.parametrize("k_tiles", [2, 4])
+def test_unset_accumulate_sums_every_k_tile(tmp_path, k_tiles):
+    # the NKI tiled-matmul tutorial ported literally: no accumulate keyword in the K loop
+    rng = np.random.default_rng(10 + k_tiles)
+    a, b, want = _k_tiles(rng, k_tiles, 64, 200)
+    got = run_program(tmp_path, {"a": sbuf(a), "b": sbuf(b), "c": out((64, 200), "float32", "psum")},
+                      [{"nc_matmul": {"dst": "c", "stationary": f"a[:, {k}, :]",
+                                      "moving": f"b[:, {k}, :]"}} for k in range(k_tiles)])["c"]
+    assert_bits_equal(got, want)
+
+
+def test_unset_accumulate_is_per_element(tmp_path):
+    # the first matmul writes only columns 0:4; the second (whole tile) accumulates there and
+    # overwrites the columns nothing wrote yet
+    rng = np.random.default_rng(12)
+    st1, mv1 = ints(rng, (8, 6), "float32"), ints(rng, (8, 4), "float32")
+    st2, mv2 = ints(rng, (8, 6), "float32"), ints(rng, (8, 10), "float32")
+    got = run_program(tmp_path, {"a1": sbuf(st1), "b1": sbuf(mv1), "a2": sbuf(st2),
+                                 "b2": sbuf(mv2), "c": out((6, 10), "float32", "psum")},
+                      [{"nc_matmul": {"dst": "c[:, 0:4]", "stationary": "a1", "moving": "b1"}},
+                       {"nc_matmul": {"dst": "c", "stationary": "a2", "moving": "b2"}}])["c"]
+    want = ref_matmul(st2, mv2)
+    want[:, :4] += ref_matmul(st1, mv1)
+    assert_bits_equal(got, want)
+
+
+def test_unset_accumulate_onto_initial_contents_and_null(tmp_path):
+    # declared contents hold data, so the auto rule accumulates; `accumulate: null` is unset
+    st, mv = np.ones((2, 3), np.float32), np.ones((2, 4), np.float32)
+    prev = np.full((3, 4), 10.0, np.float32)
+    for value in ({}, {"accumulate": None}):
+        got = run_program(tmp_path, {"a": sbuf(st), "b": sbuf(mv),
+                                     "c": sbuf(prev, buffer="psum", output=True)},
+                          [{"nc_matmul": {"dst": "c", "stationary": "a", "moving": "b"} | value}])
+        assert got["c"].tolist() == [[12.0] * 4] * 3
+
+
+def test_explicit_accumulate_false_overrides_auto(tmp_path):
+    rng = np.random.default_rng(13)
+    a, b, _ = _k_tiles(rng, 2, 16, 32)
+    got = run_program(tmp_path, {"a": sbuf(a), "b": sbuf(b), "c": out((16, 32), "float32", "psum")},
+                      [{"nc_matmul": {"dst": "c", "stationary": "a[:, 0, :]", "moving": "b[:, 0, :]"}},
+                       {"nc_matmul": {"dst": "c", "stationary": "a[:, 1, :]", "moving": "b[:, 1, :]",
+                                      "accumulate": False}}])["c"]
+    assert_bits_equal(got, ref_matmul(a[:, 1, :], b[:, 1, :]))
+
+
+def test_unset_accumulate_with_mask_keeps_masked_off(tmp_path):
+    # masked-off elements are neither written nor accumulated; a later unmasked matmul
+    # accumulates only where the first one wrote
+    rng = np.random.default_rng(14)
+    st, mv = ints(rng, (8, 6), "float32"), ints(rng, (8, 10), "float32")
+    got = run_program(tmp_path, {"a": sbuf(st), "b": sbuf(mv), "c": out((6, 10), "float32", "psum")},
+                      [{"nc_matmul": {"dst": "c", "stationary": "a", "moving": "b",
+                                      "mask": "p < 3"}},
+                       {"nc_matmul": {"dst": "c", "stationary": "a", "moving": "b"}}])["c"]
+    r = ref_matmul(st, mv)
+    want = r.copy()
+    want[:3] += r[:3]
+    assert_bits_equal(got, want)
