@@ -12,6 +12,8 @@ import sys
 import click
 
 from nkirun.diagnostics import NkirunError
+from nkirun.source.kernel.cli import kernel_options, no_kernel_options
+from nkirun.source.kernel.loader import is_kernel_path
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_BUG = 0, 1, 2, 3
 
@@ -105,9 +107,11 @@ def cli():
 @_fmt_option
 @_target_option
 @_program_format_option
+@kernel_options(inputs=True)
 @_debug_option
 @_guard
-def check(program, fmt, target, program_format, debug):
+def check(program, fmt, target, program_format, debug, inputs=(), kernel_args=(),
+          kernel_shapes=(), grid=None, lnc=None):
     """Validate PROGRAM statically (reads no data file).
 
     Reports every problem at once, each as `file:line:col: error[CODE]: message`, the
@@ -122,6 +126,11 @@ def check(program, fmt, target, program_format, debug):
 
     Exit status: 0 no errors (warnings allowed), 1 errors, 2 usage error.
     """
+    if is_kernel_path(program):
+        from nkirun.source.kernel import commands
+        sys.exit(commands.check(program, fmt, _kernel_params(
+            inputs, kernel_shapes, kernel_args, grid, lnc, target)))
+    no_kernel_options(program, kernel_args, kernel_shapes or inputs, grid, lnc)
     from nkirun.api import check_program
     from nkirun.show.render import plural, print_diagnostics, summary_line
     c = check_program(program, program_format, target)
@@ -140,6 +149,10 @@ def check(program, fmt, target, program_format, debug):
             click.echo(f"{program}: ok — {plural(n, 'instruction')}"
                        + (f", {summary_line(c.diagnostics)}" if c.diagnostics else ""))
     sys.exit(EXIT_INVALID if c.errors else EXIT_OK)
+
+
+def _kernel_params(inputs, shapes, args, grid, lnc, target) -> dict:
+    return dict(inputs=inputs, shapes=shapes, args=args, grid=grid, lnc=lnc, target=target)
 
 
 def _parse_inputs(values) -> dict[str, str]:
@@ -186,10 +199,13 @@ def default_out_dir(program: str) -> str:
 @click.option("--after", "dump_after", type=int, default=None, metavar="K",
               help="with --dump: only after instruction K (0-based)")
 @_program_format_option
+@_target_option
+@kernel_options(inputs=False)
 @_debug_option
 @_guard
 def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, ulp, trace, dump_dir,
-        dump_after, program_format, debug):
+        dump_after, program_format, debug, target=None, kernel_args=(), kernel_shapes=(),
+        grid=None, lnc=None):
     """Check, then execute PROGRAM with NumPy; write every `output: true` tensor.
 
     Outputs go to DIR/<name>.npy (--out DIR), written only after the whole run succeeded,
@@ -208,6 +224,11 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, ulp, tr
     Exit status: 0 ok (and outputs match --expect), 1 invalid program, run-time error or
     mismatch, 2 usage error, 3 internal error.
     """
+    if is_kernel_path(program):
+        from nkirun.source.kernel import commands
+        sys.exit(commands.run(program, out_dir, _kernel_params(
+            inputs, kernel_shapes, kernel_args, grid, lnc, target), max_hbm_bytes))
+    no_kernel_options(program, kernel_args, kernel_shapes, grid, lnc)
     from nkirun import api
     from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES
     inputs = _parse_inputs(inputs)
@@ -219,7 +240,7 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, ulp, tr
     if dump_after is not None and dump_dir is None:
         raise click.UsageError("--after needs --dump DIR")
     try:
-        c = api.require_valid(program, program_format,
+        c = api.require_valid(program, program_format, target,
                               max_hbm_bytes=max_hbm_bytes or DEFAULT_MAX_HBM_BYTES,
                               inputs=inputs)
     except NkirunError as e:
@@ -300,9 +321,11 @@ def _print_run_summary(program, c, result, written) -> None:
 @click.option("--width", type=click.IntRange(60, 400), default=None, metavar="COLUMNS",
               help="text width [default: the terminal's, 100 when piped]")
 @_program_format_option
+@kernel_options(inputs=True)
 @_debug_option
 @_guard
-def cost(program, fmt, target, trace_out, view, max_rows, width, program_format, debug):
+def cost(program, fmt, target, trace_out, view, max_rows, width, program_format, debug,
+         inputs=(), kernel_args=(), kernel_shapes=(), grid=None, lnc=None):
     """Estimate cycles per instruction and the multi-engine schedule of PROGRAM.
 
     Each engine runs its instructions in program order; an instruction waits for its
@@ -327,6 +350,12 @@ def cost(program, fmt, target, trace_out, view, max_rows, width, program_format,
         views = parse_views(view)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--view")
+    if is_kernel_path(program):
+        from nkirun.source.kernel import commands
+        sys.exit(commands.cost(program, fmt, _kernel_params(
+            inputs, kernel_shapes, kernel_args, grid, lnc, target), trace_out, views,
+            max_rows, width))
+    no_kernel_options(program, kernel_args, kernel_shapes or inputs, grid, lnc)
     try:
         sched = api.cost(program, program_format, target)
     except NkirunError as e:
@@ -355,9 +384,12 @@ def cost(program, fmt, target, trace_out, view, max_rows, width, program_format,
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="write to this file (atomically) instead of standard output")
 @_program_format_option
+@_target_option
+@kernel_options(inputs=True)
 @_debug_option
 @_guard
-def convert(program, to, output, program_format, debug):
+def convert(program, to, output, program_format, debug, target=None, inputs=(), kernel_args=(),
+            kernel_shapes=(), grid=None, lnc=None):
     """Convert PROGRAM between YAML and the text form (docs/text-format.md).
 
     Lossless: reading the result gives the same tensors and instructions (comments and
@@ -371,6 +403,11 @@ def convert(program, to, output, program_format, debug):
 
     Exit status: 0 ok, 1 invalid program or unwritable output, 2 usage error.
     """
+    if is_kernel_path(program):
+        from nkirun.source.kernel import commands
+        sys.exit(commands.convert(program, to, output, _kernel_params(
+            inputs, kernel_shapes, kernel_args, grid, lnc, target)))
+    no_kernel_options(program, kernel_args, kernel_shapes or inputs, grid, lnc)
     from nkirun.api import check_program
     from nkirun.diagnostics import ProgramInvalid, error
     from nkirun.source.write import write_program

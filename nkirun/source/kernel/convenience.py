@@ -92,13 +92,13 @@ def binary(op: str):
                 return _tile_scalar(op, x, y, False, dtype)
             if x.shape == (y.shape[0], 1):
                 return _tile_scalar(op, y, x, True, dtype)
-            raise kernel_error("E303", f"nl.{op}: shapes {list(x.shape)} and {list(y.shape)} "
+            raise kernel_error("E603", f"nl.{op}: shapes {list(x.shape)} and {list(y.shape)} "
                                "do not match (nor is one a (P, 1) column)")
         if _is_tile(x) and _number(y):
             return _tile_scalar(op, x, y, False, dtype)
         if _is_tile(y) and _number(x):
             return _tile_scalar(op, y, x, True, dtype)
-        raise kernel_error("E303", f"nl.{op} needs at least one tile, got {x!r} and {y!r}")
+        raise kernel_error("E603", f"nl.{op} needs at least one tile, got {x!r} and {y!r}")
     fn.__name__ = op
     return fn
 
@@ -154,7 +154,7 @@ def broadcast_to(x, shape, dtype=None):
     if tuple(x.shape) == shape:
         return x if dtype is None or str(dtype) == str(x.dtype) else copy(x, dtype)
     if len(shape) != len(x.shape) or any(a != b and a != 1 for a, b in zip(x.shape, shape)):
-        raise kernel_error("E303", f"nl.broadcast_to: cannot broadcast {list(x.shape)} to "
+        raise kernel_error("E603", f"nl.broadcast_to: cannot broadcast {list(x.shape)} to "
                            f"{list(shape)}")
     t = _new(shape, dtype or x.dtype)
     if x.shape[0] == 1 and shape[0] > 1 and x.shape[1:] == shape[1:]:
@@ -169,7 +169,7 @@ def broadcast_to(x, shape, dtype=None):
         _emit("memset", dst=t, value=0.0)
         _emit("tensor_scalar", dst=t, data=t, op0="add", operand0=x)
         return t
-    raise kernel_error("E303", f"nl.broadcast_to {list(x.shape)} -> {list(shape)}: nkirun "
+    raise kernel_error("E603", f"nl.broadcast_to {list(x.shape)} -> {list(shape)}: nkirun "
                        "broadcasts a (1, F) row across partitions or a (P, 1) column along "
                        "the free dim")
 

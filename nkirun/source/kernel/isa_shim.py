@@ -7,7 +7,7 @@ instruction with its NKI keyword names into the trace, located at the calling li
 
 Readings:
 - An NKI keyword that nkirun's instruction does not have is dropped when it holds NKI's
-  default (and `name=`, a debug label, always); any other value is an E301 error naming
+  default (and `name=`, a debug label, always); any other value is an E601 error naming
   it. Where NKI's default differs from nkirun's (range_select's reduce_cmd), NKI's is
   passed.
 - Calls return an `NkiInstruction`; `.depends_on()` is accepted and has no effect (the
@@ -135,12 +135,12 @@ def make_instruction(op: str):
         tracer = current()
         loc = here()
         if len(args) > len(order):
-            raise kernel_error("E303", f"nki.isa.{op} takes at most {len(order)} positional "
+            raise kernel_error("E603", f"nki.isa.{op} takes at most {len(order)} positional "
                                f"arguments ({', '.join(order)}), got {len(args)}", loc=loc)
         values = dict(zip(order, args))
         for k, v in kwargs.items():
             if k in values:
-                raise kernel_error("E303", f"nki.isa.{op} got `{k}` twice", loc=loc)
+                raise kernel_error("E603", f"nki.isa.{op} got `{k}` twice", loc=loc)
             values[k] = v
         values.pop("name", None)
         for k in list(values):
@@ -149,7 +149,7 @@ def make_instruction(op: str):
             v = values.pop(k)
             if v is None or _same(v, nki_defaults[k]):
                 continue
-            tracer.diagnostic("E301", f"nki.isa.{op}: `{k}={v!r}` is not supported by nkirun",
+            tracer.diagnostic("E601", f"nki.isa.{op}: `{k}={v!r}` is not supported by nkirun",
                               loc, hint="leave it at its default")
         for k, d in nki_defaults.items():
             if k in ours and k not in values and d is not _REQUIRED and d is not _UNSET \

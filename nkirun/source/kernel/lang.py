@@ -4,7 +4,7 @@ constants, operator tokens and the convenience compute functions.
 Readings:
 - `affine_range`, `sequential_range` and `static_range` are Python's `range` (NKI 0.6:
   "an alias for Python's range ... a fully unrolled loop"). `dynamic_range`,
-  `fori_loop` and `while_loop` need run-time registers: E301.
+  `fori_loop` and `while_loop` need run-time registers: E601.
 - Without a launch grid `program_ndim()` is 0, `program_id(axis)` 0 and
   `num_programs(axes)` 1.
 - `shared_constant(array_or_path)` is an HBM tensor holding the data; 
@@ -55,7 +55,7 @@ def program_id(axis=0):
     if not t.grid:
         return 0
     if not 0 <= axis < len(t.grid):
-        raise kernel_error("E303", f"nl.program_id: axis {axis} outside the {len(t.grid)}-d "
+        raise kernel_error("E603", f"nl.program_id: axis {axis} outside the {len(t.grid)}-d "
                            "launch grid")
     return t.instance[axis]
 
@@ -79,7 +79,7 @@ def shared_constant(constant, dtype=None):
     arr = np.load(constant) if isinstance(constant, str) else np.asarray(constant)
     d = consts.to_dtype(dtype or arr.dtype)
     if d is None or d.nkirun is None:
-        raise kernel_error("E305", f"nl.shared_constant: dtype {arr.dtype} is not supported "
+        raise kernel_error("E605", f"nl.shared_constant: dtype {arr.dtype} is not supported "
                            "by nkirun")
     tracer = current()
     rec = tracer.allocate(arr.shape if arr.ndim else (1,), d, consts.shared_hbm,

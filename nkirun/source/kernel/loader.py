@@ -43,7 +43,7 @@ def module_name_for(path: str) -> tuple[str, str]:
 def import_kernel_module(path: str):
     """Import the kernel file (under nkirun's `nki`, which the caller has installed)."""
     if not os.path.isfile(path):
-        raise NkirunError(error("E300", f"kernel file {path} not found", Loc(path)))
+        raise NkirunError(error("E600", f"kernel file {path} not found", Loc(path)))
     name, root = module_name_for(path)
     if root not in sys.path:
         sys.path.insert(0, root)
@@ -83,7 +83,7 @@ def find_function(module, path: str, func: str | None):
 
 
 def kernel_exception(exc: BaseException) -> NkirunError:
-    """E302 for an exception the kernel's own code raised: its message and the kernel's
+    """E602 for an exception the kernel's own code raised: its message and the kernel's
     frames (file:line and source line; nkirun's frames left out)."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
               if not os.path.abspath(f.filename).startswith(NKIRUN_DIR + os.sep)
@@ -94,4 +94,4 @@ def kernel_exception(exc: BaseException) -> NkirunError:
         if frames else Loc()
     message = f"the kernel raised {type(exc).__name__}" + (f": {exc}" if str(exc) else "")
     hint = "kernel traceback (most recent call last):\n" + "\n".join(lines) if lines else None
-    return NkirunError(error("E302", message, loc, hint=hint))
+    return NkirunError(error("E602", message, loc, hint=hint))

@@ -3,7 +3,7 @@
 A view made by indexing is its basic index. A view made otherwise (`.reshape`, `.ap`,
 `.permute`, ...) is lowered to a basic index too when one selects exactly the same
 elements in the same order with the same shape; the others need general access-pattern
-operands in the IR (E304 until the IR has them).
+operands in the IR (E604 until the IR has them).
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def operand_text(t) -> str:
         if index is not None:
             return index_text(rec, index)
     raise kernel_error(
-        "E304", f"this view of `{rec.name}` (shape {list(t.shape)}, pattern "
+        "E604", f"this view of `{rec.name}` (shape {list(t.shape)}, pattern "
         f"{[list(p) for p in t._pattern]}, offset {t._offset}"
         + (f", dtype {t._dtype}" if str(t._dtype) != str(rec.dtype) else "")
         + ") is not a NumPy basic index of the tensor, and nkirun cannot yet pass general "

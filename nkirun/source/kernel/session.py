@@ -31,7 +31,7 @@ _CURRENT: list = []
 
 def current() -> "Tracer":
     if not _CURRENT:
-        raise kernel_error("E303", "this nki call is only valid inside a kernel that nkirun "
+        raise kernel_error("E603", "this nki call is only valid inside a kernel that nkirun "
                            "traces (nkirun run/check/cost KERNEL.py::FUNCTION, or "
                            "nkirun.simulate(kernel))")
     return _CURRENT[-1]
@@ -85,19 +85,19 @@ class Tracer:
         try:
             shape = tuple(int(n.__index__()) for n in shape)
         except (TypeError, AttributeError):
-            raise kernel_error("E303", f"nl.ndarray: shape must be a tuple of ints, got "
+            raise kernel_error("E603", f"nl.ndarray: shape must be a tuple of ints, got "
                                f"{shape!r}") from None
         if not shape or any(n <= 0 for n in shape):
-            raise kernel_error("E303", f"nl.ndarray: shape must hold positive sizes, got "
+            raise kernel_error("E603", f"nl.ndarray: shape must hold positive sizes, got "
                                f"{list(shape)}")
         d = consts.to_dtype(dtype)
         if d is None or d.nkirun is None:
-            raise kernel_error("E305", f"dtype {dtype!r} is not supported by nkirun",
+            raise kernel_error("E605", f"dtype {dtype!r} is not supported by nkirun",
                                hint="supported: " + ", ".join(
                                    n for n, v in consts.DTYPES.items() if v.nkirun))
         buf = consts.to_buffer(buffer)
         if buf is None:
-            raise kernel_error("E303", f"nl.ndarray: unknown buffer {buffer!r}",
+            raise kernel_error("E603", f"nl.ndarray: unknown buffer {buffer!r}",
                                hint="nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm, nl.private_hbm")
         f = kernel_frame(2)
         if loc is None:
@@ -112,7 +112,7 @@ class Tracer:
 
     def _shared(self, shape, d) -> TensorRec:
         if self.shared_at >= len(self.shared) or self.shared[self.shared_at].shape != shape:
-            raise kernel_error("E303", "every program instance must allocate the same "
+            raise kernel_error("E603", "every program instance must allocate the same "
                                "shared_hbm tensors in the same order")
         rec = self.shared[self.shared_at]
         self.shared_at += 1

@@ -125,7 +125,7 @@ class ndarray:
                 f"buffer={self.buffer!r})")
 
     def __bool__(self):
-        raise kernel_error("E303", "a tensor has no truth value while tracing (its contents "
+        raise kernel_error("E603", "a tensor has no truth value while tracing (its contents "
                            "are only known when the program runs)")
 
     # ---- indexing ------------------------------------------------------------------------
@@ -137,7 +137,7 @@ class ndarray:
         raise unsupported("assigning into a tensor (t[...] = value); use nisa.tensor_copy")
 
     def __iter__(self):
-        raise kernel_error("E303", "a tensor cannot be iterated while tracing",
+        raise kernel_error("E603", "a tensor cannot be iterated while tracing",
                            hint="index it with t[i] or slices instead")
 
     # ---- view methods (views.py) ---------------------------------------------------------

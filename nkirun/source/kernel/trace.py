@@ -150,7 +150,7 @@ def _outputs(tracer, result):
     def walk(v):
         if isinstance(v, ndarray):
             if v._rec.buffer.ir != "hbm":
-                raise NkirunError(error("E306", f"the kernel returns `{v.name}`, a "
+                raise NkirunError(error("E606", f"the kernel returns `{v.name}`, a "
                                         f"{v.buffer} tensor; outputs must be HBM tensors",
                                         v._rec.loc, hint="copy it to an nl.shared_hbm tensor "
                                         "with nisa.dma_copy and return that"))
@@ -169,7 +169,7 @@ def _outputs(tracer, result):
             return {k: walk(x) for k, x in v.items()}
         if v is None:
             return None
-        raise NkirunError(error("E306", f"the kernel returns {type(v).__name__} {v!r}; "
+        raise NkirunError(error("E606", f"the kernel returns {type(v).__name__} {v!r}; "
                                 "a kernel returns tensors (one, or a tuple/list of them)"))
     return outputs, walk(result)
 

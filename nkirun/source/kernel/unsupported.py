@@ -45,5 +45,5 @@ def kernel_error(code: str, message: str, hint: str | None = None,
 
 
 def unsupported(qualname: str) -> KernelError:
-    return kernel_error("E301", f"{qualname} is not supported by nkirun",
+    return kernel_error("E601", f"{qualname} is not supported by nkirun",
                         hint="docs/kernels.md lists the nki API nkirun provides")

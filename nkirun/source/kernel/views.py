@@ -14,7 +14,7 @@ from nkirun.source.kernel.unsupported import kernel_error, unsupported
 
 
 def _bad(message: str, hint: str | None = None):
-    return kernel_error("E303", message, hint)
+    return kernel_error("E603", message, hint)
 
 
 # ---- indexing ---------------------------------------------------------------------------
