@@ -183,5 +183,5 @@ class _LangModule(types.ModuleType):
         if name.startswith("__"):
             raise AttributeError(name)
         if name in _RUNTIME_LOOPS:
-            raise unsupported(f"nki.language.{name} (a run-time loop on registers)")
+            raise unsupported(f"nki.language.{name}", "a run-time loop on registers")
         raise unsupported(f"nki.language.{name}")

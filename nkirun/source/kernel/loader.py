@@ -14,7 +14,7 @@ from nkirun.diagnostics import Loc, NkirunError, error
 NKIRUN_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-class KernelUsageError(Exception):
+class KernelUsageError(TypeError):
     """A usage error about the kernel or its parameters (exit status 2)."""
 
 

@@ -44,6 +44,7 @@ def kernel_error(code: str, message: str, hint: str | None = None,
     return KernelError(error(code, message, loc or here(), hint=hint))
 
 
-def unsupported(qualname: str) -> KernelError:
-    return kernel_error("E601", f"{qualname} is not supported by nkirun",
+def unsupported(qualname: str, why: str = "") -> KernelError:
+    return kernel_error("E601", f"{qualname} is not supported by nkirun"
+                        + (f" ({why})" if why else ""),
                         hint="docs/kernels.md lists the nki API nkirun provides")
