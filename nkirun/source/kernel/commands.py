@@ -31,8 +31,11 @@ def _checked(spec, traced, max_hbm_bytes=None):
 
 def check(spec, fmt, params) -> int:
     from nkirun.show.render import plural, print_diagnostics, summary_line
-    traced = _traced(spec, params)
-    _, diags = _checked(spec, traced)
+    try:
+        traced = _traced(spec, params)
+        _, diags = _checked(spec, traced)
+    except NkirunError as e:  # the kernel could not be traced: its diagnostics, like any
+        traced, diags = None, e.diagnostics
     errors = [d for d in diags if d.is_error]
     if fmt == "json":
         import json
@@ -41,7 +44,7 @@ def check(spec, fmt, params) -> int:
                                "diagnostics": [d.as_dict() for d in diags]}, indent=2))
     else:
         print_diagnostics(diags)
-        n = len(traced.program.instructions)
+        n = len(traced.program.instructions) if traced else 0
         if errors:
             click.echo(f"{spec}: {summary_line(diags)}")
         else:
