@@ -26,7 +26,11 @@ class NlDType(str):
     @property
     def nkirun(self):
         """The nkirun DType, or None when nkirun does not support this NKI dtype."""
-        return dt.lookup(_STORAGE.get(str(self), str(self)))
+        key = str.__str__(self)
+        hit = _NKIRUN.get(key, _NKIRUN)
+        if hit is _NKIRUN:
+            hit = _NKIRUN[key] = dt.lookup(_STORAGE.get(key, key))
+        return hit
 
     @property
     def itemsize(self) -> int:
@@ -42,6 +46,7 @@ _DTYPE_NAMES = ("bool_", "int8", "int16", "int32", "uint8", "uint16", "uint32", 
                 "float8_e5m2", "float8_e5m2_x4", "float8_e4m3fn_x4", "float8_e8m0fnu",
                 "float4_e2m1fn_x4")
 _STORAGE = {"bool_": "uint8"}
+_NKIRUN: dict = {}  # NKI dtype name -> nkirun DType or None
 DTYPES = {n: NlDType(n) for n in _DTYPE_NAMES}
 DTYPES["bool"] = DTYPES["bool_"]  # nki-library writes nl.bool
 

@@ -130,31 +130,34 @@ def make_instruction(op: str):
     nki_defaults = {n: d for n, d in sig}
     ours = {p.name: p for p in spec.params}
 
+    extras = {n: d for n, d in sig if n not in ours}  # NKI keywords nkirun lacks
+    fill = [(n, d) for n, d in sig if n in ours and d is not _REQUIRED and d is not _UNSET
+            and d is not None and not _same(d, ours[n].default)]  # NKI's default, not ours
+
     def instruction(*args, **kwargs):
         from nkirun.source.kernel.session import current
         tracer = current()
         loc = here()
-        if len(args) > len(order):
-            raise kernel_error("E603", f"nki.isa.{op} takes at most {len(order)} positional "
-                               f"arguments ({', '.join(order)}), got {len(args)}", loc=loc)
-        values = dict(zip(order, args))
-        for k, v in kwargs.items():
-            if k in values:
-                raise kernel_error("E603", f"nki.isa.{op} got `{k}` twice", loc=loc)
-            values[k] = v
+        values = kwargs  # a fresh dict per call
+        if args:
+            if len(args) > len(order):
+                raise kernel_error("E603", f"nki.isa.{op} takes at most {len(order)} "
+                                   f"positional arguments ({', '.join(order)}), got "
+                                   f"{len(args)}", loc=loc)
+            values = dict(zip(order, args))
+            for k, v in kwargs.items():
+                if k in values:
+                    raise kernel_error("E603", f"nki.isa.{op} got `{k}` twice", loc=loc)
+                values[k] = v
         values.pop("name", None)
-        for k in list(values):
-            if k in ours or k not in nki_defaults:
-                continue  # nkirun's keyword, or an unknown one the builder reports (E022)
+        for k in [k for k in values if k in extras]:
             v = values.pop(k)
-            if v is None or _same(v, nki_defaults[k]):
-                continue
-            tracer.diagnostic("E601", f"nki.isa.{op}: `{k}={v!r}` is not supported by nkirun",
-                              loc, hint="leave it at its default")
-        for k, d in nki_defaults.items():
-            if k in ours and k not in values and d is not _REQUIRED and d is not _UNSET \
-                    and d is not None and not _same(d, ours[k].default):
-                values[k] = d  # NKI's default where it is not nkirun's
+            if v is not None and not _same(v, extras[k]):
+                tracer.diagnostic("E601", f"nki.isa.{op}: `{k}={v!r}` is not supported by "
+                                  "nkirun", loc, hint="leave it at its default")
+        for k, d in fill:
+            if k not in values:
+                values[k] = d
         index = tracer.builder.count
         tracer.emit(op, values, loc)
         return NkiInstruction(op, index)

@@ -7,6 +7,7 @@ operands in the IR (E604 until the IR has them).
 """
 from __future__ import annotations
 
+from nkirun.ir import Slice
 from nkirun.source.kernel.unsupported import kernel_error
 
 
@@ -25,13 +26,44 @@ def index_text(rec, index) -> str:
     return f"{rec.name}[{', '.join(_item_text(it) for it in index)}]"
 
 
+_SLICES: dict = {}  # (start, stop, step) -> Slice: views repeat the same few
+
+
+def ir_index(t):
+    """The IR View index of handle t (None: the whole tensor); raises E604 when no basic
+    index is equal to it."""
+    rec = t._rec
+    if t._dtype is rec.dtype or str(t._dtype) == str(rec.dtype):
+        index = t._index if t._index is not None else match_basic(t)
+        if index is not None:
+            if all(not isinstance(it, int) and it[0] == 0 and it[1] == n and it[2] == 1
+                   for it, n in zip(index, rec.shape)):
+                return None
+            return tuple(it if isinstance(it, int) else _slice(*it) for it in index)
+    raise _not_basic(t)
+
+
+def _slice(start, count, step):
+    key = (start, count, step)
+    s = _SLICES.get(key)
+    if s is None:
+        s = _SLICES[key] = Slice(start, start + (count - 1) * step + 1,
+                                 None if step == 1 else step)
+    return s
+
+
 def operand_text(t) -> str:
     rec = t._rec
     if t._dtype is rec.dtype or str(t._dtype) == str(rec.dtype):
         index = t._index if t._index is not None else match_basic(t)
         if index is not None:
             return index_text(rec, index)
-    raise kernel_error(
+    raise _not_basic(t)
+
+
+def _not_basic(t):
+    rec = t._rec
+    return kernel_error(
         "E604", f"this view of `{rec.name}` (shape {list(t.shape)}, pattern "
         f"{[list(p) for p in t._pattern]}, offset {t._offset}"
         + (f", dtype {t._dtype}" if str(t._dtype) != str(rec.dtype) else "")

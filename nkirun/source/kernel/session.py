@@ -18,15 +18,20 @@ import os
 import re
 
 from nkirun.diagnostics import Loc, error
+from nkirun.ir import TensorDecl, instruction_at, view_at
+from nkirun.isa import REGISTRY
+from nkirun.isa.spec import TILE, TILE_OR_SCALAR, ArgError, convert, param_tables
 from nkirun.source.builder import Builder
 from nkirun.source.kernel import consts
-from nkirun.source.kernel.lower import operand_text
-from nkirun.source.kernel.tensor import TensorRec, ndarray
+from nkirun.source.kernel.lower import ir_index, operand_text
+from nkirun.source.kernel.tensor import _NO_INDEX, TensorRec, ndarray
 from nkirun.source.kernel.unsupported import frame_loc, kernel_error, kernel_frame
 
 _ASSIGN = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)")
 _BAD_CHARS = re.compile(r"\W")
 _CURRENT: list = []
+_VIEW_KINDS = frozenset({TILE, TILE_OR_SCALAR})
+_HASHABLE = frozenset({str, int, float, bool})
 
 
 def current() -> "Tracer":
@@ -120,6 +125,14 @@ class Tracer:
 
     def declare(self, rec: TensorRec, output: bool = False) -> None:
         loc = rec.loc
+        rec.declared = True
+        if rec.init is None and not output and rec.name not in self.builder.tensors:
+            # allocate() checked the shape, dtype, buffer and name: the Builder's checks of
+            # a YAML declaration cannot fail here
+            self.builder.tensors[rec.name] = TensorDecl(
+                rec.name, rec.buffer.ir, rec.shape, rec.dtype.nkirun, None, None, False, loc,
+                {})
+            return
         fields = {"buffer": (rec.buffer.ir, loc, loc), "shape": (list(rec.shape), loc, loc),
                   "dtype": (rec.dtype.nkirun.name, loc, loc)}
         if rec.init is not None and rec.init[0] in ("file", "data"):
@@ -131,6 +144,59 @@ class Tracer:
 
     # ---- instructions --------------------------------------------------------------------
     def emit(self, op: str, values: dict, loc: Loc) -> None:
+        if not self._emit_fast(op, values, loc):
+            self._emit_plain(op, values, loc)
+
+    def _emit_fast(self, op: str, values: dict, loc: Loc) -> bool:
+        """The IR instruction the Builder would make from these values, built directly
+        (Views from the handles, no operand text to parse); False when anything needs the
+        Builder's diagnostics (an unknown keyword, a value that does not convert)."""
+        spec = REGISTRY.get(op)
+        if spec is None:
+            return False
+        tables = param_tables(spec)
+        converted = self.builder._converted
+        args = {}
+        for key, v in values.items():
+            if v is None:
+                continue
+            p = tables.by_name.get(key)
+            if p is None:
+                return False
+            if isinstance(v, ndarray):
+                if p.kind not in _VIEW_KINDS:
+                    return False
+                if not v._rec.declared:
+                    self.declare(v._rec)
+                index = v._ir
+                if index is _NO_INDEX:
+                    index = v._ir = ir_index(v)
+                args[key] = view_at(v._rec.name, index, loc)
+                continue
+            raw = self.raw(v)
+            ckey = (op, key, raw.__class__, raw) if raw.__class__ in _HASHABLE else None
+            hit = converted.get(ckey) if ckey is not None else None
+            if hit is None:
+                if p.kind in _VIEW_KINDS and isinstance(raw, str):
+                    return False
+                try:
+                    hit = (convert(p, raw, loc),)
+                except ArgError:
+                    return False
+                if ckey is not None:
+                    converted[ckey] = hit
+            args[key] = hit[0]
+        if any(p.name not in args for p in tables.required):
+            return False
+        full = tables.defaults.copy()
+        full.update(args)
+        b = self.builder
+        b.instructions.append(instruction_at(op, full, b.count, loc, dict.fromkeys(args, loc),
+                                             None))
+        b.count += 1
+        return True
+
+    def _emit_plain(self, op: str, values: dict, loc: Loc) -> None:
         args = {}
         for key, v in values.items():
             raw = self.raw(v)
@@ -163,14 +229,22 @@ class Tracer:
         self.builder.diags.append(error(code, message, loc, hint=hint))
 
 
+_NAMES: dict = {}  # (file, line) -> the name its allocations get
+
+
 def _source_name(loc: Loc) -> str:
-    line = linecache.getline(loc.file, loc.line) if loc.line else ""
-    m = _ASSIGN.match(line)
-    return m.group(1) if m else f"t{loc.line}"
+    key = (loc.file, loc.line)
+    name = _NAMES.get(key)
+    if name is None:
+        line = linecache.getline(loc.file, loc.line) if loc.line else ""
+        m = _ASSIGN.match(line)
+        name = _NAMES[key] = m.group(1) if m else f"t{loc.line}"
+    return name
 
 
 def new_tensor(rec: TensorRec) -> ndarray:
     """A handle on the whole of `rec`."""
     from nkirun.source.kernel.tensor import _new_view
-    index = tuple((0, n, 1) for n in rec.shape)
-    return _new_view(rec, index, 0, tuple(zip(rec.strides, rec.shape)))
+    v = _new_view(rec, rec.whole, 0, rec.pattern)
+    v._ir = None
+    return v

@@ -22,7 +22,8 @@ from nkirun.source.kernel.unsupported import kernel_error, unsupported
 class TensorRec:
     """One allocated tensor: what becomes a TensorDecl when an instruction first uses it."""
 
-    __slots__ = ("name", "shape", "dtype", "buffer", "loc", "init", "declared", "strides")
+    __slots__ = ("name", "shape", "dtype", "buffer", "loc", "init", "declared", "strides",
+                 "whole", "pattern")
 
     def __init__(self, name, shape, dtype, buffer, loc, init=None):
         self.name, self.shape, self.dtype, self.buffer = name, shape, dtype, buffer
@@ -32,6 +33,8 @@ class TensorRec:
             strides.append(s)
             s *= n
         self.strides = tuple(reversed(strides))
+        self.whole = tuple((0, n, 1) for n in shape)  # the basic index of the whole tensor
+        self.pattern = tuple(zip(self.strides, shape))
 
     @property
     def on_chip(self) -> bool:
@@ -52,10 +55,14 @@ class DynSlice:
         return f"nl.ds({self.start}, {self.size})"
 
 
+_NO_INDEX = object()  # a handle's IR index not computed yet
+
+
 def _new_view(rec, index, offset, pattern, dtype=None):
     v = object.__new__(ndarray)
     v._rec, v._index, v._offset, v._pattern = rec, index, offset, pattern
     v._dtype = dtype or rec.dtype
+    v._ir = _NO_INDEX
     return v
 
 
@@ -63,14 +70,14 @@ class ndarray:
     """A tensor (or a view of one) in HBM, SBUF or PSUM. `nl.ndarray(shape, dtype,
     buffer=nl.sbuf, name='')` allocates a new tensor on every call."""
 
-    __slots__ = ("_rec", "_index", "_offset", "_pattern", "_dtype", "__weakref__")
+    __slots__ = ("_rec", "_index", "_offset", "_pattern", "_dtype", "_ir", "__weakref__")
 
     def __new__(cls, shape, dtype, buffer=consts.sbuf, name="", address=None):
         from nkirun.source.kernel.session import current
         rec = current().allocate(shape, dtype, buffer, name)
-        index = tuple((0, n, 1) for n in rec.shape)
-        pattern = tuple(zip(rec.strides, rec.shape))
-        return _new_view(rec, index, 0, pattern)
+        v = _new_view(rec, rec.whole, 0, rec.pattern)
+        v._ir = None  # the whole tensor
+        return v
 
     # ---- attributes ----------------------------------------------------------------------
     @property

@@ -20,15 +20,22 @@ def kernel_frame(depth: int = 1):
 
 
 def frame_loc(f) -> Loc:
+    """The position of the call frame `f` is executing (one shared Loc per call site)."""
     if f is None:
         return Loc()
     code = f.f_code
     table = _POSITIONS.get(code)
     if table is None:
-        table = _POSITIONS[code] = [(p[0], p[2]) for p in code.co_positions()]
+        table = _POSITIONS[code] = [None] * (len(code.co_code) // 2 + 1)
     i = f.f_lasti // 2
-    line, col = table[i] if i < len(table) else (f.f_lineno, None)
-    return Loc(code.co_filename, line or f.f_lineno, (col or 0) + 1)
+    loc = table[i] if i < len(table) else None
+    if loc is None:
+        positions = list(code.co_positions())
+        line, _, col, _ = positions[i] if i < len(positions) else (f.f_lineno, 0, 0, 0)
+        loc = Loc(code.co_filename, line or f.f_lineno, (col or 0) + 1)
+        if i < len(table):
+            table[i] = loc
+    return loc
 
 
 def here() -> Loc:

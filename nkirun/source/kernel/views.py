@@ -20,6 +20,8 @@ def _bad(message: str, hint: str | None = None):
 # ---- indexing ---------------------------------------------------------------------------
 def _normalise_key(t, key) -> list:
     key = list(key) if isinstance(key, tuple) else [key]
+    if len(key) == len(t._pattern) and all(k.__class__ in _PLAIN for k in key):
+        return key  # the common case: one int or slice per dim
     if any(k is None for k in key):
         raise _bad("None (np.newaxis) is not allowed in a tensor index",
                    hint="use .expand_dim(dim)")
@@ -33,8 +35,17 @@ def _normalise_key(t, key) -> list:
     return key + [slice(None)] * (t.ndim - len(key))
 
 
+_PLAIN = frozenset({int, slice})
+
+
 def _item(k, dim: int, axis: int, name: str):
     """(start, count, step) for a slice or nl.ds, or an int for an integer index."""
+    if k.__class__ is slice and k.step is None:
+        start, stop = k.start, k.stop
+        start = 0 if start is None else start
+        stop = dim if stop is None else stop
+        if 0 <= start < stop <= dim:
+            return (start, stop - start, 1)
     if isinstance(k, DynSlice):
         k = slice(k.start, k.start + k.size)
     if isinstance(k, bool) or not isinstance(k, (int, slice)) and not hasattr(k, "__index__"):
