@@ -137,6 +137,11 @@ def _param_rules(b: Bound):
             yield b.err("E061", f"`{p.name}` must hold one element per partition, shape (P, 1); "
                         f"got {list(r.shape)}", p.name,
                         hint=f"use a column view such as {r.decl.name}[:, 0:1]")
+        if p.out and r.ap is not None and r.ap.overlapping:
+            yield b.err("E039", f"`{p.name}` writes through an access pattern that addresses "
+                        "some element more than once (a zero or overlapping step)", p.name,
+                        hint="a written view must address each element once; zero steps "
+                             "(broadcast) are for operands that are read")
     if b.engine == "gpsimd":
         for p, r in tiles:
             # a param that already excludes PSUM got its E040 above: don't report it twice
