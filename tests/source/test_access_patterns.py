@@ -175,3 +175,99 @@ def test_overlapping_write_is_E039_but_overlapping_read_is_fine(tmp_path):
     ok = diagnostics(tmp_path, tensors, [{"tensor_copy": {
         "dst": "y", "src": ap("x", [[4, 8], [0, 4]])}}])
     assert not [d for d in ok if d.severity == "error"]
+
+
+# ---- spellings ---------------------------------------------------------------------------------
+ROUND_TRIP_YAML = """\
+version: 1
+tensors:
+  x: {buffer: sbuf, shape: [8, 16], dtype: int32, fill: 7}
+  h: {buffer: hbm, shape: [1, 16], dtype: float32, fill: 2.0}
+  y: {buffer: sbuf, shape: [8, 32], dtype: bfloat16, output: true}
+  z: {buffer: sbuf, shape: [8, 4, 16], dtype: float32, output: true}
+instructions:
+  - tensor_copy: {dst: y, src: "x.ap([[32, 8], [1, 32]], dtype=bf16)"}
+  - dma_copy:
+      dst: z
+      src: {tensor: h, pattern: [[0, 8], [0, 4], [1, 16]]}
+  - tensor_copy: {dst: "z.ap(pattern=[[64,8],[16,2],[1,16]], offset=32)", src: "z[:, 0:2, :]"}
+"""
+
+
+def test_convert_round_trips_access_patterns_both_ways(tmp_path):
+    from nkirun.source.text_front import parse_text
+    from nkirun.source.write import to_text, to_yaml
+    from nkirun.source.yaml_front import parse_yaml
+    original, d0 = parse_yaml(ROUND_TRIP_YAML, "p.yaml", ".")
+    assert d0 == []
+    text = to_text(original)
+    assert "src=x.ap([[32,8],[1,32]],dtype=bfloat16)" in text
+    assert "src=h.ap([[0,8],[0,4],[1,16]])" in text  # the mapping form, spelled as .ap
+    as_text, d1 = parse_text(text, "p.nkis", ".")
+    back, d2 = parse_yaml(to_yaml(as_text), "p.yaml", ".")
+    assert d1 == d2 == []
+
+    def ir(p):
+        return [(i.op, sorted((k, (v.tensor, v.index) if hasattr(v, "tensor") else v)
+                              for k, v in i.args.items())) for i in p.instructions]
+    assert ir(original) == ir(as_text) == ir(back)
+    assert to_text(back) == text
+    # and the three run alike
+    outs = [run(str(_write(tmp_path, n, s))) for n, s in
+            (("a.yaml", ROUND_TRIP_YAML), ("b.nkis", text), ("c.yaml", to_yaml(as_text)))]
+    for o in outs[1:]:
+        for k in o:
+            np.testing.assert_array_equal(o[k].view(np.uint8), outs[0][k].view(np.uint8))
+    z = outs[0]["z"]
+    assert (z == 2.0).all()
+
+
+def _write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_text_form_reads_an_access_pattern_with_blanks_and_keywords(tmp_path):
+    prog = ("version 1\ntensor x sbuf [4, 8] float32 fill=1\n"
+            "tensor y sbuf [4, 4] float32 output\n"
+            "tensor_copy dst=y src=x.ap( [[8, 4], [2, 4]] , offset = 1 )\n")
+    got = run(str(_write(tmp_path, "p.nkis", prog)))
+    assert (got["y"] == 1).all()
+
+
+@pytest.mark.parametrize("spelling, words", [
+    ("x.ap([[8, 4], [2, 4]], offset=1.5)", "offset"),
+    ("x.ap([[8, 4], [2]])", "pattern"),
+    ("x.ap([[8, 4]], colour=3)", "colour"),
+    ("x.ap([[8, 4]], dtype=float64)", "dtype"),
+    ("x.ap([[8, 4]]", "expected"),
+])
+def test_bad_spellings_are_E034(tmp_path, spelling, words):
+    d = diagnostics(tmp_path, {"x": sbuf(np.ones((4, 8), np.float32)),
+                               "y": out((4, 4), "float32")},
+                    [{"tensor_copy": {"dst": "y", "src": spelling}}])
+    assert codes(d) == ["E034"], [x.message for x in d]
+    assert words in d[0].message
+
+
+def test_mask_selects_elements_of_a_pattern_destination(tmp_path):
+    P, F = 16, 8
+    base = np.zeros((P, 2 * F), np.float32)
+    src = RNG.standard_normal((P, F)).astype(np.float32)
+    got = run_program(tmp_path, {"y": sbuf(base, output=True), "s": sbuf(src)},
+                      [{"tensor_copy": {"dst": ap("y", [[2 * F, P], [2, F]]), "src": "s",
+                                        "mask": "p < 5 and f >= 3"}}])
+    want = base.copy()
+    sel = (np.arange(P)[:, None] < 5) & (np.arange(F)[None, :] >= 3)
+    want[:, 0::2] = np.where(sel, src, 0)
+    np.testing.assert_array_equal(got["y"], want)
+
+
+def test_tensor_tensor_cost_sees_a_strided_pattern_operand(tmp_path):
+    from nkirun.api import cost
+    x = np.ones((128, 64), np.float32)
+    prog = [{"tensor_tensor": {"dst": "y", "data1": ap("x", [[64, 128], [2, 32]]),
+                               "data2": ap("x", [[64, 128], [1, 32]]), "op": "add"}}]
+    s = cost(write_program(tmp_path, {"x": sbuf(x), "y": out((128, 32), "float32")}, prog))
+    assert s.slots[0].cycles > 0
