@@ -11,7 +11,8 @@ import numpy as np
 
 from nkirun.hw import dtypes as dt
 from nkirun.diagnostics import RunError, error
-from nkirun.source.access import storage_elements
+from nkirun.source import indirect
+from nkirun.source.access import static_offsets, storage_elements
 from nkirun.source.operands import Resolved
 
 LANES = 128  # one accumulator register per partition
@@ -44,7 +45,7 @@ class Machine:
     def view(self, r: Resolved) -> np.ndarray:
         """The operand's storage view, in its own dtype and logical shape (no copy)."""
         if r.ap is not None:
-            return self._strided(r)
+            return self._strided(r) if r.ap.indirect is None else self._gather(r)
         a = self.buffers[r.decl.name][r.np_index]
         return a.reshape(r.shape) if r.reshape else a
 
@@ -61,12 +62,51 @@ class Machine:
             a.flags.writeable = False
         return a.reshape(r.shape) if s.shape != r.shape else a
 
+    # ---- indirect (runtime-indexed) patterns: source/indirect.py --------------------------------
+    def indirect_rows(self, r: Resolved):
+        """Byte offsets of an indirect view's elements from its index's current values, and
+        which partitions stay in bounds ((P,) bool; None: all). E093 under oob_mode=error."""
+        values = self.read(r.ap.indirect.index)
+        b = self.current
+        mode = b.get("oob_mode") if b is not None and hasattr(b, "get") else None
+        return indirect.offsets(r, values, static_offsets(r), mode or "error", b)
+
+    def _typed_flat(self, r: Resolved) -> np.ndarray:
+        name = r.decl.name
+        buf = self.buffers[name]
+        if not buf.flags.c_contiguous:
+            buf = self.buffers[name] = np.ascontiguousarray(buf)
+        return buf.reshape(-1).view(np.uint8).view(r.ap.dtype.np_type)
+
+    def _gather(self, r: Resolved) -> np.ndarray:
+        off, _ = self.indirect_rows(r)
+        return self._typed_flat(r)[off // r.ap.dtype.itemsize].reshape(r.shape)
+
+    def _scatter(self, r: Resolved, values: np.ndarray, mask) -> None:
+        off, keep = self.indirect_rows(r)
+        sel = self._kept(r, keep, mask)
+        at = (off // r.ap.dtype.itemsize).reshape(r.shape)
+        flat = self._typed_flat(r)
+        if sel is None:
+            flat[at] = values
+        else:
+            flat[at[sel]] = values[sel]
+
+    @staticmethod
+    def _kept(r: Resolved, keep, mask):
+        """The elements an indirect transfer really moves (None: all)."""
+        if keep is None:
+            return None if mask is None else mask.reshape(r.shape)
+        rows = np.broadcast_to(keep.reshape((-1,) + (1,) * (len(r.shape) - 1)), r.shape)
+        return rows if mask is None else rows & mask.reshape(r.shape)
+
     def _selected_written(self, r: Resolved, w: np.ndarray) -> np.ndarray:
         """Which elements of the view hold data (r.shape for a pattern view, else the
         shape NumPy's basic index gives)."""
         if r.ap is None:
             return w[r.np_index]
-        return w.reshape(-1)[storage_elements(r)].all(axis=-1)
+        off = self.indirect_rows(r)[0] if r.ap.indirect is not None else None
+        return w.reshape(-1)[storage_elements(r, off)].all(axis=-1)
 
     def read(self, r: Resolved, rows: np.ndarray | None = None) -> np.ndarray:
         """The operand; `rows` ((P,) bool): only these partitions must hold data (a masked
@@ -96,7 +136,9 @@ class Machine:
             missing = _masked_reads(missing, mask)
             if not missing.any():
                 return
-        at = _first_missing(r, missing, sel.shape)
+        off = (self.indirect_rows(r)[0]
+               if r.ap is not None and r.ap.indirect is not None else None)
+        at = _first_missing(r, missing, sel.shape, off)
         where = (f"partition {at[0]}, free index {tuple(at[1:])}" if r.decl.on_chip
                  else f"index {tuple(at)}")
         n = int(missing.sum())
@@ -126,6 +168,8 @@ class Machine:
         else:
             np.copyto(dst, v, casting="unsafe",
                       where=mask if mask.shape == dst.shape else mask.reshape(dst.shape))
+        if r.ap is not None and r.ap.indirect is not None:
+            self._scatter(r, dst, mask)  # dst was a gathered copy: put it where it goes
         self._mark_written(r, mask)
 
     def write_select(self, r: Resolved, cond: np.ndarray, on_true: np.ndarray, on_false,
@@ -186,7 +230,12 @@ class Machine:
     def _mark_pattern_written(self, r: Resolved, w: np.ndarray, mask) -> None:
         # A storage element counts as written when any view element covering it is
         # (a reinterpreting view may write part of one).
-        elems = storage_elements(r)
+        if r.ap.indirect is None:
+            elems = storage_elements(r)
+        else:
+            off, keep = self.indirect_rows(r)
+            elems = storage_elements(r, off)
+            mask = self._kept(r, keep, mask)
         if mask is not None:
             elems = elems[mask.reshape(r.shape)]
         touched = np.unique(elems)
@@ -251,11 +300,11 @@ def _long_runs(cond: np.ndarray) -> bool:
     return changes * 64 < rows.size
 
 
-def _first_missing(r: Resolved, missing: np.ndarray, sel_shape) -> list[int]:
+def _first_missing(r: Resolved, missing: np.ndarray, sel_shape, off=None) -> list[int]:
     """The tensor coordinates of the first unwritten element the view reads."""
     first = np.argwhere(missing.reshape(sel_shape if r.ap is None else r.shape))[0]
     if r.ap is not None:
-        flat = int(storage_elements(r)[tuple(first)][0])
+        flat = int(storage_elements(r, off)[tuple(first)][0])
         return [int(i) for i in np.unravel_index(flat, r.decl.shape)]
     it = iter(first)
     return [i if isinstance(i, int) else i.start + int(next(it)) * i.step for i in r.np_index]

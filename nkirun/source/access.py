@@ -31,6 +31,7 @@ import numpy as np
 from nkirun.diagnostics import Loc, error
 from nkirun.hw import dtypes as dt
 from nkirun.ir import AccessPattern, TensorDecl, View
+from nkirun.source.indirect import Indirect, static_part
 
 MAX_DIMS = 5  # the partition entry + up to 4 free dims (NKI language guide: "up to 5")
 MAX_PARTITIONS = 128
@@ -53,6 +54,7 @@ class Strided:
     byte_strides: tuple[int, ...]  # per view dim (the on-chip (P,1) tail has stride 0)
     overlapping: bool  # some element is addressed twice (zero or overlapping steps)
     exact_box: bool  # Resolved.box is exactly the storage elements touched, else a bound
+    indirect: Indirect | None = None  # runtime-indexed (source/indirect.py)
 
 
 # ---- spelling ----------------------------------------------------------------------------------
@@ -126,15 +128,13 @@ def make_ap(values: dict) -> AccessPattern:
 
 # ---- resolution --------------------------------------------------------------------------------
 def resolve_ap(view: View, decl: TensorDecl, resolved_cls):
-    """Check `view` (an AccessPattern view) against `decl`; (Resolved, None) or (None, diag)."""
-    ap, loc, name = view.index, view.loc, decl.name
+    """Check `view` (an AccessPattern view) against `decl`; (Resolved, None) or (None, diag).
+    An indirect pattern's index view is resolved later, by bind (indirect.bind_index)."""
+    ap, loc = view.index, view.loc
 
     def bad(code, msg, hint=None):
         return None, error(code, f"view {view}: {msg}", loc, hint=hint)
 
-    if ap.scalar_offset is not None or ap.vector_offset is not None:
-        return bad("E035", "indirect addressing (scalar_offset/vector_offset) is not "
-                   "supported yet", hint="use a static offset")
     if not ap.pattern or len(ap.pattern) > MAX_DIMS:
         return bad("E035", f"an access pattern has 1 to {MAX_DIMS} [step, num] entries "
                    f"(got {len(ap.pattern)})")
@@ -144,51 +144,73 @@ def resolve_ap(view: View, decl: TensorDecl, resolved_cls):
     if ap.offset < 0:
         return bad("E035", f"the offset must not be negative (got {ap.offset})")
     dtype = ap.dtype or decl.dtype
-    isz = dtype.itemsize
     unit = decl.bytes_per_partition if decl.on_chip else decl.nbytes
-    if unit % isz:
+    if unit % dtype.itemsize:
         where = "a partition of " if decl.on_chip else ""
-        return bad("E037", f"{where}`{name}` holds {unit} bytes, not a whole number of "
-                   f"{dtype.name} elements ({isz} bytes)",
+        return bad("E037", f"{where}`{decl.name}` holds {unit} bytes, not a whole number of "
+                   f"{dtype.name} elements ({dtype.itemsize} bytes)",
                    hint=f"reinterpret as a dtype whose size divides {unit}")
-    extent = unit // isz  # elements of dtype: per partition (on-chip) or in all (hbm)
-    pattern, offset = ap.pattern, ap.offset
+    pattern, ind = ap.pattern, None
+    if ap.scalar_offset is not None or ap.vector_offset is not None:
+        ind, got = static_part(ap, decl, dtype)
+        if ind is None:
+            return bad("E035", got)
+        pattern = got
+    start, problem = _start(decl, dtype, unit // dtype.itemsize, pattern, ap.offset)
+    if problem is not None:
+        return bad(*problem)
+    return _resolved(decl, dtype, pattern, ap.pattern, start, ind, resolved_cls), None
+
+
+def _start(decl: TensorDecl, dtype, extent: int, pattern, offset: int):
+    """The pattern's first byte, or a problem (code, message, hint): the partition entry
+    (on chip) and every address inside the tensor (inside one partition, on chip)."""
+    name, bpp = decl.name, decl.bytes_per_partition
+    free, p0, f0 = pattern, 0, offset
     if decl.on_chip:
         (pstep, pnum), free = pattern[0], pattern[1:]
         if pnum > MAX_PARTITIONS:
-            return bad("E036", f"the partition entry reads {pnum} partitions; at most "
-                       f"{MAX_PARTITIONS}", hint="tile the partition dimension by 128")
+            return 0, ("E036", f"the partition entry reads {pnum} partitions; at most "
+                       f"{MAX_PARTITIONS}", "tile the partition dimension by 128")
         if pnum > 1 and pstep != extent:
-            return bad("E036", f"the partition step must be {extent}, the elements of "
+            return 0, ("E036", f"the partition step must be {extent}, the elements of "
                        f"{dtype.name} in one partition of `{name}` (got {pstep})",
-                       hint=f"write the first entry as [{extent}, {pnum}]: a view cannot skip "
-                            "or repeat partitions")
+                       f"write the first entry as [{extent}, {pnum}]: a view cannot skip "
+                       "or repeat partitions")
         p0, f0 = divmod(offset, extent)
         if p0 + pnum > decl.partitions:
-            return bad("E038", f"it reads partitions {p0}..{p0 + pnum - 1} but `{name}` has "
-                       f"{decl.partitions}", hint=f"allowed: offset // {extent} + {pnum} <= "
-                                                   f"{decl.partitions}")
-    else:
-        pstep = pnum = p0 = 0
-        free, f0 = pattern, offset
+            return 0, ("E038", f"it reads partitions {p0}..{p0 + pnum - 1} but `{name}` has "
+                       f"{decl.partitions}", f"allowed: offset // {extent} + {pnum} <= "
+                                             f"{decl.partitions}")
     lo = f0 + sum(min(0, s * (n - 1)) for s, n in free)
     hi = f0 + sum(max(0, s * (n - 1)) for s, n in free)
     if lo < 0 or hi >= extent:
         what = "inside one partition of" if decl.on_chip else "inside"
-        return bad("E038", f"it addresses {dtype.name} elements {lo}..{hi} {what} `{name}`, "
-                   f"which has {extent}", hint=f"allowed: 0..{extent - 1}")
-    shape = tuple(n for _, n in pattern)
+        return 0, ("E038", f"it addresses {dtype.name} elements {lo}..{hi} {what} `{name}`, "
+                   f"which has {extent}", f"allowed: 0..{extent - 1}")
+    return p0 * bpp + f0 * dtype.itemsize, None
+
+
+def _resolved(decl, dtype, pattern, given, start: int, ind, resolved_cls):
+    """The Resolved of a checked pattern: its strided layout, box and overlap."""
+    isz = dtype.itemsize
+    shape = tuple(n for _, n in given)
     strides = tuple(s * isz for s, _ in pattern)
     if decl.on_chip:
         strides = (decl.bytes_per_partition,) + strides[1:]
         if len(shape) == 1:
             shape, strides = shape + (1,), strides + (0,)
-    box, exact = _box(decl, dtype, offset * isz if not decl.on_chip
-                      else p0 * decl.bytes_per_partition + f0 * isz, shape, strides)
-    s = Strided(dtype, shape, (p0 * decl.bytes_per_partition + f0 * isz) if decl.on_chip
-                else offset * isz, strides, _overlapping(shape, strides, isz), exact)
+    if ind is None:
+        box, exact = _box(decl, dtype, start, shape, strides)
+        overlapping = _overlapping(shape, strides, isz)
+    else:  # the index decides which elements: assume the whole tensor
+        box, exact = tuple((0, n, 1) for n in decl.shape), False
+        # a vector index gives each partition its own row: only the rest can overlap
+        rest = ((1,) + shape[1:]) if ind.per_partition else shape
+        overlapping = _overlapping(rest, strides, isz)
+    s = Strided(dtype, shape, start, strides, overlapping, exact, ind)
     first = box[0]
-    return resolved_cls(decl, None, shape, False, first[0], first[2], box, s), None
+    return resolved_cls(decl, None, shape, False, first[0], first[2], box, s)
 
 
 def _overlapping(shape, strides, isz) -> bool:
@@ -221,11 +243,19 @@ def _byte_offsets(base: int, shape, strides) -> np.ndarray:
     return off
 
 
-def storage_elements(r) -> np.ndarray:
+def static_offsets(r) -> np.ndarray:
+    """The byte offset of every element of a pattern view, in the pattern's shape (for an
+    indirect pattern: with index 0)."""
+    s = r.ap
+    return _byte_offsets(s.byte_offset, s.shape, s.byte_strides)
+
+
+def storage_elements(r, off: np.ndarray | None = None) -> np.ndarray:
     """The flat indices of the tensor's storage elements each view element covers:
-    shape r.shape + (k,), k storage elements per view element (reinterpretation)."""
+    shape r.shape + (k,), k storage elements per view element (reinterpretation).
+    `off`: the elements' byte offsets when the run decided them (indirect patterns)."""
     s, ssz = r.ap, r.decl.dtype.itemsize
-    off = _byte_offsets(s.byte_offset, s.shape, s.byte_strides).reshape(r.shape)
+    off = (static_offsets(r) if off is None else off).reshape(r.shape)
     k = max(1, s.dtype.itemsize // ssz)
     return (off // ssz)[..., None] + np.arange(k, dtype=np.int64)
 

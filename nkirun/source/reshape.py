@@ -1,5 +1,6 @@
-"""Shape arithmetic of views (source/strided.py): row-major strides, -1 inference, NumPy's
-no-copy reshape, and `NkiTensor.rearrange` (einops style): split, permute, merge.
+"""Index and shape arithmetic of views (source/strided.py): ints, slices, `...` and
+`nl.ds`, row-major strides, -1 inference, NumPy's no-copy reshape, and
+`NkiTensor.rearrange` (einops style): split, permute, merge.
 
     v.rearrange(('b', ('h', 'w')), ('b', 'w', 'h'), {'h': 4})   # (128, 24) -> (128, 6, 4)
 
@@ -10,6 +11,8 @@ rules (the partition dim stays first; merged dims must be contiguous).
 from __future__ import annotations
 
 from math import prod
+
+from nkirun.hw import dtypes as dt
 
 
 class ViewError(ValueError):
@@ -104,3 +107,58 @@ def reshape_strides(old, old_strides, new):
         oi += 1
         ni += 1
     return tuple(result)
+
+def dim_index(d: int, ndim: int) -> int:
+    if not -ndim <= d < ndim:
+        raise ViewError(f"dim {d} is out of range for {ndim} dims")
+    return d + ndim if d < 0 else d
+
+
+def int_index(i, n: int, axis: int) -> int:
+    if isinstance(i, bool) or not isinstance(i, int):
+        if hasattr(i, "__index__"):
+            i = i.__index__()
+        else:
+            raise ViewError(f"index {i!r} on dim {axis}: only ints, slices, `...` and nl.ds "
+                            "are supported")
+    if not -n <= i < n:
+        raise ViewError(f"index {i} is out of bounds for dim {axis} (size {n})",
+                        f"allowed: {-n}..{n - 1}")
+    return i + n if i < 0 else i
+
+
+def slice_triple(item: slice, n: int, axis: int) -> tuple[int, int, int]:
+    step = 1 if item.step is None else item.step
+    if step < 1:
+        raise ViewError(f"slice step must be positive on dim {axis} (got {step})")
+    start, stop, _ = item.indices(n)
+    count = max(0, -(-(stop - start) // step))
+    if count == 0:
+        raise ViewError(f"slice {item.start}:{item.stop} selects nothing of dim {axis} "
+                        f"(size {n})")
+    return start, count, step
+
+
+def expand_key(key: tuple, ndim: int) -> tuple:
+    if any(k is Ellipsis for k in key):
+        i = key.index(Ellipsis)
+        fill = ndim - (len(key) - 1)
+        key = key[:i] + (slice(None),) * fill + key[i + 1:]
+    if len(key) > ndim:
+        raise ViewError(f"{len(key)} indices for a view of {ndim} dims")
+    return tuple(_as_slice(k) for k in key) + (slice(None),) * (ndim - len(key))
+
+
+def _as_slice(k):
+    if hasattr(k, "start") and hasattr(k, "size") and not isinstance(k, slice):
+        return slice(k.start, k.start + k.size)  # nl.ds(start, size)
+    return k
+
+
+def dtype_of(d) -> dt.DType:
+    if isinstance(d, dt.DType):
+        return d
+    got = dt.lookup(str(getattr(d, "name", d)))
+    if got is None:
+        raise ViewError(f"unknown dtype {d!r}")
+    return got

@@ -31,7 +31,9 @@ from math import prod
 from nkirun.diagnostics import Loc
 from nkirun.hw import dtypes as dt
 from nkirun.ir import AccessPattern, Slice, TensorDecl, View
-from nkirun.source.reshape import ViewError, infer_shape, rearrange, reshape_strides, row_major
+from nkirun.source.reshape import (ViewError, dim_index, dtype_of, expand_key, infer_shape,
+                                   int_index, rearrange, reshape_strides, row_major,
+                                   slice_triple)
 
 
 @dataclass(frozen=True)
@@ -80,18 +82,18 @@ class StridedView:
 
     # ---- indexing ------------------------------------------------------------------------------
     def __getitem__(self, key) -> StridedView:
-        items = _expand(key if isinstance(key, tuple) else (key,), self.ndim)
+        items = expand_key(key if isinstance(key, tuple) else (key,), self.ndim)
         shape, strides, offset, kept = [], [], self.offset, []
         last_int = None
         for axis, (item, n, s) in enumerate(zip(items, self.shape, self.strides)):
             if isinstance(item, slice):
-                start, count, step = _slice(item, n, axis)
+                start, count, step = slice_triple(item, n, axis)
                 offset += start * s
                 shape.append(count)
                 strides.append(s * step)
                 kept.append((axis, (start, count, step)))
             else:
-                i = _int(item, n, axis)
+                i = int_index(item, n, axis)
                 offset += i * s
                 if axis == 0 and self.on_chip:
                     shape.append(1)
@@ -107,7 +109,7 @@ class StridedView:
         return v._with_basic(self._compose(items))
 
     def slice(self, dim: int, start: int, end: int, step: int = 1) -> StridedView:
-        dim = _dim(dim, self.ndim)
+        dim = dim_index(dim, self.ndim)
         if not (0 <= start < end <= self.shape[dim]) or step < 1:
             raise ViewError(f"slice({dim}, {start}, {end}, {step}) is out of range for size "
                             f"{self.shape[dim]}", "0 <= start < end <= size and step >= 1")
@@ -116,7 +118,7 @@ class StridedView:
         return self[tuple(key)]
 
     def select(self, dim: int, index) -> StridedView:
-        dim = _dim(dim, self.ndim)
+        dim = dim_index(dim, self.ndim)
         if not isinstance(index, int):
             raise ViewError("a dynamic select (an index held in a tensor) is not supported yet")
         if dim == 0 and self.on_chip:
@@ -142,7 +144,7 @@ class StridedView:
         return self._new(shape, strides, self.offset)
 
     def reshape_dim(self, dim: int, shape) -> StridedView:
-        dim = _dim(dim, self.ndim)
+        dim = dim_index(dim, self.ndim)
         shape = infer_shape(tuple(shape), self.shape[dim])
         if dim == 0 and self.on_chip and len(shape) != 1:
             raise ViewError("reshape_dim cannot split the partition dim of an on-chip tensor")
@@ -153,7 +155,7 @@ class StridedView:
                          + self.strides[dim + 1:], self.offset)
 
     def flatten_dims(self, start_dim: int, end_dim: int) -> StridedView:
-        a, b = _dim(start_dim, self.ndim), _dim(end_dim, self.ndim)
+        a, b = dim_index(start_dim, self.ndim), dim_index(end_dim, self.ndim)
         if a > b or (a == 0 and self.on_chip and b > 0):
             raise ViewError(f"flatten_dims({start_dim}, {end_dim}): need start <= end, and "
                             "start > 0 on an on-chip tensor")
@@ -166,7 +168,7 @@ class StridedView:
                          self.strides[:a] + strides + self.strides[b + 1:], self.offset)
 
     def expand_dim(self, dim: int) -> StridedView:
-        dim = _dim(dim, self.ndim + 1)
+        dim = dim_index(dim, self.ndim + 1)
         if dim == 0 and self.on_chip:
             raise ViewError("expand_dim cannot insert before the partition dim of an on-chip "
                             "tensor")
@@ -174,7 +176,7 @@ class StridedView:
                          self.strides[:dim] + (0,) + self.strides[dim:], self.offset)
 
     def squeeze_dim(self, dim: int) -> StridedView:
-        dim = _dim(dim, self.ndim)
+        dim = dim_index(dim, self.ndim)
         if self.shape[dim] != 1:
             raise ViewError(f"squeeze_dim({dim}): the dim has size {self.shape[dim]}, not 1")
         if dim == 0 and self.on_chip:
@@ -183,7 +185,7 @@ class StridedView:
                          self.strides[:dim] + self.strides[dim + 1:], self.offset)
 
     def permute(self, dims) -> StridedView:
-        dims = tuple(_dim(d, self.ndim) for d in dims)
+        dims = tuple(dim_index(d, self.ndim) for d in dims)
         if sorted(dims) != list(range(self.ndim)):
             raise ViewError(f"permute{dims} is not a permutation of 0..{self.ndim - 1}")
         if self.on_chip and dims[0] != 0:
@@ -194,7 +196,7 @@ class StridedView:
                          tuple(self.strides[d] for d in dims), self.offset)
 
     def broadcast(self, dim: int, size: int) -> StridedView:
-        dim = _dim(dim, self.ndim)
+        dim = dim_index(dim, self.ndim)
         if self.shape[dim] != 1:
             raise ViewError(f"broadcast({dim}, {size}): the dim has size {self.shape[dim]}; "
                             "only a size-1 dim can be broadcast")
@@ -210,7 +212,7 @@ class StridedView:
 
     # ---- reinterpretation and raw patterns -----------------------------------------------------
     def view(self, dtype) -> StridedView:
-        new = _dtype(dtype)
+        new = dtype_of(dtype)
         old = self.dtype
         if new.itemsize == old.itemsize:
             return replace(self, dtype=new, basic=None, tail=False)
@@ -237,7 +239,7 @@ class StridedView:
         if scalar_offset is not None or vector_offset is not None:
             raise ViewError("indirect access patterns (scalar_offset/vector_offset) are not "
                             "supported yet")
-        new = _dtype(dtype) if dtype is not None else self.dtype
+        new = dtype_of(dtype) if dtype is not None else self.dtype
         base = self.offset * self.dtype.itemsize
         if base % new.itemsize:
             raise ViewError(f"the view starts at byte {base}, not a whole {new.name} element")
@@ -289,15 +291,15 @@ class StridedView:
             d = dims[axis]
             n = self.shape[axis]
             if d is None:  # the on-chip size-1 tail: only `0` or a full slice keep it
-                if isinstance(item, slice) and _slice(item, n, axis)[1] == 1 or item in (0, -1):
+                if isinstance(item, slice) and slice_triple(item, n, axis)[1] == 1 or item in (0, -1):
                     continue
                 return None
             start, count, step = out[d]
             if isinstance(item, slice):
-                a, c, s = _slice(item, n, axis)
+                a, c, s = slice_triple(item, n, axis)
                 out[d] = (start + a * step, c, step * s)
             else:
-                i = _int(item, n, axis)
+                i = int_index(item, n, axis)
                 out[d] = (start + i * step, 1, 1) if (d == 0 and self.on_chip) \
                     else start + i * step
         kept = sum(not isinstance(b, int) for b in out)
@@ -309,59 +311,3 @@ class StridedView:
         last = max(d for d, b in enumerate(out))  # HBM: keep the last dim at size 1
         out[last] = (out[last], 1, 1)
         return tuple(out), False
-
-
-def _dim(d: int, ndim: int) -> int:
-    if not -ndim <= d < ndim:
-        raise ViewError(f"dim {d} is out of range for {ndim} dims")
-    return d + ndim if d < 0 else d
-
-
-def _int(i, n: int, axis: int) -> int:
-    if isinstance(i, bool) or not isinstance(i, int):
-        if hasattr(i, "__index__"):
-            i = i.__index__()
-        else:
-            raise ViewError(f"index {i!r} on dim {axis}: only ints, slices, `...` and nl.ds "
-                            "are supported")
-    if not -n <= i < n:
-        raise ViewError(f"index {i} is out of bounds for dim {axis} (size {n})",
-                        f"allowed: {-n}..{n - 1}")
-    return i + n if i < 0 else i
-
-
-def _slice(item: slice, n: int, axis: int) -> tuple[int, int, int]:
-    step = 1 if item.step is None else item.step
-    if step < 1:
-        raise ViewError(f"slice step must be positive on dim {axis} (got {step})")
-    start, stop, _ = item.indices(n)
-    count = max(0, -(-(stop - start) // step))
-    if count == 0:
-        raise ViewError(f"slice {item.start}:{item.stop} selects nothing of dim {axis} "
-                        f"(size {n})")
-    return start, count, step
-
-
-def _expand(key: tuple, ndim: int) -> tuple:
-    if any(k is Ellipsis for k in key):
-        i = key.index(Ellipsis)
-        fill = ndim - (len(key) - 1)
-        key = key[:i] + (slice(None),) * fill + key[i + 1:]
-    if len(key) > ndim:
-        raise ViewError(f"{len(key)} indices for a view of {ndim} dims")
-    return tuple(_as_slice(k) for k in key) + (slice(None),) * (ndim - len(key))
-
-
-def _as_slice(k):
-    if hasattr(k, "start") and hasattr(k, "size") and not isinstance(k, slice):
-        return slice(k.start, k.start + k.size)  # nl.ds(start, size)
-    return k
-
-
-def _dtype(d) -> dt.DType:
-    if isinstance(d, dt.DType):
-        return d
-    got = dt.lookup(str(getattr(d, "name", d)))
-    if got is None:
-        raise ViewError(f"unknown dtype {d!r}")
-    return got
