@@ -18,8 +18,12 @@ Readings:
   * `.ap(pattern, offset=N)` on a view starts at that view's own storage offset plus N (the
     NkiTensor.ap reference; `out[k].ap(..., offset=0)` in public kernels relies on it),
     with steps relative to the storage (not to the view's strides);
-  * `nl.ds(start, size)` is `slice(start, start + size)`; a dynamic (tensor) index is not
-    supported yet;
+  * `nl.ds(start, size)` is `slice(start, start + size)` (any object with .start/.size);
+  * a runtime index (`.ap(scalar_offset=..)`/`.ap(vector_offset=..)`, `select(dim, tensor)`,
+    `vector_select(0, tensor)`; the index is a StridedView or an ir.View) makes an indirect
+    view of an HBM tensor (source/indirect.py); `indirect_dim` names a dim of the view it is
+    called on, whose stride must be the stride of a dim of the declared tensor; such a view
+    is final (further view methods raise ViewError);
   * an integer index on an on-chip partition dim keeps it at size 1; on a free dim it drops
     the dim unless fewer than 2 dims would remain (then the last one stays at size 1).
 """
@@ -48,6 +52,9 @@ class StridedView:
     # that is no tensor dim; None once the view is no basic index.
     basic: tuple | None = None
     tail: bool = False
+    # A runtime-indexed view (source/indirect.py): ("scalar" | "vector", the index's
+    # ir.View, the tensor dim whose stride the index scales); it is final (no more views).
+    indirect: tuple | None = None
 
     @classmethod
     def of(cls, decl: TensorDecl) -> StridedView:
@@ -82,6 +89,7 @@ class StridedView:
 
     # ---- indexing ------------------------------------------------------------------------------
     def __getitem__(self, key) -> StridedView:
+        self._final()
         items = expand_key(key if isinstance(key, tuple) else (key,), self.ndim)
         shape, strides, offset, kept = [], [], self.offset, []
         last_int = None
@@ -119,8 +127,11 @@ class StridedView:
 
     def select(self, dim: int, index) -> StridedView:
         dim = dim_index(dim, self.ndim)
-        if not isinstance(index, int):
-            raise ViewError("a dynamic select (an index held in a tensor) is not supported yet")
+        if not isinstance(index, int):  # a (1, 1) SBUF tensor: a runtime index (HBM only)
+            self._final()
+            v = self._new(self.shape[:dim] + self.shape[dim + 1:],
+                          self.strides[:dim] + self.strides[dim + 1:], self.offset)
+            return v._indexed("scalar", index, self.strides[dim] * self.dtype.itemsize)
         if dim == 0 and self.on_chip:
             raise ViewError("select cannot remove the partition dim of an on-chip tensor",
                             "use slice(0, i, i + 1) to keep one partition")
@@ -212,6 +223,7 @@ class StridedView:
 
     # ---- reinterpretation and raw patterns -----------------------------------------------------
     def view(self, dtype) -> StridedView:
+        self._final()
         new = dtype_of(dtype)
         old = self.dtype
         if new.itemsize == old.itemsize:
@@ -236,9 +248,7 @@ class StridedView:
 
     def ap(self, pattern, offset=None, scalar_offset=None, vector_offset=None,
            indirect_dim=0, dtype=None) -> StridedView:
-        if scalar_offset is not None or vector_offset is not None:
-            raise ViewError("indirect access patterns (scalar_offset/vector_offset) are not "
-                            "supported yet")
+        self._final()
         new = dtype_of(dtype) if dtype is not None else self.dtype
         base = self.offset * self.dtype.itemsize
         if base % new.itemsize:
@@ -251,8 +261,42 @@ class StridedView:
         shape, strides = tuple(n for _, n in pat), tuple(s for s, _ in pat)
         if self.on_chip and len(shape) == 1:
             shape, strides = shape + (1,), strides + (1,)
-        return StridedView(self.decl, shape, strides,
-                           base // new.itemsize + (offset or 0), new)
+        v = StridedView(self.decl, shape, strides, base // new.itemsize + (offset or 0), new)
+        if scalar_offset is None and vector_offset is None:
+            return v
+        if scalar_offset is not None and vector_offset is not None:
+            raise ViewError("give scalar_offset or vector_offset, not both")
+        # indirect_dim names a dim of this view; its stride scales the index
+        stride = self.strides[dim_index(indirect_dim, self.ndim)] * self.dtype.itemsize
+        vector = vector_offset is not None
+        return v._indexed("vector" if vector else "scalar",
+                          vector_offset if vector else scalar_offset, stride)
+
+    def vector_select(self, dim: int, vector_offset) -> StridedView:
+        """Partition p of the result reads row vector_offset[p] of dim 0 (HBM only)."""
+        self._final()
+        if dim_index(dim, self.ndim) != 0:
+            raise ViewError("vector_select needs dim 0")
+        rows = vector_offset.shape[0]
+        v = self._new((rows,) + self.shape[1:], self.strides, self.offset)
+        return v._indexed("vector", vector_offset, self.strides[0] * self.dtype.itemsize)
+
+    def _indexed(self, kind: str, index, stride_bytes: int) -> StridedView:
+        if self.on_chip:
+            raise ViewError("indirect addressing needs an HBM tensor")
+        d = self.decl
+        dims = [prod(d.shape[k + 1:]) * d.dtype.itemsize for k in range(len(d.shape))]
+        if stride_bytes not in dims:
+            raise ViewError("the indexed dim's stride is no dim of the declared tensor",
+                            "index a dim of the tensor itself (or of a contiguous reshape)")
+        ir_index = index.to_ir() if hasattr(index, "to_ir") else index
+        return replace(self, basic=None, tail=False,
+                       indirect=(kind, ir_index, dims.index(stride_bytes)))
+
+    def _final(self) -> None:
+        if self.indirect is not None:
+            raise ViewError("an indirect (runtime-indexed) view cannot be viewed further",
+                            "apply the other view methods before the dynamic index")
 
     # ---- lowering ------------------------------------------------------------------------------
     def to_ir(self, loc: Loc | None = None) -> View:
@@ -266,11 +310,14 @@ class StridedView:
                         for i, n in zip(self.basic, self.decl.shape))
             return View(self.decl.name, None if whole else items, loc)
         pattern = tuple(zip(self.strides, self.shape))
+        kind, index, dim = self.indirect or (None, None, 0)
         return View(self.decl.name, AccessPattern(
-            pattern, self.offset, None if self.dtype is self.decl.dtype else self.dtype), loc)
+            pattern, self.offset, None if self.dtype is self.decl.dtype else self.dtype,
+            index if kind == "scalar" else None, index if kind == "vector" else None, dim), loc)
 
     # ---- helpers -------------------------------------------------------------------------------
     def _new(self, shape, strides, offset) -> StridedView:
+        self._final()
         return StridedView(self.decl, tuple(shape), tuple(strides), offset, self.dtype)
 
     def _with_basic(self, basic) -> StridedView:

@@ -119,3 +119,40 @@ def test_text_form_and_convert_keep_the_index(tmp_path):
         prog.instructions[0].args["src"].index
     assert to_yaml(back).count("vector_offset") == 1
     np.testing.assert_array_equal(run(path)["y"], data[idx[:, 0]])
+
+
+def test_python_views_with_runtime_indices_lower_to_indirect_patterns(tmp_path):
+    from nkirun.hw import dtypes as dt
+    from nkirun.ir import TensorDecl
+    from nkirun.source.reshape import ViewError
+    from nkirun.source.strided import StridedView
+    f32, i32 = dt.DTYPES["float32"], dt.DTYPES["int32"]
+    data = StridedView.of(TensorDecl("d", "hbm", (6, 4, 10), f32))
+    idx = StridedView.of(TensorDecl("i", "sbuf", (4, 1), i32))
+    s = StridedView.of(TensorDecl("s", "sbuf", (1, 1), i32))
+    gather = data.reshape((24, 10)).ap([[10, 4], [1, 10]], vector_offset=idx)
+    assert str(gather.to_ir()) == "d.ap([[10,4],[1,10]],vector_offset=i,indirect_dim=1)"
+    picked = data.select(0, s)  # (4, 10): row s of dim 0
+    assert picked.shape == (4, 10)
+    assert str(picked.to_ir()) == "d.ap([[10,4],[1,10]],scalar_offset=s)"
+    rows = data[:, 0, :].vector_select(0, idx)
+    assert rows.shape == (4, 10)
+    assert str(rows.to_ir()) == "d.ap([[40,4],[1,10]],vector_offset=i)"
+    with pytest.raises(ViewError, match="cannot be viewed further"):
+        picked[:, 0:2]
+    with pytest.raises(ViewError, match="HBM"):
+        idx.ap([[1, 4], [1, 1]], scalar_offset=s)
+    # and they run: compare with NumPy
+    arr = RNG.standard_normal((6, 4, 10)).astype(np.float32)
+    iv = np.array([[5], [0], [2], [5]], np.int32)
+    got = run_program(tmp_path, {"d": sbuf(arr, buffer="hbm"), "i": sbuf(iv),
+                                 "s": sbuf(np.array([[2]], np.int32)),
+                                 "y": out((4, 10), "float32"), "z": out((4, 10), "float32"),
+                                 "w": out((4, 10), "float32")},
+                      [{"dma_copy": {"dst": "y", "src": str(gather.to_ir())}},
+                       {"dma_copy": {"dst": "z", "src": str(picked.to_ir())}},
+                       {"dma_copy": {"dst": "w", "src": str(rows.to_ir())}}])
+    flat = arr.reshape(24, 10)
+    np.testing.assert_array_equal(got["y"], flat[iv[:, 0] * 1])  # dim 1 of (6,4,10): stride 10
+    np.testing.assert_array_equal(got["z"], arr[2])
+    np.testing.assert_array_equal(got["w"], arr[iv[:, 0], 0, :])
