@@ -271,3 +271,28 @@ def test_tensor_tensor_cost_sees_a_strided_pattern_operand(tmp_path):
                                "data2": ap("x", [[64, 128], [1, 32]]), "op": "add"}}]
     s = cost(write_program(tmp_path, {"x": sbuf(x), "y": out((128, 32), "float32")}, prog))
     assert s.slots[0].cycles > 0
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_patterns_read_what_the_definition_says(tmp_path, seed):
+    rng = np.random.default_rng(seed)
+    P, F = int(rng.integers(1, 20)), int(rng.integers(4, 30))
+    x = rng.standard_normal((P, F)).astype(np.float32)
+    for _ in range(20):  # find a pattern that stays inside a partition
+        free = [(int(rng.integers(-2, 5)), int(rng.integers(1, 5)))
+                for _ in range(int(rng.integers(1, 4)))]
+        lo = sum(min(0, s * (n - 1)) for s, n in free)
+        hi = sum(max(0, s * (n - 1)) for s, n in free)
+        if hi - lo < F:
+            break
+    else:
+        pytest.skip("no pattern fits")
+    start = int(rng.integers(-lo, F - hi))
+    p0 = int(rng.integers(0, P))
+    pn = int(rng.integers(1, P - p0 + 1))
+    pattern = [[F, pn]] + [list(e) for e in free]
+    offset = p0 * F + start
+    shape = [pn] + [n for _, n in free]
+    got = run_program(tmp_path, {"x": sbuf(x), "y": out(shape, "float32")},
+                      [{"tensor_copy": {"dst": "y", "src": ap("x", pattern, offset)}}])
+    np.testing.assert_array_equal(got["y"], gather(x, pattern, offset))
