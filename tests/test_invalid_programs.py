@@ -27,7 +27,7 @@ ELSEWHERE = {
     "E000": "test_robustness", "E070": "test_robustness", "E071": "test_robustness",
     "E072": "test_robustness", "E073": "test_robustness", "E074": "test_robustness",
     "E075": "test_workflow", "E080": "test_robustness", "E090": "test_workflow",
-    "E091": "test_robustness", "E092": "test_robustness",
+    "E091": "test_robustness", "E092": "test_robustness", "E093": "test_indirect_dma",
     "W136": "test_nc_match_replace8", "W137": "test_nc_match_replace8",  # run-time warnings
     "W202": "test_activation",  # run-time warning
     # Python kernels: one invalid kernel each in tests/invalid/kernels/

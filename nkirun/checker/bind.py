@@ -61,7 +61,7 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES
                         del args[p.name]
                         continue
                     view = View(v.tensor, v.index, inst.arg_loc(p.name))
-                    r, d = resolve(view, decl)
+                    r, d = _resolve(view, decl, program)
                     if d is not None:
                         diags.append(_with_instruction(d, inst.op, inst.index))
                         ok = False
@@ -112,6 +112,19 @@ def _fits(r, program: Program, max_hbm_bytes: int) -> bool:
     return t.partitions <= target.partitions and t.bytes_per_partition <= cap
 
 
+def _resolve(view: View, decl, program: Program):
+    """resolve(), plus the index view of an indirect access pattern."""
+    r, d = resolve(view, decl)
+    if r is not None and r.ap is not None and r.ap.indirect is not None:
+        from nkirun.source.indirect import bind_index
+        r, msg = bind_index(r, program.tensors, resolve)
+        if r is None:
+            return None, error("E035", f"view {view}: {msg}", view.loc,
+                               hint="the index is an SBUF tensor of an integer dtype: (P, 1) "
+                                    "for vector_offset, (1, 1) for scalar_offset")
+    return r, d
+
+
 def _with_instruction(d: Diagnostic, op: str, index: int) -> Diagnostic:
     return Diagnostic(d.severity, d.code, f"{op}: {d.message}", d.loc, index, d.hint)
 
@@ -137,6 +150,15 @@ def _param_rules(b: Bound):
             yield b.err("E061", f"`{p.name}` must hold one element per partition, shape (P, 1); "
                         f"got {list(r.shape)}", p.name,
                         hint=f"use a column view such as {r.decl.name}[:, 0:1]")
+        if r.ap is not None and r.ap.indirect is not None and b.engine != "dma":
+            yield b.err("E035", f"`{p.name}` uses indirect addressing (scalar_offset/"
+                        "vector_offset), which only DMA instructions have", p.name,
+                        hint="move the data with dma_copy first")
+        if p.out and r.ap is not None and r.ap.overlapping:
+            yield b.err("E039", f"`{p.name}` writes through an access pattern that addresses "
+                        "some element more than once (a zero or overlapping step)", p.name,
+                        hint="a written view must address each element once; zero steps "
+                             "(broadcast) are for operands that are read")
     if b.engine == "gpsimd":
         for p, r in tiles:
             # a param that already excludes PSUM got its E040 above: don't report it twice

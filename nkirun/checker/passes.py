@@ -55,6 +55,8 @@ def _reads_writes(b: Bound):
             (writes if p.out else reads).append((p.name, r))
     if b.spec.reads_out is not None:  # e.g. an accumulating matmul also reads its dst
         reads += [(n, b.tile(n)) for n in b.spec.reads_out(b) if b.tile(n) is not None]
+    reads += [(n, r.ap.indirect.index) for n, r in reads + writes
+              if r.ap is not None and r.ap.indirect is not None]  # the index is read too
     return reads, writes
 
 
@@ -128,8 +130,10 @@ def _capacity(program: Program, bound: list[Bound]) -> list[Diagnostic]:
     for i, b in enumerate(bound):
         names = on_chip_of.get(id(b.args))
         if names is None:  # only view params are bound to a Resolved
-            names = on_chip_of[id(b.args)] = tuple(
-                r.decl.name for r in b.args.values() if isinstance(r, Resolved) and r.decl.on_chip)
+            views = [r for r in b.args.values() if isinstance(r, Resolved)]
+            views += [r.ap.indirect.index for r in views  # an indirect pattern's index
+                      if r.ap is not None and r.ap.indirect is not None]
+            names = on_chip_of[id(b.args)] = tuple(r.decl.name for r in views if r.decl.on_chip)
         for name in names:
             first.setdefault(name, i)
             if last.get(name, i) <= i:  # an output's last use stays the end

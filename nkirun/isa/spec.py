@@ -120,6 +120,12 @@ def _kind_name(value) -> str:
 def convert(p: Param, value: Any, loc: Loc) -> Any:
     """Turn a plain front-end value (str/int/float/bool/list) into `p`'s typed value."""
     k = p.kind
+    if isinstance(value, dict) and k in (TILE, TILE_OR_SCALAR):
+        from nkirun.source import access
+        try:
+            return access.view_from_mapping(value, loc, parse_view)
+        except (access.APSyntaxError, ViewSyntaxError) as e:
+            raise ArgError(f"`{p.name}`: {e}", code="E034") from None
     if k == TILE or (k == TILE_OR_SCALAR and isinstance(value, str)
                      and ops.parse_scalar(value) is None):
         if not isinstance(value, str):

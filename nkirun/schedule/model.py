@@ -305,6 +305,8 @@ def _costed(b, target: Target, op_cache: dict) -> tuple:
         r = args.get(name)
         if isinstance(r, Resolved):
             (writes if out else reads).append((r.decl.name, r.box))
+            if r.ap is not None and r.ap.indirect is not None:  # its index is read too
+                reads.append((r.ap.indirect.index.decl.name, r.ap.indirect.index.box))
     reads_out = getattr(spec, "reads_out", None)
     if reads_out is not None:  # e.g. an accumulating matmul also reads its dst
         reads += [(args[n].decl.name, args[n].box) for n in reads_out(b)

@@ -29,7 +29,21 @@ from nkirun.hw.targets import TARGETS
 SCHEMA_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                            "schemas", "program.schema.json")
 
-VIEW_PATTERN = r"^\s*[A-Za-z_][A-Za-z0-9_.]*\s*(\[[^\[\]]*\])?\s*$"
+VIEW_PATTERN = (r"^\s*[A-Za-z_][A-Za-z0-9_.]*\s*(\[[^\[\]]*\]|\.ap\s*\(.*\))?\s*$")
+# The YAML mapping spelling of an access pattern (docs/views.md).
+AP_MAPPING = {
+    "type": "object", "required": ["tensor", "pattern"], "additionalProperties": False,
+    "properties": {
+        "tensor": {"type": "string"},
+        "pattern": {"type": "array", "minItems": 1, "maxItems": 5,
+                    "items": {"type": "array", "minItems": 2, "maxItems": 2,
+                              "items": {"type": "integer"}}},
+        "offset": {"type": "integer", "minimum": 0},
+        "dtype": {"type": "string"},
+        "scalar_offset": {"type": "string"}, "vector_offset": {"type": "string"},
+        "indirect_dim": {"type": "integer"},
+    },
+}
 INT_STRING = r"^\s*[+-]?(0[xXoObB][0-9a-fA-F_]+|[0-9][0-9_]*)\s*$"
 NUM_STRING = r"^\s*[+-]?([0-9][0-9_]*\.?[0-9_]*|\.[0-9][0-9_]*)([eE][+-]?[0-9]+)?\s*$"
 
@@ -86,17 +100,20 @@ def _tile_doc(p: S.Param) -> str:
         extra.append("shape (P, 1)")
     if p.out:
         extra.append("written by the instruction")
-    return f"{p.doc} — a tensor view such as `t` or `t[:, 0:128]` ({'; '.join(extra)})"
+    return (f"{p.doc} — a tensor view such as `t`, `t[:, 0:128]` or "
+            f"`t.ap([[512, 128], [1, 512]], offset=0)` ({'; '.join(extra)})")
 
 
 def param_schema(p: S.Param) -> dict:
     """The JSON Schema of one keyword, from its Param declaration."""
     k = p.kind
     if k == S.TILE:
-        s = {"type": "string", "pattern": VIEW_PATTERN, "description": _tile_doc(p)}
+        s = {"anyOf": [{"type": "string", "pattern": VIEW_PATTERN}, AP_MAPPING],
+             "description": _tile_doc(p)}
     elif k == S.TILE_OR_SCALAR:
         s = {"description": _tile_doc(p) + ", or a number",
-             "anyOf": [SCALAR_SCHEMA, {"type": "string", "pattern": VIEW_PATTERN}]}
+             "anyOf": [SCALAR_SCHEMA, {"type": "string", "pattern": VIEW_PATTERN},
+                       AP_MAPPING]}
     elif k == S.SCALAR:
         s = dict(SCALAR_SCHEMA, description=p.doc + " — a number, or inf, -inf, nan, "
                  "fp32.min, fp32.max")
