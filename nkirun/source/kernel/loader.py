@@ -92,6 +92,10 @@ def kernel_exception(exc: BaseException) -> NkirunError:
              for f in frames]
     loc = Loc(frames[-1].filename, frames[-1].lineno, (frames[-1].colno or 0) + 1) \
         if frames else Loc()
+    if isinstance(exc, SyntaxError) and exc.filename:  # the kernel's file did not parse
+        loc = Loc(exc.filename, exc.lineno or 0, exc.offset or 0)
+        frames, lines = [], [f"  {exc.filename}:{exc.lineno}" + (
+            f"\n    {exc.text.strip()}" if exc.text else "")]
     message = f"the kernel raised {type(exc).__name__}" + (f": {exc}" if str(exc) else "")
     hint = "kernel traceback (most recent call last):\n" + "\n".join(lines) if lines else None
     return NkirunError(error("E602", message, loc, hint=hint))

@@ -7,8 +7,7 @@ operands in the IR (E604 until the IR has them).
 """
 from __future__ import annotations
 
-from nkirun.ir import Slice
-from nkirun.source.kernel.unsupported import kernel_error
+from nkirun.ir import AccessPattern, Slice
 
 
 def _item_text(it) -> str:
@@ -27,20 +26,25 @@ def index_text(rec, index) -> str:
 
 
 _SLICES: dict = {}  # (start, stop, step) -> Slice: views repeat the same few
+_INDICES: dict = {}  # index tuple -> the one shared tuple equal to it
 
 
 def ir_index(t):
-    """The IR View index of handle t (None: the whole tensor); raises E604 when no basic
-    index is equal to it."""
+    """The IR View index of handle t: None (the whole tensor), a NumPy basic index, or
+    else an AccessPattern (without its runtime index, which the caller adds)."""
     rec = t._rec
-    if t._dtype is rec.dtype or str(t._dtype) == str(rec.dtype):
+    same_dtype = t._dtype is rec.dtype or str(t._dtype) == str(rec.dtype)
+    if same_dtype and t._indirect is None:
         index = t._index if t._index is not None else match_basic(t)
         if index is not None:
             if all(not isinstance(it, int) and it[0] == 0 and it[1] == n and it[2] == 1
                    for it, n in zip(index, rec.shape)):
                 return None
-            return tuple(it if isinstance(it, int) else _slice(*it) for it in index)
-    raise _not_basic(t)
+            key = tuple(it if isinstance(it, int) else _slice(*it) for it in index)
+            # one tuple object per distinct index: the checker memoises views by its id
+            return _INDICES.setdefault(key, key)
+    return AccessPattern(tuple(t._pattern), t._offset,
+                         None if same_dtype else t._dtype.nkirun)
 
 
 def _slice(start, count, step):
@@ -52,25 +56,6 @@ def _slice(start, count, step):
     return s
 
 
-def operand_text(t) -> str:
-    rec = t._rec
-    if t._dtype is rec.dtype or str(t._dtype) == str(rec.dtype):
-        index = t._index if t._index is not None else match_basic(t)
-        if index is not None:
-            return index_text(rec, index)
-    raise _not_basic(t)
-
-
-def _not_basic(t):
-    rec = t._rec
-    return kernel_error(
-        "E604", f"this view of `{rec.name}` (shape {list(t.shape)}, pattern "
-        f"{[list(p) for p in t._pattern]}, offset {t._offset}"
-        + (f", dtype {t._dtype}" if str(t._dtype) != str(rec.dtype) else "")
-        + ") is not a NumPy basic index of the tensor, and nkirun cannot yet pass general "
-        "access patterns to instructions",
-        hint="views made by indexing (ints, slices, nl.ds) always work; so do .reshape/.ap "
-             "views that select a plain slice of the tensor")
 
 
 def match_basic(t):

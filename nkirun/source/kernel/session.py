@@ -16,6 +16,7 @@ from __future__ import annotations
 import linecache
 import os
 import re
+from dataclasses import replace
 
 from nkirun.diagnostics import Loc, error
 from nkirun.ir import TensorDecl, instruction_at, view_at
@@ -23,7 +24,7 @@ from nkirun.isa import REGISTRY
 from nkirun.isa.spec import TILE, TILE_OR_SCALAR, ArgError, convert, param_tables
 from nkirun.source.builder import Builder
 from nkirun.source.kernel import consts
-from nkirun.source.kernel.lower import ir_index, operand_text
+from nkirun.source.kernel.lower import ir_index
 from nkirun.source.kernel.tensor import _NO_INDEX, TensorRec, ndarray
 from nkirun.source.kernel.unsupported import frame_loc, kernel_error, kernel_frame
 
@@ -166,12 +167,7 @@ class Tracer:
             if isinstance(v, ndarray):
                 if p.kind not in _VIEW_KINDS:
                     return False
-                if not v._rec.declared:
-                    self.declare(v._rec)
-                index = v._ir
-                if index is _NO_INDEX:
-                    index = v._ir = ir_index(v)
-                args[key] = view_at(v._rec.name, index, loc)
+                args[key] = self.operand(v, loc)
                 continue
             raw = self.raw(v)
             ckey = (op, key, raw.__class__, raw) if raw.__class__ in _HASHABLE else None
@@ -204,14 +200,28 @@ class Tracer:
                 args[key] = (raw, loc)
         self.builder.instruction(op, args, loc)
 
+    def operand(self, v: ndarray, loc: Loc):
+        """The IR View of handle v (declaring its tensor, and an index tensor, on first use)."""
+        if not v._rec.declared:
+            self.declare(v._rec)
+        index = v._ir
+        if index is _NO_INDEX:
+            index = ir_index(v)
+            if v._indirect is not None:
+                kind, handle, dim = v._indirect
+                iv = self.operand(handle, loc)
+                index = replace(index, scalar_offset=iv if kind == "scalar" else None,
+                                vector_offset=iv if kind == "vector" else None,
+                                indirect_dim=dim)
+            v._ir = index
+        return view_at(v._rec.name, index, loc)
+
     def raw(self, v):
         """A keyword's plain front-end value (what YAML would give)."""
         if v is None or isinstance(v, (bool, str)) and not isinstance(v, consts.NlDType):
             return v
         if isinstance(v, ndarray):
-            if not v._rec.declared:
-                self.declare(v._rec)
-            return operand_text(v)
+            return str(self.operand(v, Loc()))
         if isinstance(v, consts.Token):
             return v.ir
         if isinstance(v, consts.NlDType):

@@ -63,6 +63,7 @@ def _new_view(rec, index, offset, pattern, dtype=None):
     v._rec, v._index, v._offset, v._pattern = rec, index, offset, pattern
     v._dtype = dtype or rec.dtype
     v._ir = _NO_INDEX
+    v._indirect = None  # (kind, index handle, tensor dim) of a runtime-indexed view
     return v
 
 
@@ -70,7 +71,8 @@ class ndarray:
     """A tensor (or a view of one) in HBM, SBUF or PSUM. `nl.ndarray(shape, dtype,
     buffer=nl.sbuf, name='')` allocates a new tensor on every call."""
 
-    __slots__ = ("_rec", "_index", "_offset", "_pattern", "_dtype", "_ir", "__weakref__")
+    __slots__ = ("_rec", "_index", "_offset", "_pattern", "_dtype", "_ir", "_indirect",
+                 "__weakref__")
 
     def __new__(cls, shape, dtype, buffer=consts.sbuf, name="", address=None):
         from nkirun.source.kernel.session import current
@@ -122,7 +124,7 @@ class ndarray:
         return _contiguous(self._pattern[1:] if self._rec.on_chip else self._pattern)
 
     def is_indirect(self) -> bool:
-        return False
+        return self._indirect is not None
 
     def __len__(self) -> int:
         return self.shape[0]
@@ -172,8 +174,9 @@ class ndarray:
         return self[tuple(key)]
 
     def select(self, dim, index):
-        if not isinstance(index, int):
-            raise unsupported("dynamic select(dim, tensor)")
+        if isinstance(index, ndarray):
+            from nkirun.source.kernel.views import dynamic_select
+            return dynamic_select(self, dim, index)
         key = [slice(None)] * self.ndim
         key[dim] = index
         return self[tuple(key)]
@@ -203,7 +206,8 @@ class ndarray:
         return flatten_dims(self, start_dim, end_dim)
 
     def vector_select(self, dim, vector_offset):
-        raise unsupported("NkiTensor.vector_select (indirect DMA)")
+        from nkirun.source.kernel.views import vector_select
+        return vector_select(self, dim, vector_offset)
 
     def indirect(self, index, num_elem=None):
         raise unsupported("NkiTensor.indirect (tensor indirection, NeuronCore-v4)")

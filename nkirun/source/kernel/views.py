@@ -17,6 +17,11 @@ def _bad(message: str, hint: str | None = None):
     return kernel_error("E603", message, hint)
 
 
+def _view_bad(message: str, hint: str | None = None):
+    """A view method's documented constraint not met (NkiTensor, NKI 0.6)."""
+    return kernel_error("E604", message, hint)
+
+
 # ---- indexing ---------------------------------------------------------------------------
 def _normalise_key(t, key) -> list:
     key = list(key) if isinstance(key, tuple) else [key]
@@ -122,7 +127,7 @@ def _free_pattern(t):
 
 def reshape(t, shape):
     if any(not isinstance(n, int) or n <= 0 for n in shape if n != -1):
-        raise _bad(f"reshape: bad shape {shape}")
+        raise _view_bad(f"reshape: bad shape {shape}")
     total = t.size
     if shape.count(-1) == 1:
         known = 1
@@ -133,17 +138,17 @@ def reshape(t, shape):
     for s in shape:
         n *= s
     if n != total:
-        raise _bad(f"reshape: cannot reshape {t.name} view of shape {list(t.shape)} "
+        raise _view_bad(f"reshape: cannot reshape {t.name} view of shape {list(t.shape)} "
                    f"({total} elements) to {list(shape)}")
     if tuple(shape) == t.shape:
         return t
     on_chip = t._rec.on_chip
     if on_chip and shape[0] != t.shape[0]:
-        raise _bad(f"reshape: on-chip views keep their partition dim ({t.shape[0]}), got "
+        raise _view_bad(f"reshape: on-chip views keep their partition dim ({t.shape[0]}), got "
                    f"{list(shape)}")
     free = _free_pattern(t)
     if not _contiguous(free):
-        raise _bad(f"reshape: the view of {t.name} is not contiguous",
+        raise _view_bad(f"reshape: the view of {t.name} is not contiguous",
                    hint="reshape the whole tensor, or use .ap(pattern=...)")
     free_shape = shape[1:] if on_chip else shape
     strides, s = [], 1
@@ -155,37 +160,97 @@ def reshape(t, shape):
 
 
 def access_pattern(t, pattern, offset, scalar_offset, vector_offset, indirect_dim, dtype):
-    if scalar_offset is not None or vector_offset is not None:
-        raise unsupported(".ap(scalar_offset=/vector_offset=) (indirect DMA)")
     try:
-        pairs = tuple((int(s), int(c)) for s, c in pattern)
+        pairs = tuple((int(st), int(c)) for st, c in pattern)
     except (TypeError, ValueError):
-        raise _bad(f".ap: pattern must be a list of [stride, count] pairs, got {pattern!r}")
+        raise _view_bad(f".ap: pattern must be a list of [stride, count] pairs, got {pattern!r}")
     if not pairs or any(c <= 0 for _, c in pairs):
-        raise _bad(f".ap: every count must be positive, got {pattern!r}")
+        raise _view_bad(f".ap: every count must be positive, got {pattern!r}")
     view_dtype = t._dtype
+    start = t._offset
     if dtype is not None:
         view_dtype = consts.to_dtype(dtype)
-        if view_dtype is None:
-            raise _bad(f".ap: unknown dtype {dtype!r}")
-    start = t._offset + (0 if offset is None else int(offset))
-    return _new_view(t._rec, None, start, pairs, view_dtype)
+        if view_dtype is None or view_dtype.nkirun is None:
+            raise _view_bad(f".ap: unknown dtype {dtype!r}")
+        base = start * t._dtype.itemsize  # the view's start in bytes, counted in the new dtype
+        if base % view_dtype.itemsize:
+            raise _view_bad(f".ap: the view starts at byte {base}, not a whole {view_dtype} element")
+        start = base // view_dtype.itemsize
+    if t._rec.on_chip and len(pairs) == 1:
+        pairs += ((1, 1),)
+    v = _new_view(t._rec, None, start + (0 if offset is None else int(offset)), pairs,
+                  view_dtype)
+    if scalar_offset is None and vector_offset is None:
+        return v
+    if scalar_offset is not None and vector_offset is not None:
+        raise _view_bad(".ap: give scalar_offset or vector_offset, not both")
+    dim = indirect_dim + t.ndim if indirect_dim < 0 else indirect_dim
+    if not 0 <= dim < t.ndim:
+        raise _view_bad(f".ap: indirect_dim {indirect_dim} is out of range for {t.ndim} dims")
+    kind = "vector" if vector_offset is not None else "scalar"
+    return _indexed(v, kind, vector_offset if kind == "vector" else scalar_offset,
+                    t._pattern[dim][0] * t._dtype.itemsize)
+
+
+def _indexed(v, kind, index, stride_bytes):
+    """v with a runtime index (.ap(scalar_offset/vector_offset), select, vector_select)."""
+    rec = v._rec
+    if rec.on_chip:
+        raise _view_bad("indirect addressing (scalar_offset/vector_offset) needs an HBM tensor")
+    if not hasattr(index, "_rec"):
+        raise unsupported(f"a {type(index).__name__} as a runtime index (a VirtualRegister)",
+                          "give an SBUF tensor holding the index")
+    dims = [s * rec.dtype.itemsize for s in rec.strides]
+    if stride_bytes not in dims:
+        raise _view_bad("the indexed dim's stride is no dim of the tensor",
+                   hint="index a dim of the tensor itself, or of a contiguous reshape")
+    v._indirect = (kind, index, dims.index(stride_bytes))
+    return v
+
+
+def dynamic_select(t, dim, index):
+    dim = dim + t.ndim if dim < 0 else dim
+    pattern = t._pattern[:dim] + t._pattern[dim + 1:]
+    v = _new_view(t._rec, None, t._offset, pattern or ((1, 1),), t._dtype)
+    return _indexed(v, "scalar", index, t._pattern[dim][0] * t._dtype.itemsize)
+
+
+def vector_select(t, dim, vector_offset):
+    if (dim + t.ndim if dim < 0 else dim) != 0:
+        raise _view_bad("vector_select needs dim 0")
+    rows = vector_offset.shape[0]
+    v = _new_view(t._rec, None, t._offset, ((t._pattern[0][0], rows),) + t._pattern[1:],
+                  t._dtype)
+    return _indexed(v, "vector", vector_offset, t._pattern[0][0] * t._dtype.itemsize)
 
 
 def reinterpret(t, dtype):
     d = consts.to_dtype(dtype)
-    if d is None:
-        raise _bad(f".view: unknown dtype {dtype!r}")
-    if d.itemsize == t._dtype.itemsize:
+    if d is None or d.nkirun is None:
+        raise _view_bad(f".view: unknown or unsupported dtype {dtype!r}")
+    old = t._dtype
+    if d.itemsize == old.itemsize:
         return _new_view(t._rec, None, t._offset, t._pattern, d)
-    raise unsupported(".view(dtype) to a dtype of another size")
+    last_stride, last = t._pattern[-1]
+    if last_stride != 1 and last != 1:
+        raise _view_bad(".view: the last dim must be contiguous to reinterpret the dtype")
+    head = t._pattern[:-1]
+    if d.itemsize < old.itemsize:
+        r = old.itemsize // d.itemsize
+        pattern = tuple((st * r, c) for st, c in head) + ((1, last * r),)
+        return _new_view(t._rec, None, t._offset * r, pattern, d)
+    r = d.itemsize // old.itemsize
+    if last % r or t._offset % r or any(st % r for st, _ in head):
+        raise _view_bad(f".view: {list(t.shape)} {old} does not hold whole {d} elements")
+    pattern = tuple((st // r, c) for st, c in head) + ((1, last // r),)
+    return _new_view(t._rec, None, t._offset // r, pattern, d)
 
 
 def permute(t, dims):
     if sorted(dims) != list(range(t.ndim)):
-        raise _bad(f"permute: {dims} is not a permutation of the {t.ndim} dims")
+        raise _view_bad(f"permute: {dims} is not a permutation of the {t.ndim} dims")
     if t._rec.on_chip and dims[0] != 0:
-        raise _bad("permute: on chip the partition dim stays first")
+        raise _view_bad("permute: on chip the partition dim stays first")
     if dims == tuple(range(t.ndim)):
         return t
     return _new_view(t._rec, None, t._offset, tuple(t._pattern[d] for d in dims), t._dtype)
@@ -193,9 +258,9 @@ def permute(t, dims):
 
 def broadcast(t, dim, size):
     if t.shape[dim] != 1:
-        raise _bad(f"broadcast: dim {dim} has size {t.shape[dim]}, not 1")
+        raise _view_bad(f"broadcast: dim {dim} has size {t.shape[dim]}, not 1")
     if t._rec.on_chip and dim == 0:
-        raise _bad("broadcast: not on the partition dim of an on-chip tensor")
+        raise _view_bad("broadcast: not on the partition dim of an on-chip tensor")
     pattern = list(t._pattern)
     pattern[dim] = (0, size)
     return _new_view(t._rec, None, t._offset, tuple(pattern), t._dtype)
@@ -203,7 +268,7 @@ def broadcast(t, dim, size):
 
 def expand_dim(t, dim):
     if t._rec.on_chip and dim == 0:
-        raise _bad("expand_dim: not before the partition dim of an on-chip tensor")
+        raise _view_bad("expand_dim: not before the partition dim of an on-chip tensor")
     pattern = list(t._pattern)
     pattern.insert(dim, (1, 1))
     return _new_view(t._rec, None, t._offset, tuple(pattern), t._dtype)
@@ -211,7 +276,7 @@ def expand_dim(t, dim):
 
 def squeeze_dim(t, dim):
     if t.shape[dim] != 1:
-        raise _bad(f"squeeze_dim: dim {dim} has size {t.shape[dim]}, not 1")
+        raise _view_bad(f"squeeze_dim: dim {dim} has size {t.shape[dim]}, not 1")
     pattern = list(t._pattern)
     del pattern[dim]
     return _new_view(t._rec, None, t._offset, tuple(pattern), t._dtype)
@@ -228,7 +293,7 @@ def reshape_dim(t, dim, shape):
     for s in shape:
         n *= s
     if n != count:
-        raise _bad(f"reshape_dim: {shape} does not have {count} elements")
+        raise _view_bad(f"reshape_dim: {shape} does not have {count} elements")
     new, s = [], stride
     for c in reversed(shape):
         new.insert(0, (s, c))
@@ -240,7 +305,7 @@ def reshape_dim(t, dim, shape):
 def flatten_dims(t, start_dim, end_dim):
     part = t._pattern[start_dim:end_dim + 1]
     if not _contiguous_run(part):
-        raise _bad(f"flatten_dims: dims {start_dim}..{end_dim} are not contiguous")
+        raise _view_bad(f"flatten_dims: dims {start_dim}..{end_dim} are not contiguous")
     n = 1
     for _, c in part:
         n *= c
