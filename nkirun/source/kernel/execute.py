@@ -21,13 +21,24 @@ def live_ranges(bound) -> tuple[dict, dict]:
     for i, b in enumerate(bound):
         names = seen.get(id(b.args))
         if names is None:
-            names = seen[id(b.args)] = tuple({r.decl.name for r in b.args.values()
-                                              if isinstance(r, Resolved)})
+            names = seen[id(b.args)] = tuple(_tensors_of(b.args))
         for n in names:
             if n not in first:
                 first[n] = i
             last[n] = i
     return first, last
+
+
+def _tensors_of(args) -> set:
+    """The tensors an instruction's operands touch, runtime index tensors included."""
+    names = set()
+    for r in args.values():
+        if isinstance(r, Resolved):
+            names.add(r.decl.name)
+            ind = getattr(r.ap, "indirect", None) if r.ap is not None else None
+            if ind is not None and isinstance(ind.index, Resolved):
+                names.add(ind.index.decl.name)
+    return names
 
 
 def execute_freeing(traced, bound, inputs):
