@@ -334,3 +334,51 @@ def test_run_frees_tiles_after_their_last_use(tmp_path):
         interp.execute = real
     assert len(traced.program.tensors) == 503 and max(peak) <= 5
     np.testing.assert_array_equal(m.buffers[traced.outputs[0].name], 500 * x)
+
+
+def test_a_kernel_inside_a_package_keeps_its_relative_imports(tmp_path):
+    pkg = tmp_path / "lib" / "mylib"
+    (pkg / "ops").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "ops" / "__init__.py").write_text("")
+    (pkg / "helpers.py").write_text(textwrap.dedent("""\
+        import nki.isa as nisa
+        import nki.language as nl
+
+        def load(src):
+            t = nl.ndarray(src.shape, dtype=src.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t, src=src)
+            return t
+        """))
+    (pkg / "ops" / "neg.py").write_text(textwrap.dedent("""\
+        import nki
+        import nki.isa as nisa
+        import nki.language as nl
+        from ..helpers import load
+
+        @nki.jit
+        def neg(x):
+            t = load(x)
+            nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=-1.0)
+            out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+            nisa.dma_copy(dst=out, src=t)
+            return out
+        """))
+    x = np.arange(128 * 2, dtype=np.float32).reshape(128, 2)
+    np.save(tmp_path / "x.npy", x)
+    r = invoke("run", pkg / "ops" / "neg.py", "--input", f"x={tmp_path / 'x.npy'}", "--out",
+               tmp_path / "o")
+    assert r.exit_code == 0, r.output
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "out0.npy"), -x)
+    # a diagnostic inside the helper points at the helper's line
+    r = invoke("check", pkg / "ops" / "neg.py", "--shape", "x=float32[300,2]", "--format",
+               "json")
+    doc = json.loads(r.stdout)
+    assert any(d["file"].endswith("helpers.py") and d["line"] == 5 for d in doc["diagnostics"])
+
+
+def test_a_syntax_error_in_the_kernel_file_is_located(tmp_path):
+    path = write(tmp_path, "import nki\n\n@nki.jit\ndef k(x):\n    return x +\n")
+    r = invoke("check", path, "--shape", "x=float32[4]")
+    assert r.exit_code == 1 and "E602" in r.output and f"{path}:5:" in r.output
+    assert "Traceback" not in r.output
