@@ -107,6 +107,8 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, fullname, path=None, target=None):
         if fullname in NAMES:
             return modules()[fullname].__spec__
+        if fullname.startswith("nki.") and sys.modules.get("nki") is modules()["nki"]:
+            raise unsupported(fullname)  # a submodule NKI 0.6 does not document
         return None
 
     def create_module(self, spec):

@@ -14,8 +14,9 @@ _POSITIONS: dict = {}  # code object -> list of (line, column) by instruction in
 def kernel_frame(depth: int = 1):
     """The innermost frame that is not nkirun's own `nki` code (the kernel's call site)."""
     f = sys._getframe(depth)
-    while f is not None and f.f_code.co_filename.startswith(SHIM_DIR):
-        f = f.f_back
+    while f is not None and (f.f_code.co_filename.startswith(SHIM_DIR)
+                             or f.f_code.co_filename.startswith("<frozen")):
+        f = f.f_back  # nkirun's nki modules, and the import machinery they answer to
     return f
 
 
