@@ -18,7 +18,8 @@ from __future__ import annotations
 import types
 
 from nkirun.source.kernel import consts
-from nkirun.source.kernel.unsupported import here, kernel_error, unsupported
+from nkirun.source.kernel.session import _CURRENT, current
+from nkirun.source.kernel.unsupported import frame_loc, kernel_error, kernel_frame, unsupported
 
 # NKI 0.6 signatures (nki.isa API reference): the parameters in positional order,
 # `=value` for an optional one's default. `name` (every instruction's debug label) left out.
@@ -134,10 +135,12 @@ def make_instruction(op: str):
     fill = [(n, d) for n, d in sig if n in ours and d is not _REQUIRED and d is not _UNSET
             and d is not None and not _same(d, ours[n].default)]  # NKI's default, not ours
 
+    from nkirun.isa.spec import param_tables
+    tables = param_tables(spec)
+
     def instruction(*args, **kwargs):
-        from nkirun.source.kernel.session import current
-        tracer = current()
-        loc = here()
+        tracer = _CURRENT[-1] if _CURRENT else current()
+        loc = frame_loc(kernel_frame(2))
         values = kwargs  # a fresh dict per call
         if args:
             if len(args) > len(order):
@@ -159,7 +162,7 @@ def make_instruction(op: str):
             if k not in values:
                 values[k] = d
         index = tracer.builder.count
-        tracer.emit(op, values, loc)
+        tracer.emit(op, values, loc, tables)
         return NkiInstruction(op, index)
 
     instruction.__name__ = instruction.__qualname__ = op

@@ -88,14 +88,8 @@ class Tracer:
 
     def allocate(self, shape, dtype, buffer, name="", init=None, loc=None) -> TensorRec:
         shape = (shape,) if isinstance(shape, int) else shape
-        try:
-            shape = tuple(int(n.__index__()) for n in shape)
-        except (TypeError, AttributeError):
-            raise kernel_error("E603", f"nl.ndarray: shape must be a tuple of ints, got "
-                               f"{shape!r}") from None
-        if not shape or any(n <= 0 for n in shape):
-            raise kernel_error("E603", f"nl.ndarray: shape must hold positive sizes, got "
-                               f"{list(shape)}")
+        if shape.__class__ is not tuple or shape not in _SHAPES_SEEN:
+            shape = _checked_shape(shape)
         d = consts.to_dtype(dtype)
         if d is None or d.nkirun is None:
             raise kernel_error("E605", f"dtype {dtype!r} is not supported by nkirun",
@@ -144,18 +138,17 @@ class Tracer:
         rec.declared = True
 
     # ---- instructions --------------------------------------------------------------------
-    def emit(self, op: str, values: dict, loc: Loc) -> None:
-        if not self._emit_fast(op, values, loc):
+    def emit(self, op: str, values: dict, loc: Loc, tables=None) -> None:
+        if tables is None:
+            spec = REGISTRY.get(op)
+            tables = param_tables(spec) if spec is not None else None
+        if tables is None or not self._emit_fast(op, tables, values, loc):
             self._emit_plain(op, values, loc)
 
-    def _emit_fast(self, op: str, values: dict, loc: Loc) -> bool:
+    def _emit_fast(self, op: str, tables, values: dict, loc: Loc) -> bool:
         """The IR instruction the Builder would make from these values, built directly
         (Views from the handles, no operand text to parse); False when anything needs the
         Builder's diagnostics (an unknown keyword, a value that does not convert)."""
-        spec = REGISTRY.get(op)
-        if spec is None:
-            return False
-        tables = param_tables(spec)
         converted = self.builder._converted
         args = {}
         for key, v in values.items():
@@ -164,12 +157,16 @@ class Tracer:
             p = tables.by_name.get(key)
             if p is None:
                 return False
-            if isinstance(v, ndarray):
+            if v.__class__ is ndarray:
                 if p.kind not in _VIEW_KINDS:
                     return False
-                args[key] = self.operand(v, loc)
+                index = v._ir
+                if index is _NO_INDEX or not v._rec.declared:
+                    args[key] = self.operand(v, loc)
+                else:
+                    args[key] = view_at(v._rec.name, index, loc)
                 continue
-            raw = self.raw(v)
+            raw = v.ir if v.__class__ is consts.Token else self.raw(v)
             ckey = (op, key, raw.__class__, raw) if raw.__class__ in _HASHABLE else None
             hit = converted.get(ckey) if ckey is not None else None
             if hit is None:
@@ -240,6 +237,22 @@ class Tracer:
 
 
 _NAMES: dict = {}  # (file, line) -> the name its allocations get
+
+
+_SHAPES_SEEN: set = set()  # shapes already checked (traces allocate the same few shapes)
+
+
+def _checked_shape(shape) -> tuple:
+    try:
+        shape = tuple(int(n.__index__()) for n in shape)
+    except (TypeError, AttributeError):
+        raise kernel_error("E603", f"nl.ndarray: shape must be a tuple of ints, got "
+                           f"{shape!r}") from None
+    if not shape or any(n <= 0 for n in shape):
+        raise kernel_error("E603", f"nl.ndarray: shape must hold positive sizes, got "
+                           f"{list(shape)}")
+    _SHAPES_SEEN.add(shape)
+    return shape
 
 
 def _source_name(loc: Loc) -> str:
