@@ -23,9 +23,9 @@ from nkirun.source.kernel.tensor import ndarray
 from nkirun.source.kernel.unsupported import here, kernel_error
 
 
-def _emit(op, **values):
+def _emit(instruction, /, **values):
     from nkirun.source.kernel.session import current
-    current().emit(op, values, here())
+    current().emit(instruction, values, here())
 
 
 def _new(shape, dtype, buffer=consts.sbuf, name=""):

@@ -14,6 +14,15 @@ from nkirun.diagnostics import Loc, NkirunError, error
 NKIRUN_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def _in_nkirun(filename: str) -> bool:
+    return os.path.abspath(filename).startswith(NKIRUN_DIR + os.sep)
+
+
+def _ours(filename: str) -> bool:
+    """nkirun's frames and the import machinery's: not shown as the kernel's."""
+    return _in_nkirun(filename) or filename.startswith("<frozen")
+
+
 class KernelUsageError(TypeError):
     """A usage error about the kernel or its parameters (exit status 2)."""
 
@@ -82,12 +91,16 @@ def find_function(module, path: str, func: str | None):
     return getattr(module, jitted[0])
 
 
-def kernel_exception(exc: BaseException) -> NkirunError:
+def kernel_exception(exc: BaseException) -> Exception:
     """E602 for an exception the kernel's own code raised: its message and the kernel's
-    frames (file:line and source line; nkirun's frames left out)."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__)
-              if not os.path.abspath(f.filename).startswith(NKIRUN_DIR + os.sep)
-              and not f.filename.startswith("<frozen")]
+    frames (file:line and source line; nkirun's frames left out). An exception raised
+    inside nkirun's own code is a bug in nkirun: InternalError (exit 3)."""
+    every = traceback.extract_tb(exc.__traceback__)
+    frames = [f for f in every if not _ours(f.filename)]
+    if every and _in_nkirun(every[-1].filename) and not isinstance(exc, SyntaxError):
+        from nkirun.diagnostics import InternalError
+        where = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "kernel"
+        return InternalError(f"tracing the kernel call at {where}", exc)
     lines = [f"  {f.filename}:{f.lineno} in {f.name}" + (f"\n    {f.line}" if f.line else "")
              for f in frames]
     loc = Loc(frames[-1].filename, frames[-1].lineno, (frames[-1].colno or 0) + 1) \
