@@ -170,6 +170,7 @@ def trace_spec(spec, *, inputs=(), shapes=(), args=(), grid=None, lnc=None, targ
         raise click.UsageError(str(e)) from None
     traced = trace(func, values, target or default_target(), _grid(grid, lnc))
     traced.diagnostics = [_user_path(d, path) for d in traced.diagnostics]
+    traced.program = replace(traced.program, path=path)  # as the user named it
     return traced
 
 
