@@ -243,6 +243,8 @@ def test_get_nc_version_answers_the_target(tmp_path):
         @nki.jit
         def version():
             gen = {nisa.nc_version.gen2: 2.0, nisa.nc_version.gen3: 3.0}[nisa.get_nc_version()]
+            assert (nisa.get_nc_version() >= nisa.nc_version.gen3) == (gen == 3.0)
+            assert nisa.nc_version.gen2 < nisa.nc_version.gen3 < nisa.nc_version.gen4
             t = nl.ndarray((1, 1), dtype=nl.float32, buffer=nl.sbuf)
             nisa.memset(dst=t, value=gen)
             out = nl.ndarray((1, 1), dtype=nl.float32, buffer=nl.shared_hbm)

@@ -165,7 +165,7 @@ class Token:
         return self.ir
 
 
-class Enum_:
+class EnumNamespace:
     """A namespace of Tokens (`nisa.engine.vector`, `nisa.reduce_cmd.reset_reduce`)."""
 
     def __init__(self, qual: str, members):
@@ -187,11 +187,43 @@ class Enum_:
         return self._qual
 
 
-class NcVersion(Enum_):
+class VersionToken(Token):
+    """An nc_version member: ordered by generation (gen2 < gen3 < gen4)."""
+
+    __slots__ = ()
+
+    def _gen(self, other) -> tuple:
+        if not isinstance(other, VersionToken):
+            return NotImplemented
+        return int(self.ir[3:]), int(other.ir[3:])
+
+    def __lt__(self, other):
+        a, b = self._gen(other)
+        return a < b
+
+    def __le__(self, other):
+        a, b = self._gen(other)
+        return a <= b
+
+    def __gt__(self, other):
+        a, b = self._gen(other)
+        return a > b
+
+    def __ge__(self, other):
+        a, b = self._gen(other)
+        return a >= b
+
+    __hash__ = Token.__hash__
+
+
+class NcVersion(EnumNamespace):
     """nisa.nc_version: members compare by generation (gen2 < gen3 < gen4)."""
 
     def __init__(self):
-        super().__init__("nki.isa.nc_version", ("gen2", "gen3", "gen4"))
+        super().__init__("nki.isa.nc_version", ())
+        for m in ("gen2", "gen3", "gen4"):
+            self._members[m] = VersionToken(m, f"nki.isa.nc_version.{m}")
+            setattr(self, m, self._members[m])
 
 
 TARGET_VERSION = {"trn1": "gen2", "inf2": "gen2", "trn2": "gen3", "trn3": "gen4"}

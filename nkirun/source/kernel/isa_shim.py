@@ -128,7 +128,6 @@ def make_instruction(op: str):
     spec = REGISTRY[op]
     sig = signature(op, spec)
     order = [n for n, _ in sig]
-    nki_defaults = {n: d for n, d in sig}
     ours = {p.name: p for p in spec.params}
 
     extras = {n: d for n, d in sig if n not in ours}  # NKI keywords nkirun lacks
@@ -197,7 +196,7 @@ def build_module(name: str = "nki.isa") -> types.ModuleType:
     m = _IsaModule(name)
     m.__doc__ = "nkirun's nki.isa (see docs/kernels.md)"
     for enum_name, members in ENUMS.items():
-        setattr(m, enum_name, consts.Enum_(f"nki.isa.{enum_name}", members))
+        setattr(m, enum_name, consts.EnumNamespace(f"nki.isa.{enum_name}", members))
     m.nc_version = consts.NcVersion()
     for short in ("tensor", "vector", "scalar", "gpsimd", "unknown"):
         setattr(m, f"{short}_engine", getattr(m.engine, short))

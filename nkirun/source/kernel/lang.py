@@ -7,7 +7,7 @@ Readings:
   `fori_loop` and `while_loop` need run-time registers: E601.
 - Without a launch grid `program_ndim()` is 0, `program_id(axis)` 0 and
   `num_programs(axes)` 1.
-- `shared_constant(array_or_path)` is an HBM tensor holding the data; 
+- `shared_constant(array_or_path)` is an HBM tensor holding the data;
   `shared_identity_matrix(n, dtype)` an SBUF tensor holding the identity (one per n and
   dtype in a trace, as the compiler shares them).
 - `device_print` prints its prefix to standard error while tracing (values are only
