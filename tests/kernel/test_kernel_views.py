@@ -93,3 +93,23 @@ def test_views_convert_to_a_program_with_the_same_results(tmp_path):
     want = nkirun.simulate(nkirun_kernel(path, "views"))(**arrays)
     for got, w in zip(outs, want):
         np.testing.assert_array_equal(got, w)
+
+
+def test_hbm_integer_indexing_keeps_one_dim(tmp_path):
+    k = nkirun_kernel(write(tmp_path, """\
+        import nki
+        import nki.isa as nisa
+        import nki.language as nl
+
+        @nki.jit
+        def pick(x):
+            assert x[3].shape == (5,) and x[3, 4].shape == (1,) and x[1:3, 2].shape == (2,)
+            t = nl.ndarray((1, 1), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t, src=x[3, 4])
+            assert t[:, 0].shape == (1, 1) and t[0].shape == (1, 1)
+            out = nl.ndarray((1, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+            nisa.dma_copy(dst=out, src=t)
+            return out
+        """), "pick")
+    x = np.arange(20, dtype=np.float32).reshape(4, 5)
+    assert nkirun.simulate(k)(x)[0, 0] == 19.0

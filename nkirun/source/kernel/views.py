@@ -95,9 +95,11 @@ def index_view(t, key):
     index = _compose_index(t, items) if t._index is not None else None
     if rec.on_chip and len(pattern) == 1:
         pattern.append((1, 1))  # a (P, 1) tile
-    elif not pattern:
+    elif not pattern:  # an HBM view keeps at least one dim: the last int becomes 1 long
         pattern.append((1, 1))
-        index = None if index is None else index  # HBM single element: stays a basic index
+        if index is not None:
+            last = max(d for d, it in enumerate(index) if isinstance(it, int))
+            index = index[:last] + ((index[last], 1, 1),) + index[last + 1:]
     return _new_view(rec, index, offset, tuple(pattern), t._dtype)
 
 
