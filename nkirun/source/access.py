@@ -284,7 +284,7 @@ def _box(decl: TensorDecl, dtype, byte_offset: int, shape, strides):
 
 
 def _exact_box(dims, tstr, byte_offset, shape, strides):
-    coords = list(np.unravel_index(byte_offset // tstr[-1], dims)) if dims else []
+    coords = _unravel(byte_offset // tstr[-1], dims) if dims else []
     box = [(int(c), 1, 1) for c in coords]
     used = set()
     for s, n in zip(strides, shape):
@@ -303,9 +303,17 @@ def _exact_box(dims, tstr, byte_offset, shape, strides):
     return tuple(box)
 
 
+def _unravel(flat: int, dims) -> list[int]:
+    """np.unravel_index for one index, without NumPy's call overhead."""
+    out = [0] * len(dims)
+    for d in range(len(dims) - 1, -1, -1):
+        flat, out[d] = divmod(flat, dims[d])
+    return out
+
+
 def _flat_box(dims, a: int, b: int):
     """The smallest per-dim box holding the flat (C-order) element range a..b."""
-    ca, cb = np.unravel_index(a, dims), np.unravel_index(b, dims)
+    ca, cb = _unravel(a, dims), _unravel(b, dims)
     out, split = [], False
     for d, n in enumerate(dims):
         if split:
