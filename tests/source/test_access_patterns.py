@@ -296,3 +296,28 @@ def test_random_patterns_read_what_the_definition_says(tmp_path, seed):
     got = run_program(tmp_path, {"x": sbuf(x), "y": out(shape, "float32")},
                       [{"tensor_copy": {"dst": "y", "src": ap("x", pattern, offset)}}])
     np.testing.assert_array_equal(got["y"], gather(x, pattern, offset))
+
+
+@pytest.mark.parametrize("second", [
+    "y.ap([[16, 4], [1, 8]], offset=8)",          # exact box: the other half
+    "y.ap([[16, 4], [2, 4], [1, 2]], offset=8)",  # same elements, split differently
+])
+def test_written_tracking_through_patterns_completes_the_tensor(tmp_path, second):
+    x = RNG.standard_normal((4, 8)).astype(np.float32)
+    got = run_program(tmp_path, {"x": sbuf(x), "y": out((4, 16), "float32")},
+                      [{"tensor_copy": {"dst": ap("y", [[16, 4], [1, 8]]), "src": "x"}},
+                       {"tensor_copy": {"dst": second, "src": "x"}}])
+    np.testing.assert_array_equal(got["y"], np.concatenate([x, x], axis=1))
+
+
+def test_masked_pattern_write_leaves_the_rest_unwritten(tmp_path):
+    x = np.ones((4, 8), np.float32)
+    path = write_program(tmp_path, {"x": sbuf(x), "t": tmp((4, 8), "float32"),
+                                    "y": out((4, 8), "float32")},
+                         [{"tensor_copy": {"dst": ap("t", [[8, 4], [1, 8]]), "src": "x",
+                                           "mask": "f < 5"}},
+                          {"tensor_copy": {"dst": "y", "src": "t"}}])
+    with pytest.raises(NkirunError) as e:
+        run(path)
+    assert e.value.diagnostics[0].code == "E090"
+    assert "free index (5,)" in e.value.diagnostics[0].message
