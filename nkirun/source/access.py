@@ -36,6 +36,9 @@ from nkirun.source.indirect import Indirect, static_part
 MAX_DIMS = 5  # the partition entry + up to 4 free dims (NKI language guide: "up to 5")
 MAX_PARTITIONS = 128
 _AP_TEXT = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_.]*?)\s*\.ap\s*\((.*)\)\s*", re.S)
+_AP_COMPACT = re.compile(r"([A-Za-z_][A-Za-z0-9_.]*?)\.ap\(\[((?:\[-?\d+,\d+\],?)+)\]"
+                         r"(?:,offset=(\d+))?(?:,dtype=(\w+))?\)")
+_INTS = re.compile(r"-?\d+")
 _AP_KEYS = ("pattern", "offset", "scalar_offset", "vector_offset", "indirect_dim", "dtype")
 _EXACT_LIMIT = 1 << 22  # overlap of a write pattern: enumerate up to this many elements
 
@@ -64,6 +67,14 @@ def is_ap_text(text: str) -> bool:
 
 def parse_ap_text(text: str, loc: Loc | None, parse_view) -> View:
     """`x.ap([[s, n], ...], offset=O, dtype=D, ...)` (NKI's keyword names and order)."""
+    m = _AP_COMPACT.fullmatch(text)
+    if m is not None:  # the form `convert` writes: no need for Python's parser
+        name, pairs, offset, dtype = m.groups()
+        nums = [int(x) for x in _INTS.findall(pairs)]
+        values = {"pattern": list(zip(nums[::2], nums[1::2])), "offset": int(offset or 0)}
+        if dtype:
+            values["dtype"] = dtype
+        return View(name, make_ap(values), loc or Loc())
     m = _AP_TEXT.fullmatch(text)
     if m is None:
         raise APSyntaxError(f"expected `name.ap([[step, num], ...], offset=N, dtype=D)`, "
