@@ -8,7 +8,9 @@ partition's element count (every partition follows the same free pattern), the o
 picks the first partition (`offset // free`) and the start inside it; free entries must
 stay inside the partition. HBM tensors are flat: any pattern inside the tensor's bytes.
 Zero steps broadcast (reads only). Everything is checked statically; a resolved pattern
-is a NumPy strided view of the tensor's buffer (run/machine.py).
+is a NumPy strided view of the tensor's buffer (runner/machine.py). The scheduler gets the
+exact per-dim box when the pattern is a basic slice in disguise, else its bounding box.
+Patterns indexed at run time (scalar_offset/vector_offset) are in source/indirect.py.
 
 Readings (where the NKI docs leave it open; docs/views.md):
   * steps may be negative (the hardware stride is a signed int16); the view still has to
