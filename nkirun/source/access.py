@@ -85,6 +85,8 @@ def parse_ap_text(text: str, loc: Loc | None, parse_view) -> View:
         call = ast.parse(f"f({m.group(2)})", mode="eval").body
     except SyntaxError:
         raise APSyntaxError(f"cannot read the arguments of {text!r}") from None
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
+        raise APSyntaxError(f"expected one `.ap(...)` call, got {text!r}")
     if len(call.args) > len(_AP_KEYS):
         raise APSyntaxError(f"too many arguments in {text!r}")
     given = dict(zip(_AP_KEYS, call.args))
@@ -100,7 +102,11 @@ def parse_ap_text(text: str, loc: Loc | None, parse_view) -> View:
 
 def _arg(key: str, node, src: str, loc, parse_view):
     if key in ("scalar_offset", "vector_offset"):
-        return parse_view(ast.get_source_segment(src, node), loc)
+        if isinstance(node, ast.Constant) and node.value is None:
+            return None
+        text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+            else ast.get_source_segment(src, node)
+        return parse_view(text, loc)
     if key == "dtype":
         if isinstance(node, ast.Constant):
             return node.value

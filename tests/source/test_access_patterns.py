@@ -242,6 +242,9 @@ def test_text_form_reads_an_access_pattern_with_blanks_and_keywords(tmp_path):
     ("x.ap([[8, 4]], colour=3)", "colour"),
     ("x.ap([[8, 4]], dtype=float64)", "dtype"),
     ("x.ap([[8, 4]]", "expected"),
+    ("x.ap([[8, 4], [1, 8]]).ap([[1, 1]])", "one `.ap(...)`"),
+    ("x.ap([[8, 4], [1.5, 8]])", "integer pairs"),
+    ("x.ap([[8, 4]], pattern=[[8, 4]])", "repeated"),
 ])
 def test_bad_spellings_are_E034(tmp_path, spelling, words):
     d = diagnostics(tmp_path, {"x": sbuf(np.ones((4, 8), np.float32)),
@@ -321,3 +324,11 @@ def test_masked_pattern_write_leaves_the_rest_unwritten(tmp_path):
         run(path)
     assert e.value.diagnostics[0].code == "E090"
     assert "free index (5,)" in e.value.diagnostics[0].message
+
+
+def test_positional_arguments_follow_nki_order(tmp_path):
+    # ap(pattern, offset, scalar_offset, vector_offset, indirect_dim, dtype)
+    x = np.arange(4 * 8, dtype=np.float32).reshape(4, 8)
+    got = run_program(tmp_path, {"x": sbuf(x), "y": out((4, 2), "float32")},
+                      [{"tensor_copy": {"dst": "y", "src": "x.ap([[8, 4], [3, 2]], 1, None, None, 0, 'float32')"}}])
+    np.testing.assert_array_equal(got["y"], x[:, 1:5:3])
