@@ -105,6 +105,8 @@ class Machine:
         shape NumPy's basic index gives)."""
         if r.ap is None:
             return w[r.np_index]
+        if r.ap.exact_box and w[_box_index(r.box)].all():
+            return np.ones(r.shape, bool)  # (the common case: no per-element work)
         off = self.indirect_rows(r)[0] if r.ap.indirect is not None else None
         return w.reshape(-1)[storage_elements(r, off)].all(axis=-1)
 
@@ -239,6 +241,11 @@ class Machine:
     def _mark_pattern_written(self, r: Resolved, w: np.ndarray, mask) -> None:
         # A storage element counts as written when any view element covering it is
         # (a reinterpreting view may write part of one).
+        if r.ap.exact_box and mask is None:  # exactly a box of the tensor: slice it
+            sel = w[_box_index(r.box)]
+            before = int(np.count_nonzero(sel))
+            sel[...] = True
+            return self._count_written(r.decl.name, w, sel.size - before)
         if r.ap.indirect is None:
             elems = storage_elements(r)
         else:
@@ -247,11 +254,19 @@ class Machine:
             mask = self._kept(r, keep, mask)
         if mask is not None:
             elems = elems[mask.reshape(r.shape)]
-        touched = np.unique(elems)
         flat = w.reshape(-1)
-        before = int(np.count_nonzero(flat[touched]))
-        flat[touched] = True
-        self._count_written(r.decl.name, w, touched.size - before)
+        new = elems[~flat[elems]].reshape(-1)  # work in proportion to what is new
+        if new.size == 0:
+            return
+        if r.ap.dtype.itemsize < r.decl.dtype.itemsize or r.ap.indirect is not None:
+            # several view elements can share a storage element (a narrower dtype, equal
+            # indices): count each once (a sort: NumPy 2's hash-based unique is slower)
+            new = np.sort(new)
+            count = 1 + int(np.count_nonzero(new[1:] != new[:-1]))
+        else:  # a written pattern addresses each element once (E039)
+            count = new.size
+        flat[new] = True
+        self._count_written(r.decl.name, w, count)
 
     def _count_written(self, name: str, w: np.ndarray, new: int) -> None:
         # (the loader hands over all-False arrays, and only these methods set elements)
@@ -307,6 +322,11 @@ def _long_runs(cond: np.ndarray) -> bool:
     rows = cond.reshape(cond.shape[0], -1)[::max(1, cond.shape[0] // 8)]
     changes = np.count_nonzero(rows[:, 1:] != rows[:, :-1])
     return changes * 64 < rows.size
+
+
+def _box_index(box) -> tuple:
+    """The NumPy basic index of a per-dim (start, count, step) box."""
+    return tuple(slice(s, s + (c - 1) * t + 1, t) for s, c, t in box)
 
 
 def _first_missing(r: Resolved, missing: np.ndarray, sel_shape, off=None) -> list[int]:

@@ -8,7 +8,9 @@ partition's element count (every partition follows the same free pattern), the o
 picks the first partition (`offset // free`) and the start inside it; free entries must
 stay inside the partition. HBM tensors are flat: any pattern inside the tensor's bytes.
 Zero steps broadcast (reads only). Everything is checked statically; a resolved pattern
-is a NumPy strided view of the tensor's buffer (run/machine.py).
+is a NumPy strided view of the tensor's buffer (runner/machine.py). The scheduler gets the
+exact per-dim box when the pattern is a basic slice in disguise, else its bounding box.
+Patterns indexed at run time (scalar_offset/vector_offset) are in source/indirect.py.
 
 Readings (where the NKI docs leave it open; docs/views.md):
   * steps may be negative (the hardware stride is a signed int16); the view still has to
@@ -36,6 +38,9 @@ from nkirun.source.indirect import Indirect, static_part
 MAX_DIMS = 5  # the partition entry + up to 4 free dims (NKI language guide: "up to 5")
 MAX_PARTITIONS = 128
 _AP_TEXT = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_.]*?)\s*\.ap\s*\((.*)\)\s*", re.S)
+_AP_COMPACT = re.compile(r"([A-Za-z_][A-Za-z0-9_.]*?)\.ap\(\[((?:\[-?\d+,\d+\],?)+)\]"
+                         r"(?:,offset=(\d+))?(?:,dtype=(\w+))?\)")
+_INTS = re.compile(r"-?\d+")
 _AP_KEYS = ("pattern", "offset", "scalar_offset", "vector_offset", "indirect_dim", "dtype")
 _EXACT_LIMIT = 1 << 22  # overlap of a write pattern: enumerate up to this many elements
 
@@ -64,6 +69,14 @@ def is_ap_text(text: str) -> bool:
 
 def parse_ap_text(text: str, loc: Loc | None, parse_view) -> View:
     """`x.ap([[s, n], ...], offset=O, dtype=D, ...)` (NKI's keyword names and order)."""
+    m = _AP_COMPACT.fullmatch(text)
+    if m is not None:  # the form `convert` writes: no need for Python's parser
+        name, pairs, offset, dtype = m.groups()
+        nums = [int(x) for x in _INTS.findall(pairs)]
+        values = {"pattern": list(zip(nums[::2], nums[1::2])), "offset": int(offset or 0)}
+        if dtype:
+            values["dtype"] = dtype
+        return View(name, make_ap(values), loc or Loc())
     m = _AP_TEXT.fullmatch(text)
     if m is None:
         raise APSyntaxError(f"expected `name.ap([[step, num], ...], offset=N, dtype=D)`, "
@@ -72,6 +85,8 @@ def parse_ap_text(text: str, loc: Loc | None, parse_view) -> View:
         call = ast.parse(f"f({m.group(2)})", mode="eval").body
     except SyntaxError:
         raise APSyntaxError(f"cannot read the arguments of {text!r}") from None
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
+        raise APSyntaxError(f"expected one `.ap(...)` call, got {text!r}")
     if len(call.args) > len(_AP_KEYS):
         raise APSyntaxError(f"too many arguments in {text!r}")
     given = dict(zip(_AP_KEYS, call.args))
@@ -87,7 +102,11 @@ def parse_ap_text(text: str, loc: Loc | None, parse_view) -> View:
 
 def _arg(key: str, node, src: str, loc, parse_view):
     if key in ("scalar_offset", "vector_offset"):
-        return parse_view(ast.get_source_segment(src, node), loc)
+        if isinstance(node, ast.Constant) and node.value is None:
+            return None
+        text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+            else ast.get_source_segment(src, node)
+        return parse_view(text, loc)
     if key == "dtype":
         if isinstance(node, ast.Constant):
             return node.value
@@ -284,7 +303,7 @@ def _box(decl: TensorDecl, dtype, byte_offset: int, shape, strides):
 
 
 def _exact_box(dims, tstr, byte_offset, shape, strides):
-    coords = list(np.unravel_index(byte_offset // tstr[-1], dims)) if dims else []
+    coords = _unravel(byte_offset // tstr[-1], dims) if dims else []
     box = [(int(c), 1, 1) for c in coords]
     used = set()
     for s, n in zip(strides, shape):
@@ -303,9 +322,17 @@ def _exact_box(dims, tstr, byte_offset, shape, strides):
     return tuple(box)
 
 
+def _unravel(flat: int, dims) -> list[int]:
+    """np.unravel_index for one index, without NumPy's call overhead."""
+    out = [0] * len(dims)
+    for d in range(len(dims) - 1, -1, -1):
+        flat, out[d] = divmod(flat, dims[d])
+    return out
+
+
 def _flat_box(dims, a: int, b: int):
     """The smallest per-dim box holding the flat (C-order) element range a..b."""
-    ca, cb = np.unravel_index(a, dims), np.unravel_index(b, dims)
+    ca, cb = _unravel(a, dims), _unravel(b, dims)
     out, split = [], False
     for d, n in enumerate(dims):
         if split:

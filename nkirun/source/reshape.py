@@ -140,6 +140,9 @@ def slice_triple(item: slice, n: int, axis: int) -> tuple[int, int, int]:
 
 
 def expand_key(key: tuple, ndim: int) -> tuple:
+    """One int or slice per dim: `...` expanded, `nl.ds` as a slice, missing dims `:`."""
+    if len(key) == ndim and all(k.__class__ is slice or k.__class__ is int for k in key):
+        return key  # the common case
     if any(k is Ellipsis for k in key):
         i = key.index(Ellipsis)
         fill = ndim - (len(key) - 1)
@@ -150,7 +153,7 @@ def expand_key(key: tuple, ndim: int) -> tuple:
 
 
 def _as_slice(k):
-    if hasattr(k, "start") and hasattr(k, "size") and not isinstance(k, slice):
+    if k.__class__ is not slice and hasattr(k, "start") and hasattr(k, "size"):
         return slice(k.start, k.start + k.size)  # nl.ds(start, size)
     return k
 

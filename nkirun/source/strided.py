@@ -29,32 +29,43 @@ Readings:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from math import prod
 
 from nkirun.diagnostics import Loc
 from nkirun.hw import dtypes as dt
-from nkirun.ir import AccessPattern, Slice, TensorDecl, View
+from nkirun.ir import AccessPattern, Slice, TensorDecl, View, view_at
 from nkirun.source.reshape import (ViewError, dim_index, dtype_of, expand_key, infer_shape,
                                    int_index, rearrange, reshape_strides, row_major,
                                    slice_triple)
 
 
-@dataclass(frozen=True)
 class StridedView:
-    decl: TensorDecl
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]  # elements of `dtype`
-    offset: int  # elements of `dtype` from the start of the storage
-    dtype: dt.DType
-    # The NumPy basic index of decl this view is (one item per tensor dim: int or
-    # (start, count, step)), with `tail` True when an on-chip view keeps a size-1 dim
-    # that is no tensor dim; None once the view is no basic index.
-    basic: tuple | None = None
-    tail: bool = False
-    # A runtime-indexed view (source/indirect.py): ("scalar" | "vector", the index's
-    # ir.View, the tensor dim whose stride the index scales); it is final (no more views).
-    indirect: tuple | None = None
+    """A view: `shape`, `strides` (elements of `dtype`), `offset` (elements of `dtype` from
+    the start of the storage), plus:
+
+    basic     the NumPy basic index of decl this view is (one item per tensor dim: int or
+              (start, count, step)), None once the view is no basic index;
+    tail      True when an on-chip view keeps a size-1 dim that is no tensor dim;
+    indirect  ("scalar" | "vector", the index's ir.View, the tensor dim whose stride the
+              index scales) for a runtime-indexed view (final: no more view methods).
+    Immutable by convention (a plain slotted class: kernels make a view per statement)."""
+
+    __slots__ = ("decl", "shape", "strides", "offset", "dtype", "basic", "tail", "indirect")
+
+    def __init__(self, decl: TensorDecl, shape, strides, offset: int, dtype: dt.DType,
+                 basic: tuple | None = None, tail: bool = False, indirect: tuple | None = None):
+        self.decl, self.shape, self.strides, self.offset = decl, shape, strides, offset
+        self.dtype, self.basic, self.tail, self.indirect = dtype, basic, tail, indirect
+
+    def _replace(self, **changes) -> StridedView:
+        v = _new_view(StridedView)
+        for k in self.__slots__:
+            setattr(v, k, changes.get(k, getattr(self, k)))
+        return v
+
+    def __repr__(self) -> str:
+        return (f"StridedView({self.decl.name}, shape={self.shape}, strides={self.strides}, "
+                f"offset={self.offset}, dtype={self.dtype.name})")
 
     @classmethod
     def of(cls, decl: TensorDecl) -> StridedView:
@@ -90,31 +101,41 @@ class StridedView:
     # ---- indexing ------------------------------------------------------------------------------
     def __getitem__(self, key) -> StridedView:
         self._final()
-        items = expand_key(key if isinstance(key, tuple) else (key,), self.ndim)
-        shape, strides, offset, kept = [], [], self.offset, []
-        last_int = None
-        for axis, (item, n, s) in enumerate(zip(items, self.shape, self.strides)):
-            if isinstance(item, slice):
-                start, count, step = slice_triple(item, n, axis)
+        items = expand_key(key if key.__class__ is tuple else (key,), self.ndim)
+        on_chip = self.decl.on_chip
+        basic = list(self.basic) if self.basic is not None else None
+        dims = None if basic is None else \
+            [d for d, b in enumerate(basic) if b.__class__ is tuple] + ([None] if self.tail else [])
+        shape, strides, offset, last_int = [], [], self.offset, None
+        for axis, item in enumerate(items):
+            n, s = self.shape[axis], self.strides[axis]
+            d = None if dims is None else dims[axis]
+            if item.__class__ is slice:
+                start, count, step = (0, n, 1) if item == _ALL else slice_triple(item, n, axis)
                 offset += start * s
                 shape.append(count)
                 strides.append(s * step)
-                kept.append((axis, (start, count, step)))
+                if d is not None:
+                    b0, _, bs = basic[d]
+                    basic[d] = (b0 + start * bs, count, bs * step)
+                continue
+            i = int_index(item, n, axis)
+            offset += i * s
+            if axis == 0 and on_chip:  # the partition dim stays, at size 1
+                shape.append(1)
+                strides.append(s)
             else:
-                i = int_index(item, n, axis)
-                offset += i * s
-                if axis == 0 and self.on_chip:
-                    shape.append(1)
-                    strides.append(s)
-                    kept.append((axis, (i, 1, 1)))
-                else:
-                    last_int = (axis, i, s)
-        low = 2 if self.on_chip else 1
-        if len(shape) < low and last_int is not None:
-            shape.append(1)
-            strides.append(last_int[2])
+                last_int = s
+            if d is not None:
+                b0, _, bs = basic[d]
+                basic[d] = (b0 + i * bs, 1, 1) if (d == 0 and on_chip) else b0 + i * bs
+        if len(shape) < (2 if on_chip else 1) and last_int is not None:
+            shape.append(1)  # NKI keeps the last dim at size 1
+            strides.append(last_int)
         v = StridedView(self.decl, tuple(shape), tuple(strides), offset, self.dtype)
-        return v._with_basic(self._compose(items))
+        if basic is not None and self.dtype is self.decl.dtype:
+            v.basic, v.tail = _basic_result(basic, on_chip)
+        return v
 
     def slice(self, dim: int, start: int, end: int, step: int = 1) -> StridedView:
         dim = dim_index(dim, self.ndim)
@@ -227,7 +248,7 @@ class StridedView:
         new = dtype_of(dtype)
         old = self.dtype
         if new.itemsize == old.itemsize:
-            return replace(self, dtype=new, basic=None, tail=False)
+            return self._replace(dtype=new, basic=None, tail=False)
         if self.strides[-1] != 1 and self.shape[-1] != 1:
             raise ViewError("view(dtype) needs the last dim to be contiguous (stride 1)")
         if new.itemsize > old.itemsize:
@@ -290,7 +311,7 @@ class StridedView:
             raise ViewError("the indexed dim's stride is no dim of the declared tensor",
                             "index a dim of the tensor itself (or of a contiguous reshape)")
         ir_index = index.to_ir() if hasattr(index, "to_ir") else index
-        return replace(self, basic=None, tail=False,
+        return self._replace(basic=None, tail=False,
                        indirect=(kind, ir_index, dims.index(stride_bytes)))
 
     def _final(self) -> None:
@@ -300,61 +321,55 @@ class StridedView:
 
     # ---- lowering ------------------------------------------------------------------------------
     def to_ir(self, loc: Loc | None = None) -> View:
-        """The operand this view is, for the IR."""
-        loc = loc or Loc()
-        if self.basic is not None and self.dtype is self.decl.dtype:
-            items = tuple(i if isinstance(i, int) else Slice(i[0], i[0] + (i[1] - 1) * i[2] + 1,
-                                                              None if i[2] == 1 else i[2])
-                          for i in self.basic)
-            whole = all(not isinstance(i, int) and i == (0, n, 1)
-                        for i, n in zip(self.basic, self.decl.shape))
-            return View(self.decl.name, None if whole else items, loc)
-        pattern = tuple(zip(self.strides, self.shape))
-        kind, index, dim = self.indirect or (None, None, 0)
-        return View(self.decl.name, AccessPattern(
-            pattern, self.offset, None if self.dtype is self.decl.dtype else self.dtype,
-            index if kind == "scalar" else None, index if kind == "vector" else None, dim), loc)
+        """The operand this view is, for the IR. Equal views share one index object, so
+        the checker resolves a view that a kernel's loop repeats once."""
+        basic = self.basic if self.dtype is self.decl.dtype else None
+        key = (self.decl.name, basic) if basic is not None else (
+            self.decl.name, self.shape, self.strides, self.offset, self.dtype, self.indirect)
+        index = _INDEX.get(key, _MISSING)
+        if index is _MISSING:
+            index = _index_of(self, basic)
+            if len(_INDEX) >= _INDEX_MAX:
+                _INDEX.clear()
+            _INDEX[key] = index
+        return view_at(self.decl.name, index, loc or _NO_LOC)
 
     # ---- helpers -------------------------------------------------------------------------------
     def _new(self, shape, strides, offset) -> StridedView:
         self._final()
         return StridedView(self.decl, tuple(shape), tuple(strides), offset, self.dtype)
 
-    def _with_basic(self, basic) -> StridedView:
-        if basic is None:
-            return self
-        items, tail = basic
-        return replace(self, basic=items, tail=tail)
 
-    def _compose(self, items):
-        """The basic index of decl that `self[items]` is, or None."""
-        if self.basic is None or self.dtype is not self.decl.dtype:
-            return None
-        dims = [d for d, b in enumerate(self.basic) if not isinstance(b, int)]
-        if self.tail:
-            dims.append(None)
-        out = list(self.basic)
-        for axis, item in enumerate(items):
-            d = dims[axis]
-            n = self.shape[axis]
-            if d is None:  # the on-chip size-1 tail: only `0` or a full slice keep it
-                if isinstance(item, slice) and slice_triple(item, n, axis)[1] == 1 or item in (0, -1):
-                    continue
-                return None
-            start, count, step = out[d]
-            if isinstance(item, slice):
-                a, c, s = slice_triple(item, n, axis)
-                out[d] = (start + a * step, c, step * s)
-            else:
-                i = int_index(item, n, axis)
-                out[d] = (start + i * step, 1, 1) if (d == 0 and self.on_chip) \
-                    else start + i * step
-        kept = sum(not isinstance(b, int) for b in out)
-        low = 2 if self.on_chip else 1
-        if kept >= low:
-            return tuple(out), False
-        if self.on_chip:
-            return tuple(out), True  # (P, 1): the resolver adds the size-1 tail itself
-        last = max(d for d, b in enumerate(out))  # HBM: keep the last dim at size 1
-        out[last] = (out[last], 1, 1)
-        return tuple(out), False
+_ALL = slice(None)
+_NO_LOC = Loc()
+_MISSING = object()
+_new_view = object.__new__
+# (tensor, basic index) or (tensor, layout) -> the IR index object (see to_ir)
+_INDEX: dict = {}
+_INDEX_MAX = 200_000
+
+
+def _basic_result(basic: list, on_chip: bool):
+    """(basic index, tail) after indexing: on chip a view keeps >= 2 dims (the resolver
+    adds the size-1 tail itself); in HBM >= 1 (the last dim is kept at size 1)."""
+    kept = sum(b.__class__ is tuple for b in basic)
+    if kept >= (2 if on_chip else 1):
+        return tuple(basic), False
+    if on_chip:
+        return tuple(basic), True
+    basic[-1] = (basic[-1], 1, 1)
+    return tuple(basic), False
+
+
+def _index_of(v: StridedView, basic):
+    if basic is not None:
+        if all(b.__class__ is tuple and b == (0, n, 1) for b, n in zip(basic, v.decl.shape)):
+            return None  # the whole tensor
+        return tuple(b if b.__class__ is int else
+                     Slice(b[0], b[0] + (b[1] - 1) * b[2] + 1, None if b[2] == 1 else b[2])
+                     for b in basic)
+    kind, index, dim = v.indirect or (None, None, 0)
+    return AccessPattern(tuple(zip(v.strides, v.shape)), v.offset,
+                         None if v.dtype is v.decl.dtype else v.dtype,
+                         index if kind == "scalar" else None,
+                         index if kind == "vector" else None, dim)

@@ -242,6 +242,9 @@ def test_text_form_reads_an_access_pattern_with_blanks_and_keywords(tmp_path):
     ("x.ap([[8, 4]], colour=3)", "colour"),
     ("x.ap([[8, 4]], dtype=float64)", "dtype"),
     ("x.ap([[8, 4]]", "expected"),
+    ("x.ap([[8, 4], [1, 8]]).ap([[1, 1]])", "one `.ap(...)`"),
+    ("x.ap([[8, 4], [1.5, 8]])", "integer pairs"),
+    ("x.ap([[8, 4]], pattern=[[8, 4]])", "repeated"),
 ])
 def test_bad_spellings_are_E034(tmp_path, spelling, words):
     d = diagnostics(tmp_path, {"x": sbuf(np.ones((4, 8), np.float32)),
@@ -296,3 +299,36 @@ def test_random_patterns_read_what_the_definition_says(tmp_path, seed):
     got = run_program(tmp_path, {"x": sbuf(x), "y": out(shape, "float32")},
                       [{"tensor_copy": {"dst": "y", "src": ap("x", pattern, offset)}}])
     np.testing.assert_array_equal(got["y"], gather(x, pattern, offset))
+
+
+@pytest.mark.parametrize("second", [
+    "y.ap([[16, 4], [1, 8]], offset=8)",          # exact box: the other half
+    "y.ap([[16, 4], [2, 4], [1, 2]], offset=8)",  # same elements, split differently
+])
+def test_written_tracking_through_patterns_completes_the_tensor(tmp_path, second):
+    x = RNG.standard_normal((4, 8)).astype(np.float32)
+    got = run_program(tmp_path, {"x": sbuf(x), "y": out((4, 16), "float32")},
+                      [{"tensor_copy": {"dst": ap("y", [[16, 4], [1, 8]]), "src": "x"}},
+                       {"tensor_copy": {"dst": second, "src": "x"}}])
+    np.testing.assert_array_equal(got["y"], np.concatenate([x, x], axis=1))
+
+
+def test_masked_pattern_write_leaves_the_rest_unwritten(tmp_path):
+    x = np.ones((4, 8), np.float32)
+    path = write_program(tmp_path, {"x": sbuf(x), "t": tmp((4, 8), "float32"),
+                                    "y": out((4, 8), "float32")},
+                         [{"tensor_copy": {"dst": ap("t", [[8, 4], [1, 8]]), "src": "x",
+                                           "mask": "f < 5"}},
+                          {"tensor_copy": {"dst": "y", "src": "t"}}])
+    with pytest.raises(NkirunError) as e:
+        run(path)
+    assert e.value.diagnostics[0].code == "E090"
+    assert "free index (5,)" in e.value.diagnostics[0].message
+
+
+def test_positional_arguments_follow_nki_order(tmp_path):
+    # ap(pattern, offset, scalar_offset, vector_offset, indirect_dim, dtype)
+    x = np.arange(4 * 8, dtype=np.float32).reshape(4, 8)
+    got = run_program(tmp_path, {"x": sbuf(x), "y": out((4, 2), "float32")},
+                      [{"tensor_copy": {"dst": "y", "src": "x.ap([[8, 4], [3, 2]], 1, None, None, 0, 'float32')"}}])
+    np.testing.assert_array_equal(got["y"], x[:, 1:5:3])

@@ -156,3 +156,19 @@ def test_python_views_with_runtime_indices_lower_to_indirect_patterns(tmp_path):
     np.testing.assert_array_equal(got["y"], flat[iv[:, 0] * 1])  # dim 1 of (6,4,10): stride 10
     np.testing.assert_array_equal(got["z"], arr[2])
     np.testing.assert_array_equal(got["w"], arr[iv[:, 0], 0, :])
+
+
+def test_scatter_with_skip_leaves_out_of_bounds_rows_out(tmp_path):
+    P, F = 4, 3
+    src = RNG.standard_normal((P, F)).astype(np.float32)
+    idx = np.array([[2], [7], [0], [-1]], np.int32)  # 7 and -1 are outside 5 rows
+    base = np.full((5, F), 9, np.float32)
+    tensors = {"s": sbuf(src), "i": sbuf(idx), "o": sbuf(base, buffer="hbm", output=True)}
+    inst = {"dst": f"o.ap([[{F}, {P}], [1, {F}]], vector_offset=i)", "src": "s"}
+    got = run_program(tmp_path, tensors, [{"dma_copy": dict(inst, oob_mode="skip")}])
+    want = base.copy()
+    want[2], want[0] = src[0], src[2]
+    np.testing.assert_array_equal(got["o"], want)
+    with pytest.raises(NkirunError) as e:
+        run_program(tmp_path, tensors, [{"dma_copy": inst}])
+    assert e.value.diagnostics[0].code == "E093" and "index 7" in e.value.diagnostics[0].message
