@@ -251,7 +251,8 @@ def test_empty_and_versionless_programs(tmp_path):
 # the location of the same token in each file.
 EQUIVALENT = [  # (YAML entry, text line, {code: the token its location points at})
     ("- lod: {dst: t, src: x}", "lod dst=t src=x", {"E021": "lod"}),
-    ("- load: {dst: t, sr: x}", "load dst=t sr=x", {"E022": "sr", "E023": "load"}),
+    ("- load: {dst: t, sr: x}", "load dst=t sr=x", {"E022": "sr"}),  # one typo: one error
+    ("- load: {dst: t, foo: x}", "load dst=t foo=x", {"E022": "foo", "E023": "load"}),
     ("- memset: {dst: t, value: abc}", "memset dst=t value=abc", {"E024": "value"}),
     ("- memset: {dst: t}", "memset dst=t", {"E023": "memset"}),
     ("- load: {dst: q, src: x}", "load dst=q src=x", {"E026": "dst"}),

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from nkirun.diagnostics import Diagnostic, Loc, error, warning
 from nkirun.checker.bind import bind
-from nkirun.ir import Program
+from nkirun.checker.psum import psum_hazards
+from nkirun.ir import Program, View
 from nkirun.isa.spec import ACCUMULATORS, Bound, param_tables
 from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, TARGETS
 from nkirun.source.operands import Resolved
@@ -78,12 +79,16 @@ def _acc_hazard(b: Bound, state: dict[str, str]) -> list[Diagnostic]:
     return out
 
 
-def _dataflow(program: Program, bound: list[Bound]) -> list[Diagnostic]:
+def _dataflow(program: Program, bound: list[Bound], failed: set[int]) -> list[Diagnostic]:
+    """E050, W051 and the accumulator hazards. `failed`: indices of instructions that had
+    errors. One problem gets one diagnostic: a tensor such an instruction names may have
+    lost its writer or its reader to the error, so it gets no E050 and no W051."""
     out = []
     defined = {n for n, t in program.tensors.items() if t.init is not None}
+    lost = _named_by(program, failed) if failed else set()
+    defined |= lost
     read_after: dict[str, bool] = {}
     last_write: dict[str, Bound] = {}
-    strict = not program.dropped  # with dropped instructions, reads may be knock-on errors
     acc_state: dict[str, str] = {}  # accumulator -> undefined / defined / clobbered
     names_of: dict = {}  # id(b.args) -> ((param, tensor) read..., (tensor written...)); see Bound
     for b in bound:
@@ -94,7 +99,7 @@ def _dataflow(program: Program, bound: list[Bound]) -> list[Diagnostic]:
                                          tuple(r.decl.name for _, r in writes))
         reads, writes = rw
         for key, n in reads:
-            if n not in defined and strict:
+            if n not in defined:
                 out.append(b.err("E050", f"`{key}` reads `{n}` before anything writes it", key,
                                  hint=f"give `{n}` initial contents (file, fill or data), or "
                                       "write it in an earlier instruction"))
@@ -108,12 +113,25 @@ def _dataflow(program: Program, bound: list[Bound]) -> list[Diagnostic]:
             out += _acc_hazard(b, acc_state)
     for n, was_read in read_after.items():
         t = program.tensors[n]
-        if not was_read and not t.output and n in last_write and strict:
+        if not was_read and not t.output and n in last_write and n not in lost:
             b = last_write[n]
             out.append(warning("W051", f"`{n}` is written by {b.op} (instruction {b.index}) but "
                                "never read afterwards and not an output", b.loc(), b.index,
                                hint="mark it `output: true`, or drop the write"))
     return out
+
+
+def _named_by(program: Program, indices: set[int]) -> set[str]:
+    """The tensors the operands of these instructions name (resolved or not); for a name
+    that is not declared, also the declared name it probably meant (E026's did-you-mean)."""
+    names = set()
+    for inst in (*program.instructions, *program.partial):
+        if inst.index in indices:
+            names.update(v.tensor for v in inst.args.values() if isinstance(v, View))
+    for n in [n for n in names if n not in program.tensors]:
+        import difflib  # an error path only
+        names.update(difflib.get_close_matches(n, list(program.tensors), n=1, cutoff=0.6))
+    return names
 
 
 def _capacity(program: Program, bound: list[Bound]) -> list[Diagnostic]:
@@ -167,7 +185,14 @@ def validate(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES):
     diags = _tensor_rules(program, max_hbm_bytes)
     bound, d = bind(program, max_hbm_bytes)
     diags.extend(d)
-    diags.extend(_dataflow(program, bound))
+    failed = set(program.dropped)
+    failed.update(x.instruction for x in diags if x.is_error and x.instruction is not None)
+    if len(bound) < len(program.instructions) + len(program.partial):
+        # bind leaves out instructions naming a tensor whose declaration failed
+        kept = {b.index for b in bound}
+        failed.update(i.index for i in program.instructions if i.index not in kept)
+    diags.extend(_dataflow(program, bound, failed))
+    diags.extend(psum_hazards(program, bound))
     if not any(x.code in ("E017", "E041") for x in diags):
         diags.extend(_capacity(program, bound))
     return bound, diags

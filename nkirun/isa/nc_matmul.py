@@ -14,7 +14,9 @@ generated from https://github.com/aws-neuron/aws-neuron-sdk/blob/81ce03ae/nki/ap
 * accumulating onto uninitialised PSUM is undefined: the dataflow pass reports it (E050),
   because `reads_out` declares that an accumulate=true matmul reads dst.
 * on NeuronCore-v2/v3 (trn1, inf2, trn2) accumulating onto a PSUM location that a
-  non-matmul instruction value-initialised (memset, tensor_copy) is undefined on hardware.
+  non-matmul instruction value-initialised (memset, tensor_copy) is undefined on hardware:
+  nkirun/checker/psum.py warns (W053), and also when a matmul result is overwritten
+  before anything read it (W054).
 * cost [OLD-ISA]: max(min(64, Ns), Nm) PE cycles, 4x that when the operands are fp32
   (Ns, Nm = elements per partition of stationary / moving).
 Multi-dim free dims are flattened (stationary's into M, moving's into N).
@@ -26,7 +28,8 @@ Readings:
   a K-loop of matmuls into one PSUM tile with the keyword left out sums every K tile, as
   the NKI matmul tutorial's tiled kernel relies on; `accumulate: false` / `true` stay
   explicit overrides. The rule does not restart after the result is read: a PSUM tile
-  reused for the next output block needs `accumulate: false` on that block's first matmul.
+  reused for the next output block needs `accumulate: false` on that block's first matmul
+  (W055 warns when an unset one lands on a result that was already read).
 """
 from __future__ import annotations
 

@@ -114,7 +114,7 @@ class ArgError(ValueError):
 
 def _kind_name(value) -> str:
     return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
-            list: "a list", dict: "a mapping", type(None): "null"}.get(type(value), type(value).__name__)
+            list: "a list", dict: "a mapping", type(None): "nothing"}.get(type(value), type(value).__name__)
 
 
 def convert(p: Param, value: Any, loc: Loc) -> Any:
@@ -130,7 +130,8 @@ def convert(p: Param, value: Any, loc: Loc) -> Any:
                      and ops.parse_scalar(value) is None):
         if not isinstance(value, str):
             raise ArgError(f"`{p.name}` must be a tensor view such as `t` or `t[:, 0:128]`, "
-                           f"got {_kind_name(value)}" + (" (a number)" if k == TILE else ""))
+                           f"got {_kind_name(value)}" + (" (a number)" if k == TILE and isinstance(
+                               value, (int, float)) and not isinstance(value, bool) else ""))
         try:
             return parse_view(value, loc)
         except ViewSyntaxError as e:
@@ -161,7 +162,7 @@ def convert(p: Param, value: Any, loc: Loc) -> Any:
         allowed = p.choices or tuple(ops.OPS)
         if name is None or name not in allowed:
             raise ArgError(f"`{p.name}`: unknown or unsupported operator {value!r}",
-                           hint="allowed: " + ", ".join(allowed), code="E025")
+                           hint=_suggest(value, allowed), code="E025")
         return name
     if k == ENUM:
         if isinstance(value, str):
@@ -172,7 +173,7 @@ def convert(p: Param, value: Any, loc: Loc) -> Any:
             if p.choices and v in p.choices:
                 return v
         raise ArgError(f"`{p.name}`: {value!r} is not allowed",
-                       hint="allowed: " + ", ".join(map(str, p.choices or ())), code="E025")
+                       hint=_suggest(value, tuple(map(str, p.choices or ()))), code="E025")
     if k == PATTERN:
         ok = isinstance(value, list) and value and all(
             isinstance(pair, list) and len(pair) == 2 and all(
@@ -197,6 +198,15 @@ def convert(p: Param, value: Any, loc: Loc) -> Any:
             raise ArgError(f"`{p.name}` must be a predicate string such as \"p < 64 and f < 256\"")
         return value
     raise AssertionError(f"unknown param kind {k}")  # pragma: no cover
+
+
+def _suggest(value, allowed: tuple) -> str:
+    """`did you mean `less`? allowed: ...` for a misspelt operator or enum value."""
+    from nkirun.source.builder import did_you_mean
+    word = value.strip().split(".")[-1] if isinstance(value, str) else value
+    guess = did_you_mean(word, allowed)
+    listed = "allowed: " + ", ".join(allowed)
+    return f"{guess} {listed}" if guess else listed
 
 
 @dataclass(frozen=True, slots=True)

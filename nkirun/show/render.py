@@ -89,20 +89,25 @@ def print_diagnostics(diags: list[Diagnostic], lines=(), stream=None) -> None:
     if not diags:
         return
     cache: dict = {}
+    from nkirun.show.grouping import more_like_this, similar_groups
+    groups = similar_groups(diags)
     if use_color(stream):
-        _print_rich(diags, lines, stream, cache)
+        _print_rich(groups, lines, stream, cache)
     else:
-        for d in diags:
+        for d, others in groups:
             print(format_plain(d, _lines_for(d, lines, cache)), file=stream)
+            if others:
+                print(f"   {more_like_this(others)}", file=stream)
 
 
-def _print_rich(diags, lines, stream, cache) -> None:
+def _print_rich(groups, lines, stream, cache) -> None:
     from rich.console import Console
     from rich.text import Text
     # soft_wrap: the terminal wraps long lines itself, so rich never breaks a source line
     # away from its caret line
     console = Console(file=stream, highlight=False, soft_wrap=True)
-    for d in diags:
+    from nkirun.show.grouping import more_like_this
+    for d, others in groups:
         _, quote, hint = parts(d, _lines_for(d, lines, cache))
         color = "red" if d.is_error else "yellow"
         t = Text()
@@ -120,6 +125,8 @@ def _print_rich(diags, lines, stream, cache) -> None:
         if hint:
             console.print(Text.assemble((f"{pad} = ", "blue"), ("help", "bold cyan"),
                                         (": " + hint, "cyan")))
+        if others:
+            console.print(Text(f"   {more_like_this(others)}", style="dim"))
 
 
 def summary_line(diags: list[Diagnostic]) -> str:

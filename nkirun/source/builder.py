@@ -14,6 +14,7 @@ from nkirun.ir import BUFFERS, Instruction, Program, TensorDecl, instruction_at,
 from nkirun.isa import REGISTRY
 from nkirun.isa.spec import TILE, TILE_OR_SCALAR, ArgError, convert, normalize_name, param_tables
 from nkirun.hw.alu import parse_scalar
+from nkirun.source.operands import ViewSyntaxError, parse_view
 from nkirun.hw.targets import DEFAULT_TARGET, TARGETS
 
 TOP_KEYS = ("version", "name", "target", "tensors", "instructions")
@@ -23,9 +24,32 @@ BUFFER_ALIASES = {"shared_hbm": "hbm", "private_hbm": "hbm"}
 
 
 def did_you_mean(word: str, choices) -> str | None:
+    close = _closest(word, choices)
+    return f"did you mean `{close}`?" if close else None
+
+
+def _keep_mention(values: dict, key: str, raw, loc: Loc, guess) -> None:
+    """An unknown keyword's value, kept in a dropped instruction (never run) so the
+    checker still sees the tensor it names: under the keyword it was probably meant as
+    when that converts (the operand is then checked too), else as a view under its own
+    name (the dataflow pass then does not call that tensor unused)."""
+    if not isinstance(raw, str):
+        return
+    for p in (guess, None):
+        try:
+            if p is not None and p.kind in _VIEW_KINDS:
+                values[p.name] = convert(p, raw, loc)
+                return
+            if p is None:
+                values[key] = parse_view(raw, loc)
+        except (ArgError, ViewSyntaxError):
+            pass
+
+
+def _closest(word, choices) -> str | None:
     import difflib  # only on an error path: not imported at start-up
     close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
-    return f"did you mean `{close[0]}`?" if close else None
+    return close[0] if close else None
 
 
 def _type_name(v) -> str:
@@ -103,6 +127,7 @@ class Builder:
         for k in ("buffer", "shape", "dtype"):
             if k not in fields:
                 d.append(error("E005", f"tensor `{name}` needs `{k}`", loc))
+        fields = self._empty_values(name, fields)
         get = lambda k: fields[k][0] if k in fields else None  # noqa: E731
         vloc = lambda k: fields[k][2] if k in fields else loc  # noqa: E731
 
@@ -155,10 +180,32 @@ class Builder:
                            f"{_type_name(output)}", vloc("output")))
             output = False
         if len(d) > n0 or buffer is None or shape is None or dtype is None:
+            if len(d) == n0:  # never drop a declaration (and its instructions) silently
+                d.append(error("E006", f"tensor `{name}` cannot be declared as written", loc,
+                               hint="give it buffer, shape and dtype"))
             return True
         self.tensors[name] = TensorDecl(name, buffer, shape, dtype, init, init_value,
                                         bool(output), loc, key_locs)
         return False
+
+    def _empty_values(self, name, fields: dict) -> dict:
+        """Report each key written with no value (`shape:` with nothing after the colon,
+        `shape: null`): E005 for buffer/shape/dtype, E006 for the others. Returns the
+        fields without them, so no later rule sees a None."""
+        kept = {}
+        for k, f in fields.items():
+            if f[0] is not None or k not in TENSOR_KEYS:
+                kept[k] = f
+                continue
+            required = k in ("buffer", "shape", "dtype")
+            what = {"buffer": "hbm, sbuf or psum", "shape": "a list such as [128, 512]",
+                    "dtype": "a dtype such as float32", "output": "true or false",
+                    "file": "a .npy path", "fill": "a number",
+                    "data": "a nested list of numbers"}.get(k, "a value")
+            self.diags.append(error("E005" if required else "E006",
+                                    f"tensor `{name}`: `{k}` has no value", f[1],
+                                    hint=f"write {what} after `{k}:`"))
+        return kept
 
     def _data(self, name, value, shape, loc):
         if not isinstance(value, list):
@@ -213,13 +260,18 @@ class Builder:
         tables = param_tables(spec)
         params, defaults, required = tables.by_name, tables.defaults, tables.required
         converted = self._converted
+        meant = set()  # missing required keywords an unknown one was a typo of
         for key, (raw, kloc) in args.items():
             locs[key] = kloc
             p = params.get(key)
             if p is None:
+                guess = _closest(key, [n for n in spec.param_names if n not in args])
+                if guess is not None and params[guess].required:
+                    meant.add(guess)  # one typo, one diagnostic: no E023 for it as well
                 self.diags.append(error("E022", f"{name}: unknown keyword `{key}`", kloc, index,
-                                        hint=did_you_mean(key, spec.param_names)
-                                        or "allowed: " + ", ".join(spec.param_names)))
+                                        hint=f"did you mean `{guess}`?" if guess else
+                                        "allowed: " + ", ".join(spec.param_names)))
+                _keep_mention(values, key, raw, kloc, params.get(guess))
                 continue
             if raw is None and not p.required:
                 continue  # an explicit null means "not given"
@@ -238,7 +290,7 @@ class Builder:
             except ArgError as e:
                 self.diags.append(error(e.code, f"{name}: {e}", kloc, index, e.hint))
         for p in required:
-            if p.name not in args:
+            if p.name not in args and p.name not in meant:
                 self.diags.append(error("E023", f"{name}: missing required keyword `{p.name}`",
                                         loc, index, hint=p.doc or None))
         if len(self.diags) > n0:

@@ -1,0 +1,34 @@
+"""Folding identical diagnostics for people: a problem repeated on 48 instructions is shown
+once, then `... and 47 more like this at lines ...`. JSON output keeps every one."""
+from __future__ import annotations
+
+import re
+
+from nkirun.diagnostics import Diagnostic
+
+_INSTRUCTION_NO = re.compile(r"\binstruction \d+")
+MAX_LINES_LISTED = 10
+
+
+def _key(d: Diagnostic):
+    # messages that differ only in the instruction they point at are the same problem
+    return (d.severity, d.code, _INSTRUCTION_NO.sub("instruction #", d.message), d.hint,
+            d.loc.file)
+
+
+def similar_groups(diags: list[Diagnostic]) -> list[tuple[Diagnostic, list[Diagnostic]]]:
+    """(first, the others like it) in the order the firsts come."""
+    groups: dict = {}
+    for d in diags:
+        groups.setdefault(_key(d), []).append(d)
+    return [(g[0], g[1:]) for g in groups.values()]
+
+
+def more_like_this(others: list[Diagnostic]) -> str:
+    """`... and 47 more like this at lines 12, 15, ... (--format json lists each)`."""
+    lines = sorted({d.loc.line for d in others if d.loc.line})
+    shown = ", ".join(f"{n:,}" for n in lines[:MAX_LINES_LISTED])
+    if len(lines) > MAX_LINES_LISTED:
+        shown += ", ..."
+    where = f" at line{'s' * (len(lines) != 1)} {shown}" if lines else ""
+    return f"... and {len(others):,} more like this{where} (--format json lists each)"
