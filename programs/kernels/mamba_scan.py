@@ -40,7 +40,8 @@ def mamba_scan(delta, u, A, B, Cm, chunk=256):
             states = nl.ndarray((P, chunk), dtype=f32, buffer=nl.sbuf)
             nisa.tensor_tensor_scan(dst=states, data0=decay, data1=drive, initial=h,
                                     op0=nl.multiply, op1=nl.add)
-            nisa.tensor_copy(dst=h, src=states[:, chunk - 1])
+            if s + 1 < S // chunk:  # the carry into the next chunk
+                nisa.tensor_copy(dst=h, src=states[:, chunk - 1])
             out = nl.ndarray((P, chunk), dtype=f32, buffer=nl.sbuf)
             nisa.tensor_tensor(dst=out, data1=states, data2=c_all, op=nl.multiply)
             nisa.dma_copy(dst=y[rows, cols], src=out)

@@ -21,8 +21,8 @@ def rmsnorm(x, w, eps=1e-6):
         nisa.dma_copy(dst=xt, src=x[i * P:(i + 1) * P, :])
         sq = nl.ndarray((P, D), dtype=nl.float32, buffer=nl.sbuf)
         ssum = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.activation(dst=sq, op=nl.square, data=xt, reduce_op=nl.add, reduce_res=ssum,
-                        reduce_cmd=nisa.reduce_cmd.reset_reduce)
+        nisa.tensor_tensor(dst=sq, data1=xt, data2=xt, op=nl.multiply)
+        nisa.tensor_reduce(dst=ssum, op=nl.add, data=sq, axis=1)
         ms = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
         nisa.tensor_scalar(dst=ms, data=ssum, op0=nl.multiply, operand0=1.0 / D,
                            op1=nl.add, operand1=eps)

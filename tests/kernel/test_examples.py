@@ -4,6 +4,7 @@ the command line (`nkirun run KERNEL.py::FUNCTION`), the Python API
 outputs)."""
 from __future__ import annotations
 
+import json
 import math
 import pathlib
 import sys
@@ -125,8 +126,8 @@ def test_check_and_cost_pass(name, tmp_path):
     for pname, arr in arrays.items():
         cmd += ["--shape", f"{pname}=float32[{','.join(map(str, arr.shape))}]"]
     cmd += [f"--arg={k}={v!r}" for k, v in args.items()]
-    r = CliRunner().invoke(cli, ["check", *cmd])
-    assert r.exit_code == 0 and "ok" in r.output, r.output
+    r = CliRunner().invoke(cli, ["check", *cmd, "--format", "json"])
+    assert r.exit_code == 0 and json.loads(r.output)["diagnostics"] == [], r.output
     r = CliRunner().invoke(cli, ["cost", *cmd, "--view", "summary"])
     assert r.exit_code == 0 and "makespan" in r.output, r.output
 
