@@ -225,6 +225,9 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, ulp, tr
     mismatch, 2 usage error, 3 internal error.
     """
     if is_kernel_path(program):
+        if expect_dir or trace or dump_dir:
+            raise click.UsageError("--expect, --trace and --dump apply to programs; for a "
+                                   "kernel, `convert` it and run the program with them")
         from nkirun.source.kernel import commands
         sys.exit(commands.run(program, out_dir, _kernel_params(
             inputs, kernel_shapes, kernel_args, grid, lnc, target), max_hbm_bytes))
