@@ -388,3 +388,13 @@ def test_a_syntax_error_in_the_kernel_file_is_located(tmp_path):
     r = invoke("check", path, "--shape", "x=float32[4]")
     assert r.exit_code == 1 and "E602" in r.output and f"{path}:5:" in r.output
     assert "Traceback" not in r.output
+
+
+def test_jit_with_arguments_and_nki_simulate(tmp_path):
+    path = write(tmp_path, DOUBLE.replace("@nki.jit\n", "@nki.jit(platform_target='trn2')\n")
+                 + "\n\ndef run_it(x):\n    return nki.simulate(double)(x, factor=4.0)\n")
+    module = nkirun_kernel(path, "run_it")
+    x = np.ones((128, 4), np.float32)
+    np.testing.assert_array_equal(module(x), 4 * x)  # AWS's spelling: nki.simulate(kernel)
+    r = invoke("check", path, "--shape", "x=float32[128,4]")
+    assert r.exit_code == 0, r.output  # the only @nki.jit function, decorated with arguments
