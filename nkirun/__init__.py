@@ -6,13 +6,91 @@
     sched = nkirun.cost("prog.yaml")                    # nkirun.schedule.Schedule
     nkirun.testing.assert_close(outs["y"], expected, ulp=2)
 
-A program is a path, its YAML text or a dict of its YAML form (docs/api.md).
+A program is a path, its YAML text or a dict of its YAML form (docs/api.md). `check`, `cost`
+and `run` also take a Python kernel function (`@nki.jit` or plain; docs/kernels.md), with the
+kernel's arguments after it; `simulate(kernel)(*arrays)` runs one like AWS's nki.simulate.
 """
-import nkirun._startup  # noqa: F401  (first: a signal while the command starts exits quietly)
+from __future__ import annotations
+
+import nkirun._startup  # noqa: F401,I001  (first: a signal while the command starts exits quietly)
+
+from collections.abc import Callable  # noqa: E402
+from typing import Any, overload  # noqa: E402
+
+import numpy as np  # noqa: E402
+
 from nkirun import schedule, testing
-from nkirun.api import check, cost, run
+from nkirun import api as _api
+from nkirun.api import ProgramSource
 from nkirun.diagnostics import Diagnostic, Loc, NkirunError
+from nkirun.schedule.model import Schedule
 
 __version__ = "0.1.0"
-__all__ = ["check", "cost", "run", "Diagnostic", "Loc", "NkirunError", "schedule", "testing",
-           "__version__"]
+__all__ = ["check", "cost", "run", "simulate", "trace", "shape", "Diagnostic", "Loc",
+           "NkirunError", "schedule", "testing", "__version__"]
+
+
+@overload
+def check(program: ProgramSource, fmt: str | None = None, target: str | None = None
+          ) -> list[Diagnostic]: ...
+@overload
+def check(program: Callable[..., Any], *args: Any, **kwargs: Any) -> list[Diagnostic]: ...
+def check(program: Any, *args: Any, **kwargs: Any) -> list[Diagnostic]:  # noqa: E302
+    """Diagnostics of a program file, or of a kernel function called with `args`."""
+    if callable(program):
+        from nkirun.source.kernel.api import check as check_kernel
+        return check_kernel(program, *args, **kwargs)
+    return _api.check(program, *args, **kwargs)
+
+
+@overload
+def cost(program: ProgramSource, fmt: str | None = None, target: str | None = None
+         ) -> Schedule: ...
+@overload
+def cost(program: Callable[..., Any], *args: Any, **kwargs: Any) -> Schedule: ...
+def cost(program: Any, *args: Any, **kwargs: Any) -> Schedule:  # noqa: E302
+    """The schedule of a program file, or of a kernel function called with `args`."""
+    if callable(program):
+        from nkirun.source.kernel.api import cost as cost_kernel
+        return cost_kernel(program, *args, **kwargs)
+    return _api.cost(program, *args, **kwargs)
+
+
+@overload
+def run(program: ProgramSource, inputs: dict[str, Any] | None = None, out: Any = None,
+        fmt: str | None = None, target: str | None = None, uninitialized: str = "error",
+        after_each: Any = None) -> dict[str, np.ndarray]: ...
+@overload
+def run(program: Callable[..., Any], *args: Any, **kwargs: Any) -> Any: ...
+def run(program: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: E302
+    """Outputs of a program file (dict name -> array); for a kernel function, its return
+    structure (as `simulate(kernel)(*args, **kwargs)`)."""
+    if callable(program):
+        return simulate(program)(*args, **kwargs)
+    return _api.run(program, *args, **kwargs)
+
+
+def simulate(kernel: Callable[..., Any], target: str | None = None) -> Callable[..., Any]:
+    """`nkirun.simulate(kernel)(*arrays, **kwargs)` runs a kernel on NumPy arrays."""
+    from nkirun.source.kernel.api import simulate as simulate_kernel
+    return simulate_kernel(kernel, target)
+
+
+def trace(kernel: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """The IR Program a kernel function traces to with these arguments."""
+    from nkirun.source.kernel.api import trace as trace_kernel
+    return trace_kernel(kernel, *args, **kwargs)
+
+
+def shape(dtype: str, *dims: int) -> Any:
+    """A tensor argument known by dtype and shape only: `nkirun.shape("float32", 128, 512)`."""
+    from nkirun.source.kernel.trace import Shape
+    return Shape(dtype, *dims)
+
+
+def _install_nki_fallback() -> None:
+    from nkirun.source.kernel.modules import install_fallback_finder
+    install_fallback_finder()
+
+
+_install_nki_fallback()

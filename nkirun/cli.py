@@ -12,6 +12,8 @@ import sys
 import click
 
 from nkirun.diagnostics import NkirunError
+from nkirun.source.kernel.cli import kernel_options, no_kernel_options
+from nkirun.source.kernel.loader import is_kernel_path
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_BUG = 0, 1, 2, 3
 
@@ -149,11 +151,13 @@ def cli(color):
                    "for CI test reports")
 @_target_option
 @_program_format_option
+@kernel_options(inputs=True)
 @_debug_option
 @_guard
-def check(programs, fmt, target, program_format, debug):
-    """Validate programs statically (reads no data file). Each PATH is a program or a
-    folder, searched for .yaml/.yml/.nkis programs.
+def check(programs, fmt, target, program_format, debug, inputs=(), kernel_args=(),
+          kernel_shapes=(), grid=None, lnc=None):
+    """Validate programs statically (reads no data file). Each PATH is a program, a folder
+    (searched for .yaml/.yml/.nkis programs) or a Python kernel KERNEL.py::FUNCTION.
 
     Reports every problem at once, each as `file:line:col: error[CODE]: message`, the
     source line with a caret under the offending keyword, and `= help:` saying what is
@@ -171,6 +175,14 @@ def check(programs, fmt, target, program_format, debug):
 
     Exit status: 0 no errors (warnings allowed), 1 errors in any program, 2 usage error.
     """
+    if any(is_kernel_path(p) for p in programs):
+        if len(programs) != 1:
+            raise click.UsageError("a kernel is checked on its own: give one KERNEL.py::FUNCTION")
+        from nkirun.source.kernel import commands
+        sys.exit(commands.check(programs[0], fmt, _kernel_params(
+            inputs, kernel_shapes, kernel_args, grid, lnc, target)))
+    for program in programs:
+        no_kernel_options(program, kernel_args, kernel_shapes or inputs, grid, lnc)
     from nkirun.show import check_report as cr
     paths, empty = cr.expand(programs)
     if empty:
@@ -186,6 +198,10 @@ def check(programs, fmt, target, program_format, debug):
     else:
         cr.print_text(results)
     sys.exit(EXIT_INVALID if any(r.errors for r in results) else EXIT_OK)
+
+
+def _kernel_params(inputs, shapes, args, grid, lnc, target) -> dict:
+    return dict(inputs=inputs, shapes=shapes, args=args, grid=grid, lnc=lnc, target=target)
 
 
 def _parse_inputs(values) -> dict[str, str]:
@@ -243,10 +259,13 @@ def default_out_dir(program: str) -> str:
               show_default=True, help="reading an element nothing wrote: an error (E090), "
               "or it reads as NaN / 0 (the outputs too)")
 @_program_format_option
+@_target_option
+@kernel_options(inputs=False)
 @_debug_option
 @_guard
 def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, range_rtol, ulp, trace,
-        dump_dir, dump_after, uninitialized, program_format, debug, fmt="text"):
+        dump_dir, dump_after, uninitialized, program_format, debug, fmt="text", target=None,
+        kernel_args=(), kernel_shapes=(), grid=None, lnc=None):
     """Check, then execute PROGRAM with NumPy; write every `output: true` tensor.
 
     Outputs go to DIR/<name>.npy (--out DIR), written only after the whole run succeeded,
@@ -265,6 +284,14 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, range_r
     Exit status: 0 ok (and outputs match --expect), 1 invalid program, run-time error or
     mismatch, 2 usage error, 3 internal error.
     """
+    if is_kernel_path(program):
+        if expect_dir or trace or dump_dir:
+            raise click.UsageError("--expect, --trace and --dump apply to programs; for a "
+                                   "kernel, `convert` it and run the program with them")
+        from nkirun.source.kernel import commands
+        sys.exit(commands.run(program, out_dir, _kernel_params(
+            inputs, kernel_shapes, kernel_args, grid, lnc, target), max_hbm_bytes))
+    no_kernel_options(program, kernel_args, kernel_shapes, grid, lnc)
     from nkirun import api
     from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES
     inputs = _parse_inputs(inputs)
@@ -282,7 +309,7 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, range_r
     if dump_after is not None and dump_dir is None:
         raise click.UsageError("--after needs --dump DIR")
     try:
-        c = api.require_valid(program, program_format,
+        c = api.require_valid(program, program_format, target,
                               max_hbm_bytes=max_hbm_bytes or DEFAULT_MAX_HBM_BYTES,
                               inputs=inputs)
     except NkirunError as e:
@@ -388,9 +415,11 @@ def _print_run_summary(program, c, result, written) -> None:
 @click.option("--width", type=click.IntRange(60, 400), default=None, metavar="COLUMNS",
               help="text width [default: the terminal's, 100 when piped]")
 @_program_format_option
+@kernel_options(inputs=True)
 @_debug_option
 @_guard
-def cost(program, fmt, target, trace_out, view, max_rows, width, program_format, debug):
+def cost(program, fmt, target, trace_out, view, max_rows, width, program_format, debug,
+         inputs=(), kernel_args=(), kernel_shapes=(), grid=None, lnc=None):
     """Estimate cycles per instruction and the multi-engine schedule of PROGRAM.
 
     Each engine runs its instructions in program order; an instruction waits for its
@@ -415,6 +444,12 @@ def cost(program, fmt, target, trace_out, view, max_rows, width, program_format,
         views = parse_views(view)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--view")
+    if is_kernel_path(program):
+        from nkirun.source.kernel import commands
+        sys.exit(commands.cost(program, fmt, _kernel_params(
+            inputs, kernel_shapes, kernel_args, grid, lnc, target), trace_out, views,
+            max_rows, width))
+    no_kernel_options(program, kernel_args, kernel_shapes or inputs, grid, lnc)
     try:
         sched = api.cost(program, program_format, target)
     except NkirunError as e:
@@ -450,9 +485,12 @@ def cost(program, fmt, target, trace_out, view, max_rows, width, program_format,
 @click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default=None,
               help="write to this file (atomically) instead of standard output")
 @_program_format_option
+@_target_option
+@kernel_options(inputs=True)
 @_debug_option
 @_guard
-def convert(program, to, output, program_format, debug):
+def convert(program, to, output, program_format, debug, target=None, inputs=(), kernel_args=(),
+            kernel_shapes=(), grid=None, lnc=None):
     """Convert PROGRAM between YAML and the text form (docs/text-format.md).
 
     Lossless: reading the result gives the same tensors and instructions (comments and
@@ -466,6 +504,11 @@ def convert(program, to, output, program_format, debug):
 
     Exit status: 0 ok, 1 invalid program or unwritable output, 2 usage error.
     """
+    if is_kernel_path(program):
+        from nkirun.source.kernel import commands
+        sys.exit(commands.convert(program, to, output, _kernel_params(
+            inputs, kernel_shapes, kernel_args, grid, lnc, target)))
+    no_kernel_options(program, kernel_args, kernel_shapes or inputs, grid, lnc)
     from nkirun.api import check_program
     from nkirun.diagnostics import ProgramInvalid, error
     from nkirun.source.write import write_program

@@ -28,16 +28,57 @@ class Slice:
 
 @dataclass(frozen=True, slots=True)
 class View:
-    """An operand: a tensor name with an optional NumPy basic index (`t[:, 0:512]`)."""
+    """An operand: a tensor name with an optional NumPy basic index (`t[:, 0:512]`), or with
+    an access pattern (`t.ap([[512,128],[1,512]],offset=8)`: `index` is an AccessPattern)."""
 
     tensor: str
-    index: tuple[int | Slice, ...] | None = None  # None: the whole tensor
+    index: "tuple[int | Slice, ...] | AccessPattern | None" = None  # None: the whole tensor
     loc: Loc = field(default_factory=Loc, compare=False)
 
     def __str__(self) -> str:
         if self.index is None:
             return self.tensor
+        if not isinstance(self.index, tuple):  # an AccessPattern: `t.ap([[512,128],[1,512]])`
+            return f"{self.tensor}{self.index}"
         return f"{self.tensor}[{', '.join(str(i) for i in self.index)}]"
+
+
+@dataclass(frozen=True, slots=True)
+class AccessPattern:
+    """NKI's `.ap()`: a view as an explicit access pattern over the tensor's storage.
+
+    Element k = (k0, k1, ...) of the view is storage element
+    `offset + sum(step_i * k_i)`, counted in elements of `dtype` from the start of the
+    tensor's storage (the tensor reinterpreted as `dtype` when one is given). For SBUF/PSUM
+    tensors the first (step, num) pair is the partition entry. `str()` is the spelling both
+    program formats read back: `.ap([[512,128],[1,512]],offset=8,dtype=bfloat16)`.
+    """
+
+    pattern: tuple[tuple[int, int], ...]  # (step, num) per dimension, outermost first
+    offset: int = 0
+    dtype: DType | None = None  # reinterpret the storage as this dtype (None: the tensor's)
+    # Indirect (runtime) addressing of one dimension: an SBUF tensor holding the index.
+    scalar_offset: "View | None" = None
+    vector_offset: "View | None" = None
+    indirect_dim: int = 0
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(n for _, n in self.pattern)
+
+    def __str__(self) -> str:
+        out = ["[" + ",".join(f"[{s},{n}]" for s, n in self.pattern) + "]"]
+        if self.offset:
+            out.append(f"offset={self.offset}")
+        if self.dtype is not None:
+            out.append(f"dtype={self.dtype.name}")
+        if self.scalar_offset is not None:
+            out.append(f"scalar_offset={self.scalar_offset}")
+        if self.vector_offset is not None:
+            out.append(f"vector_offset={self.vector_offset}")
+        if self.indirect_dim:
+            out.append(f"indirect_dim={self.indirect_dim}")
+        return ".ap(" + ",".join(out) + ")"
 
 
 @dataclass(frozen=True, slots=True)

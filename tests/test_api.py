@@ -115,8 +115,8 @@ def test_package_surface():
     doc = nkirun.schedule.to_json(sched)
     assert doc["total_ns"] == pytest.approx(sched.total_ns, abs=0.01) and isinstance(sched, nkirun.schedule.Schedule)
     assert len(repr(sched)) < 100
-    assert nkirun.run.__annotations__["return"] == "dict[str, np.ndarray]"
-    assert nkirun.cost.__annotations__["return"] == "Schedule"
+    assert nkirun.api.run.__annotations__["return"] == "dict[str, np.ndarray]"  # (programs)
+    assert nkirun.api.cost.__annotations__["return"] == "Schedule"
 
 
 def test_mypy_accepts_a_user_test(tmp_path):

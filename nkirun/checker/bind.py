@@ -94,7 +94,7 @@ def _resolve_views(inst, args: dict, views, program: Program, resolved: dict,
                         hint=did_you_mean(v.tensor, program.tensors) or "declare it under `tensors:`"))
                 del args[p.name]
                 continue
-            r, d = resolve(View(v.tensor, v.index, inst.arg_loc(p.name)), decl)
+            r, d = _resolve(View(v.tensor, v.index, inst.arg_loc(p.name)), decl, program)
             if d is not None:
                 diags.append(_with_instruction(d, inst.op, inst.index))
                 ok = False
@@ -118,6 +118,19 @@ def _fits(r, program: Program, max_hbm_bytes: int) -> bool:
     cap = (target.sbuf_bytes_per_partition if t.buffer == "sbuf"
            else target.psum_bytes_per_partition)
     return t.partitions <= target.partitions and t.bytes_per_partition <= cap
+
+
+def _resolve(view: View, decl, program: Program):
+    """resolve(), plus the index view of an indirect access pattern."""
+    r, d = resolve(view, decl)
+    if r is not None and r.ap is not None and r.ap.indirect is not None:
+        from nkirun.source.indirect import bind_index
+        r, msg = bind_index(r, program.tensors, resolve)
+        if r is None:
+            return None, error("E035", f"view {view}: {msg}", view.loc,
+                               hint="the index is an SBUF tensor of an integer dtype: (P, 1) "
+                                    "for vector_offset, (1, 1) for scalar_offset")
+    return r, d
 
 
 def _with_instruction(d: Diagnostic, op: str, index: int) -> Diagnostic:
@@ -151,6 +164,15 @@ def _param_rules(b: Bound):
             yield b.err("E061", f"`{p.name}` must hold one element per partition, shape (P, 1); "
                         f"got {list(r.shape)}", p.name,
                         hint=f"use a column view such as {r.decl.name}[:, 0:1]")
+        if r.ap is not None and r.ap.indirect is not None and b.engine != "dma":
+            yield b.err("E035", f"`{p.name}` uses indirect addressing (scalar_offset/"
+                        "vector_offset), which only DMA instructions have", p.name,
+                        hint="move the data with dma_copy first")
+        if p.out and r.ap is not None and r.ap.overlapping:
+            yield b.err("E039", f"`{p.name}` writes through an access pattern that addresses "
+                        "some element more than once (a zero or overlapping step)", p.name,
+                        hint="a written view must address each element once; zero steps "
+                             "(broadcast) are for operands that are read")
     if b.spec.packed_copy and len({r.dtype.name for _, r in tiles}) > 1:
         packed = [(p, r) for p, r in tiles if r.dtype.packed > 1]
         if packed:

@@ -86,6 +86,8 @@ class Bound:
             if self.spec.reads_out is not None:  # e.g. an accumulating matmul reads its dst
                 reads += [(n, self.tile(n)) for n in self.spec.reads_out(self)
                           if self.tile(n) is not None]
+            reads += [(n, r.ap.indirect.index) for n, r in reads + writes  # the index is read
+                      if r.ap is not None and r.ap.indirect is not None]
             acc = self.args.memo["accesses"] = Accesses(tuple(reads), tuple(writes))
         return acc
 

@@ -147,8 +147,10 @@ def _capacity(program: Program, bound: list[Bound]) -> list[Diagnostic]:
     for i, b in enumerate(bound):
         names = b.args.memo.get("on_chip")
         if names is None:  # only view params are bound to a Resolved
-            names = b.args.memo["on_chip"] = tuple(
-                r.decl.name for r in b.args.values() if isinstance(r, Resolved) and r.decl.on_chip)
+            views = [r for r in b.args.values() if isinstance(r, Resolved)]
+            views += [r.ap.indirect.index for r in views  # an indirect pattern's index
+                      if r.ap is not None and r.ap.indirect is not None]
+            names = b.args.memo["on_chip"] = tuple(r.decl.name for r in views if r.decl.on_chip)
         for name in names:
             first.setdefault(name, i)
             if last.get(name, i) <= i:  # an output's last use stays the end

@@ -261,7 +261,19 @@ def dma_execute(b: Bound, m) -> None:
     values = m.read(src)  # same dtype: a bit-exact copy; otherwise m.write casts via fp32
     if values.dtype != dst.dtype.np_type:
         values = values.astype(np.float32)
-    m.write(dst, values.reshape(dst.shape), None, b.mask)
+    m.write(dst, values.reshape(dst.shape), None, _gather_mask(b, m, src, dst))
+
+
+def _gather_mask(b: Bound, m, src, dst):
+    """b.mask, less the dst elements whose source partition an indirect src skipped
+    (oob_mode=skip; source/indirect.py): they keep their value."""
+    if src.ap is None or src.ap.indirect is None:
+        return b.mask
+    _, keep = m.indirect_rows(src)
+    if keep is None:
+        return b.mask
+    moved = np.repeat(keep, src.size // src.partitions).reshape(dst.shape)
+    return moved if b.mask is None else moved & b.mask.reshape(dst.shape)
 
 
 def dma_partitions(b: Bound) -> int:

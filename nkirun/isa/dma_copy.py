@@ -6,9 +6,14 @@ dtype conversion through float32; dst_rmw_op=add accumulates into dst instead.
 dge_mode (none/swdge/hwdge/unknown) says who builds the descriptors (§1.16 [NEW-ISA]): it
 changes no value. hwdge is the hardware DGE of NeuronCore-v3 on ([ARCH3]) and, from NKI
 0.3.0 on, copies without casting ([MIG]): nkirun follows the new API, so a hwdge copy
-between different dtypes is an error on every target. oob_mode (error/skip) concerns
-out-of-bounds *indirect* (dynamic) indices; nkirun's views are static and every one is
-bounds-checked before the run (E031), so oob_mode has no effect on what runs.
+between different dtypes is an error on every target.
+
+Indirect addressing (NKI 0.6 dma_copy docstring): src or dst may be an access pattern with
+`vector_offset=idx` (a (P, 1) SBUF index: partition p moves row idx[p] of the HBM tensor;
+gather or scatter) or `scalar_offset=s, indirect_dim=d` (one index for every partition);
+source/indirect.py. oob_mode says what an index outside the tensor does: error (E093, the
+default) or skip (that partition's row, or the whole scalar-indexed transfer, is not
+moved; dst keeps its values). Static views are bounds-checked before the run (E031/E038).
 """
 from __future__ import annotations
 
@@ -64,8 +69,8 @@ SPEC = InstructionDef(
         Param("dst_rmw_op", OP, choices=("add",),
               doc="add: accumulate src into dst (the only read-modify-write op)"),
         Param("oob_mode", ENUM, default="error", choices=OOB_MODES,
-              doc="out-of-bounds indirect indices: error or skip; no effect on nkirun's "
-                  "static views (each is bounds-checked, E031)"),
+              doc="an indirect (vector_offset/scalar_offset) index outside the tensor: "
+                  "error (E093) or skip that transfer; static views are checked statically"),
         Param("dge_mode", ENUM, default="unknown", choices=DGE_MODES,
               doc="who builds the DMA descriptors; hwdge (trn2) needs src and dst of one "
                   "dtype"),
@@ -76,8 +81,10 @@ SPEC = InstructionDef(
         "number of elements (their shapes may differ). Different dtypes convert through "
         "float32. With dst_rmw_op: add, dst becomes dst + src (float32, cast to dst). PSUM "
         "cannot be a DMA source or destination here: copy through SBUF. dge_mode changes no "
-        "value (hwdge: trn2 only, no casting); oob_mode only matters for indirect indices, "
-        "which nkirun does not have (every view is bounds-checked statically)."),
+        "value (hwdge: trn2 only, no casting). An indirect access pattern on an HBM side "
+        "(`h.ap([[F, P], [1, F]], vector_offset=idx)`: partition p moves row idx[p]; "
+        "`scalar_offset=s, indirect_dim=d`: row s[0, 0] of dim d for all) gathers or "
+        "scatters at run time; oob_mode: error (E093) or skip for an index outside it."),
     cost_formula=DMA_COST_FORMULA,
     execute=execute,
     cycles=dma_cycles,

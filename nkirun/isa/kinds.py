@@ -21,12 +21,27 @@ from nkirun.source.operands import ViewSyntaxError, parse_view
 ENUM_PREFIXES = ("nisa.", "nki.isa.", "reduce_cmd.", "engine.", "dge_mode.", "oob_mode.", "nl.",
                  "np.", "numpy.")
 
-VIEW_PATTERN = r"^\s*[A-Za-z_][A-Za-z0-9_.]*\s*(\[[^\[\]]*\])?\s*$"
+VIEW_PATTERN = r"^\s*[A-Za-z_][A-Za-z0-9_.]*\s*(\[[^\[\]]*\]|\.ap\s*\(.*\))?\s*$"
+# The YAML mapping spelling of an access pattern (docs/views.md).
+AP_MAPPING = {
+    "type": "object", "required": ["tensor", "pattern"], "additionalProperties": False,
+    "properties": {
+        "tensor": {"type": "string"},
+        "pattern": {"type": "array", "minItems": 1, "maxItems": 5,
+                    "items": {"type": "array", "minItems": 2, "maxItems": 2,
+                              "items": {"type": "integer"}}},
+        "offset": {"type": "integer", "minimum": 0},
+        "dtype": {"type": "string"},
+        "scalar_offset": {"type": "string"}, "vector_offset": {"type": "string"},
+        "indirect_dim": {"type": "integer"},
+    },
+}
 INT_STRING = r"^\s*[+-]?(0[xXoObB][0-9a-fA-F_]+|[0-9][0-9_]*)\s*$"
 NUM_STRING = r"^\s*[+-]?([0-9][0-9_]*\.?[0-9_]*|\.[0-9][0-9_]*)([eE][+-]?[0-9]+)?\s*$"
 # what an editor says when a value does not match (instead of the regular expression)
 VIEW_MESSAGE = ("a tensor view: a declared tensor name, optionally indexed with ints, "
-                "start:stop[:step] and `:`, e.g. `t` or `t[:, 0:128]`")
+                "start:stop[:step] and `:`, e.g. `t` or `t[:, 0:128]`, or an access pattern "
+                "`t.ap([[step, num], ...], offset=0)`")
 INT_MESSAGE = "an integer (or a string holding one)"
 NUM_MESSAGE = "a number, or one of inf, -inf, nan, fp32.min, fp32.max"
 
@@ -95,7 +110,8 @@ def tile_doc(p) -> str:
         extra.append("shape (P, 1)")
     if p.out:
         extra.append("written by the instruction")
-    return f"{p.doc} — a tensor view such as `t` or `t[:, 0:128]` ({'; '.join(extra)})"
+    return (f"{p.doc} — a tensor view such as `t`, `t[:, 0:128]` or "
+            f"`t.ap([[512, 128], [1, 512]], offset=0)` ({'; '.join(extra)})")
 
 
 def op_names(allowed) -> list[str]:
@@ -124,6 +140,12 @@ class Tile(Kind):
     name, text, is_view = "tile", "tile", True
 
     def convert(self, p, value, loc):
+        if isinstance(value, dict):  # the mapping spelling of an access pattern
+            from nkirun.source import access
+            try:
+                return access.view_from_mapping(value, loc, parse_view)
+            except (access.APSyntaxError, ViewSyntaxError) as e:
+                raise ArgError(f"`{p.name}`: {e}", code="E034") from None
         if not isinstance(value, str):
             raise ArgError(f"`{p.name}` must be a tensor view such as `t` or `t[:, 0:128]`, "
                            f"got {value_kind(value)}" + (" (a number)" if self is TILE and isinstance(
@@ -134,7 +156,8 @@ class Tile(Kind):
             raise ArgError(f"`{p.name}`: {e}", code="E034") from None
 
     def json_schema(self, p):
-        return {"type": "string", "pattern": VIEW_PATTERN, "patternErrorMessage": VIEW_MESSAGE,
+        return {"anyOf": [{"type": "string", "pattern": VIEW_PATTERN,
+                           "patternErrorMessage": VIEW_MESSAGE}, AP_MAPPING],
                 "description": tile_doc(p)}
 
 
@@ -157,14 +180,15 @@ class TileOrScalar(Tile):
     name, text, is_view = "tile_or_scalar", "tile or number", True
 
     def convert(self, p, value, loc):
-        if isinstance(value, str) and ops.parse_scalar(value) is None:
+        if isinstance(value, dict) or (isinstance(value, str)
+                                       and ops.parse_scalar(value) is None):
             return Tile.convert(self, p, value, loc)
         return SCALAR.convert(p, value, loc)
 
     def json_schema(self, p):
         return {"description": tile_doc(p) + ", or a number",
                 "anyOf": [SCALAR_SCHEMA, {"type": "string", "pattern": VIEW_PATTERN,
-                                          "patternErrorMessage": VIEW_MESSAGE}]}
+                                          "patternErrorMessage": VIEW_MESSAGE}, AP_MAPPING]}
 
 
 class Int(Kind):

@@ -85,6 +85,9 @@ def execute(b: Bound, m) -> None:
 
 def contiguous(r) -> bool:
     """Whether the view's innermost free dimension has stride 1 in its tensor's storage."""
+    if r.ap is not None:  # an access pattern: its innermost stepping free dim
+        steps = [s for s, n in zip(r.ap.byte_strides[1:], r.ap.shape[1:]) if n > 1]
+        return not steps or steps[-1] == r.ap.dtype.itemsize
     free = [i for i, ix in enumerate(r.np_index) if isinstance(ix, slice)][1:]
     if not free:
         return True

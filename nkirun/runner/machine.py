@@ -11,6 +11,8 @@ import numpy as np
 
 from nkirun.diagnostics import RunError, error
 from nkirun.hw import dtypes as dt
+from nkirun.source import indirect
+from nkirun.source.access import static_offsets, storage_elements
 from nkirun.source.operands import Resolved
 
 LANES = 128  # one accumulator register per partition
@@ -42,8 +44,71 @@ class Machine:
     # ---- reads -----------------------------------------------------------------------------
     def view(self, r: Resolved) -> np.ndarray:
         """The operand's storage view, in its own dtype and logical shape (no copy)."""
+        if r.ap is not None:
+            return self._strided(r) if r.ap.indirect is None else self._gather(r)
         a = self.buffers[r.decl.name][r.np_index]
         return a.reshape(r.shape) if r.reshape else a
+
+    def _strided(self, r: Resolved) -> np.ndarray:
+        """An access-pattern view: the buffer's bytes seen through the pattern's strides
+        (checked in bounds statically); read-only when it addresses an element twice."""
+        name, s = r.decl.name, r.ap
+        buf = self.buffers[name]
+        if not buf.flags.c_contiguous:
+            buf = self.buffers[name] = np.ascontiguousarray(buf)
+        a = np.ndarray(s.shape, s.dtype.np_type, buffer=buf, offset=s.byte_offset,
+                       strides=s.byte_strides)
+        if s.overlapping:
+            a.flags.writeable = False
+        return a.reshape(r.shape) if s.shape != r.shape else a
+
+    # ---- indirect (runtime-indexed) patterns: source/indirect.py --------------------------------
+    def indirect_rows(self, r: Resolved):
+        """Byte offsets of an indirect view's elements from its index's current values, and
+        which partitions stay in bounds ((P,) bool; None: all). E093 under oob_mode=error."""
+        values = self.read(r.ap.indirect.index)
+        b = self.current
+        mode = b.get("oob_mode") if b is not None and hasattr(b, "get") else None
+        return indirect.offsets(r, values, static_offsets(r), mode or "error", b)
+
+    def _typed_flat(self, r: Resolved) -> np.ndarray:
+        name = r.decl.name
+        buf = self.buffers[name]
+        if not buf.flags.c_contiguous:
+            buf = self.buffers[name] = np.ascontiguousarray(buf)
+        return buf.reshape(-1).view(np.uint8).view(r.ap.dtype.np_type)
+
+    def _gather(self, r: Resolved) -> np.ndarray:
+        off, _ = self.indirect_rows(r)
+        return self._typed_flat(r)[off // r.ap.dtype.itemsize].reshape(r.shape)
+
+    def _scatter(self, r: Resolved, values: np.ndarray, mask) -> None:
+        off, keep = self.indirect_rows(r)
+        sel = self._kept(r, keep, mask)
+        at = (off // r.ap.dtype.itemsize).reshape(r.shape)
+        flat = self._typed_flat(r)
+        if sel is None:
+            flat[at] = values
+        else:
+            flat[at[sel]] = values[sel]
+
+    @staticmethod
+    def _kept(r: Resolved, keep, mask):
+        """The elements an indirect transfer really moves (None: all)."""
+        if keep is None:
+            return None if mask is None else mask.reshape(r.shape)
+        rows = np.broadcast_to(keep.reshape((-1,) + (1,) * (len(r.shape) - 1)), r.shape)
+        return rows if mask is None else rows & mask.reshape(r.shape)
+
+    def _selected_written(self, r: Resolved, w: np.ndarray) -> np.ndarray:
+        """Which elements of the view hold data (r.shape for a pattern view, else the
+        shape NumPy's basic index gives)."""
+        if r.ap is None:
+            return w[r.np_index]
+        if r.ap.exact_box and w[_box_index(r.box)].all():
+            return np.ones(r.shape, bool)  # (the common case: no per-element work)
+        off = self.indirect_rows(r)[0] if r.ap.indirect is not None else None
+        return w.reshape(-1)[storage_elements(r, off)].all(axis=-1)
 
     def read(self, r: Resolved, rows: np.ndarray | None = None) -> np.ndarray:
         """The operand; `rows` ((P,) bool): only these partitions must hold data (a masked
@@ -68,7 +133,7 @@ class Machine:
         w = self.written.get(r.decl.name)
         if w is None:
             return
-        sel = w[r.np_index]
+        sel = self._selected_written(r, w)
         if sel.all():
             return
         b = self.current
@@ -82,10 +147,9 @@ class Machine:
             missing = _masked_reads(missing, mask)
             if not missing.any():
                 return
-        # report the first unwritten element in the tensor's own coordinates
-        first = iter(np.argwhere(missing.reshape(sel.shape))[0])
-        at = [i if isinstance(i, int) else i.start + int(next(first)) * i.step
-              for i in r.np_index]
+        off = (self.indirect_rows(r)[0]
+               if r.ap is not None and r.ap.indirect is not None else None)
+        at = _first_missing(r, missing, sel.shape, off)
         where = (f"partition {at[0]}, free index {tuple(at[1:])}" if r.decl.on_chip
                  else f"index {tuple(at)}")
         n = int(missing.sum())
@@ -114,6 +178,8 @@ class Machine:
         else:
             np.copyto(dst, v, casting="unsafe",
                       where=mask if mask.shape == dst.shape else mask.reshape(dst.shape))
+        if r.ap is not None and r.ap.indirect is not None:
+            self._scatter(r, dst, mask)  # dst was a gathered copy: put it where it goes
         self._mark_written(r, mask)
 
     def write_select(self, r: Resolved, cond: np.ndarray, on_true: np.ndarray, on_false,
@@ -158,6 +224,8 @@ class Machine:
         # Count the newly written elements (work in proportion to the write, not to the
         # tensor), so "fully written" is a counter test instead of a scan of the whole
         # tensor after every write (benchmarks/bench_init_tracking.py, row-by-row case).
+        if r.ap is not None:
+            return self._mark_pattern_written(r, w, mask)
         sel = w[r.np_index]
         before = int(np.count_nonzero(sel))
         if mask is None:
@@ -167,8 +235,41 @@ class Machine:
             upd = sel.reshape(r.shape) | mask.reshape(r.shape)
             w[r.np_index] = upd.reshape(sel.shape)
             now = int(np.count_nonzero(upd))
-        # (the loader hands over all-False arrays, and only this method sets elements)
-        left = self._unwritten.get(name, w.size) - (now - before)
+        self._count_written(name, w, now - before)
+
+    def _mark_pattern_written(self, r: Resolved, w: np.ndarray, mask) -> None:
+        # A storage element counts as written when any view element covering it is
+        # (a reinterpreting view may write part of one).
+        if r.ap.exact_box and mask is None:  # exactly a box of the tensor: slice it
+            sel = w[_box_index(r.box)]
+            before = int(np.count_nonzero(sel))
+            sel[...] = True
+            return self._count_written(r.decl.name, w, sel.size - before)
+        if r.ap.indirect is None:
+            elems = storage_elements(r)
+        else:
+            off, keep = self.indirect_rows(r)
+            elems = storage_elements(r, off)
+            mask = self._kept(r, keep, mask)
+        if mask is not None:
+            elems = elems[mask.reshape(r.shape)]
+        flat = w.reshape(-1)
+        new = elems[~flat[elems]].reshape(-1)  # work in proportion to what is new
+        if new.size == 0:
+            return
+        if r.ap.dtype.itemsize < r.decl.dtype.itemsize or r.ap.indirect is not None:
+            # several view elements can share a storage element (a narrower dtype, equal
+            # indices): count each once (a sort: NumPy 2's hash-based unique is slower)
+            new = np.sort(new)
+            count = 1 + int(np.count_nonzero(new[1:] != new[:-1]))
+        else:  # a written pattern addresses each element once (E039)
+            count = new.size
+        flat[new] = True
+        self._count_written(r.decl.name, w, count)
+
+    def _count_written(self, name: str, w: np.ndarray, new: int) -> None:
+        # (the loader hands over all-False arrays, and only these methods set elements)
+        left = self._unwritten.get(name, w.size) - new
         if left == 0:
             self.written[name] = None  # fully defined: stop tracking
             self._unwritten.pop(name, None)
@@ -244,6 +345,21 @@ def _long_runs(cond: np.ndarray) -> bool:
     rows = cond.reshape(cond.shape[0], -1)[::max(1, cond.shape[0] // 8)]
     changes = np.count_nonzero(rows[:, 1:] != rows[:, :-1])
     return changes * 64 < rows.size
+
+
+def _box_index(box) -> tuple:
+    """The NumPy basic index of a per-dim (start, count, step) box."""
+    return tuple(slice(s, s + (c - 1) * t + 1, t) for s, c, t in box)
+
+
+def _first_missing(r: Resolved, missing: np.ndarray, sel_shape, off=None) -> list[int]:
+    """The tensor coordinates of the first unwritten element the view reads."""
+    first = np.argwhere(missing.reshape(sel_shape if r.ap is None else r.shape))[0]
+    if r.ap is not None:
+        flat = int(storage_elements(r, off)[tuple(first)][0])
+        return [int(i) for i in np.unravel_index(flat, r.decl.shape)]
+    it = iter(first)
+    return [i if isinstance(i, int) else i.start + int(next(it)) * i.step for i in r.np_index]
 
 
 def _masked_reads(missing: np.ndarray, mask: np.ndarray) -> np.ndarray:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from nkirun.diagnostics import Loc, error
 from nkirun.ir import Slice, TensorDecl, View
+from nkirun.source import access
 
 _NAME = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_.]*)\s*")
 _INT = r"[+-]?\d+"
@@ -30,7 +31,13 @@ def parse_view(text: str, loc: Loc | None = None) -> View:
     """Parse `name` or `name[i, a:b:c, :]`; raises ViewSyntaxError with what is allowed."""
     hit = _PARSED.get(text)
     if hit is None:
-        view = _parse_view(text, loc)
+        if access.is_ap_text(text):
+            try:
+                view = access.parse_ap_text(text, loc, parse_view)
+            except access.APSyntaxError as e:
+                raise ViewSyntaxError(str(e)) from None
+        else:
+            view = _parse_view(text, loc)
         if len(_PARSED) >= _PARSED_MAX:
             _PARSED.clear()
         _PARSED[text] = (view.tensor, view.index)
@@ -94,6 +101,9 @@ class Resolved:
     # Per dimension (start, count, step) of the selected region, in the tensor's own dims;
     # used for exact byte-range overlap in the cost model.
     box: tuple[tuple[int, int, int], ...]
+    # An access-pattern view (`.ap`): its strided layout; np_index is then None and `box`
+    # is exact or the bounding box of what it touches (ap.exact_box).
+    ap: access.Strided | None = None
 
     @property
     def partitions(self) -> int:
@@ -112,7 +122,7 @@ class Resolved:
 
     @property
     def dtype(self):
-        return self.decl.dtype
+        return self.decl.dtype if self.ap is None else self.ap.dtype
 
     @property
     def buffer(self) -> str:
@@ -120,12 +130,14 @@ class Resolved:
 
     @property
     def is_whole(self) -> bool:
-        return all(c == dim and st == 1 and s == 0
+        return self.ap is None and all(c == dim and st == 1 and s == 0
                    for (s, c, st), dim in zip(self.box, self.decl.shape))
 
 
 def resolve(view: View, decl: TensorDecl):
     """Resolve `view` against `decl`: returns (Resolved, None) or (None, Diagnostic)."""
+    if view.index is not None and not isinstance(view.index, tuple):
+        return access.resolve_ap(view, decl, Resolved)
     loc = view.loc
     dims = decl.shape
     index = view.index if view.index is not None else tuple(Slice() for _ in dims)

@@ -186,18 +186,20 @@ def tokens(line: str, start: int = 0):
             if c == '"' or c == "'":
                 i = _quote_end(line, i)
                 continue
-            if c == "[":
+            if c == "[" or c == "(":
                 depth += 1
-            elif c == "]":
+            elif c == "]" or c == ")":
                 if depth == 0:
-                    raise _Syntax(i, "unmatched `]`")
+                    raise _Syntax(i, f"unmatched `{c}`")
                 depth -= 1
             elif depth == 0 and c in " \t":
                 break
             i += 1
         if depth:
-            raise _Syntax(begin + line[begin:i].find("["), "unclosed `[`",
-                          hint="close every `[` with `]` on the same line")
+            opened = min(j for j in (line[begin:i].find("["), line[begin:i].find("("))
+                         if j >= 0)
+            raise _Syntax(begin + opened, f"unclosed `{line[begin + opened]}`",
+                          hint="close every `[` with `]` and `(` with `)` on the same line")
         text = line[begin:i]
         m = _KEY.match(text)
         if m:

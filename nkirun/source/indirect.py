@@ -1,0 +1,111 @@
+"""Indirect (runtime-indexed) access patterns for DMA: `.ap(..., vector_offset=idx)` and
+`.ap(..., scalar_offset=s, indirect_dim=d)` (nki.isa.dma_copy "Indirect addressing").
+
+    h.ap([[F, P], [1, F]], vector_offset=idx)             # gather: partition p reads row idx[p]
+    h.ap([[1, F]], scalar_offset=s, indirect_dim=0)       # one dynamic row for all partitions
+
+The indexed tensor must be in HBM. The index is an SBUF view of an integer dtype: (P, 1)
+for vector_offset (P = the pattern's first num), one element for scalar_offset. Element
+(k0, k1, ...) is storage element
+
+    offset + idx * S + sum(step_i * k_i)      S = the stride of dim `indirect_dim` of the
+                                              tensor (row-major, in elements of dtype)
+
+where for vector_offset idx = idx[k0] replaces the first entry's own step (each partition
+gets its own row), and for scalar_offset idx is the one value and every entry steps as
+written. Which elements an index selects is known only at run time: the checker bounds the
+pattern with index 0, the scheduler assumes the whole tensor is touched, and the run checks
+every address (oob_mode=error: E093; skip: the out-of-bounds partitions, or the whole
+scalar-indexed transfer, are not copied).
+
+Readings: duplicate indices in a vector scatter write the same row more than once; the
+highest partition's value is kept (NumPy assignment order; NKI does not say).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from math import prod
+
+import numpy as np
+
+from nkirun.diagnostics import RunError, error
+
+INDEX_DTYPES = frozenset({"int32", "uint32", "int16", "uint16", "int8", "uint8"})
+
+
+@dataclass(frozen=True, slots=True)
+class Indirect:
+    view: object  # ir.View of the index tensor
+    per_partition: bool  # vector_offset (one index per partition) or scalar_offset
+    stride_bytes: int  # bytes one index step moves (dim `indirect_dim` of the tensor)
+    index: object = None  # its Resolved, filled in by bind_index
+
+
+def static_part(ap, decl, dtype):
+    """(Indirect, the pattern to bound statically) or (None, error message)."""
+    if ap.scalar_offset is not None and ap.vector_offset is not None:
+        return None, "give scalar_offset or vector_offset, not both"
+    if decl.on_chip:
+        return None, "indirect addressing needs the indexed tensor in HBM"
+    if not 0 <= ap.indirect_dim < len(decl.shape):
+        return None, (f"indirect_dim {ap.indirect_dim} is not a dim of `{decl.name}` "
+                      f"({len(decl.shape)} dims)")
+    stride = prod(decl.shape[ap.indirect_dim + 1:]) * decl.dtype.itemsize
+    if stride % dtype.itemsize:
+        return None, f"the indexed dim's stride is not a whole number of {dtype.name} elements"
+    vector = ap.vector_offset is not None
+    pattern = ap.pattern
+    if vector:  # the first entry counts partitions; its step is the index's
+        pattern = ((0, pattern[0][1]),) + pattern[1:]
+    view = ap.vector_offset if vector else ap.scalar_offset
+    return Indirect(view, vector, stride), pattern
+
+
+def bind_index(r, tensors: dict, resolve):
+    """Resolve the index view of an indirect pattern view `r`: (r with it, None) or
+    (None, error message)."""
+    ind = r.ap.indirect
+    decl = tensors.get(ind.view.tensor)
+    if decl is None:
+        return None, f"unknown index tensor `{ind.view.tensor}`"
+    idx, d = resolve(ind.view, decl)
+    if d is not None:
+        return None, d.message
+    if idx.buffer != "sbuf" or idx.dtype.name not in INDEX_DTYPES:
+        return None, (f"the index `{ind.view}` must be an SBUF view of an integer dtype (got "
+                      f"{idx.dtype.name} in {idx.buffer})")
+    want = (r.ap.shape[0], 1) if ind.per_partition else None
+    if (want is not None and idx.shape != want) or (want is None and idx.size != 1):
+        return None, (f"the index `{ind.view}` must have shape {list(want) if want else [1, 1]}"
+                      f" (got {list(idx.shape)})")
+    ap = dataclasses.replace(r.ap, indirect=dataclasses.replace(ind, index=idx))
+    return dataclasses.replace(r, ap=ap), None
+
+
+def offsets(r, index_values: np.ndarray, static: np.ndarray, oob_mode: str, where):
+    """Byte offsets of every element for these index values, and which partitions (vector)
+    or whether the transfer (scalar) stays in bounds: (offsets, keep) with keep a (P,) bool
+    array, or None when everything is in bounds. Raises E093 for oob_mode=error."""
+    ind, isz, nbytes = r.ap.indirect, r.ap.dtype.itemsize, r.decl.nbytes
+    idx = index_values.astype(np.int64).reshape(-1)
+    if ind.per_partition:
+        off = static + (idx * ind.stride_bytes).reshape((-1,) + (1,) * (static.ndim - 1))
+    else:
+        off = static + idx[0] * ind.stride_bytes
+    bad = (off < 0) | (off + isz > nbytes)
+    if not bad.any():
+        return off, None
+    rows = bad.reshape(bad.shape[0], -1).any(axis=1)
+    if oob_mode != "skip":
+        first = int(np.argmax(rows)) if ind.per_partition else 0
+        value = int(idx[first]) if ind.per_partition else int(idx[0])
+        b = where
+        raise RunError(error(
+            "E093", f"{b.op if b else 'dma'}: index {value} (from `{ind.view}`"
+            + (f", partition {first}" if ind.per_partition else "")
+            + f") addresses outside `{r.decl.name}`",
+            b.loc() if b else None, b.index if b else None,
+            hint="oob_mode: skip leaves out-of-bounds transfers out"))
+    keep = ~rows if ind.per_partition else np.zeros(bad.shape[0], bool)
+    return np.where(bad, 0, off), keep

@@ -1,0 +1,128 @@
+"""The Python API for kernels — the shape of AWS's `nki.simulate`:
+
+    out   = nkirun.simulate(kernel)(x, w, eps=1e-6)  # arrays in, the return structure out
+    diags = nkirun.check(kernel, x, w, eps=1e-6)      # arrays or nkirun.shape(...)
+    sched = nkirun.cost(kernel, x, w, eps=1e-6)
+    prog  = nkirun.trace(kernel, x, w, eps=1e-6)      # the IR Program
+
+The target is `simulate(kernel, target=...)`'s argument, else the environment variable
+NEURON_PLATFORM_TARGET_OVERRIDE (trn1|inf2|gen2|trn2|gen3), else trn2. Invalid kernels
+raise nkirun.NkirunError with the diagnostics; a call that does not fit the kernel's
+parameters raises TypeError naming the parameter.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from nkirun.diagnostics import NkirunError, ProgramInvalid
+from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, DEFAULT_TARGET, TARGETS
+from nkirun.source.kernel.trace import Traced, bind_parameters, tensor_arg, trace as _trace
+
+_ENV_TARGETS = {"gen2": "trn1", "gen3": "trn2", "gen4": "trn3"}
+
+
+def default_target() -> str:
+    t = os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE", "").strip().lower()
+    t = _ENV_TARGETS.get(t, t)
+    return t if t in TARGETS else DEFAULT_TARGET
+
+
+def _function(kernel):
+    from nkirun.source.kernel.modules import Kernel
+    from nkirun.source.kernel.resolve import kernel_function
+    return kernel_function(kernel.func if isinstance(kernel, Kernel) else kernel), \
+        (kernel.grid if isinstance(kernel, Kernel) else ())
+
+
+def trace_call(kernel, args=(), kwargs=None, target=None, grid=None) -> Traced:
+    func, kgrid = _function(kernel)
+    values = bind_parameters(func, args, kwargs)
+    values = {k: tensor_arg(v) or v for k, v in values.items()}
+    return _trace(func, values, target or default_target(), grid or kgrid)
+
+
+def check_traced(traced: Traced, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES):
+    """(bound instructions, all diagnostics sorted) for a traced kernel."""
+    from nkirun.checker.passes import sort_key, validate
+    bound, more = validate(traced.program, max_hbm_bytes)
+    return bound, sorted(traced.diagnostics + more, key=sort_key)
+
+
+def require_valid(traced: Traced, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES):
+    bound, diags = check_traced(traced, max_hbm_bytes)
+    errors = [d for d in diags if d.is_error]
+    if errors:
+        raise ProgramInvalid(errors)
+    return bound, diags
+
+
+def run_traced(traced: Traced, bound, inputs=None) -> list:
+    """Execute; the returned tensors' values, in return order."""
+    from nkirun.source.kernel.execute import execute_freeing
+    m = execute_freeing(traced, bound, inputs if inputs is not None else traced.inputs)
+    return [output_array(m, h) for h in traced.outputs]
+
+
+def output_array(m, handle) -> np.ndarray:
+    from nkirun.diagnostics import RunError, error
+    rec = handle._rec
+    buf, w = m.buffers[rec.name], m.written.get(rec.name)
+    flat = buf.reshape(-1)
+    item = flat.itemsize
+    view = np.lib.stride_tricks.as_strided(
+        flat[handle._offset:], shape=handle.shape,
+        strides=tuple(s * item for s, _ in handle._pattern), writeable=False)
+    if w is not None:
+        wv = np.lib.stride_tricks.as_strided(
+            w.reshape(-1)[handle._offset:], shape=handle.shape,
+            strides=tuple(s * w.itemsize for s, _ in handle._pattern), writeable=False)
+        if not wv.all():
+            bad = tuple(int(i) for i in np.argwhere(~wv)[0])
+            raise RunError(error("E092", f"output `{rec.name}` was never written at index "
+                                 f"{bad}", rec.loc, hint="write every element of a returned "
+                                 "tensor"))
+    return np.array(view)
+
+
+def _structure(structure, arrays):
+    if isinstance(structure, int):
+        return arrays[structure]
+    if isinstance(structure, (tuple, list)):
+        return type(structure)(_structure(s, arrays) for s in structure)
+    if isinstance(structure, dict):
+        return {k: _structure(s, arrays) for k, s in structure.items()}
+    return structure
+
+
+def simulate(kernel, target: str | None = None):
+    """`nkirun.simulate(kernel)(*arrays, **kwargs)`: the kernel's return structure, with
+    NumPy arrays for its tensors."""
+    def call(*args, **kwargs):
+        traced = trace_call(kernel, args, kwargs, target)
+        bound, _ = require_valid(traced)
+        return _structure(traced.structure, run_traced(traced, bound))
+    return call
+
+
+def check(kernel, *args, **kwargs) -> list:
+    """Every diagnostic of the traced kernel (errors and warnings)."""
+    return check_traced(trace_call(kernel, args, kwargs))[1]
+
+
+def cost(kernel, *args, **kwargs):
+    """The predicted schedule of the traced kernel."""
+    from nkirun.schedule import schedule
+    traced = trace_call(kernel, args, kwargs)
+    bound, _ = require_valid(traced)
+    return schedule(traced.program, bound)
+
+
+def trace(kernel, *args, **kwargs):
+    """The traced IR Program (nkirun.source.write.write_program turns it into YAML/text)."""
+    traced = trace_call(kernel, args, kwargs)
+    errors = [d for d in traced.diagnostics if d.is_error]
+    if errors:
+        raise NkirunError(errors)
+    return traced.program

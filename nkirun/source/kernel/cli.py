@@ -1,0 +1,188 @@
+"""The command line for kernels: `nkirun run|check|cost|convert KERNEL.py::FUNCTION`
+(docs/kernels.md). nkirun/cli.py hands a KERNEL argument to these functions.
+
+Readings:
+- Outputs of `run` go to DIR/out0.npy, out1.npy, ... (default DIR: out/<file stem>);
+  the summary names each output's tensor (its `name=` where the kernel gave one).
+- A missing or unknown parameter, a bad --arg/--shape/--grid: usage errors (exit 2). A
+  missing kernel file, no such function, no or several @nki.jit functions: E600 (exit 1).
+- --lnc N traces the kernel on a launch grid of N programs, like --grid N.
+"""
+from __future__ import annotations
+
+import ast
+import contextlib
+import os
+import re
+import sys
+from dataclasses import replace
+
+import click
+
+from nkirun.diagnostics import Loc, NkirunError, error
+from nkirun.source.kernel.loader import KernelUsageError, split_spec
+
+_SHAPE = re.compile(r"^\s*([A-Za-z_]\w*)\s*=\s*([A-Za-z_][\w.]*)\s*\[([\d\s,]*)\]\s*$")
+
+
+def kernel_options(*, inputs: bool):
+    """--arg, --shape, --grid, --lnc (and --input where the command has none)."""
+    def deco(f):
+        opts = [
+            click.option("--arg", "kernel_args", multiple=True, metavar="NAME=VALUE",
+                         help="kernel parameter NAME (a Python literal), repeatable"),
+            click.option("--shape", "kernel_shapes", multiple=True,
+                         metavar="NAME=DTYPE[D0,...]",
+                         help="kernel tensor parameter NAME by shape only, repeatable"),
+            click.option("--grid", "grid", default=None, metavar="G[,G...]",
+                         help="launch the kernel on an SPMD grid (nl.program_id)"),
+            click.option("--lnc", "lnc", type=click.IntRange(1, 2), default=None,
+                         help="logical NeuronCore size: trace once per core (trn2)"),
+        ]
+        if inputs:
+            opts.append(click.option("--input", "inputs", multiple=True, metavar="NAME=PATH",
+                                     help="kernel tensor parameter NAME from a .npy file "
+                                          "(only its header is read), repeatable"))
+        for o in reversed(opts):
+            f = o(f)
+        return f
+    return deco
+
+
+def no_kernel_options(program, kernel_args=(), kernel_shapes=(), grid=None, lnc=None):
+    if kernel_args or kernel_shapes or grid or lnc:
+        raise click.UsageError(f"--arg/--shape/--grid/--lnc apply to Python kernels "
+                               f"(KERNEL.py::FUNCTION), not to the program {program}")
+
+
+# ---- parameters ---------------------------------------------------------------------------
+def _parse_args(values) -> dict:
+    out = {}
+    for v in values:
+        name, sep, text = v.partition("=")
+        if not sep or not name.strip().isidentifier():
+            raise click.BadParameter(f"{v!r}: expected NAME=VALUE", param_hint="--arg")
+        try:
+            out[name.strip()] = ast.literal_eval(text.strip())
+        except (ValueError, SyntaxError):
+            raise click.BadParameter(f"{v!r}: VALUE must be a Python literal (int, float, "
+                                     "bool, None, str in quotes, tuple, list, dict)",
+                                     param_hint="--arg") from None
+    return out
+
+
+def _parse_shapes(values) -> dict:
+    from nkirun.source.kernel import consts
+    from nkirun.source.kernel.trace import TensorArg
+    out = {}
+    for v in values:
+        m = _SHAPE.match(v)
+        dims = [int(x) for x in m.group(3).split(",") if x.strip()] if m else []
+        d = consts.to_dtype(m.group(2)) if m else None
+        if not m or not dims or any(n <= 0 for n in dims) or d is None or d.nkirun is None:
+            raise click.BadParameter(f"{v!r}: expected NAME=DTYPE[D0,D1,...] such as "
+                                     "x=float32[128,512]", param_hint="--shape")
+        out[m.group(1)] = TensorArg(tuple(dims), d.nkirun)
+    return out
+
+
+def _parse_inputs(values) -> dict:
+    from nkirun.source.kernel.trace import TensorArg
+    out = {}
+    for v in values:
+        name, sep, path = v.partition("=")
+        if not sep or not name.strip() or not path:
+            raise click.BadParameter(f"{v!r}: expected NAME=PATH.npy", param_hint="--input")
+        shape, dtype = _npy_header(name.strip(), path)
+        out[name.strip()] = TensorArg(shape, dtype, file=path)
+    return out
+
+
+def _npy_header(name: str, path: str):
+    from nkirun.hw import dtypes as dt
+    from nkirun.runner.files import _read_header
+    import numpy as np
+    loc = Loc(path)
+    try:
+        with open(path, "rb") as f:
+            if f.read(6) != b"\x93NUMPY":
+                raise ValueError("not a .npy file (no NumPy header)")
+            f.seek(0)
+            shape, _, dtype, e5m2 = _read_header(f)
+    except FileNotFoundError:
+        raise NkirunError(error("E070", f"--input {name}: {path} not found", loc)) from None
+    except (OSError, ValueError, EOFError) as e:
+        raise NkirunError(error("E072", f"--input {name}: {path}: {e}", loc)) from None
+    dtype = np.dtype(dtype)
+    if e5m2:
+        d = dt.DTYPES["float8_e5m2"]
+    elif dtype.kind == "V":
+        d = {2: dt.DTYPES["bfloat16"], 1: dt.DTYPES["float8_e4m3"]}.get(dtype.itemsize)
+    else:
+        d = dt.from_numpy(dtype.newbyteorder("="))
+    if d is None:
+        raise NkirunError(error("E073", f"--input {name}: {path} has dtype {dtype}, not an "
+                                "NKI dtype", loc, hint="allowed: " + ", ".join(dt.DTYPES)))
+    return tuple(shape) or (1,), d
+
+
+def _grid(grid, lnc) -> tuple:
+    if grid:
+        try:
+            g = tuple(int(x) for x in str(grid).split(","))
+        except ValueError:
+            g = ()
+        if not g or any(n <= 0 for n in g):
+            raise click.BadParameter(f"{grid!r}: expected positive ints such as 2 or 2,2",
+                                     param_hint="--grid")
+        return g
+    return (lnc,) if lnc and lnc > 1 else ()
+
+
+def trace_spec(spec, *, inputs=(), shapes=(), args=(), grid=None, lnc=None, target=None):
+    """Import and trace `PATH.py[::FUNCTION]` with the command line's parameters."""
+    from nkirun.source.kernel.api import default_target
+    from nkirun.source.kernel.loader import find_function, import_kernel_module, \
+        kernel_exception
+    from nkirun.source.kernel.modules import installed
+    from nkirun.source.kernel.trace import check_names, trace
+    path, func_name = split_spec(spec)
+    values = {**_parse_inputs(inputs), **_parse_shapes(shapes)}
+    for name, v in _parse_args(args).items():
+        if name in values:
+            raise click.UsageError(f"parameter `{name}` is given twice")
+        values[name] = v
+    with installed(), contextlib.redirect_stdout(sys.stderr):
+        try:
+            module = import_kernel_module(path)
+        except NkirunError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the kernel file's own error
+            raise kernel_exception(exc) from None
+        try:
+            func = find_function(module, path, func_name)
+        except KernelUsageError as e:
+            raise NkirunError(error("E600", str(e), Loc(path))) from None
+    from nkirun.source.kernel.modules import Kernel
+    try:
+        check_names(func.func if isinstance(func, Kernel) else func, values)
+    except KernelUsageError as e:
+        raise click.UsageError(str(e)) from None
+    traced = trace(func, values, target or default_target(), _grid(grid, lnc))
+    traced.diagnostics = [_user_path(d, path) for d in traced.diagnostics]
+    traced.program = replace(traced.program, path=path)  # as the user named it
+    return traced
+
+
+def _user_path(d, path):
+    """Diagnostics in the kernel file name it as the user wrote it."""
+    if d.loc.file and os.path.abspath(d.loc.file) == os.path.abspath(path) \
+            and d.loc.file != path:
+        return replace(d, loc=replace(d.loc, file=path))
+    return d
+
+
+def relocate(e: NkirunError, spec: str) -> NkirunError:
+    path = split_spec(spec)[0]
+    e.diagnostics = [_user_path(d, path) for d in e.diagnostics]
+    return e

@@ -1,0 +1,205 @@
+"""The `nl` compute functions NKI 0.3+ documents as convenience wrappers of `nki.isa`
+instructions: each allocates its result tile in SBUF (PSUM for matmul/transpose) and
+records the instruction(s) it stands for.
+
+Readings (the docs name the wrapped instruction, not the exact lowering):
+- `nl.load`/`nl.store` are nkirun's `load`/`store` (a `dma_copy` when `dtype=` casts);
+  `nl.copy` is `tensor_copy`; `nl.zeros/ones/full` are `memset`.
+- Element-wise: two tiles -> `tensor_tensor`; a tile and a number, or a tile and a (P, 1)
+  tile -> `tensor_scalar` (`reverse0` when the tile is the second operand); a function
+  of one tile -> `activation`; `nl.negative` -> `tensor_scalar` multiply by -1.
+- Reductions -> `tensor_reduce` (`nl.mean` adds a `tensor_scalar` multiply by 1/n).
+- `nl.broadcast_to` across partitions ((1, F) -> (P, F)) copies row 0 with `dma_copy` and
+  doubles the filled rows with further `dma_copy`s (1 + ceil(log2 P) DMAs, exact); along
+  a free dim ((P, 1) -> (P, F)) it is `memset` 0 then `tensor_scalar` add.
+- `nl.transpose` -> `nc_transpose` into PSUM; `nl.matmul(x, y, transpose_x=True)` ->
+  `nc_matmul` into PSUM (without transpose_x, x is first transposed through PSUM/SBUF).
+- The result dtype is `dtype=` when given, else the first tile operand's dtype.
+"""
+from __future__ import annotations
+
+from nkirun.source.kernel import consts
+from nkirun.source.kernel.tensor import ndarray
+from nkirun.source.kernel.unsupported import here, kernel_error
+
+
+def _emit(instruction, /, **values):
+    from nkirun.source.kernel.session import current
+    current().emit(instruction, values, here())
+
+
+def _new(shape, dtype, buffer=consts.sbuf, name=""):
+    return ndarray(tuple(shape), dtype, buffer, name)
+
+
+def _is_tile(x) -> bool:
+    return isinstance(x, ndarray)
+
+
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) or hasattr(x, "item")
+
+
+# ---- memory ----------------------------------------------------------------------------
+def full(shape, fill_value, dtype, buffer=consts.sbuf, name=""):
+    t = _new((shape,) if isinstance(shape, int) else shape, dtype, buffer, name)
+    _emit("memset", dst=t, value=fill_value)
+    return t
+
+
+def zeros(shape, dtype, buffer=consts.sbuf, name=""):
+    return full(shape, 0.0, dtype, buffer, name)
+
+
+def ones(shape, dtype, buffer=consts.sbuf, name=""):
+    return full(shape, 1.0, dtype, buffer, name)
+
+
+def zeros_like(x, dtype=None, buffer=None, name=""):
+    return zeros(x.shape, dtype or x.dtype, buffer or x.buffer, name)
+
+
+def empty_like(x, dtype=None, buffer=None, name=""):
+    return ndarray(x.shape, dtype or x.dtype, buffer or x.buffer, name)
+
+
+def load(src, dtype=None):
+    t = _new(src.shape, dtype or src.dtype)
+    _emit("load" if dtype is None or str(dtype) == str(src.dtype) else "dma_copy",
+          dst=t, src=src)
+    return t
+
+
+def store(dst, value):
+    _emit("store", dst=dst, src=value)
+
+
+def copy(x, dtype=None):
+    t = _new(x.shape, dtype or x.dtype)
+    _emit("tensor_copy", dst=t, src=x)
+    return t
+
+
+# ---- element-wise --------------------------------------------------------------------------
+def binary(op: str):
+    def fn(x, y, dtype=None):
+        if _is_tile(x) and _is_tile(y):
+            if x.shape == y.shape:
+                t = _new(x.shape, dtype or x.dtype)
+                _emit("tensor_tensor", dst=t, data1=x, data2=y, op=op)
+                return t
+            if y.shape == (x.shape[0], 1):
+                return _tile_scalar(op, x, y, False, dtype)
+            if x.shape == (y.shape[0], 1):
+                return _tile_scalar(op, y, x, True, dtype)
+            raise kernel_error("E603", f"nl.{op}: shapes {list(x.shape)} and {list(y.shape)} "
+                               "do not match (nor is one a (P, 1) column)")
+        if _is_tile(x) and _number(y):
+            return _tile_scalar(op, x, y, False, dtype)
+        if _is_tile(y) and _number(x):
+            return _tile_scalar(op, y, x, True, dtype)
+        raise kernel_error("E603", f"nl.{op} needs at least one tile, got {x!r} and {y!r}")
+    fn.__name__ = op
+    return fn
+
+
+def _tile_scalar(op, tile, operand, reverse, dtype):
+    t = _new(tile.shape, dtype or tile.dtype)
+    _emit("tensor_scalar", dst=t, data=tile, op0=op, operand0=operand, reverse0=reverse)
+    return t
+
+
+def unary(func: str):
+    def fn(x, dtype=None):
+        t = _new(x.shape, dtype or x.dtype)
+        _emit("activation", dst=t, op=func, data=x)
+        return t
+    fn.__name__ = func
+    return fn
+
+
+def negative(x, dtype=None):
+    return _tile_scalar("multiply", x, -1.0, False, dtype)
+
+
+# ---- reductions ----------------------------------------------------------------------------
+def reduction(op: str, name: str):
+    def fn(x, axis, dtype=None, keepdims=False):
+        axes = [axis] if isinstance(axis, int) else list(axis)
+        axes = [a + len(x.shape) if a < 0 else a for a in axes]
+        shape = [n for i, n in enumerate(x.shape) if i not in axes or keepdims]
+        shape = [1 if i in axes else n for i, n in enumerate(x.shape)] if keepdims else shape
+        if len(shape) == 1:
+            shape.append(1)
+        t = _new(shape, dtype or x.dtype)
+        _emit("tensor_reduce", dst=t, op=op, data=x, axis=axes, keepdims=keepdims)
+        return t
+    fn.__name__ = name
+    return fn
+
+
+def mean(x, axis, dtype=None, keepdims=False):
+    total = reduction("add", "sum")(x, axis, dtype, keepdims)
+    axes = [axis] if isinstance(axis, int) else list(axis)
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    _emit("tensor_scalar", dst=total, data=total, op0="multiply", operand0=1.0 / n)
+    return total
+
+
+# ---- data movement ---------------------------------------------------------------------------
+def broadcast_to(x, shape, dtype=None):
+    shape = tuple(shape)
+    if tuple(x.shape) == shape:
+        return x if dtype is None or str(dtype) == str(x.dtype) else copy(x, dtype)
+    if len(shape) != len(x.shape) or any(a != b and a != 1 for a, b in zip(x.shape, shape)):
+        raise kernel_error("E603", f"nl.broadcast_to: cannot broadcast {list(x.shape)} to "
+                           f"{list(shape)}")
+    t = _new(shape, dtype or x.dtype)
+    if x.shape[0] == 1 and shape[0] > 1 and x.shape[1:] == shape[1:]:
+        _emit("dma_copy", dst=t[0:1], src=x)
+        filled = 1
+        while filled < shape[0]:
+            n = min(filled, shape[0] - filled)
+            _emit("dma_copy", dst=t[filled:filled + n], src=t[0:n])
+            filled += n
+        return t
+    if x.shape[0] == shape[0] and len(shape) == 2 and x.shape[1] == 1:
+        _emit("memset", dst=t, value=0.0)
+        _emit("tensor_scalar", dst=t, data=t, op0="add", operand0=x)
+        return t
+    raise kernel_error("E603", f"nl.broadcast_to {list(x.shape)} -> {list(shape)}: nkirun "
+                       "broadcasts a (1, F) row across partitions or a (P, 1) column along "
+                       "the free dim")
+
+
+def transpose(x, dtype=None):
+    t = _new((x.shape[1], x.shape[0]), dtype or x.dtype, consts.psum)
+    _emit("nc_transpose", dst=t, data=x)
+    return t
+
+
+def matmul(x, y, transpose_x=False):
+    if not transpose_x:
+        xt = _new((x.shape[1], x.shape[0]), x.dtype)
+        _emit("tensor_copy", dst=xt, src=transpose(x))
+        x = xt
+    t = _new((x.shape[1], y.shape[1]), consts.DTYPES["float32"], consts.psum)
+    _emit("nc_matmul", dst=t, stationary=x, moving=y)
+    return t
+
+
+def where(condition, x, y, dtype=None):
+    t = _new(condition.shape, dtype or (x.dtype if _is_tile(x) else y.dtype))
+    _emit("select_reduce", dst=t, predicate=condition, on_true=x, on_false=y)
+    return t
+
+
+BINARY = ("add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "equal",
+          "not_equal", "less", "less_equal", "greater", "greater_equal", "bitwise_and",
+          "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "logical_and",
+          "logical_or", "logical_xor")
+UNARY = ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu", "gelu_dx",
+         "gelu_apprx_tanh", "gelu_apprx_sigmoid", "silu", "silu_dx", "softplus", "mish", "erf",
+         "erf_dx", "sign", "abs", "square", "reciprocal", "sin", "arctan")

@@ -1,0 +1,230 @@
+"""`nki.isa` for traced kernels: one function per instruction of nkirun's table
+(`nkirun/isa/__init__.py` MODULES, read when the name is first used, so instructions
+other modules add appear without a change here), the enums and the target queries.
+
+Each call maps its positional arguments by NKI 0.6's signature order, records the
+instruction with its NKI keyword names into the trace, located at the calling line.
+
+Readings:
+- An NKI keyword that nkirun's instruction does not have is dropped when it holds NKI's
+  default (and `name=`, a debug label, always); any other value is an E601 error naming
+  it. Where NKI's default differs from nkirun's (range_select's reduce_cmd), NKI's is
+  passed.
+- Calls return an `NkiInstruction`; `.depends_on()` is accepted and has no effect (the
+  cost model orders instructions by their data and engines).
+"""
+from __future__ import annotations
+
+import types
+
+from nkirun.source.kernel import consts
+from nkirun.source.kernel.session import _CURRENT, current
+from nkirun.source.kernel.unsupported import frame_loc, kernel_error, kernel_frame, unsupported
+
+# NKI 0.6 signatures (nki.isa API reference): the parameters in positional order,
+# `=value` for an optional one's default. `name` (every instruction's debug label) left out.
+SIGNATURES = {
+    "dma_copy": "dst src priority=None oob_mode=error dge_mode=unknown engine=unknown",
+    "tensor_copy": "dst src engine=unknown",
+    "memset": "dst value engine=unknown",
+    "tensor_copy_predicated": "dst src predicate reverse_pred=False",
+    "nc_matmul": "dst stationary moving is_stationary_onezero=False is_moving_onezero=False "
+                 "is_transpose=False accumulate=None tile_position=() tile_size=() "
+                 "perf_mode=none",
+    "nc_matmul_mx": "dst stationary moving stationary_scale moving_scale tile_position=None "
+                    "tile_size=None accumulate=None",
+    "nc_transpose": "dst data engine=unknown",
+    "dma_transpose": "dst src axes=None priority=None dge_mode=unknown oob_mode=error",
+    "tensor_tensor": "dst data1 data2 op engine=unknown",
+    "tensor_scalar": "dst data op0 operand0 reverse0=False op1=None operand1=None "
+                     "reverse1=False engine=unknown",
+    "tensor_reduce": "dst op data axis negate=False keepdims=False",
+    "tensor_partition_reduce": "dst op data",
+    "tensor_scalar_cumulative": "dst src op0 op1 imm0 imm1=None reduce_cmd=reset_reduce",
+    "activation": "dst op data bias=None scale=1.0 reduce_op=None reduce_res=None "
+                  "reduce_cmd=idle",
+    "activation_reduce": "dst op data reduce_op reduce_res bias=None scale=1.0",
+    "activate2": "dst op data imm0 imm1 op0 op1 relu_param=0.0 reverse0=False reverse1=False "
+                 "reduce_op=None reduce_res=None reduce_cmd=idle",
+    "iota": "dst pattern offset=0 channel_multiplier=0",
+    "affine_select": "dst pattern channel_multiplier on_true_tile on_false_value cmp_op=equal "
+                     "offset=0",
+    "local_gather": "dst src_buffer index num_elem_per_idx=1 num_valid_indices=None",
+    "nc_n_gather": "dst data indices",
+    "bn_stats": "dst data",
+    "bn_aggr": "dst data",
+    "tensor_tensor_scan": "dst data0 data1 initial op0 op1 reverse0=False reverse1=False",
+    "nc_stream_shuffle": "dst src shuffle_mask",
+    "rng": "dst engine=vector",
+    "dropout": "dst data prob",
+    "set_rng_seed": "src_seeds",
+    "rand_set_state": "src_seeds engine=gpsimd",
+    "rand_get_state": "dst engine=gpsimd",
+    "rand2": "dst min max",
+    "exponential": "dst src max_value=0.0 reduce_res=None reduce_cmd=idle reduce_init=0.0",
+    "reciprocal": "dst data",
+    "max8": "dst src",
+    "sequence_bounds": "dst segment_ids",
+    "scalar_tensor_tensor": "dst data op0 operand0 op1 operand1 reverse0=False reverse1=False",
+    "tensor_scalar_reduce": "dst data op0 operand0 reduce_op reduce_res=None reverse0=False "
+                            "reduce_cmd=reset_reduce reduce_init=None reduce_res_negate=False",
+    "core_barrier": "data cores engine=gpsimd",
+    "dma_compute": "dst srcs reduce_op scales=None unique_indices=True oob_mode=error",
+    "quantize_mx": "dst src dst_scale",
+    "range_select": "dst on_true_tile comp_op0 comp_op1 bound0 bound1 reduce_cmd=reset_reduce "
+                    "reduce_res=None reduce_op=maximum range_start=0 on_false_value=...",
+    "select_reduce": "dst predicate on_true on_false reduce_res=None reduce_cmd=idle "
+                     "reduce_op=maximum reverse_pred=False",
+    "sendrecv": "src dst send_to_rank recv_from_rank pipe_id dma_engine=dma",
+    "nc_find_index8": "dst data vals",
+    "nc_match_replace8": "dst data vals imm dst_idx=None",
+    "nonzero_with_count": "dst src index_offset=0 padding_val=-1",
+    "topk": "val_dst idx_dst src n",
+}
+_REQUIRED = object()
+_UNSET = object()
+NOT_INSTRUCTIONS = frozenset({"load", "store"})  # nl.load / nl.store in nkirun's table
+
+
+def _default(text: str):
+    if text == "...":
+        return _UNSET
+    try:
+        import ast
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text  # an enum member or operator name, as nkirun spells it
+
+
+def signature(op: str, spec) -> list[tuple[str, object]]:
+    """(name, NKI default or _REQUIRED) in NKI's positional order; nkirun's own order for an
+    instruction NKI 0.6 does not document."""
+    text = SIGNATURES.get(op)
+    if text is None:
+        return [(p.name, _REQUIRED if p.required else p.default) for p in spec.params
+                if p.name not in ("mask", "dtype")]
+    out = []
+    for part in text.split():
+        name, eq, value = part.partition("=")
+        out.append((name, _default(value) if eq else _REQUIRED))
+    return out
+
+
+class NkiInstruction:
+    """What an instruction call returns (NKI 0.6): `.depends_on()` has no effect here."""
+
+    def __init__(self, op: str, index: int):
+        self.op, self.index = op, index
+
+    def depends_on(self, *producers):
+        return self
+
+    def __repr__(self) -> str:
+        return f"<nki.isa.{self.op} instruction {self.index}>"
+
+
+def make_instruction(op: str):
+    from nkirun.isa import REGISTRY
+    spec = REGISTRY[op]
+    sig = signature(op, spec)
+    order = [n for n, _ in sig]
+    ours = {p.name: p for p in spec.params}
+
+    extras = {n: d for n, d in sig if n not in ours}  # NKI keywords nkirun lacks
+    fill = [(n, d) for n, d in sig if n in ours and d is not _REQUIRED and d is not _UNSET
+            and d is not None and not _same(d, ours[n].default)]  # NKI's default, not ours
+
+    from nkirun.isa.spec import param_tables
+    tables = param_tables(spec)
+
+    def instruction(*args, **kwargs):
+        tracer = _CURRENT[-1] if _CURRENT else current()
+        loc = frame_loc(kernel_frame(2))
+        values = kwargs  # a fresh dict per call
+        if args:
+            if len(args) > len(order):
+                raise kernel_error("E603", f"nki.isa.{op} takes at most {len(order)} "
+                                   f"positional arguments ({', '.join(order)}), got "
+                                   f"{len(args)}", loc=loc)
+            values = dict(zip(order, args))
+            for k, v in kwargs.items():
+                if k in values:
+                    raise kernel_error("E603", f"nki.isa.{op} got `{k}` twice", loc=loc)
+                values[k] = v
+        values.pop("name", None)
+        for k in [k for k in values if k in extras]:
+            v = values.pop(k)
+            if v is not None and not _same(v, extras[k]):
+                tracer.diagnostic("E601", f"nki.isa.{op}: `{k}={v!r}` is not supported by "
+                                  "nkirun", loc, hint="leave it at its default")
+        for k, d in fill:
+            if k not in values:
+                values[k] = d
+        index = tracer.builder.count
+        tracer.emit(op, values, loc, tables)
+        return NkiInstruction(op, index)
+
+    instruction.__name__ = instruction.__qualname__ = op
+    instruction.__doc__ = f"nki.isa.{op}({', '.join(order)}): {spec.summary}"
+    return instruction
+
+
+def _same(v, default) -> bool:
+    if isinstance(v, consts.Token):
+        v = v.ir
+    if isinstance(v, (list, tuple)) and isinstance(default, (list, tuple)):
+        return list(v) == list(default)
+    return type(v) is type(default) and v == default or str(v) == str(default)
+
+
+# ---- the module ---------------------------------------------------------------------------
+ENUMS = {
+    "engine": ("tensor", "vector", "scalar", "gpsimd", "dma", "sync", "unknown"),
+    "reduce_cmd": ("idle", "reset", "reduce", "reset_reduce", "load_reduce"),
+    "dge_mode": ("unknown", "swdge", "hwdge", "none"),
+    "oob_mode": ("error", "skip"),
+    "matmul_perf_mode": ("none", "double_row"),
+    "dma_engine": ("dma", "gpsimd_dma"),
+}
+
+
+class NkiValidationError(Exception):
+    """Raised when hardware constraints are violated (NKI 0.6)."""
+
+
+def build_module(name: str = "nki.isa") -> types.ModuleType:
+    m = _IsaModule(name)
+    m.__doc__ = "nkirun's nki.isa (see docs/kernels.md)"
+    for enum_name, members in ENUMS.items():
+        setattr(m, enum_name, consts.EnumNamespace(f"nki.isa.{enum_name}", members))
+    m.nc_version = consts.NcVersion()
+    for short in ("tensor", "vector", "scalar", "gpsimd", "unknown"):
+        setattr(m, f"{short}_engine", getattr(m.engine, short))
+    m.NkiInstruction = NkiInstruction
+    m.NkiValidationError = NkiValidationError
+
+    def get_nc_version():
+        from nkirun.source.kernel.session import current
+        return getattr(m.nc_version, consts.TARGET_VERSION.get(current().target, "gen3"))
+
+    def get_nc_sub_version():
+        return 0
+
+    m.get_nc_version, m.get_nc_sub_version = get_nc_version, get_nc_sub_version
+    return m
+
+
+class _IsaModule(types.ModuleType):
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        from nkirun.isa import REGISTRY
+        if name in REGISTRY and name not in NOT_INSTRUCTIONS:
+            fn = make_instruction(name)
+            setattr(self, name, fn)
+            return fn
+        raise unsupported(f"nki.isa.{name}")
+
+    def __dir__(self):
+        from nkirun.isa import REGISTRY
+        return sorted(set(super().__dir__()) | (set(REGISTRY) - NOT_INSTRUCTIONS))

@@ -1,0 +1,187 @@
+"""`nki.language` for traced kernels: allocation, views, ranges, the launch grid,
+constants, operator tokens and the convenience compute functions.
+
+Readings:
+- `affine_range`, `sequential_range` and `static_range` are Python's `range` (NKI 0.6:
+  "an alias for Python's range ... a fully unrolled loop"). `dynamic_range`,
+  `fori_loop` and `while_loop` need run-time registers: E601.
+- Without a launch grid `program_ndim()` is 0, `program_id(axis)` 0 and
+  `num_programs(axes)` 1.
+- `shared_constant(array_or_path)` is an HBM tensor holding the data;
+  `shared_identity_matrix(n, dtype)` an SBUF tensor holding the identity (one per n and
+  dtype in a trace, as the compiler shares them).
+- `device_print` prints its prefix to standard error while tracing (values are only
+  known when the program runs).
+"""
+from __future__ import annotations
+
+import sys
+import types
+from contextlib import contextmanager
+
+import numpy as np
+
+from nkirun.source.kernel import consts, convenience as cv
+from nkirun.source.kernel.tensor import DynSlice, ndarray
+from nkirun.source.kernel.unsupported import here, kernel_error, unsupported
+
+
+class NKIObject:
+    """Base class kernels derive their configuration objects from (NKI 0.6)."""
+
+    def __init__(self, **kwargs):
+        for k, v in kwargs.items():
+            setattr(self, k, v)
+
+
+def ds(start, size):
+    return DynSlice(start, size)
+
+
+def affine_range(start, stop=None, step=1):
+    return range(start) if stop is None else range(start, stop, step)
+
+
+sequential_range = static_range = affine_range
+
+
+def _grid():
+    from nkirun.source.kernel.session import current
+    return current()
+
+
+def program_id(axis=0):
+    t = _grid()
+    if not t.grid:
+        return 0
+    if not 0 <= axis < len(t.grid):
+        raise kernel_error("E603", f"nl.program_id: axis {axis} outside the {len(t.grid)}-d "
+                           "launch grid")
+    return t.instance[axis]
+
+
+def num_programs(axes=0):
+    t = _grid()
+    if not t.grid:
+        return 1
+    if axes is None:
+        return int(np.prod(t.grid))
+    axes_list = [axes] if isinstance(axes, int) else list(axes)
+    return int(np.prod([t.grid[a] for a in axes_list]))
+
+
+def program_ndim():
+    return len(_grid().grid)
+
+
+def shared_constant(constant, dtype=None):
+    from nkirun.source.kernel.session import current
+    arr = np.load(constant) if isinstance(constant, str) else np.asarray(constant)
+    d = consts.to_dtype(dtype or arr.dtype)
+    if d is None or d.nkirun is None:
+        raise kernel_error("E605", f"nl.shared_constant: dtype {arr.dtype} is not supported "
+                           "by nkirun")
+    tracer = current()
+    rec = tracer.allocate(arr.shape if arr.ndim else (1,), d, consts.shared_hbm,
+                          "constant", init=("data", arr.reshape(arr.shape or (1,)).tolist()),
+                          loc=here())
+    from nkirun.source.kernel.session import new_tensor
+    return new_tensor(rec)
+
+
+def shared_identity_matrix(n, dtype=consts.DTYPES["uint8"], dst=None):
+    from nkirun.source.kernel.session import current, new_tensor
+    tracer = current()
+    key = (n, str(dtype))
+    t = tracer.identity.get(key)
+    if t is None:
+        rec = tracer.allocate((n, n), dtype, consts.sbuf, f"identity{n}",
+                              init=("data", np.eye(n).tolist()), loc=here())
+        t = tracer.identity[key] = new_tensor(rec)
+    if dst is not None:
+        cv._emit("tensor_copy", dst=dst, src=t)
+        return dst
+    return t
+
+
+def device_print(print_prefix, tensor=None):
+    print(f"device_print {print_prefix}: {tensor!r} (values are known only when run)",
+          file=sys.stderr)
+
+
+@contextmanager
+def no_reorder():
+    yield
+
+
+def expand_dims(x, axis):
+    return x.expand_dim(axis)
+
+
+def is_hbm(buffer):
+    return consts.to_buffer(buffer).ir == "hbm"
+
+
+def is_on_chip(buffer):
+    return not is_hbm(buffer)
+
+
+def is_psum(buffer):
+    return consts.to_buffer(buffer) is consts.psum
+
+
+def is_sbuf(buffer):
+    return consts.to_buffer(buffer) is consts.sbuf
+
+
+_RUNTIME_LOOPS = ("dynamic_range", "fori_loop", "while_loop")
+_NOT_PROVIDED = ("rand", "random_seed", "dropout", "gather_flattened", "load_transpose2d",
+                 "softmax", "rms_norm", "all", "var", "prod", "fmod", "mod", "tan", "cos",
+                 "ceil", "floor", "trunc", "invert", "logical_not")
+
+
+class MemoryRegion:
+    sbuf, psum = consts.sbuf, consts.psum
+    private_hbm, shared_hbm = consts.private_hbm, consts.shared_hbm
+
+
+def build_module(name: str = "nki.language") -> types.ModuleType:
+    m = _LangModule(name)
+    m.__doc__ = "nkirun's nki.language (see docs/kernels.md)"
+    ns = m.__dict__
+    ns.update(consts.DTYPES)
+    ns.update(consts.BUFFERS)
+    ns.update(ndarray=ndarray, NkiTensor=ndarray, NKIObject=NKIObject, tile_size=consts.tile_size,
+              MemoryRegion=MemoryRegion, DType=consts.NlDType, ds=ds,
+              affine_range=affine_range, sequential_range=sequential_range,
+              static_range=static_range, program_id=program_id, num_programs=num_programs,
+              program_ndim=program_ndim, shared_constant=shared_constant,
+              shared_identity_matrix=shared_identity_matrix, device_print=device_print,
+              no_reorder=no_reorder, expand_dims=expand_dims, is_hbm=is_hbm,
+              is_on_chip=is_on_chip, is_psum=is_psum, is_sbuf=is_sbuf,
+              full=cv.full, zeros=cv.zeros, ones=cv.ones, zeros_like=cv.zeros_like,
+              empty_like=cv.empty_like, load=cv.load, store=cv.store,
+              broadcast_to=cv.broadcast_to, transpose=cv.transpose, matmul=cv.matmul,
+              where=cv.where, mean=cv.mean)
+    tok = consts.Token
+    for op in cv.BINARY:
+        ns[op] = tok(op, f"nl.{op}", cv.binary(op))
+    for func in cv.UNARY:
+        ns[func] = tok(func, f"nl.{func}", cv.unary(func))
+    ns["copy"] = tok("copy", "nl.copy", cv.copy)
+    ns["negative"] = tok("negative", "nl.negative", cv.negative)
+    for name_, op in (("sum", "add"), ("max", "maximum"), ("min", "minimum")):
+        ns[name_] = tok(op, f"nl.{name_}", cv.reduction(op, name_))
+    for op in ("abs_max", "abs_min", "invert", "logical_not", "bypass", "identity", "prelu",
+               "average"):
+        ns.setdefault(op, tok(op, f"nl.{op}"))
+    return m
+
+
+class _LangModule(types.ModuleType):
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if name in _RUNTIME_LOOPS:
+            raise unsupported(f"nki.language.{name}", "a run-time loop on registers")
+        raise unsupported(f"nki.language.{name}")

@@ -1,0 +1,114 @@
+"""Finding the kernel: `PATH.py::FUNCTION` (or `PATH.py`, its only `@nki.jit` function),
+imported with nkirun's `nki`; and turning the kernel's own exceptions into diagnostics
+that show the kernel's frames, not nkirun's."""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+import traceback
+
+from nkirun.diagnostics import Loc, NkirunError, error
+
+NKIRUN_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _in_nkirun(filename: str) -> bool:
+    return os.path.abspath(filename).startswith(NKIRUN_DIR + os.sep)
+
+
+def _ours(filename: str) -> bool:
+    """nkirun's frames and the import machinery's: not shown as the kernel's."""
+    return _in_nkirun(filename) or filename.startswith("<frozen")
+
+
+class KernelUsageError(TypeError):
+    """A usage error about the kernel or its parameters (exit status 2)."""
+
+
+def is_kernel_path(program: str) -> bool:
+    path = program.split("::", 1)[0]
+    return "::" in program or path.endswith(".py")
+
+
+def split_spec(spec: str) -> tuple[str, str | None]:
+    path, sep, func = spec.partition("::")
+    return path, (func or None) if sep else None
+
+
+def module_name_for(path: str) -> tuple[str, str]:
+    """(dotted module name, the folder to put on sys.path): packages are walked up so that
+    the kernel's relative imports work."""
+    path = os.path.abspath(path)
+    folder, stem = os.path.split(path)
+    parts = [stem[:-3]]
+    while os.path.isfile(os.path.join(folder, "__init__.py")):
+        folder, pkg = os.path.split(folder)
+        parts.insert(0, pkg)
+    return ".".join(parts), folder
+
+
+def import_kernel_module(path: str):
+    """Import the kernel file (under nkirun's `nki`, which the caller has installed)."""
+    if not os.path.isfile(path):
+        raise NkirunError(error("E600", f"kernel file {path} not found", Loc(path)))
+    name, root = module_name_for(path)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    if "." not in name:  # a plain file: a private name, so `__main__` blocks do not run
+        name = f"_nkirun_kernel_{name}"
+        spec = importlib.util.spec_from_file_location(name, os.path.abspath(path))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(name, None)
+            raise
+        return module
+    sys.modules.pop(name, None)
+    return importlib.import_module(name)
+
+
+def find_function(module, path: str, func: str | None):
+    from nkirun.source.kernel.modules import Kernel
+    if func is not None:
+        obj = getattr(module, func, None)
+        if obj is None or not callable(obj):
+            found = sorted(n for n, v in vars(module).items()
+                           if isinstance(v, Kernel) or callable(v) and getattr(
+                               v, "__module__", None) == module.__name__ and not n.startswith("_"))
+            raise KernelUsageError(f"{path} has no function `{func}`"
+                                   + (f" (it defines: {', '.join(found)})" if found else ""))
+        return obj
+    jitted = [n for n, v in vars(module).items() if isinstance(v, Kernel)
+              and getattr(v.func, "__module__", None) == module.__name__]
+    if len(jitted) != 1:
+        what = "no @nki.jit function" if not jitted else \
+            f"several @nki.jit functions ({', '.join(jitted)})"
+        raise KernelUsageError(f"{path} has {what}; name one as {path}::FUNCTION")
+    return getattr(module, jitted[0])
+
+
+def kernel_exception(exc: BaseException) -> Exception:
+    """E602 for an exception the kernel's own code raised: its message and the kernel's
+    frames (file:line and source line; nkirun's frames left out). An exception raised
+    inside nkirun's own code is a bug in nkirun: InternalError (exit 3)."""
+    every = traceback.extract_tb(exc.__traceback__)
+    frames = [f for f in every if not _ours(f.filename)]
+    if every and _in_nkirun(every[-1].filename) and not isinstance(exc, SyntaxError):
+        from nkirun.diagnostics import InternalError
+        where = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "kernel"
+        return InternalError(f"tracing the kernel call at {where}", exc)
+    lines = [f"  {f.filename}:{f.lineno} in {f.name}" + (f"\n    {f.line}" if f.line else "")
+             for f in frames]
+    loc = Loc(frames[-1].filename, frames[-1].lineno, (frames[-1].colno or 0) + 1) \
+        if frames else Loc()
+    if isinstance(exc, SyntaxError) and exc.filename:  # the kernel's file did not parse
+        loc = Loc(exc.filename, exc.lineno or 0, exc.offset or 0)
+        frames, lines = [], [f"  {exc.filename}:{exc.lineno}" + (
+            f"\n    {exc.text.strip()}" if exc.text else "")]
+    message = f"the kernel raised {type(exc).__name__}" + (f": {exc}" if str(exc) else "")
+    hint = "kernel traceback (most recent call last):\n" + "\n".join(lines) if lines else None
+    return NkirunError(error("E602", message, loc, hint=hint))

@@ -1,0 +1,126 @@
+"""The `nki` package a traced kernel imports: `nki` (jit, simulate), `nki.isa`,
+`nki.language` and `nki.collectives`, built once and put in `sys.modules` only while a
+kernel is imported and traced (`installed()`), whatever `nki` was there before.
+
+`import nkirun` also appends a finder at the end of `sys.meta_path` that answers
+`import nki` with these modules only when no real `nki` is installed, so a test file can
+import a kernel module and hand its function to `nkirun.simulate`.
+"""
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import sys
+import types
+from contextlib import contextmanager
+
+from nkirun.source.kernel.unsupported import unsupported
+
+NAMES = ("nki", "nki.isa", "nki.language", "nki.collectives")
+_MODULES: dict[str, types.ModuleType] = {}
+
+
+class Kernel:
+    """What `@nki.jit` returns: the function, launchable on a grid with `kernel[g]`."""
+
+    def __init__(self, func, grid=(), options=None):
+        self.func, self.grid, self.options = func, tuple(grid), dict(options or {})
+        self.__name__ = getattr(func, "__name__", "kernel")
+        self.__qualname__ = getattr(func, "__qualname__", self.__name__)
+        self.__doc__ = getattr(func, "__doc__", None)
+        self.__module__ = getattr(func, "__module__", None)
+        self.__wrapped__ = func
+
+    def __getitem__(self, grid):
+        grid = grid if isinstance(grid, tuple) else (grid,)
+        return Kernel(self.func, tuple(int(g) for g in grid), self.options)
+
+    def __call__(self, *args, **kwargs):
+        from nkirun.source.kernel.session import tracing
+        if tracing():  # a kernel calling another jit function: inline it
+            return self.func(*args, **kwargs)
+        from nkirun.source.kernel.api import simulate
+        return simulate(self)(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<nki.jit kernel {self.__qualname__}" + (f"[{self.grid}]>" if self.grid else ">")
+
+
+def jit(fn=None, **kwargs):
+    if fn is None:
+        return lambda f: Kernel(f, options=kwargs)
+    return Kernel(fn, options=kwargs)
+
+
+def _simulate(kernel):
+    from nkirun.source.kernel.api import simulate
+    return simulate(kernel)
+
+
+class _Package(types.ModuleType):
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise unsupported(f"{self.__name__}.{name}")
+
+
+def modules() -> dict[str, types.ModuleType]:
+    if not _MODULES:
+        from nkirun.source.kernel import consts, isa_shim, lang
+        nki = _Package("nki")
+        nki.__path__ = []  # a package: `import nki.isa` works
+        nki.__doc__ = "nkirun's nki package (see docs/kernels.md)"
+        isa, language = isa_shim.build_module(), lang.build_module()
+        collectives = _Package("nki.collectives")
+        nki.isa, nki.language, nki.collectives = isa, language, collectives
+        nki.jit, nki.simulate, nki.Kernel = jit, _simulate, Kernel
+        nki.dtype = consts.NlDType
+        for m in (nki, isa, language, collectives):
+            m.__spec__ = importlib.machinery.ModuleSpec(m.__name__, _FINDER, is_package=m is nki)
+            m.__loader__ = _FINDER
+            _MODULES[m.__name__] = m
+    return _MODULES
+
+
+@contextmanager
+def installed():
+    """Our `nki` modules in sys.modules for the duration; what was there is put back."""
+    saved = {k: v for k, v in sys.modules.items() if k == "nki" or k.startswith("nki.")}
+    for k in saved:
+        del sys.modules[k]
+    sys.modules.update(modules())
+    try:
+        yield
+    finally:
+        for k in [k for k in sys.modules if k == "nki" or k.startswith("nki.")]:
+            del sys.modules[k]
+        sys.modules.update(saved)
+
+
+def is_ours(module) -> bool:
+    return module is not None and any(module is m for m in _MODULES.values())
+
+
+class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """The last resort for `import nki` (see the module docstring)."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname in NAMES:
+            return modules()[fullname].__spec__
+        if fullname.startswith("nki.") and sys.modules.get("nki") is modules()["nki"]:
+            raise unsupported(fullname)  # a submodule NKI 0.6 does not document
+        return None
+
+    def create_module(self, spec):
+        return modules()[spec.name]
+
+    def exec_module(self, module):
+        pass
+
+
+_FINDER = _Finder()
+
+
+def install_fallback_finder() -> None:
+    if not any(isinstance(f, _Finder) for f in sys.meta_path):
+        sys.meta_path.append(_FINDER)

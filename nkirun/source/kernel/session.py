@@ -1,0 +1,273 @@
+"""The trace of one kernel: what `nl` and `nisa` calls record into the IR Builder.
+
+Readings:
+- A tensor is named by its `name=` (made a valid identifier), else by the variable the
+  `nl.ndarray` call is assigned to on its source line, else `t<line>`; a name that is
+  taken gets `_1`, `_2`, ... (a loop allocating `tile = nl.ndarray(...)` gives `tile`,
+  `tile_1`, ...). A tensor becomes part of the program when an instruction first uses it,
+  located at its `nl.ndarray` line.
+- A launch grid (`kernel[g]`, `--grid`, `--lnc`) traces the kernel once per program
+  instance into one program, in order. `shared_hbm` tensors are shared: the k-th
+  `shared_hbm` allocation of every instance is the same tensor as the first instance's.
+  The outputs are what the first instance returns.
+"""
+from __future__ import annotations
+
+import linecache
+import os
+import re
+from dataclasses import replace
+
+from nkirun.diagnostics import Loc, error
+from nkirun.ir import TensorDecl, instruction_at, view_at
+from nkirun.isa import REGISTRY
+from nkirun.isa.spec import TILE, TILE_OR_SCALAR, ArgError, convert, param_tables
+from nkirun.source.builder import Builder
+from nkirun.source.kernel import consts
+from nkirun.source.kernel.lower import ir_index
+from nkirun.source.kernel.tensor import _NO_INDEX, TensorRec, ndarray
+from nkirun.source.kernel.unsupported import frame_loc, kernel_error, kernel_frame
+
+_ASSIGN = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)")
+_BAD_CHARS = re.compile(r"\W")
+_CURRENT: list = []
+_VIEW_KINDS = frozenset({TILE, TILE_OR_SCALAR})
+_HASHABLE = frozenset({str, int, float, bool})
+
+
+def current() -> "Tracer":
+    if not _CURRENT:
+        raise kernel_error("E603", "this nki call is only valid inside a kernel that nkirun "
+                           "traces (nkirun run/check/cost KERNEL.py::FUNCTION, or "
+                           "nkirun.simulate(kernel))")
+    return _CURRENT[-1]
+
+
+def tracing() -> bool:
+    return bool(_CURRENT)
+
+
+class Tracer:
+    def __init__(self, path: str, target: str, grid: tuple = ()):
+        self.builder = Builder(path, os.getcwd(), ())
+        self.builder.version = 1
+        self.builder.target = target
+        self.target = target
+        self.grid = tuple(grid)
+        self.instance = ()  # program ids of the instance being traced
+        self.used_names: dict[str, int] = {}
+        self.shared: list[TensorRec] = []  # shared_hbm allocations of the first instance
+        self.shared_at = 0
+        self.identity: dict = {}  # (n, dtype) -> identity-matrix tensor
+        from nkirun.hw.targets import TARGETS
+        consts.tile_size.sbuf_bytes_per_partition = TARGETS[target].sbuf_bytes_per_partition
+
+    def __enter__(self):
+        _CURRENT.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _CURRENT.pop()
+
+    # ---- names and tensors ---------------------------------------------------------------
+    def unique(self, base: str) -> str:
+        base = _BAD_CHARS.sub("_", base) or "t"
+        if base[0].isdigit():
+            base = "t" + base
+        n = self.used_names.get(base)
+        if n is None:
+            self.used_names[base] = 0
+            return base
+        while True:
+            n += 1
+            name = f"{base}_{n}"
+            if name not in self.used_names:
+                self.used_names[base] = n
+                self.used_names[name] = 0
+                return name
+
+    def allocate(self, shape, dtype, buffer, name="", init=None, loc=None) -> TensorRec:
+        shape = (shape,) if isinstance(shape, int) else shape
+        if shape.__class__ is not tuple or shape not in _SHAPES_SEEN:
+            shape = _checked_shape(shape)
+        d = consts.to_dtype(dtype)
+        if d is None or d.nkirun is None:
+            raise kernel_error("E605", f"dtype {dtype!r} is not supported by nkirun",
+                               hint="supported: " + ", ".join(
+                                   n for n, v in consts.DTYPES.items() if v.nkirun))
+        buf = consts.to_buffer(buffer)
+        if buf is None:
+            raise kernel_error("E603", f"nl.ndarray: unknown buffer {buffer!r}",
+                               hint="nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm, nl.private_hbm")
+        f = kernel_frame(2)
+        if loc is None:
+            loc = frame_loc(f)
+        if buf is consts.shared_hbm and self.instance and any(self.instance):
+            return self._shared(shape, d)
+        rec = TensorRec(self.unique(str(name) if name else _source_name(loc)), shape, d, buf,
+                        loc, init)
+        if buf is consts.shared_hbm:
+            self.shared.append(rec)
+        return rec
+
+    def _shared(self, shape, d) -> TensorRec:
+        if self.shared_at >= len(self.shared) or self.shared[self.shared_at].shape != shape:
+            raise kernel_error("E603", "every program instance must allocate the same "
+                               "shared_hbm tensors in the same order")
+        rec = self.shared[self.shared_at]
+        self.shared_at += 1
+        return rec
+
+    def declare(self, rec: TensorRec, output: bool = False) -> None:
+        loc = rec.loc
+        rec.declared = True
+        if rec.init is None and not output and rec.name not in self.builder.tensors:
+            # allocate() checked the shape, dtype, buffer and name: the Builder's checks of
+            # a YAML declaration cannot fail here
+            self.builder.tensors[rec.name] = TensorDecl(
+                rec.name, rec.buffer.ir, rec.shape, rec.dtype.nkirun, None, None, False, loc,
+                {})
+            return
+        fields = {"buffer": (rec.buffer.ir, loc, loc), "shape": (list(rec.shape), loc, loc),
+                  "dtype": (rec.dtype.nkirun.name, loc, loc)}
+        if rec.init is not None and rec.init[0] in ("file", "data"):
+            fields[rec.init[0]] = (rec.init[1], loc, loc)
+        if output:
+            fields["output"] = (True, loc, loc)
+        self.builder.tensor(rec.name, fields, loc)
+        rec.declared = True
+
+    # ---- instructions --------------------------------------------------------------------
+    def emit(self, op: str, values: dict, loc: Loc, tables=None) -> None:
+        if tables is None:
+            spec = REGISTRY.get(op)
+            tables = param_tables(spec) if spec is not None else None
+        if tables is None or not self._emit_fast(op, tables, values, loc):
+            self._emit_plain(op, values, loc)
+
+    def _emit_fast(self, op: str, tables, values: dict, loc: Loc) -> bool:
+        """The IR instruction the Builder would make from these values, built directly
+        (Views from the handles, no operand text to parse); False when anything needs the
+        Builder's diagnostics (an unknown keyword, a value that does not convert)."""
+        converted = self.builder._converted
+        args = {}
+        for key, v in values.items():
+            if v is None:
+                continue
+            p = tables.by_name.get(key)
+            if p is None:
+                return False
+            if v.__class__ is ndarray:
+                if p.kind not in _VIEW_KINDS:
+                    return False
+                index = v._ir
+                if index is _NO_INDEX or not v._rec.declared:
+                    args[key] = self.operand(v, loc)
+                else:
+                    args[key] = view_at(v._rec.name, index, loc)
+                continue
+            raw = v.ir if v.__class__ is consts.Token else self.raw(v)
+            ckey = (op, key, raw.__class__, raw) if raw.__class__ in _HASHABLE else None
+            hit = converted.get(ckey) if ckey is not None else None
+            if hit is None:
+                if p.kind in _VIEW_KINDS and isinstance(raw, str):
+                    return False
+                try:
+                    hit = (convert(p, raw, loc),)
+                except ArgError:
+                    return False
+                if ckey is not None:
+                    converted[ckey] = hit
+            args[key] = hit[0]
+        if any(p.name not in args for p in tables.required):
+            return False
+        full = tables.defaults.copy()
+        full.update(args)
+        b = self.builder
+        b.instructions.append(instruction_at(op, full, b.count, loc, dict.fromkeys(args, loc),
+                                             None))
+        b.count += 1
+        return True
+
+    def _emit_plain(self, op: str, values: dict, loc: Loc) -> None:
+        args = {}
+        for key, v in values.items():
+            raw = self.raw(v)
+            if raw is not None:
+                args[key] = (raw, loc)
+        self.builder.instruction(op, args, loc)
+
+    def operand(self, v: ndarray, loc: Loc):
+        """The IR View of handle v (declaring its tensor, and an index tensor, on first use)."""
+        if not v._rec.declared:
+            self.declare(v._rec)
+        index = v._ir
+        if index is _NO_INDEX:
+            index = ir_index(v)
+            if v._indirect is not None:
+                kind, handle, dim = v._indirect
+                iv = self.operand(handle, loc)
+                index = replace(index, scalar_offset=iv if kind == "scalar" else None,
+                                vector_offset=iv if kind == "vector" else None,
+                                indirect_dim=dim)
+            v._ir = index
+        return view_at(v._rec.name, index, loc)
+
+    def raw(self, v):
+        """A keyword's plain front-end value (what YAML would give)."""
+        if v is None or isinstance(v, (bool, str)) and not isinstance(v, consts.NlDType):
+            return v
+        if isinstance(v, ndarray):
+            return str(self.operand(v, Loc()))
+        if isinstance(v, consts.Token):
+            return v.ir
+        if isinstance(v, consts.NlDType):
+            return v.nkirun.name if v.nkirun is not None else str(v)
+        if isinstance(v, (int, float)):
+            return v
+        if isinstance(v, (list, tuple)):
+            return [self.raw(x) for x in v]
+        if hasattr(v, "item") and callable(v.item):  # a NumPy scalar
+            return v.item()
+        name = getattr(v, "__name__", None)  # np.exp and friends
+        return name if isinstance(name, str) else v
+
+    def diagnostic(self, code: str, message: str, loc: Loc, hint: str | None = None):
+        self.builder.diags.append(error(code, message, loc, hint=hint))
+
+
+_NAMES: dict = {}  # (file, line) -> the name its allocations get
+
+
+_SHAPES_SEEN: set = set()  # shapes already checked (traces allocate the same few shapes)
+
+
+def _checked_shape(shape) -> tuple:
+    try:
+        shape = tuple(int(n.__index__()) for n in shape)
+    except (TypeError, AttributeError):
+        raise kernel_error("E603", f"nl.ndarray: shape must be a tuple of ints, got "
+                           f"{shape!r}") from None
+    if not shape or any(n <= 0 for n in shape):
+        raise kernel_error("E603", f"nl.ndarray: shape must hold positive sizes, got "
+                           f"{list(shape)}")
+    _SHAPES_SEEN.add(shape)
+    return shape
+
+
+def _source_name(loc: Loc) -> str:
+    key = (loc.file, loc.line)
+    name = _NAMES.get(key)
+    if name is None:
+        line = linecache.getline(loc.file, loc.line) if loc.line else ""
+        m = _ASSIGN.match(line)
+        name = _NAMES[key] = m.group(1) if m else f"t{loc.line}"
+    return name
+
+
+def new_tensor(rec: TensorRec) -> ndarray:
+    """A handle on the whole of `rec`."""
+    from nkirun.source.kernel.tensor import _new_view
+    v = _new_view(rec, rec.whole, 0, rec.pattern)
+    v._ir = None
+    return v

@@ -1,0 +1,182 @@
+"""Tracing a kernel function into a Program: binding its parameters (HBM tensors from
+arrays, .npy files or shapes; other values as they are), running its Python with
+nkirun's `nki`, and collecting the tensors it returns as the outputs."""
+from __future__ import annotations
+
+import contextlib
+import inspect
+import itertools
+import sys
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from nkirun.diagnostics import NkirunError, error
+from nkirun.source.kernel import consts
+from nkirun.source.kernel.loader import KernelUsageError, kernel_exception
+from nkirun.source.kernel.modules import Kernel, installed
+from nkirun.source.kernel.session import Tracer, new_tensor
+from nkirun.source.kernel.tensor import ndarray
+
+
+@dataclass
+class TensorArg:
+    """An HBM tensor parameter: its shape and dtype, and where its data comes from."""
+
+    shape: tuple
+    dtype: object  # an nkirun DType
+    array: object = None  # a NumPy array (API), or None
+    file: str | None = None  # a .npy path (CLI --input), or None
+
+
+@dataclass
+class Traced:
+    program: object
+    diagnostics: list
+    outputs: list  # the returned handles (ndarray), in return order
+    structure: object  # the returned value with each tensor replaced by its output index
+    inputs: dict = field(default_factory=dict)  # tensor name -> array or path, for run
+    names: dict = field(default_factory=dict)  # parameter -> tensor name
+
+
+class Shape:
+    """`nkirun.shape("float32", 128, 512)`: a tensor parameter known only by its shape."""
+
+    def __init__(self, dtype, *shape):
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        self.dtype, self.shape = dtype, tuple(int(n) for n in shape)
+
+    def __repr__(self) -> str:
+        return f"nkirun.shape({self.dtype!r}, {', '.join(map(str, self.shape))})"
+
+
+def tensor_arg(value) -> TensorArg | None:
+    """A TensorArg for an array or Shape, else None."""
+    from nkirun.hw import dtypes as dt
+    if isinstance(value, Shape):
+        d = consts.to_dtype(value.dtype)
+        if d is None or d.nkirun is None:
+            raise KernelUsageError(f"unknown dtype {value.dtype!r}")
+        return TensorArg(value.shape, d.nkirun)
+    if isinstance(value, np.ndarray) or (hasattr(value, "__array__") and hasattr(value, "shape")
+                                         and not isinstance(value, ndarray)):
+        arr = np.asarray(value)
+        d = dt.from_numpy(arr.dtype)
+        if d is None:
+            raise KernelUsageError(f"arrays of dtype {arr.dtype} are not NKI tensors "
+                                   f"(allowed: {', '.join(dt.DTYPES)})")
+        return TensorArg(tuple(arr.shape) or (1,), d, array=arr.reshape(arr.shape or (1,)))
+    return None
+
+
+def bind_parameters(func, args=(), kwargs=None) -> dict:
+    """Parameter name -> value for a call; usage errors name the parameter."""
+    kwargs = kwargs or {}
+    sig = inspect.signature(func)
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError as e:
+        raise KernelUsageError(f"{getattr(func, '__name__', 'kernel')}: {e}") from None
+    return dict(bound.arguments)
+
+
+def check_names(func, given: dict) -> None:
+    """Every given name is a parameter and every parameter without a default is given."""
+    params = inspect.signature(func).parameters
+    fname = getattr(func, "__name__", "kernel")
+    takes_kwargs = any(p.kind is p.VAR_KEYWORD for p in params.values())
+    for name in given:
+        if name not in params and not takes_kwargs:
+            raise KernelUsageError(f"{fname} has no parameter `{name}` (its parameters: "
+                                   f"{', '.join(params) or 'none'})")
+    for name, p in params.items():
+        if p.default is p.empty and name not in given and p.kind not in (
+                p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise KernelUsageError(f"{fname}: parameter `{name}` is missing; give it with "
+                                   f"--input {name}=FILE.npy, --shape {name}=DTYPE[...] or "
+                                   f"--arg {name}=VALUE")
+
+
+def trace(kernel, values: dict, target: str = "trn2", grid=None) -> Traced:
+    """Trace `kernel` (a function or nki.jit Kernel) called with `values` (parameter name ->
+    TensorArg or plain value)."""
+    func = kernel.func if isinstance(kernel, Kernel) else kernel
+    grid = tuple(grid) if grid else (kernel.grid if isinstance(kernel, Kernel) else ())
+    path = inspect.getsourcefile(func) or "<kernel>"
+    tracer = Tracer(path, target, grid)
+    result = None
+    with installed(), tracer, contextlib.redirect_stdout(sys.stderr):
+        call, inputs, names = _parameters(tracer, values)
+        instances = list(itertools.product(*(range(g) for g in grid))) if grid else [()]
+        for inst in instances:
+            tracer.instance, tracer.shared_at = inst, 0
+            try:
+                ret = func(**call)
+            except NkirunError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the kernel's own error
+                raise kernel_exception(exc) from None
+            if inst == instances[0]:
+                result = ret
+        outputs, structure = _outputs(tracer, result)
+    program, diags = tracer.builder.finish()
+    diags = [d for d in diags if d.code != "E004"]
+    program = _mark_inputs(program, {n for p, n in names.items()
+                                     if values[p].file is None})
+    return Traced(program, diags, outputs, structure, inputs, names)
+
+
+def _parameters(tracer, values):
+    call, inputs, names = {}, {}, {}
+    for pname, v in values.items():
+        if isinstance(v, TensorArg):
+            init = ("file", v.file) if v.file is not None else None
+            rec = tracer.allocate(v.shape, consts.DTYPES[v.dtype.name], consts.shared_hbm,
+                                  pname, init=init)
+            tracer.shared.remove(rec)  # parameters are shared by every instance already
+            call[pname] = new_tensor(rec)
+            names[pname] = rec.name
+            if v.array is not None:
+                inputs[rec.name] = v.array
+        else:
+            call[pname] = v
+    return call, inputs, names
+
+
+def _outputs(tracer, result):
+    outputs = []
+
+    def walk(v):
+        if isinstance(v, ndarray):
+            if v._rec.buffer.ir != "hbm":
+                raise NkirunError(error("E606", f"the kernel returns `{v.name}`, a "
+                                        f"{v.buffer} tensor; outputs must be HBM tensors",
+                                        v._rec.loc, hint="copy it to an nl.shared_hbm tensor "
+                                        "with nisa.dma_copy and return that"))
+            rec = v._rec
+            if not rec.declared:
+                tracer.declare(rec, output=True)
+            else:
+                decl = tracer.builder.tensors.get(rec.name)
+                if decl is not None:
+                    tracer.builder.tensors[rec.name] = replace(decl, output=True)
+            outputs.append(v)
+            return len(outputs) - 1
+        if isinstance(v, (tuple, list)):
+            return type(v)(walk(x) for x in v)
+        if isinstance(v, dict):
+            return {k: walk(x) for k, x in v.items()}
+        if v is None:
+            return None
+        raise NkirunError(error("E606", f"the kernel returns {type(v).__name__} {v!r}; "
+                                "a kernel returns tensors (one, or a tuple/list of them)"))
+    return outputs, walk(result)
+
+
+def _mark_inputs(program, given):
+    """Parameters with no file are given at run time (or are only shapes, for check):
+    their contents count as written, as `run --input` does for YAML programs."""
+    tensors = {n: replace(t, init="input") if n in given and t.init is None else t
+               for n, t in program.tensors.items()}
+    return replace(program, tensors=tensors)

@@ -1,0 +1,58 @@
+"""Errors raised inside a kernel's Python while it is traced, located at the kernel's
+own line (the first frame outside nkirun's `nki` modules)."""
+from __future__ import annotations
+
+import os
+import sys
+
+from nkirun.diagnostics import Loc, NkirunError, error
+
+SHIM_DIR = os.path.dirname(os.path.abspath(__file__))
+_POSITIONS: dict = {}  # code object -> list of (line, column) by instruction index
+
+
+def kernel_frame(depth: int = 1):
+    """The innermost frame that is not nkirun's own `nki` code (the kernel's call site)."""
+    f = sys._getframe(depth)
+    while f is not None and (f.f_code.co_filename.startswith(SHIM_DIR)
+                             or f.f_code.co_filename.startswith("<frozen")):
+        f = f.f_back  # nkirun's nki modules, and the import machinery they answer to
+    return f
+
+
+def frame_loc(f) -> Loc:
+    """The position of the call frame `f` is executing (one shared Loc per call site)."""
+    if f is None:
+        return Loc()
+    code = f.f_code
+    table = _POSITIONS.get(code)
+    if table is None:
+        table = _POSITIONS[code] = [None] * (len(code.co_code) // 2 + 1)
+    i = f.f_lasti // 2
+    loc = table[i] if i < len(table) else None
+    if loc is None:
+        positions = list(code.co_positions())
+        line, _, col, _ = positions[i] if i < len(positions) else (f.f_lineno, 0, 0, 0)
+        loc = Loc(code.co_filename, line or f.f_lineno, (col or 0) + 1)
+        if i < len(table):
+            table[i] = loc
+    return loc
+
+
+def here() -> Loc:
+    return frame_loc(kernel_frame(2))
+
+
+class KernelError(NkirunError):
+    """A located problem in how the kernel uses `nki` (exit 1)."""
+
+
+def kernel_error(code: str, message: str, hint: str | None = None,
+                 loc: Loc | None = None) -> KernelError:
+    return KernelError(error(code, message, loc or here(), hint=hint))
+
+
+def unsupported(qualname: str, why: str = "") -> KernelError:
+    return kernel_error("E601", f"{qualname} is not supported by nkirun"
+                        + (f" ({why})" if why else ""),
+                        hint="docs/kernels.md lists the nki API nkirun provides")

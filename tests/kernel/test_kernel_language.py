@@ -1,0 +1,87 @@
+"""The `nl` convenience functions (NKI 0.3+: wrappers of one instruction) and constants,
+against NumPy."""
+from __future__ import annotations
+
+import numpy as np
+
+import nkirun
+from tests.kernel.test_kernel_contract import nkirun_kernel, write
+
+SOURCE = """\
+import numpy as np
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+def out_of(t):
+    o = nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.shared_hbm)
+    nl.store(o, t)
+    return o
+
+
+@nki.jit
+def language(x, y, col):
+    a, b, c = nl.load(x), nl.load(y), nl.load(col)
+    results = [
+        nl.add(a, b), nl.multiply(a, 2.0), nl.subtract(1.0, a), nl.maximum(a, c),
+        nl.exp(a), nl.negative(a), nl.square(b),
+        nl.sum(a, axis=1), nl.max(a, axis=1), nl.mean(a, axis=1),
+        nl.broadcast_to(c, (128, 16)), nl.zeros((128, 16), dtype=nl.float32),
+        nl.full((128, 16), 2.5, dtype=nl.float32), nl.copy(a, dtype=nl.bfloat16),
+    ]
+    ident = nl.shared_identity_matrix(128, dtype=nl.float32)
+    tr = nl.ndarray((16, 128), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=tr, src=nl.transpose(a))
+    results.append(tr)
+    prod = nl.ndarray((128, 16), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=prod, src=nl.matmul(ident, a, transpose_x=True))
+    results.append(prod)
+    k = nl.load(nl.shared_constant(np.arange(16, dtype=np.float32).reshape(1, 16)))
+    results.append(nl.broadcast_to(k, (128, 16)))
+    results.append(nl.add(a, nl.tile_size.pmax + nl.num_programs(0) + nl.program_id(0)))
+    return tuple(out_of(t) for t in results)
+"""
+
+
+def test_convenience_functions_match_numpy(tmp_path):
+    k = nkirun_kernel(write(tmp_path, SOURCE), "language")
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((128, 16)).astype(np.float32)
+    y = rng.standard_normal((128, 16)).astype(np.float32)
+    col = rng.standard_normal((128, 1)).astype(np.float32)
+    got = nkirun.simulate(k)(x, y, col)
+    import ml_dtypes
+    want = [x + y, x * 2, 1 - x, np.maximum(x, col), np.exp(x), -x, y * y,
+            x.sum(1, keepdims=True), x.max(1, keepdims=True), x.mean(1, keepdims=True),
+            np.repeat(col, 16, 1), np.zeros((128, 16)), np.full((128, 16), 2.5),
+            x.astype(ml_dtypes.bfloat16), x.T, x,
+            np.repeat(np.arange(16, dtype=np.float32)[None], 128, 0), x + 129]
+    assert len(got) == len(want)
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert g.shape == w.shape, i
+        np.testing.assert_allclose(g.astype(np.float64), np.asarray(w, np.float64),
+                                   rtol=2e-6, atol=2e-6, err_msg=f"result {i}")
+
+
+def test_constants_and_tokens(tmp_path):
+    path = write(tmp_path, """\
+        import nki
+        import nki.isa as nisa
+        import nki.language as nl
+
+        @nki.jit
+        def k(x):
+            assert str(nl.float32) == "float32" and nl.bfloat16 == "bfloat16"
+            assert x.dtype == nl.float32 and x.buffer == nl.shared_hbm
+            assert nl.hbm is nl.private_hbm and nl.is_hbm(x.buffer)
+            assert nl.tile_size.pmax == 128 and nl.tile_size.gemm_moving_fmax == 512
+            assert nl.tile_size.psum_fmax == 512 and nl.tile_size.gemm_stationary_fmax == 128
+            assert list(nl.affine_range(3)) == [0, 1, 2] == list(nl.static_range(0, 3))
+            assert nl.program_ndim() == 0 and nisa.reduce_cmd.reset_reduce is not None
+            assert {nl.add: 1}[nl.add] == 1 and nl.add is not nl.multiply
+            return x
+        """)
+    k = nkirun_kernel(path, "k")
+    x = np.ones((4, 4), np.float32)
+    np.testing.assert_array_equal(nkirun.simulate(k)(x), x)
