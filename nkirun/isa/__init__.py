@@ -22,7 +22,7 @@ MODULES = (
     "max8", "nc_match_replace8", "tensor_tensor_scan",
     "activation", "tensor_tensor", "tensor_scalar", "tensor_reduce", "tensor_copy",
     "dma_copy",
-    "nc_stream_shuffle", "dma_transpose",
+    "nc_stream_shuffle", "dma_transpose", "nc_n_gather", "local_gather",
 )
 
 
