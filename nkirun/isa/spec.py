@@ -33,8 +33,8 @@ REDUCE_CMDS = ("idle", "reset", "reduce", "reset_reduce")
 # (nisa.reduce_cmd.reset_reduce, nl.engine.gpsimd, nisa.dge_mode.hwdge; activation
 # functions come as np.exp too)
 NAME_PREFIXES = ("nki.isa.", "nisa.", "nl.", "nki.language.", "isa.")
-ENUM_PREFIXES = ("nisa.", "nki.isa.", "reduce_cmd.", "engine.", "dge_mode.", "oob_mode.", "nl.",
-                 "np.", "numpy.")
+ENUM_PREFIXES = ("nisa.", "nki.isa.", "reduce_cmd.", "engine.", "dge_mode.", "oob_mode.",
+                 "matmul_perf_mode.", "nl.", "np.", "numpy.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +165,8 @@ def convert(p: Param, value: Any, loc: Loc) -> Any:
                     v = v[len(prefix):]
             if p.choices and v in p.choices:
                 return v
+            if p.choices and v.endswith("_engine") and v[:-7] in p.choices:
+                return v[:-7]  # nisa.vector_engine: NKI's (deprecated) engine constants
         raise ArgError(f"`{p.name}`: {value!r} is not allowed",
                        hint="allowed: " + ", ".join(map(str, p.choices or ())), code="E025")
     if k == PATTERN:

@@ -198,9 +198,15 @@ class Builder:
         name = op if spec is not None else normalize_name(op)
         spec = spec or REGISTRY.get(name)
         if spec is None:
-            self.diags.append(error("E021", f"unknown instruction `{op}`", loc, index,
-                                    hint=did_you_mean(name, REGISTRY)
-                                    or "see `nkirun ops` for the instruction list"))
+            from nkirun.isa.removed import removed_instruction
+            gone = removed_instruction(name)
+            if gone is not None:
+                self.diags.append(error("E391", f"`{name}` was removed in {gone[0]}", loc, index,
+                                        hint=gone[1]))
+            else:
+                self.diags.append(error("E021", f"unknown instruction `{op}`", loc, index,
+                                        hint=did_you_mean(name, REGISTRY)
+                                        or "see `nkirun ops` for the instruction list"))
             self.dropped.add(index)
             return
         if args is None:
@@ -217,9 +223,7 @@ class Builder:
             locs[key] = kloc
             p = params.get(key)
             if p is None:
-                self.diags.append(error("E022", f"{name}: unknown keyword `{key}`", kloc, index,
-                                        hint=did_you_mean(key, spec.param_names)
-                                        or "allowed: " + ", ".join(spec.param_names)))
+                self.diags.append(_unknown_keyword(name, key, spec, kloc, index))
                 continue
             if raw is None and not p.required:
                 continue  # an explicit null means "not given"
@@ -273,6 +277,18 @@ class Builder:
             invalid_tensors=frozenset(self.invalid_tensors), dropped=frozenset(self.dropped),
             partial=tuple(self.partial))
         return program, self.diags
+
+
+def _unknown_keyword(name: str, key: str, spec, kloc: Loc, index: int):
+    """E390 for a keyword NKI removed or renamed (naming the release), else E022."""
+    from nkirun.isa.removed import removed_keyword
+    gone = removed_keyword(name, key)
+    if gone is not None:
+        return error("E390", f"{name}: `{key}` was removed in {gone[0]}", kloc, index,
+                     hint=gone[1])
+    return error("E022", f"{name}: unknown keyword `{key}`", kloc, index,
+                 hint=did_you_mean(key, spec.param_names)
+                 or "allowed: " + ", ".join(spec.param_names))
 
 
 def _has_bool(value) -> bool:
