@@ -10,7 +10,7 @@ import pytest
 
 import reference as ref
 from prog_helpers import (assert_bits_equal, codes, key_line, out, random_floats, reported_at,
-                          sbuf, tmp, write_program)
+                          sbuf, write_program)
 from nkirun.api import check_program, cost, run
 
 F32 = np.float32

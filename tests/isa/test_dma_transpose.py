@@ -4,7 +4,7 @@ import itertools
 
 import numpy as np
 import pytest
-from prog_helpers import (NP_TYPES, assert_bits_equal, codes, diagnostics, out, random_floats,
+from prog_helpers import (NP_TYPES, assert_bits_equal, codes, out, random_floats,
                           reported_at, run_program, sbuf, write_program)
 
 from nkirun.isa import REGISTRY

@@ -8,7 +8,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from prog_helpers import (NP_TYPES, assert_bits_equal, codes, key_line, out, run_inputs, sbuf,
-                          tmp, write_program)
+                          write_program)
 
 from nkirun.api import check_program, cost, run
 from nkirun.diagnostics import RunError

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 import yaml
-from prog_helpers import (assert_bits_equal, codes, diagnostics, out, reported_at, run_program,
+from prog_helpers import (assert_bits_equal, codes, out, reported_at, run_program,
                           sbuf, write_program)
 
 from nkirun.isa import REGISTRY
