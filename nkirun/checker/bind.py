@@ -8,8 +8,8 @@ from nkirun.diagnostics import Diagnostic, error
 from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, TARGETS
 from nkirun.ir import ON_CHIP, Program, View
 from nkirun.isa import REGISTRY
-from nkirun.isa.spec import Bound, param_tables
-from nkirun.source.operands import Resolved, resolve
+from nkirun.isa.spec import Bound, param_tables, views_of
+from nkirun.source.operands import resolve
 
 
 def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES
@@ -45,33 +45,22 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES
         for p in views:
             v = args[p.name]
             if isinstance(v, View):
-                rkey = (v.tensor, id(v.index))  # index tuples are shared; the IR keeps them alive
-                r = resolved.get(rkey)
+                r = _resolve(v, p, inst, program, resolved, diags)
                 if r is None:
-                    decl = program.tensors.get(v.tensor)
-                    if decl is None:
-                        ok = False
-                        if v.tensor not in program.invalid_tensors:
-                            from nkirun.source.builder import did_you_mean
-                            diags.append(error(
-                                "E026", f"{inst.op}: unknown tensor `{v.tensor}` (in `{p.name}`)",
-                                inst.arg_loc(p.name), inst.index,
-                                hint=did_you_mean(v.tensor, program.tensors)
-                                or "declare it under `tensors:`"))
-                        del args[p.name]
-                        continue
-                    view = View(v.tensor, v.index, inst.arg_loc(p.name))
-                    r, d = resolve(view, decl)
-                    if d is not None:
-                        diags.append(_with_instruction(d, inst.op, inst.index))
-                        ok = False
-                        del args[p.name]
-                        continue
-                    resolved[rkey] = r
+                    ok = False
+                    del args[p.name]
+                    continue
                 if p.per_partition and len(r.shape) > 2 and r.free_size == 1:
                     # a (P, 1, 1) column serves as the (P, 1) tile the instruction computes with
                     r = dataclasses.replace(r, shape=(r.partitions, 1), reshape=True)
                 args[p.name] = r
+            elif isinstance(v, tuple) and v and isinstance(v[0], View):  # a TILE_LIST
+                rs = tuple(_resolve(x, p, inst, program, resolved, diags) for x in v)
+                if any(r is None for r in rs):
+                    ok = False
+                    del args[p.name]
+                    continue
+                args[p.name] = rs
         same = (spec.name, *map(id, args.values())) if ok else None
         like = passed.get(same)
         # (positional: 100k instructions; extra: some rules differ per generation)
@@ -100,6 +89,29 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES
     return bound, diags
 
 
+def _resolve(v: View, p, inst, program: Program, resolved: dict, diags: list):
+    """The Resolved view of `v` (memoised in `resolved`), or None after a diagnostic."""
+    rkey = (v.tensor, id(v.index))  # index tuples are shared; the IR keeps them alive
+    r = resolved.get(rkey)
+    if r is not None:
+        return r
+    decl = program.tensors.get(v.tensor)
+    if decl is None:
+        if v.tensor not in program.invalid_tensors:
+            from nkirun.source.builder import did_you_mean
+            diags.append(error(
+                "E026", f"{inst.op}: unknown tensor `{v.tensor}` (in `{p.name}`)",
+                inst.arg_loc(p.name), inst.index,
+                hint=did_you_mean(v.tensor, program.tensors) or "declare it under `tensors:`"))
+        return None
+    r, d = resolve(View(v.tensor, v.index, inst.arg_loc(p.name)), decl)
+    if d is not None:
+        diags.append(_with_instruction(d, inst.op, inst.index))
+        return None
+    resolved[rkey] = r
+    return r
+
+
 def _fits(r, program: Program, max_hbm_bytes: int) -> bool:
     """Whether the tensor under view `r` passes the size rules of _tensor_rules."""
     if r is None:
@@ -119,10 +131,7 @@ def _with_instruction(d: Diagnostic, op: str, index: int) -> Diagnostic:
 def _param_rules(b: Bound):
     tiles = []
     args = b.args
-    for p in param_tables(b.spec).views:
-        r = args.get(p.name)
-        if not isinstance(r, Resolved):
-            continue
+    for p, r in ((p, r) for p in param_tables(b.spec).views for r in views_of(args.get(p.name))):
         tiles.append((p, r))
         allowed = p.buffers if p.buffers is not None else ON_CHIP
         if r.buffer not in allowed:

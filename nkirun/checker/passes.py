@@ -11,9 +11,8 @@ from __future__ import annotations
 from nkirun.diagnostics import Diagnostic, Loc, error, warning
 from nkirun.checker.bind import bind
 from nkirun.ir import Program
-from nkirun.isa.spec import ACCUMULATORS, Bound, param_tables
+from nkirun.isa.spec import ACCUMULATORS, Bound, param_tables, views_of
 from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, TARGETS
-from nkirun.source.operands import Resolved
 
 
 def _tensor_rules(program: Program, max_hbm_bytes: int) -> list[Diagnostic]:
@@ -50,8 +49,7 @@ def _reads_writes(b: Bound):
     reads, writes = [], []
     args = b.args
     for p in param_tables(b.spec).views:
-        r = args.get(p.name)
-        if isinstance(r, Resolved):
+        for r in views_of(args.get(p.name)):
             (writes if p.out else reads).append((p.name, r))
     if b.spec.reads_out is not None:  # e.g. an accumulating matmul also reads its dst
         reads += [(n, b.tile(n)) for n in b.spec.reads_out(b) if b.tile(n) is not None]
@@ -129,7 +127,7 @@ def _capacity(program: Program, bound: list[Bound]) -> list[Diagnostic]:
         names = on_chip_of.get(id(b.args))
         if names is None:  # only view params are bound to a Resolved
             names = on_chip_of[id(b.args)] = tuple(
-                r.decl.name for r in b.args.values() if isinstance(r, Resolved) and r.decl.on_chip)
+                r.decl.name for v in b.args.values() for r in views_of(v) if r.decl.on_chip)
         for name in names:
             first.setdefault(name, i)
             if last.get(name, i) <= i:  # an output's last use stays the end

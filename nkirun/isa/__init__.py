@@ -23,7 +23,7 @@ MODULES = (
     "activation", "tensor_tensor", "tensor_scalar", "tensor_reduce", "tensor_copy",
     "dma_copy",
     "nc_stream_shuffle", "dma_transpose", "nc_n_gather", "local_gather",
-    "sequence_bounds", "nonzero_with_count", "topk",
+    "sequence_bounds", "nonzero_with_count", "topk", "dma_compute",
 )
 
 

@@ -27,6 +27,9 @@ PATTERN = "pattern"  # [[step, num], ...] access pattern
 INT_LIST = "int_list"  # an int or a list of ints (e.g. reduction axes)
 DTYPE = "dtype"
 MASK = "mask"  # a mask predicate string (see nkirun/mask.py)
+TILE_LIST = "tile_list"  # a list of tensor views (dma_compute's srcs)
+NUMBER_LIST = "number_list"  # a list of compile-time numbers (dma_compute's scales)
+VIEW_KINDS = (TILE, TILE_OR_SCALAR, TILE_LIST)  # the kinds bound to Resolved views
 
 REDUCE_CMDS = ("idle", "reset", "reduce", "reset_reduce")
 # Prefixes stripped from instruction names (nisa.iota) and from ENUM values
@@ -129,6 +132,20 @@ def convert(p: Param, value: Any, loc: Loc) -> Any:
             return parse_view(value, loc)
         except ViewSyntaxError as e:
             raise ArgError(f"`{p.name}`: {e}", code="E034") from None
+    if k == TILE_LIST:
+        if not isinstance(value, list) or not value or not all(isinstance(x, str) for x in value):
+            raise ArgError(f"`{p.name}` must be a non-empty list of tensor views such as "
+                           f"[a, b[:, 0:128]], got {_kind_name(value)}")
+        try:
+            return tuple(parse_view(x, loc) for x in value)
+        except ViewSyntaxError as e:
+            raise ArgError(f"`{p.name}`: {e}", code="E034") from None
+    if k == NUMBER_LIST:
+        items = value if isinstance(value, list) else None
+        nums = [ops.parse_scalar(x) for x in items] if items else None
+        if not nums or any(x is None or isinstance(x, bool) for x in nums):
+            raise ArgError(f"`{p.name}` must be a non-empty list of numbers, got {value!r}")
+        return tuple(float(x) for x in nums)
     if k in (SCALAR, TILE_OR_SCALAR):
         v = ops.parse_scalar(value)
         if v is None:
@@ -203,7 +220,7 @@ class ParamTables:
     by_name: dict  # keyword -> Param
     defaults: dict  # keyword -> default, every param
     required: tuple  # the required Params
-    views: tuple  # the TILE / TILE_OR_SCALAR Params: the only ones bound to a Resolved
+    views: tuple  # the TILE / TILE_OR_SCALAR / TILE_LIST Params: the only ones bound to views
     names: tuple  # every keyword, in declaration order
 
 
@@ -218,7 +235,7 @@ def param_tables(spec: InstructionDef) -> ParamTables:
         hit = _TABLES[spec.name] = (spec, ParamTables(
             {p.name: p for p in ps}, {p.name: p.default for p in ps},
             tuple(p for p in ps if p.required),
-            tuple(p for p in ps if p.kind in (TILE, TILE_OR_SCALAR)), tuple(p.name for p in ps)))
+            tuple(p for p in ps if p.kind in VIEW_KINDS), tuple(p.name for p in ps)))
     return hit[1]
 
 
@@ -251,6 +268,11 @@ class Bound:
     def get(self, key: str, default=None):
         v = self.args.get(key)
         return default if v is None else v
+
+    def tiles(self, key: str) -> tuple:
+        """The Resolved views of a TILE_LIST param (empty when unbound)."""
+        v = self.args.get(key)
+        return v if isinstance(v, tuple) else ()
 
     def tile(self, key: str) -> Resolved | None:
         v = self.args.get(key)
@@ -294,3 +316,12 @@ def common_tail(*, mask: bool = True, dtype: bool = True) -> tuple[Param, ...]:
         tail.append(Param("dtype", DTYPE, doc="cast the result to this dtype before it is "
                                               "stored (dst's own dtype applies last)"))
     return tuple(tail)
+
+
+def views_of(value) -> tuple:
+    """The Resolved views a bound value holds: one, a TILE_LIST's, or none."""
+    if isinstance(value, Resolved):
+        return (value,)
+    if isinstance(value, tuple) and value and isinstance(value[0], Resolved):
+        return value
+    return ()

@@ -287,8 +287,8 @@ _SWEEP_MIN = 16
 def _operands(spec, cache: dict) -> tuple[tuple[str, bool], ...]:
     ops = cache.get(spec.name)
     if ops is None:
-        from nkirun.isa.spec import TILE, TILE_OR_SCALAR
-        ops = tuple((p.name, p.out) for p in spec.params if p.kind in (TILE, TILE_OR_SCALAR))
+        from nkirun.isa.spec import VIEW_KINDS
+        ops = tuple((p.name, p.out) for p in spec.params if p.kind in VIEW_KINDS)
         cache[spec.name] = ops
     return ops
 
@@ -298,12 +298,12 @@ def _costed(b, target: Target, op_cache: dict) -> tuple:
     the target only: (cycles, reads, writes, DMA queues it takes), reads and writes as
     (tensor name, box)."""
     from nkirun.isa.common import dma_partitions
+    from nkirun.isa.spec import views_of
     from nkirun.source.operands import Resolved
     spec, args = b.spec, b.args
     reads, writes = [], []
     for name, out in _operands(spec, op_cache):
-        r = args.get(name)
-        if isinstance(r, Resolved):
+        for r in views_of(args.get(name)):
             (writes if out else reads).append((r.decl.name, r.box))
     reads_out = getattr(spec, "reads_out", None)
     if reads_out is not None:  # e.g. an accumulating matmul also reads its dst

@@ -13,6 +13,7 @@ KIND_TEXT = {
     S.TILE: "tile", S.TILE_OR_SCALAR: "tile or number", S.SCALAR: "number", S.INT: "int",
     S.BOOL: "bool", S.OP: "operator", S.ENUM: "one of", S.PATTERN: "[[step, num], ...]",
     S.INT_LIST: "int or list of ints", S.DTYPE: "dtype", S.MASK: "mask predicate",
+    S.TILE_LIST: "list of tiles", S.NUMBER_LIST: "list of numbers",
 }
 
 
@@ -46,7 +47,7 @@ def show_value(v) -> str:
 
 
 def param_info(p: S.Param) -> dict:
-    is_tile = p.kind in (S.TILE, S.TILE_OR_SCALAR)
+    is_tile = p.kind in S.VIEW_KINDS
     buffers = (sorted(p.buffers) if p.buffers is not None else ["psum", "sbuf"]) \
         if is_tile else None
     choices = list(p.choices) if p.choices else (
@@ -63,7 +64,7 @@ def constraints(spec: S.InstructionDef) -> list[str]:
     instruction's own `constraints` text if it has one."""
     out = []
     for p in spec.params:
-        if p.kind not in (S.TILE, S.TILE_OR_SCALAR):
+        if p.kind not in S.VIEW_KINDS:
             continue
         rules = []
         if p.buffers is not None:
@@ -74,7 +75,7 @@ def constraints(spec: S.InstructionDef) -> list[str]:
             rules.append("one element per partition, shape (P, 1)")
         if rules:
             out.append(f"{p.name}: " + "; ".join(rules))
-    tiles = [p.name for p in spec.params if p.kind in (S.TILE, S.TILE_OR_SCALAR)]
+    tiles = [p.name for p in spec.params if p.kind in S.VIEW_KINDS]
     group = tiles if spec.same_partitions is None else list(spec.same_partitions)
     if len(group) > 1:
         out.append("same number of partitions: " + ", ".join(group))

@@ -119,6 +119,11 @@ def param_schema(p: S.Param) -> dict:
         s = {"anyOf": [{"type": "integer"},
                        {"type": "array", "minItems": 1, "items": {"type": "integer"}}],
              "description": p.doc}
+    elif k == S.TILE_LIST:
+        s = {"type": "array", "minItems": 1, "description": _tile_doc(p) + ", in a list",
+             "items": {"type": "string", "pattern": VIEW_PATTERN}}
+    elif k == S.NUMBER_LIST:
+        s = {"type": "array", "minItems": 1, "items": SCALAR_SCHEMA, "description": p.doc}
     elif k == S.DTYPE:
         s = _names_or_prefixed(list(dt.DTYPES) + list(dt.ALIASES), dt.PREFIXES, p.doc)
     elif k == S.MASK:
