@@ -199,11 +199,11 @@ def dma_execute(b: Bound, m) -> None:
 def dma_partitions(b: Bound) -> int:
     """Partitions a transfer spans: its on-chip side's (HBM to HBM: the src view's rows,
     at most 128); the DMA queue model in targets.py spreads them over the queues."""
-    from nkirun.isa.spec import views_of
-    rs = [r for v in b.args.values() for r in views_of(v)]  # dst, src (or dma_compute's srcs)
+    args = getattr(b, "args", b)
+    src = args.get("src")
+    rs = (args["dst"], src) if src is not None else (args["dst"], *args["srcs"])  # dma_compute
     on_chip = [r.partitions for r in rs if r.decl.on_chip]
-    return max(on_chip) if on_chip else min(b["src"].partitions if b.tile("src") else
-                                            rs[-1].partitions, 128)
+    return max(on_chip) if on_chip else min(rs[1].partitions, 128)
 
 
 DMA_COST_FORMULA = ("DMA ns: fixed + bytes / (ceil(P/8) queues x B/ns per queue), "
