@@ -75,10 +75,18 @@ def check(b: Bound):
 
 def execute(b: Bound, m) -> None:
     dst = b["dst"]
-    total = None
-    for r in b["srcs"]:  # in list order, each partial sum rounded to float32
-        x = m.read_f32(r).reshape(dst.shape)
-        total = x.copy() if total is None else np.add(total, x, out=total)
+    xs = [m.read_f32(r).reshape(dst.shape) for r in b["srcs"]]
+    out = m.direct_view(dst, dst.shape) if dst.dtype.name == "float32" else None
+    direct = out is not None and not any(np.may_share_memory(out, x) for x in xs)
+    if len(xs) == 1:
+        total = xs[0]
+    else:  # in list order, each partial sum rounded to float32
+        total = np.add(xs[0], xs[1], out=out if direct else None)
+        for x in xs[2:]:
+            np.add(total, x, out=total)
+    if direct and len(xs) > 1:
+        m.mark_written(dst)
+        return
     m.write(dst, total)
 
 

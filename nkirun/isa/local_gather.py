@@ -105,10 +105,17 @@ def execute(b: Bound, m) -> None:
                              f"{j} = {int(idx[c, j])} reads elements up to {int(idx[c, j]) + k - 1}"
                              f", past src_buffer's {f} per partition (undefined on hardware)",
                              "index", hint=f"indices must satisfy index + {k} <= {f}"))
-    pos = (idx[:, :, None] + np.arange(k)).reshape(idx.shape[0], -1)  # (cores, n*k)
-    pos = np.repeat(pos, CORE_PARTITIONS, axis=0)  # every partition of a core: same offsets
-    out = np.take_along_axis(flat(m.read(src)), pos, axis=1)
-    m.write(dst, out.reshape(dst.shape))
+    pos = (idx[:, :, None] + np.arange(k)).reshape(idx.shape[0], 1, -1)  # (cores, 1, n*k)
+    # every partition of a core uses its core's offsets; row p starts at p * F
+    rows = np.arange(0, src.partitions * f, f).reshape(-1, CORE_PARTITIONS, 1)
+    pos = (pos + rows).reshape(src.partitions, -1)
+    values = m.read(src).reshape(-1)
+    out = m.direct_view(dst, pos.shape)
+    if out is not None and not np.may_share_memory(out, values):
+        np.take(values, pos, out=out, mode="clip")  # checked above; "raise" would buffer
+        m.mark_written(dst)
+        return
+    m.write(dst, np.take(values, pos).reshape(dst.shape))
 
 
 def cycles(b: Bound, target) -> int:

@@ -99,7 +99,14 @@ def execute(b: Bound, m) -> None:
     if not keep.any():
         return
     values = m.read(src, rows=np.isin(np.arange(src.partitions), rows[keep]))
-    values = values.reshape(src.partitions, -1)[np.where(keep, rows, rows[keep][0])]
+    values = values.reshape(src.partitions, -1)
+    if keep.all():
+        out = m.direct_view(dst, (dst.partitions, dst.free_size))
+        if out is not None and not np.may_share_memory(out, values):  # gather straight in
+            np.take(values, rows, axis=0, out=out, mode="clip")  # (checked: no buffering)
+            m.mark_written(dst)
+            return
+    values = values[np.where(keep, rows, rows[keep][0])]
     where = np.broadcast_to(keep.reshape((-1,) + (1,) * (len(dst.shape) - 1)), dst.shape)
     m.write(dst, values.reshape(dst.shape), None, None if keep.all() else where)
 

@@ -20,6 +20,8 @@ Readings:
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from nkirun.isa.common import INT32_MAX, INT32_MIN, flat
@@ -67,13 +69,33 @@ def active_rows(r) -> np.ndarray:
 
 
 def nonzero_rows(x: np.ndarray, offset: int, pad: int) -> np.ndarray:
-    """(R, T) -> (R, T + 1) int64: nonzero positions + offset, padding, then the count."""
+    """(R, T) -> (R, T + 1) ints: nonzero positions + offset, padding, then the count (int32
+    unless position + offset can leave int32; the write saturates then)."""
+    r, t = x.shape
     nz = x != 0
-    count = nz.sum(axis=1)
-    order = np.argsort(~nz, axis=1, kind="stable")  # nonzero positions first, in order
-    t = x.shape[1]
-    body = np.where(np.arange(t) < count[:, None], order + offset, pad)
-    return np.concatenate([body, count[:, None]], axis=1)
+    count = np.count_nonzero(nz, axis=1)
+    at = np.flatnonzero(nz)  # row-major: each row's positions ascending
+    row = np.repeat(np.arange(r), count)
+    first = np.cumsum(count) - count  # index in `at` of each row's first nonzero
+    # the k-th nonzero of row i (at[first[i] + k]) goes to flat slot i*(t+1) + k
+    kind = np.int32 if INT32_MIN <= offset and offset + t <= INT32_MAX else np.int64
+    out = np.full(r * (t + 1), pad, kind)
+    out[np.arange(at.size) + (np.arange(r) * (t + 1) - first)[row]] = \
+        at - (np.arange(r) * t)[row] + offset
+    out = out.reshape(r, t + 1)
+    out[:, -1] = count
+    return out
+
+
+def core_rows(r, rows: np.ndarray):
+    """The view of r's rows `rows` (every 16th, from rows[0]): only they are read/written."""
+    first, count = int(rows[0]), rows.size
+    start = r.part_start + first * r.part_step
+    step = CORE_PARTITIONS * r.part_step if count > 1 else 1
+    index = (slice(start, start + (count - 1) * step + 1, step),) + tuple(r.np_index[1:])
+    box = ((start, count, step),) + tuple(r.box[1:])
+    return dataclasses.replace(r, np_index=index, shape=(count,) + tuple(r.shape[1:]),
+                               part_start=start, part_step=step, box=box)
 
 
 def execute(b: Bound, m) -> None:
@@ -81,13 +103,10 @@ def execute(b: Bound, m) -> None:
     rows = active_rows(src)
     if rows.size == 0:
         return
-    keep = np.zeros(src.partitions, bool)
-    keep[rows] = True
-    x = flat(m.read(src, rows=keep))[rows]
-    out = np.zeros((dst.partitions, dst.free_size), np.int64)
-    out[rows] = nonzero_rows(x, b["index_offset"], b["padding_val"])
-    where = np.broadcast_to(keep.reshape((-1,) + (1,) * (len(dst.shape) - 1)), dst.shape)
-    m.write(dst, out.reshape(dst.shape), None, where)
+    sub_src, sub_dst = core_rows(src, rows), core_rows(dst, rows)
+    x = flat(m.read(sub_src))
+    out = nonzero_rows(x, b["index_offset"], b["padding_val"])
+    m.write(sub_dst, out.reshape(sub_dst.shape))
 
 
 def cycles(b: Bound, target) -> int:

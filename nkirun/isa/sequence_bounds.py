@@ -68,7 +68,8 @@ def execute(b: Bound, m) -> None:
         i = int(np.flatnonzero(ids < 0)[0])
         raise RunError(b.err("E452", f"segment_ids[0, {i}] = {ids[i]} is negative; segment "
                              "ids must be non-negative (0 marks padding)", "segment_ids"))
-    m.write(dst, bounds(ids).reshape(dst.shape))
+    # values lie in [-1, n]: exact in int32 and (n < 2^24) in float32, so cast here
+    m.write(dst, bounds(ids).astype(dst.dtype.np_type).reshape(dst.shape))
 
 
 def cycles(b: Bound, target) -> int:
