@@ -172,3 +172,19 @@ def test_cost_is_max_min_ii_n():
     spec, t = REGISTRY["nc_stream_shuffle"], TARGETS["trn2"]
     for n, want in ((4, t.min_ii), (1000, 1000)):
         assert spec.cycles({"src": SimpleNamespace(free_size=n)}, t) == want
+
+
+def test_text_form_round_trip(tmp_path):
+    import pathlib
+
+    from nkirun.api import check_program, run
+    from nkirun.source.write import to_text
+    src = np.arange(32 * 4, dtype=np.float32).reshape(32, 4)
+    path = write_program(tmp_path, {"s": sbuf(src), "d": out((32, 4), "float32")},
+                         [{"nc_stream_shuffle": {"dst": "d", "src": "s[0:32, :]",
+                                                 "shuffle_mask": ROTATE}}])
+    text = to_text(check_program(path).program)
+    nkis = pathlib.Path(path).with_suffix(".nkis")
+    nkis.write_text(text)
+    assert check_program(str(nkis)).diagnostics == []
+    np.testing.assert_array_equal(run(str(nkis))["d"], src[ROTATE])
