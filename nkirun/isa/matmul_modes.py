@@ -23,8 +23,9 @@ Readings:
 * Tiling changes no value; the schedule runs one Tensor instruction at a time, so the
   concurrency of tiles is not modelled (costs are unchanged).
 * Transpose mode on v3+: moving must be the K x K identity (run-time error E486 otherwise)
-  and dst gets stationary.T bit for bit, so dst's dtype must be stationary's (fp32, bf16 or
-  fp16: the fp8 case, 16-bit PSUM elements holding fp8 bits, is not modelled, E485).
+  and dst gets stationary.T bit for bit, so dst's dtype must be stationary's or float32 (an
+  exact widening); stationary fp32, bf16 or fp16 (the fp8 case, 16-bit PSUM elements holding
+  fp8 bits, is not modelled, E485).
 * A one/zero hint on an operand holding other values warns at run time (W487).
 """
 from __future__ import annotations
@@ -121,10 +122,12 @@ def transpose_rules(b: Bound):
     if not transposing(b):
         return
     st, mv, dst = b.tile("stationary"), b.tile("moving"), b.tile("dst")
-    if st.dtype.name not in TRANSPOSE_DTYPES or dst.dtype != st.dtype:
+    if st.dtype.name not in TRANSPOSE_DTYPES or dst.dtype.name not in (st.dtype.name,
+                                                                         "float32"):
         yield b.err("E485", f"is_transpose gives stationary.T bit for bit: dst must have "
-                    f"stationary's dtype, float32/bfloat16/float16 (stationary {st.dtype.name}, "
-                    f"dst {dst.dtype.name})", "dst",
+                    f"stationary's dtype (or float32, an exact widening), stationary being "
+                    f"float32/bfloat16/float16 (stationary {st.dtype.name}, dst "
+                    f"{dst.dtype.name})", "dst",
                     hint="declare the PSUM dst with stationary's dtype")
     if mv.free_size != st.partitions:
         yield b.err("E485", f"is_transpose: moving must be the {st.partitions} x {st.partitions} "

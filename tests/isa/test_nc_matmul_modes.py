@@ -134,7 +134,11 @@ def test_transpose_flag_on_trn1_is_an_ordinary_matmul(tmp_path):
 
 def test_transpose_rules(tmp_path):
     st = np.ones((8, 4), BF16)
-    path = _prog(tmp_path, st, np.eye(8, dtype=BF16), (4, 8), dst_dtype="float32",
+    path = _prog(tmp_path, st, np.eye(8, dtype=BF16), (4, 8), dst_dtype="float16",
+                 is_transpose=True)
+    assert "E485" in codes(check_program(path).diagnostics)
+    st32 = np.ones((8, 4), np.float32)  # narrowing fp32 -> bf16 is not a transpose
+    path = _prog(tmp_path, st32, np.eye(8, dtype=np.float32), (4, 8), dst_dtype="bfloat16",
                  is_transpose=True)
     assert "E485" in codes(check_program(path).diagnostics)
     path = _prog(tmp_path, st, np.ones((8, 5), BF16), (4, 5), dst_dtype="bfloat16",
@@ -175,3 +179,10 @@ def test_onezero_hints_cost_and_warning(tmp_path):
         "is_moving_onezero": True}}])
     assert [w.code for w in warns] == ["W487"] and "moving" in warns[0].message
     np.testing.assert_allclose(outs["ps"], st.T @ mv, rtol=1e-6)
+
+
+def test_transpose_into_float32_widens_exactly(tmp_path):
+    rng = np.random.default_rng(8)
+    st = _special(rng, (16, 8), "bfloat16")
+    got = run(_prog(tmp_path, st, np.eye(16, dtype=BF16), (8, 16), is_transpose=True))["ps"]
+    assert_bits_equal(got, np.ascontiguousarray(st.T).astype(np.float32))
