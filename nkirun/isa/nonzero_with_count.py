@@ -98,15 +98,28 @@ def core_rows(r, rows: np.ndarray):
                                part_start=start, part_step=step, box=box)
 
 
+def plain(r) -> bool:
+    """A basic-index view whose partition rows core_rows can pick (not an access pattern)."""
+    return getattr(r, "ap", None) is None and isinstance(r.np_index[0], slice)
+
+
 def execute(b: Bound, m) -> None:
     src, dst = b["src"], b["dst"]
     rows = active_rows(src)
     if rows.size == 0:
         return
-    sub_src, sub_dst = core_rows(src, rows), core_rows(dst, rows)
-    x = flat(m.read(sub_src))
-    out = nonzero_rows(x, b["index_offset"], b["padding_val"])
-    m.write(sub_dst, out.reshape(sub_dst.shape))
+    offset, pad = b["index_offset"], b["padding_val"]
+    if plain(src) and plain(dst):  # read and write only the cores' rows
+        sub_src, sub_dst = core_rows(src, rows), core_rows(dst, rows)
+        out = nonzero_rows(flat(m.read(sub_src)), offset, pad)
+        m.write(sub_dst, out.reshape(sub_dst.shape))
+        return
+    keep = np.zeros(src.partitions, bool)
+    keep[rows] = True
+    full = np.zeros((dst.partitions, dst.free_size), np.int64)
+    full[rows] = nonzero_rows(flat(m.read(src, rows=keep))[rows], offset, pad)
+    where = np.broadcast_to(keep.reshape((-1,) + (1,) * (len(dst.shape) - 1)), dst.shape)
+    m.write(dst, full.reshape(dst.shape), None, where)
 
 
 def cycles(b: Bound, target) -> int:

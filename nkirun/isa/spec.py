@@ -133,13 +133,11 @@ def convert(p: Param, value: Any, loc: Loc) -> Any:
         except ViewSyntaxError as e:
             raise ArgError(f"`{p.name}`: {e}", code="E034") from None
     if k == TILE_LIST:
-        if not isinstance(value, list) or not value or not all(isinstance(x, str) for x in value):
+        if not isinstance(value, list) or not value:
             raise ArgError(f"`{p.name}` must be a non-empty list of tensor views such as "
                            f"[a, b[:, 0:128]], got {_kind_name(value)}")
-        try:
-            return tuple(parse_view(x, loc) for x in value)
-        except ViewSyntaxError as e:
-            raise ArgError(f"`{p.name}`: {e}", code="E034") from None
+        item = Param(p.name, TILE)  # each element converts like a single view
+        return tuple(convert(item, x, loc) for x in value)
     if k == NUMBER_LIST:
         items = value if isinstance(value, list) else None
         nums = [ops.parse_scalar(x) for x in items] if items else None

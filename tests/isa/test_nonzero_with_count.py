@@ -104,3 +104,18 @@ def test_errors_located(tmp_path):
                                     "d": out((16, 4), "int32")},
                          [{"nonzero_with_count": {"dst": "d", "src": "s"}}])
     reported_at(path, "E461", "dst")
+
+
+def test_general_path_equals_the_row_path(tmp_path, monkeypatch):
+    """The masked full-tile write (used for access-pattern views) gives the same result."""
+    from nkirun.isa import nonzero_with_count as mod
+    rng = np.random.default_rng(4)
+    src = (rng.random((48, 7)) < 0.4).astype(np.float32)
+    before = np.full((48, 8), -3, np.int32)
+    tensors = {"s": sbuf(src), "d": sbuf(before, output=True)}
+    instr = [{"nonzero_with_count": {"dst": "d", "src": "s", "index_offset": 5}}]
+    fast = run_program(tmp_path, tensors, instr)["d"]
+    monkeypatch.setattr(mod, "plain", lambda r: False)
+    slow = run_program(tmp_path, tensors, instr)["d"]
+    assert_bits_equal(slow, fast)
+    assert_bits_equal(fast, ref_nonzero(src, before, 5, -1))
