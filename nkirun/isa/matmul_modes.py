@@ -59,7 +59,7 @@ def dims(b: Bound) -> tuple[int, int, int]:
 
 
 def tiling_rules(b: Bound):
-    pos, size = b.get("tile_position"), b.get("tile_size")
+    pos, size = b.get("tile_position") or None, b.get("tile_size") or None  # (): untiled
     if (pos is None) != (size is None):
         given = "tile_position" if pos is not None else "tile_size"
         yield b.err("E480", f"{given} without {'tile_size' if pos is not None else 'tile_position'}"
@@ -109,7 +109,7 @@ def perf_rules(b: Bound):
             why.append(f"{k} {list(r.shape)} must be [K, 2, ...] (the contraction's second half "
                        "in the first free dim)")
     size = b.get("tile_size")
-    if size is not None and len(size) == 2 and size[1] != ARRAY:
+    if size and len(size) == 2 and size[1] != ARRAY:
         why.append("column tiling (column_size < 128) cannot be combined with it")
     if b.get("is_transpose"):
         why.append("transpose mode cannot be combined with it")

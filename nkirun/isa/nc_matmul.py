@@ -49,9 +49,10 @@ PARAMS = (
           doc="hint: moving holds only 0/1 (faster for fp32); changes no value"),
     Param("is_transpose", BOOL, default=False,
           doc="transpose mode (trn2+): dst = stationary.T bit for bit, moving the identity"),
-    Param("tile_position", INT_LIST, doc="(start_row, start_column) in the PE array; with "
-                                         "tile_size"),
-    Param("tile_size", INT_LIST, doc="(row_size, column_size): 128, 64 or 32 (trn2+)"),
+    Param("tile_position", INT_LIST, default=(),
+          doc="(start_row, start_column) in the PE array, with tile_size; () = untiled"),
+    Param("tile_size", INT_LIST, default=(),
+          doc="(row_size, column_size): 128, 64 or 32 (trn2+); () = untiled"),
     Param("perf_mode", ENUM, default="none", choices=("none", "double_row"),
           doc="double_row (trn2+): fp8 [K, 2, M] x [K, 2, N], twice the throughput"),
 )

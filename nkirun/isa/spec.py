@@ -193,7 +193,9 @@ def convert(p: Param, value: Any, loc: Loc) -> Any:
                            f"e.g. [[-1, 512]], got {value!r}")
         return tuple((int(a), int(b)) for a, b in value)
     if k == INT_LIST:
-        items = value if isinstance(value, list) else [value]
+        items = list(value) if isinstance(value, (list, tuple)) else [value]
+        if not items and p.default == ():  # NKI's `()` default: not given
+            return ()
         if not items or not all(isinstance(x, int) and not isinstance(x, bool) for x in items):
             raise ArgError(f"`{p.name}` must be an integer or a list of integers, got {value!r}")
         return tuple(items)

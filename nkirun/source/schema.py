@@ -117,7 +117,8 @@ def param_schema(p: S.Param) -> dict:
                        "items": {"type": "integer"}}}
     elif k == S.INT_LIST:
         s = {"anyOf": [{"type": "integer"},
-                       {"type": "array", "minItems": 1, "items": {"type": "integer"}}],
+                       {"type": "array", "minItems": 0 if p.default == () else 1,
+                        "items": {"type": "integer"}}],
              "description": p.doc}
     elif k == S.TILE_LIST:
         s = {"type": "array", "minItems": 1, "description": _tile_doc(p) + ", in a list",

@@ -186,3 +186,17 @@ def test_transpose_into_float32_widens_exactly(tmp_path):
     st = _special(rng, (16, 8), "bfloat16")
     got = run(_prog(tmp_path, st, np.eye(16, dtype=BF16), (8, 16), is_transpose=True))["ps"]
     assert_bits_equal(got, np.ascontiguousarray(st.T).astype(np.float32))
+
+
+@pytest.mark.parametrize("pos,size", [([], []), ((), ())])
+def test_nki_default_empty_tiles_mean_untiled(tmp_path, pos, size):
+    """NKI's defaults are tile_position=() and tile_size=(): given explicitly, untiled."""
+    from nkirun.diagnostics import Loc
+    from nkirun.isa import REGISTRY
+    from nkirun.isa.spec import convert
+    p = REGISTRY["nc_matmul"].param("tile_position")
+    assert convert(p, pos, Loc("x", 1, 1)) == ()
+    assert convert(p, (64, 0), Loc("x", 1, 1)) == (64, 0)
+    st, mv = np.ones((8, 4), np.float32), np.ones((8, 6), np.float32)
+    path = _prog(tmp_path, st, mv, (4, 6), tile_position=list(pos), tile_size=list(size))
+    assert codes(check_program(path).diagnostics) == []
