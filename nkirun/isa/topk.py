@@ -15,10 +15,11 @@ nki-library gpsimd_topk kernel built on it):
 * cost (the only new-API formula): 4*n + K GpSimd cycles.
 
 Readings:
-* Only the result slots j < K are written: positions 0..ceil(K/16)-1, and in the last one only
-  the partitions j % 16 of real results (the next release says the hardware writes whole
-  positions; what lands in the extra slots is not documented, so nkirun leaves them as they
-  were and a read of one that nothing wrote is E090).
+* Free positions 0..ceil(K/16)-1 are written, each across all 16 partitions of the group (the
+  next release: "the hardware writes each position across all 16 partitions at once"); the
+  slots j >= K of the last one get values the docs do not give: nkirun writes -inf and index
+  0xFFFFFFFF there (never a real result). Positions from ceil(K/16) on are not written (a
+  read of one that nothing wrote is E090).
 * Ties: among equal values the lower snake index is selected first and listed first. NaN
   counts as larger than every number (it is selected first and listed last).
 """
@@ -93,11 +94,12 @@ def execute(b: Bound, m) -> None:
     snakes = dt.to_f32(x).reshape(p // GROUP, GROUP, cols).transpose(0, 2, 1)
     values, index = top_k(snakes.reshape(p // GROUP, -1)[:, :n], k)
     row, slot = snake_slots(p, k)
-    written = slot < k
+    written = slot < math.ceil(k / GROUP) * GROUP  # whole positions
+    real = slot < k
     grp = row // GROUP
-    pick = np.where(written, slot, 0)
-    out_v = np.take_along_axis(values[grp[:, 0]], pick, 1)
-    out_i = np.take_along_axis(index[grp[:, 0]], pick, 1)
+    pick = np.where(real, slot, 0)
+    out_v = np.where(real, np.take_along_axis(values[grp[:, 0]], pick, 1), -np.inf)
+    out_i = np.where(real, np.take_along_axis(index[grp[:, 0]], pick, 1), 0xFFFFFFFF)
     m.write(val_dst, out_v.reshape(val_dst.shape), None, written.reshape(val_dst.shape))
     m.write(idx_dst, out_i.reshape(idx_dst.shape), None, written.reshape(idx_dst.shape))
 
@@ -116,7 +118,8 @@ SPEC = InstructionDef(
         "i % 16, column i // 16). For every group the K = val_dst-free-size largest values "
         "are found and written in ascending order, in the same snake layout (result j at "
         "partition j % 16, column j // 16), to val_dst, with their snake indices (uint32) to "
-        "idx_dst. Slots j >= K are left unmodified."),
+        "idx_dst. Free positions from ceil(K/16) on are left unmodified; the slots j >= K of "
+        "the last written position get -inf / 0xFFFFFFFF."),
     cost_formula="4*n + K GpSimd cycles (per partition, in parallel)",
     execute=execute,
     cycles=cycles,

@@ -19,9 +19,10 @@ def ref_topk(src, n, k):
     """Python lists and sorted(): per group, the K largest (NaN largest, ties by lower index),
     listed ascending (ties by lower index), placed back in snake layout."""
     p = src.shape[0]
-    val = np.zeros((p, k), BF16)
-    idx = np.zeros((p, k), np.uint32)
+    val = np.full((p, k), -np.inf, BF16)  # nkirun's filler for slots j >= K of a position
+    idx = np.full((p, k), 0xFFFFFFFF, np.uint32)
     written = np.zeros((p, k), bool)
+    written[:, :math.ceil(k / 16)] = True  # whole positions are written
     for g in range(p // 16):
         snake = [float(src[16 * g + i % 16, i // 16]) for i in range(n)]
         rank = lambda i: (math.isnan(snake[i]), snake[i] if not math.isnan(snake[i]) else 0)  # noqa
@@ -30,7 +31,6 @@ def ref_topk(src, n, k):
         for j, i in enumerate(listed):
             val[16 * g + j % 16, j // 16] = snake[i]
             idx[16 * g + j % 16, j // 16] = i
-            written[16 * g + j % 16, j // 16] = True
     return val, idx, written
 
 
@@ -123,3 +123,19 @@ def test_cost_is_the_documented_formula():
     from nkirun.hw.targets import TARGETS
     b = {"n": 42, "val_dst": SimpleNamespace(free_size=8)}
     assert REGISTRY["topk"].cycles(b, TARGETS["trn2"]) == 4 * 42 + 8
+
+
+def test_unwritten_positions_are_not_written(tmp_path):
+    """K = 20: positions 0 and 1 are written (slots 20..31 with the filler), 2.. are not."""
+    from nkirun.api import run
+    from nkirun.diagnostics import RunError
+    src = np.arange(16 * 3, dtype=np.float32).reshape(16, 3).astype(BF16)
+    path = write_program(tmp_path, {"s": sbuf(src), "v": out((16, 20), "bfloat16"),
+                                    "i": out((16, 20), "uint32")},
+                         [{"topk": {"val_dst": "v", "idx_dst": "i", "src": "s", "n": 48}}])
+    with pytest.raises(RunError) as e:  # the output has position 2 never written
+        run(path)
+    assert e.value.diagnostics[0].code == "E092" and "(0, 2)" in e.value.diagnostics[0].message
+    v, i, v0, _ = _run(tmp_path, src, 48, 20)
+    assert np.isneginf(v[4:16, 1].astype(np.float32)).all() and (i[4:16, 1] == 0xFFFFFFFF).all()
+    assert (v[:, 2:] == v0[:, 2:]).all()
