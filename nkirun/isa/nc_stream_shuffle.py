@@ -98,7 +98,9 @@ def execute(b: Bound, m) -> None:
     keep = rows >= 0
     if not keep.any():
         return
-    values = m.read(src, rows=np.isin(np.arange(src.partitions), rows[keep]))
+    needed = np.zeros(src.partitions, bool)  # the src partitions actually copied
+    needed[rows[keep]] = True
+    values = m.read(src, rows=needed)
     values = values.reshape(src.partitions, -1)
     if keep.all():
         out = m.direct_view(dst, (dst.partitions, dst.free_size))
