@@ -45,17 +45,35 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES
         for p in views:
             v = args[p.name]
             if isinstance(v, View):
-                r = _resolve(v, p, inst, program, resolved, diags)
+                rkey = (v.tensor, id(v.index))  # index tuples are shared; the IR keeps them alive
+                r = resolved.get(rkey)
                 if r is None:
-                    ok = False
-                    del args[p.name]
-                    continue
+                    decl = program.tensors.get(v.tensor)
+                    if decl is None:
+                        ok = False
+                        if v.tensor not in program.invalid_tensors:
+                            from nkirun.source.builder import did_you_mean
+                            diags.append(error(
+                                "E026", f"{inst.op}: unknown tensor `{v.tensor}` (in `{p.name}`)",
+                                inst.arg_loc(p.name), inst.index,
+                                hint=did_you_mean(v.tensor, program.tensors)
+                                or "declare it under `tensors:`"))
+                        del args[p.name]
+                        continue
+                    view = View(v.tensor, v.index, inst.arg_loc(p.name))
+                    r, d = resolve(view, decl)
+                    if d is not None:
+                        diags.append(_with_instruction(d, inst.op, inst.index))
+                        ok = False
+                        del args[p.name]
+                        continue
+                    resolved[rkey] = r
                 if p.per_partition and len(r.shape) > 2 and r.free_size == 1:
                     # a (P, 1, 1) column serves as the (P, 1) tile the instruction computes with
                     r = dataclasses.replace(r, shape=(r.partitions, 1), reshape=True)
                 args[p.name] = r
             elif isinstance(v, tuple) and v and isinstance(v[0], View):  # a TILE_LIST
-                rs = tuple(_resolve(x, p, inst, program, resolved, diags) for x in v)
+                rs = tuple(_resolve_item(x, p, inst, program, diags) for x in v)
                 if any(r is None for r in rs):
                     ok = False
                     del args[p.name]
@@ -89,12 +107,8 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES
     return bound, diags
 
 
-def _resolve(v: View, p, inst, program: Program, resolved: dict, diags: list):
-    """The Resolved view of `v` (memoised in `resolved`), or None after a diagnostic."""
-    rkey = (v.tensor, id(v.index))  # index tuples are shared; the IR keeps them alive
-    r = resolved.get(rkey)
-    if r is not None:
-        return r
+def _resolve_item(v: View, p, inst, program: Program, diags: list):
+    """The Resolved view of one element of a TILE_LIST param, or None after a diagnostic."""
     decl = program.tensors.get(v.tensor)
     if decl is None:
         if v.tensor not in program.invalid_tensors:
@@ -107,8 +121,6 @@ def _resolve(v: View, p, inst, program: Program, resolved: dict, diags: list):
     r, d = resolve(View(v.tensor, v.index, inst.arg_loc(p.name)), decl)
     if d is not None:
         diags.append(_with_instruction(d, inst.op, inst.index))
-        return None
-    resolved[rkey] = r
     return r
 
 

@@ -50,7 +50,7 @@ PARAMS = (
 
 
 def check(b: Bound):
-    dst, srcs = b.tile("dst"), b.tiles("srcs")
+    dst, srcs = b.tile("dst"), b.get("srcs") or ()
     if len(srcs) > MAX_SOURCES:
         yield b.err("E440", f"{len(srcs)} sources; dma_compute takes at most {MAX_SOURCES}",
                     "srcs", hint="sum in several steps")

@@ -16,16 +16,23 @@ PRIORITIES = range(4)
 DGE_ENGINES = ("unknown", "sync", "scalar")
 
 
+def target_of(b: Bound):
+    """The program's Target: b.target when bind attaches the typed Target, else the name
+    bind records in b.extra["target"]."""
+    t = getattr(b, "target", None)
+    if t is None or isinstance(t, str):
+        from nkirun.hw.targets import DEFAULT_TARGET, TARGETS
+        t = TARGETS[t or (getattr(b, "extra", None) or {}).get("target", DEFAULT_TARGET)]
+    return t
+
+
 def core_version(b: Bound) -> int:
     """The NeuronCore generation of the program's target (2 for trn1/inf2, 3 for trn2, ...)."""
-    from nkirun.hw.targets import DEFAULT_TARGET, TARGETS
-    core = TARGETS[b.extra.get("target", DEFAULT_TARGET)].core  # "NeuronCore-v3"
-    return int(core.rsplit("v", 1)[1])
+    return int(target_of(b).core.rsplit("v", 1)[1])  # "NeuronCore-v3"
 
 
 def target_name(b: Bound) -> str:
-    from nkirun.hw.targets import DEFAULT_TARGET
-    return b.extra.get("target", DEFAULT_TARGET)
+    return target_of(b).name
 
 
 def priority_rules(b: Bound):

@@ -269,11 +269,6 @@ class Bound:
         v = self.args.get(key)
         return default if v is None else v
 
-    def tiles(self, key: str) -> tuple:
-        """The Resolved views of a TILE_LIST param (empty when unbound)."""
-        v = self.args.get(key)
-        return v if isinstance(v, tuple) else ()
-
     def tile(self, key: str) -> Resolved | None:
         v = self.args.get(key)
         return v if isinstance(v, Resolved) else None
