@@ -12,7 +12,7 @@ from nkirun.hw import dtypes as dt
 from nkirun.diagnostics import Loc, error
 from nkirun.ir import BUFFERS, Instruction, Program, TensorDecl, instruction_at, view_at
 from nkirun.isa import REGISTRY
-from nkirun.isa.spec import VIEW_KINDS, ArgError, convert, normalize_name, param_tables
+from nkirun.isa.spec import TILE, TILE_OR_SCALAR, ArgError, convert, normalize_name, param_tables
 from nkirun.hw.alu import parse_scalar
 from nkirun.hw.targets import DEFAULT_TARGET, TARGETS
 
@@ -302,7 +302,7 @@ def _has_bool(value) -> bool:
     return False
 
 
-_VIEW_KINDS = frozenset(VIEW_KINDS)
+_VIEW_KINDS = frozenset({TILE, TILE_OR_SCALAR})
 _HASHABLE = frozenset({str, int, float, bool})
 def _rectangular(value) -> bool:
     try:
