@@ -13,7 +13,7 @@ generated/nki.isa.sequence_bounds.html, with its NumPy equivalent and example):
 Readings:
 * segment_ids' free dims are flattened (n = its elements); dst must hold 2n elements, read as
   [2, n] after flattening (the documented (1, 2, n) shape, or any shape of that size).
-* A negative id is a run-time error (E452); float ids are compared as float32 values.
+* A negative or fractional id (or NaN) is a run-time error (E452).
 * Cost (no documented formula, an assumption): one GpSimd start (~150 cycles) plus a forward
   and a backward pass over the n ids: 150 + 2n GpSimd cycles.
 """
@@ -64,10 +64,11 @@ def bounds(ids: np.ndarray) -> np.ndarray:
 def execute(b: Bound, m) -> None:
     dst = b["dst"]
     ids = flat(m.read(b["segment_ids"]))[0]
-    if (ids < 0).any():
-        i = int(np.flatnonzero(ids < 0)[0])
-        raise RunError(b.err("E452", f"segment_ids[0, {i}] = {ids[i]} is negative; segment "
-                             "ids must be non-negative (0 marks padding)", "segment_ids"))
+    bad = ids < 0 if ids.dtype.kind != "f" else ~((ids >= 0) & (ids == np.floor(ids)))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise RunError(b.err("E452", f"segment_ids[0, {i}] = {ids[i]} is not a non-negative "
+                             "integer; segment ids must be (0 marks padding)", "segment_ids"))
     # values lie in [-1, n]: exact in int32 and (n < 2^24) in float32, so cast here
     m.write(dst, bounds(ids).astype(dst.dtype.np_type).reshape(dst.shape))
 

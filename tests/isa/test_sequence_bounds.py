@@ -65,13 +65,15 @@ def test_multi_dim_ids_are_flattened(tmp_path):
     np.testing.assert_array_equal(got[0], [0, 0, 2, 4, 2, 2, 3, -1])
 
 
-def test_negative_id_is_a_run_time_error_E452(tmp_path):
-    path = write_program(tmp_path, {"s": sbuf(np.array([[1, -2, 3]], np.int32)),
-                                    "d": out((1, 2, 3), "int32")},
+@pytest.mark.parametrize("ids", [np.array([[1, -2, 3]], np.int32),
+                                 np.array([[1, 2.5, 3]], np.float32),
+                                 np.array([[1, np.nan, 3]], np.float32)])
+def test_ids_not_non_negative_integers_are_a_run_time_error_E452(tmp_path, ids):
+    path = write_program(tmp_path, {"s": sbuf(ids), "d": out((1, 2, 3), "int32")},
                          [{"sequence_bounds": {"dst": "d", "segment_ids": "s"}}])
     with pytest.raises(RunError) as e:
         run(path)
-    assert e.value.diagnostics[0].code == "E452"
+    assert e.value.diagnostics[0].code == "E452" and "[0, 1]" in e.value.diagnostics[0].message
 
 
 def test_spec_example_checks_and_runs(tmp_path):
