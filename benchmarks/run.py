@@ -224,6 +224,8 @@ def bench_instructions(repeats: int) -> list[dict]:
         rows.append({"op": "nc_match_replace8 vs page loop", "dtype": "float32", "shape": [P, N],
                      "nkirun_ms": t_nk * 1e3, "page_loop_ms": t_loop * 1e3,
                      "speedup": t_loop / t_nk})
+    import cases_movement  # data movement, gathers, top-k (issue 15)
+    rows += cases_movement.bench(repeats, prepare, paired_cpu_times)
     return rows
 
 

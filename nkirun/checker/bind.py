@@ -9,8 +9,8 @@ from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, TARGETS
 from nkirun.ir import ON_CHIP, Program, View
 from nkirun.isa import REGISTRY
 from nkirun.checker.bound import Bound, Operands
-from nkirun.isa.spec import param_tables
-from nkirun.source.operands import Resolved, resolve
+from nkirun.isa.spec import param_tables, views_of
+from nkirun.source.operands import resolve
 
 
 def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES
@@ -78,6 +78,14 @@ def _resolve_views(inst, args: dict, views, program: Program, resolved: dict,
     ok = True
     for p in views:
         v = args[p.name]
+        if isinstance(v, tuple) and v and isinstance(v[0], View):  # a TILE_LIST
+            rs = tuple(_resolve_item(x, p, inst, program, diags) for x in v)
+            if any(r is None for r in rs):
+                ok = False
+                del args[p.name]
+            else:
+                args[p.name] = rs
+            continue
         if not isinstance(v, View):
             continue
         rkey = (v.tensor, id(v.index))  # index tuples are shared; the IR keeps them alive
@@ -106,6 +114,23 @@ def _resolve_views(inst, args: dict, views, program: Program, resolved: dict,
             r = dataclasses.replace(r, shape=(r.partitions, 1), reshape=True)
         args[p.name] = r
     return ok
+
+
+def _resolve_item(v: View, p, inst, program: Program, diags: list):
+    """The Resolved view of one element of a TILE_LIST param, or None after a diagnostic."""
+    decl = program.tensors.get(v.tensor)
+    if decl is None:
+        if v.tensor not in program.invalid_tensors:
+            from nkirun.source.builder import did_you_mean
+            diags.append(error(
+                "E026", f"{inst.op}: unknown tensor `{v.tensor}` (in `{p.name}`)",
+                inst.arg_loc(p.name), inst.index,
+                hint=did_you_mean(v.tensor, program.tensors) or "declare it under `tensors:`"))
+        return None
+    r, d = _resolve(View(v.tensor, v.index, inst.arg_loc(p.name)), decl, program)
+    if d is not None:
+        diags.append(_with_instruction(d, inst.op, inst.index))
+    return r
 
 
 def _fits(r, program: Program, max_hbm_bytes: int) -> bool:
@@ -140,10 +165,7 @@ def _with_instruction(d: Diagnostic, op: str, index: int) -> Diagnostic:
 def _param_rules(b: Bound):
     tiles = []
     args = b.args
-    for p in param_tables(b.spec).views:
-        r = args.get(p.name)
-        if not isinstance(r, Resolved):
-            continue
+    for p, r in ((p, r) for p in param_tables(b.spec).views for r in views_of(args.get(p.name))):
         tiles.append((p, r))
         allowed = p.buffers if p.buffers is not None else ON_CHIP
         if r.buffer not in allowed:

@@ -19,6 +19,17 @@ from nkirun.diagnostics import Diagnostic, Loc, error, warning
 from nkirun.ir import Instruction
 from nkirun.source.operands import Resolved
 
+
+
+def views_of(value) -> tuple:
+    """The Resolved views a bound value holds: one, a TILE_LIST's, or none."""
+    if isinstance(value, Resolved):
+        return (value,)
+    if isinstance(value, tuple) and value and isinstance(value[0], Resolved):
+        return value
+    return ()
+
+
 if TYPE_CHECKING:
     from nkirun.hw.targets import Target
     from nkirun.isa.spec import InstructionDef
@@ -80,9 +91,9 @@ class Bound:
         if acc is None:
             reads, writes = [], []
             for p in self.spec.params:
-                r = self.args.get(p.name)
-                if p.kind.is_view and isinstance(r, Resolved):
-                    (writes if p.out else reads).append((p.name, r))
+                if p.kind.is_view:  # one view, or a list of them (TILE_LIST)
+                    for r in views_of(self.args.get(p.name)):
+                        (writes if p.out else reads).append((p.name, r))
             if self.spec.reads_out is not None:  # e.g. an accumulating matmul reads its dst
                 reads += [(n, self.tile(n)) for n in self.spec.reads_out(self)
                           if self.tile(n) is not None]

@@ -12,9 +12,8 @@ from nkirun.diagnostics import Diagnostic, Loc, error, warning
 from nkirun.checker.bind import bind
 from nkirun.checker.psum import psum_hazards
 from nkirun.ir import Program, View
-from nkirun.isa.spec import ACCUMULATORS, Bound
+from nkirun.isa.spec import ACCUMULATORS, Bound, views_of
 from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, TARGETS
-from nkirun.source.operands import Resolved
 
 
 def _tensor_rules(program: Program, max_hbm_bytes: int) -> list[Diagnostic]:
@@ -147,7 +146,7 @@ def _capacity(program: Program, bound: list[Bound]) -> list[Diagnostic]:
     for i, b in enumerate(bound):
         names = b.args.memo.get("on_chip")
         if names is None:  # only view params are bound to a Resolved
-            views = [r for r in b.args.values() if isinstance(r, Resolved)]
+            views = [r for v in b.args.values() for r in views_of(v)]
             views += [r.ap.indirect.index for r in views  # an indirect pattern's index
                       if r.ap is not None and r.ap.indirect is not None]
             names = b.args.memo["on_chip"] = tuple(r.decl.name for r in views if r.decl.on_chip)

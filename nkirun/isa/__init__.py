@@ -27,6 +27,8 @@ MODULES = (
     "reciprocal", "exponential", "activation_reduce", "activate2", "scalar_tensor_tensor",
     "tensor_scalar_reduce", "tensor_scalar_cumulative", "tensor_copy_predicated",
     "tensor_partition_reduce", "bn_stats", "bn_aggr",
+    "nc_stream_shuffle", "dma_transpose", "nc_n_gather", "local_gather",
+    "sequence_bounds", "nonzero_with_count", "topk", "dma_compute",
 )
 
 

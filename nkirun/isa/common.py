@@ -279,9 +279,11 @@ def _gather_mask(b: Bound, m, src, dst):
 def dma_partitions(b: Bound) -> int:
     """Partitions a transfer spans: its on-chip side's (HBM to HBM: the src view's rows,
     at most 128); the DMA queue model (docs/cost.md) spreads them over the queues."""
-    dst, src = b["dst"], b["src"]
-    on_chip = [r.partitions for r in (dst, src) if r.decl.on_chip]
-    return max(on_chip) if on_chip else min(src.partitions, 128)
+    args = getattr(b, "args", b)
+    src = args.get("src")
+    rs = (args["dst"], src) if src is not None else (args["dst"], *args["srcs"])  # dma_compute
+    on_chip = [r.partitions for r in rs if r.decl.on_chip]
+    return max(on_chip) if on_chip else min(rs[1].partitions, 128)
 
 
 DMA_COST_FORMULA = ("DMA ns: fixed + bytes / (ceil(P/8) queues x B/ns per queue), "

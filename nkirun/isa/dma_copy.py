@@ -1,7 +1,7 @@
 """nki.isa.dma_copy — a DMA transfer between HBM and SBUF views (the nki.isa.dma_copy documentation).
 
 dst = src over the same number of elements in row-major order (shapes may differ), with
-dtype conversion through float32; dst_rmw_op=add accumulates into dst instead.
+dtype conversion through float32.
 
 dge_mode (none/swdge/hwdge/unknown) says who builds the descriptors (§1.16 [NEW-ISA]): it
 changes no value. hwdge is the hardware DGE of NeuronCore-v3 on ([ARCH3]) and, from NKI
@@ -14,22 +14,20 @@ gather or scatter) or `scalar_offset=s, indirect_dim=d` (one index for every par
 source/indirect.py. oob_mode says what an index outside the tensor does: error (E093, the
 default) or skip (that partition's row, or the whole scalar-indexed transfer, is not
 moved; dst keeps its values). Static views are bounds-checked before the run (E031/E038).
+
+NKI 0.6 keywords (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/
+nki.isa.dma_copy.html): `priority` 0-3 is a NeuronCore-v4 QoS level (no effect on values);
+`engine` (sync or scalar) picks the sequencer that triggers a hardware-DGE transfer and is
+only valid with dge_mode hwdge. `dst_rmw_op` and `unique_indices` were removed in NKI 0.3.0
+(accumulate with dma_compute): they are refused with E390 naming the release.
 """
 from __future__ import annotations
 
 from nkirun.isa.common import DMA_COST_FORMULA, dma_check, dma_cycles, dma_execute, is_nc_v2
-from nkirun.isa.spec import ENUM, MASK, OP, TILE, Bound, InstructionDef, Param
+from nkirun.isa.dma_rules import DGE_ENGINES, engine_rule, priority_rules
+from nkirun.isa.spec import ENUM, INT, MASK, TILE, Bound, InstructionDef, Param
 
 DMA_BUFFERS = frozenset({"hbm", "sbuf"})  # reading PSUM by DMA is unsupported (§1.16 [MIG])
-
-
-def execute(b: Bound, m) -> None:
-    if b.get("dst_rmw_op") is None:
-        dma_execute(b, m)
-        return
-    dst = b["dst"]  # read-modify-write: dst + src in float32, cast back to dst
-    total = m.read_f32(dst) + m.read_f32(b["src"]).reshape(dst.shape)
-    m.write(dst, total, None, b.mask)
 
 
 DGE_MODES = ("unknown", "none", "swdge", "hwdge")
@@ -38,6 +36,8 @@ OOB_MODES = ("error", "skip")
 
 def check(b: Bound):
     yield from dma_check(b)
+    yield from priority_rules(b)
+    yield from engine_rule(b)
     if b.get("dge_mode") != "hwdge":
         return
     if is_nc_v2(b):  # the hardware DGE exists from NeuronCore-v3 on (§1.16 [ARCH3])
@@ -53,10 +53,6 @@ def check(b: Bound):
                          "through float32")
 
 
-def reads_out(b: Bound):
-    return ("dst",) if b.get("dst_rmw_op") is not None else ()
-
-
 SPEC = InstructionDef(
     name="dma_copy",
     engine="dma",
@@ -64,34 +60,37 @@ SPEC = InstructionDef(
         Param("dst", TILE, required=True, out=True, buffers=DMA_BUFFERS,
               doc="HBM or SBUF destination view"),
         Param("src", TILE, required=True, buffers=DMA_BUFFERS, doc="HBM or SBUF source view"),
+        Param("priority", INT, doc="DMA QoS level 0-3, lower is higher (NeuronCore-v4 only); "
+                                   "changes no value"),
         Param("mask", MASK, doc="compile-time predicate over dst; masked-off elements keep "
                                   "their value"),
-        Param("dst_rmw_op", OP, choices=("add",),
-              doc="add: accumulate src into dst (the only read-modify-write op)"),
         Param("oob_mode", ENUM, default="error", choices=OOB_MODES,
               doc="an indirect (vector_offset/scalar_offset) index outside the tensor: "
                   "error (E093) or skip that transfer; static views are checked statically"),
         Param("dge_mode", ENUM, default="unknown", choices=DGE_MODES,
               doc="who builds the DMA descriptors; hwdge (trn2) needs src and dst of one "
                   "dtype"),
+        Param("engine", ENUM, default="unknown", choices=DGE_ENGINES,
+              doc="sync or scalar: the sequencer that triggers a hwdge transfer (only with "
+                  "dge_mode hwdge); changes no value"),
     ),
-    summary="copy between HBM and SBUF views (optionally accumulating into dst)",
+    summary="copy between HBM and SBUF views",
     semantics=(
         "Copies src to dst element by element in row-major order; both must hold the same "
         "number of elements (their shapes may differ). Different dtypes convert through "
-        "float32. With dst_rmw_op: add, dst becomes dst + src (float32, cast to dst). PSUM "
-        "cannot be a DMA source or destination here: copy through SBUF. dge_mode changes no "
-        "value (hwdge: trn2 only, no casting). An indirect access pattern on an HBM side "
+        "float32. PSUM "
+        "cannot be a DMA source or destination here: copy through SBUF. dge_mode, engine and "
+        "priority change no value (hwdge: trn2 on, no casting; priority: trn3). An indirect access pattern on an HBM side "
         "(`h.ap([[F, P], [1, F]], vector_offset=idx)`: partition p moves row idx[p]; "
         "`scalar_offset=s, indirect_dim=d`: row s[0, 0] of dim d for all) gathers or "
         "scatters at run time; oob_mode: error (E093) or skip for an index outside it."),
     cost_formula=DMA_COST_FORMULA,
-    execute=execute,
+    execute=dma_execute,
     cycles=dma_cycles,
     check=check,
     same_partitions=(),
-    reads_out=reads_out,
     packed_copy=True,
-    source="the nki.isa.dma_copy documentation",
+    source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
+           "nki.isa.dma_copy.html",
     example="- dma_copy: {dst: out_hbm, src: tile}",
 )

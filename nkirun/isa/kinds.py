@@ -18,8 +18,8 @@ from nkirun.source.operands import ViewSyntaxError, parse_view
 
 # Prefixes stripped from ENUM values (nisa.reduce_cmd.reset_reduce, nl.engine.gpsimd,
 # nisa.dge_mode.hwdge); activation functions come as np.exp too.
-ENUM_PREFIXES = ("nisa.", "nki.isa.", "reduce_cmd.", "engine.", "dge_mode.", "oob_mode.", "nl.",
-                 "np.", "numpy.")
+ENUM_PREFIXES = ("nisa.", "nki.isa.", "reduce_cmd.", "engine.", "dge_mode.", "oob_mode.",
+                 "matmul_perf_mode.", "nl.", "np.", "numpy.")
 
 VIEW_PATTERN = r"^\s*[A-Za-z_][A-Za-z0-9_.]*\s*(\[[^\[\]]*\]|\.ap\s*\(.*\))?\s*$"
 # The YAML mapping spelling of an access pattern (docs/views.md).
@@ -251,6 +251,8 @@ class Enum(Kind):
                     v = v[len(prefix):]
             if p.choices and v in p.choices:
                 return v
+            if p.choices and v.endswith("_engine") and v[:-7] in p.choices:
+                return v[:-7]  # nisa.vector_engine: NKI's (deprecated) engine constants
         raise ArgError(f"`{p.name}`: {value!r} is not allowed",
                        hint=suggest(value, tuple(map(str, p.choices or ()))), code="E025")
 
@@ -280,14 +282,17 @@ class IntList(Kind):
     name, text = "int_list", "int or list of ints"
 
     def convert(self, p, value, loc):
-        items = value if isinstance(value, list) else [value]
+        items = list(value) if isinstance(value, (list, tuple)) else [value]
+        if not items and p.default == ():  # NKI's `()` default: not given
+            return ()
         if not items or not all(isinstance(x, int) and not isinstance(x, bool) for x in items):
             raise ArgError(f"`{p.name}` must be an integer or a list of integers, got {value!r}")
         return tuple(items)
 
     def json_schema(self, p):
         return {"anyOf": [{"type": "integer"},
-                          {"type": "array", "minItems": 1, "items": {"type": "integer"}}],
+                          {"type": "array", "minItems": 0 if p.default == () else 1,
+                           "items": {"type": "integer"}}],
                 "description": p.doc}
 
 
@@ -317,6 +322,34 @@ class Mask(Kind):
         return {"type": "string", "description": p.doc + ' — e.g. "p < 64 and f < 256"'}
 
 
+class TileList(Kind):
+    name, text, is_view = "tile_list", "list of tiles", True
+
+    def convert(self, p, value, loc):
+        if not isinstance(value, list) or not value:
+            raise ArgError(f"`{p.name}` must be a non-empty list of tensor views such as "
+                           f"[a, b[:, 0:128]], got {value_kind(value)}")
+        return tuple(TILE.convert(p, x, loc) for x in value)  # each converts like one view
+
+    def json_schema(self, p):
+        return {"type": "array", "minItems": 1, "description": tile_doc(p) + ", in a list",
+                "items": {"type": "string", "pattern": VIEW_PATTERN,
+                          "patternErrorMessage": VIEW_MESSAGE}}
+
+
+class NumberList(Kind):
+    name, text = "number_list", "list of numbers"
+
+    def convert(self, p, value, loc):
+        nums = [ops.parse_scalar(x) for x in value] if isinstance(value, list) and value else None
+        if not nums or any(x is None or isinstance(x, bool) for x in nums):
+            raise ArgError(f"`{p.name}` must be a non-empty list of numbers, got {value!r}")
+        return tuple(float(x) for x in nums)
+
+    def json_schema(self, p):
+        return {"type": "array", "minItems": 1, "items": SCALAR_SCHEMA, "description": p.doc}
+
+
 TILE = Tile()  # a tensor view
 TILE_OR_SCALAR = TileOrScalar()  # a view, or a compile-time float
 SCALAR = Scalar()  # a compile-time number (inf, fp32.min, ... accepted)
@@ -328,3 +361,5 @@ PATTERN = Pattern()  # [[step, num], ...] access pattern
 INT_LIST = IntList()  # an int or a list of ints (e.g. reduction axes)
 DTYPE = Dtype()
 MASK = Mask()  # a mask predicate string (nkirun/checker/mask.py)
+TILE_LIST = TileList()  # a list of tensor views (dma_compute's srcs)
+NUMBER_LIST = NumberList()  # a list of compile-time numbers (dma_compute's scales)

@@ -30,14 +30,17 @@ Readings:
   explicit overrides. The rule does not restart after the result is read: a PSUM tile
   reused for the next output block needs `accumulate: false` on that block's first matmul
   (W055 warns when an unset one lands on a result that was already read).
+
+NKI 0.6's tile_position/tile_size, perf_mode, is_transpose and is_*_onezero: matmul_modes.py.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from nkirun.hw import dtypes as dt
+from nkirun.isa import matmul_modes as modes
 from nkirun.isa.common import flat
-from nkirun.isa.spec import BOOL, MASK, TILE, Bound, InstructionDef, Param
+from nkirun.isa.spec import BOOL, ENUM, INT_LIST, MASK, TILE, Bound, InstructionDef, Param
 
 IN_DTYPES = frozenset({"float8_e4m3", "float8_e5m2", "bfloat16", "float16", "tfloat32",
                        "float32"})
@@ -47,7 +50,9 @@ PMAX, STATIONARY_FMAX, MOVING_FMAX = 128, 128, 512  # tile_size constants (§5)
 SBUF = frozenset({"sbuf"})
 PARAMS = (
     Param("dst", TILE, required=True, out=True, buffers=frozenset({"psum"}),
-          dtypes=frozenset({"float32"}), doc="float32 PSUM tile (M, N)"),
+          dtypes=IN_DTYPES - {"tfloat32"},
+          doc="float32 PSUM tile (M, N) (bf16 on NeuronCore-v4; stationary's dtype with "
+              "is_transpose)"),
     Param("stationary", TILE, required=True, buffers=SBUF, dtypes=IN_DTYPES,
           doc="SBUF tile (K, M), M <= 128"),
     Param("moving", TILE, required=True, buffers=SBUF, dtypes=IN_DTYPES,
@@ -57,25 +62,39 @@ PARAMS = (
                                   "first write overwrites, later writes accumulate)"),
     Param("mask", MASK, doc="predicate over dst's indices; masked-off dst elements keep "
                             "their value (and are not accumulated)"),
+    Param("is_stationary_onezero", BOOL, default=False,
+          doc="hint: stationary holds only 0/1 (faster for fp32); changes no value"),
+    Param("is_moving_onezero", BOOL, default=False,
+          doc="hint: moving holds only 0/1 (faster for fp32); changes no value"),
+    Param("is_transpose", BOOL, default=False,
+          doc="transpose mode (trn2+): dst = stationary.T bit for bit, moving the identity"),
+    Param("tile_position", INT_LIST, default=(),
+          doc="(start_row, start_column) in the PE array, with tile_size; () = untiled"),
+    Param("tile_size", INT_LIST, default=(),
+          doc="(row_size, column_size): 128, 64 or 32 (trn2+); () = untiled"),
+    Param("perf_mode", ENUM, default="none", choices=("none", "double_row"),
+          doc="double_row (trn2+): fp8 [K, 2, M] x [K, 2, N], twice the throughput"),
 )
 
 
 def check(b: Bound):
+    yield from modes.mode_rules(b)
     st, mv, dst = b.tile("stationary"), b.tile("moving"), b.tile("dst")
+    _, m_size, n_size = modes.dims(b)
     if st.partitions != mv.partitions:
         yield b.err("E270", f"stationary has {st.partitions} partitions and moving "
                     f"{mv.partitions}; the contraction (partition) dims must be equal", "moving")
-    if st.free_size > STATIONARY_FMAX:
-        yield b.err("E271", f"stationary has {st.free_size} elements per partition; at most "
+    if m_size > STATIONARY_FMAX:
+        yield b.err("E271", f"stationary has {m_size} columns per partition; at most "
                     f"{STATIONARY_FMAX} allowed", "stationary",
                     hint="split the output rows into blocks of 128")
-    if mv.free_size > MOVING_FMAX:
-        yield b.err("E271", f"moving has {mv.free_size} elements per partition; at most "
+    if n_size > MOVING_FMAX:
+        yield b.err("E271", f"moving has {n_size} columns per partition; at most "
                     f"{MOVING_FMAX} (one PSUM bank of float32) allowed", "moving",
                     hint="split the output columns into blocks of 512")
-    if dst.partitions != st.free_size or dst.free_size != mv.free_size:
-        yield b.err("E272", f"dst {list(dst.shape)} must be {st.free_size} partitions x "
-                    f"{mv.free_size} elements (stationary's free size x moving's)", "dst")
+    if dst.partitions != m_size or dst.free_size != n_size:
+        yield b.err("E272", f"dst {list(dst.shape)} must be {m_size} partitions x "
+                    f"{n_size} elements (stationary's free size x moving's)", "dst")
     a, c = st.dtype.name, mv.dtype.name
     if (a in FP32ISH) != (c in FP32ISH):
         yield b.err("E273", f"stationary is {a} and moving is {c}: if either is float32/"
@@ -91,8 +110,14 @@ def reads_out(b: Bound) -> tuple[str, ...]:
 
 def execute(b: Bound, m) -> None:
     dst = b["dst"]
-    st = flat(m.read_f32(b["stationary"]))  # (K, M) float32
-    mv = flat(m.read_f32(b["moving"]))  # (K, N) float32
+    if modes.transposing(b):
+        modes.transpose(b, m)
+        return
+    k_size = modes.dims(b)[0]  # double_row: the [K, 2, .] halves stack into 2K rows
+    st = m.read_f32(b["stationary"]).reshape(k_size, -1)  # (K, M) float32
+    mv = m.read_f32(b["moving"]).reshape(k_size, -1)  # (K, N) float32
+    modes.warn_onezero(b, m, "stationary", st)
+    modes.warn_onezero(b, m, "moving", mv)
     out = np.matmul(st.T, mv)  # float32 products and float32 accumulation
     mode = b.args.get("accumulate")
     if mode:
@@ -108,10 +133,8 @@ def execute(b: Bound, m) -> None:
 
 
 def cycles(b: Bound, target) -> int:
-    st, mv = b["stationary"], b["moving"]
-    n = max(min(64, st.free_size), mv.free_size)
-    fp32 = "float32" in (st.dtype.name, mv.dtype.name)
-    return 4 * n if fp32 else n
+    _, m_size, n_size = modes.dims(b)
+    return modes.cost_factor(b) * max(min(64, m_size), n_size)
 
 
 SPEC = InstructionDef(

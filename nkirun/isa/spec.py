@@ -11,11 +11,11 @@ from typing import Any, Callable
 
 from nkirun.hw import dtypes as dt
 from nkirun.diagnostics import Loc
-from nkirun.checker.bound import Bound  # noqa: F401  (re-exported for instruction modules)
+from nkirun.checker.bound import Bound, views_of  # noqa: F401  (re-exported for instruction modules)
 
 from nkirun.isa.kinds import (  # noqa: F401  (the kinds, re-exported for instruction modules)
-    BOOL, DTYPE, ENUM, ENUM_PREFIXES, INT, INT_LIST, MASK, OP, PATTERN, SCALAR, TILE,
-    TILE_OR_SCALAR, ArgError, Kind)
+    BOOL, DTYPE, ENUM, ENUM_PREFIXES, INT, INT_LIST, MASK, NUMBER_LIST, OP, PATTERN, SCALAR,
+    TILE, TILE_LIST, TILE_OR_SCALAR, ArgError, Kind)
 
 REDUCE_CMDS = ("idle", "reset", "reduce", "reset_reduce")  # (+ load_reduce: isa/accumulators.py)
 # NKI's generated API pages (https://awsdocs-neuron.readthedocs-hosted.com, NKI 0.6).
@@ -126,7 +126,7 @@ class ParamTables:
     by_name: dict  # keyword -> Param
     defaults: dict  # keyword -> default, every param
     required: tuple  # the required Params
-    views: tuple  # the TILE / TILE_OR_SCALAR Params: the only ones bound to a Resolved
+    views: tuple  # the TILE / TILE_OR_SCALAR / TILE_LIST Params: the only ones bound to views
     names: tuple  # every keyword, in declaration order
 
 
@@ -171,3 +171,6 @@ def common_tail(*, mask: bool = True, dtype: bool = True) -> tuple[Param, ...]:
         tail.append(Param("dtype", DTYPE, doc="cast the result to this dtype before it is "
                                               "stored (dst's own dtype applies last)"))
     return tuple(tail)
+
+
+

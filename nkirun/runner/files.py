@@ -12,7 +12,6 @@ import numpy as np
 from nkirun import safeio
 from nkirun.hw import dtypes as dt
 from nkirun.diagnostics import Loc, NkirunError, error
-from nkirun.hw import dtypes as dt
 from nkirun.ir import Program, TensorDecl
 
 _NPY_MAGIC = b"\x93NUMPY"

@@ -212,6 +212,21 @@ class Machine:
         self.write(r, out.reshape(r.shape), out_dtype, mask)
         return out
 
+    def direct_view(self, r: Resolved, shape: tuple) -> np.ndarray | None:
+        """r's storage as a writable array of `shape` without a copy (a fast path that computes
+        straight into dst), or None when that is impossible; call mark_written(r) after
+        filling it. Only for values already in r's storage dtype (no cast)."""
+        flat = self.view(r).view()
+        try:
+            flat.shape = shape  # raises instead of silently copying
+        except AttributeError:
+            return None
+        return flat
+
+    def mark_written(self, r: Resolved, mask=None) -> None:
+        """Record that an instruction filled r (or its `mask`) through direct_view."""
+        self._mark_written(r, mask)
+
     def _mark_written(self, r: Resolved, mask) -> None:
         w = self.written.get(r.decl.name)
         if w is None:

@@ -253,9 +253,15 @@ class Builder:
         name = op if spec is not None else normalize_name(op)
         spec = spec or REGISTRY.get(name)
         if spec is None:
-            self.diags.append(error("E021", f"unknown instruction `{op}`", loc, index,
-                                    hint=did_you_mean(name, REGISTRY)
-                                    or "see `nkirun ops` for the instruction list"))
+            from nkirun.isa.removed import removed_instruction
+            gone = removed_instruction(name)
+            if gone is not None:
+                self.diags.append(error("E391", f"`{name}` was removed in {gone[0]}", loc, index,
+                                        hint=gone[1]))
+            else:
+                self.diags.append(error("E021", f"unknown instruction `{op}`", loc, index,
+                                        hint=did_you_mean(name, REGISTRY)
+                                        or "see `nkirun ops` for the instruction list"))
             self.dropped.add(index)
             return
         if args is None:
@@ -279,9 +285,7 @@ class Builder:
                 if guess is not None and params[guess].required:
                     meant.add(guess)  # one typo, one diagnostic: no E023 for it as well
                 if len(unknown) <= MAX_UNKNOWN_REPORTED:
-                    self.diags.append(error("E022", f"{name}: unknown keyword `{key}`", kloc,
-                                            index, hint=f"did you mean `{guess}`?" if guess else
-                                            "allowed: " + ", ".join(spec.param_names)))
+                    self.diags.append(_unknown_keyword(name, key, spec, kloc, index, guess))
                 _keep_mention(values, key, raw, kloc, params.get(guess))
                 continue
             if raw is None and not p.required:
@@ -342,6 +346,19 @@ class Builder:
             invalid_tensors=frozenset(self.invalid_tensors), dropped=frozenset(self.dropped),
             partial=tuple(self.partial))
         return program, self.diags
+
+
+def _unknown_keyword(name: str, key: str, spec, kloc: Loc, index: int, guess: str | None):
+    """E390 for a keyword NKI removed or renamed (naming the release), else E022 with the
+    closest keyword as its did-you-mean."""
+    from nkirun.isa.removed import removed_keyword
+    gone = removed_keyword(name, key)
+    if gone is not None:
+        return error("E390", f"{name}: `{key}` was removed in {gone[0]}", kloc, index,
+                     hint=gone[1])
+    return error("E022", f"{name}: unknown keyword `{key}`", kloc, index,
+                 hint=f"did you mean `{guess}`?" if guess else
+                 "allowed: " + ", ".join(spec.param_names))
 
 
 def _has_bool(value) -> bool:

@@ -88,8 +88,9 @@ def value_text(v, fmt: str) -> str:
         return v.name
     if isinstance(v, str):
         return _text_str(v) if fmt == "text" else _yaml_str(v)
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(value_text(x, fmt) for x in v) + "]"
+    if isinstance(v, (list, tuple)):  # (a view inside a text list is quoted: it has brackets)
+        return "[" + ", ".join(_text_str(str(x)) if fmt == "text" and isinstance(x, View)
+                               else value_text(x, fmt) for x in v) + "]"
     if hasattr(v, "tolist"):  # NumPy arrays (inline data) and scalars
         return value_text(v.tolist(), fmt)
     s = _number(v)

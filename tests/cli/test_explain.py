@@ -26,7 +26,7 @@ def test_explain_text_has_every_part(name):
     # prose wraps between words within 80 columns (issue 12); compare with words rejoined
     assert all(len(line) <= 80 for line in raw.splitlines()
                if not line.startswith("source: ") and " " in line.strip()
-               and line.strip() not in (spec.example or "").splitlines())
+               and line.strip() not in {x.strip() for x in (spec.example or "").splitlines()})
     out = " ".join(raw.split())
     assert out.startswith(f"{name} — {' '.join(spec.summary.split())}")
     assert f"engine: {spec.engine}" in out

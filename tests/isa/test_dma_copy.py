@@ -1,5 +1,6 @@
 """dma_copy (nki-reference.md §1.16): HBM/SBUF views of equal element counts, dtype conversion
-through float32, dst_rmw_op=add accumulating into dst; PSUM is not a DMA operand."""
+through float32; PSUM is not a DMA operand; NKI 0.6's priority/engine keywords; the keywords
+NKI 0.3.0 removed (dst_rmw_op, unique_indices) refused naming the release."""
 from __future__ import annotations
 
 import pathlib
@@ -9,8 +10,8 @@ import pytest
 
 import matrix
 import reference as ref
-from prog_helpers import (assert_bits_equal, codes, out, random_floats, reported_at, sbuf, tmp,
-                          write_program)
+from prog_helpers import (assert_bits_equal, codes, key_line, out, random_floats, reported_at,
+                          sbuf, write_program)
 from nkirun.api import check_program, cost, run
 
 F32 = np.float32
@@ -40,15 +41,13 @@ def test_reshape_and_cast(tmp_path):
     assert_bits_equal(got, ref.cast_to(xi, "int8"))  # saturating, through float32
 
 
-@pytest.mark.parametrize("dst_dtype", ["float32", "bfloat16"])
-def test_dst_rmw_add(tmp_path, dst_dtype):
-    rng = np.random.default_rng(2)
-    x = random_floats(rng, (37, 9))
-    y0 = ref.cast_to(random_floats(rng, (37, 9)), dst_dtype)
-    path = _prog(tmp_path, x, None, dst_init=sbuf(y0, buffer="hbm", output=True),
-                 dst_rmw_op="np.add")
-    want = ref.cast_to(y0.astype(F32) + x, dst_dtype)
-    assert_bits_equal(run(path)["y"], want)
+@pytest.mark.parametrize("key,value", [("dst_rmw_op", "np.add"), ("unique_indices", True)])
+def test_keywords_removed_in_nki_030_name_the_release(tmp_path, key, value):
+    """NKI 0.3.0 removed dst_rmw_op and unique_indices from dma_copy (use dma_compute)."""
+    path = _prog(tmp_path, np.ones((4, 8), F32), ((4, 8), "float32", "hbm"), **{key: value})
+    d = check_program(path).diagnostics
+    assert codes(d) == ["E390"] and d[0].loc.line == key_line(path, key)
+    assert "NKI 0.3.0" in d[0].message and "dma_compute" in d[0].hint
 
 
 def test_masked_copy_keeps_other_elements(tmp_path):
@@ -72,14 +71,6 @@ def test_psum_not_allowed(tmp_path, src_buffer, dst_buffer, code, key):
 def test_rules(tmp_path):
     path = _prog(tmp_path, np.ones((4, 8), F32), ((4, 9), "float32", "hbm"))
     reported_at(path, "E180", "src", only=True)
-    path = _prog(tmp_path, np.ones((4, 8), F32), ((4, 8), "float32", "hbm"),
-                 dst_rmw_op="multiply")
-    reported_at(path, "E025", "dst_rmw_op", only=True)
-    # accumulating into a dst nothing wrote is a read before write
-    t = {"x": sbuf(np.ones((4, 8), F32)), "y": tmp((4, 8), "float32", "hbm")}
-    path = write_program(tmp_path, t, [{"dma_copy": {"dst": "y", "src": "x",
-                                                     "dst_rmw_op": "add"}}])
-    assert "E050" in codes(check_program(path).diagnostics)
 
 
 def test_cost_is_a_dma(tmp_path):
@@ -136,3 +127,34 @@ def test_unknown_modes_are_refused(tmp_path):
     reported_at(path, "E025", "dge_mode")
     path = _prog(tmp_path, x, ((4, 8), "float32", "hbm"), oob_mode="wrap")
     reported_at(path, "E025", "oob_mode")
+
+
+# ---- NKI 0.6: priority and engine -----------------------------------------------------------
+def _retarget(path, target):
+    text = pathlib.Path(path).read_text().replace("version: 1", f"version: 1\ntarget: {target}", 1)
+    pathlib.Path(path).write_text(text)
+    return path
+
+
+def test_priority_is_a_v4_qos_level(tmp_path):
+    path = _prog(tmp_path, np.ones((4, 8), F32), ((4, 8), "float32", "hbm"), priority=2)
+    d = check_program(path).diagnostics
+    assert codes(d) == ["E397"] and d[0].loc.line == key_line(path, "priority")
+    path = _prog(tmp_path, np.ones((4, 8), F32), ((4, 8), "float32", "hbm"), priority=4)
+    assert codes(check_program(path).diagnostics) == ["E396"]
+
+
+@pytest.mark.parametrize("engine", ["sync", "scalar", "nisa.engine.sync", "nki.isa.engine.scalar",
+                                    "nisa.scalar_engine"])
+def test_hwdge_trigger_engine(tmp_path, engine):
+    x = random_floats(np.random.default_rng(5), (16, 33))
+    path = _prog(tmp_path, x, ((16, 33), "float32", "hbm"), dge_mode="hwdge", engine=engine)
+    assert_bits_equal(run(path)["y"], x)
+
+
+def test_engine_needs_hwdge(tmp_path):
+    path = _prog(tmp_path, np.ones((4, 8), F32), ((4, 8), "float32", "hbm"), engine="sync")
+    d = check_program(path).diagnostics
+    assert codes(d) == ["E398"] and d[0].loc.line == key_line(path, "engine")
+    path = _prog(tmp_path, np.ones((4, 8), F32), ((4, 8), "float32", "hbm"), engine="vector")
+    assert codes(check_program(path).diagnostics) == ["E025"]

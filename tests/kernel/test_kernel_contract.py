@@ -161,13 +161,16 @@ def test_unsupported_nki_names_are_located_errors(tmp_path, call, name):
     assert "AttributeError" not in r.output and "Traceback" not in r.output
 
 
-def test_an_nki_keyword_nkirun_lacks_is_e601_unless_default(tmp_path):
+def test_nki_keywords_at_their_defaults_and_dma_priority(tmp_path):
+    """NKI keywords at their defaults (and name=) are accepted; dma_copy's priority, a
+    NeuronCore-v4 QoS level, is checked by the instruction's own rule on trn2 (every NKI 0.6
+    keyword of an instruction nkirun has is now modelled, so none is E601)."""
     src = DOUBLE.replace("nisa.dma_copy(dst=t, src=x)", "nisa.dma_copy(dst=t, src=x, {kw})")
     ok = write(tmp_path, src.format(kw="priority=None, name='load_x'"), "ok.py")
     assert invoke("check", ok, "--shape", "x=float32[128,4]").exit_code == 0
     bad = write(tmp_path, src.format(kw="priority=2"), "bad.py")
     r = invoke("check", bad, "--shape", "x=float32[128,4]")
-    assert r.exit_code == 1 and "E601" in r.output and "priority=2" in r.output
+    assert r.exit_code == 1 and "priority" in r.output and "E39" in r.output, r.output
 
 
 def test_each_ndarray_call_is_a_new_tensor_also_in_a_loop(tmp_path):

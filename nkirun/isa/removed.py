@@ -1,0 +1,57 @@
+"""Keywords and instructions that NKI removed or renamed, with the release that did it.
+
+The front end looks here only when a keyword or an instruction is unknown (an error path:
+nothing here is imported at start-up), so that a kernel written for an older NKI gets a
+message naming the release and the replacement instead of a bare "unknown keyword".
+
+Sources: the NKI release notes (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/
+release-notes/components/nki.html) and the migration guides. NKI 0.2.0 shipped with Neuron
+SDK 2.27/2.28, 0.3.0 with 2.29, 0.4.0 with 2.30.
+
+nkirun keeps accepting the legacy `mask=` and `dtype=` keywords (docs/masks.md) and memset's
+`shape=`: they are removed in NKI 0.2.0 too, but the seed pages are written with them.
+"""
+from __future__ import annotations
+
+NKI_020 = "NKI 0.2.0 (Neuron SDK 2.27)"
+NKI_020_228 = "NKI 0.2.0 (Neuron SDK 2.28)"
+NKI_030 = "NKI 0.3.0 (Neuron SDK 2.29)"
+NKI_040 = "NKI 0.4.0 (Neuron SDK 2.30)"
+
+# instruction -> keyword -> (release that removed it, what to write instead)
+KEYWORDS = {
+    "dma_copy": {
+        "dst_rmw_op": (NKI_030, "accumulate with dma_compute: {dst: d, srcs: [d, s], "
+                                "reduce_op: add}"),
+        "unique_indices": (NKI_030, "dma_compute takes unique_indices"),
+    },
+    "nc_matmul": {
+        "psumAccumulateFlag": (NKI_020_228, "remove it (it had no effect)"),
+        "is_moving_zero": (NKI_020_228, "it was renamed is_moving_onezero"),
+    },
+    "affine_select": {
+        "pred": (NKI_020, "give the affine predicate as pattern, channel_multiplier, offset "
+                          "and cmp_op"),
+    },
+    "iota": {
+        "expr": (NKI_020, "give the affine expression as pattern, offset and "
+                          "channel_multiplier"),
+    },
+}
+
+# instruction -> (release that removed it, what to write instead)
+INSTRUCTIONS = {
+    "tensor_copy_dynamic_src": (NKI_040, "use tensor_copy with a dynamically offset view "
+                                         "(.ap with scalar_offset)"),
+    "tensor_copy_dynamic_dst": (NKI_040, "use tensor_copy with a dynamically offset view "
+                                         "(.ap with scalar_offset)"),
+}
+
+
+def removed_keyword(op: str, key: str) -> tuple[str, str] | None:
+    """(release, advice) when NKI removed or renamed `op`'s keyword `key`, else None."""
+    return KEYWORDS.get(op, {}).get(key)
+
+
+def removed_instruction(op: str) -> tuple[str, str] | None:
+    return INSTRUCTIONS.get(op)

@@ -1,0 +1,143 @@
+"""dma_compute against the NKI 0.6 page: dst = srcs[0]*1 + srcs[1]*1 + ..., every input cast
+to float32, the float32 result cast to dst's dtype; add only, scales all 1.0, <= 16 sources."""
+import pathlib
+
+import numpy as np
+import pytest
+import yaml
+from prog_helpers import (NP_TYPES, assert_bits_equal, codes, diagnostics, key_line, out,
+                          random_floats, run_program, sbuf, write_program)
+
+import reference as ref
+from nkirun.api import check_program, cost, run
+from nkirun.source.write import to_text
+from nkirun.isa import REGISTRY
+
+
+def ref_compute(srcs, dst_dtype, shape):
+    """Element by element: a float32 running sum in list order, then the cast."""
+    flat = [np.asarray(s).astype(np.float32).reshape(-1) for s in srcs]
+    acc = np.empty(flat[0].size, np.float32)
+    for i in range(acc.size):
+        v = np.float32(0)
+        for j, f in enumerate(flat):
+            v = f[i] if j == 0 else np.float32(v + f[i])
+        acc[i] = v
+    return ref.cast_to(acc.reshape(shape), dst_dtype)
+
+
+@pytest.mark.parametrize("n_src", [1, 2, 5, 16])
+@pytest.mark.parametrize("dtypes", [("float32", "float32"), ("bfloat16", "float32"),
+                                    ("float16", "bfloat16"), ("int16", "int32")])
+@pytest.mark.parametrize("buffers", [("sbuf", "sbuf"), ("hbm", "sbuf"), ("sbuf", "hbm")])
+def test_matches_reference(tmp_path, n_src, dtypes, buffers):
+    rng = np.random.default_rng(n_src * 7 + len(dtypes[0]))
+    src_dtype, dst_dtype = dtypes
+    shape = (37, 3, 5)
+    srcs = []
+    for _ in range(n_src):
+        if src_dtype.startswith("int"):
+            srcs.append(rng.integers(-3000, 3000, shape).astype(src_dtype))
+        else:
+            srcs.append(random_floats(rng, shape, special=n_src < 5).astype(NP_TYPES[src_dtype]))
+    tensors = {f"s{i}": sbuf(s, buffer=buffers[0]) for i, s in enumerate(srcs)}
+    tensors["d"] = out(shape, dst_dtype, buffer=buffers[1])
+    got = run_program(tmp_path, tensors, [{"dma_compute": {
+        "dst": "d", "srcs": [f"s{i}" for i in range(n_src)], "reduce_op": "nl.add"}}])["d"]
+    assert_bits_equal(got, ref_compute(srcs, dst_dtype, shape))
+
+
+def test_accumulate_into_dst_and_views(tmp_path):
+    """The dst_rmw_op replacement: acc = acc + part; sources may be views of other shapes."""
+    acc = np.arange(8 * 4, dtype=np.float32).reshape(8, 4)
+    big = np.ones((2, 8, 4), np.float32) * 0.5
+    got = run_program(tmp_path, {"acc": sbuf(acc, output=True), "big": sbuf(big, buffer="hbm")},
+                      [{"dma_compute": {"dst": "acc", "srcs": ["acc", "big[1, :, :]"],
+                                        "reduce_op": "add", "scales": [1.0, 1]}}])["acc"]
+    np.testing.assert_array_equal(got, acc + 0.5)
+
+
+def test_float32_rounding_follows_list_order(tmp_path):
+    a = np.full((1, 1), 1e8, np.float32)
+    b = np.full((1, 1), 1.0, np.float32)
+    c = np.full((1, 1), -1e8, np.float32)
+    got = run_program(tmp_path, {"a": sbuf(a), "b": sbuf(b), "c": sbuf(c),
+                                 "d": out((1, 1), "float32")},
+                      [{"dma_compute": {"dst": "d", "srcs": ["a", "b", "c"],
+                                        "reduce_op": "add"}}])["d"]
+    assert got[0, 0] == 0.0  # (1e8 + 1) rounds to 1e8 in float32 first
+
+
+def test_spec_example_checks_and_runs(tmp_path):
+    entry = yaml.safe_load(REGISTRY["dma_compute"].example)[0]
+    acc, part = np.ones((4, 6), np.float32), np.full((4, 6), 2.0, np.float32)
+    got = run_program(tmp_path, {"acc": sbuf(acc, output=True), "part": sbuf(part)},
+                      [entry])["acc"]
+    np.testing.assert_array_equal(got, acc + part)
+
+
+def test_text_form_round_trip(tmp_path):
+    path = write_program(tmp_path, {"a": sbuf(np.ones((4, 6), np.float32)),
+                                    "b": sbuf(np.ones((2, 4, 6), np.float32), buffer="hbm"),
+                                    "d": out((4, 6), "float32")},
+                         [{"dma_compute": {"dst": "d", "srcs": ["a", "b[1, :, :]"],
+                                           "reduce_op": "add"}}])
+    assert codes(check_program(path).diagnostics) == []
+    text = to_text(check_program(path).program)
+    assert 'srcs=[a, "b[1, :, :]"]' in text
+    nkis = pathlib.Path(path).with_suffix(".nkis")
+    nkis.write_text(text)
+    assert codes(check_program(str(nkis)).diagnostics) == []
+    np.testing.assert_array_equal(run(str(nkis))["d"], np.full((4, 6), 2.0, np.float32))
+
+
+def test_dataflow_sees_every_source(tmp_path):
+    t = {"a": sbuf(np.ones((4, 6), np.float32)), "b": {"buffer": "sbuf", "shape": [4, 6],
+                                                        "dtype": "float32"},
+         "d": out((4, 6), "float32")}
+    path = write_program(tmp_path, t, [{"dma_compute": {"dst": "d", "srcs": ["a", "b"],
+                                                        "reduce_op": "add"}}])
+    d = check_program(path).diagnostics
+    assert "E050" in codes(d) and "`b`" in next(x for x in d if x.code == "E050").message
+
+
+def test_cost_counts_every_source_and_sbuf_accumulation(tmp_path):
+    t = {"a": sbuf(np.ones((128, 512), np.float32)), "b": sbuf(np.ones((128, 512), np.float32)),
+         "d": out((128, 512), "float32"), "h": out((128, 512), "float32", buffer="hbm")}
+    path = write_program(tmp_path, t, [
+        {"dma_compute": {"dst": "d", "srcs": ["a", "b"], "reduce_op": "add"}},
+        {"dma_compute": {"dst": "h", "srcs": ["a", "b"], "reduce_op": "add"}}])
+    s = cost(path).slots
+    from nkirun.hw.targets import TARGETS
+    t2 = TARGETS["trn2"]
+    assert s[1].cycles == round(t2.dma_ns(2 * 128 * 512 * 4, 128))
+    assert s[0].cycles == round(t2.dma_ns(2 * 2 * 128 * 512 * 4, 128))
+    assert s[0].engine == "dma"
+
+
+def _codes(tmp_path, srcs=("a", "b"), dst_shape=(4, 6), **kw):
+    t = {"a": sbuf(np.ones((4, 6), np.float32)), "b": sbuf(np.ones((4, 7), np.float32)),
+         "p": sbuf(np.ones((4, 6), np.float32), buffer="psum"), "d": out(dst_shape, "float32")}
+    return codes(diagnostics(tmp_path, t, [{"dma_compute": {"dst": "d", "srcs": list(srcs),
+                                                            "reduce_op": "add", **kw}}]))
+
+
+def test_rules(tmp_path):
+    assert _codes(tmp_path, srcs=("a", "a")) == []
+    assert "E440" in _codes(tmp_path, srcs=["a"] * 17)
+    assert "E441" in _codes(tmp_path, srcs=("a", "a"), scales=[1.0, 2.0])
+    assert "E441" in _codes(tmp_path, srcs=("a", "a"), scales=[1.0])
+    assert "E442" in _codes(tmp_path)
+    assert "E443" in _codes(tmp_path, srcs=("a", "a"), oob_mode="skip")
+    assert "E040" in _codes(tmp_path, srcs=("a", "p"))
+    assert "E025" in _codes(tmp_path, srcs=("a", "a"), reduce_op="multiply")
+    assert "E026" in _codes(tmp_path, srcs=("a", "zz"))
+    assert "E024" in _codes(tmp_path, srcs=[])
+
+
+def test_errors_located(tmp_path):
+    t = {"a": sbuf(np.ones((4, 6), np.float32)), "d": out((4, 6), "float32")}
+    path = write_program(tmp_path, t, [{"dma_compute": {"dst": "d", "srcs": ["a"],
+                                                        "reduce_op": "add", "scales": [3.0]}}])
+    d = [x for x in check_program(path).diagnostics if x.code == "E441"]
+    assert d and d[0].loc.line == key_line(path, "scales")
