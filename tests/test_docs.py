@@ -46,7 +46,7 @@ def test_program_format_page_covers_the_format():
 
 def test_diagnostics_page_is_generated_from_the_installed_table():
     assert (ROOT / "docs" / "diagnostics.md").read_text() == codes.markdown(), (
-        "docs/diagnostics.md differs from nkirun/codes.py: edit the table, then run "
+        "docs/diagnostics.md differs from nkirun/codes.json: edit the table, then run "
         "`python -m nkirun.codes --write`")
 
 
