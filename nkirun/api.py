@@ -145,7 +145,7 @@ def run(program: ProgramSource, inputs: Mapping[str, InputValue] | None = None,
     ("zero"). Raises nkirun.NkirunError (with diagnostics) for invalid programs or
     run-time errors, ValueError/TypeError for bad arguments.
     """
-    from nkirun.runner.files import write_outputs
+    from nkirun.runner.outputs import write_outputs
     from nkirun.runner.interpret import execute, outputs
     if uninitialized not in UNINITIALIZED:
         raise ValueError(f"uninitialized must be one of {', '.join(UNINITIALIZED)}; "

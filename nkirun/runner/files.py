@@ -1,10 +1,8 @@
-"""Data files: the .npy inputs a program starts from and the outputs a run writes (atomically)."""
+"""Data files: the .npy inputs a program starts from (the outputs a run writes: outputs.py)."""
 from __future__ import annotations
 
 import ast
 import os
-import shutil
-import secrets
 import struct
 
 import numpy as np
@@ -42,14 +40,7 @@ def load_npy(path: str, decl: TensorDecl, what: str, loc: Loc,
         raise bad("E072", f"is {why}, not a .npy file", hint="give the path of a regular file")
     try:
         with open(path, "rb") as f:
-            head = f.read(len(_NPY_MAGIC))
-            if head != _NPY_MAGIC:
-                if head.startswith(_ZIP_MAGIC[:len(head)]) and len(head) >= 4:
-                    raise bad("E072", "is an .npz archive, not a single .npy array",
-                              hint="save one array with np.save")
-                raise bad("E072", "is not a .npy file (no NumPy header)" if head else
-                          "is empty", hint="write it with np.save")
-            f.seek(0)
+            _check_magic(f, bad)
             try:
                 shape, fortran, dtype, e5m2 = _read_header(f)
             except (ValueError, EOFError, TypeError, struct.error) as e:
@@ -65,15 +56,7 @@ def load_npy(path: str, decl: TensorDecl, what: str, loc: Loc,
             arr_dtype = np.dtype(dtype) if other else _accepted_dtype(np.dtype(dtype), decl, bad)
             if tuple(shape) != decl.shape:
                 raise bad("E074", f"has shape {list(shape)}, declared {list(decl.shape)}")
-            data_start = f.tell()
-            f.seek(0, os.SEEK_END)
-            have = f.tell() - data_start
-            need = decl.size * arr_dtype.itemsize
-            if have < need:
-                raise bad("E072", f"is truncated: its header declares {need:,} data bytes, "
-                          f"the file holds {have:,}")
-            f.seek(data_start)
-            raw = f.read(need)
+            raw = _read_data(f, decl.size * arr_dtype.itemsize, bad)
     except FileNotFoundError:
         raise bad("E070", "not found") from None
     except IsADirectoryError:
@@ -83,6 +66,37 @@ def load_npy(path: str, decl: TensorDecl, what: str, loc: Loc,
     arr = np.frombuffer(raw, dtype=arr_dtype).reshape(shape, order="F" if fortran else "C")
     if other:
         return np.array(_as_numeric(arr, e5m2), order="C")
+    return _as_declared(arr, decl)
+
+
+def _check_magic(f, bad) -> None:
+    """Refuses a file that does not start with the .npy magic (an .npz, an empty file, ...);
+    leaves `f` at its start."""
+    head = f.read(len(_NPY_MAGIC))
+    if head != _NPY_MAGIC:
+        if head.startswith(_ZIP_MAGIC[:len(head)]) and len(head) >= 4:
+            raise bad("E072", "is an .npz archive, not a single .npy array",
+                      hint="save one array with np.save")
+        raise bad("E072", "is not a .npy file (no NumPy header)" if head else
+                  "is empty", hint="write it with np.save")
+    f.seek(0)
+
+
+def _read_data(f, need: int, bad) -> bytes:
+    """The `need` data bytes after the header, refusing a truncated file before reading."""
+    data_start = f.tell()
+    f.seek(0, os.SEEK_END)
+    have = f.tell() - data_start
+    if have < need:
+        raise bad("E072", f"is truncated: its header declares {need:,} data bytes, "
+                  f"the file holds {have:,}")
+    f.seek(data_start)
+    return f.read(need)
+
+
+def _as_declared(arr: np.ndarray, decl: TensorDecl) -> np.ndarray:
+    """The data read in an accepted form as an owned, writable, C-ordered array of the
+    declared storage dtype (native byte order; tfloat32 rounded)."""
     if arr.dtype != decl.dtype.np_type:
         arr = arr.astype(arr.dtype.newbyteorder("=")) if arr.dtype.kind != "V" else arr
         arr = arr.view(decl.dtype.np_type)
@@ -294,102 +308,3 @@ def _check_array(arr: np.ndarray, t: TensorDecl, loc: Loc) -> np.ndarray:
                                 hint="give an array of the declared shape (or a 0-d array "
                                      "to fill it)"))
     return arr
-
-
-def write_outputs(arrays: dict[str, np.ndarray], out_dir: str) -> list[str]:
-    """Write `<out_dir>/<name>.npy` for each array, so that a failure or a signal changes
-    nothing: afterwards `out_dir` holds all the new outputs or exactly what it held.
-
-    Every array goes to an exclusive temp file in `out_dir` first (same filesystem, so the
-    rename is atomic); only when all are written are they renamed over the final names,
-    with signals held back (nkirun.safeio). If a rename fails, the files already replaced
-    are restored from hard-link backups; folders this call created are removed again.
-    """
-    finals = {name: os.path.join(out_dir, f"{name}.npy") for name in arrays}
-    for name, final in finals.items():
-        if os.path.isdir(final):
-            raise NkirunError(error("E080", f"cannot write output `{name}`: {final} is a folder",
-                                    hint="remove it, or choose another --out"))
-    created = safeio.new_folders(out_dir)
-    temps: list[tuple[str, str]] = []
-    backups: list[tuple[str, str | None]] = []  # (final, backup of its old content or None)
-    try:
-        try:
-            os.makedirs(out_dir, exist_ok=True)
-        except OSError as e:
-            raise NkirunError(error("E080", f"cannot create output folder {out_dir}: "
-                                    f"{e.strerror or e}")) from None
-        for name, arr in arrays.items():
-            fd, tmp = safeio.exclusive_temp(out_dir, f"{name}.npy")
-            temps.append((tmp, finals[name]))
-            with os.fdopen(fd, "wb") as f:
-                np.save(f, _savable(arr), allow_pickle=False)
-                f.flush()
-                os.fsync(f.fileno())
-        with safeio.signals_held():
-            for tmp, final in temps:
-                backups.append((final, _backup(final)))
-                os.replace(tmp, final)
-            safeio.WRITTEN.extend(final for _, final in temps)
-    except BaseException as e:  # noqa: BLE001 - undo, then report (or re-raise a bug/^C)
-        with safeio.signals_held():
-            _undo(temps, backups, created)
-        if isinstance(e, OSError):
-            raise NkirunError(error("E080", f"cannot write outputs to {out_dir}: "
-                                    f"{e.strerror or e}; nothing there was changed")) from None
-        raise
-    with safeio.signals_held():
-        for _, bak in backups:
-            if bak is not None:
-                _unlink(bak)
-    return [final for _, final in temps]
-
-
-def _savable(arr: np.ndarray) -> np.ndarray:
-    """ml_dtypes' float8_e5m2 would be saved with descr '<f1', which np.load cannot read;
-    save its raw bytes (|V1), as np.save does by itself for bfloat16 and float8_e4m3."""
-    if arr.dtype.kind == "f" and arr.dtype.itemsize == 1:
-        return arr.view(np.dtype("V1"))
-    return arr
-
-
-def _backup(final: str) -> str | None:
-    """A hard link to `final`'s current content under an unpredictable name (None if it
-    does not exist)."""
-    if not os.path.lexists(final):
-        return None
-    folder, name = os.path.split(final)
-    for _ in range(100):
-        bak = os.path.join(folder, f".{name}.{secrets.token_hex(8)}.bak")
-        try:
-            os.link(final, bak)  # fails if anything exists under that name
-            return bak
-        except FileExistsError:
-            continue
-        except OSError:  # a filesystem without hard links
-            fd, bak = safeio.exclusive_temp(folder or ".", name)
-            os.close(fd)
-            shutil.copy2(final, bak)
-            return bak
-    raise OSError(f"cannot create a backup of {final}")
-
-
-def _undo(temps, backups, created: list[str]) -> None:
-    for final, bak in reversed(backups):
-        try:
-            if bak is None:
-                _unlink(final)  # it did not exist before this call
-            else:
-                os.replace(bak, final)
-        except OSError:
-            pass
-    for tmp, _ in temps:
-        _unlink(tmp)
-    safeio.remove_folders(created)
-
-
-def _unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass

@@ -69,7 +69,7 @@ def default_out_dir(spec: str) -> str:
 
 
 def run(spec, out_dir, params, max_hbm_bytes=None) -> int:
-    from nkirun.runner.files import write_outputs
+    from nkirun.runner.outputs import write_outputs
     from nkirun.show.render import plural, print_diagnostics
     from nkirun.source.kernel.api import run_traced
     traced = _traced(spec, params)

@@ -1,0 +1,3 @@
+from nkirun.cli import main
+
+main()

@@ -1,0 +1,144 @@
+"""`nkirun cost` and `nkirun convert`."""
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from nkirun.cli.common import (EXIT_OK, _debug_option, _echo_json, _fmt_option, _guard,
+                               _kernel_params, _program_format_option, _target_option)
+from nkirun.diagnostics import NkirunError
+from nkirun.source.kernel.cli import kernel_options, no_kernel_options
+from nkirun.source.kernel.loader import is_kernel_path
+
+
+@click.command(short_help="Estimate cycles and the multi-engine schedule of a program.")
+@click.argument("program", type=click.Path(dir_okay=False))
+@_fmt_option
+@_target_option
+@click.option("--trace-out", type=click.Path(dir_okay=False, allow_dash=True), default=None,
+              metavar="FILE",
+              help="also write a Chrome/Perfetto trace (open it in ui.perfetto.dev); "
+                   "- writes it to standard output instead of the report")
+@click.option("--view", "view", default="all", show_default=True, metavar="LIST",
+              help="views to show, comma-separated: summary, table, timeline, critical, all")
+@click.option("--max-rows", type=int, default=200, show_default=True, metavar="N",
+              help="instruction-table rows in text output (0: all)")
+@click.option("--width", type=click.IntRange(60, 400), default=None, metavar="COLUMNS",
+              help="text width [default: the terminal's, 100 when piped]")
+@_program_format_option
+@kernel_options(inputs=True)
+@_debug_option
+@_guard
+def cost(program, fmt, target, trace_out, view, max_rows, width, program_format, debug,
+         inputs=(), kernel_args=(), kernel_shapes=(), grid=None, lnc=None):
+    """Estimate cycles per instruction and the multi-engine schedule of PROGRAM.
+
+    Each engine runs its instructions in program order; an instruction waits for its
+    engine (or DMA queues) and for the data it reads, and a write waits for earlier readers
+    and writers of the same elements. Views: summary (makespan, utilisation, bottleneck),
+    table (per instruction: cycles, start/end, why it waited), timeline (a Gantt chart per
+    engine), critical (the chain that decides the makespan). Reads no data file. The model
+    and its assumptions: docs/cost.md.
+
+    \b
+    Examples:
+      nkirun cost prog.yaml
+      nkirun cost prog.yaml --view summary,critical
+      nkirun cost prog.yaml --target trn1 --format json
+      nkirun cost prog.yaml --trace-out trace.json    # open it in ui.perfetto.dev
+
+    Exit status: 0 ok, 1 invalid program, 2 usage error.
+    """
+    from nkirun import api
+    from nkirun.schedule import parse_views, render_report, to_json, write_trace
+    try:
+        views = parse_views(view)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--view")
+    if is_kernel_path(program):
+        from nkirun.source.kernel import commands
+        sys.exit(commands.cost(program, fmt, _kernel_params(
+            inputs, kernel_shapes, kernel_args, grid, lnc, target), trace_out, views,
+            max_rows, width))
+    no_kernel_options(program, kernel_args, kernel_shapes or inputs, grid, lnc)
+    try:
+        sched = api.cost(program, program_format, target)
+    except NkirunError as e:
+        from nkirun.source import parse_file
+        p, _ = parse_file(program, program_format)
+        e.lines = p.source_lines if p else ()
+        raise
+    if trace_out == "":
+        raise click.BadParameter("an empty file name; give a file, or - for standard "
+                                 "output", param_hint="--trace-out")
+    if trace_out:
+        try:
+            where = write_trace(sched, trace_out)
+        except OSError as e:
+            from nkirun.diagnostics import error
+            raise NkirunError(error("E080", f"--trace-out: cannot write {trace_out}: "
+                                    f"{e.strerror or e}"))
+        click.echo(f"wrote the Perfetto trace to {where} (open it in ui.perfetto.dev)",
+                   err=True)
+        if trace_out == "-":  # standard output carries the trace alone
+            sys.exit(EXIT_OK)
+    if fmt == "json":
+        _echo_json(to_json(sched, views))
+    else:
+        render_report(sched, width=width, views=views, max_rows=max_rows)
+    sys.exit(EXIT_OK)
+
+
+@click.command(short_help="Convert a program between YAML and the text form.")
+@click.argument("program", type=click.Path(dir_okay=False))
+@click.option("--to", "to", type=click.Choice(["yaml", "text"]), required=True,
+              help="the format to write")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default=None,
+              help="write to this file (atomically) instead of standard output")
+@_program_format_option
+@_target_option
+@kernel_options(inputs=True)
+@_debug_option
+@_guard
+def convert(program, to, output, program_format, debug, target=None, inputs=(), kernel_args=(),
+            kernel_shapes=(), grid=None, lnc=None):
+    """Convert PROGRAM between YAML and the text form (docs/text-format.md).
+
+    Lossless: reading the result gives the same tensors and instructions (comments and
+    layout are not kept). With -o in another folder, relative data-file paths are
+    rewritten to point at the same files. PROGRAM must pass `check` (warnings allowed).
+
+    \b
+    Examples:
+      nkirun convert prog.yaml --to text -o prog.nkis
+      nkirun convert trace.nkis --to yaml > trace.yaml
+
+    Exit status: 0 ok, 1 invalid program or unwritable output, 2 usage error.
+    """
+    if is_kernel_path(program):
+        from nkirun.source.kernel import commands
+        sys.exit(commands.convert(program, to, output, _kernel_params(
+            inputs, kernel_shapes, kernel_args, grid, lnc, target)))
+    no_kernel_options(program, kernel_args, kernel_shapes or inputs, grid, lnc)
+    from nkirun.api import check_program
+    from nkirun.diagnostics import ProgramInvalid, error
+    from nkirun.source.write import write_program
+    c = check_program(program, program_format)
+    if not c.ok:
+        e = ProgramInvalid(c.errors or c.diagnostics)
+        e.lines = c.program.source_lines if c.program else ()
+        raise e
+    text = write_program(c.program, to,
+                         None if output is None else os.path.dirname(output) or ".")
+    if output is None or output == "-":
+        click.echo(text, nl=False)
+        sys.exit(EXIT_OK)
+    from nkirun.safeio import write_file
+    try:
+        where = write_file(output, text.encode("utf-8"))
+    except OSError as exc:
+        raise NkirunError(error("E080", f"-o: cannot write {output}: {exc.strerror or exc}"))
+    click.echo(f"wrote {where}", err=True)
+    sys.exit(EXIT_OK)

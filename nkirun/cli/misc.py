@@ -1,0 +1,104 @@
+"""`nkirun explain`, `ops` and `schema`."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from nkirun.cli.common import EXIT_INVALID, _console, _echo_json, _fmt_option
+
+
+@click.command(short_help="Explain an instruction (signature, rules, cost) or a diagnostic code.")
+@click.argument("op")
+@_fmt_option
+def explain(op, fmt):
+    """Show instruction OP (signature, engine, parameters, rules, semantics, cost formula
+    and an example) or explain a diagnostic code (E040, W051, ...).
+
+    An instruction's entry comes from the module that implements it (nkirun/isa/<op>.py),
+    the same definition check, run and cost use; `nisa.` prefixes are accepted. A code's
+    entry comes from the table installed with nkirun (docs/diagnostics.md is made from it).
+
+    \b
+    Examples:
+      nkirun explain range_select
+      nkirun explain nisa.activation --format json
+      nkirun explain E040
+
+    Exit status: 0 ok, 1 unknown instruction or code (with a did-you-mean).
+    """
+    from nkirun import codes
+    from nkirun.show.explain import describe, lookup, render_rich, render_text, suggestion
+    from nkirun.show.render import use_color
+    if codes.CODE_RE.fullmatch(op.strip()):
+        from nkirun.show.explain import explain_code
+        sys.exit(explain_code(op, fmt))
+    spec = lookup(op)
+    if spec is None:
+        hint = suggestion(op)
+        click.echo(f"nkirun: unknown instruction `{op}`" + (f"; {hint}" if hint else "")
+                   + " (`nkirun ops` lists them)", err=True)
+        sys.exit(EXIT_INVALID)
+    d = describe(spec)
+    if fmt == "json":
+        _echo_json(d)
+    elif use_color():
+        render_rich(d, _console())
+    else:
+        click.echo(render_text(d))
+
+
+@click.command(short_help="List the instructions nkirun knows.")
+@_fmt_option
+def ops(fmt):
+    """List the instructions nkirun knows, with engine and summary (`nkirun explain OP`
+    for one of them). Exit status 0."""
+    from nkirun.show.explain import ops_list, render_ops_rich, render_ops_text
+    from nkirun.show.render import use_color
+    rows = ops_list()
+    if fmt == "json":
+        _echo_json({"instructions": rows})
+    elif use_color():
+        render_ops_rich(rows, _console())
+    else:
+        click.echo(render_ops_text(rows))
+
+
+@click.command(short_help="Print or write the JSON Schema of the program format.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default=None,
+              metavar="FILE", help="write it to FILE (atomically) instead of standard output")
+@click.option("--path", "show_path", is_flag=True,
+              help="print where the installed copy is (for editor settings)")
+def schema(output, show_path):
+    """Print the JSON Schema of the program format (generated from the instruction table;
+    the same as schemas/program.schema.json and the copy installed with nkirun). For
+    completion, hover docs and snippets in an editor with yaml-language-server (VS Code's
+    YAML extension, Neovim, Helix, ...), start a program with:
+
+    \b
+      # yaml-language-server: $schema=PATH/program.schema.json
+
+    \b
+    Examples:
+      nkirun schema -o program.schema.json
+      nkirun schema --path        # the installed copy, e.g. for yaml.schemas settings
+
+    Exit status 0; 1 if FILE cannot be written.
+    """
+    from nkirun.source.schema import PACKAGE_SCHEMA_PATH, dumps
+    if show_path:
+        click.echo(PACKAGE_SCHEMA_PATH)
+        return
+    text = dumps()
+    if output is None or output == "-":
+        click.echo(text, nl=False)
+        return
+    from nkirun.safeio import write_file
+    try:
+        where = write_file(output, text.encode("utf-8"))
+    except OSError as exc:
+        from nkirun.diagnostics import error
+        click.echo(error("E080", f"-o: cannot write {output}: {exc.strerror or exc}").one_line(),
+                   err=True)
+        sys.exit(EXIT_INVALID)
+    click.echo(f"wrote {where}", err=True)
