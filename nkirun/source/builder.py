@@ -4,25 +4,18 @@ every keyword through the instruction table and produces the typed IR.
 """
 from __future__ import annotations
 
-import re
-
-import numpy as np
-
 from nkirun.hw import dtypes as dt
 from nkirun.diagnostics import Loc, error
-from nkirun.ir import BUFFERS, Instruction, Program, TensorDecl, instruction_at, view_at
+from nkirun.ir import Instruction, Program, TensorDecl, instruction_at, view_at
 from nkirun.isa import REGISTRY
 from nkirun.isa.spec import ArgError, convert, normalize_name, param_tables
-from nkirun.hw.alu import parse_scalar
 from nkirun.source.operands import ViewSyntaxError, parse_view
 from nkirun.hw.targets import DEFAULT_TARGET, TARGETS
+from nkirun.source import tensor_fields
+from nkirun.source.tensor_fields import BUFFER_ALIASES, NAME_RE, TENSOR_KEYS  # noqa: F401
 
 TOP_KEYS = ("version", "name", "target", "tensors", "instructions")
-TENSOR_KEYS = ("buffer", "shape", "dtype", "file", "fill", "data", "output")
-NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-MAX_DIMS = 16
-MAX_UNKNOWN_REPORTED = 10  # unknown keywords of one instruction reported one by one  # NumPy allows 64 (32 before 2.0); instructions add a few axes of their own
-BUFFER_ALIASES = {"shared_hbm": "hbm", "private_hbm": "hbm"}
+MAX_UNKNOWN_REPORTED = 10  # unknown keywords of one instruction reported one by one
 
 
 def did_you_mean(word: str, choices) -> str | None:
@@ -106,21 +99,12 @@ class Builder:
             self.invalid_tensors.add(name)
 
     def _tensor(self, name, fields, loc: Loc) -> bool:
+        """Declares one tensor; True when its declaration is invalid."""
         d = self.diags
         n0 = len(d)
-        # fullmatch: `$` alone would accept a name ending in a newline (a file name with one)
-        if not isinstance(name, str) or not NAME_RE.fullmatch(name):
-            d.append(error("E018", f"invalid tensor name {name!r}", loc,
-                           hint="names are letters, digits and _, not starting with a digit "
-                                "(they become output file names)"))
-            return True
-        if name in self.tensors or name in self.invalid_tensors:
-            d.append(error("E014", f"tensor `{name}` is declared twice", loc))
-            return False
-        if not isinstance(fields, dict):
-            d.append(error("E006", f"tensor `{name}` must be a mapping such as "
-                           "{buffer: sbuf, shape: [128, 512], dtype: float32}", loc))
-            return True
+        early = self._tensor_entry(name, fields, loc)
+        if early is not None:
+            return early
         key_locs = {k: kl for k, (_, kl, _) in fields.items()}
         for k, (_, kl, _) in fields.items():
             if k not in TENSOR_KEYS:
@@ -130,58 +114,19 @@ class Builder:
         for k in ("buffer", "shape", "dtype"):
             if k not in fields:
                 d.append(error("E005", f"tensor `{name}` needs `{k}`", loc))
-        fields = self._empty_values(name, fields)
+        fields = tensor_fields.empty_values(d, name, fields)
         get = lambda k: fields[k][0] if k in fields else None  # noqa: E731
         vloc = lambda k: fields[k][2] if k in fields else loc  # noqa: E731
 
-        buffer = get("buffer")
-        if buffer is not None:
-            b = BUFFER_ALIASES.get(str(buffer).removeprefix("nl."), str(buffer).removeprefix("nl."))
-            if b not in BUFFERS:
-                d.append(error("E011", f"tensor `{name}`: unknown buffer {buffer!r}", vloc("buffer"),
-                               hint="allowed: hbm, sbuf, psum"))
-            buffer = b
-        shape = get("shape")
-        if shape is not None:
-            if not (isinstance(shape, list) and shape and all(
-                    isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in shape)):
-                d.append(error("E012", f"tensor `{name}`: shape must be a non-empty list of "
-                               f"positive integers, got {shape!r}", vloc("shape")))
-                shape = None
-            elif len(shape) > MAX_DIMS:
-                d.append(error("E012", f"tensor `{name}`: a shape of {len(shape)} dimensions; at "
-                               f"most {MAX_DIMS} are supported", vloc("shape"),
-                               hint="NKI tiles have a partition dimension and a few free ones"))
-                shape = None
-            else:
-                shape = tuple(shape)
+        buffer = tensor_fields.buffer_of(d, name, get("buffer"), vloc)
+        shape = tensor_fields.shape_of(d, name, get("shape"), vloc)
         dtype = None
         if "dtype" in fields:
             dtype = dt.lookup(get("dtype")) if isinstance(get("dtype"), str) else None
             if dtype is None:
                 d.append(error("E013", f"tensor `{name}`: unknown dtype {get('dtype')!r}",
                                vloc("dtype"), hint="allowed: " + ", ".join(dt.DTYPES)))
-        inits = [k for k in ("file", "fill", "data") if k in fields]
-        init, init_value = None, None
-        if len(inits) > 1:
-            d.append(error("E015", f"tensor `{name}` has {' and '.join(inits)}: give at most one "
-                           "initial value", fields[inits[1]][1]))
-        elif inits:
-            init = inits[0]
-            init_value = get(init)
-            if init == "file" and not (isinstance(init_value, str) and init_value
-                                       and "\0" not in init_value):
-                d.append(error("E006", f"tensor `{name}`: `file` must be a path to a .npy file",
-                               vloc("file")))
-            elif init == "fill":
-                v = parse_scalar(init_value)
-                if v is None:
-                    d.append(error("E019", f"tensor `{name}`: fill must be a number, got "
-                                   f"{init_value!r}", vloc("fill"),
-                                   hint="numbers, or inf, -inf, nan, fp32.min, fp32.max"))
-                init_value = v
-            elif init == "data" and shape is not None:
-                init_value = self._data(name, init_value, shape, vloc("data"))
+        init, init_value = tensor_fields.initial_value(d, name, fields, shape, vloc)
         output = get("output")
         if output is not None and not isinstance(output, bool):
             d.append(error("E006", f"tensor `{name}`: `output` must be true or false, got "
@@ -196,47 +141,24 @@ class Builder:
                                         bool(output), loc, key_locs)
         return False
 
-    def _empty_values(self, name, fields: dict) -> dict:
-        """Report each key written with no value (`shape:` with nothing after the colon,
-        `shape: null`): E005 for buffer/shape/dtype, E006 for the others. Returns the
-        fields without them, so no later rule sees a None."""
-        kept = {}
-        for k, f in fields.items():
-            if f[0] is not None or k not in TENSOR_KEYS:
-                kept[k] = f
-                continue
-            required = k in ("buffer", "shape", "dtype")
-            what = {"buffer": "hbm, sbuf or psum", "shape": "a list such as [128, 512]",
-                    "dtype": "a dtype such as float32", "output": "true or false",
-                    "file": "a .npy path", "fill": "a number",
-                    "data": "a nested list of numbers"}.get(k, "a value")
-            self.diags.append(error("E005" if required else "E006",
-                                    f"tensor `{name}`: `{k}` has no value", f[1],
-                                    hint=f"write {what} after `{k}:`"))
-        return kept
-
-    def _data(self, name, value, shape, loc):
-        if not isinstance(value, list):
-            self.diags.append(error("E016", f"tensor `{name}`: data must be a nested list of "
-                                    f"shape {list(shape)}", loc))
-            return None
-        try:
-            if _has_bool(value):  # np.array would silently read true/false as 1/0
-                raise TypeError
-            arr = np.array(value, dtype=np.float64)
-        except (ValueError, TypeError, OverflowError):
-            vals = [parse_scalar(v) for v in np.array(value, dtype=object).ravel()] \
-                if _rectangular(value) else [None]
-            if any(v is None for v in vals):
-                self.diags.append(error("E016", f"tensor `{name}`: data must be a rectangular "
-                                        "nested list of numbers", loc))
-                return None
-            arr = np.array(vals, dtype=np.float64).reshape(np.array(value, dtype=object).shape)
-        if arr.shape != shape:
-            self.diags.append(error("E016", f"tensor `{name}`: data has shape {list(arr.shape)}, "
-                                    f"declared {list(shape)}", loc))
-            return None
-        return arr
+    def _tensor_entry(self, name, fields, loc: Loc) -> bool | None:
+        """The name and the mapping of a tensor entry: None when both are fine, else what
+        `_tensor` returns (True: invalid; False: a second declaration, reported)."""
+        d = self.diags
+        # fullmatch: `$` alone would accept a name ending in a newline (a file name with one)
+        if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+            d.append(error("E018", f"invalid tensor name {name!r}", loc,
+                           hint="names are letters, digits and _, not starting with a digit "
+                                "(they become output file names)"))
+            return True
+        if name in self.tensors or name in self.invalid_tensors:
+            d.append(error("E014", f"tensor `{name}` is declared twice", loc))
+            return False
+        if not isinstance(fields, dict):
+            d.append(error("E006", f"tensor `{name}` must be a mapping such as "
+                           "{buffer: sbuf, shape: [128, 512], dtype: float32}", loc))
+            return True
+        return None
 
     # ---- instructions ------------------------------------------------------------------------
     def bad_entry(self, message: str, loc: Loc, hint: str | None = None,
@@ -253,16 +175,7 @@ class Builder:
         name = op if spec is not None else normalize_name(op)
         spec = spec or REGISTRY.get(name)
         if spec is None:
-            from nkirun.isa.removed import removed_instruction
-            gone = removed_instruction(name)
-            if gone is not None:
-                self.diags.append(error("E391", f"`{name}` was removed in {gone[0]}", loc, index,
-                                        hint=gone[1]))
-            else:
-                self.diags.append(error("E021", f"unknown instruction `{op}`", loc, index,
-                                        hint=did_you_mean(name, REGISTRY)
-                                        or "see `nkirun ops` for the instruction list"))
-            self.dropped.add(index)
+            self._unknown_instruction(op, name, loc, index)
             return
         if args is None:
             self.diags.append(error("E024", f"{name}: the value must be a mapping of keyword "
@@ -270,9 +183,43 @@ class Builder:
             self.dropped.add(index)
             return
         n0 = len(self.diags)
-        values, locs = {}, {}
         tables = param_tables(spec)
-        params, defaults, required = tables.by_name, tables.defaults, tables.required
+        values, locs, meant, unknown = self._keywords(name, spec, args, tables.by_name, index)
+        if len(unknown) > MAX_UNKNOWN_REPORTED:  # one line for the rest, not one each
+            more = unknown[MAX_UNKNOWN_REPORTED:]
+            self.diags.append(error(
+                "E022", f"{name}: {len(more):,} more unknown keywords ("
+                + ", ".join(f"`{k}`" for k in more[:5]) + (", ..." if len(more) > 5 else "")
+                + ")", locs[more[0]], index, hint="allowed: " + ", ".join(spec.param_names)))
+        for p in tables.required:
+            if p.name not in args and p.name not in meant:
+                self.diags.append(error("E023", f"{name}: missing required keyword `{p.name}`",
+                                        loc, index, hint=p.doc or None))
+        if len(self.diags) > n0:
+            self.dropped.add(index)
+            self.partial.append(Instruction(name, values, index, loc, locs))
+            return
+        full = tables.defaults.copy()  # every param: the default unless given
+        full.update(values)
+        self.instructions.append(Instruction(name, full, index, loc, locs))
+
+    def _unknown_instruction(self, op: str, name: str, loc: Loc, index: int) -> None:
+        """E391 for an instruction NKI removed, else E021 with a did-you-mean."""
+        from nkirun.isa.removed import removed_instruction
+        gone = removed_instruction(name)
+        if gone is not None:
+            self.diags.append(error("E391", f"`{name}` was removed in {gone[0]}", loc, index,
+                                    hint=gone[1]))
+        else:
+            self.diags.append(error("E021", f"unknown instruction `{op}`", loc, index,
+                                    hint=did_you_mean(name, REGISTRY)
+                                    or "see `nkirun ops` for the instruction list"))
+        self.dropped.add(index)
+
+    def _keywords(self, name: str, spec, args: dict, params: dict, index: int) -> tuple:
+        """Converts an instruction's keywords: (values, locations, the missing required
+        keywords an unknown one was a typo of, the unknown keywords)."""
+        values, locs = {}, {}
         converted = self._converted
         meant = set()  # missing required keywords an unknown one was a typo of
         unknown: list[str] = []
@@ -304,23 +251,7 @@ class Builder:
                     converted[ckey] = (values[key],)
             except ArgError as e:
                 self.diags.append(error(e.code, f"{name}: {e}", kloc, index, e.hint))
-        if len(unknown) > MAX_UNKNOWN_REPORTED:  # one line for the rest, not one each
-            more = unknown[MAX_UNKNOWN_REPORTED:]
-            self.diags.append(error(
-                "E022", f"{name}: {len(more):,} more unknown keywords ("
-                + ", ".join(f"`{k}`" for k in more[:5]) + (", ..." if len(more) > 5 else "")
-                + ")", locs[more[0]], index, hint="allowed: " + ", ".join(spec.param_names)))
-        for p in required:
-            if p.name not in args and p.name not in meant:
-                self.diags.append(error("E023", f"{name}: missing required keyword `{p.name}`",
-                                        loc, index, hint=p.doc or None))
-        if len(self.diags) > n0:
-            self.dropped.add(index)
-            self.partial.append(Instruction(name, values, index, loc, locs))
-            return
-        full = defaults.copy()  # every param: the default unless given
-        full.update(values)
-        self.instructions.append(Instruction(name, full, index, loc, locs))
+        return values, locs, meant, unknown
 
     def repeat(self, like: Instruction, view_keys: tuple, loc: Loc, locs: dict) -> None:
         """An instruction with exactly the keywords and values of `like`, an earlier valid
@@ -361,21 +292,4 @@ def _unknown_keyword(name: str, key: str, spec, kloc: Loc, index: int, guess: st
                  "allowed: " + ", ".join(spec.param_names))
 
 
-def _has_bool(value) -> bool:
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, bool):
-            return True
-        if isinstance(v, list):
-            stack.extend(v)
-    return False
-
-
 _HASHABLE = frozenset({str, int, float, bool})
-def _rectangular(value) -> bool:
-    try:
-        np.array(value, dtype=object)
-        return True
-    except ValueError:
-        return False
