@@ -15,7 +15,7 @@ from nkirun.cli import cli
 from nkirun.schedule import trace_events
 from nkirun.schedule.views import tracks
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from repo_paths import ROOT
 PROGRAMS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "programs").glob("*.yaml"))
 
 

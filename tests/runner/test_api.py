@@ -17,7 +17,7 @@ from click.testing import CliRunner
 import nkirun
 from nkirun.cli import cli
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from repo_paths import ROOT
 ROWMAX = ROOT / "programs" / "rowmax_in_window.yaml"
 COPY = {"version": 1, "tensors": {
     "x": {"buffer": "hbm", "shape": [4, 6], "dtype": "float32", "fill": 0},

@@ -16,7 +16,7 @@ from nkirun.cli import cli
 from nkirun.isa import REGISTRY
 from nkirun.source.schema import PACKAGE_SCHEMA_PATH, SCHEMA_ID, dumps, generate
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from repo_paths import ROOT
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 OUTSIDE = re.compile(r"\.\./shared|nki-reference|seed page|seed's|isa-coverage|"
                      r"kernel-contract|code-review-20|ux-review-20", re.IGNORECASE)

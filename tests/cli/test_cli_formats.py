@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from nkirun.cli import cli
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from repo_paths import ROOT
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 BAD = "tests/invalid/E040_wrong_buffer.yaml"
 GOOD = "programs/rowmax_in_window.yaml"

@@ -15,7 +15,8 @@ from click.testing import CliRunner
 from nkirun.api import check_program
 from nkirun.cli import cli
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from repo_paths import ROOT as _ROOT
+ROOT = str(_ROOT)
 ENV = {**os.environ, "PYTHONPATH": ROOT, "NO_COLOR": "1", "OPENBLAS_NUM_THREADS": "1"}
 BIG = "9" * 5000
 BASE = """version: 1

@@ -8,7 +8,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0] + "/isa")
+sys.path.insert(0, __file__.rsplit("/", 2)[0] + "/isa")
 from mxrand_helpers import check_codes, errors, run_prog, t, write
 
 from nkirun.api import cost, run
