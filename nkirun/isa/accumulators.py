@@ -97,14 +97,19 @@ def start_value(b: Bound, m, acc, engine: str, op: str, lanes: slice, partitions
         return np.full((partitions, 1), identity(op), np.float32)
     if cmd == "load_reduce":
         return per_partition_f32(b, m, init_key, partitions)
-    undefined = ~acc.defined[lanes]
+    warn_if_undefined(b, m, engine, ~acc.defined[lanes])
+    return acc.value[lanes].copy()
+
+
+def warn_if_undefined(b: Bound, m, engine: str, undefined: np.ndarray) -> None:
+    """The run-time W052 of every accumulator user: `reduce` continues from lanes nothing
+    defined (`undefined`: one bool per partition the instruction folds into)."""
     if undefined.any():
         bad = int(np.flatnonzero(undefined)[0])
         m.warnings.append(warning(
             "W052", f"{b.op}: reduce_cmd=reduce continues from an undefined {engine}-engine "
             f"accumulator (partition {bad}: never reset, or clobbered by an idle op)",
             b.loc("reduce_cmd"), b.index, hint="start the chain with reset_reduce or load_reduce"))
-    return acc.value[lanes].copy()
 
 
 def fold(b: Bound, m, acc, engine: str, op: str, x: np.ndarray, lanes_of: str,

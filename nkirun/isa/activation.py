@@ -122,11 +122,9 @@ def _reduce(b: Bound, m, y: np.ndarray, cmd: str) -> None:
     if cmd in ("reset", "reset_reduce"):
         acc.value[on] = acc.reset_value
         acc.defined[on] = True
-    if cmd == "reduce" and not acc.defined[on].all():
-        m.warnings.append(warning(
-            "W052", "activation: reduce_cmd=reduce adds onto a Scalar-engine accumulator that "
-            "was never reset", b.loc("reduce_cmd"), b.index,
-            hint="use reset_reduce for the first activation of a chain"))
+    if cmd == "reduce":
+        from nkirun.isa.accumulators import warn_if_undefined
+        warn_if_undefined(b, m, "Scalar", ~acc.defined[on])
     if cmd in ("reduce", "reset_reduce"):
         acc.value[on] += rowsum_on
     if res is not None:

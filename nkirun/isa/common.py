@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from nkirun.diagnostics import warning
 from nkirun.checker.mask import active_rows, hide, rows_mask
 from nkirun.isa.spec import Bound
 
@@ -232,13 +231,9 @@ def vector_reduce(b: Bound, m, selected_f32: np.ndarray, lanes_of: str) -> None:
         acc.value[on] = -np.inf
         acc.defined[on] = True
     if cmd in ("reduce", "reset_reduce"):
-        if not acc.defined[on].all():
-            undef = ~acc.defined[lanes] if active is None else ~acc.defined[lanes] & active
-            bad = int(np.flatnonzero(undef)[0])
-            m.warnings.append(warning(
-                "W052", f"{b.op}: reduce_cmd=reduce accumulates onto an undefined Vector-engine "
-                f"accumulator (partition {bad}: never reset, or clobbered by an idle op)",
-                b.loc("reduce_cmd"), b.index, hint="use reset_reduce for the first op of a chain"))
+        from nkirun.isa.accumulators import warn_if_undefined
+        undefined = ~acc.defined[lanes]
+        warn_if_undefined(b, m, "Vector", undefined if active is None else undefined & active)
         acc.value[on] = np.maximum(acc.value[on], rowmax if active is None else rowmax[active])
     if cmd == "idle":
         acc.defined[on] = False
