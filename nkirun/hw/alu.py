@@ -52,7 +52,7 @@ def _reciprocal(a, b=None):
 
 
 def _logical_right_shift(a, b):
-    # nki-reference.md §2.2: right_shift is a *logical* shift (zero fill); an arithmetic
+    # the NKI ALU operator table: right_shift is a *logical* shift (zero fill); an arithmetic
     # right shift is not supported, so signed values shift as their unsigned bit pattern.
     a = np.asarray(a)
     if a.dtype.kind != "i":
@@ -113,7 +113,7 @@ ALIASES = {
 
 COMPARISONS = tuple(n for n, o in OPS.items() if o.kind == COMPARE)
 ARITHMETIC = tuple(n for n, o in OPS.items() if o.kind == ARITH)
-# Operators that take one operand (tensor_scalar: their operand must be 0, nki-reference §1.3)
+# Operators that take one operand (tensor_scalar: their operand must be 0, the nki.isa.tensor_scalar documentation)
 UNARY = ("abs", "rsqrt", "reciprocal", "invert", "logical_not")
 PREFIXES = ("numpy.", "np.", "nl.", "nki.language.", "neuronxcc.nki.language.")
 

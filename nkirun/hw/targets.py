@@ -2,12 +2,13 @@
 
 One `Target` per target name; nothing else in nkirun hard-codes a hardware number (the
 instruction modules read `min_ii`/`gpsimd_start` from here, the cost model reads clocks and
-the DMA model). Source tags are those of ../shared/docs/nki-reference.md §0:
+the DMA model). Source tags name public NKI documentation
+(https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/):
 [ARCH2] NeuronCore-v2 architecture guide (Trn1/Inf2), [ARCH3] NeuronCore-v3 guide (Trn2),
 [ARCH4] Trainium3 architecture guide (NeuronCore-v4,
 https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/guides/architecture/trainium3_arch.html),
-[DMA] NKI DMA overview and DMA bandwidth guide, [OLD-ISA] legacy nki.isa docstrings,
-seed pages = ../shared/seeds/.
+[DMA] NKI DMA overview and DMA bandwidth guide, [OLD-ISA] legacy nki.isa docstrings
+(their "Estimated instruction cost" lines).
 
 The DMA model (the only place it lives; `isa/common.dma_cycles` and the scheduler call it):
   * a transfer touching P partitions is spread over `ceil(P / 8)` of the 16 DMA queues
@@ -48,8 +49,9 @@ class Target:
     dma_queues: int = 16  # 16 DMA engines (queues) per NeuronCore [ARCH2][DMA]
     dma_fixed_ns: float = 1300.0  # fixed cost per transfer [DMA]
     dma_bytes_per_ns: float = 17.0  # sustained bandwidth per queue [DMA]
-    # "MIN_II is roughly 64 engine cycles" (seed pages 000, 003, 004); NC-v3's own MIN_II is
-    # not documented (reference §8), so the v2 value is used for every target.
+    # "MIN_II is roughly 64 engine cycles" (the range_select, nc_match_replace8 and
+    # tensor_tensor_scan pages); NC-v3's own MIN_II is not documented, so the v2 value is
+    # used for every target.
     min_ii: int = 64
     gpsimd_start: int = 150  # GpSimd start-up of affine_select / iota [OLD-ISA] (ref. §1.9/1.10)
 

@@ -1,4 +1,4 @@
-"""The engines' accumulator registers under the new API's `reduce_cmd` (nki-reference.md §4).
+"""The engines' accumulator registers under the new API's `reduce_cmd` (the NKI reduce_cmd documentation).
 
 Used by the instructions that fold their results into a per-partition register and may
 start from a loaded value (`load_reduce`): exponential, tensor_scalar_reduce and

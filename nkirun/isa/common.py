@@ -59,7 +59,7 @@ def require_core(b: Bound, version: int, code: str, key: str | None = None,
 def vector_arith_ops() -> tuple[str, ...]:
     """The operators a Vector-engine instruction documented as "arithmetic operators only"
     accepts: every non-bitvec ALU operator but rsqrt and power (GpSimd/Scalar operators),
-    divide (no hardware ALU instruction at the NKI level, nki-reference.md §2.2), and the
+    divide (no hardware ALU instruction at the NKI level, the NKI ALU operator table), and the
     trn3 reduce-only tokens bypass, average, abs_max and abs_min."""
     from nkirun.hw import alu as ops
     return tuple(n for n, o in ops.OPS.items() if o.kind != ops.BITWISE and n not in (

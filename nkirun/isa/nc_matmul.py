@@ -155,7 +155,7 @@ SPEC = InstructionDef(
     reads_out=reads_out,
     same_partitions=(),  # E270 says what the partition dims mean here
     cost_note="average cost of back-to-back matmuls of the same shape [OLD-ISA]",
-    source="nki-reference.md §1.14 (nc_matmul)",
+    source="the nki.isa.nc_matmul documentation",
     example="""\
 - nc_matmul: {dst: acc, stationary: aT, moving: b}      # first write: overwrites
 - nc_matmul: {dst: acc, stationary: aT2, moving: b2}    # later writes accumulate""",

@@ -9,7 +9,7 @@ release-notes/components/nki.html) and the migration guides. NKI 0.2.0 shipped w
 SDK 2.27/2.28, 0.3.0 with 2.29, 0.4.0 with 2.30.
 
 nkirun keeps accepting the legacy `mask=` and `dtype=` keywords (docs/masks.md) and memset's
-`shape=`: they are removed in NKI 0.2.0 too, but the seed pages are written with them.
+`shape=`: they are removed in NKI 0.2.0 too, but the the instruction pages are written with them.
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ Readings:
 * "Both op0 and op1 must be arithmetic operators ... Bitvec operators are not supported":
   comparisons and logical operators are arithmetic in the NKI operator table, so they are
   accepted (1.0 / 0.0 results); rsqrt, power and divide are not Vector-engine ALU
-  operations (nki-reference.md §2.2) and are refused by the operator check.
+  operations (the NKI ALU operator table) and are refused by the operator check.
 * A unary op0 (abs, reciprocal) ignores operand0, which must then be 0 (as tensor_scalar).
 * cost: the legacy table, N or 2N with no MIN_II floor; the fast case needs data and
   operand1 in bfloat16, op0 = subtract, op1 = multiply and N even.

@@ -9,7 +9,7 @@ Readings (the page gives only the signature and the operator list):
 * Arithmetic operators run in float32, folding the partitions in order 0, 1, ..., P-1
   (add: ((x0 + x1) + x2) + ...); average is that sum divided by P in float32, then cast.
 * bitwise_or/bitwise_and act on the integer bits: data and dst must be integer tiles.
-* GpSimd cannot access PSUM (nki-reference.md §1.0), so data and dst are SBUF tiles.
+* GpSimd cannot access PSUM (the NKI architecture guide), so data and dst are SBUF tiles.
 * cost: the page gives none. Assumed: GPSIMD_START + 2*N GpSimd cycles (each of the 8
   cores folds its 16 partitions at 16 lanes per cycle, ~N cycles, then the 8 partial rows
   are combined, ~N more).
@@ -50,7 +50,7 @@ def check(b: Bound):
             if t is not None and t.dtype.is_float:
                 yield b.err("E361", f"{b['op']} needs integer tiles; `{key}` is "
                             f"{t.dtype.name}", key,
-                            hint="bitwise operators act on integer bits (nki-reference.md §2.2)")
+                            hint="bitwise operators act on integer bits (the NKI ALU operator table)")
 
 
 def execute(b: Bound, m) -> None:

@@ -381,7 +381,7 @@ def _masked_reads(missing: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """The unwritten elements a masked instruction really reads.
 
     A masked instruction only processes the sub-box where its (dst-shaped) mask holds
-    (nki-reference.md §3), so an operand shaped like dst is read only there, and a (P, 1)
+    (the NKI programming model), so an operand shaped like dst is read only there, and a (P, 1)
     operand only in the partitions with some element selected. Other operands
     (reductions, transposes) are assumed to be read in full.
     """
