@@ -127,7 +127,3 @@ def to_f32(x: np.ndarray) -> np.ndarray:
     """Widen to float32 for computation (a no-op for float32 input)."""
     return np.asarray(x).astype(np.float32, copy=False)
 
-
-def highest(*dts: DType) -> DType:
-    """The highest-precision dtype among `dts` (NKI's default output dtype rule)."""
-    return max(dts, key=lambda d: d.rank)

@@ -66,11 +66,9 @@ class Builder:
         self.partial: list[Instruction] = []
         self.count = 0  # instruction entries seen (valid or not)
         self._converted: dict = {}  # (op, key, type, raw) -> (typed value,)
-        self.saw = set()
 
     # ---- top level ---------------------------------------------------------------------------
     def top(self, key: str, value, kloc: Loc, vloc: Loc) -> None:
-        self.saw.add(key)
         if key == "version":
             if value != 1 or isinstance(value, bool):
                 self.diags.append(error("E004", f"unsupported program format version {value!r}",
@@ -93,7 +91,6 @@ class Builder:
 
     # ---- tensors -----------------------------------------------------------------------------
     def tensor(self, name, fields, loc: Loc) -> None:
-        self.saw.add("tensors")
         bad = self._tensor(name, fields, loc)
         if bad and isinstance(name, str):
             self.invalid_tensors.add(name)
