@@ -290,3 +290,14 @@ def dma_cycles(b: Bound, target) -> int:
     for the larger of the bytes read and written (they differ when the DMA casts)."""
     nbytes = max(r.size * r.dtype.itemsize for r in (b["src"], b["dst"]))
     return int(round(target.dma_ns(nbytes, dma_partitions(b))))
+
+
+def gather_into(m, dst, values: np.ndarray, pos: np.ndarray) -> None:
+    """dst = values[pos] (flat `values`, positions already bounds-checked by the caller),
+    taken straight into dst's storage when it is a plain view not overlapping `values`."""
+    out = m.direct_view(dst, pos.shape)
+    if out is not None and not np.may_share_memory(out, values):
+        np.take(values, pos, out=out, mode="clip")  # checked by the caller; "raise" buffers
+        m.mark_written(dst)
+        return
+    m.write(dst, np.take(values, pos).reshape(dst.shape))

@@ -31,7 +31,7 @@ import math
 import numpy as np
 
 from nkirun.diagnostics import RunError
-from nkirun.isa.common import flat
+from nkirun.isa.common import flat, gather_into
 from nkirun.isa.spec import INT, TILE, Bound, InstructionDef, Param
 
 CORE_PARTITIONS = 16
@@ -109,13 +109,7 @@ def execute(b: Bound, m) -> None:
     # every partition of a core uses its core's offsets; row p starts at p * F
     rows = np.arange(0, src.partitions * f, f).reshape(-1, CORE_PARTITIONS, 1)
     pos = (pos + rows).reshape(src.partitions, -1)
-    values = m.read(src).reshape(-1)
-    out = m.direct_view(dst, pos.shape)
-    if out is not None and not np.may_share_memory(out, values):
-        np.take(values, pos, out=out, mode="clip")  # checked above; "raise" would buffer
-        m.mark_written(dst)
-        return
-    m.write(dst, np.take(values, pos).reshape(dst.shape))
+    gather_into(m, dst, m.read(src).reshape(-1), pos)
 
 
 def cycles(b: Bound, target) -> int:

@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from nkirun.diagnostics import RunError
-from nkirun.isa.common import flat
+from nkirun.isa.common import flat, gather_into
 from nkirun.isa.spec import TILE, Bound, InstructionDef, Param
 
 SBUF = frozenset({"sbuf"})
@@ -68,14 +68,7 @@ def gather_positions(b: Bound, m) -> np.ndarray:
 
 def execute(b: Bound, m) -> None:
     dst = b["dst"]
-    values = m.read(b["data"]).reshape(-1)
-    pos = gather_positions(b, m)
-    out = m.direct_view(dst, pos.shape)
-    if out is not None and not np.may_share_memory(out, values):
-        np.take(values, pos, out=out, mode="clip")  # checked above; "raise" would buffer
-        m.mark_written(dst)
-        return
-    m.write(dst, np.take(values, pos).reshape(dst.shape))
+    gather_into(m, dst, m.read(b["data"]).reshape(-1), gather_positions(b, m))
 
 
 def cycles(b: Bound, target) -> int:
