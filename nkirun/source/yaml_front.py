@@ -323,13 +323,8 @@ def _build(w: _Walker, b: Builder, root) -> None:
             for tk, tv in vnode.value:
                 name = w.value(tk)
                 if isinstance(tv, yaml.MappingNode):
-                    fields = {}
-                    for fk, fv in tv.value:
-                        k = str(w.value(fk))
-                        if k in fields:
-                            b.diags.append(_duplicate(k, w.loc(fk), fields[k][1]))
-                            continue
-                        fields[k] = (w.value(fv), w.loc(fk), w.loc(fv))
+                    fields = _unique_keys(w, b, tv, lambda fk, fv: (w.value(fv), w.loc(fk),
+                                                                  w.loc(fv)))
                     b.tensor(name, fields, w.loc(tk))
                 else:
                     b.tensor(name, w.value(tv), w.loc(tk))
@@ -344,6 +339,19 @@ def _build(w: _Walker, b: Builder, root) -> None:
             b.top(key, w.value(vnode), kloc, w.loc(vnode))
 
 
+def _unique_keys(w: _Walker, b: Builder, node, entry) -> dict:
+    """key -> entry(key node, value node) of a mapping node; a key given twice is reported
+    at its second place (E001) and the first one is kept. entry(...)[1] is the key's Loc."""
+    out: dict = {}
+    for knode, vnode in node.value:
+        k = str(w.value(knode))
+        if k in out:
+            b.diags.append(_duplicate(k, w.loc(knode), out[k][1]))
+            continue
+        out[k] = entry(knode, vnode)
+    return out
+
+
 def _instruction(w: _Walker, b: Builder, entry) -> None:
     eloc = w.loc(entry)
     if not isinstance(entry, yaml.MappingNode) or len(entry.value) != 1:
@@ -355,13 +363,7 @@ def _instruction(w: _Walker, b: Builder, entry) -> None:
     knode, vnode = entry.value[0]
     op = w.value(knode)
     if isinstance(vnode, yaml.MappingNode):
-        args = {}
-        for ak, av in vnode.value:
-            k = str(w.value(ak))
-            if k in args:
-                b.diags.append(_duplicate(k, w.loc(ak), args[k][1]))
-                continue
-            args[k] = (w.value(av), w.loc(ak))
+        args = _unique_keys(w, b, vnode, lambda ak, av: (w.value(av), w.loc(ak)))
     elif isinstance(vnode, yaml.ScalarNode) and vnode.tag == _STD + "null":
         args = {}
     else:
