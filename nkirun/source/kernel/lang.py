@@ -21,7 +21,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from nkirun.source.kernel import consts, convenience as cv
+from nkirun.source.kernel import consts, convenience as cv, legacy
 from nkirun.source.kernel.tensor import DynSlice, ndarray
 from nkirun.source.kernel.unsupported import here, kernel_error, unsupported
 
@@ -162,7 +162,8 @@ def build_module(name: str = "nki.language") -> types.ModuleType:
               full=cv.full, zeros=cv.zeros, ones=cv.ones, zeros_like=cv.zeros_like,
               empty_like=cv.empty_like, load=cv.load, store=cv.store,
               broadcast_to=cv.broadcast_to, transpose=cv.transpose, matmul=cv.matmul,
-              where=cv.where, mean=cv.mean)
+              where=cv.where, mean=cv.mean, arange=legacy.arange, mgrid=legacy.mgrid,
+              par_dim=legacy.par_dim, Tensor=ndarray)
     tok = consts.Token
     for op in cv.BINARY:
         ns[op] = tok(op, f"nl.{op}", cv.binary(op))

@@ -74,8 +74,13 @@ class ndarray:
     __slots__ = ("_rec", "_index", "_offset", "_pattern", "_dtype", "_ir", "_indirect",
                  "__weakref__")
 
-    def __new__(cls, shape, dtype, buffer=consts.sbuf, name="", address=None):
+    def __new__(cls, shape, dtype, buffer=consts.sbuf, name="", address=None, **_legacy):
         from nkirun.source.kernel.session import current
+        if shape.__class__ is tuple and any(n.__class__ is not int for n in shape[1:]):
+            from nkirun.source.kernel.tile_ops import block_buffer
+            blocks = block_buffer(shape, dtype, buffer, name)
+            if blocks is not None:
+                return blocks
         rec = current().allocate(shape, dtype, buffer, name)
         v = _new_view(rec, rec.whole, 0, rec.pattern)
         v._ir = None  # the whole tensor
@@ -143,7 +148,39 @@ class ndarray:
         return index_view(self, key)
 
     def __setitem__(self, key, value):
-        raise unsupported("assigning into a tensor (t[...] = value); use nisa.tensor_copy")
+        from nkirun.source.kernel.tile_ops import assign
+        assign(self, key, value)
+
+    # ---- tile arithmetic and in-place updates (the pre-0.2 API: tile_ops.py) -------------
+    def _arith(self, other, op, reverse=False):
+        from nkirun.source.kernel.convenience import binary
+        return binary(op)(other, self) if reverse else binary(op)(self, other)
+
+    def __add__(self, o): return self._arith(o, "add")  # noqa: E704
+    def __radd__(self, o): return self._arith(o, "add", True)  # noqa: E704
+    def __sub__(self, o): return self._arith(o, "subtract")  # noqa: E704
+    def __rsub__(self, o): return self._arith(o, "subtract", True)  # noqa: E704
+    def __mul__(self, o): return self._arith(o, "multiply")  # noqa: E704
+    def __rmul__(self, o): return self._arith(o, "multiply", True)  # noqa: E704
+    def __truediv__(self, o): return self._arith(o, "divide")  # noqa: E704
+    def __rtruediv__(self, o): return self._arith(o, "divide", True)  # noqa: E704
+    def __pow__(self, o): return self._arith(o, "power")  # noqa: E704
+
+    def __neg__(self):
+        from nkirun.source.kernel.convenience import negative
+        return negative(self)
+
+    def _inplace(self, other, op):
+        from nkirun.source.kernel.tile_ops import inplace
+        return inplace(self, other, op)
+
+    def __iadd__(self, o): return self._inplace(o, "add")  # noqa: E704
+    def __isub__(self, o): return self._inplace(o, "subtract")  # noqa: E704
+    def __imul__(self, o): return self._inplace(o, "multiply")  # noqa: E704
+
+    def broadcast_to(self, shape):
+        from nkirun.source.kernel.convenience import broadcast_to
+        return broadcast_to(self, shape)
 
     def __iter__(self):
         raise kernel_error("E603", "a tensor cannot be iterated while tracing",

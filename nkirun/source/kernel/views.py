@@ -41,6 +41,7 @@ def _normalise_key(t, key) -> list:
 
 
 _PLAIN = frozenset({int, slice})
+_ARRAY = __import__("numpy").ndarray
 
 
 def _item(k, dim: int, axis: int, name: str):
@@ -81,6 +82,9 @@ def _item(k, dim: int, axis: int, name: str):
 
 def index_view(t, key):
     rec = t._rec
+    if key.__class__ is tuple and any(k.__class__ is _ARRAY for k in key) \
+            or key.__class__ is _ARRAY:
+        return _advanced(t, list(key) if key.__class__ is tuple else [key])
     items = [_item(k, n, a, rec.name) for a, (k, n) in enumerate(zip(_normalise_key(t, key),
                                                                       t.shape))]
     offset, pattern = t._offset, []
@@ -120,6 +124,26 @@ def _compose_index(t, items):
         else:
             base[d] = (start + it[0] * step, it[1], step * it[2])
     return tuple(base)
+
+
+def _advanced(t, items):
+    """t indexed with nl.arange/nl.mgrid index arrays (legacy.py)."""
+    from nkirun.source.kernel.legacy import advanced_pattern
+    items = [k.__index__() if hasattr(k, "__index__") and k.__class__ is not _ARRAY else k
+             for k in items]
+    if len(items) != t.ndim:
+        raise _bad(f"an index with index arrays needs one item per dim ({t.ndim}), got "
+                   f"{len(items)}")
+    pattern, offset = advanced_pattern(list(t._pattern), t._offset, items)
+    return with_pattern(t, pattern, offset)
+
+
+def with_pattern(t, pattern, offset):
+    """A view of t's tensor with (stride, count) pairs `pattern` from element `offset`."""
+    pattern = tuple((int(s), int(c)) for s, c in pattern)
+    if t._rec.on_chip and len(pattern) == 1:
+        pattern += ((1, 1),)
+    return _new_view(t._rec, None, offset, pattern, t._dtype)
 
 
 # ---- view methods ------------------------------------------------------------------------
