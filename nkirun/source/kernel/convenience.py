@@ -202,7 +202,29 @@ def transpose(x, dtype=None, mask=None, **_):
     return _result(t, "nc_transpose", dst=t, data=x, mask=mask)
 
 
+def _in_sbuf(x):
+    """x, or a copy of it in SBUF when it is in PSUM (the Tensor engine reads SBUF; NKI's
+    compiler inserts the same copy)."""
+    if _is_tile(x) and x.buffer is consts.psum:
+        t = _new(x.shape, x.dtype)
+        _emit("tensor_copy", dst=t, src=x)
+        return t
+    return x
+
+
+def load_transpose2d(src, dtype=None, mask=None, **_):
+    """A DMA transpose; with a dtype cast, a casting DMA through a transposed view."""
+    t = _new((src.shape[1], src.shape[0]), dtype or src.dtype)
+    if dtype is None or str(dtype) == str(src.dtype):
+        return _result(t, "dma_transpose", dst=t, src=src, mask=mask)
+    from nkirun.source.kernel.views import with_pattern
+    (s0, n0), (s1, n1) = src.get_pattern()
+    return _result(t, "dma_copy", dst=t, src=with_pattern(src, [(s1, n1), (s0, n0)],
+                                                         src.offset), mask=mask)
+
+
 def matmul(x, y, transpose_x=False, mask=None, **_):
+    x, y = _in_sbuf(x), _in_sbuf(y)
     if not transpose_x:
         xt = _new((x.shape[1], x.shape[0]), x.dtype)
         _emit("tensor_copy", dst=xt, src=transpose(x))

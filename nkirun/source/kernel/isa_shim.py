@@ -202,7 +202,7 @@ def _returning(tracer, op, values, loc, tables, dtype):
     shape, buffer = legacy.result_shape(op, values)
     if dtype is None:
         first = next((v for v in values.values() if isinstance(v, ndarray)), None)
-        dtype = consts.DTYPES["float32"] if buffer is consts.psum or first is None \
+        dtype = consts.DTYPES["float32"] if op == "nc_matmul" or first is None \
             else first.dtype
     result = ndarray(shape, dtype, buffer)
     values["dst"] = result

@@ -38,7 +38,7 @@ def ds(start, size):
     return DynSlice(start, size)
 
 
-def affine_range(start, stop=None, step=1):
+def affine_range(start, stop=None, step=1, **_directives):
     return range(start) if stop is None else range(start, stop, step)
 
 
@@ -114,6 +114,14 @@ def no_reorder():
     yield
 
 
+def static_cast(x, dtype):
+    """`nl.static_cast(array, dtype)` on NumPy data (outside a kernel, as tests use it)."""
+    d = consts.to_dtype(dtype)
+    if d is None or d.nkirun is None:
+        raise kernel_error("E605", f"nl.static_cast: dtype {dtype!r} is not supported")
+    return np.asarray(x).astype(d.nkirun.np_type)
+
+
 def expand_dims(x, axis):
     return x.expand_dim(axis)
 
@@ -135,7 +143,7 @@ def is_sbuf(buffer):
 
 
 _RUNTIME_LOOPS = ("dynamic_range", "fori_loop", "while_loop")
-_NOT_PROVIDED = ("rand", "random_seed", "dropout", "gather_flattened", "load_transpose2d",
+_NOT_PROVIDED = ("rand", "random_seed", "dropout", "gather_flattened",
                  "softmax", "rms_norm", "all", "var", "prod", "fmod", "mod", "tan", "cos",
                  "ceil", "floor", "trunc", "invert", "logical_not")
 
@@ -162,8 +170,8 @@ def build_module(name: str = "nki.language") -> types.ModuleType:
               full=cv.full, zeros=cv.zeros, ones=cv.ones, zeros_like=cv.zeros_like,
               empty_like=cv.empty_like, load=cv.load, store=cv.store,
               broadcast_to=cv.broadcast_to, transpose=cv.transpose, matmul=cv.matmul,
-              where=cv.where, mean=cv.mean, arange=legacy.arange, mgrid=legacy.mgrid,
-              par_dim=legacy.par_dim, Tensor=ndarray)
+              where=cv.where, mean=cv.mean, load_transpose2d=cv.load_transpose2d, arange=legacy.arange, mgrid=legacy.mgrid,
+              par_dim=legacy.par_dim, static_cast=static_cast, Tensor=ndarray)
     tok = consts.Token
     for op in cv.BINARY:
         ns[op] = tok(op, f"nl.{op}", cv.binary(op))

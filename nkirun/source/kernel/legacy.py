@@ -213,16 +213,25 @@ def record(tracer, op: str, values: dict, loc, tables=None) -> None:
     if box is None and valid:
         box = _inherited(values, valid)
     dst = values.get("dst")
-    fresh = dst is not None and _whole(dst) and not dst._rec.declared
+    tracked = dst is not None and getattr(dst, "_rec", None) is not None \
+        and dst._rec.on_chip and (not dst._rec.declared or dst._rec in valid)
+    whole = dst is not None and _whole(dst)
     if not apply_mask(values, box):
         return
     tracer.emit(op, values, loc, tables)
-    if dst is not None and _whole(dst):
-        if box is not None and fresh:
-            valid[dst._rec] = [box[a] if a < len(box) and box[a][2] == n else (0, n, n)
-                               for a, n in enumerate(dst.shape)]
-        elif box is None:
-            valid.pop(dst._rec, None)
+    if dst is None or not dst._rec.on_chip:
+        return
+    rec = dst._rec
+    if box is None:
+        if whole or dst.shape[0] == rec.shape[0] and dst.strides[0] == rec.strides[0]:
+            valid.pop(rec, None)  # every partition written
+    elif tracked and whole:
+        valid[rec] = [box[a] if a < len(box) and box[a][2] == n else (0, n, n)
+                      for a, n in enumerate(dst.shape)]
+    elif tracked and box[0][2] == dst.shape[0] and dst.strides[0] == rec.strides[0]:
+        p0 = dst.offset // rec.strides[0]  # a view: remember the partitions written
+        valid[rec] = [(p0 + box[0][0], p0 + box[0][1], rec.shape[0])] + \
+            [(0, n, n) for n in rec.shape[1:]]
 
 
 def _whole(v) -> bool:
@@ -233,10 +242,21 @@ def _whole(v) -> bool:
 
 
 def _inherited(values: dict, valid: dict):
-    """The written rectangle of a partly written tile an instruction reads whole."""
+    """The written rectangle of a partly written tile an instruction reads: the whole
+    rectangle for a read of the whole tile, its partition range for a read of a view."""
+    from nkirun.source.kernel.tensor import ndarray
     for key, v in values.items():
-        if key != "dst" and _whole(v) and v._rec in valid:
+        if key == "dst" or v.__class__ is not ndarray or v._rec not in valid:
+            continue
+        if _whole(v):
             return valid[v._rec]
+        rec, (lo, hi, _) = v._rec, valid[v._rec][0]
+        row = rec.strides[0]
+        if v.strides[0] != row:
+            continue
+        p0, count = v.offset // row, v.shape[0]
+        lo, hi = max(lo - p0, 0), min(hi - p0, count)
+        return "empty" if hi <= lo else [(lo, hi, count)]
     return None
 
 
@@ -271,8 +291,9 @@ def result_shape(op: str, values: dict):
         return (values["stationary"].shape[-1], values["moving"].shape[-1]), consts.psum
     if op == "nc_transpose":
         eng = values.get("engine")
-        buf = consts.sbuf if getattr(eng, "ir", eng) == "vector" else consts.psum
-        return tuple(reversed(first.shape)), buf
+        vector = getattr(eng, "ir", eng) == "vector" or max(first.shape) <= 32 and \
+            first.buffer is consts.psum
+        return tuple(reversed(first.shape)), consts.sbuf if vector else consts.psum
     if first is None:
         raise kernel_error("E607", f"nki.isa.{op} without dst=: nkirun cannot tell the "
                            "result's shape", hint="allocate the result and pass dst=")

@@ -91,6 +91,20 @@ class _Allocators:
         return lambda *args, **kwargs: self._buffer
 
 
+class _NoReorder:
+    """`nki.compiler.no_reorder()`: a loop directive or a `with` block; nkirun keeps the
+    kernel's instruction order anyway."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
 class _TensorType:
     """`nki.typing.tensor[...]` annotations (not evaluated on locals; usable on globals)."""
 
@@ -123,6 +137,7 @@ def modules() -> dict[str, types.ModuleType]:
         compiler = _Package("nki.compiler")
         compiler.skip_middle_end_transformations = _passthrough
         compiler.sbuf, compiler.psum = _Allocators(consts.sbuf), _Allocators(consts.psum)
+        compiler.no_reorder = _NoReorder
         compiler.enable_stack_allocator = compiler.force_auto_alloc = _passthrough
         nki.typing, nki.compiler = typing, compiler
         neuronxcc = _Package("neuronxcc")

@@ -44,6 +44,9 @@ def assign(target, key, value) -> None:
     tracer = _tracer()
     loc = here()
     p = legacy.take(tracer, value)
+    if p is not None and p.result.buffer is not view.buffer:
+        tracer.legacy_pending = p  # PSUM result into SBUF (or back): computed, then copied
+        p = None
     if p is not None:
         p.values["dst"] = fit(view, p.result.shape)
         if p.op == "nc_matmul" and p.values.get("accumulate") is None:
