@@ -131,6 +131,10 @@ def slice_triple(item: slice, n: int, axis: int) -> tuple[int, int, int]:
     step = 1 if item.step is None else item.step
     if step < 1:
         raise ViewError(f"slice step must be positive on dim {axis} (got {step})")
+    for end in (item.start, item.stop):
+        if end is not None and not -n <= end <= n:  # NKI refuses, NumPy would clamp
+            raise ViewError(f"slice {item.start}:{item.stop} is out of bounds for dim "
+                            f"{axis} (size {n})", f"allowed: {-n}..{n}")
     start, stop, _ = item.indices(n)
     count = max(0, -(-(stop - start) // step))
     if count == 0:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import linecache
 import os
 import re
-from dataclasses import replace
 
 from nkirun.diagnostics import Loc, error
 from nkirun.ir import TensorDecl, instruction_at, view_at
@@ -24,7 +23,6 @@ from nkirun.isa import REGISTRY
 from nkirun.isa.spec import TILE, TILE_OR_SCALAR, ArgError, convert, param_tables
 from nkirun.source.builder import Builder
 from nkirun.source.kernel import consts
-from nkirun.source.kernel.lower import ir_index
 from nkirun.source.kernel.tensor import _NO_INDEX, TensorRec, ndarray
 from nkirun.source.kernel.unsupported import frame_loc, kernel_error, kernel_frame
 
@@ -203,14 +201,7 @@ class Tracer:
             self.declare(v._rec)
         index = v._ir
         if index is _NO_INDEX:
-            index = ir_index(v)
-            if v._indirect is not None:
-                kind, handle, dim = v._indirect
-                iv = self.operand(handle, loc)
-                index = replace(index, scalar_offset=iv if kind == "scalar" else None,
-                                vector_offset=iv if kind == "vector" else None,
-                                indirect_dim=dim)
-            v._ir = index
+            index = v._ir = v._v.to_ir().index  # StridedView's lowering (source/strided.py)
         return view_at(v._rec.name, index, loc)
 
     def raw(self, v):
@@ -268,6 +259,6 @@ def _source_name(loc: Loc) -> str:
 def new_tensor(rec: TensorRec) -> ndarray:
     """A handle on the whole of `rec`."""
     from nkirun.source.kernel.tensor import _new_view
-    v = _new_view(rec, rec.whole, 0, rec.pattern)
+    v = _new_view(rec, rec.whole)
     v._ir = None
     return v
