@@ -190,8 +190,18 @@ def narrow(v, box):
     return with_pattern(v, pattern, offset)
 
 
+class _Box:
+    """A mask already read (at the call that gave it, so its errors point there)."""
+
+    __slots__ = ("box",)
+
+    def __init__(self, box):
+        self.box = box
+
+
 def pop_mask(values: dict):
-    return mask_box(values.pop("mask", None))
+    m = values.pop("mask", None)
+    return m.box if m.__class__ is _Box else mask_box(m)
 
 
 # ---- results recorded lazily -------------------------------------------------------------------
@@ -268,6 +278,8 @@ def flush(tracer) -> None:
 
 
 def defer(tracer, result, op, values, loc, tables=None):
+    if values.get("mask") is not None:
+        values["mask"] = _Box(mask_box(values["mask"]))
     flush(tracer)
     tracer.legacy_pending = Pending(result, op, values, loc, tables)
     return result
