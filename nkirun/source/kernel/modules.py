@@ -187,7 +187,11 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname in NAMES:
-            return modules()[fullname].__spec__
+            spec = modules()[fullname].__spec__
+            if spec.name != fullname:  # neuronxcc.nki.*: the same module under its alias
+                spec = importlib.machinery.ModuleSpec(fullname, _FINDER,
+                                                      is_package=fullname.count(".") < 2)
+            return spec
         root = fullname.split(".", 1)[0]
         if root in _ROOTS and "." in fullname and sys.modules.get(root) is modules()[root]:
             raise unsupported(fullname)  # a submodule NKI 0.6 does not document
