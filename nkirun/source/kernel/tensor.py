@@ -80,11 +80,12 @@ class ndarray:
 
     def __new__(cls, shape, dtype, buffer=consts.sbuf, name="", address=None, **_legacy):
         from nkirun.source.kernel.session import current
-        if shape.__class__ is tuple and any(n.__class__ is not int for n in shape[1:]):
+        if shape.__class__ is tuple and any(n.__class__ is not int for n in shape):
             from nkirun.source.kernel.tile_ops import block_buffer
             blocks = block_buffer(shape, dtype, buffer, name)
             if blocks is not None:
                 return blocks
+            shape = tuple(int(n) if isinstance(n, int) else n for n in shape)  # nl.par_dim
         rec = current().allocate(shape, dtype, buffer, name)
         v = _new_view(rec, rec.whole)
         v._ir = None  # the whole tensor
