@@ -159,3 +159,35 @@ def test_static_cast_outside_a_kernel():
     nl = modules()["neuronxcc.nki.language"]
     got = nl.static_cast(np.array([1.0, 2.5]), nl.bfloat16)
     assert got.dtype.name == "bfloat16" and got.tolist() == [1.0, 2.5]
+
+
+CAUSAL = """\
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def causal(x):
+    out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    xb = nl.load(x, dtype=nl.bfloat16)
+    wide = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.psum)
+    wide[...] = nisa.nc_transpose(xb)      # bf16 transpose, then a cast into the fp32 tile
+    ip, jf = nl.mgrid[0:128, 0:128]
+    res = nl.ndarray((128, 128), dtype=nl.float32)
+    res[...] = nisa.affine_select(pred=(16 + ip >= jf), on_true_tile=wide,
+                                  on_false_value=nl.fp32.min, dtype=np.float32)
+    nl.store(out, value=res)
+    return out
+"""
+
+
+def test_affine_select_with_a_predicate_and_transpose_into_another_dtype(tmp_path):
+    k = nkirun_kernel(write(tmp_path, CAUSAL), "causal")
+    x = (np.arange(128 * 128) % 251).astype(np.float32).reshape(128, 128)  # exact in bf16
+    p, f = np.mgrid[0:128, 0:128]
+    want = np.where(16 + p >= f, x.T, np.finfo(np.float32).min)
+    np.testing.assert_array_equal(nkirun.simulate(k)(x), want)
+    ops = [i.op for i in nkirun.trace(k, x).instructions]
+    assert "affine_select" in ops and ops.count("nc_transpose") == 1

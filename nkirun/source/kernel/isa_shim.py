@@ -158,6 +158,10 @@ def make_instruction(op: str):
                     raise kernel_error("E603", f"nki.isa.{op} got `{k}` twice", loc=loc)
                 values[k] = v
         values.pop("name", None)
+        if op == "affine_select" and "pred" in values:
+            legacy.affine_from_pred(values)  # the pre-0.2 form, which also read PSUM:
+            from nkirun.source.kernel.convenience import _in_sbuf  # through an SBUF copy
+            values["on_true_tile"] = _in_sbuf(values.get("on_true_tile"))
         result_dtype = values.get("dtype")
         if result_dtype is not None:  # np.float32, "float32", nl.float32
             result_dtype = consts.to_dtype(result_dtype) or result_dtype

@@ -148,6 +148,14 @@ _NOT_PROVIDED = ("rand", "random_seed", "dropout", "gather_flattened",
                  "ceil", "floor", "trunc", "invert", "logical_not")
 
 
+class _Limits:
+    """`nl.fp32.min` and friends (pre-0.2): the finite range of a float type."""
+
+    def __init__(self, np_type):
+        info = np.finfo(np_type)
+        self.min, self.max = float(info.min), float(info.max)
+
+
 class MemoryRegion:
     sbuf, psum = consts.sbuf, consts.psum
     private_hbm, shared_hbm = consts.private_hbm, consts.shared_hbm
@@ -171,7 +179,8 @@ def build_module(name: str = "nki.language") -> types.ModuleType:
               empty_like=cv.empty_like, load=cv.load, store=cv.store,
               broadcast_to=cv.broadcast_to, transpose=cv.transpose, matmul=cv.matmul,
               where=cv.where, mean=cv.mean, load_transpose2d=cv.load_transpose2d, arange=legacy.arange, mgrid=legacy.mgrid,
-              par_dim=legacy.par_dim, static_cast=static_cast, Tensor=ndarray)
+              par_dim=legacy.par_dim, static_cast=static_cast,
+              fp32=_Limits(np.float32), fp16=_Limits(np.float16), Tensor=ndarray)
     tok = consts.Token
     for op in cv.BINARY:
         ns[op] = tok(op, f"nl.{op}", cv.binary(op))

@@ -327,3 +327,50 @@ def result_shape(op: str, values: dict):
     elif op == "tensor_partition_reduce":
         shape = (1,) + shape[1:]
     return shape, consts.sbuf
+
+
+# ---- affine_select(pred=...) ------------------------------------------------------------------
+def affine_from_pred(values: dict) -> None:
+    """Replace the pre-0.2 `pred=` (a boolean array from comparing index expressions, such
+    as `q_pos >= k_pos`) by the affine form nki.isa.affine_select takes: the predicate
+    `offset + channel_multiplier * p + step * f >= 0` that gives exactly the same array."""
+    pred = np.asarray(values.pop("pred"))
+    tile = values.get("on_true_tile")
+    shape = tuple(tile.shape) if hasattr(tile, "shape") else pred.shape
+    if pred.dtype != bool or len(shape) != 2:
+        raise kernel_error("E607", "affine_select(pred=...): nkirun takes a predicate over a "
+                           "2-D (P, F) tile made by comparing index expressions")
+    m = np.broadcast_to(pred, shape)
+    fit = _half_plane(m)
+    if fit is None:
+        raise kernel_error("E607", "affine_select(pred=...): the predicate is no half-plane "
+                           "`a + b * p + c * f >= 0` of the tile's indices",
+                           hint="compare two affine index expressions (q_pos >= k_pos)")
+    offset, multiplier, step = fit
+    values.update(pattern=[[step, shape[1]]], channel_multiplier=multiplier, offset=offset,
+                  cmp_op="greater_equal")
+
+
+def _half_plane(m: np.ndarray):
+    """(offset, multiplier, step) with m == (offset + multiplier*p + step*f >= 0), or None."""
+    P, F = m.shape
+    counts = m.sum(axis=1)
+    f = np.arange(F)[None, :]
+    p = np.arange(P)[:, None]
+    for step in (-1, 1):  # true on a prefix of each row (f <= t_p) or a suffix (f >= s_p)
+        edge = counts - 1 if step == -1 else F - counts  # t_p, or s_p
+        inner = np.flatnonzero((counts > 0) & (counts < F))
+        slopes = [edge[inner[1]] - edge[inner[0]]] if len(inner) > 1 and \
+            (edge[inner[1]] - edge[inner[0]]) % (inner[1] - inner[0]) == 0 else [1, 0, -1]
+        if len(inner) > 1:
+            slopes = [(edge[inner[1]] - edge[inner[0]]) // (inner[1] - inner[0])]
+        for slope in slopes:
+            base = int(edge[inner[0]] - slope * inner[0]) if len(inner) else \
+                (F - 1 if m[0].all() else -1) if step == -1 else (0 if m[0].all() else F)
+            if step == -1:
+                offset, multiplier = base, int(slope)  # base + slope*p - f >= 0
+            else:
+                offset, multiplier = -base, -int(slope)  # f - (base + slope*p) >= 0
+            if np.array_equal(offset + multiplier * p + step * f >= 0, m):
+                return offset, multiplier, step
+    return None

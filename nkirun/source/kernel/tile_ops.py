@@ -44,8 +44,11 @@ def assign(target, key, value) -> None:
     tracer = _tracer()
     loc = here()
     p = legacy.take(tracer, value)
-    if p is not None and p.result.buffer is not view.buffer:
-        tracer.legacy_pending = p  # PSUM result into SBUF (or back): computed, then copied
+    if p is not None and (p.result.buffer is not view.buffer or p.op == "nc_transpose"
+                          and str(p.result.dtype) != str(view.dtype)):
+        # a PSUM result into SBUF (or back), a transpose into another dtype: computed in its
+        # own tile, then copied (nc_transpose does not cast)
+        tracer.legacy_pending = p
         p = None
     if p is not None:
         p.values["dst"] = fit(view, p.result.shape)
