@@ -191,3 +191,39 @@ def test_affine_select_with_a_predicate_and_transpose_into_another_dtype(tmp_pat
     np.testing.assert_array_equal(nkirun.simulate(k)(x), want)
     ops = [i.op for i in nkirun.trace(k, x).instructions]
     assert "affine_select" in ops and ops.count("nc_transpose") == 1
+
+
+LOOP = """\
+import numpy as np
+from neuronxcc import nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def sums(x: nki.tensor, rows: int):
+    out = nl.ndarray((128, 64), dtype=x.dtype, buffer=nl.shared_hbm)
+    ip, jf = nl.mgrid[0:128, 0:64]
+    acc = nl.ndarray((128, 64), dtype=x.dtype)
+    for k in nl.affine_range(x.shape[0]):
+        t = nl.load(x[k, ip, jf], mask=(ip < rows))
+        # a wider mask than the load's: the rows nothing wrote are not computed
+        acc[...] = nl.loop_reduce(nl.exp(t, mask=(ip < rows + 10)), op=np.add,
+                                  loop_indices=[k])
+    nl.store(out[ip, jf], value=acc, mask=(ip < rows))
+    return out
+"""
+
+
+def test_loop_reduce_and_masks_narrowed_to_written_rows(tmp_path):
+    k = nkirun_kernel(write(tmp_path, LOOP), "sums")
+    x = np.random.default_rng(4).standard_normal((3, 128, 64)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    r = invoke("run", f"{tmp_path / 'k.py'}::sums", "--input", f"x={tmp_path / 'x.npy'}",
+               "--arg", "rows=128", "--out", tmp_path / "o")
+    assert r.exit_code == 0, r.output
+    np.testing.assert_allclose(np.load(tmp_path / "o" / "out0.npy"), np.exp(x).sum(0),
+                               rtol=1e-5)
+    prog = nkirun.trace(k, x, rows=100)
+    ops = [i.op for i in prog.instructions]
+    assert ops.count("tensor_copy") == 1 and ops.count("tensor_tensor") == 2
+    assert not [d for d in nkirun.check(k, x, rows=100) if d.is_error]

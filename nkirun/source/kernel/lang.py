@@ -114,6 +114,13 @@ def no_reorder():
     yield
 
 
+def _loop_reduce(x, op, loop_indices, dtype=None, mask=None, **_):
+    from nkirun.source.kernel.tile_ops import LoopReduce
+    from nkirun.source.kernel import legacy
+    legacy.flush(_grid())  # x is read where the reduction is assigned
+    return LoopReduce(x, op, loop_indices, dtype, mask)
+
+
 def static_cast(x, dtype):
     """`nl.static_cast(array, dtype)` on NumPy data (outside a kernel, as tests use it)."""
     d = consts.to_dtype(dtype)
@@ -179,7 +186,7 @@ def build_module(name: str = "nki.language") -> types.ModuleType:
               empty_like=cv.empty_like, load=cv.load, store=cv.store,
               broadcast_to=cv.broadcast_to, transpose=cv.transpose, matmul=cv.matmul,
               where=cv.where, mean=cv.mean, load_transpose2d=cv.load_transpose2d, arange=legacy.arange, mgrid=legacy.mgrid,
-              par_dim=legacy.par_dim, static_cast=static_cast,
+              par_dim=legacy.par_dim, static_cast=static_cast, loop_reduce=_loop_reduce,
               fp32=_Limits(np.float32), fp16=_Limits(np.float16), Tensor=ndarray)
     tok = consts.Token
     for op in cv.BINARY:

@@ -220,8 +220,8 @@ def record(tracer, op: str, values: dict, loc, tables=None) -> None:
     valid = getattr(tracer, "legacy_valid", None)
     if valid is None:
         valid = tracer.legacy_valid = {}
-    if box is None and valid:
-        box = _inherited(values, valid)
+    if valid and box != "empty":
+        box = _intersect(box, _inherited(values, valid))
     dst = values.get("dst")
     tracked = dst is not None and getattr(dst, "_rec", None) is not None \
         and dst._rec.on_chip and (not dst._rec.declared or dst._rec in valid)
@@ -242,6 +242,23 @@ def record(tracer, op: str, values: dict, loc, tables=None) -> None:
         p0 = dst.offset // rec.strides[0]  # a view: remember the partitions written
         valid[rec] = [(p0 + box[0][0], p0 + box[0][1], rec.shape[0])] + \
             [(0, n, n) for n in rec.shape[1:]]
+
+
+def _intersect(box, inherited):
+    """The mask's rectangle within what the tiles it reads hold: rows a mask selects but
+    no instruction wrote are garbage on hardware too, so nothing is computed there."""
+    if inherited is None or box is None:
+        return box if inherited is None else inherited
+    if inherited == "empty":
+        return "empty"
+    out = list(box)
+    for a, (lo, hi, n) in enumerate(inherited):
+        if a < len(out) and out[a][2] == n:
+            lo, hi = max(lo, out[a][0]), min(hi, out[a][1])
+            if hi <= lo:
+                return "empty"
+            out[a] = (lo, hi, n)
+    return out
 
 
 def _whole(v) -> bool:

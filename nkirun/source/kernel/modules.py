@@ -131,6 +131,7 @@ def modules() -> dict[str, types.ModuleType]:
         nki.jit, nki.simulate, nki.Kernel = jit, _simulate, Kernel
         nki.dtype = consts.NlDType
         nki.simulate_kernel = _simulate_kernel
+        nki.tensor = _TensorType  # `x: nki.tensor` annotations (pre-0.2)
         nki.baremetal = nki.benchmark = nki.profile = _same_kernel
         typing = _Package("nki.typing")
         typing.tensor = typing.mutable_tensor = typing.scalar = _TensorType

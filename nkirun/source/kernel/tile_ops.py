@@ -58,6 +58,9 @@ def assign(target, key, value) -> None:
         legacy.record(tracer, p.op, p.values, p.loc, p.tables)
         return
     legacy.flush(tracer)
+    if isinstance(value, LoopReduce):
+        value.into(view, loc)
+        return
     if isinstance(value, ndarray):
         if _same_view(view, value):
             return  # `t[k] += x` ends by assigning t[k] to itself
@@ -94,6 +97,30 @@ def combine(dst, x, y, op: str, loc) -> None:
     from nkirun.source.kernel.convenience import combination
     instruction, values, _, _ = combination(op, x, y)
     record(instruction, dict(values, dst=dst), loc)
+
+
+class LoopReduce:
+    """`nl.loop_reduce(x, op, loop_indices)` (pre-0.2): assigned into a tile, it reduces x
+    over the iterations of the loops named: the first iteration (every index 0) copies x
+    in, the later ones combine x into what the tile holds."""
+
+    def __init__(self, x, op, loop_indices, dtype=None, mask=None, **_):
+        self.x, self.op, self.mask = x, getattr(op, "__name__", op), mask
+        self.first = all(int(i) == 0 for i in loop_indices)
+
+    def into(self, view, loc):
+        from nkirun.source.kernel.convenience import combination
+        values = {"mask": self.mask} if self.mask is not None else {}
+        x = self.x
+        if self.first:
+            values.update(dst=fit(view, x.shape), src=x)
+            return record("tensor_copy", values, loc)
+        op = getattr(self.op, "ir", self.op)
+        op = {"sum": "add", "max": "maximum", "min": "minimum", "amax": "maximum",
+              "amin": "minimum"}.get(op, op)
+        instruction, more, _, _ = combination(op, view, x)
+        values.update(more, dst=view)
+        return record(instruction, values, loc)
 
 
 # ---- block buffers -------------------------------------------------------------------------
