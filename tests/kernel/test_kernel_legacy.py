@@ -171,7 +171,8 @@ import neuronxcc.nki.language as nl
 @nki.jit
 def causal(x):
     out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
-    xb = nl.load(x, dtype=nl.bfloat16)
+    xb = nl.ndarray((nl.par_dim(128), 128), dtype=nl.bfloat16)
+    xb[...] = nl.load(x, dtype=nl.bfloat16)
     wide = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.psum)
     wide[...] = nisa.nc_transpose(xb)      # bf16 transpose, then a cast into the fp32 tile
     ip, jf = nl.mgrid[0:128, 0:128]

@@ -185,7 +185,8 @@ def build_module(name: str = "nki.language") -> types.ModuleType:
               full=cv.full, zeros=cv.zeros, ones=cv.ones, zeros_like=cv.zeros_like,
               empty_like=cv.empty_like, load=cv.load, store=cv.store,
               broadcast_to=cv.broadcast_to, transpose=cv.transpose, matmul=cv.matmul,
-              where=cv.where, mean=cv.mean, load_transpose2d=cv.load_transpose2d, arange=legacy.arange, mgrid=legacy.mgrid,
+              where=cv.where, mean=cv.mean, load_transpose2d=cv.load_transpose2d,
+              arange=legacy.arange, mgrid=legacy.mgrid,
               par_dim=legacy.par_dim, static_cast=static_cast, loop_reduce=_loop_reduce,
               fp32=_Limits(np.float32), fp16=_Limits(np.float16), Tensor=ndarray)
     tok = consts.Token
