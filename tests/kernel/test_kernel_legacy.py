@@ -228,3 +228,34 @@ def test_loop_reduce_and_masks_narrowed_to_written_rows(tmp_path):
                                rtol=1e-5)
     ops = [i.op for i in nkirun.trace(k, x, rows=100).instructions]
     assert ops.count("tensor_copy") == 1 and ops.count("tensor_tensor") == 2
+
+
+LAUNCH = """\
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def add_tile(a, b):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    ip = nl.program_id(0) * 128 + nl.arange(128)[:, None]
+    jf = nl.program_id(1) * 64 + nl.arange(64)[None, :]
+    nl.store(out[ip, jf], value=nl.load(a[ip, jf]) + nl.load(b[ip, jf]))
+    return out
+
+
+def add(a, b):  # a launcher: the grid spans two cores on its first dim
+    return add_tile[nl.spmd_dim(a.shape[0] // 256, nl.nc(2)), a.shape[1] // 64](a, b)
+"""
+
+
+def test_a_launcher_traces_every_program_instance(tmp_path):
+    path = write(tmp_path, LAUNCH)
+    rng = np.random.default_rng(6)
+    a, b = (rng.standard_normal((512, 192)).astype(np.float32) for _ in range(2))
+    for name, arr in (("a", a), ("b", b)):
+        np.save(tmp_path / f"{name}.npy", arr)
+    r = invoke("run", f"{path}::add", "--input", f"a={tmp_path / 'a.npy'}",
+               "--input", f"b={tmp_path / 'b.npy'}", "--out", tmp_path / "o")
+    assert r.exit_code == 0, r.output
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "out0.npy"), a + b)

@@ -121,6 +121,20 @@ def _loop_reduce(x, op, loop_indices, dtype=None, mask=None, **_):
     return LoopReduce(x, op, loop_indices, dtype, mask)
 
 
+def nc(n):
+    """`nl.nc(n)`: n NeuronCores along a launch-grid dim (inside `nl.spmd_dim`)."""
+    return int(n)
+
+
+def spmd_dim(*sizes):
+    """`nl.spmd_dim(size, nl.nc(k))`: a launch-grid dim of size * k program instances (the
+    instances are traced one after the other whatever core runs them)."""
+    n = 1
+    for size in sizes:
+        n *= int(size)
+    return n
+
+
 def static_cast(x, dtype):
     """`nl.static_cast(array, dtype)` on NumPy data (outside a kernel, as tests use it)."""
     d = consts.to_dtype(dtype)
@@ -187,7 +201,8 @@ def build_module(name: str = "nki.language") -> types.ModuleType:
               broadcast_to=cv.broadcast_to, transpose=cv.transpose, matmul=cv.matmul,
               where=cv.where, mean=cv.mean, load_transpose2d=cv.load_transpose2d,
               arange=legacy.arange, mgrid=legacy.mgrid,
-              par_dim=legacy.par_dim, static_cast=static_cast, loop_reduce=_loop_reduce,
+              par_dim=legacy.par_dim, static_cast=static_cast, loop_reduce=_loop_reduce, nc=nc,
+              spmd_dim=spmd_dim,
               fp32=_Limits(np.float32), fp16=_Limits(np.float16), Tensor=ndarray)
     tok = consts.Token
     for op in cv.BINARY:

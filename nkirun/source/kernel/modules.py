@@ -41,9 +41,29 @@ class Kernel:
     def __call__(self, *args, **kwargs):
         from nkirun.source.kernel.session import tracing
         if tracing():  # a kernel calling another jit function: inline it
-            return self.func(*args, **kwargs)
+            return self.func(*args, **kwargs) if not self.grid else self._launch(args, kwargs)
         from nkirun.source.kernel.api import simulate
         return simulate(self)(*args, **kwargs)
+
+    def _launch(self, args, kwargs):
+        """`kernel[g](...)` inside a trace (a launcher function): every program instance
+        traced in order into the same program; the first instance's result returned."""
+        import itertools
+        from nkirun.source.kernel import legacy
+        from nkirun.source.kernel.session import current
+        t = current()
+        saved = t.grid, t.instance, t.shared, t.shared_at
+        t.grid, t.shared, result = self.grid, [], None
+        try:
+            for inst in itertools.product(*(range(g) for g in self.grid)):
+                t.instance, t.shared_at = inst, 0
+                ret = self.func(*args, **kwargs)
+                legacy.flush(t)
+                if not any(inst):
+                    result = ret
+        finally:
+            t.grid, t.instance, t.shared, t.shared_at = saved
+        return result
 
     def __repr__(self) -> str:
         return f"<nki.jit kernel {self.__qualname__}" + (f"[{self.grid}]>" if self.grid else ">")
