@@ -259,3 +259,26 @@ def test_a_launcher_traces_every_program_instance(tmp_path):
                "--input", f"b={tmp_path / 'b.npy'}", "--out", tmp_path / "o")
     assert r.exit_code == 0, r.output
     np.testing.assert_array_equal(np.load(tmp_path / "o" / "out0.npy"), a + b)
+
+
+IOTA = """\
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def positions(x):
+    out = nl.ndarray((64, 32), dtype=nl.float32, buffer=nl.shared_hbm)
+    ip, jf = nl.mgrid[0:64, 0:32]
+    pos = nisa.iota(5 + ip * 32 - jf * 2, dtype=nl.float32)
+    nl.store(out, value=pos + nl.load(x))
+    return out
+"""
+
+
+def test_iota_of_an_index_expression(tmp_path):
+    k = nkirun_kernel(write(tmp_path, IOTA), "positions")
+    x = np.ones((64, 32), dtype=np.float32)
+    p, f = np.mgrid[0:64, 0:32]
+    np.testing.assert_array_equal(nkirun.simulate(k)(x), 5 + p * 32 - f * 2 + 1)

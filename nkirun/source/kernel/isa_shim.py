@@ -158,6 +158,8 @@ def make_instruction(op: str):
                     raise kernel_error("E603", f"nki.isa.{op} got `{k}` twice", loc=loc)
                 values[k] = v
         values.pop("name", None)
+        if op == "iota" and legacy.is_index_array(values.get("pattern")):
+            legacy.iota_from_expr(values)  # the pre-0.2 form: iota(expr, dtype)
         if op == "affine_select" and "pred" in values:
             legacy.affine_from_pred(values)  # the pre-0.2 form, which also read PSUM:
             from nkirun.source.kernel.convenience import _in_sbuf  # through an SBUF copy

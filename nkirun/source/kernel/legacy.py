@@ -318,6 +318,8 @@ def result_shape(op: str, values: dict):
                                                                          "shape")), None)
     if op == "nc_matmul":
         return (values["stationary"].shape[-1], values["moving"].shape[-1]), consts.psum
+    if op == "iota" and "_legacy_shape" in values:
+        return values.pop("_legacy_shape"), consts.sbuf
     if op == "nc_transpose":
         eng = values.get("engine")
         vector = getattr(eng, "ir", eng) == "vector" or max(first.shape) <= 32 and \
@@ -391,3 +393,17 @@ def _half_plane(m: np.ndarray):
             if np.array_equal(offset + multiplier * p + step * f >= 0, m):
                 return offset, multiplier, step
     return None
+
+
+def iota_from_expr(values: dict) -> None:
+    """The pre-0.2 `nisa.iota(expr, dtype)`: a tile holding an index expression's values,
+    as the affine pattern nki.isa.iota takes (`offset + channel_multiplier * p + ...`)."""
+    arr = np.asarray(values.pop("pattern"))
+    shape = arr.shape if arr.ndim >= 2 else (arr.shape[0], 1) if arr.ndim else (1, 1)
+    fit = affine(arr.reshape(shape), shape)
+    if fit is None:
+        raise kernel_error("E607", "nisa.iota(expr): the expression is not affine in the "
+                           "index arrays")
+    c, coefs = fit
+    values.update(pattern=[[k, n] for k, n in zip(coefs[1:], shape[1:])], offset=c,
+                  channel_multiplier=coefs[0], _legacy_shape=shape)
