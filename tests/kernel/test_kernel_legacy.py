@@ -172,7 +172,7 @@ import neuronxcc.nki.language as nl
 def causal(x):
     out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
     xb = nl.ndarray((nl.par_dim(128), 128), dtype=nl.bfloat16)
-    xb[...] = nl.load(x, dtype=nl.bfloat16)
+    xb[...] = nl.load(x)                   # a float32 load into a bfloat16 tile: casts
     wide = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.psum)
     wide[...] = nisa.nc_transpose(xb)      # bf16 transpose, then a cast into the fp32 tile
     ip, jf = nl.mgrid[0:128, 0:128]

@@ -52,6 +52,8 @@ def assign(target, key, value) -> None:
         p = None
     if p is not None:
         p.values["dst"] = fit(view, p.result.shape)
+        if p.op == "load" and str(view.dtype) != str(p.values["src"].dtype):
+            p.op = "dma_copy"  # a load into another dtype: the casting DMA (as nl.load's)
         if p.op == "nc_matmul" and p.values.get("accumulate") is None:
             p.values["accumulate"] = False  # `=` overwrites the PSUM tile
         legacy.flush(tracer)
