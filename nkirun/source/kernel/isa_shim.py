@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import types
 
-from nkirun.source.kernel import consts, legacy
+from nkirun.source.kernel import consts, legacy, legacy_affine
 from nkirun.source.kernel.session import _CURRENT, current
 from nkirun.source.kernel.unsupported import frame_loc, kernel_error, kernel_frame, unsupported
 
@@ -158,19 +158,8 @@ def make_instruction(op: str):
                     raise kernel_error("E603", f"nki.isa.{op} got `{k}` twice", loc=loc)
                 values[k] = v
         values.pop("name", None)
-        if op == "iota" and legacy.is_index_array(values.get("pattern")):
-            legacy.iota_from_expr(values)  # the pre-0.2 form: iota(expr, dtype)
-        if op == "affine_select" and "pred" in values:
-            legacy.affine_from_pred(values)  # the pre-0.2 form, which also read PSUM:
-            from nkirun.source.kernel.convenience import _in_sbuf  # through an SBUF copy
-            values["on_true_tile"] = _in_sbuf(values.get("on_true_tile"))
-        result_dtype = values.get("dtype")
-        if result_dtype is not None:  # np.float32, "float32", nl.float32
-            result_dtype = consts.to_dtype(result_dtype) or result_dtype
-            if "dtype" in ours:
-                values["dtype"] = result_dtype
-        if "dtype" not in ours:
-            values.pop("dtype", None)
+        _legacy_forms(op, values)
+        result_dtype = _dtype_keyword(values, "dtype" in ours)
         for k in [k for k in values if k in extras]:
             v = values.pop(k)
             if v is not None and not _same(v, extras[k]):
@@ -189,6 +178,29 @@ def make_instruction(op: str):
     instruction.__name__ = instruction.__qualname__ = op
     instruction.__doc__ = f"nki.isa.{op}({', '.join(order)}): {spec.summary}"
     return instruction
+
+
+def _legacy_forms(op: str, values: dict) -> None:
+    """The pre-0.2 forms taking index expressions (legacy_affine.py)."""
+    if op == "iota" and legacy.is_index_array(values.get("pattern")):
+        legacy_affine.iota_from_expr(values)  # iota(expr, dtype)
+    if op == "affine_select" and "pred" in values:
+        legacy_affine.affine_from_pred(values)  # it also read PSUM: through an SBUF copy
+        from nkirun.source.kernel.convenience import _in_sbuf
+        values["on_true_tile"] = _in_sbuf(values.get("on_true_tile"))
+
+
+def _dtype_keyword(values: dict, ours: bool):
+    """`dtype=` as an nl dtype (np.float32, "float32" and nl.float32 alike): passed on when
+    the instruction has the keyword, else only the dtype of a result it allocates."""
+    d = values.get("dtype")
+    if d is not None:
+        d = consts.to_dtype(d) or d
+        if ours:
+            values["dtype"] = d
+    if not ours:
+        values.pop("dtype", None)
+    return d
 
 
 def _new_style(args, required, kwargs) -> bool:
