@@ -58,6 +58,19 @@ def rearrange(view, src, dst, fixed: dict):
     return v
 
 def row_major(shape) -> tuple[int, ...]:
+    shape = tuple(shape)
+    hit = _ROW_MAJOR.get(shape)
+    if hit is None:
+        hit = _row_major(shape)
+        if len(_ROW_MAJOR) < 4096:
+            _ROW_MAJOR[shape] = hit
+    return hit
+
+
+_ROW_MAJOR: dict = {}  # shape -> its row-major strides (kernels allocate the same few)
+
+
+def _row_major(shape) -> tuple[int, ...]:
     out, acc = [], 1
     for n in reversed(shape):
         out.append(acc)

@@ -216,10 +216,14 @@ class Pending:
 def record(tracer, op: str, values: dict, loc, tables=None) -> None:
     """Record the instruction now, narrowed by its `mask=` (dropped when all masked), or
     by the rectangle a masked instruction left written in a tile it reads."""
-    box = pop_mask(values)
-    valid = getattr(tracer, "legacy_valid", None)
+    valid = tracer.__dict__.get("legacy_valid")
     if valid is None:
         valid = tracer.legacy_valid = {}
+    if not valid and values.get("mask") is None:  # the common case: nothing to narrow
+        values.pop("mask", None)
+        tracer.emit(op, values, loc, tables)
+        return
+    box = pop_mask(values)
     if valid and box != "empty":
         box = _intersect(box, _inherited(values, valid))
     dst = values.get("dst")
@@ -288,7 +292,7 @@ def _inherited(values: dict, valid: dict):
 
 
 def flush(tracer) -> None:
-    p = getattr(tracer, "legacy_pending", None)
+    p = tracer.__dict__.get("legacy_pending")
     if p is not None:
         tracer.legacy_pending = None
         record(tracer, p.op, p.values, p.loc, p.tables)

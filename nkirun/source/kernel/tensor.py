@@ -32,18 +32,15 @@ class TensorRec:
     """One allocated tensor: what becomes a TensorDecl when an instruction first uses it."""
 
     __slots__ = ("name", "shape", "dtype", "buffer", "loc", "init", "declared", "strides",
-                 "decl", "whole")
+                 "decl", "whole", "on_chip")
 
     def __init__(self, name, shape, dtype, buffer, loc, init=None):
         self.name, self.shape, self.dtype, self.buffer = name, shape, dtype, buffer
         self.loc, self.init, self.declared = loc, init, False
-        self.decl = _Decl(name, shape, dtype.nkirun, buffer.ir != "hbm")
+        self.on_chip = buffer.ir != "hbm"
+        self.decl = _Decl(name, shape, dtype.nkirun, self.on_chip)
         self.whole = StridedView.of(self.decl)  # the view of the whole tensor
         self.strides = self.whole.strides
-
-    @property
-    def on_chip(self) -> bool:
-        return self.buffer.ir != "hbm"
 
 
 class DynSlice:
