@@ -169,9 +169,9 @@ def apply_mask(values: dict, box) -> bool:
 
 
 def narrow(v, box):
-    shape = v.shape
+    """v sliced to `box` on the dims where v has the mask's size (StridedView slicing)."""
     key, changed = [], False
-    for a, n in enumerate(shape):
+    for a, n in enumerate(v.shape):
         if a < len(box) and box[a][2] == n and n > 1 and (box[a][0], box[a][1]) != (0, n):
             key.append(slice(box[a][0], box[a][1]))
             changed = True
@@ -179,15 +179,8 @@ def narrow(v, box):
             key.append(slice(None))
     if not changed:
         return v
-    from nkirun.source.kernel.views import with_pattern
-    pattern, offset = [], v.offset
-    for (stride, count), k in zip(v.get_pattern(), key):
-        if k.start is None:
-            pattern.append((stride, count))
-        else:
-            offset += k.start * stride
-            pattern.append((stride, k.stop - k.start))
-    return with_pattern(v, pattern, offset)
+    from nkirun.source.kernel.views import index_view
+    return index_view(v, tuple(key))
 
 
 class _Box:
