@@ -282,3 +282,20 @@ def test_iota_of_an_index_expression(tmp_path):
     x = np.ones((64, 32), dtype=np.float32)
     p, f = np.mgrid[0:64, 0:32]
     np.testing.assert_array_equal(nkirun.simulate(k)(x), 5 + p * 32 - f * 2 + 1)
+
+
+def test_load_transpose2d_is_a_dma_transpose(tmp_path):
+    k = nkirun_kernel(write(tmp_path, """\
+        import neuronxcc.nki as nki
+        import neuronxcc.nki.language as nl
+
+        @nki.jit
+        def flip(x):
+            out = nl.ndarray((x.shape[1], x.shape[0]), dtype=x.dtype, buffer=nl.shared_hbm)
+            nl.store(out, value=nl.load_transpose2d(x))
+            return out
+        """), "flip")
+    import ml_dtypes
+    x = (np.arange(16 * 96) % 200).astype(ml_dtypes.bfloat16).reshape(16, 96)
+    np.testing.assert_array_equal(nkirun.simulate(k)(x), x.T)
+    assert "dma_transpose" in [i.op for i in nkirun.trace(k, x).instructions]
