@@ -194,6 +194,9 @@ class _Box:
 
 def pop_mask(values: dict):
     m = values.pop("mask", None)
+    if isinstance(m, str):  # the IR's own predicate spelling (docs/masks.md): kept
+        values["mask"] = m
+        return None
     return m.box if m.__class__ is _Box else mask_box(m)
 
 
@@ -292,7 +295,7 @@ def flush(tracer) -> None:
 
 
 def defer(tracer, result, op, values, loc, tables=None):
-    if values.get("mask") is not None:
+    if values.get("mask") is not None and not isinstance(values["mask"], str):
         values["mask"] = _Box(mask_box(values["mask"]))
     flush(tracer)
     tracer.legacy_pending = Pending(result, op, values, loc, tables)
