@@ -13,10 +13,12 @@ Readings:
   deadlock, E635). It orders every access before it on both cores before every access after
   it: the race check (checker/cores.py) and the run order rely on that. The values of `data`
   are not changed.
+* `data` is not read or written (no dataflow or race on it), but in the cost model the
+  barrier is a fence on it: it starts after this core's earlier accesses to `data` have
+  finished (the writes it signals), and this core's later accesses to `data` start after
+  it. Only the barrier's engine waits for the other core; the others run on.
 * nkirun runs each core's stream in program order, so at run time the whole core waits
-  (values do not depend on it). In the cost model only the barrier's engine waits for the
-  other core; instructions after it that touch memory the other core wrote still wait for
-  those writes through their data dependences.
+  (values do not depend on it).
 * Cost: no latency is documented; MIN_II cycles on its engine after both cores arrive is
   assumed.
 """
@@ -70,6 +72,7 @@ SPEC = InstructionDef(
     cycles=cycles,
     check=check,
     engine_of=engine_of,
+    not_accessed=("data",),
     cost_assumed=True,
     constraints=("E632 needs trn2/trn3 (LNC2)", "E637 cores must be [0, 1]",
                  "E634 only in a two-core program; data in shared HBM",

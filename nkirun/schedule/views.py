@@ -62,7 +62,11 @@ def table(s: Schedule) -> list[dict]:
 
 def tracks(s: Schedule) -> list[tuple[str, list[Slot]]]:
     """(track name, its slots in start order): each engine used, then each group of DMA
-    queues that ran exactly the same transfers ("dma.q0-15" when all 16 moved together)."""
+    queues that ran exactly the same transfers ("dma.q0-15" when all 16 moved together).
+    Two cores: core 0's tracks, then core 1's, named "core0.vector", "core1.dma.q0-15"."""
+    if s.program.cores > 1:
+        return [(f"core{c}.{name}", slots) for c in range(s.program.cores)
+                for name, slots in tracks(s.core_view(c))]
     out = []
     for name in s.engine_names():
         if name == "dma":
