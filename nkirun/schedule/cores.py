@@ -21,9 +21,10 @@ def schedule_cores(program, bound, target):
         setattr(second, shared, getattr(first, shared))
     per_core = (first, second)
     slots = first.sched.slots
+    core_of = {b.index: b.inst.core for b in bound}
     for step in sync_order(bound).steps:
         if isinstance(step, tuple):
-            _place_pair(per_core, step)
+            _place_pair(per_core, step, core_of)
             continue
         per_core[step.inst.core].place(step)
         slots[-1].core = step.inst.core
@@ -31,7 +32,7 @@ def schedule_cores(program, bound, target):
     return first.sched
 
 
-def _ready(s, b) -> tuple:
+def _ready(s, b, core_of) -> tuple:
     """When b could start on its core's scheduler s: (start, waited-on, kind, tensor,
     cost facts, queues, label)."""
     from nkirun.schedule.scheduler import _costed
@@ -43,7 +44,10 @@ def _ready(s, b) -> tuple:
         if data is not None:  # a fence on `data`: after this core's accesses to it, before
             fence = ((data.decl.name, data.box),)  # its later ones (isa/core_barrier.py)
             c = s.costed[ckey] = (c[0], fence, fence, c[3], c[4] + (data.decl.name,))
-    ready, dep, kind, tensor = s.data_ready(c[1], c[2])
+    if b.op == "core_barrier":  # after this core's accesses to `data` (the other core's
+        ready, dep, kind, tensor = _own_accesses(s, c[1][0], b.inst.core, core_of)  # wait
+    else:                                                        # is the pair's own)
+        ready, dep, kind, tensor = s.data_ready(c[1], c[2])
     queues, free, blocker, busy_kind, label = s.resource(b.engine, c[3])
     if dep is not None and ready >= free:
         start = ready
@@ -54,9 +58,24 @@ def _ready(s, b) -> tuple:
     return start, dep, kind, tensor, c, queues, label
 
 
-def _place_pair(per_core, pair) -> None:
+def _own_accesses(s, fence, core: int, core_of) -> tuple:
+    """(end, instruction, kind, tensor) of the latest access of `core` to the fenced box."""
+    from nkirun.schedule.model import RAW, READY, WAR
+    name, box = fence
+    st = s.tensors.get(name)
+    best = (0.0, None, READY, None)
+    if st is None:
+        return best
+    for kind, accesses in ((RAW, st.writes), (WAR, st.reads)):
+        for other, (end, k) in accesses.items():
+            if end > best[0] and core_of.get(k) == core and s.overlap(other, box):
+                best = (end, k, kind, name)
+    return best
+
+
+def _place_pair(per_core, pair, core_of) -> None:
     first, second = pair
-    got = [_ready(per_core[b.inst.core], b) for b in pair]
+    got = [_ready(per_core[b.inst.core], b, core_of) for b in pair]
     start = max(g[0] for g in got)
     why = BARRIER if first.op == "core_barrier" else SENDRECV
     for b, other, (ready, dep, kind, tensor, c, queues, label) in zip(

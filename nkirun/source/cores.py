@@ -29,6 +29,7 @@ def tensor_core(diags: list, name, fields: dict) -> int | None:
 def begin_core(b, value, loc: Loc) -> bool:
     """The instructions that follow join core `value`'s stream (the program becomes a
     two-core one); False (reported) when `value` is not a core."""
+    b.cores = 2  # (also after an error: no knock-on "core in a one-core program")
     if isinstance(value, bool) or value not in CORES:
         b.diags.append(error("E630", f"core must be 0 or 1, got {value!r}", loc,
                              hint=LNC_HINT))
@@ -41,6 +42,7 @@ def yaml_cores(w, b, node, loc: Loc, instruction, seen: set) -> None:
     """YAML `cores:`, a list of two mappings `{instructions: [...]}` (core 0, core 1);
     `instruction(w, b, entry)` reads one entry. `seen`: the top-level keys read so far."""
     import yaml
+    b.cores = 2
     if "instructions" in seen:
         b.diags.append(error("E630", "a program has either `instructions:` (one core) or "
                              "`cores:` (two cores), not both", loc,
