@@ -113,6 +113,7 @@ def _scatter(rows0, rows1):
 
 
 def test_indirect_writes_to_the_same_rows_race_at_run_time():
+    """W631: the rows an indirect view writes are known only at run time."""
     o, races = _scatter([0, 1], [4, 5])
     assert races == [] and (o[[0, 1]] == 1).all() and (o[[4, 5]] == 2).all()
     o, races = _scatter([0, 3], [3, 6])
