@@ -128,7 +128,8 @@ def core_rules(program: Program, bound) -> list[Diagnostic]:
     for b in bound:
         if b.op in SYNC_OPS and not two:
             out.append(b.err("E634", "only two-core (LNC2) programs synchronise cores",
-                             hint="write the program's instructions under `cores:`"))
+                             hint="write the program's instructions under `cores:` "
+                                  "(a kernel: run it with --lnc 2)"))
             continue
         if not two:
             continue
