@@ -136,5 +136,9 @@ def test_cost_json_and_perfetto_have_both_cores(tmp_path):
         and names[2].startswith("core 1")
     slices = [e for e in events if e["ph"] == "X"]
     assert {e["pid"] for e in slices if e["args"].get("index", -1) < 6} == {1}
-    rows = {x["index"]: x for x in json.loads(r.stdout)["instructions"]}
+    doc = json.loads(r.stdout)
+    rows = {x["index"]: x for x in doc["instructions"]}
     assert any(x["wait_kind"] == "core_barrier" for x in rows.values())
+    assert [rows[i]["core"] for i in sorted(rows)] == [0] * 6 + [1] * 4
+    assert [c["instruction_count"] for c in doc["cores"]] == [6, 4]
+    assert doc["cores"][1]["engines"]["vector"]["instructions"] == 1
