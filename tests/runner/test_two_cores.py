@@ -142,3 +142,22 @@ def test_cost_json_and_perfetto_have_both_cores(tmp_path):
     assert [rows[i]["core"] for i in sorted(rows)] == [0] * 6 + [1] * 4
     assert [c["instruction_count"] for c in doc["cores"]] == [6, 4]
     assert doc["cores"][1]["engines"]["vector"]["instructions"] == 1
+
+
+def test_structure_errors_of_the_two_core_spelling():
+    t, c0, c1 = _halves()
+    t["x"]["fill"] = 1.0
+    both = dict(program(t, c0, c1), instructions=c0)
+    assert "E630" in [d.code for d in check_program(both).diagnostics]
+    three = dict(program(t, c0, c1), cores=[{"instructions": c0}] * 3)
+    assert "E630" in [d.code for d in check_program(three).diagnostics]
+    extra = dict(program(t, c0, c1), cores=[{"instructions": c0, "x": 1},
+                                            {"instructions": c1}])
+    assert "E630" in [d.code for d in check_program(extra).diagnostics]
+    one = {"version": 1, "tensors": {"a": empty((4, 4), "float32", core=0, output=True)},
+           "instructions": [{"memset": {"dst": "a", "value": 0.0}}]}
+    assert [d.code for d in check_program(one).diagnostics] == ["E631"]
+    bad_core = program(dict(t, a=dict(t["a"], core=2)), c0, c1)
+    assert "E631" in [d.code for d in check_program(bad_core).diagnostics]
+    trn1 = program(t, c0, c1, target="trn1")
+    assert "E632" in [d.code for d in check_program(trn1).diagnostics]
