@@ -154,11 +154,14 @@ def core_rules(program: Program, bound) -> list[Diagnostic]:
 
 
 def races(program: Program, order: SyncOrder, bound) -> list[Diagnostic]:
-    """W630: shared-HBM elements two cores touch in one epoch, at least one writing."""
-    from nkirun.schedule.overlap import overlaps
+    """W630: shared-HBM elements two cores touch in one epoch, at least one writing.
+
+    Per (tensor, epoch) the accesses are swept in order of their first-dimension start, so
+    each is compared only with the other core's accesses whose first-dimension range it
+    meets (tiles of disjoint rows: about linear, not quadratic)."""
     shared = {n for n, t in program.tensors.items() if not t.on_chip and t.core is None}
-    seen: dict = {}  # (tensor, epoch) -> ([accesses of core 0], [of core 1])
-    out, reported = [], set()
+    groups: dict = {}  # (tensor, epoch) -> [(lo, hi, run position, Bound, key, box, written)]
+    position = {b.index: i for i, b in enumerate(order.flat())}
     for b in bound:
         if b.op in SYNC_OPS:
             continue
@@ -167,14 +170,34 @@ def races(program: Program, order: SyncOrder, bound) -> list[Diagnostic]:
             for key, r in pairs:
                 if r.decl.name not in shared or (r.ap is not None and r.ap.indirect):
                     continue
-                lists = seen.setdefault((r.decl.name, order.epoch.get(b.index)), ([], []))
-                for ob, okey, obox, owritten in lists[1 - b.inst.core]:
-                    if (written or owritten) and (r.decl.name, ob.index) not in reported \
-                            and overlaps(r.box, obox):
-                        reported.add((r.decl.name, ob.index))
-                        out.append(_race(b, key, r.decl.name, written, ob, owritten))
-                        break
-                lists[b.inst.core].append((b, key, r.box, written))
+                start, count, step = r.box[0]
+                groups.setdefault((r.decl.name, order.epoch.get(b.index)), []).append(
+                    (start, start + (count - 1) * step, position[b.index], b, key, r.box,
+                     written))
+    out, reported = [], set()
+    for (name, _), accesses in groups.items():
+        if len({a[3].inst.core for a in accesses}) < 2 or not any(a[6] for a in accesses):
+            continue
+        out += _sweep(name, accesses, reported)
+    return out
+
+
+def _sweep(name, accesses, reported) -> list[Diagnostic]:
+    from nkirun.schedule.overlap import overlaps
+    out, active = [], ([], [])  # per core: accesses whose range may still meet a later one
+    for a in sorted(accesses, key=lambda a: (a[0], a[2])):
+        lo, core = a[0], a[3].inst.core
+        other = active[1 - core]
+        other[:] = [o for o in other if o[1] >= lo]
+        for o in other:
+            if not (a[6] or o[6]) or not overlaps(a[5], o[5]):
+                continue
+            late, early = (a, o) if a[2] > o[2] else (o, a)
+            if (name, early[3].index) not in reported:
+                reported.add((name, early[3].index))
+                out.append(_race(late[3], late[4], name, late[6], early[3], early[6]))
+            break
+        active[core].append(a)
     return out
 
 
