@@ -77,6 +77,8 @@ def sync_order(bound) -> SyncOrder:  # long: the two-stream walk with its deadlo
             k = seen[core].get(key, 0)
             other = waiting[1 - core]
             if other is not None and other[:2] == (key, k):  # the other core is there
+                if b.op == "sendrecv":
+                    out.diags += _pair_rules(other[2], b) + _pair_rules(b, other[2])
                 out.steps.append((other[2], b))
                 out.epoch[other[2].index] = out.epoch[b.index] = epoch
                 epoch += 1
@@ -105,6 +107,17 @@ def sync_order(bound) -> SyncOrder:  # long: the two-stream walk with its deadlo
             hint="both cores must pass the same core_barriers, and the same sendrecvs of "
                  "each pipe_id, in the same order"))
         return out
+
+
+def _pair_rules(sender, receiver) -> list[Diagnostic]:
+    """What `receiver`'s dst gets from `sender`'s src must fit: same dtype and shape."""
+    src, dst = sender.tile("src"), receiver.tile("dst")
+    if src is None or dst is None or (src.dtype == dst.dtype and src.shape == dst.shape):
+        return []
+    code = "E638" if src.dtype != dst.dtype else "E639"
+    return [receiver.err(code, f"dst ({dst.dtype.name} {list(dst.shape)}) receives core "
+                         f"{sender.inst.core}'s src ({src.dtype.name} {list(src.shape)}) at "
+                         f"{_where(sender)}; they must have the same dtype and shape", "dst")]
 
 
 def core_rules(program: Program, bound) -> list[Diagnostic]:

@@ -106,6 +106,19 @@ def test_rules():
     assert codes2(small, *exchange("a", "ra", "b", "rb", dma_engine="gpsimd_dma")) == []
 
 
+def test_the_partners_tiles_must_match():
+    t = pair_tensors((2, 4), "float32")
+    t["b8"] = empty((2, 8), "float32", core=1)
+    t["rb8"] = empty((2, 8), "float32", core=1)
+    t["bh"] = empty((2, 4), "bfloat16", core=1)
+    t["rbh"] = empty((2, 4), "bfloat16", core=1)
+    a, _ = exchange("a", "ra", "b", "rb")
+    diags = diags2(t, a, exchange("a", "ra", "b8", "rb8")[1])
+    assert [d.code for d in diags if d.code == "E639"] == ["E639", "E639"]
+    assert "core 1's src (float32 [2, 8])" in diags[[d.code for d in diags].index("E639")].message
+    assert "E638" in [d.code for d in diags2(t, a, exchange("a", "ra", "bh", "rbh")[1])]
+
+
 def test_one_core_program_refuses_it():
     from nkirun.api import check_program
     prog = {"version": 1, "tensors": {"a": empty((2, 4), "float32"),

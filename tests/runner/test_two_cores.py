@@ -3,7 +3,8 @@ per-core state (capacity, accumulators), run-time races (W631), cost and Perfett
 import json
 
 import numpy as np
-from prog_helpers import invoke
+from prog_helpers import invoke, run_cli
+from repo_paths import PROGRAMS
 from two_core import codes2, cost2, empty, program, run2
 
 from nkirun.api import check_program, run
@@ -161,3 +162,15 @@ def test_structure_errors_of_the_two_core_spelling():
     assert "E631" in [d.code for d in check_program(bad_core).diagnostics]
     trn1 = program(t, c0, c1, target="trn1")
     assert "E632" in [d.code for d in check_program(trn1).diagnostics]
+
+
+def test_the_example_two_core_halves_through_the_cli(tmp_path):
+    """programs/two_core_halves.yaml against NumPy: core 0's rows get core 1's row sums
+    (core 1 doubled its rows first) and the reverse; core 0 reads core 1's half back."""
+    out = run_cli(PROGRAMS / "two_core_halves.yaml", tmp_path)
+    x = np.full((256, 64), 1.5, np.float32)
+    top, bottom = x[:128], x[128:] * 2
+    want = np.concatenate([top + bottom.sum(1, keepdims=True),
+                           bottom + top.sum(1, keepdims=True)])
+    np.testing.assert_array_equal(out["y"], want)
+    np.testing.assert_array_equal(out["seen"], want[128:])
