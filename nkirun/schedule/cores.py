@@ -5,7 +5,9 @@ the tensors' access history is one: a core that reads shared-HBM elements the ot
 wrote waits for that write like any data dependence. The instructions are placed in the run
 order of checker/cores.py. A synchronisation pair (core_barrier, or a sendrecv exchange)
 starts on both cores when the later of the two could start: the earlier one's wait reason
-is the other core ("core_barrier" / "sendrecv", naming the other core's instruction).
+is the other core ("core_barrier" / "sendrecv"), and the instruction it waited on is the
+one whose end let the other core's half start (so the critical path stays a chain of
+ends and starts).
 """
 from __future__ import annotations
 
@@ -78,11 +80,11 @@ def _place_pair(per_core, pair, core_of) -> None:
     got = [_ready(per_core[b.inst.core], b, core_of) for b in pair]
     start = max(g[0] for g in got)
     why = BARRIER if first.op == "core_barrier" else SENDRECV
-    for b, other, (ready, dep, kind, tensor, c, queues, label) in zip(
-            pair, (second, first), got):
+    for b, late, (ready, dep, kind, tensor, c, queues, label) in zip(
+            pair, (got[1], got[0]), got):
         s = per_core[b.inst.core]
-        if ready < start:  # this core arrived first: it waited for the other one
-            dep, kind, tensor = other.index, why, None
+        if ready < start:  # this core arrived first: it waited for the other core, whose
+            dep, kind, tensor = late[1], why, None  # start the end of late[1] set
         cycles, reads, writes, _, names = c
         clock = s.clocks.get(b.engine)
         if clock is None:

@@ -69,7 +69,7 @@ class Slot:
         if self.wait_kind == QUEUE:
             return f"DMA queue busy (instruction {k})"
         if self.wait_kind in (BARRIER, SENDRECV):
-            return f"core {1 - self.core} reaching its {self.wait_kind} (instruction {k})"
+            return f"core {1 - self.core} reaching its {self.wait_kind} (after instruction {k})"
         return "ready at start"
 
 

@@ -83,5 +83,6 @@ def test_cost_the_early_core_waits_for_the_late_one():
     by = {x.index: x for x in s.slots}
     b0, b1 = by[3], by[5 + len(slow)]
     assert b0.op == b1.op == "core_barrier" and b0.start_ns == b1.start_ns
-    assert b0.wait_kind == "core_barrier" and b0.waited_on == b1.index
+    assert b0.wait_kind == "core_barrier" and by[b0.waited_on].core == 1
+    assert by[b0.waited_on].end_ns == b0.start_ns  # core 1's last write of y
     assert by[4].start_ns >= b0.end_ns  # core 0 reads y after the barrier

@@ -138,7 +138,9 @@ def test_cost_starts_both_when_the_later_core_arrives():
               [{"dma_copy": {"dst": "a", "src": "x"}}] + a, slow + b)
     by = {x.index: x for x in s.slots}
     assert by[1].start_ns == by[4].start_ns > by[0].end_ns
-    assert by[1].wait_kind == "sendrecv" and by[1].waited_on == 4 and by[1].core == 0
+    # core 0 waited for core 1, whose tensor_scalar (#3) ended when both could start
+    assert by[1].wait_kind == "sendrecv" and by[1].waited_on == 3 and by[1].core == 0
+    assert by[3].end_ns == by[1].start_ns and by[3].core == 1
     assert by[4].core == 1
 
 
