@@ -32,11 +32,12 @@ class TensorRec:
     """One allocated tensor: what becomes a TensorDecl when an instruction first uses it."""
 
     __slots__ = ("name", "shape", "dtype", "buffer", "loc", "init", "declared", "strides",
-                 "decl", "whole", "on_chip")
+                 "decl", "whole", "on_chip", "core")
 
-    def __init__(self, name, shape, dtype, buffer, loc, init=None):
+    def __init__(self, name, shape, dtype, buffer, loc, init=None, core=None):
         self.name, self.shape, self.dtype, self.buffer = name, shape, dtype, buffer
         self.loc, self.init, self.declared = loc, init, False
+        self.core = core  # two-core traces: the core owning a non-shared tensor
         self.on_chip = buffer.ir != "hbm"
         self.decl = _Decl(name, shape, dtype.nkirun, self.on_chip)
         self.whole = StridedView.of(self.decl)  # the view of the whole tensor
