@@ -11,6 +11,7 @@ from __future__ import annotations
 from nkirun.diagnostics import Diagnostic, Loc, error, warning
 from nkirun.checker.bind import bind
 from nkirun.checker.psum import psum_hazards
+from nkirun.checker.registers import declared
 from nkirun.ir import Program, View
 from nkirun.isa.spec import ACCUMULATORS, Bound, views_of
 from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, TARGETS
@@ -148,12 +149,16 @@ def _capacity(program: Program, bound: list[Bound]) -> list[Diagnostic]:
         if names is None:  # only view params are bound to a Resolved
             views = [r for v in b.args.values() for r in views_of(v)]
             views += [r.ap.indirect.index for r in views  # an indirect pattern's index
-                      if r.ap is not None and r.ap.indirect is not None]
+                      if r.ap is not None and r.ap.indirect is not None
+                      and r.ap.indirect.index is not None]  # (None: a register)
             names = b.args.memo["on_chip"] = tuple(r.decl.name for r in views if r.decl.on_chip)
         for name in names:
             first.setdefault(name, i)
             if last.get(name, i) <= i:  # an output's last use stays the end
                 last[name] = i
+    if program.loops:  # a tensor used in a loop body and live before it stays live through it
+        from nkirun.checker.control import widen_live
+        widen_live(program.loops, first, last)
     out = []
     for buf, cap in (("sbuf", target.sbuf_bytes_per_partition),
                      ("psum", target.psum_bytes_per_partition)):
@@ -190,6 +195,9 @@ def validate(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES):
         kept = {b.index for b in bound}
         failed.update(i.index for i in program.instructions if i.index not in kept)
     diags.extend(_dataflow(program, bound, failed))
+    if program.loops or declared(program):  # runtime control flow: checker/control.py
+        from nkirun.checker.control import check_control
+        diags.extend(check_control(program, bound))
     diags.extend(psum_hazards(program, bound))
     if not any(x.code in ("E017", "E041") for x in diags):
         diags.extend(_capacity(program, bound))

@@ -40,6 +40,9 @@ class Machine:
         self.scalar_acc = Accumulator(0.0)
         self.warnings: list = []  # run-time Diagnostics (e.g. undefined behaviour hit)
         self.current = None  # the Bound being executed, for error messages
+        # virtual registers (nki.isa.register_alloc): name -> int32 value, None = unwritten
+        self.registers: dict[str, int | None] = {}
+        self.trips: dict[str, list[int]] = {}  # loop name -> iterations of each entry
 
     # ---- reads -----------------------------------------------------------------------------
     def view(self, r: Resolved) -> np.ndarray:
@@ -66,10 +69,20 @@ class Machine:
     def indirect_rows(self, r: Resolved):
         """Byte offsets of an indirect view's elements from its index's current values, and
         which partitions stay in bounds ((P,) bool; None: all). E093 under oob_mode=error."""
-        values = self.read(r.ap.indirect.index)
+        ind = r.ap.indirect
+        values = (self.read(ind.index) if ind.register is None
+                  else np.array([self.register(ind.register)], np.int64))
         b = self.current
         mode = b.get("oob_mode") if b is not None and hasattr(b, "get") else None
         return indirect.offsets(r, values, static_offsets(r), mode or "error", b)
+
+    def register(self, name: str, where=None) -> int:
+        """A register's value; reading one nothing wrote is E655 (run time)."""
+        value = self.registers.get(name)
+        if value is None:
+            from nkirun.runner.registers import unwritten
+            raise RunError(unwritten(name, where if where is not None else self.current))
+        return value
 
     def _typed_flat(self, r: Resolved) -> np.ndarray:
         name = r.decl.name
