@@ -137,3 +137,11 @@ def widen_live(loops, first: dict, last: dict) -> None:
             end = last.get(name, f)
             if f < lp.first <= end < lp.end:
                 last[name] = lp.end - 1
+
+
+def touched_in_loops(loops, first: dict, last: dict) -> set:
+    """The tensors whose first or last use is inside a loop body (a run that frees storage
+    after a tensor's last use keeps these: the body uses them again)."""
+    spans = [(lp.first, lp.end) for lp in loops]
+    return {name for name, f in first.items()
+            if any(a <= f < b or a <= last.get(name, f) < b for a, b in spans)}

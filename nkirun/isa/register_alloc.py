@@ -37,7 +37,7 @@ SPEC = InstructionDef(
     summary="allocate a 32-bit virtual register, optionally initialised",
     semantics=("Declares register `dst` (a 32-bit integer of the engine sequencers) and sets "
                "it to `x` when given; without `x` it holds nothing until written."),
-    cost_formula=f"{MOVE_CYCLES} cycles (assumed: the documentation gives no cost)",
+    cost_formula=f"{MOVE_CYCLES} cycles",
     cost_assumed=True,
     execute=execute,
     cycles=cycles,

@@ -33,7 +33,7 @@ SPEC = InstructionDef(
     summary="load a 32-bit integer from SBUF or HBM into a register",
     semantics=("dst = src's one element, an integer of at most 32 bits (an unsigned value "
                "above 2**31-1 wraps to int32, the register's width)."),
-    cost_formula=f"{MEMORY_CYCLES} cycles (assumed: the documentation gives no cost)",
+    cost_formula=f"{MEMORY_CYCLES} cycles",
     cost_assumed=True,
     execute=execute,
     cycles=cycles,

@@ -26,7 +26,7 @@ SPEC = InstructionDef(
     ),
     summary="set a register to a constant or to another register's value",
     semantics="dst = src, where src is an int32 immediate or a register.",
-    cost_formula=f"{MOVE_CYCLES} cycles (assumed: the documentation gives no cost)",
+    cost_formula=f"{MOVE_CYCLES} cycles",
     cost_assumed=True,
     execute=execute,
     cycles=cycles,

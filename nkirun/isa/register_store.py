@@ -33,7 +33,7 @@ SPEC = InstructionDef(
     summary="store a register's value into a one-element SBUF or HBM tensor",
     semantics=("dst's one element = the register's int32 value, converted to dst's integer "
                "dtype like any integer result."),
-    cost_formula=f"{MEMORY_CYCLES} cycles (assumed: the documentation gives no cost)",
+    cost_formula=f"{MEMORY_CYCLES} cycles",
     cost_assumed=True,
     execute=execute,
     cycles=cycles,
