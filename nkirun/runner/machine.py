@@ -43,6 +43,8 @@ class Machine:
         # virtual registers (nki.isa.register_alloc): name -> int32 value, None = unwritten
         self.registers: dict[str, int | None] = {}
         self.trips: dict[str, list[int]] = {}  # loop name -> iterations of each entry
+        self.looped: frozenset = frozenset()  # instruction indices inside runtime loops
+        self._first_held: dict = {}
 
     # ---- reads -----------------------------------------------------------------------------
     def view(self, r: Resolved) -> np.ndarray:
@@ -137,6 +139,16 @@ class Machine:
             return None
         sel = w[r.np_index]
         return None if sel.all() else sel.reshape(r.shape)
+
+    def held_first_run(self, b, r: Resolved) -> np.ndarray | None:
+        """held(r) as it was when instruction b first ran: a decision the compiler makes
+        once per instruction (nc_matmul's auto accumulate) repeats in later iterations
+        of a runtime loop."""
+        if b.index not in self.looped:
+            return self.held(r)
+        if b.index not in self._first_held:
+            self._first_held[b.index] = self.held(r)
+        return self._first_held[b.index]
 
     def read_f32(self, r: Resolved, rows: np.ndarray | None = None) -> np.ndarray:
         """The operand as float32 (computation happens in float32 on every engine)."""

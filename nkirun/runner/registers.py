@@ -24,6 +24,7 @@ def order(program, bound, m):
 
     w = Walk(program, read, write)
     m.trips = w.trips
+    m.looped = frozenset(i for lp in program.loops for i in range(lp.first, lp.end))
     return (by_index[i] for i in w.indices(max(by_index, default=-1) + 1) if i in by_index)
 
 

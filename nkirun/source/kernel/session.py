@@ -206,7 +206,8 @@ class Tracer:
             index = ir_index(v)
             if v._indirect is not None:
                 kind, handle, dim = v._indirect
-                iv = self.operand(handle, loc)
+                iv = (handle.register_view(loc) if hasattr(handle, "register_view")  # a register
+                      else self.operand(handle, loc))
                 index = replace(index, scalar_offset=iv if kind == "scalar" else None,
                                 vector_offset=iv if kind == "vector" else None,
                                 indirect_dim=dim)
@@ -223,6 +224,8 @@ class Tracer:
             return v.ir
         if isinstance(v, consts.NlDType):
             return v.nkirun.name if v.nkirun is not None else str(v)
+        if hasattr(v, "register_view"):  # a VirtualRegister (kernel/control.py)
+            return v.name
         if isinstance(v, (int, float)):
             return v
         if isinstance(v, (list, tuple)):

@@ -199,7 +199,7 @@ def _indexed(v, kind, index, stride_bytes):
     rec = v._rec
     if rec.on_chip:
         raise _view_bad("indirect addressing (scalar_offset/vector_offset) needs an HBM tensor")
-    if not hasattr(index, "_rec"):
+    if not hasattr(index, "_rec") and not (kind == "scalar" and hasattr(index, "register_view")):
         raise unsupported(f"a {type(index).__name__} as a runtime index (a VirtualRegister)",
                           "give an SBUF tensor holding the index")
     dims = [s * rec.dtype.itemsize for s in rec.strides]
