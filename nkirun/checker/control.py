@@ -57,22 +57,21 @@ def _declared_before(name: str, index: int, loc, what: str, regs: dict, program:
     if at is not None and (at[0] <= index or loop_index):
         return []
     from nkirun.source.builder import did_you_mean
-    said = "before it is allocated" if at is not None else "that is never allocated"
-    return [error("E650", f"{what}: register `{name}` is used {said}", loc, index,
+    said = "used before it is allocated" if at is not None else "never allocated"
+    return [error("E650", f"{what}: register `{name}` is {said}", loc, index,
                   hint=did_you_mean(name, regs) or
                   f"allocate it first: - register_alloc: {{dst: {name}}}")]
 
 
 def _loop(program: Program, lp, regs: dict, writes: dict):
     out = []
+    if lp.kind == "while" and lp.cond is None:  # (reported by the front end: E652)
+        return out
     bounds = [v.name for v in (lp.start, lp.stop) if isinstance(v, Register)] \
         if lp.kind == "for" else [lp.cond] + ([lp.next] if lp.next else [])
     for name in bounds:
         out.extend(_declared_before(name, lp.first if name != lp.next else lp.end,
                                     lp.loc, f"loop `{lp.name}`", regs, program))
-    if lp.index is not None and lp.index in program.tensors:
-        out.append(error("E651", f"loop `{lp.name}`: index `{lp.index}` is also a tensor",
-                         lp.key_loc("index"), lp.first, hint="name the index register apart"))
     if static_trips(lp) is None:
         out.append(warning("W650", f"loop `{lp.name}` runs a number of times known only at "
                            f"run time (register `{bounds[-1] if lp.kind == 'for' else lp.cond}`)"
@@ -145,3 +144,11 @@ def touched_in_loops(loops, first: dict, last: dict) -> set:
     spans = [(lp.first, lp.end) for lp in loops]
     return {name for name, f in first.items()
             if any(a <= f < b or a <= last.get(name, f) < b for a, b in spans)}
+
+
+def read_in_loop(program: Program, bound, name: str, index: int) -> bool:
+    """Whether a loop whose body holds instruction `index` reads tensor `name` (its next
+    iteration reads what the write left: W051 does not apply)."""
+    spans = [(lp.first, lp.end) for lp in enclosing(program.loops, index)]
+    return any(a <= b.index < e and any(r.decl.name == name for _, r in b.accesses().reads)
+               for b in bound for a, e in spans)

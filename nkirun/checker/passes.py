@@ -11,7 +11,8 @@ from __future__ import annotations
 from nkirun.diagnostics import Diagnostic, Loc, error, warning
 from nkirun.checker.bind import bind
 from nkirun.checker.psum import psum_hazards
-from nkirun.checker.registers import declared
+from nkirun.checker.registers import uses_registers
+from nkirun.checker.control import read_in_loop
 from nkirun.ir import Program, View
 from nkirun.isa.spec import ACCUMULATORS, Bound, views_of
 from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, TARGETS
@@ -115,6 +116,8 @@ def _dataflow(program: Program, bound: list[Bound], failed: set[int]) -> list[Di
         t = program.tensors[n]
         if not was_read and not t.output and n in last_write and n not in lost:
             b = last_write[n]
+            if program.loops and read_in_loop(program, bound, n, b.index):
+                continue  # read again by the next iteration of the loop around the write
             out.append(warning("W051", f"`{n}` is written by {b.op} (instruction {b.index}) but "
                                "never read afterwards and not an output", b.loc(), b.index,
                                hint="mark it `output: true`, or drop the write"))
@@ -195,7 +198,7 @@ def validate(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES):
         kept = {b.index for b in bound}
         failed.update(i.index for i in program.instructions if i.index not in kept)
     diags.extend(_dataflow(program, bound, failed))
-    if program.loops or declared(program):  # runtime control flow: checker/control.py
+    if program.loops or uses_registers(program):  # registers, loops: checker/control.py
         from nkirun.checker.control import check_control
         diags.extend(check_control(program, bound))
     diags.extend(psum_hazards(program, bound))

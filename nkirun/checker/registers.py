@@ -23,3 +23,9 @@ def declared(program: Program) -> dict:
             out.setdefault(lp.index, (lp.first, lp.key_loc("index")))
     _LAST[:] = [program, out]
     return out
+
+
+def uses_registers(program: Program) -> bool:
+    """Whether any instruction is a register instruction (the checks of checker/control.py
+    apply)."""
+    return any(inst.op.startswith("register_") for inst in program.instructions)

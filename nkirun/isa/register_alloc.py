@@ -44,5 +44,6 @@ SPEC = InstructionDef(
     check=check,
     source="the nki.isa.register_alloc documentation",
     constraints=("E653 `x` is an integer that fits in int32",),
-    example="- register_alloc: {dst: n, x: 0}",
+    example=("- register_alloc: {dst: n, x: 5}\n"
+             "- register_store: {dst: out, src: n}"),
 )

@@ -33,5 +33,6 @@ SPEC = InstructionDef(
     source="the nki.isa.register_move documentation",
     constraints=("E650 both registers are allocated before use", "E653 a constant fits in int32"),
     example=("- register_alloc: {dst: n}\n"
-             "- register_move: {dst: n, src: 10}"),
+             "- register_move: {dst: n, src: 10}\n"
+             "- register_store: {dst: out, src: n}"),
 )

@@ -46,6 +46,7 @@ def begin(b, kind: str, fields: dict, loc: Loc) -> None:
         if message is not None:
             b.diags.append(error("E652", f"{kind} loop: {message}", kloc))
             ok = False
+            continue  # (the loop is kept with the default: no knock-on errors in its body)
         values[key] = value
     for key in REQUIRED[kind]:
         if key not in fields:
@@ -80,7 +81,7 @@ def end(b, loc: Loc) -> bool:
     if not b.open_loops:
         return False
     kind, values, lloc, key_locs, first, ok = b.open_loops.pop()
-    if ok:
+    if kind != "for" or "index" in values:  # (a `for` without its index is dropped)
         b.loops.append(dict(kind=kind, first=first, end=b.count, loc=lloc, key_locs=key_locs,
                             **values))
     return True
@@ -91,7 +92,8 @@ def finish(b) -> tuple:
     for kind, _, loc, _, _, _ in b.open_loops:
         b.diags.append(error("E652", f"this {kind} loop is never closed", loc,
                              hint="end its body with a line `end`"))
-    b.open_loops.clear()
+    while b.open_loops:  # (closed at the end: its body is still checked as a body)
+        end(b, Loc(b.path))
     loops = sorted(b.loops, key=lambda d: (d["first"], -d["end"]))
     base = [d.get("name") or d.get("index") or d.get("cond") for d in loops]
     given: dict = {}
