@@ -194,8 +194,8 @@ def yaml_lines(program, instruction) -> list[str]:
     from nkirun.source.write import yaml_value
     out: list[str] = []
 
-    def begin_(lp, d):
-        pad = "  " + "    " * d
+    def begin_(lp, d):  # an entry at 2 + 6d blanks, its keys 4 further, its body 6
+        pad = " " * (2 + 6 * d)
         out.append(f"{pad}- {lp.kind}:")
         out.extend(f"{pad}    {k}: {v}" for k, v in header_items(lp, yaml_value))
         out.append(f"{pad}    body:")
@@ -205,8 +205,40 @@ def yaml_lines(program, instruction) -> list[str]:
             out[-1] += " []"
 
     def inst_(inst, d):
-        out.extend(instruction(inst, "  " + "    " * (d - 1) + "      " if d else "  "))
+        out.extend(instruction(inst, " " * (2 + 6 * d)))
 
     nested(program, inst_, begin_, end_)
     return out
 
+
+
+def schema_defs() -> dict:
+    """JSON Schema definitions of the loop entries (source/schema.py)."""
+    name = {"type": "string", "pattern": r"^\s*[A-Za-z_][A-Za-z0-9_]*\s*$"}
+    bound = {"anyOf": [{"type": "integer"}, name]}
+    body = {"type": "array", "items": {"$ref": "#/definitions/instruction"},
+            "description": "the instructions the loop repeats (loops nest)"}
+    label = dict(name, description="the loop's name for `cost --trip NAME=N` (default: its "
+                                   "index / condition register)")
+    return {
+        "loop_for": {
+            "type": "object", "additionalProperties": False,
+            "required": ["index", "stop", "body"],
+            "description": "a runtime loop: for index in range(start, stop, step), bounds "
+                           "read from registers when the loop starts (nl.dynamic_range, "
+                           "nl.fori_loop)",
+            "properties": {
+                "index": dict(name, description="the register set to each iteration value"),
+                "start": dict(bound, description="an integer or a register (default 0)"),
+                "stop": dict(bound, description="an integer or a register (exclusive)"),
+                "step": {"type": "integer", "minimum": 1, "description": "default 1"},
+                "name": label, "body": body}},
+        "loop_while": {
+            "type": "object", "additionalProperties": False, "required": ["cond", "body"],
+            "description": "a runtime loop: while register cond != 0 (nl.while_loop)",
+            "properties": {
+                "cond": dict(name, description="the register tested before each iteration"),
+                "next": dict(name, description="the register copied into cond after each "
+                                               "iteration (default: cond itself)"),
+                "name": label, "body": body}},
+    }
