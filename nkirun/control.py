@@ -32,7 +32,7 @@ def loop_tree(loops) -> list:
     """[(loop, children)] for the outermost loops, each child list the same shape."""
     roots: list = []
     stack: list = []
-    for lp in sorted(loops, key=lambda x: (x.first, -x.end)):
+    for lp in sorted(loops, key=lambda x: (x.first, -x.end)):  # (stable: ties keep order)
         while stack and not (stack[-1][0].first <= lp.first and lp.end <= stack[-1][0].end):
             stack.pop()
         node = (lp, [])

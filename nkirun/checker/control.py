@@ -139,11 +139,14 @@ def widen_live(loops, first: dict, last: dict) -> None:
 
 
 def touched_in_loops(loops, first: dict, last: dict) -> set:
-    """The tensors whose first or last use is inside a loop body (a run that frees storage
-    after a tensor's last use keeps these: the body uses them again)."""
+    """The tensors whose first or last use is inside a loop body, or right after one (a run
+    that makes storage just before a tensor's first use and frees it after its last use
+    keeps these whole: the body may run again, or never)."""
     spans = [(lp.first, lp.end) for lp in loops]
+    # (f - 1: storage made after the instruction before the first use, maybe a body's last)
     return {name for name, f in first.items()
-            if any(a <= f < b or a <= last.get(name, f) < b for a, b in spans)}
+            if any(a <= f < b or a <= f - 1 < b or a <= last.get(name, f) < b
+                   for a, b in spans)}
 
 
 def read_in_loop(program: Program, bound, name: str, index: int) -> bool:

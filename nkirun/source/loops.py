@@ -83,7 +83,7 @@ def end(b, loc: Loc) -> bool:
     kind, values, lloc, key_locs, first, ok = b.open_loops.pop()
     if kind != "for" or "index" in values:  # (a `for` without its index is dropped)
         b.loops.append(dict(kind=kind, first=first, end=b.count, loc=lloc, key_locs=key_locs,
-                            **values))
+                            depth=len(b.open_loops), **values))
     return True
 
 
@@ -94,7 +94,8 @@ def finish(b) -> tuple:
                              hint="end its body with a line `end`"))
     while b.open_loops:  # (closed at the end: its body is still checked as a body)
         end(b, Loc(b.path))
-    loops = sorted(b.loops, key=lambda d: (d["first"], -d["end"]))
+    # outermost first (equal spans: the enclosing loop first)
+    loops = sorted(b.loops, key=lambda d: (d["first"], -d["end"], d["depth"]))
     base = [d.get("name") or d.get("index") or d.get("cond") for d in loops]
     given: dict = {}
     out = []
@@ -106,7 +107,7 @@ def finish(b) -> tuple:
         if not named and base.count(name) > 1:
             name = f"{name}@{d['loc'].line}"
         given.setdefault(name, d["loc"].line)
-        d = {k: v for k, v in d.items() if k != "name"}
+        d = {k: v for k, v in d.items() if k not in ("name", "depth")}
         out.append(Loop(name=name, named=named, **d))
     return tuple(out)
 

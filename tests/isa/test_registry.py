@@ -88,6 +88,11 @@ ELSEWHERE = {
     "E093": "source/test_indirect_dma.py::test_out_of_bounds_index_is_E093_or_skipped",
     **{f"E60{i}": "kernel/test_kernel_errors.py::test_every_kernel_code_has_an_invalid_kernel"
        for i in range(7)},
+    "E655": "runner/test_runtime_loops.py::test_loop_bound_never_written_is_e655_at_the_loop",
+    "E657": "schedule/test_trip_counts.py::test_no_data_and_no_trip_is_e657_naming_the_loop",
+    "E658": "schedule/test_trip_counts.py::test_bad_trip_is_e658",
+    "E659": "kernel/test_kernel_loops.py::test_register_misuse_is_e659",
+    "E661": "runner/test_runtime_loops.py::test_endless_while_loop_stops_with_e661",
 }
 
 

@@ -12,6 +12,7 @@ ROWS = {"x": "buffer: hbm, shape: [6, 128, 16], dtype: float32",
         "y": "buffer: hbm, shape: [6, 128, 16], dtype: float32, fill: 0, output: true",
         "c": "buffer: sbuf, shape: [1, 1], dtype: int32",
         "t": "buffer: sbuf, shape: [128, 16], dtype: float32"}
+Y_ONE = {"y": "buffer: hbm, shape: [1, 1], dtype: int32, fill: 0, output: true"}
 TILE = "x.ap([[16,128],[1,16]], scalar_offset=i)"
 OUT = "y.ap([[16,128],[1,16]], scalar_offset=i)"
 
@@ -125,20 +126,15 @@ def test_nested_loops_set_each_index():
 
 
 def test_loop_bound_never_written_is_e655_at_the_loop():
-    diags = run_error(program({"y": "buffer: hbm, shape: [1, 1], dtype: int32, fill: 0, "
-                                    "output: true"}, """\
-  - register_alloc: {dst: n}
-  - for: {index: i, stop: n, body: [{register_store: {dst: y, src: i}}]}
-"""))
+    body = ("  - register_alloc: {dst: n}\n"
+            "  - for: {index: i, stop: n, body: [{register_store: {dst: y, src: i}}]}\n")
+    diags = run_error(program(Y_ONE, body))
     assert [d.code for d in diags] == ["E655"] and "loop `i`" in diags[0].message
 
 
 def test_endless_while_loop_stops_with_e661():
-    diags = run_error(program({"y": "buffer: hbm, shape: [1, 1], dtype: int32, fill: 0, "
-                                    "output: true"}, """\
-  - register_alloc: {dst: go, x: 1}
-  - while: {cond: go, body: []}
-"""))
+    body = "  - register_alloc: {dst: go, x: 1}\n  - while: {cond: go, body: []}\n"
+    diags = run_error(program(Y_ONE, body))
     assert [d.code for d in diags] == ["E661"]
 
 
