@@ -35,6 +35,7 @@ from nkirun.source.kernel.loader import is_kernel_path
 @kernel_options(inputs=True)
 @_debug_option
 @_guard
+# long: a click command: its help text, the kernel dispatch and the report
 def cost(program, fmt, target, trace_out, view, max_rows, width, program_format, debug,
          inputs=(), kernel_args=(), kernel_shapes=(), grid=None, lnc=None, trip=()):
     """Estimate cycles per instruction and the multi-engine schedule of PROGRAM.

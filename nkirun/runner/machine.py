@@ -14,6 +14,7 @@ from nkirun.hw import dtypes as dt
 from nkirun.source import indirect
 from nkirun.source.access import static_offsets, storage_elements
 from nkirun.source.operands import Resolved
+from nkirun.runner.registers import LoopState
 
 LANES = 128  # one accumulator register per partition
 
@@ -30,7 +31,7 @@ class Accumulator:
         return slice(r.part_start, r.part_start + r.partitions * r.part_step, r.part_step)
 
 
-class Machine:
+class Machine(LoopState):
     def __init__(self, buffers: dict[str, np.ndarray], undefined: dict[str, np.ndarray | None]):
         self.buffers = buffers
         # tensor -> bool array of written elements (None: every element holds data)
@@ -40,11 +41,7 @@ class Machine:
         self.scalar_acc = Accumulator(0.0)
         self.warnings: list = []  # run-time Diagnostics (e.g. undefined behaviour hit)
         self.current = None  # the Bound being executed, for error messages
-        # virtual registers (nki.isa.register_alloc): name -> int32 value, None = unwritten
-        self.registers: dict[str, int | None] = {}
-        self.trips: dict[str, list[int]] = {}  # loop name -> iterations of each entry
-        self.looped: frozenset = frozenset()  # instruction indices inside runtime loops
-        self._first_held: dict = {}
+        self.init_loop_state()  # registers and runtime loops: runner/registers.py
 
     # ---- reads -----------------------------------------------------------------------------
     def view(self, r: Resolved) -> np.ndarray:
@@ -77,14 +74,6 @@ class Machine:
         b = self.current
         mode = b.get("oob_mode") if b is not None and hasattr(b, "get") else None
         return indirect.offsets(r, values, static_offsets(r), mode or "error", b)
-
-    def register(self, name: str, where=None) -> int:
-        """A register's value; reading one nothing wrote is E655 (run time)."""
-        value = self.registers.get(name)
-        if value is None:
-            from nkirun.runner.registers import unwritten
-            raise RunError(unwritten(name, where if where is not None else self.current))
-        return value
 
     def _typed_flat(self, r: Resolved) -> np.ndarray:
         name = r.decl.name
@@ -139,16 +128,6 @@ class Machine:
             return None
         sel = w[r.np_index]
         return None if sel.all() else sel.reshape(r.shape)
-
-    def held_first_run(self, b, r: Resolved) -> np.ndarray | None:
-        """held(r) as it was when instruction b first ran: a decision the compiler makes
-        once per instruction (nc_matmul's auto accumulate) repeats in later iterations
-        of a runtime loop."""
-        if b.index not in self.looped:
-            return self.held(r)
-        if b.index not in self._first_held:
-            self._first_held[b.index] = self.held(r)
-        return self._first_held[b.index]
 
     def read_f32(self, r: Resolved, rows: np.ndarray | None = None) -> np.ndarray:
         """The operand as float32 (computation happens in float32 on every engine)."""

@@ -3,9 +3,37 @@
 registers) and the run-time register errors."""
 from __future__ import annotations
 
-from nkirun.diagnostics import error
+from nkirun.diagnostics import RunError, error
 
 INT32 = (-(2 ** 31), 2 ** 31 - 1)
+
+
+class LoopState:
+    """The Machine's registers and what a runtime loop needs remembered."""
+
+    def init_loop_state(self) -> None:
+        # virtual registers (nki.isa.register_alloc): name -> int32 value, None = unwritten
+        self.registers: dict[str, int | None] = {}
+        self.trips: dict[str, list[int]] = {}  # loop name -> iterations of each entry
+        self.looped: frozenset = frozenset()  # instruction indices inside runtime loops
+        self._first_held: dict = {}
+
+    def register(self, name: str, where=None) -> int:
+        """A register's value; reading one nothing wrote is E655 (run time)."""
+        value = self.registers.get(name)
+        if value is None:
+            raise RunError(unwritten(name, where if where is not None else self.current))
+        return value
+
+    def held_first_run(self, b, r):
+        """Machine.held(r) as it was when instruction b first ran: a decision the compiler
+        makes once per instruction (nc_matmul's auto accumulate) repeats in later iterations
+        of a runtime loop."""
+        if b.index not in self.looped:
+            return self.held(r)
+        if b.index not in self._first_held:
+            self._first_held[b.index] = self.held(r)
+        return self._first_held[b.index]
 
 
 def order(program, bound, m):

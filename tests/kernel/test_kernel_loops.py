@@ -185,7 +185,8 @@ def test_register_alloc_from_a_tensor_loads_it(tmp_path):
     ("x = int(n)", "no value while the kernel is traced"),
     ("for i in nl.dynamic_range(n):\n        break", "left early"),
     ("if n:\n        pass", "never ends its body"),
-    ("for i in nl.dynamic_range(0, n, 0):\n        pass", "positive int")])
+    ("for i in nl.dynamic_range(0, n, 0):\n        pass", "positive int"),
+    ("nl.fori_loop(0, 4, None)", "body_fun must be a function")])
 def test_register_misuse_is_e659(misuse, word, tmp_path):
     lines = ["out = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.shared_hbm)",
              "n = nisa.register_alloc(3)", *misuse.split("\n"),

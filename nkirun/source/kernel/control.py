@@ -90,7 +90,7 @@ def register_alloc(x=None):
     tracer = _tracer()
     loc = frame_loc(kernel_frame(2))
     reg = VirtualRegister(_name(tracer, loc, _ASSIGN, "reg"))
-    if hasattr(x, "_rec"):  # a one-element tensor: allocate, then load it
+    if x is not None and not isinstance(x, (int, VirtualRegister)):  # a tensor: then load it
         tracer.emit("register_alloc", {"dst": reg.name}, loc)
         tracer.emit("register_load", {"dst": reg.name, "src": x}, loc)
     else:
@@ -149,6 +149,7 @@ def _open_for(tracer, index, start, stop, step, loc) -> int:
 def fori_loop(lower, upper, body_fun, step=1):
     tracer = _tracer()
     loc = here()
+    _callable(body_fun, "nl.fori_loop", loc)
     index = VirtualRegister(tracer.unique("i"))
     depth = _open_for(tracer, index, lower, upper, step, loc)
     body_fun(index)
@@ -158,6 +159,7 @@ def fori_loop(lower, upper, body_fun, step=1):
 def while_loop(init, body_fun):
     tracer = _tracer()
     loc = here()
+    _callable(body_fun, "nl.while_loop", loc)
     if not isinstance(init, VirtualRegister):
         raise kernel_error("E659", f"nl.while_loop: init must be a register, got "
                            f"{type(init).__name__}", loc=loc)
@@ -173,6 +175,12 @@ def while_loop(init, body_fun):
         tracer.builder.open_loops[-1][1]["next"] = nxt.name
         tracer.builder.open_loops[-1][3]["next"] = loc
     _end(tracer, depth, loc)
+
+
+def _callable(body_fun, what: str, loc) -> None:
+    if not callable(body_fun):
+        raise kernel_error("E659", f"{what}: body_fun must be a function of the loop "
+                           f"register, got {type(body_fun).__name__}", loc=loc)
 
 
 def _while_test(reg: VirtualRegister) -> bool:
