@@ -127,15 +127,18 @@ def _indexed_views(program: Program, b, regs: dict):
     return out
 
 
-def widen_live(loops, first: dict, last: dict) -> None:
-    """Live ranges (instruction positions) for the capacity pass: a tensor that is live
-    when a loop starts and used in its body stays live to the loop's end (the next
-    iteration uses it again)."""
+def widen_live(loops, first: dict, last: dict, bound) -> None:
+    """Live ranges (positions in `bound`) for the capacity pass: a tensor that is live when
+    a loop starts and used in its body stays live to the loop's end (the next iteration
+    uses it again)."""
     for lp in loops:
+        inside = [k for k, b in enumerate(bound) if lp.first <= b.index < lp.end]
+        if not inside:
+            continue
+        start, stop = min(inside), max(inside)
         for name, f in first.items():
-            end = last.get(name, f)
-            if f < lp.first <= end < lp.end:
-                last[name] = lp.end - 1
+            if f < start <= last.get(name, f) < stop:
+                last[name] = stop
 
 
 def touched_in_loops(loops, first: dict, last: dict) -> set:

@@ -161,7 +161,7 @@ def _capacity(program: Program, bound: list[Bound]) -> list[Diagnostic]:
                 last[name] = i
     if program.loops:  # a tensor used in a loop body and live before it stays live through it
         from nkirun.checker.control import widen_live
-        widen_live(program.loops, first, last)
+        widen_live(program.loops, first, last, bound)
     out = []
     for buf, cap in (("sbuf", target.sbuf_bytes_per_partition),
                      ("psum", target.psum_bytes_per_partition)):

@@ -45,6 +45,7 @@ class RegisterKind(Kind):
 
     def json_schema(self, p):
         return {"type": "string", "pattern": r"^\s*[A-Za-z_][A-Za-z0-9_]*\s*$",
+                "patternErrorMessage": "a register name: letters, digits and _",
                 "description": p.doc + " — a register name (declared by register_alloc)"}
 
 

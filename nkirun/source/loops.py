@@ -215,7 +215,8 @@ def yaml_lines(program, instruction) -> list[str]:
 
 def schema_defs() -> dict:
     """JSON Schema definitions of the loop entries (source/schema.py)."""
-    name = {"type": "string", "pattern": r"^\s*[A-Za-z_][A-Za-z0-9_]*\s*$"}
+    name = {"type": "string", "pattern": r"^\s*[A-Za-z_][A-Za-z0-9_]*\s*$",
+            "patternErrorMessage": "a register or loop name: letters, digits and _"}
     bound = {"anyOf": [{"type": "integer"}, name]}
     body = {"type": "array", "items": {"$ref": "#/definitions/instruction"},
             "description": "the instructions the loop repeats (loops nest)"}

@@ -167,3 +167,29 @@ def test_loop_carried_tile_is_not_unused_and_stays_live():
 """)
     assert codes(text) == []
     assert run(text)["y"][0, 0] == 3.0
+
+
+def test_capacity_counts_a_tile_live_across_the_loop_body():
+    from nkirun.checker.control import widen_live
+
+    class B:  # positions 0..4 are instructions 0..4; the loop holds 1..3
+        def __init__(self, index):
+            self.index = index
+
+    class L:
+        first, end = 1, 4
+
+    first, last = {"carried": 0, "inner": 2}, {"carried": 1, "inner": 2}
+    widen_live([L], first, last, [B(i) for i in range(5)])
+    assert last == {"carried": 3, "inner": 2}
+
+
+def test_moe_expert_loop_example_through_the_cli(tmp_path):
+    from prog_helpers import run_cli
+    from repo_paths import PROGRAMS
+    data = PROGRAMS / "moe_expert_loop"
+    x, count = np.load(data / "x.npy").astype(np.float64), int(np.load(data / "count.npy")[0, 0])
+    want = np.zeros_like(x)
+    want[:count] = x[:count] / (1 + np.exp(-x[:count])) * 0.5  # silu(x) * 0.5, routed tiles
+    got = run_cli(str(PROGRAMS / "moe_expert_loop.yaml"), tmp_path / "out")["y"]
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-6)
