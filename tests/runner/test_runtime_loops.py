@@ -193,3 +193,14 @@ def test_moe_expert_loop_example_through_the_cli(tmp_path):
     want[:count] = x[:count] / (1 + np.exp(-x[:count])) * 0.5  # silu(x) * 0.5, routed tiles
     got = run_cli(str(PROGRAMS / "moe_expert_loop.yaml"), tmp_path / "out")["y"]
     np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-6)
+
+
+def test_dump_keeps_every_iteration(tmp_path):
+    from click.testing import CliRunner
+    from nkirun.cli import cli
+    from repo_paths import PROGRAMS
+    r = CliRunner().invoke(cli, ["run", str(PROGRAMS / "moe_expert_loop.yaml"), "--out",
+                                 str(tmp_path / "out"), "--dump", str(tmp_path / "d")])
+    assert r.exit_code == 0, r.output
+    names = sorted(p.name for p in (tmp_path / "d").iterdir())
+    assert "3_dma_copy" in names and "3_dma_copy_run4" in names and "3_dma_copy_run5" not in names
