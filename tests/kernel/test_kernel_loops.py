@@ -197,3 +197,12 @@ def test_register_misuse_is_e659(misuse, word, tmp_path):
         nkirun.simulate(k)(np.array([[1]], np.int32))
     assert any(d.code == "E659" and word in d.message for d in e.value.diagnostics), \
         [d.message for d in e.value.diagnostics]
+
+
+def test_python_api_cost_counts_or_assumes_trips():
+    sched = nkirun.cost(moe("expert_tiles"), X, W, np.array([[3]], np.int32))
+    assert sched.loops[0]["iterations"] == 3 and sched.loops[0]["trips"] == "data"
+    sched = nkirun.cost(moe("expert_tiles"), nkirun.shape("float32", 4, 128, 64),
+                        nkirun.shape("float32", 64, 32), nkirun.shape("int32", 1, 1),
+                        trips={"t": 2})
+    assert sched.loops[0]["iterations"] == 2 and sched.loops[0]["trips"] == "assumed"
