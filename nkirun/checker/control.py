@@ -30,6 +30,10 @@ WRITES = frozenset({"register_alloc", "register_move", "register_load"})
 
 
 def check_control(program: Program, bound) -> list:
+    if program.cores > 1:  # each core would need its own registers and loop walk
+        where = program.loops[0].loc if program.loops else bound[0].loc() if bound else None
+        return [error("E652", "registers and runtime loops in a two-core program are not "
+                      "supported yet", where, hint="run the core's loop in a one-core program")]
     regs = declared(program)
     out = []
     for name, (_, loc) in regs.items():

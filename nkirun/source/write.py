@@ -119,14 +119,18 @@ def to_text(program: Program) -> str:
         for r in rows:
             head = " ".join(c.ljust(w) for c, w in zip(r[:4], widths))
             out.append(f"tensor {head} {' '.join(r[4:])}".rstrip())
-    if program.instructions or program.loops:
-        out.append("")
-    if program.loops:  # runtime loops: source/loops.py
+    if program.loops:  # runtime loops (one core): source/loops.py
         from nkirun.source.loops import text_lines
+        out.append("")
         out += text_lines(program, _text_instruction)
         return "\n".join(out) + "\n"
-    for inst in program.instructions:
-        out.append(_text_instruction(inst))
+    for core, stream in _streams(program):
+        if stream or core is not None:
+            out.append("")
+        if core is not None:
+            out.append(f"core {core}")
+        for inst in stream:
+            out.append(_text_instruction(inst))
     return "\n".join(out) + "\n"
 
 
@@ -135,12 +139,22 @@ def _text_instruction(inst: Instruction) -> str:
     return f"{inst.op} {args}".rstrip()
 
 
+def _streams(program: Program):
+    """(core, its instructions) per core of a two-core program; (None, all) otherwise."""
+    if program.cores == 1:
+        return [(None, program.instructions)]
+    return [(c, [i for i in program.instructions if i.core == c])
+            for c in range(program.cores)]
+
+
 def _tensor_text(t: TensorDecl) -> list[str]:
     row = [_text_str(t.name), t.buffer, text_value(t.shape), t.dtype.name]
     if t.init is not None:
         row.append(f"{t.init}={_init_value(t, text_value)}")
     if t.output:
         row.append("output")
+    if t.core is not None:
+        row.append(f"core={t.core}")
     return row
 
 
@@ -184,17 +198,26 @@ def to_yaml(program: Program) -> str:
                 fields.append(f"{t.init}: {_init_value(t, yaml_value)}")
             if t.output:
                 fields.append("output: true")
+            if t.core is not None:
+                fields.append(f"core: {t.core}")
             out.append(f"  {(_yaml_str(t.name) + ':').ljust(width)} {{{', '.join(fields)}}}")
-    if not program.instructions and not program.loops:
-        out.append("instructions: []")
-    elif program.loops:  # runtime loops: source/loops.py
+    if program.loops:  # runtime loops (one core): source/loops.py
         from nkirun.source.loops import yaml_lines
         out.append("instructions:")
         out += yaml_lines(program, _yaml_instruction)
-    else:
-        out.append("instructions:")
-        for inst in program.instructions:
-            out += _yaml_instruction(inst, "  ")
+        return "\n".join(out) + "\n"
+    streams = _streams(program)
+    if streams[0][0] is not None:
+        out.append("cores:")
+    for core, stream in streams:
+        pad = "" if core is None else "    "
+        head = "instructions:" if core is None else f"  - instructions:   # core {core}"
+        if not stream:
+            out.append(head.replace(":", ": []", 1))
+            continue
+        out.append(head)
+        for inst in stream:
+            out += _yaml_instruction(inst, pad + "  ")
     return "\n".join(out) + "\n"
 
 

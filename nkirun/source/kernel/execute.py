@@ -45,7 +45,11 @@ def execute_freeing(traced, bound, inputs, observe=None):
     """Execute; `observe(b, m)` (optional) is called after each instruction."""
     from nkirun.runner.interpret import execute
     program = traced.program
-    first, last = live_ranges(bound)
+    order = bound
+    if program.cores > 1:  # two cores: the run order of both streams (runner/cores.py)
+        from nkirun.checker.cores import sync_order
+        order = sync_order(bound).flat()
+    first, last = live_ranges(order)
     keep = {n for n, t in program.tensors.items() if t.output}
     looped = set()
     if program.loops:  # a loop body runs again: what it touches lives through the run
@@ -72,5 +76,5 @@ def execute_freeing(traced, bound, inputs, observe=None):
             m.buffers[t.name] = np.zeros(t.shape, t.dtype.np_type)
             m.written[t.name] = np.zeros(t.shape, bool)
 
-    position = {id(b): i for i, b in enumerate(bound)}
+    position = {id(b): i for i, b in enumerate(order)}
     return execute(replace(program, tensors=upfront), bound, inputs, after_each)
