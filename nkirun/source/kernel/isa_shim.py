@@ -137,7 +137,8 @@ def make_instruction(op: str):
     from nkirun.isa.spec import param_tables
     tables = param_tables(spec)
 
-    has_dst = "dst" in ours
+    # a tile dst may be left out (the pre-0.2 API returns the result); a register's may not
+    has_dst = "dst" in ours and getattr(ours["dst"].kind, "is_view", False)
     required = [n for n, d in sig if d is _REQUIRED]
 
     def instruction(*args, **kwargs):
@@ -277,6 +278,10 @@ class _IsaModule(types.ModuleType):
         if name.startswith("__"):
             raise AttributeError(name)
         from nkirun.isa import REGISTRY
+        if name == "register_alloc":  # returns the register it allocates (kernel/control.py)
+            from nkirun.source.kernel.control import register_alloc
+            setattr(self, name, register_alloc)
+            return register_alloc
         if name in REGISTRY and name not in NOT_INSTRUCTIONS:
             fn = make_instruction(name)
             setattr(self, name, fn)

@@ -26,6 +26,7 @@ from nkirun.isa import REGISTRY
 from nkirun.isa.spec import TILE, TILE_OR_SCALAR, ArgError, convert, param_tables
 from nkirun.source.builder import Builder
 from nkirun.source.kernel import consts
+from nkirun.source.kernel.control import VirtualRegister
 from nkirun.source.kernel.tensor import _NO_INDEX, TensorRec, ndarray
 from nkirun.source.kernel.unsupported import frame_loc, kernel_error, kernel_frame
 
@@ -221,6 +222,8 @@ class Tracer:
             return v.ir
         if isinstance(v, consts.NlDType):
             return v.nkirun.name if v.nkirun is not None else str(v)
+        if isinstance(v, VirtualRegister):  # a register (kernel/control.py)
+            return v.name
         if isinstance(v, (int, float)):
             return v
         if isinstance(v, (list, tuple)):

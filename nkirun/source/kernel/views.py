@@ -55,6 +55,10 @@ def _plain(k, t):
 
 def view_method(t, name: str, args: tuple, nl_dtype=None):
     """t.<name>(*args) through StridedView; nl_dtype names the view's dtype for the kernel."""
+    if name in _RUNTIME_INDEXED:
+        scalar, vector = _RUNTIME_INDEXED[name]
+        _runtime_index(None if scalar is None else args[scalar],
+                       None if vector is None else args[vector])
     try:
         v = getattr(t._v, name)(*args)
     except ViewError as e:
@@ -63,6 +67,22 @@ def view_method(t, name: str, args: tuple, nl_dtype=None):
         return t
     return _new_view(t._rec, v, consts.to_dtype(nl_dtype) if nl_dtype is not None
                      else t._dtype)
+
+
+# the positions of (scalar index, vector index) arguments of the view methods taking one
+_RUNTIME_INDEXED = {"ap": (2, 3), "select": (1, None), "vector_select": (None, 1)}
+
+
+def _runtime_index(scalar, vector=None):
+    """A runtime index is a tensor (or, as a scalar_offset, a register: kernel/control.py)."""
+    from nkirun.source.kernel.control import VirtualRegister
+    from nkirun.source.kernel.tensor import ndarray
+    for index, registers in ((scalar, True), (vector, False)):
+        if index is None or isinstance(index, (int, ndarray)) or \
+                registers and isinstance(index, VirtualRegister):
+            continue
+        raise unsupported(f"a {type(index).__name__} as a runtime index",
+                          "give an SBUF tensor holding the index")
 
 
 def nkirun_dtype(dtype, what: str):
