@@ -146,7 +146,7 @@ def warn_if_undefined(b: Bound, m, engine: str, undefined: np.ndarray) -> None:
     if undefined.any():
         bad = int(np.flatnonzero(undefined)[0])
         m.warnings.append(warning(
-            "W052", f"{b.op}: reduce_cmd=reduce continues from an undefined {engine}-engine "
+            "W052", f"{b.title}: reduce_cmd=reduce continues from an undefined {engine}-engine "
             f"accumulator (partition {bad}: never reset, or clobbered by an idle op)",
             b.loc("reduce_cmd"), b.index, hint="start the chain with reset_reduce or load_reduce"))
 

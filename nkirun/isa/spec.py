@@ -14,7 +14,7 @@ from nkirun.diagnostics import Loc
 from nkirun.checker.bound import Bound, views_of  # noqa: F401  (re-exported for instruction modules)
 
 from nkirun.isa.kinds import (  # noqa: F401  (the kinds, re-exported for instruction modules)
-    BOOL, DTYPE, ENUM, ENUM_PREFIXES, INT, INT_LIST, MASK, NUMBER_LIST, OP, PATTERN, SCALAR,
+    BOOL, DTYPE, ENUM, ENUM_PREFIXES, INT, INT_LIST, LABEL, MASK, NUMBER_LIST, OP, PATTERN, SCALAR,
     TILE, TILE_LIST, TILE_OR_SCALAR, ArgError, Kind)
 
 REDUCE_CMDS = ("idle", "reset", "reduce", "reset_reduce")  # (+ load_reduce: isa/accumulators.py)
@@ -56,6 +56,10 @@ ACCUMULATORS = {
 }
 
 
+NAME_PARAM = Param("name", LABEL, doc="a label naming this instruction (NKI's name=) in "
+                                       "traces, cost reports and messages; no effect on results")
+
+
 @dataclass(frozen=True, slots=True)
 class InstructionDef:
     name: str
@@ -95,6 +99,12 @@ class InstructionDef:
     # The reduce_cmd an instruction without a `reduce_cmd` keyword always applies to its
     # accumulator (activation_reduce: reset_reduce), for the hazard pass.
     fixed_reduce_cmd: str | None = None
+
+    def __post_init__(self) -> None:
+        # NKI accepts `name=` on every instruction: the label goes into the IR (args["name"])
+        # and names the instruction in traces, cost reports and messages
+        if all(p.name != "name" for p in self.params):
+            object.__setattr__(self, "params", (*self.params, NAME_PARAM))
 
     def param(self, name: str) -> Param | None:
         for p in self.params:

@@ -107,14 +107,14 @@ class Tracer:
         views = (len(f"{p.name}={b.inst.args.get(p.name)}") for b in bound
                  for p in b.spec.params if p.out and p.name in b.inst.args)
         self.widths = (len(str(max(len(bound) - 1, 0))),
-                       max((len(b.op) for b in bound), default=0),
+                       max((len(b.title) for b in bound), default=0),
                        max((len(b.engine) for b in bound), default=0),
                        min(max(views, default=0), 28))
 
     def __call__(self, b, m) -> None:
         outs = [written_stats(b, m, p.name) for p in b.spec.params
                 if p.out and b.tile(p.name) is not None]
-        row = TraceRow(b.index, b.op, b.engine, outs)
+        row = TraceRow(b.index, b.title, b.engine, outs)
         if not self.seen_nan and any(w.nan for w in outs):
             row.first_nan = self.seen_nan = True
         if not self.seen_inf and any(w.inf for w in outs):

@@ -46,6 +46,12 @@ class Slot:
     wait_tensor: str | None = None  # the tensor of a data dependence
     line: int = 0
     tensors: tuple[str, ...] = ()  # the tensors it reads or writes (live ranges)
+    inst_name: str | None = None  # the program's `name=` label of the instruction
+
+    @property
+    def title(self) -> str:
+        """op, with the `name=` label when the instruction has one."""
+        return f"{self.op} (name={self.inst_name})" if self.inst_name else self.op
 
     @property
     def duration_ns(self) -> float:
