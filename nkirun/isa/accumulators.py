@@ -40,7 +40,6 @@ from __future__ import annotations
 import numpy as np
 
 from nkirun.checker.mask import active_rows, hide, rows_mask
-from nkirun.diagnostics import warning
 from nkirun.hw import alu as ops
 from nkirun.isa.spec import Bound
 
@@ -140,15 +139,21 @@ def start_value(b: Bound, m, acc, engine: str, op: str, lanes, partitions: int,
     return acc.value[lanes].copy()
 
 
+def undefined_warning(b: Bound, engine: str, why: str):
+    """THE W052, for the checker's program-wide pass (statically) and for the run (per
+    partition): `reduce` folds onto a register nothing defined; `why` says what left it so."""
+    return b.warn("W052", f"reduce_cmd=reduce continues from an undefined {engine}-engine "
+                  f"accumulator ({why})", "reduce_cmd",
+                  hint="start the chain with reset_reduce or load_reduce")
+
+
 def warn_if_undefined(b: Bound, m, engine: str, undefined: np.ndarray) -> None:
-    """The run-time W052 of every accumulator user: `reduce` continues from lanes nothing
-    defined (`undefined`: one bool per partition the instruction folds into)."""
+    """The run-time W052 of every accumulator user (`undefined`: one bool per partition the
+    instruction folds into)."""
     if undefined.any():
         bad = int(np.flatnonzero(undefined)[0])
-        m.warnings.append(warning(
-            "W052", f"{b.title}: reduce_cmd=reduce continues from an undefined {engine}-engine "
-            f"accumulator (partition {bad}: never reset, or clobbered by an idle op)",
-            b.loc("reduce_cmd"), b.index, hint="start the chain with reset_reduce or load_reduce"))
+        m.warnings.append(undefined_warning(
+            b, engine, f"partition {bad}: never reset, or clobbered by an idle op"))
 
 
 def apply(b: Bound, m, engine: str, op: str, x: np.ndarray, lanes_of: str, order: str,
