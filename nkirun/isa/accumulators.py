@@ -181,9 +181,15 @@ def apply(b: Bound, m, engine: str, op: str, x: np.ndarray, lanes_of: str, order
         return fold_rows(op, np.full((x.shape[0], 1), identity(op), np.float32), x)
     start = start_value(b, m, acc, engine, op, on, len(on), init_key, cmd)
     kept = x if rows is None else x[rows]
-    acc.value[on] = start if cmd == "reset" else fold_rows(op, start, kept, order)
-    acc.defined[on] = True
+    settle(acc, on, start if cmd == "reset" else fold_rows(op, start, kept, order))
     return acc.value[lanes].copy()
+
+
+def settle(acc, lanes, value: np.ndarray) -> None:
+    """The registers `lanes` hold `value` (P, 1) after an instruction, defined; also for
+    tensor_scalar_cumulative, whose scan is its own fold (from start_value)."""
+    acc.value[lanes] = value
+    acc.defined[lanes] = True
 
 
 def read_out(b: Bound, m, value: np.ndarray | None, negate: bool = False) -> None:
