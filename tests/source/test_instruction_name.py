@@ -56,6 +56,12 @@ def test_trace_shows_the_name(tmp_path):
     r = invoke("run", _program(tmp_path, "qk_max"), "--trace", "--out", str(tmp_path / "o"))
     assert r.exit_code == 0, r.output
     assert "#0 tensor_scalar (name=qk_max) [vector]" in r.output
+    from nkirun.runner.watch import Tracer
+    import io
+    tracer = Tracer(stream=io.StringIO(), rich=False)
+    run(_program(tmp_path, "qk_max"), after_each=tracer)
+    row = tracer.rows[0].as_dict()
+    assert row["op"] == "tensor_scalar" and row["name"] == "qk_max"
 
 
 def test_diagnostics_name_the_instruction(tmp_path):
