@@ -118,7 +118,7 @@ SPEC = InstructionDef(
         "Computes op(data*scale + bias) elementwise in float32 (scale: scalar or (P, 1) "
         "float32 tile; bias: (P, 1) tile, or a scalar from trn2 on) and casts to dst. With "
         "reduce_cmd reduce/reset_reduce the float32 row sums of the result (over all free "
-        "axes) are added into the Scalar engine's 128 accumulator registers (reset to 0); "
+        "axes, np.sum's pairwise bits, as the page's NumPy reduction) are added into the Scalar engine's 128 accumulator registers (reset to 0); "
         "reduce_res receives them. nkirun evaluates each function exactly and rounds to "
         "float32; hardware uses polynomial approximations, so results are close, not "
         "bit-identical, and inputs outside a function's valid range warn (W202)."),

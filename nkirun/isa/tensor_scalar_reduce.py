@@ -107,8 +107,9 @@ SPEC = InstructionDef(
     summary="dst = data op0 operand0, reduced along the free axes into the Vector accumulator",
     semantics=(
         "Applies op0 with operand0 (a scalar or (P, 1) float32 tile) to every element in "
-        "float32 and casts the result to dst; the float32 results are also folded, in "
-        "element order, with reduce_op (add, multiply, max, min) into the Vector-engine "
+        "float32 and casts the result to dst; each row of the float32 results is also "
+        "reduced with reduce_op (add, multiply, max, min) as NumPy's reduce_op(dst, axis) "
+        "does (np.sum's pairwise bits) and combined once with the Vector-engine "
         "accumulator shared with range_select, select_reduce, exponential and "
         "tensor_scalar_cumulative: reset_reduce (default) starts from reduce_op's identity, "
         "load_reduce from reduce_init, reduce from the register. reduce_res receives the "
