@@ -95,7 +95,7 @@ def check(b: Bound):
                     "elements", "src", hint="bfloat16 / float16 (or float32 without hwdge)")
     yield from _form_rules(b, src, mode)
     yield from hwdge_target_rule(b, "E436")
-    if mode == "hwdge":
+    if mode == "hwdge" and indirect_of(src) is None:  # (indirect + hwdge: E435 above)
         yield from hwdge_shape_rules(b, src)
 
 
