@@ -239,3 +239,33 @@ def test_rmw_rules(tmp_path):
                                                         "reduce_op": "add"}}])
     from prog_helpers import reported_at
     reported_at(path, "E594", "srcs")
+
+
+def test_scatter_rmw_from_a_python_kernel(tmp_path):
+    """The page's scatter form written as a kernel: every tile the srcs list names stays
+    alive until dma_compute runs."""
+    import nkirun
+    from tests.kernel.test_kernel_contract import nkirun_kernel, write
+    path = write(tmp_path, """\
+        import nki
+        import nki.isa as nisa
+        import nki.language as nl
+
+        @nki.jit
+        def scatter_add(table, idx, data):
+            i_sb = nl.ndarray(idx.shape, dtype=idx.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=i_sb, src=idx)
+            d_sb = nl.ndarray(data.shape, dtype=data.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=d_sb, src=data)
+            P, F = data.shape
+            rows = table.ap(pattern=[[F, P], [1, F]], vector_offset=i_sb, indirect_dim=0)
+            nisa.dma_compute(dst=rows, srcs=[rows, d_sb], reduce_op=nl.add)
+            return table
+        """)
+    table = np.arange(50 * 8, dtype=np.float32).reshape(50, 8)
+    idx = np.array([[3], [7], [1], [40]], np.int32)
+    data = random_floats(np.random.default_rng(2), (4, 8), special=False)
+    got = nkirun.simulate(nkirun_kernel(path, "scatter_add"))(table.copy(), idx, data)
+    want = table.copy()
+    want[idx[:, 0]] = (table[idx[:, 0]] + data).astype(np.float32)
+    assert_bits_equal(got, want)

@@ -261,3 +261,32 @@ def test_cost_sbuf_source_is_slower_than_hbm():
 EXAMPLE_TENSORS = {
     "k_hbm": "{buffer: hbm, shape: [64, 128], dtype: float32, fill: 1}",
     "kT": "{buffer: sbuf, shape: [128, 64], dtype: float32, output: true}"}
+
+
+def test_indirect_transpose_from_a_python_kernel(tmp_path):
+    """The page's 2-D-index example in our own words: (128, 2) indices, 256 rows gathered."""
+    import nkirun
+    from tests.kernel.test_kernel_contract import nkirun_kernel, write
+    path = write(tmp_path, """\
+        import nki
+        import nki.isa as nisa
+        import nki.language as nl
+
+        @nki.jit
+        def gather_t(table, idx):
+            rows, cols = 256, 32
+            i_sb = nl.ndarray(idx.shape, dtype=idx.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=i_sb, src=idx)
+            d = nl.ndarray((cols, rows), dtype=table.dtype, buffer=nl.sbuf)
+            src = table.ap(pattern=[[cols, rows], [1, cols]], vector_offset=i_sb,
+                           indirect_dim=0)
+            nisa.dma_transpose(dst=d, src=src, axes=(1, 0))
+            out = nl.ndarray((cols, rows), dtype=table.dtype, buffer=nl.shared_hbm)
+            nisa.dma_copy(dst=out, src=d)
+            return out
+        """)
+    rng = np.random.default_rng(9)
+    table = random_floats(rng, (500, 32)).astype(NP_TYPES["bfloat16"])
+    idx = rng.integers(0, 500, (128, 2)).astype(np.uint32)
+    got = nkirun.simulate(nkirun_kernel(path, "gather_t"))(table, idx)
+    assert_bits_equal(got, ref_gather_transpose(table, idx, 256, (32, 256), (1, 0)))
