@@ -9,22 +9,28 @@ from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, TARGETS
 from nkirun.ir import ON_CHIP, Program, View
 from nkirun.isa import REGISTRY
 from nkirun.checker.bound import Bound, Operands
+from nkirun.checker.intern import Views, form_key
 from nkirun.isa.spec import param_tables, views_of
 from nkirun.source.operands import resolve
 
 
-def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES
+def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES, fast: bool = True
          ) -> tuple[list[Bound], list[Diagnostic]]:
-    """Resolve operands and apply the per-parameter and per-instruction rules."""
+    """Resolve operands and apply the per-parameter and per-instruction rules.
+    `fast=False` takes the plain path for every instruction (the definition; tests only)."""
     bound, diags = [], []
-    resolved: dict = {}  # (tensor, index) -> Resolved: traces reuse the same few views
-    # Interning: the rules are functions of the bound values alone, so an instruction bound to
-    # the very same values as an earlier one that passed them passes them too (traces repeat
-    # instructions; the front ends share equal values). It then shares that instruction's
-    # immutable Operands. `passed` is keyed by the values, `passed_at` by instruction index
-    # (for Instruction.repeat_of). The plain path below is the definition; tests/
-    # test_repeat_paths.py checks the shortcuts give the same results.
+    views = Views() if fast else None
+    # Interning (checker/intern.py): the rules are functions of the bound values alone, so an
+    # instruction bound to the very same values as an earlier one that passed them passes
+    # them too (traces repeat instructions; the front ends share equal values). It then
+    # shares that instruction's immutable Operands. `passed` is keyed by the values,
+    # `passed_at` by instruction index (for Instruction.repeat_of), `passed_form` by the
+    # values up to tensor names (a loop's new tile each iteration): such an instruction
+    # gets its own Operands but no rule is run again. The plain path below is the
+    # definition; tests/checker/test_repeat_paths.py and test_fast_bind.py check the
+    # shortcuts give the same results.
     passed: dict = {}
+    passed_form: dict = {}
     passed_at: dict = {}
     per_op: dict = {}  # op -> (spec, its view Params, {param: None}): looked up once per op
     target = TARGETS[program.target]
@@ -32,7 +38,7 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES
     # with the keywords that did convert): their operands are still resolved and checked
     # against the per-parameter rules, so one bad keyword does not hide other errors.
     for inst in itertools.chain(program.instructions, program.partial):
-        like = passed_at.get(inst.repeat_of)
+        like = passed_at.get(inst.repeat_of) if fast else None
         if like is not None:  # its views resolve to the same Resolved: no need to look
             bound.append(Bound(inst, like.spec, like.args, None, like.engine, target))
             continue
@@ -41,15 +47,22 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES
             spec = REGISTRY[inst.op]
             tables = param_tables(spec)
             hit = per_op[inst.op] = (spec, tables.views, dict.fromkeys(tables.names))
-        spec, views, blank = hit
+        spec, view_params, blank = hit
         args = blank.copy()  # every param: given values over None
         args.update(inst.args)
-        ok = _resolve_views(inst, args, views, program, resolved, diags)
+        ok = _resolve_views(inst, args, view_params, program, views, diags)
         ok = ok and inst.index not in program.dropped
-        same = (spec.name, *map(id, args.values())) if ok else None
+        same = (spec.name, *map(id, args.values())) if ok and fast else None
         like = passed.get(same)
         if like is not None:
             bound.append(Bound(inst, spec, like.args, None, like.engine, target))
+            continue
+        form = form_key(spec.name, args.values(), views.token) if same is not None else None
+        like = passed_form.get(form) if form is not None else None
+        if like is not None:
+            b = Bound(inst, spec, Operands(args), None, like.engine, target)
+            passed[same] = passed_at[inst.index] = b
+            bound.append(b)
             continue
         b = Bound(inst, spec, Operands(args), None, "", target)
         b.engine = spec.engine_of(b) if (ok and spec.engine_of) else spec.engine
@@ -59,8 +72,10 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES
             continue
         if len(diags) == n0 and spec.check is not None:
             diags.extend(spec.check(b))
-        if len(diags) == n0 and args.get("mask") is None:
+        if len(diags) == n0 and args.get("mask") is None and same is not None:
             passed[same] = passed_at[inst.index] = b
+            if form is not None:
+                passed_form[form] = b
         if b.get("mask") is not None and _fits(b.tile(spec.mask_on), program, max_hbm_bytes):
             # (a mask is an array the size of its tile: never built over a refused tensor)
             from nkirun.checker.mask import compile_mask
@@ -71,12 +86,12 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES
     return bound, diags
 
 
-def _resolve_views(inst, args: dict, views, program: Program, resolved: dict,
+def _resolve_views(inst, args: dict, view_params, program: Program, views: Views | None,
                    diags: list) -> bool:
     """Replace each view operand in `args` by its Resolved; False if one cannot be (its
     diagnostic is added and the operand left out)."""
     ok = True
-    for p in views:
+    for p in view_params:
         v = args[p.name]
         if isinstance(v, tuple) and v and isinstance(v[0], View):  # a TILE_LIST
             rs = tuple(_resolve_item(x, p, inst, program, diags) for x in v)
@@ -88,10 +103,9 @@ def _resolve_views(inst, args: dict, views, program: Program, resolved: dict,
             continue
         if not isinstance(v, View):
             continue
-        rkey = (v.tensor, id(v.index))  # index tuples are shared; the IR keeps them alive
-        r = resolved.get(rkey)
+        decl = program.tensors.get(v.tensor)
+        r = views.get(v.tensor, v.index, decl) if views is not None and decl is not None else None
         if r is None:
-            decl = program.tensors.get(v.tensor)
             if decl is None:
                 ok = False
                 if v.tensor not in program.invalid_tensors:
@@ -108,12 +122,17 @@ def _resolve_views(inst, args: dict, views, program: Program, resolved: dict,
                 ok = False
                 del args[p.name]
                 continue
-            resolved[rkey] = r
+            if views is not None:
+                views.put(v.tensor, v.index, decl, r)
         if p.per_partition and len(r.shape) > 2 and r.free_size == 1:
             # a (P, 1, 1) column serves as the (P, 1) tile the instruction computes with
-            r = dataclasses.replace(r, shape=(r.partitions, 1), reshape=True)
+            r = _as_column(r) if views is None else views.narrow(r, _as_column)
         args[p.name] = r
     return ok
+
+
+def _as_column(r):
+    return dataclasses.replace(r, shape=(r.partitions, 1), reshape=True)
 
 
 def _resolve_item(v: View, p, inst, program: Program, diags: list):
