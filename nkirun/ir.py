@@ -141,6 +141,21 @@ _INST_SET = tuple(getattr(Instruction, f).__set__
                   for f in ("op", "args", "index", "loc", "arg_locs", "repeat_of"))
 
 
+_DECL_FIELDS = ("name", "buffer", "shape", "dtype", "init", "init_value", "output", "loc",
+                "key_locs")
+_DECL_SET = tuple(getattr(TensorDecl, f).__set__ for f in _DECL_FIELDS)
+
+
+def tensor_at(name: str, buffer: str, shape: tuple, dtype: DType, loc: Loc) -> TensorDecl:
+    """`TensorDecl(name, buffer, shape, dtype, None, None, False, loc, {})`, fast (see
+    above): a traced kernel declares a tensor per tile it allocates."""
+    t = _new(TensorDecl)
+    for setter, value in zip(_DECL_SET, (name, buffer, shape, dtype, None, None, False, loc,
+                                         {})):
+        setter(t, value)
+    return t
+
+
 def view_at(tensor: str, index, loc: Loc) -> View:
     """`View(tensor, index, loc)`, fast (see above)."""
     v = _new(View)

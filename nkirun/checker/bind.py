@@ -60,11 +60,11 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES, fast: boo
         form = form_key(spec.name, args.values(), views.token) if same is not None else None
         like = passed_form.get(form) if form is not None else None
         if like is not None:
-            b = Bound(inst, spec, Operands(args), None, like.engine, target)
+            b = Bound(inst, spec, Operands(args, like.args.form), None, like.engine, target)
             passed[same] = passed_at[inst.index] = b
             bound.append(b)
             continue
-        b = Bound(inst, spec, Operands(args), None, "", target)
+        b = Bound(inst, spec, Operands(args, None if form is None else {}), None, "", target)
         b.engine = spec.engine_of(b) if (ok and spec.engine_of) else spec.engine
         n0 = len(diags)
         diags.extend(_param_rules(b))

@@ -30,6 +30,27 @@ def views_of(value) -> tuple:
     return ()
 
 
+def _tensor_names(acc: Accesses) -> tuple:
+    views = [r for _, r in acc.reads] + [r for _, r in acc.writes]
+    return (tuple((k, r.decl.name) for k, r in acc.reads),
+            tuple(r.decl.name for _, r in acc.writes),
+            tuple(dict.fromkeys(r.decl.name for r in views if r.decl.on_chip)))
+
+
+def _names_plan(args, acc: Accesses):
+    """The keywords _tensor_names(acc) reads its views from, or False when some view is
+    not an operand of its own (a TILE_LIST item, a runtime index)."""
+    if any(args.get(k) is not r for k, r in acc.reads + acc.writes):
+        return False
+    on_chip = dict.fromkeys(k for k, r in acc.reads + acc.writes if r.decl.on_chip)
+    seen, keys = set(), []
+    for k in on_chip:  # one keyword per distinct on-chip tensor, in first-seen order
+        if args[k].decl.name not in seen:
+            seen.add(args[k].decl.name)
+            keys.append(k)
+    return (tuple(k for k, _ in acc.reads), tuple(k for k, _ in acc.writes), tuple(keys))
+
+
 if TYPE_CHECKING:
     from nkirun.hw.targets import Target
     from nkirun.isa.spec import InstructionDef
@@ -39,11 +60,14 @@ class Operands(dict):
     """An instruction's bound keyword values (Resolved views, typed scalars): a dict that
     refuses changes once built, so instructions may share it and passes may cache on it."""
 
-    __slots__ = ("memo",)
+    __slots__ = ("memo", "form")
 
-    def __init__(self, values):
+    def __init__(self, values, form: dict | None = None):
         super().__init__(values)
         self.memo: dict = {}  # derived facts, e.g. "accesses" -> Accesses
+        # facts shared by every Operands equal to this one up to tensor names (one dict per
+        # checker/intern.form_key; None: not interned), e.g. "names_plan"
+        self.form = form
 
     def _refuse(self, *a, **k):
         raise TypeError("bound operands are read-only (instructions share them)")
@@ -101,6 +125,27 @@ class Bound:
                       if r.ap is not None and r.ap.indirect is not None]
             acc = self.args.memo["accesses"] = Accesses(tuple(reads), tuple(writes))
         return acc
+
+    def tensor_names(self) -> tuple:
+        """(((keyword, tensor) read, ...), (tensor written, ...), (on-chip tensor, ...)) from
+        accesses() (once per Operands; the plan of which keywords hold them once per form)."""
+        names = self.args.memo.get("names")
+        if names is None:
+            args, form = self.args, self.args.form
+            plan = form.get("names_plan") if form is not None else None
+            if plan is None:
+                names = _tensor_names(self.accesses())
+                if form is not None:
+                    form["names_plan"] = _names_plan(args, self.accesses())
+            elif plan is False:
+                names = _tensor_names(self.accesses())
+            else:  # the definition above, on the keywords of an equal-form instruction
+                reads, writes, on_chip = plan
+                names = (tuple((k, args[k].decl.name) for k in reads),
+                         tuple(args[k].decl.name for k in writes),
+                         tuple(args[k].decl.name for k in on_chip))
+            args.memo["names"] = names
+        return names
 
     @property
     def index(self) -> int:

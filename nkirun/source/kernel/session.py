@@ -19,7 +19,7 @@ import re
 from dataclasses import replace
 
 from nkirun.diagnostics import Loc, error
-from nkirun.ir import TensorDecl, instruction_at, view_at
+from nkirun.ir import instruction_at, tensor_at, view_at
 from nkirun.isa import REGISTRY
 from nkirun.isa.spec import TILE, TILE_OR_SCALAR, ArgError, convert, param_tables
 from nkirun.source.builder import Builder
@@ -59,6 +59,8 @@ class Tracer:
         self.shared: list[TensorRec] = []  # shared_hbm allocations of the first instance
         self.shared_at = 0
         self.identity: dict = {}  # (n, dtype) -> identity-matrix tensor
+        # (op, id(loc), keyword, ...) -> _call_site: a loop repeats the same calls
+        self.sites: dict = {}
         from nkirun.hw.targets import TARGETS
         consts.tile_size.sbuf_bytes_per_partition = TARGETS[target].sbuf_bytes_per_partition
 
@@ -124,9 +126,8 @@ class Tracer:
         if rec.init is None and not output and rec.name not in self.builder.tensors:
             # allocate() checked the shape, dtype, buffer and name: the Builder's checks of
             # a YAML declaration cannot fail here
-            self.builder.tensors[rec.name] = TensorDecl(
-                rec.name, rec.buffer.ir, rec.shape, rec.dtype.nkirun, None, None, False, loc,
-                {})
+            self.builder.tensors[rec.name] = tensor_at(rec.name, rec.buffer.ir, rec.shape,
+                                                       rec.dtype.nkirun, loc)
             return
         fields = {"buffer": (rec.buffer.ir, loc, loc), "shape": (list(rec.shape), loc, loc),
                   "dtype": (rec.dtype.nkirun.name, loc, loc)}
@@ -179,13 +180,16 @@ class Tracer:
                 if ckey is not None:
                     converted[ckey] = hit
             args[key] = hit[0]
-        if any(p.name not in args for p in tables.required):
+        key = (op, id(loc), *args)  # (call sites' Locs are kept alive by frame_loc's table)
+        site = self.sites.get(key)
+        if site is None or site[0] is not loc:
+            site = self.sites[key] = _call_site(tables, args, loc)
+        if not site[2]:  # a required keyword is missing: the Builder reports it
             return False
         full = tables.defaults.copy()
         full.update(args)
         b = self.builder
-        b.instructions.append(instruction_at(op, full, b.count, loc, dict.fromkeys(args, loc),
-                                             None))
+        b.instructions.append(instruction_at(op, full, b.count, loc, site[1], None))
         b.count += 1
         return True
 
@@ -203,7 +207,7 @@ class Tracer:
             self.declare(v._rec)
         index = v._ir
         if index is _NO_INDEX:
-            index = ir_index(v)
+            index = lowered_index(v)
             if v._indirect is not None:
                 kind, handle, dim = v._indirect
                 iv = self.operand(handle, loc)
@@ -236,7 +240,32 @@ class Tracer:
         self.builder.diags.append(error(code, message, loc, hint=hint))
 
 
+def _call_site(tables, args: dict, loc: Loc) -> tuple:
+    """(loc, arg_locs, whether every required keyword is given) of an instruction call with
+    these keywords: arg_locs is one dict shared by the calls (nothing changes an
+    Instruction's arg_locs)."""
+    return loc, dict.fromkeys(args, loc), all(p.name in args for p in tables.required)
+
+
 _NAMES: dict = {}  # (file, line) -> the name its allocations get
+_LOWERED: dict = {}  # (tensor shape, basic index) -> ir_index of such a handle
+
+
+def lowered_index(v):
+    """ir_index(v), remembered by value for handles of a tensor's own dtype without a
+    runtime index: it is a function of the handle's fields and its tensor's buffer and
+    shape, never of the tensor's name (a loop makes the same few views of ever new
+    handles). tests/kernel/test_fast_trace.py checks it against ir_index."""
+    rec = v._rec
+    if v._indirect is not None or v._dtype is not rec.dtype:
+        return ir_index(v)
+    key = (rec.buffer, rec.shape, v._index, v._offset, v._pattern)
+    hit = _LOWERED.get(key, _NO_INDEX)
+    if hit is _NO_INDEX:
+        hit = ir_index(v)
+        if len(_LOWERED) < 100_000:
+            _LOWERED[key] = hit
+    return hit
 
 
 _SHAPES_SEEN: set = set()  # shapes already checked (traces allocate the same few shapes)
