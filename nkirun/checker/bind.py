@@ -61,7 +61,7 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES, fast: boo
         like = passed_form.get(form) if form is not None else None
         if like is not None:
             b = Bound(inst, spec, Operands(args, like.args.form), None, like.engine, target)
-            passed[same] = passed_at[inst.index] = b
+            passed_at[inst.index] = b  # (not under `same`: a new tile's ids do not recur)
             bound.append(b)
             continue
         b = Bound(inst, spec, Operands(args, None if form is None else {}), None, "", target)

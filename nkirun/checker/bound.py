@@ -32,7 +32,7 @@ def views_of(value) -> tuple:
 
 def _tensor_names(acc: Accesses) -> tuple:
     views = [r for _, r in acc.reads] + [r for _, r in acc.writes]
-    return (tuple((k, r.decl.name) for k, r in acc.reads),
+    return (tuple(k for k, _ in acc.reads), tuple(r.decl.name for _, r in acc.reads),
             tuple(r.decl.name for _, r in acc.writes),
             tuple(dict.fromkeys(r.decl.name for r in views if r.decl.on_chip)))
 
@@ -60,14 +60,17 @@ class Operands(dict):
     """An instruction's bound keyword values (Resolved views, typed scalars): a dict that
     refuses changes once built, so instructions may share it and passes may cache on it."""
 
-    __slots__ = ("memo", "form")
+    __slots__ = ("form", "accesses", "names")
 
     def __init__(self, values, form: dict | None = None):
         super().__init__(values)
-        self.memo: dict = {}  # derived facts, e.g. "accesses" -> Accesses
         # facts shared by every Operands equal to this one up to tensor names (one dict per
         # checker/intern.form_key; None: not interned), e.g. "names_plan"
         self.form = form
+        # derived facts, computed once (Bound.accesses, Bound.tensor_names); slots rather
+        # than a dict: a traced kernel binds 100,000s of instructions
+        self.accesses: Accesses | None = None
+        self.names: tuple | None = None
 
     def _refuse(self, *a, **k):
         raise TypeError("bound operands are read-only (instructions share them)")
@@ -111,7 +114,7 @@ class Bound:
 
     def accesses(self) -> Accesses:
         """Which views this instruction reads and writes (computed once per Operands)."""
-        acc = self.args.memo.get("accesses")
+        acc = self.args.accesses
         if acc is None:
             reads, writes = [], []
             for p in self.spec.params:
@@ -123,13 +126,15 @@ class Bound:
                           if self.tile(n) is not None]
             reads += [(n, r.ap.indirect.index) for n, r in reads + writes  # the index is read
                       if r.ap is not None and r.ap.indirect is not None]
-            acc = self.args.memo["accesses"] = Accesses(tuple(reads), tuple(writes))
+            acc = Accesses(tuple(reads), tuple(writes))
+            self.args.accesses = acc
         return acc
 
     def tensor_names(self) -> tuple:
-        """(((keyword, tensor) read, ...), (tensor written, ...), (on-chip tensor, ...)) from
-        accesses() (once per Operands; the plan of which keywords hold them once per form)."""
-        names = self.args.memo.get("names")
+        """((keyword read, ...), (tensor it reads, ...), (tensor written, ...), (on-chip
+        tensor, ...)) from accesses() (once per Operands; the plan of which keywords hold
+        them once per form)."""
+        names = self.args.names
         if names is None:
             args, form = self.args, self.args.form
             plan = form.get("names_plan") if form is not None else None
@@ -141,10 +146,10 @@ class Bound:
                 names = _tensor_names(self.accesses())
             else:  # the definition above, on the keywords of an equal-form instruction
                 reads, writes, on_chip = plan
-                names = (tuple((k, args[k].decl.name) for k in reads),
+                names = (reads, tuple(args[k].decl.name for k in reads),
                          tuple(args[k].decl.name for k in writes),
                          tuple(args[k].decl.name for k in on_chip))
-            args.memo["names"] = names
+            args.names = names
         return names
 
     @property
