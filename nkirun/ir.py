@@ -6,6 +6,7 @@ diagnostics can point at it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from nkirun.hw.dtypes import DType
@@ -146,12 +147,15 @@ _DECL_FIELDS = ("name", "buffer", "shape", "dtype", "init", "init_value", "outpu
 _DECL_SET = tuple(getattr(TensorDecl, f).__set__ for f in _DECL_FIELDS)
 
 
+_NO_KEY_LOCS = MappingProxyType({})  # shared, read-only: a traced tile has no YAML keys
+
+
 def tensor_at(name: str, buffer: str, shape: tuple, dtype: DType, loc: Loc) -> TensorDecl:
     """`TensorDecl(name, buffer, shape, dtype, None, None, False, loc, {})`, fast (see
     above): a traced kernel declares a tensor per tile it allocates."""
     t = _new(TensorDecl)
     for setter, value in zip(_DECL_SET, (name, buffer, shape, dtype, None, None, False, loc,
-                                         {})):
+                                         _NO_KEY_LOCS)):
         setter(t, value)
     return t
 

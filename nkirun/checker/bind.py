@@ -33,6 +33,8 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES, fast: boo
     passed_form: dict = {}
     passed_at: dict = {}
     per_op: dict = {}  # op -> (spec, its view Params, {param: None}): looked up once per op
+    # (kept only for the instructions a later one repeats: memory follows what is used)
+    repeated = {i.repeat_of for i in program.instructions if i.repeat_of is not None}
     target = TARGETS[program.target]
     # Instructions the front end dropped for a bad keyword come last (`program.partial`,
     # with the keywords that did convert): their operands are still resolved and checked
@@ -61,7 +63,8 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES, fast: boo
         like = passed_form.get(form) if form is not None else None
         if like is not None:
             b = Bound(inst, spec, Operands(args, like.args.form), None, like.engine, target)
-            passed_at[inst.index] = b  # (not under `same`: a new tile's ids do not recur)
+            if inst.index in repeated:  # (not under `same`: a new tile's ids do not recur)
+                passed_at[inst.index] = b
             bound.append(b)
             continue
         b = Bound(inst, spec, Operands(args, None if form is None else {}), None, "", target)
@@ -73,7 +76,9 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES, fast: boo
         if len(diags) == n0 and spec.check is not None:
             diags.extend(spec.check(b))
         if len(diags) == n0 and args.get("mask") is None and same is not None:
-            passed[same] = passed_at[inst.index] = b
+            passed[same] = b
+            if inst.index in repeated:
+                passed_at[inst.index] = b
             if form is not None:
                 passed_form[form] = b
         if b.get("mask") is not None and _fits(b.tile(spec.mask_on), program, max_hbm_bytes):

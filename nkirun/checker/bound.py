@@ -30,25 +30,21 @@ def views_of(value) -> tuple:
     return ()
 
 
-def _tensor_names(acc: Accesses) -> tuple:
-    views = [r for _, r in acc.reads] + [r for _, r in acc.writes]
-    return (tuple(k for k, _ in acc.reads), tuple(r.decl.name for _, r in acc.reads),
-            tuple(r.decl.name for _, r in acc.writes),
-            tuple(dict.fromkeys(r.decl.name for r in views if r.decl.on_chip)))
-
-
-def _names_plan(args, acc: Accesses):
-    """The keywords _tensor_names(acc) reads its views from, or False when some view is
-    not an operand of its own (a TILE_LIST item, a runtime index)."""
-    if any(args.get(k) is not r for k, r in acc.reads + acc.writes):
-        return False
-    on_chip = dict.fromkeys(k for k, r in acc.reads + acc.writes if r.decl.on_chip)
-    seen, keys = set(), []
-    for k in on_chip:  # one keyword per distinct on-chip tensor, in first-seen order
-        if args[k].decl.name not in seen:
-            seen.add(args[k].decl.name)
-            keys.append(k)
-    return (tuple(k for k, _ in acc.reads), tuple(k for k, _ in acc.writes), tuple(keys))
+def _names_of(args, acc: Accesses) -> tuple:
+    """(plan, names) of accesses `acc`: names = the tensors read then written, in order;
+    plan = (keywords read, keywords written — None unless every view is an operand of its
+    own, not a TILE_LIST item or a runtime index —, positions in names of the first use of
+    each on-chip tensor)."""
+    both = acc.reads + acc.writes
+    names = tuple(r.decl.name for _, r in both)
+    first: dict = {}
+    for i, (_, r) in enumerate(both):
+        if r.decl.on_chip:
+            first.setdefault(r.decl.name, i)
+    by_keys = all(args.get(k) is r for k, r in both)
+    plan = (tuple(k for k, _ in acc.reads), tuple(k for k, _ in acc.writes) if by_keys else None,
+            tuple(first.values()), tuple(k for k, _ in both))
+    return plan, names
 
 
 if TYPE_CHECKING:
@@ -60,7 +56,7 @@ class Operands(dict):
     """An instruction's bound keyword values (Resolved views, typed scalars): a dict that
     refuses changes once built, so instructions may share it and passes may cache on it."""
 
-    __slots__ = ("form", "accesses", "names")
+    __slots__ = ("form", "accesses", "plan", "names")
 
     def __init__(self, values, form: dict | None = None):
         super().__init__(values)
@@ -70,6 +66,7 @@ class Operands(dict):
         # derived facts, computed once (Bound.accesses, Bound.tensor_names); slots rather
         # than a dict: a traced kernel binds 100,000s of instructions
         self.accesses: Accesses | None = None
+        self.plan: tuple | None = None  # see Bound.tensor_names
         self.names: tuple | None = None
 
     def _refuse(self, *a, **k):
@@ -132,25 +129,23 @@ class Bound:
 
     def tensor_names(self) -> tuple:
         """((keyword read, ...), (tensor it reads, ...), (tensor written, ...), (on-chip
-        tensor, ...)) from accesses() (once per Operands; the plan of which keywords hold
-        them once per form)."""
-        names = self.args.names
-        if names is None:
-            args, form = self.args, self.args.form
+        tensor, ...)) from accesses(). Kept compact (one tuple of names per Operands; the
+        plan of which keywords hold them shared by the Operands of one interned form), as
+        a traced kernel binds 100,000s of instructions."""
+        args = self.args
+        if args.names is None:
+            form = args.form
             plan = form.get("names_plan") if form is not None else None
-            if plan is None:
-                names = _tensor_names(self.accesses())
+            if plan is not None and plan[1] is not None:  # _names_of, by the keywords
+                args.names = tuple(args[k].decl.name for k in plan[3])
+            else:
+                plan, args.names = _names_of(args, self.accesses())
                 if form is not None:
-                    form["names_plan"] = _names_plan(args, self.accesses())
-            elif plan is False:
-                names = _tensor_names(self.accesses())
-            else:  # the definition above, on the keywords of an equal-form instruction
-                reads, writes, on_chip = plan
-                names = (reads, tuple(args[k].decl.name for k in reads),
-                         tuple(args[k].decl.name for k in writes),
-                         tuple(args[k].decl.name for k in on_chip))
-            args.names = names
-        return names
+                    form.setdefault("names_plan", plan)
+            args.plan = plan
+        plan, names = args.plan, args.names
+        n = len(plan[0])
+        return plan[0], names[:n], names[n:], tuple(names[i] for i in plan[2])
 
     @property
     def index(self) -> int:
