@@ -91,30 +91,18 @@ class Views:
 
 
 def form_key(op: str, values, token: dict):
-    """The value of an instruction's bound operands up to tensor names: per operand its
-    layout token and which of the instruction's tensors it is (first seen = 0, ...); any
-    other value by identity (the front ends share converted values). None when an operand
-    is a view bind did not hand out (a TILE_LIST's)."""
-    key = [op]
-    decls: list = []
-    for v in values:
-        if v.__class__ is Resolved:
-            t = token.get(id(v))
-            if t is None:
-                return None
-            d = v.decl
-            for i, seen in enumerate(decls):
-                if seen is d:
-                    break
-            else:
-                i = len(decls)
-                decls.append(d)
-            key.append((t, i))
-        elif v.__class__ is tuple and v and v[0].__class__ is Resolved:
-            return None
-        else:
-            key.append(id(v))
-    return tuple(key)
+    """The value of an instruction's bound operands up to tensor names: which of its
+    operands are the same tensor (each operand's position among the first uses), then per
+    operand its layout token, any other value by identity (the front ends share converted
+    values; tokens are small ints or tuples, never an object's id). None when an operand is
+    a view bind did not hand out (a TILE_LIST's)."""
+    values = list(values)
+    decls = [id(v.decl) for v in values if v.__class__ is Resolved]
+    key = (op, tuple(map(decls.index, decls)),
+           *[token.get(id(v)) if v.__class__ is Resolved else
+             (None if v.__class__ is tuple and v and v[0].__class__ is Resolved else id(v))
+             for v in values])
+    return None if None in key else key
 
 
 __all__ = ["Views", "form_key", "rebased", "layout_key", "resolve"]

@@ -101,9 +101,8 @@ class Tracer:
         if buf is None:
             raise kernel_error("E603", f"nl.ndarray: unknown buffer {buffer!r}",
                                hint="nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm, nl.private_hbm")
-        f = kernel_frame(2)
         if loc is None:
-            loc = frame_loc(f)
+            loc = frame_loc(kernel_frame(2))
         if buf is consts.shared_hbm and self.instance and any(self.instance):
             return self._shared(shape, d)
         rec = TensorRec(self.unique(str(name) if name else _source_name(loc)), shape, d, buf,
@@ -151,22 +150,24 @@ class Tracer:
         (Views from the handles, no operand text to parse); False when anything needs the
         Builder's diagnostics (an unknown keyword, a value that does not convert)."""
         converted = self.builder._converted
+        view_keys = _view_keys(tables)
         args = {}
         for key, v in values.items():
             if v is None:
                 continue
+            if v.__class__ is ndarray:
+                if key not in view_keys:  # an unknown keyword, or one that takes no tile
+                    return False
+                rec = v._rec
+                index = v._ir
+                if index is _NO_INDEX or not rec.declared:
+                    args[key] = self.operand(v, loc)
+                else:
+                    args[key] = view_at(rec.name, index, loc)
+                continue
             p = tables.by_name.get(key)
             if p is None:
                 return False
-            if v.__class__ is ndarray:
-                if p.kind not in _VIEW_KINDS:
-                    return False
-                index = v._ir
-                if index is _NO_INDEX or not v._rec.declared:
-                    args[key] = self.operand(v, loc)
-                else:
-                    args[key] = view_at(v._rec.name, index, loc)
-                continue
             raw = v.ir if v.__class__ is consts.Token else self.raw(v)
             ckey = (op, key, raw.__class__, raw) if raw.__class__ in _HASHABLE else None
             hit = converted.get(ckey) if ckey is not None else None
@@ -238,6 +239,17 @@ class Tracer:
 
     def diagnostic(self, code: str, message: str, loc: Loc, hint: str | None = None):
         self.builder.diags.append(error(code, message, loc, hint=hint))
+
+
+_VIEW_KEYS: dict = {}  # id(ParamTables) -> (tables, the keywords that take a tile)
+
+
+def _view_keys(tables) -> frozenset:
+    hit = _VIEW_KEYS.get(id(tables))
+    if hit is None or hit[0] is not tables:
+        hit = _VIEW_KEYS[id(tables)] = (tables, frozenset(
+            n for n, p in tables.by_name.items() if p.kind in _VIEW_KINDS))
+    return hit[1]
 
 
 def _call_site(tables, args: dict, loc: Loc) -> tuple:
