@@ -42,6 +42,7 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES, fast: boo
     for inst in itertools.chain(program.instructions, program.partial):
         like = passed_at.get(inst.repeat_of) if fast else None
         if like is not None:  # its views resolve to the same Resolved: no need to look
+            like.args.shared = True
             bound.append(Bound(inst, like.spec, like.args, None, like.engine, target))
             continue
         hit = per_op.get(inst.op)
@@ -57,6 +58,7 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES, fast: boo
         same = (spec.name, *map(id, args.values())) if ok and fast else None
         like = passed.get(same)
         if like is not None:
+            like.args.shared = True
             bound.append(Bound(inst, spec, like.args, None, like.engine, target))
             continue
         form = form_key(spec.name, args.values(), views.token) if same is not None else None
@@ -96,6 +98,7 @@ def _resolve_views(inst, args: dict, view_params, program: Program, views: Views
     """Replace each view operand in `args` by its Resolved; False if one cannot be (its
     diagnostic is added and the operand left out)."""
     ok = True
+    by_view = views.by_view if views is not None else None
     for p in view_params:
         v = args[p.name]
         if isinstance(v, tuple) and v and isinstance(v[0], View):  # a TILE_LIST
@@ -108,8 +111,10 @@ def _resolve_views(inst, args: dict, view_params, program: Program, views: Views
             continue
         if not isinstance(v, View):
             continue
-        decl = program.tensors.get(v.tensor)
-        r = views.get(v.tensor, v.index, decl) if views is not None and decl is not None else None
+        r = by_view.get((v.tensor, id(v.index))) if views is not None else None
+        decl = program.tensors.get(v.tensor) if r is None else None
+        if r is None and decl is not None and views is not None:
+            r = views.get(v.tensor, v.index, decl)
         if r is None:
             if decl is None:
                 ok = False

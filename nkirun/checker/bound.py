@@ -56,7 +56,7 @@ class Operands(dict):
     """An instruction's bound keyword values (Resolved views, typed scalars): a dict that
     refuses changes once built, so instructions may share it and passes may cache on it."""
 
-    __slots__ = ("form", "accesses", "plan", "names")
+    __slots__ = ("form", "accesses", "plan", "names", "shared", "spelled")
 
     def __init__(self, values, form: dict | None = None):
         super().__init__(values)
@@ -66,8 +66,10 @@ class Operands(dict):
         # derived facts, computed once (Bound.accesses, Bound.tensor_names); slots rather
         # than a dict: a traced kernel binds 100,000s of instructions
         self.accesses: Accesses | None = None
-        self.plan: tuple | None = None  # see Bound.tensor_names
+        self.plan: tuple | None = None  # see Bound.names_plan
         self.names: tuple | None = None
+        self.shared = False  # bound to more than one instruction (bind sets it)
+        self.spelled: tuple | None = None  # Bound.tensor_names, kept when shared
 
     def _refuse(self, *a, **k):
         raise TypeError("bound operands are read-only (instructions share them)")
@@ -127,11 +129,12 @@ class Bound:
             self.args.accesses = acc
         return acc
 
-    def tensor_names(self) -> tuple:
-        """((keyword read, ...), (tensor it reads, ...), (tensor written, ...), (on-chip
-        tensor, ...)) from accesses(). Kept compact (one tuple of names per Operands; the
-        plan of which keywords hold them shared by the Operands of one interned form), as
-        a traced kernel binds 100,000s of instructions."""
+    def names_plan(self) -> tuple:
+        """(plan, names): the names of the tensors accesses() reads, then of those it
+        writes, in order — one tuple per Operands —, and the plan of _names_of (keywords
+        read, keywords written, positions of the on-chip tensors), shared by the Operands
+        of one interned form. Compact, as a traced kernel binds 100,000s of instructions;
+        tensor_names() spells it out."""
         args = self.args
         if args.names is None:
             form = args.form
@@ -143,9 +146,22 @@ class Bound:
                 if form is not None:
                     form.setdefault("names_plan", plan)
             args.plan = plan
-        plan, names = args.plan, args.names
-        n = len(plan[0])
-        return plan[0], names[:n], names[n:], tuple(names[i] for i in plan[2])
+        return args.plan, args.names
+
+    def tensor_names(self) -> tuple:
+        """(((keyword, tensor) read, ...), (tensor written, ...), (on-chip tensor, ...))
+        from accesses(): names_plan() spelled out, and kept when the Operands serves
+        several instructions (the passes then loop over it once per instruction)."""
+        args = self.args
+        spelled = args.spelled
+        if spelled is None:
+            plan, names = self.names_plan()
+            n = len(plan[0])
+            spelled = (tuple(zip(plan[0], names)), names[n:],
+                       tuple(names[i] for i in plan[2]))
+            if args.shared:
+                args.spelled = spelled
+        return spelled
 
     @property
     def index(self) -> int:

@@ -90,8 +90,8 @@ def _dataflow(program: Program, bound: list[Bound], failed: set[int]) -> list[Di
     last_write: dict[str, Bound] = {}
     acc_state: dict[str, str] = {}  # accumulator -> undefined / defined / clobbered
     for b in bound:
-        keys, reads, writes, _ = b.tensor_names()
-        for key, n in zip(keys, reads):
+        reads, writes, _ = b.tensor_names()
+        for key, n in reads:
             if n not in defined:
                 out.append(b.err("E050", f"`{key}` reads `{n}` before anything writes it", key,
                                  hint=f"give `{n}` initial contents (file, fill or data), or "
@@ -138,7 +138,7 @@ def _capacity(program: Program, bound: list[Bound]) -> list[Diagnostic]:
         if t.on_chip and t.output:
             last[t.name] = n - 1
     for i, b in enumerate(bound):
-        for name in b.tensor_names()[3]:  # every on-chip tensor it reads or writes
+        for name in b.tensor_names()[2]:  # every on-chip tensor it reads or writes
             first.setdefault(name, i)
             if last.get(name, i) <= i:  # an output's last use stays the end
                 last[name] = i

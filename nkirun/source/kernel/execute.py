@@ -17,12 +17,10 @@ def live_ranges(bound) -> tuple[dict, dict]:
     """tensor name -> index of its first and of its last use."""
     first, last = {}, {}
     for i, b in enumerate(bound):
-        _, reads, writes, _ = b.tensor_names()  # (runtime index tensors among the reads)
-        for names in (reads, writes):
-            for n in names:
-                if n not in first:
-                    first[n] = i
-                last[n] = i
+        for n in b.names_plan()[1]:  # read or written (runtime index tensors included)
+            if n not in first:
+                first[n] = i
+            last[n] = i
     return first, last
 
 
