@@ -1,4 +1,15 @@
-"""Binding: each instruction's operands resolved against the tensors and its declared rules applied."""
+"""Binding: each instruction's operands resolved against the tensors and its declared rules applied.
+
+Interning (checker/intern.py): the rules are functions of the bound values alone, so an
+instruction bound to the very same values as an earlier one that passed them passes them
+too (traces repeat instructions; the front ends share equal values). It then shares that
+instruction's immutable Operands. `passed` is keyed by the values, `passed_at` by
+instruction index (for Instruction.repeat_of), `passed_form` by the values up to tensor
+names (a loop's new tile each iteration): such an instruction gets its own Operands but no
+rule is run again. The plain path (`bind(..., fast=False)`) is the definition;
+tests/checker/test_repeat_paths.py and test_fast_bind.py check the shortcuts give the same
+results.
+"""
 from __future__ import annotations
 
 import dataclasses
@@ -20,16 +31,7 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES, fast: boo
     `fast=False` takes the plain path for every instruction (the definition; tests only)."""
     bound, diags = [], []
     views = Views() if fast else None
-    # Interning (checker/intern.py): the rules are functions of the bound values alone, so an
-    # instruction bound to the very same values as an earlier one that passed them passes
-    # them too (traces repeat instructions; the front ends share equal values). It then
-    # shares that instruction's immutable Operands. `passed` is keyed by the values,
-    # `passed_at` by instruction index (for Instruction.repeat_of), `passed_form` by the
-    # values up to tensor names (a loop's new tile each iteration): such an instruction
-    # gets its own Operands but no rule is run again. The plain path below is the
-    # definition; tests/checker/test_repeat_paths.py and test_fast_bind.py check the
-    # shortcuts give the same results.
-    passed: dict = {}
+    passed: dict = {}  # interning: see the module docstring
     passed_form: dict = {}
     passed_at: dict = {}
     per_op: dict = {}  # op -> (spec, its view Params, {param: None}): looked up once per op
@@ -70,27 +72,39 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES, fast: boo
             bound.append(b)
             continue
         b = Bound(inst, spec, Operands(args, None if form is None else {}), None, "", target)
-        b.engine = spec.engine_of(b) if (ok and spec.engine_of) else spec.engine
-        n0 = len(diags)
-        diags.extend(_param_rules(b))
-        if not ok:  # an operand or keyword failed: only the rules of each parameter apply
+        ok = _apply_rules(b, ok, diags, program, max_hbm_bytes)
+        if ok is None:  # an operand or keyword failed: b is left out
             continue
-        if len(diags) == n0 and spec.check is not None:
-            diags.extend(spec.check(b))
-        if len(diags) == n0 and args.get("mask") is None and same is not None:
+        if ok and args.get("mask") is None and same is not None:
             passed[same] = b
             if inst.index in repeated:
                 passed_at[inst.index] = b
             if form is not None:
                 passed_form[form] = b
-        if b.get("mask") is not None and _fits(b.tile(spec.mask_on), program, max_hbm_bytes):
-            # (a mask is an array the size of its tile: never built over a refused tensor)
-            from nkirun.checker.mask import compile_mask
-            b.mask, d = compile_mask(b)
-            if d is not None:
-                diags.append(d)
         bound.append(b)
     return bound, diags
+
+
+def _apply_rules(b: Bound, ok: bool, diags: list, program: Program, max_hbm_bytes: int):
+    """The plain path for one instruction: its engine, the rules of each parameter, then
+    (when every operand and keyword was fine: `ok`) the instruction's own check and its
+    mask. Returns None when not ok, else whether b passed every rule."""
+    spec = b.spec
+    b.engine = spec.engine_of(b) if (ok and spec.engine_of) else spec.engine
+    n0 = len(diags)
+    diags.extend(_param_rules(b))
+    if not ok:  # only the rules of each parameter apply
+        return None
+    if len(diags) == n0 and spec.check is not None:
+        diags.extend(spec.check(b))
+    passed = len(diags) == n0
+    if b.get("mask") is not None and _fits(b.tile(spec.mask_on), program, max_hbm_bytes):
+        # (a mask is an array the size of its tile: never built over a refused tensor)
+        from nkirun.checker.mask import compile_mask
+        b.mask, d = compile_mask(b)
+        if d is not None:
+            diags.append(d)
+    return passed
 
 
 def _resolve_views(inst, args: dict, view_params, program: Program, views: Views | None,
