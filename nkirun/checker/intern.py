@@ -19,7 +19,7 @@ give the same bound values and diagnostics.
 """
 from __future__ import annotations
 
-from nkirun.source.operands import Resolved, resolve
+from nkirun.source.operands import Resolved
 
 _new = object.__new__
 _RESOLVED_FIELDS = tuple(f for f in Resolved.__slots__)
@@ -105,4 +105,4 @@ def form_key(op: str, values, token: dict):
     return None if None in key else key
 
 
-__all__ = ["Views", "form_key", "rebased", "layout_key", "resolve"]
+__all__ = ["Views", "form_key", "rebased", "layout_key"]

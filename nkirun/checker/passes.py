@@ -12,7 +12,7 @@ from nkirun.diagnostics import Diagnostic, Loc, error, warning
 from nkirun.checker.bind import bind
 from nkirun.checker.psum import psum_hazards
 from nkirun.ir import Program, View
-from nkirun.isa.spec import ACCUMULATORS, Bound, views_of
+from nkirun.isa.spec import ACCUMULATORS, Bound
 from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, TARGETS
 
 

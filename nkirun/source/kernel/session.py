@@ -73,9 +73,7 @@ class Tracer:
 
     # ---- names and tensors ---------------------------------------------------------------
     def unique(self, base: str) -> str:
-        base = _BAD_CHARS.sub("_", base) or "t"
-        if base[0].isdigit():
-            base = "t" + base
+        base = _identifier(base)
         n = self.used_names.get(base)
         if n is None:
             self.used_names[base] = 0
@@ -257,6 +255,21 @@ def _call_site(tables, args: dict, loc: Loc) -> tuple:
     these keywords: arg_locs is one dict shared by the calls (nothing changes an
     Instruction's arg_locs)."""
     return loc, dict.fromkeys(args, loc), all(p.name in args for p in tables.required)
+
+
+_IDENTIFIERS: dict = {}  # name as given -> as an identifier (a loop repeats the same few)
+
+
+def _identifier(base: str) -> str:
+    """`base` with every non-word character made `_`, and `t` before a leading digit."""
+    hit = _IDENTIFIERS.get(base)
+    if hit is None:
+        hit = _BAD_CHARS.sub("_", base) or "t"
+        if hit[0].isdigit():
+            hit = "t" + hit
+        if len(_IDENTIFIERS) < 10_000:
+            _IDENTIFIERS[base] = hit
+    return hit
 
 
 _NAMES: dict = {}  # (file, line) -> the name its allocations get
