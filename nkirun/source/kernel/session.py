@@ -16,6 +16,7 @@ from __future__ import annotations
 import linecache
 import os
 import re
+from operator import attrgetter
 from dataclasses import replace
 
 from nkirun.diagnostics import Loc, error
@@ -273,19 +274,25 @@ def _identifier(base: str) -> str:
 
 
 _NAMES: dict = {}  # (file, line) -> the name its allocations get
-_LOWERED: dict = {}  # (tensor shape, basic index) -> ir_index of such a handle
+_LOWERED: dict = {}  # (tensor buffer, shape, dtype, handle fields) -> ir_index of the handle
+# every field of a handle but its tensor and its cached IR index: what ir_index may read
+_handle_state = attrgetter(*(f for f in ndarray.__slots__
+                             if f not in ("_rec", "_ir", "__weakref__")))
 
 
 def lowered_index(v):
     """ir_index(v), remembered by value for handles of a tensor's own dtype without a
-    runtime index: it is a function of the handle's fields and its tensor's buffer and
-    shape, never of the tensor's name (a loop makes the same few views of ever new
+    runtime index: it is a function of the handle's fields and its tensor's buffer,
+    shape and dtype, never of the tensor's name (a loop makes the same few views of ever new
     handles). tests/kernel/test_fast_trace.py checks it against ir_index."""
     rec = v._rec
     if v._indirect is not None or v._dtype is not rec.dtype:
         return ir_index(v)
-    key = (rec.buffer, rec.shape, v._index, v._offset, v._pattern)
-    hit = _LOWERED.get(key, _NO_INDEX)
+    key = (rec.buffer, rec.shape, rec.dtype, _handle_state(v))
+    try:
+        hit = _LOWERED.get(key, _NO_INDEX)
+    except TypeError:  # a field that is no plain value: nothing to remember it by
+        return ir_index(v)
     if hit is _NO_INDEX:
         hit = ir_index(v)
         if len(_LOWERED) < 100_000:
