@@ -27,7 +27,11 @@ def live_ranges(bound) -> tuple[dict, dict]:
 def execute_freeing(traced, bound, inputs):
     from nkirun.runner.interpret import execute
     program = traced.program
-    first, last = live_ranges(bound)
+    order = bound
+    if program.cores > 1:  # two cores: the run order of both streams (runner/cores.py)
+        from nkirun.checker.cores import sync_order
+        order = sync_order(bound).flat()
+    first, last = live_ranges(order)
     upfront = {}
     events: dict = {}  # position -> ([tensors to free], [tensors to allocate]) after it
     for name, t in program.tensors.items():
@@ -37,10 +41,15 @@ def execute_freeing(traced, bound, inputs):
             events.setdefault(first[name] - 1, ([], []))[1].append(t)
         if not t.output and name in last:
             events.setdefault(last[name], ([], []))[0].append(name)
-    position = itertools.count()  # after_each is called once per instruction, in order
+    if program.cores > 1:  # (each instruction's place in the run order)
+        at = {id(b): i for i, b in enumerate(order)}
+        position = (lambda b: at[id(b)])
+    else:  # one core: after_each is called once per instruction, in order
+        count = itertools.count()
+        position = (lambda b: next(count))
 
     def after_each(b, m):
-        event = events.get(next(position))
+        event = events.get(position(b))
         if event is None:
             return
         buffers, written = m.buffers, m.written
