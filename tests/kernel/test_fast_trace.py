@@ -57,3 +57,19 @@ def test_lowered_index_is_ir_index(tmp_path, monkeypatch):
     for inst in insts:
         per_line.setdefault(inst.loc, set()).add(id(inst.arg_locs))
     assert any(len(inst_ids) == 1 for inst_ids in per_line.values())
+
+
+def test_tensor_at_is_the_dataclass():
+    import dataclasses
+
+    from nkirun.diagnostics import Loc
+    from nkirun.hw.dtypes import DTYPES
+    from nkirun.ir import TensorDecl, tensor_at
+    loc = Loc("k.py", 3, 5)
+    for core in (None, 1):
+        fast = tensor_at("t_7", "sbuf", (128, 64), DTYPES["bfloat16"], loc, core)
+        plain = TensorDecl("t_7", "sbuf", (128, 64), DTYPES["bfloat16"], None, None, False, loc,
+                           {}, core)
+        assert fast == plain
+        for f in dataclasses.fields(TensorDecl):  # every field set (slots raise otherwise)
+            assert getattr(fast, f.name) == getattr(plain, f.name), f.name
