@@ -124,7 +124,8 @@ class Bound:
                 reads += [(n, self.tile(n)) for n in self.spec.reads_out(self)
                           if self.tile(n) is not None]
             reads += [(n, r.ap.indirect.index) for n, r in reads + writes  # the index is read
-                      if r.ap is not None and r.ap.indirect is not None]
+                      if r.ap is not None and r.ap.indirect is not None
+                      and r.ap.indirect.index is not None]  # (None: a register)
             acc = Accesses(tuple(reads), tuple(writes))
             self.args.accesses = acc
         return acc

@@ -24,7 +24,8 @@ def live_ranges(bound) -> tuple[dict, dict]:
     return first, last
 
 
-def execute_freeing(traced, bound, inputs):
+def execute_freeing(traced, bound, inputs, observe=None):
+    """Execute; `observe(b, m)` (optional) is called after each instruction."""
     from nkirun.runner.interpret import execute
     program = traced.program
     order = bound
@@ -32,23 +33,31 @@ def execute_freeing(traced, bound, inputs):
         from nkirun.checker.cores import sync_order
         order = sync_order(bound).flat()
     first, last = live_ranges(order)
+    keep = {n for n, t in program.tensors.items() if t.output}
+    looped = set()
+    if program.loops:  # a loop body runs again: what it touches lives through the run
+        from nkirun.checker.control import touched_in_loops
+        looped = touched_in_loops(program.loops, first, last)
+        keep |= looped
     upfront = {}
     events: dict = {}  # position -> ([tensors to free], [tensors to allocate]) after it
     for name, t in program.tensors.items():
-        if t.init is not None or name not in first or first[name] == 0:
+        if t.init is not None or name not in first or first[name] == 0 or name in looped:
             upfront[name] = t
         else:
             events.setdefault(first[name] - 1, ([], []))[1].append(t)
-        if not t.output and name in last:
+        if name not in keep and name in last:
             events.setdefault(last[name], ([], []))[0].append(name)
-    if program.cores > 1:  # (each instruction's place in the run order)
+    if program.cores > 1 or program.loops:  # (each instruction's place in the run order)
         at = {id(b): i for i, b in enumerate(order)}
         position = (lambda b: at[id(b)])
-    else:  # one core: after_each is called once per instruction, in order
+    else:  # one core, no loops: after_each is called once per instruction, in order
         count = itertools.count()
         position = (lambda b: next(count))
 
     def after_each(b, m):
+        if observe is not None:
+            observe(b, m)
         event = events.get(position(b))
         if event is None:
             return
