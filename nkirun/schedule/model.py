@@ -46,6 +46,7 @@ class Slot:
     wait_tensor: str | None = None  # the tensor of a data dependence
     line: int = 0
     tensors: tuple[str, ...] = ()  # the tensors it reads or writes (live ranges)
+    busy_ns: float = 0.0  # DMA: engine-ns of streaming (the sum over its engines)
 
     @property
     def duration_ns(self) -> float:
@@ -113,7 +114,7 @@ class Schedule:
         d = out["dma"]
         d["busy_ns"] = _union_length([(s.start_ns, s.end_ns) for s in dma])
         d["queues"] = self.target.dma_queues
-        d["queue_busy_ns"] = sum(s.duration_ns * len(s.queues) for s in dma)
+        d["queue_busy_ns"] = sum(s.busy_ns for s in dma)
         d["queue_utilization"] = (d["queue_busy_ns"] / (self.target.dma_queues * total)
                                   if total else 0.0)
         for e in out.values():

@@ -1,0 +1,204 @@
+"""The DMA model: which engines a transfer uses, how long each streams, and the engines and
+HBM as shared servers (constants and sources: hw/cost_tables.py; the model in words:
+docs/cost.md "DMA model").
+
+* A transfer is split by partition lane: engine e serves partitions 8e .. 8e+7 of the
+  on-chip side [DMA-OV], so a [4, 4096] tile uses one engine and a [128, x] tile all 16.
+  HBM -> HBM: its rows are spread the same way from engine 0.
+* Each engine streams its share at the sustained per-engine rate, plus one descriptor
+  overhead per contiguous run (at most one partition row): small rows are slow [DMA-BW].
+* The fixed latency lies between the trigger and the first byte; the engines stay free
+  meanwhile, so transfers in flight overlap their latencies.
+* Engines are work-conserving servers: a transfer takes the idle time of its engines from
+  its earliest start on, even before transfers booked earlier in program order (a load
+  never waits behind a store that is still waiting for its data). Earlier bookings keep
+  their times: program order is the priority.
+* HBM is one more server every transfer touching HBM also books (bytes / HBM rate): when
+  the engines together outrun HBM, HBM sets the pace.
+"""
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+
+from nkirun.hw.cost_tables import cost_table
+
+_MAX_INTERVALS = 512  # per server; beyond, the oldest gap is closed (conservative)
+
+
+class Server:
+    """Busy intervals of one work-conserving server, sorted and merged: starts, ends,
+    owners (the instruction of each interval's last booking)."""
+
+    __slots__ = ("starts", "ends", "owners")
+
+    def __init__(self):
+        self.starts: list[float] = []
+        self.ends: list[float] = []
+        self.owners: list[int] = []
+
+    def copy(self) -> "Server":
+        s = Server()
+        s.starts, s.ends, s.owners = self.starts[:], self.ends[:], self.owners[:]
+        return s
+
+    def book(self, t0: float, work: float, owner: int) -> tuple[float, float, int | None]:
+        """Take `work` ns of idle time from t0 on, filling gaps: (first busy time, end, the
+        owner of the interval that delayed the first byte, or None)."""
+        starts, ends, owners = self.starts, self.ends, self.owners
+        i = bisect_right(starts, t0) - 1  # the last interval starting at or before t0
+        blocker, t = None, t0
+        if i >= 0 and ends[i] > t0:
+            blocker, t = owners[i], ends[i]
+        j, first, left, pieces = i + 1, None, work, []
+        while True:
+            nxt = starts[j] if j < len(starts) else math.inf
+            if nxt > t:
+                if first is None:
+                    first = t
+                take = min(nxt - t, left)
+                if take > 0:
+                    pieces.append((t, t + take))
+                left -= take
+                t += take
+            if left <= 0:
+                break
+            t = max(t, ends[j])
+            j += 1
+        for s, e in pieces:
+            self._insert(s, e, owner)
+        return first, t, blocker
+
+    def _insert(self, s: float, e: float, owner: int) -> None:
+        starts, ends, owners = self.starts, self.ends, self.owners
+        k = bisect_right(starts, s)
+        if k > 0 and ends[k - 1] >= s:  # joins the previous interval
+            k -= 1
+            ends[k] = max(ends[k], e)
+            owners[k] = owner
+        else:
+            starts.insert(k, s)
+            ends.insert(k, e)
+            owners.insert(k, owner)
+        while k + 1 < len(starts) and starts[k + 1] <= ends[k]:  # swallows the next
+            ends[k] = max(ends[k], ends[k + 1])
+            owners[k] = owners[k + 1] if ends[k + 1] >= ends[k] else owners[k]
+            del starts[k + 1], ends[k + 1], owners[k + 1]
+        if len(starts) > _MAX_INTERVALS:  # close the oldest gap: never earlier than truth
+            ends[0] = ends[1]
+            owners[0] = owners[1]
+            del starts[1], ends[1], owners[1]
+
+
+def run_elems(r) -> int:
+    """Elements of the longest contiguous run of view `r` in its tensor's row-major storage
+    (the DMA descriptor size on that side)."""
+    if r.ap is not None:
+        strides, shape = getattr(r.ap, "strides", None), getattr(r.ap, "shape", None)
+        if not strides or not shape:
+            return 1
+        run = 1
+        for n, st in zip(reversed(shape), reversed(strides)):
+            if n == 1:
+                continue
+            if st != run:
+                break
+            run *= n
+        return run
+    run, full = 1, True
+    for (_, count, step), dim in zip(reversed(r.box), reversed(r.decl.shape)):
+        if not full:
+            break
+        if count == 1:
+            continue
+        if step != 1:
+            break
+        run *= count
+        full = count == dim
+    return run
+
+
+def plan(b, target) -> tuple:
+    """(engine shares ((engine, stream ns), ...), latency ns, HBM ns, dge issuer or None,
+    queue-ns): the uncontended work of one DMA instruction `b` (any instruction on the
+    "dma" engine with src/dst or srcs)."""
+    t = cost_table(target)
+    args = b.args
+    src = args.get("src")
+    sides = (args["dst"], src) if src is not None else (args["dst"], *args["srcs"])
+    nbytes = (b.spec.dma_bytes(b) if b.spec.dma_bytes is not None
+              else max(r.size * r.dtype.itemsize for r in sides))
+    on_chip = [r for r in sides if r.decl.on_chip]
+    lanes = on_chip[0] if on_chip else sides[-1]
+    first = lanes.part_start if on_chip else 0
+    rows = lanes.partitions if on_chip else min(lanes.partitions, 128)
+    step = max(1, lanes.part_step if on_chip else 1)
+    per = t.dma_partitions_per_engine
+    counts: dict[int, int] = {}
+    for p in range(first, first + rows * step, step):
+        e = (p // per) % t.dma_engines
+        counts[e] = counts.get(e, 0) + 1
+    row_bytes = nbytes / rows
+    run = min(row_bytes, min(run_elems(r) * r.dtype.itemsize for r in sides))
+    run = max(run, 1.0)
+    bw = t.dma_engine_bytes_per_ns
+    factor = (1.0 + t.dma_descriptor_bytes / run) / bw
+    shares = tuple((e, n * row_bytes * factor) for e, n in sorted(counts.items()))
+    hbm_bytes = sum(r.size * r.dtype.itemsize for r in sides if not r.decl.on_chip)
+    dge = _dge_issuer(b)
+    latency = t.dma_latency_ns + (t.dge_ns if dge else 0.0)
+    return shares, latency, hbm_bytes / t.hbm_bytes_per_ns, dge, sum(w for _, w in shares)
+
+
+def _dge_issuer(b) -> str | None:
+    mode = b.args.get("dge_mode")
+    if mode == "hwdge":
+        eng = b.args.get("engine")
+        return eng if eng in ("scalar", "sync", "gpsimd") else "sync"
+    if mode == "swdge":
+        return "gpsimd"
+    return None
+
+
+def uncontended_ns(b, target) -> float:
+    """Latency plus the longest engine share (HBM if slower): a lone transfer's time."""
+    shares, latency, hbm_ns, _, _ = plan(b, target)
+    return latency + max(max(w for _, w in shares), hbm_ns)
+
+
+class DmaEngines:
+    """The 16 engines and HBM as servers. While every transfer has used all engines with
+    equal shares, one Server stands for all of them (the common case, 16x less work)."""
+
+    def __init__(self, target):
+        t = cost_table(target)
+        self.n = t.dma_engines
+        self.shared = Server()
+        self.servers: list[Server] | None = None
+        self.hbm = Server()
+
+    def _server(self, e: int) -> Server:
+        return self.shared if self.servers is None else self.servers[e]
+
+    def book(self, t0: float, shares, hbm_ns: float, owner: int):
+        """(first byte, end, blocker) of a transfer whose streaming may start at t0."""
+        uniform = len(shares) == self.n and len({w for _, w in shares}) == 1
+        if self.servers is None and not uniform:
+            self.servers = [self.shared.copy() for _ in range(self.n)]
+        first, end, blocker = math.inf, 0.0, None
+        if self.servers is None:
+            first, end, blocker = self.shared.book(t0, shares[0][1], owner)
+        else:
+            for e, w in shares:
+                f, x, bl = self.servers[e].book(t0, w, owner)
+                if f < first:
+                    first = f
+                if x > end:
+                    end = x
+                if bl is not None and blocker is None:
+                    blocker = bl
+        if hbm_ns > 0:
+            f, x, bl = self.hbm.book(t0, hbm_ns, owner)
+            if x > end:
+                end = x
+        return first, end, blocker
