@@ -93,15 +93,12 @@ class Server:
 def run_elems(r) -> int:
     """Elements of the longest contiguous run of view `r` in its tensor's row-major storage
     (the DMA descriptor size on that side)."""
-    if r.ap is not None:
-        strides, shape = getattr(r.ap, "strides", None), getattr(r.ap, "shape", None)
-        if not strides or not shape:
-            return 1
-        run = 1
-        for n, st in zip(reversed(shape), reversed(strides)):
+    if r.ap is not None:  # a strided pattern: runs of unit byte stride, innermost first
+        size, run = r.ap.dtype.itemsize, 1
+        for n, st in zip(reversed(r.ap.shape[1:]), reversed(r.ap.byte_strides[1:])):
             if n == 1:
                 continue
-            if st != run:
+            if st != run * size:
                 break
             run *= n
         return run
