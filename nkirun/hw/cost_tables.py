@@ -60,7 +60,7 @@ class CostTable:
 
 _V2 = CostTable(
     dma_engines=16, dma_partitions_per_engine=8, dma_engine_bytes_per_ns=17.0,
-    dma_latency_ns=1300.0, dma_descriptor_bytes=360, hbm_bytes_per_ns=410.0, dge_ns=600.0,
+    dma_latency_ns=1300.0, dma_descriptor_bytes=1100, hbm_bytes_per_ns=410.0, dge_ns=600.0,
     raw_latency_ns=(264 - 64) / 1.4, mm_init_cycles=64, fp32_matmul_passes=4,
     fp8_rows_factor=1,
     sources=("DMA-BW: 17 B/ns x 16 engines, ~1300 ns", "DMA-OV: 8 partitions per engine",
@@ -68,7 +68,7 @@ _V2 = CostTable(
              "PERF: MM_INIT_LATENCY 64 cycles"))
 _V3 = CostTable(
     dma_engines=16, dma_partitions_per_engine=8, dma_engine_bytes_per_ns=23.0,
-    dma_latency_ns=1300.0, dma_descriptor_bytes=360, hbm_bytes_per_ns=362.0, dge_ns=600.0,
+    dma_latency_ns=1300.0, dma_descriptor_bytes=1100, hbm_bytes_per_ns=362.0, dge_ns=600.0,
     raw_latency_ns=(264 - 64) / 1.4, mm_init_cycles=64, fp32_matmul_passes=4,
     fp8_rows_factor=2,
     sources=("DMA-BW: 23 B/ns x 16 engines", "DMA-OV: 1416 ns for 32 KiB on one engine",
@@ -76,7 +76,7 @@ _V3 = CostTable(
              "PERF (NC-v2 value assumed): dependent-instruction latency"))
 _V4 = CostTable(
     dma_engines=16, dma_partitions_per_engine=8, dma_engine_bytes_per_ns=33.0,
-    dma_latency_ns=1300.0, dma_descriptor_bytes=360, hbm_bytes_per_ns=590.0, dge_ns=600.0,
+    dma_latency_ns=1300.0, dma_descriptor_bytes=1100, hbm_bytes_per_ns=590.0, dge_ns=600.0,
     raw_latency_ns=(264 - 64) / 1.4, mm_init_cycles=64, fp32_matmul_passes=4,
     fp8_rows_factor=2,
     sources=("DMA-BW: 33 B/ns x 16 engines", "ARCH4: 4.7 TB/s per 8-core device",

@@ -290,7 +290,7 @@ def dma_cycles(b: Bound, target) -> int:
     """A lone transfer's time in nanoseconds (DMA "cycles" are ns): the uncontended time of
     schedule/dma.py's model (the schedule adds contention for engines and HBM)."""
     from nkirun.schedule.dma import uncontended_ns
-    return int(round(uncontended_ns(b, target)))
+    return uncontended_ns(b, target)
 
 
 def gather_into(m, dst, values: np.ndarray, pos: np.ndarray) -> None:

@@ -46,6 +46,18 @@ class Server:
         """Take `work` ns of idle time from t0 on, filling gaps: (first busy time, end, the
         owner of the interval that delayed the first byte, or None)."""
         starts, ends, owners = self.starts, self.ends, self.owners
+        if not starts or t0 >= starts[-1]:  # fast path: at or after the last interval
+            if starts and ends[-1] >= t0:
+                blocker = owners[-1] if ends[-1] > t0 else None
+                first = ends[-1]
+                ends[-1] = first + work
+                owners[-1] = owner
+                return first, first + work, blocker
+            starts.append(t0)
+            ends.append(t0 + work)
+            owners.append(owner)
+            self._trim()
+            return t0, t0 + work, None
         i = bisect_right(starts, t0) - 1  # the last interval starting at or before t0
         blocker, t = None, t0
         if i >= 0 and ends[i] > t0:
@@ -84,6 +96,10 @@ class Server:
             ends[k] = max(ends[k], ends[k + 1])
             owners[k] = owners[k + 1] if ends[k + 1] >= ends[k] else owners[k]
             del starts[k + 1], ends[k + 1], owners[k + 1]
+        self._trim()
+
+    def _trim(self) -> None:
+        starts, ends, owners = self.starts, self.ends, self.owners
         if len(starts) > _MAX_INTERVALS:  # close the oldest gap: never earlier than truth
             ends[0] = ends[1]
             owners[0] = owners[1]
@@ -117,7 +133,7 @@ def run_elems(r) -> int:
 
 def plan(b, target) -> tuple:
     """(engine shares ((engine, stream ns), ...), latency ns, HBM ns, dge issuer or None,
-    queue-ns): the uncontended work of one DMA instruction `b` (any instruction on the
+    queue-ns, whether every engine has the same share, the engines): the uncontended work of one DMA instruction `b` (any instruction on the
     "dma" engine with src/dst or srcs)."""
     t = cost_table(target)
     args = b.args
@@ -131,10 +147,7 @@ def plan(b, target) -> tuple:
     rows = lanes.partitions if on_chip else min(lanes.partitions, 128)
     step = max(1, lanes.part_step if on_chip else 1)
     per = t.dma_partitions_per_engine
-    counts: dict[int, int] = {}
-    for p in range(first, first + rows * step, step):
-        e = (p // per) % t.dma_engines
-        counts[e] = counts.get(e, 0) + 1
+    counts = _lanes_per_engine(first, rows, step, per, t.dma_engines)
     row_bytes = nbytes / rows
     run = min(row_bytes, min(run_elems(r) * r.dtype.itemsize for r in sides))
     run = max(run, 1.0)
@@ -144,7 +157,20 @@ def plan(b, target) -> tuple:
     hbm_bytes = sum(r.size * r.dtype.itemsize for r in sides if not r.decl.on_chip)
     dge = _dge_issuer(b)
     latency = t.dma_latency_ns + (t.dge_ns if dge else 0.0)
-    return shares, latency, hbm_bytes / t.hbm_bytes_per_ns, dge, sum(w for _, w in shares)
+    uniform = len(shares) == t.dma_engines and len({w for _, w in shares}) == 1
+    return (shares, latency, hbm_bytes / t.hbm_bytes_per_ns, dge, sum(w for _, w in shares),
+            uniform, tuple(e for e, _ in shares))
+
+
+def _lanes_per_engine(first: int, rows: int, step: int, per: int, engines: int) -> dict:
+    """{engine: partitions it serves} for partitions first, first+step, ... (rows of them)."""
+    if step == 1 and first % per == 0 and rows % per == 0 and rows <= per * engines:
+        return {first // per + i: per for i in range(rows // per)}  # the common case
+    counts: dict[int, int] = {}
+    for p in range(first, first + rows * step, step):
+        e = (p // per) % engines
+        counts[e] = counts.get(e, 0) + 1
+    return counts
 
 
 def _dge_issuer(b) -> str | None:
@@ -157,10 +183,15 @@ def _dge_issuer(b) -> str | None:
     return None
 
 
-def uncontended_ns(b, target) -> float:
-    """Latency plus the longest engine share (HBM if slower): a lone transfer's time."""
-    shares, latency, hbm_ns, _, _ = plan(b, target)
-    return latency + max(max(w for _, w in shares), hbm_ns)
+def plan_ns(p) -> int:
+    """A plan's uncontended time: latency + the longest engine share (HBM if slower)."""
+    shares, latency, hbm_ns = p[:3]
+    return int(round(latency + max(max(w for _, w in shares), hbm_ns)))
+
+
+def uncontended_ns(b, target) -> int:
+    """A lone transfer's time in ns (what `cycles()` of the DMA instructions reports)."""
+    return plan_ns(plan(b, target))
 
 
 class DmaEngines:
@@ -173,29 +204,33 @@ class DmaEngines:
         self.shared = Server()
         self.servers: list[Server] | None = None
         self.hbm = Server()
+        # HBM can only set the pace when the engines together can outrun it
+        self.hbm_binds = t.dma_engines * t.dma_engine_bytes_per_ns > t.hbm_bytes_per_ns
 
-    def _server(self, e: int) -> Server:
-        return self.shared if self.servers is None else self.servers[e]
-
-    def book(self, t0: float, shares, hbm_ns: float, owner: int):
+    def book(self, t0: float, shares, hbm_ns: float, uniform: bool, owner: int):
         """(first byte, end, blocker) of a transfer whose streaming may start at t0."""
-        uniform = len(shares) == self.n and len({w for _, w in shares}) == 1
-        if self.servers is None and not uniform:
-            self.servers = [self.shared.copy() for _ in range(self.n)]
-        first, end, blocker = math.inf, 0.0, None
         if self.servers is None:
-            first, end, blocker = self.shared.book(t0, shares[0][1], owner)
-        else:
-            for e, w in shares:
-                f, x, bl = self.servers[e].book(t0, w, owner)
-                if f < first:
-                    first = f
-                if x > end:
-                    end = x
-                if bl is not None and blocker is None:
-                    blocker = bl
-        if hbm_ns > 0:
-            f, x, bl = self.hbm.book(t0, hbm_ns, owner)
+            if uniform:  # every engine busy alike: HBM's share folds into theirs
+                w = shares[0][1]
+                if self.hbm_binds and hbm_ns > w:
+                    w = hbm_ns
+                return self.shared.book(t0, w, owner)
+            self.servers = [self.shared.copy() for _ in range(self.n)]
+            self.hbm = self.shared.copy()
+        first, end, blocker = math.inf, 0.0, None
+        for e, w in shares:
+            f, x, bl = self.servers[e].book(t0, w, owner)
+            if f < first:
+                first = f
+            if x > end:
+                end = x
+            if bl is not None and blocker is None:
+                blocker = bl
+        return self._hbm(t0, hbm_ns, owner, first, end, blocker)
+
+    def _hbm(self, t0, hbm_ns, owner, first, end, blocker):
+        if self.hbm_binds and hbm_ns > 0:
+            _, x, _ = self.hbm.book(t0, hbm_ns, owner)
             if x > end:
                 end = x
         return first, end, blocker

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from nkirun.hw.cost_tables import cost_table
 from nkirun.hw.targets import TARGETS, Target
+from nkirun.isa.common import dma_cycles
 from nkirun.schedule import dma
 from nkirun.ir import Program
 from nkirun.schedule.model import ENGINE, QUEUE, RAW, READY, WAR, WAW, Schedule, Slot, queue_label
@@ -85,10 +86,12 @@ def _costed(b, target: Target) -> tuple:
     writes = tuple((r.decl.name, r.box) for _, r in acc.writes)
     if b.engine == "dma":
         extra = dma.plan(b, target)
+        cycles = dma.plan_ns(extra) if b.spec.cycles is dma_cycles else b.spec.cycles(b, target)
     else:
         extra = _pe_cells(b) if b.engine == "tensor" else None
+        cycles = b.spec.cycles(b, target)
     names = tuple(dict.fromkeys(n for n, _ in reads + writes))
-    return int(b.spec.cycles(b, target)), reads, writes, extra, names
+    return int(cycles), reads, writes, extra, names
 
 
 class _Scheduler:
@@ -219,7 +222,7 @@ class _Scheduler:
     def place_dma(self, b, plan, ready, dep, kind, dep_tensor) -> tuple:
         """Trigger at `ready` (after the DGE issuer, if any), stream from trigger + latency
         on the engines' idle time (schedule/dma.py)."""
-        shares, latency, hbm_ns, issuer, busy = plan
+        shares, latency, hbm_ns, issuer, busy, uniform, queues = plan
         trigger = ready
         if issuer is not None:
             free, blocker = self.engine_free.get(issuer, (0.0, None))
@@ -227,13 +230,13 @@ class _Scheduler:
                 trigger, dep, kind, dep_tensor = free, blocker, ENGINE, None
             self.engine_free[issuer] = (trigger + cost_table(self.target).dge_ns,
                                         b.inst.index)
-        first, end, blocker = self.dma.book(trigger + latency, shares, hbm_ns, b.inst.index)
+        first, end, blocker = self.dma.book(trigger + latency, shares, hbm_ns, uniform,
+                                             b.inst.index)
         start = trigger
         if first - latency > trigger and blocker is not None:
             start, dep, kind, dep_tensor = first - latency, blocker, QUEUE, None
         elif dep is None:
             kind = READY
-        queues = tuple(e for e, _ in shares)
         label = self.labels.get(queues)
         if label is None:
             label = self.labels[queues] = queue_label(queues)
