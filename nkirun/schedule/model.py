@@ -47,6 +47,7 @@ class Slot:
     line: int = 0
     tensors: tuple[str, ...] = ()  # the tensors it reads or writes (live ranges)
     busy_ns: float = 0.0  # DMA: engine-ns of streaming (the sum over its engines)
+    ready_ns: float = 0.0  # when its data allowed it to start (before engine/queue waits)
 
     @property
     def duration_ns(self) -> float:
@@ -164,6 +165,16 @@ class Schedule:
             if s.op not in seen:
                 seen.append(s.op)
         return [(op, REGISTRY[op]) for op in seen if op in REGISTRY]
+
+
+def path_contributions(path: list[Slot]) -> list[float]:
+    """Each critical-path step's own share of the makespan: from the later of its start and
+    the previous step's end to its end (a transfer's latency overlaps the step before)."""
+    out, prev = [], 0.0
+    for x in path:
+        out.append(max(0.0, x.end_ns - max(x.start_ns, prev)))
+        prev = max(prev, x.end_ns)
+    return out
 
 
 def _union_length(intervals: list[tuple[float, float]]) -> float:

@@ -201,7 +201,7 @@ class _Scheduler:
         spec = b.spec
         self.sched.slots.append(Slot(index, spec.name, engine, label, queues, cycles, start, end,
                                      spec.cost_formula, spec.cost_assumed, kind, dep,
-                                     dep_tensor, b.inst.loc.line, names, busy))
+                                     dep_tensor, b.inst.loc.line, names, busy, ready))
 
     def occupy(self, engine: str, cells, end: float, index: int) -> None:
         if engine == "tensor" and self.pe is not None:
