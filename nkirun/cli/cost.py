@@ -66,7 +66,7 @@ def cost(program, fmt, target, trace_out, view, max_rows, width, program_format,
     Exit status: 0 ok, 1 invalid program, 2 usage error.
     """
     from nkirun import api
-    from nkirun.schedule import parse_views, render_report, to_json, write_trace
+    from nkirun.schedule import parse_views, render_report, to_json
     try:
         views = parse_views(view)
     except ValueError as e:
@@ -89,25 +89,31 @@ def cost(program, fmt, target, trace_out, view, max_rows, width, program_format,
         p, _ = parse_file(program, program_format)
         e.lines = p.source_lines if p else ()
         raise
-    if trace_out == "":
-        raise click.BadParameter("an empty file name; give a file, or - for standard "
-                                 "output", param_hint="--trace-out")
-    if trace_out:
-        try:
-            where = write_trace(sched, trace_out)
-        except OSError as e:
-            from nkirun.diagnostics import error
-            raise NkirunError(error("E080", f"--trace-out: cannot write {trace_out}: "
-                                    f"{e.strerror or e}"))
-        click.echo(f"wrote the Perfetto trace to {where} (open it in ui.perfetto.dev)",
-                   err=True)
-        if trace_out == "-":  # standard output carries the trace alone
-            sys.exit(EXIT_OK)
+    if _write_trace(sched, trace_out):  # standard output carries the trace alone
+        sys.exit(EXIT_OK)
     if fmt == "json":
         _echo_json(to_json(sched, views))
     else:
         render_report(sched, width=width, views=views, max_rows=max_rows)
     sys.exit(EXIT_OK)
+
+
+def _write_trace(sched, trace_out) -> bool:
+    """Write the Perfetto trace when asked; True when it went to standard output."""
+    from nkirun.schedule import write_trace
+    if trace_out == "":
+        raise click.BadParameter("an empty file name; give a file, or - for standard "
+                                 "output", param_hint="--trace-out")
+    if not trace_out:
+        return False
+    try:
+        where = write_trace(sched, trace_out)
+    except OSError as e:
+        from nkirun.diagnostics import error
+        raise NkirunError(error("E080", f"--trace-out: cannot write {trace_out}: "
+                                f"{e.strerror or e}"))
+    click.echo(f"wrote the Perfetto trace to {where} (open it in ui.perfetto.dev)", err=True)
+    return trace_out == "-"
 
 
 def _schedule_of(program, target, shapes, program_format, kp):
