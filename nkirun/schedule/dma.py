@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
+from operator import itemgetter
 
 from nkirun.hw.cost_tables import cost_table
 
@@ -131,14 +132,41 @@ def run_elems(r) -> int:
     return run
 
 
+_COUNT_STEP = itemgetter(1, 2)
+_PLANS: dict[tuple, tuple] = {}  # geometry -> plan (traces repeat shapes at new offsets)
+_PLANS_MAX = 1 << 14
+
+
+def _geometry(r) -> tuple:
+    """What of an operand the plan depends on: not where in HBM it starts."""
+    decl = r.decl
+    ap = r.ap
+    return (decl.shape, decl.on_chip, r.shape, r.part_start if decl.on_chip else 0,
+            r.part_step, r.box if ap is not None else tuple(map(_COUNT_STEP, r.box)),
+            None if ap is None else (ap.shape, ap.byte_strides, ap.dtype.name),
+            decl.dtype.name)
+
+
 def plan(b, target) -> tuple:
     """(engine shares ((engine, stream ns), ...), latency ns, HBM ns, dge issuer or None,
-    queue-ns, whether every engine has the same share, the engines): the uncontended work of one DMA instruction `b` (any instruction on the
-    "dma" engine with src/dst or srcs)."""
-    t = cost_table(target)
+    queue-ns, whether every engine has the same share, the engines, the uncontended ns):
+    the uncontended work
+    of one DMA instruction `b` (any instruction on the "dma" engine with src/dst or srcs)."""
     args = b.args
     src = args.get("src")
     sides = (args["dst"], src) if src is not None else (args["dst"], *args["srcs"])
+    key = (target.name, b.spec.name, args.get("dge_mode"), args.get("engine"),
+           *(_geometry(r) for r in sides))
+    hit = _PLANS.get(key)
+    if hit is None:
+        if len(_PLANS) >= _PLANS_MAX:
+            _PLANS.clear()
+        hit = _PLANS[key] = _plan(b, target, sides)
+    return hit
+
+
+def _plan(b, target, sides) -> tuple:
+    t = cost_table(target)
     nbytes = (b.spec.dma_bytes(b) if b.spec.dma_bytes is not None
               else max(r.size * r.dtype.itemsize for r in sides))
     on_chip = [r for r in sides if r.decl.on_chip]
@@ -158,8 +186,10 @@ def plan(b, target) -> tuple:
     dge = _dge_issuer(b)
     latency = t.dma_latency_ns + (t.dge_ns if dge else 0.0)
     uniform = len(shares) == t.dma_engines and len({w for _, w in shares}) == 1
-    return (shares, latency, hbm_bytes / t.hbm_bytes_per_ns, dge, sum(w for _, w in shares),
-            uniform, tuple(e for e, _ in shares))
+    hbm_ns = hbm_bytes / t.hbm_bytes_per_ns
+    alone = int(round(latency + max(max(w for _, w in shares), hbm_ns)))
+    return (shares, latency, hbm_ns, dge, sum(w for _, w in shares), uniform,
+            tuple(e for e, _ in shares), alone)
 
 
 def _lanes_per_engine(first: int, rows: int, step: int, per: int, engines: int) -> dict:
@@ -185,8 +215,7 @@ def _dge_issuer(b) -> str | None:
 
 def plan_ns(p) -> int:
     """A plan's uncontended time: latency + the longest engine share (HBM if slower)."""
-    shares, latency, hbm_ns = p[:3]
-    return int(round(latency + max(max(w for _, w in shares), hbm_ns)))
+    return p[7]
 
 
 def uncontended_ns(b, target) -> int:

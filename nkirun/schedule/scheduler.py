@@ -222,7 +222,7 @@ class _Scheduler:
     def place_dma(self, b, plan, ready, dep, kind, dep_tensor) -> tuple:
         """Trigger at `ready` (after the DGE issuer, if any), stream from trigger + latency
         on the engines' idle time (schedule/dma.py)."""
-        shares, latency, hbm_ns, issuer, busy, uniform, queues = plan
+        shares, latency, hbm_ns, issuer, busy, uniform, queues, _ = plan
         trigger = ready
         if issuer is not None:
             free, blocker = self.engine_free.get(issuer, (0.0, None))
