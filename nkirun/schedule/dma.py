@@ -155,7 +155,7 @@ def plan(b, target) -> tuple:
     args = b.args
     src = args.get("src")
     sides = (args["dst"], src) if src is not None else (args["dst"], *args["srcs"])
-    key = (target.name, b.spec.name, args.get("dge_mode"), args.get("engine"),
+    key = (id(cost_table(target)), b.spec.name, args.get("dge_mode"), args.get("engine"),
            *(_geometry(r) for r in sides))
     hit = _PLANS.get(key)
     if hit is None:
