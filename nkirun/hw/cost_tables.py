@@ -54,7 +54,9 @@ class CostTable:
     raw_latency_ns: float  # write -> dependent read between compute instructions [PERF]
     mm_init_cycles: int  # TensorE instruction turnaround MM_INIT_LATENCY [PERF]
     fp32_matmul_passes: int  # fp32 matmul: 4 passes (92 vs 23 TFLOPS on v2) [ARCH2][ARCH3]
-    fp8_rows_factor: int  # fp8 double-row speed-up (v3: 4x128 vs 2x128 rows; v4 MX 8x128)
+    # fp8 double-row: moving elements per PE cycle ([K, 2, N] streams in N cycles): v3's
+    # 4x128 FP8 vs 2x128 BF16 input rows [ARCH3]; v4 assumed the same for plain fp8
+    fp8_rows_factor: int
     sources: tuple[str, ...] = ()
 
 
@@ -62,7 +64,7 @@ _V2 = CostTable(
     dma_engines=16, dma_partitions_per_engine=8, dma_engine_bytes_per_ns=17.0,
     dma_latency_ns=1300.0, dma_descriptor_bytes=1100, hbm_bytes_per_ns=410.0, dge_ns=600.0,
     raw_latency_ns=(264 - 64) / 1.4, mm_init_cycles=64, fp32_matmul_passes=4,
-    fp8_rows_factor=1,
+    fp8_rows_factor=1,  # NC-v2 has no double-row mode (refused by E484)
     sources=("DMA-BW: 17 B/ns x 16 engines, ~1300 ns", "DMA-OV: 8 partitions per engine",
              "ARCH2: 820 GB/s per 2-core device", "PERF: 189 ns = 264 ScalarE cycles",
              "PERF: MM_INIT_LATENCY 64 cycles"))
