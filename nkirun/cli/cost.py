@@ -72,6 +72,9 @@ def cost(program, fmt, target, trace_out, view, max_rows, width, program_format,
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--view")
     if compare_with or compare_target or compare_shapes:
+        if trace_out:
+            raise click.UsageError("--trace-out writes one schedule; it cannot be combined "
+                                   "with --compare/--compare-target/--compare-shape")
         sys.exit(_compare(program, compare_with or program, target, compare_target or target,
                           kernel_shapes, compare_shapes or kernel_shapes, fmt, width,
                           program_format, dict(inputs=inputs, args=kernel_args, grid=grid,

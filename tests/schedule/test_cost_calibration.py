@@ -176,3 +176,27 @@ def test_reorder_hint_names_an_instruction_that_could_start_earlier(tmp_path):
     h = reorder_hints(s)
     assert h["instructions"] == 1 and h["top"][0]["index"] == 2
     assert h["top"][0]["could_start_ns"] == 0.0
+
+
+def test_compare_refuses_a_trace_and_reports_a_missing_file(monkeypatch):
+    from nkirun.cli import cli as main
+    monkeypatch.chdir(ROOT)
+    r = CliRunner().invoke(main, ["cost", "programs/causal_softmax.yaml", "--compare-target",
+                                  "trn1", "--trace-out", "t.json"])
+    assert r.exit_code == 2 and "--trace-out" in r.output
+    r = CliRunner().invoke(main, ["cost", "programs/causal_softmax.yaml", "--compare",
+                                  "no/such.yaml"])
+    assert r.exit_code == 1 and "not found" in r.output
+
+
+def test_compare_two_kernel_shapes(monkeypatch):
+    from nkirun.cli import cli as main
+    monkeypatch.chdir(ROOT)
+    k = "programs/kernels/matmul_tiled.py::matmul_tiled"
+    r = CliRunner().invoke(main, ["cost", k, "--shape", "lhsT=bfloat16[256,128]", "--shape",
+                                  "rhs=bfloat16[256,512]", "--compare-shape",
+                                  "lhsT=bfloat16[512,128]", "--compare-shape",
+                                  "rhs=bfloat16[512,512]", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert d["b"]["instructions"] > d["a"]["instructions"] and d["ratio_b_over_a"] > 1
