@@ -28,8 +28,11 @@ Readings (where the pages give no number, what nkirun assumes):
   "pipelines" of DMA packets). nkirun charges it between a transfer's trigger and the start
   of its streaming, and keeps the engine free meanwhile.
 * Descriptor overhead: one descriptor per contiguous run (at most one partition row); each
-  costs the streaming time of `dma_descriptor_bytes` extra bytes. 360 B gives 42 % of peak
-  at 256 B, 85 % at 2 KiB, 92 % at 4 KiB: the guide's curve.
+  costs the streaming time of `dma_descriptor_bytes` extra bytes. The guide gives the shape
+  of the curve (< 256 B overhead-bound, >= 4 KiB saturating) but no number; 1100 B is fitted
+  to the matrix-multiplication tutorial's measured trn1 times (v1: 1 KiB and 256 B rows):
+  19 % of the engine rate at 256 B, 48 % at 1 KiB, 79 % at 4 KiB. Same value assumed on v3/v4
+  (the trn2 32 KiB single-engine transfer then comes out 14 % slow).
 * The dependent-instruction interval is split into the instruction's own MIN_II (64
   cycles) and a read-after-write commit/semaphore latency of the remaining 200 ScalarE
   cycles = 143 ns; nkirun adds it when an instruction reads what a compute instruction wrote.
@@ -48,7 +51,7 @@ class CostTable:
     dma_partitions_per_engine: int  # partition lanes one engine serves [DMA-OV]
     dma_engine_bytes_per_ns: float  # sustained streaming rate of one engine [DMA-BW]
     dma_latency_ns: float  # trigger -> streaming start, overlapped across transfers [DMA-BW]
-    dma_descriptor_bytes: int  # per-descriptor overhead, in bytes of streaming (reading)
+    dma_descriptor_bytes: int  # per-descriptor overhead, in bytes of streaming (fitted)
     hbm_bytes_per_ns: float  # HBM bandwidth one NeuronCore can use [ARCH2/3/4]
     dge_ns: float  # descriptor generation per DGE-based DMA instruction [ARCH3]
     raw_latency_ns: float  # write -> dependent read between compute instructions [PERF]
