@@ -1,6 +1,7 @@
 """Calibration kernels written from the public NKI tutorials' descriptions: the fused Mamba
 selective scan (v1, v2 with the loads of delta and u hoisted out of the state loop, v3 also
-tiling the sequence in 512-element chunks, the scan carried from chunk to chunk), LayerNorm
+tiling the sequence in 512-element chunks inside the state loop, the scan carried from chunk
+to chunk), LayerNorm
 (v1 with separate mean / variance / shift / scale passes, v2 with bn_stats/bn_aggr and one
 tensor_scalar for shift and scale), a single 32 KiB DMA, and a chain of dependent tiny
 instructions. Shapes: mamba delta/u (batch, channels, seq), A (channels, state),
@@ -14,11 +15,15 @@ P = 128
 SEQ_TILE = 512
 
 
-def _mamba_state(delta_i, u_i, A, B, C, b, c0, s, acc, cols, first, carry):
-    """One state's contribution to acc[:, cols] (returns the scan's last column)."""
-    n = cols.stop - cols.start
+def _load_a(A, c0, s):
     a_i = nl.ndarray((P, 1), dtype=A.dtype, buffer=nl.sbuf)
     nisa.dma_copy(dst=a_i, src=A[c0:c0 + P, s:s + 1])
+    return a_i
+
+
+def _mamba_state(delta_i, u_i, a_i, B, C, b, s, acc, cols, first, carry):
+    """One state's contribution to acc[:, cols] (returns the scan's last column)."""
+    n = cols.stop - cols.start
     b_i = nl.ndarray((P, n), dtype=B.dtype, buffer=nl.sbuf)
     nisa.dma_copy(dst=b_i, src=B[b, s:s + 1, cols].broadcast(0, P))
     c_i = nl.ndarray((P, n), dtype=C.dtype, buffer=nl.sbuf)
@@ -56,7 +61,7 @@ def mamba_v1(delta, u, A, B, C):
             acc = nl.ndarray((P, seq), dtype=nl.float32, buffer=nl.sbuf)
             for s in range(A.shape[1]):
                 d_i, u_i = _load(delta, b, c0, full), _load(u, b, c0, full)  # per state
-                _mamba_state(d_i, u_i, A, B, C, b, c0, s, acc, full, s == 0, None)
+                _mamba_state(d_i, u_i, _load_a(A, c0, s), B, C, b, s, acc, full, s == 0, None)
             nisa.dma_copy(dst=out[b, c0:c0 + P, :], src=acc)
     return out
 
@@ -72,36 +77,33 @@ def mamba_v2(delta, u, A, B, C):
             d_i, u_i = _load(delta, b, c0, full), _load(u, b, c0, full)  # once per tile
             acc = nl.ndarray((P, seq), dtype=nl.float32, buffer=nl.sbuf)
             for s in range(A.shape[1]):
-                _mamba_state(d_i, u_i, A, B, C, b, c0, s, acc, full, s == 0, None)
+                _mamba_state(d_i, u_i, _load_a(A, c0, s), B, C, b, s, acc, full, s == 0, None)
             nisa.dma_copy(dst=out[b, c0:c0 + P, :], src=acc)
     return out
 
 
 @nki.jit
 def mamba_v3(delta, u, A, B, C):
+    """v2 with the sequence tiled: per state, 512-column chunks, the scan's last column
+    carried into the next chunk through a (P, 1) tile."""
     batch, channels, seq = delta.shape
     out = nl.ndarray(delta.shape, dtype=delta.dtype, buffer=nl.shared_hbm)
     tile = min(SEQ_TILE, seq)
+    full = slice(0, seq)
     for b in range(batch):
         for ct in range(channels // P):
             c0 = ct * P
-            for t in range(seq // tile):
-                cols = slice(t * tile, (t + 1) * tile)
-                d_i, u_i = _load(delta, b, c0, cols), _load(u, b, c0, cols)
-                acc = nl.ndarray((P, tile), dtype=nl.float32, buffer=nl.sbuf)
-                for s in range(A.shape[1]):
-                    carry = None if t == 0 else carries[s]
-                    last = _mamba_state(d_i, u_i, A, B, C, b, c0, s, acc,
-                                        slice(0, tile), s == 0, carry)
-                    keep = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-                    nisa.tensor_copy(dst=keep, src=last)
-                    if t == 0 and s == 0:
-                        carries = []
-                    if t == 0:
-                        carries.append(keep)
-                    else:
-                        carries[s] = keep
-                nisa.dma_copy(dst=out[b, c0:c0 + P, cols], src=acc)
+            d_i, u_i = _load(delta, b, c0, full), _load(u, b, c0, full)
+            acc = nl.ndarray((P, seq), dtype=nl.float32, buffer=nl.sbuf)
+            for s in range(A.shape[1]):
+                a_i = _load_a(A, c0, s)
+                carry = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+                for t in range(seq // tile):
+                    cols = slice(t * tile, (t + 1) * tile)
+                    last = _mamba_state(d_i, u_i, a_i, B, C, b, s, acc, cols, s == 0,
+                                        None if t == 0 else carry)
+                    nisa.tensor_copy(dst=carry, src=last)
+            nisa.dma_copy(dst=out[b, c0:c0 + P, :], src=acc)
     return out
 
 
