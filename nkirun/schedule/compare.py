@@ -117,10 +117,21 @@ def _us(ns: float) -> str:
 
 def render_compare(c: dict, stream=None, width: int | None = None,
                    color: bool | None = None) -> None:
-    from nkirun.schedule.report import _console, _grid
-    stream = stream or sys.stdout
-    console, color = _console(stream, width, color)
+    from nkirun.schedule.report import _console
+    out = stream or sys.stdout
+    console, color = _console(out, width, color)
+    if not color:  # plain text: drop the padding rich leaves at line ends
+        import io
+        console.file = io.StringIO()
+    _compare_text(console, color, c)
+    if not color:
+        out.write("".join(line.rstrip() + "\n"
+                          for line in console.file.getvalue().splitlines()))
+
+
+def _compare_text(console, color, c: dict) -> None:
     sa, sb = c["a"], c["b"]
+    from nkirun.schedule.report import _grid
     rows = [["makespan", _us(sa["total_ns"]), _us(sb["total_ns"])],
             ["target", sa["target"], sb["target"]],
             ["instructions", f"{sa['instructions']:,}", f"{sb['instructions']:,}"],
