@@ -234,7 +234,9 @@ class _Scheduler:
                                              b.inst.index)
         start = trigger
         if first - latency > trigger and blocker is not None:
-            start, dep, kind, dep_tensor = first - latency, blocker, QUEUE, None
+            # its latency passed while the engines finished `blocker`: it starts (streams)
+            # when they free up, so the slot never starts before what it waited for ends
+            start, dep, kind, dep_tensor = first, blocker, QUEUE, None
         elif dep is None:
             kind = READY
         label = self.labels.get(queues)
