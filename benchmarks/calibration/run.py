@@ -34,9 +34,8 @@ MAMBA_WHY = ("Vector-bound: nkirun uses the documented fp32 tensor_tensor cost 2
              "program order, so each state's dependent chain pays the commit latency; the "
              "published run implies ~1.4N per element-wise op (the compiler may interleave "
              "states or place some element-wise ops on GpSimd)")
-MATMUL_WHY = ("DMA-bound on 1 KiB rhs rows: the descriptor overhead is fitted to v1; v2/v3 "
-              "also lose time on hardware to buffer reuse (the next rhs block waits for the "
-              "matmuls reading the single rhs buffer), which nkirun's fresh tensors avoid")
+MATMUL_WHY = ("DMA-bound on 256 B / 1 KiB bf16 rows: the time rests on the descriptor "
+              "overhead and the NC-v2 element-width reading (docs/cost.md)")
 
 
 def _f32(*dims):

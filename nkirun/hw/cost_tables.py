@@ -28,11 +28,13 @@ Readings (where the pages give no number, what nkirun assumes):
   "pipelines" of DMA packets). nkirun charges it between a transfer's trigger and the start
   of its streaming, and keeps the engine free meanwhile.
 * Descriptor overhead: one descriptor per contiguous run (at most one partition row); each
-  costs the streaming time of `dma_descriptor_bytes` extra bytes. The guide gives the shape
-  of the curve (< 256 B overhead-bound, >= 4 KiB saturating) but no number; 1100 B is fitted
-  to the matrix-multiplication tutorial's measured trn1 times (v1: 1 KiB and 256 B rows):
-  19 % of the engine rate at 256 B, 48 % at 1 KiB, 79 % at 4 KiB. Same value assumed on v3/v4
-  (the trn2 32 KiB single-engine transfer then comes out 14 % slow).
+  costs the streaming time of `dma_descriptor_bytes` extra bytes. 360 B follows the guide's
+  curve: 42 % of the engine rate at 256 B, 85 % at 2 KiB, 92 % at 4 KiB.
+* Element width: the DMA datapath converts through fp32 [DMA-OV, nki.isa.dma_copy]; nkirun
+  reads this as NC-v2 engines moving every element as a 4-byte word, so bf16 streams at half
+  the byte rate on trn1/inf2. The trn2 measurement (32 KiB of bf16 at the full 23 B/ns)
+  shows NC-v3 does not; NC-v4 is assumed like v3. This reading is what brings the matrix-
+  multiplication tutorial's four trn1 times (bf16) within +20 % .. -12 %.
 * The dependent-instruction interval is split into the instruction's own MIN_II (64
   cycles) and a read-after-write commit/semaphore latency of the remaining 200 ScalarE
   cycles = 143 ns; nkirun adds it when an instruction reads what a compute instruction wrote.
@@ -51,7 +53,8 @@ class CostTable:
     dma_partitions_per_engine: int  # partition lanes one engine serves [DMA-OV]
     dma_engine_bytes_per_ns: float  # sustained streaming rate of one engine [DMA-BW]
     dma_latency_ns: float  # trigger -> streaming start, overlapped across transfers [DMA-BW]
-    dma_descriptor_bytes: int  # per-descriptor overhead, in bytes of streaming (fitted)
+    dma_descriptor_bytes: int  # per-descriptor overhead, in bytes of streaming [DMA-BW curve]
+    dma_min_element_bytes: int  # elements narrower than this stream as this many bytes
     hbm_bytes_per_ns: float  # HBM bandwidth one NeuronCore can use [ARCH2/3/4]
     dge_ns: float  # descriptor generation per DGE-based DMA instruction [ARCH3]
     raw_latency_ns: float  # write -> dependent read between compute instructions [PERF]
@@ -65,7 +68,8 @@ class CostTable:
 
 _V2 = CostTable(
     dma_engines=16, dma_partitions_per_engine=8, dma_engine_bytes_per_ns=17.0,
-    dma_latency_ns=1300.0, dma_descriptor_bytes=1100, hbm_bytes_per_ns=410.0, dge_ns=600.0,
+    dma_latency_ns=1300.0, dma_descriptor_bytes=360, dma_min_element_bytes=4,
+    hbm_bytes_per_ns=410.0, dge_ns=600.0,
     raw_latency_ns=(264 - 64) / 1.4, mm_init_cycles=64, fp32_matmul_passes=4,
     fp8_rows_factor=1,  # NC-v2 has no double-row mode (refused by E484)
     sources=("DMA-BW: 17 B/ns x 16 engines, ~1300 ns", "DMA-OV: 8 partitions per engine",
@@ -73,7 +77,8 @@ _V2 = CostTable(
              "PERF: MM_INIT_LATENCY 64 cycles"))
 _V3 = CostTable(
     dma_engines=16, dma_partitions_per_engine=8, dma_engine_bytes_per_ns=23.0,
-    dma_latency_ns=1300.0, dma_descriptor_bytes=1100, hbm_bytes_per_ns=362.0, dge_ns=600.0,
+    dma_latency_ns=1300.0, dma_descriptor_bytes=360, dma_min_element_bytes=1,
+    hbm_bytes_per_ns=362.0, dge_ns=600.0,
     raw_latency_ns=(264 - 64) / 1.4, mm_init_cycles=64, fp32_matmul_passes=4,
     fp8_rows_factor=2,
     sources=("DMA-BW: 23 B/ns x 16 engines", "DMA-OV: 1416 ns for 32 KiB on one engine",
@@ -81,7 +86,8 @@ _V3 = CostTable(
              "PERF (NC-v2 value assumed): dependent-instruction latency"))
 _V4 = CostTable(
     dma_engines=16, dma_partitions_per_engine=8, dma_engine_bytes_per_ns=33.0,
-    dma_latency_ns=1300.0, dma_descriptor_bytes=1100, hbm_bytes_per_ns=590.0, dge_ns=600.0,
+    dma_latency_ns=1300.0, dma_descriptor_bytes=360, dma_min_element_bytes=1,
+    hbm_bytes_per_ns=590.0, dge_ns=600.0,
     raw_latency_ns=(264 - 64) / 1.4, mm_init_cycles=64, fp32_matmul_passes=4,
     fp8_rows_factor=2,
     sources=("DMA-BW: 33 B/ns x 16 engines", "ARCH4: 4.7 TB/s per 8-core device",

@@ -167,8 +167,11 @@ def plan(b, target) -> tuple:
 
 def _plan(b, target, sides) -> tuple:
     t = cost_table(target)
-    nbytes = (b.spec.dma_bytes(b) if b.spec.dma_bytes is not None
-              else max(r.size * r.dtype.itemsize for r in sides))
+    word = t.dma_min_element_bytes  # narrower elements stream as words of this size
+    if b.spec.dma_bytes is not None:
+        nbytes = b.spec.dma_bytes(b) * max(1.0, word / min(r.dtype.itemsize for r in sides))
+    else:
+        nbytes = max(r.size * max(r.dtype.itemsize, word) for r in sides)
     on_chip = [r for r in sides if r.decl.on_chip]
     lanes = on_chip[0] if on_chip else sides[-1]
     first = lanes.part_start if on_chip else 0

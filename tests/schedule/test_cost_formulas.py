@@ -181,16 +181,18 @@ def test_nc_transpose(p, f):
 
 # ---- DMA: the model of docs/cost.md, constants of hw/cost_tables.py ----------------------
 # Written from the public figures directly, not from nkirun's table: 16 engines, 8 partitions
-# each, 17 / 23 B/ns sustained (trn1 / trn2), ~1300 ns latency, and the descriptor overhead
-# of 1100 bytes calibrated on the matmul tutorial (docs/cost.md).
+# each, 17 / 23 B/ns sustained (trn1 / trn2), ~1300 ns latency, a 360-byte descriptor
+# overhead, and on NeuronCore-v2 elements narrower than 4 bytes streaming as 4-byte words
+# (docs/cost.md "DMA model").
 BW = {"trn1": 17.0, "inf2": 17.0, "trn2": 23.0, "trn3": 33.0}
+WORD = {"trn1": 4, "inf2": 4, "trn2": 1, "trn3": 1}
 
 
 def dma_ns(target, nbytes, partitions, run=None):
     rows_per_engine = min(partitions, 8)
     row = nbytes / partitions
     run = row if run is None else run
-    share = rows_per_engine * row * (1 + 1100 / run)
+    share = rows_per_engine * row * (1 + 360 / run)
     return round(1300 + share / BW[target.name])
 
 
@@ -203,7 +205,7 @@ def test_dma(op, shape, dtype, target):
     hbm, chip = tile(shape, dtype, "hbm", "x"), tile(shape, dtype, "sbuf", "t")
     src, dst = (hbm, chip) if op != "store" else (chip, hbm)
     b = bound(op, src=src, dst=dst)
-    nbytes = math.prod(shape) * dt.lookup(dtype).itemsize
+    nbytes = math.prod(shape) * max(dt.lookup(dtype).itemsize, WORD[target.name])
     assert cycles(b, target) == dma_ns(target, nbytes, shape[0])
 
 
@@ -215,7 +217,7 @@ def test_dma_constants():
         assert t.dma_engine_bytes_per_ns == BW[name] and t.dma_latency_ns == 1300
     # 128 x 512 fp32 = 256 KiB: 16 KiB per engine at 23 B/ns, 2 KiB rows, plus 1300 ns
     assert TRN2.dma_ns(128 * 512 * 4, 128) == pytest.approx(
-        1300 + 8 * 2048 * (1 + 1100 / 2048) / 23)
+        1300 + 8 * 2048 * (1 + 360 / 2048) / 23)
 
 
 def test_dma_cast_counts_the_larger_side():

@@ -92,10 +92,10 @@ VEC_NS = 512 / 0.96  # max(64, 512) Vector cycles at trn2's 0.96 GHz
 POOL_NS = 512 / 1.2  # memset on GpSimd: 512 cycles at 1.2 GHz
 # Public figures (docs/cost.md): a dependent tiny instruction every 189 ns = 264 ScalarE
 # cycles, of which 64 are MIN_II; ~1300 ns DMA latency; 23 B/ns per trn2 DMA engine and a
-# 1100-byte descriptor overhead (calibrated) per 2 KiB row.
+# 360-byte descriptor overhead per 2 KiB row.
 RAW_NS = 200 / 1.4
 LATENCY_NS = 1300.0
-STREAM_8_ROWS = 8 * 2048 * (1 + 1100 / 2048) / 23
+STREAM_8_ROWS = 8 * 2048 * (1 + 360 / 2048) / 23
 
 
 def cost(path, target=None):
