@@ -70,10 +70,12 @@ def run(program: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: E302
     return _api.run(program, *args, **kwargs)
 
 
-def simulate(kernel: Callable[..., Any], target: str | None = None) -> Callable[..., Any]:
-    """`nkirun.simulate(kernel)(*arrays, **kwargs)` runs a kernel on NumPy arrays."""
+def simulate(kernel: Callable[..., Any], target: str | None = None, lnc: int = 1
+             ) -> Callable[..., Any]:
+    """`nkirun.simulate(kernel)(*arrays, **kwargs)` runs a kernel on NumPy arrays; `lnc=2`
+    on the two cores of a logical core (trn2/trn3, like `--lnc 2`)."""
     from nkirun.source.kernel.api import simulate as simulate_kernel
-    return simulate_kernel(kernel, target)
+    return simulate_kernel(kernel, target, lnc)
 
 
 def trace(kernel: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

@@ -201,7 +201,8 @@ class _Scheduler:
         spec = b.spec
         self.sched.slots.append(Slot(index, spec.name, engine, label, queues, cycles, start, end,
                                      spec.cost_formula, spec.cost_assumed, kind, dep,
-                                     dep_tensor, b.inst.loc.line, names, busy, ready))
+                                     dep_tensor, b.inst.loc.line, names, busy_ns=busy,
+                                     ready_ns=ready))
 
     def occupy(self, engine: str, cells, end: float, index: int) -> None:
         if engine == "tensor" and self.pe is not None:
@@ -248,6 +249,9 @@ class _Scheduler:
 def schedule(program: Program, bound, target: Target | None = None) -> Schedule:
     """Schedule the bound (validated) instructions of `program` on `target` (default: the
     program's own target). Linear in the number of instructions (see _Tensor)."""
+    if program.cores > 1:  # both cores' engines in one schedule
+        from nkirun.schedule.cores import schedule_cores
+        return schedule_cores(program, bound, target or TARGETS[program.target])
     s = _Scheduler(program, target or TARGETS[program.target])
     for b in bound:
         s.place(b)
