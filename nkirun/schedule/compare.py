@@ -42,11 +42,12 @@ def reorder_hints(s: Schedule, limit: int = HINTS) -> dict:
     idle, earlier, waiting for an earlier instruction's data: a scheduler free to reorder
     (the compiler's) could have started them in that gap. Returns the time such moves could
     take off each instruction (an upper bound: moving one may delay others) and the top ones."""
-    hints, gaps = [], {}
+    hints, gaps, ends = [], {}, {}
     for x in s.slots:
         if x.engine == "dma":
             continue
-        open_gaps = gaps.setdefault(x.engine, [])
+        unit = (x.core, x.engine)  # each core's engines are their own
+        open_gaps = gaps.setdefault(unit, [])
         if x.wait_kind == m.ENGINE and x.ready_ns < x.start_ns:
             fit = [g for g in open_gaps if g[1] - max(g[0], x.ready_ns) >= x.duration_ns]
             if fit:
@@ -57,11 +58,11 @@ def reorder_hints(s: Schedule, limit: int = HINTS) -> dict:
                               "start_ns": _r(x.start_ns), "could_start_ns": _r(
                                   max(g[0], x.ready_ns)), "gain_ns": _r(gain)})
                 open_gaps.remove(g)
-        prev_end = gaps.get((x.engine, "end"), 0.0)
+        prev_end = ends.get(unit, 0.0)
         if x.start_ns > prev_end + 1e-9 and x.wait_kind in (m.RAW, m.WAR, m.WAW):
             open_gaps.append((prev_end, x.start_ns))
             del open_gaps[:-8]  # the recent gaps only: linear time
-        gaps[(x.engine, "end")] = x.end_ns
+        ends[unit] = x.end_ns
     hints.sort(key=lambda h: -h["gain_ns"])
     return {"instructions": len(hints), "idle_ns_fillable": _r(sum(h["gain_ns"]
                                                                    for h in hints)),
