@@ -38,13 +38,18 @@ TARGET_NAMES = tuple(TARGETS)
               help="what-if: compare with the same (or --compare) program on this target")
 @click.option("--compare-shape", "compare_shapes", multiple=True, metavar="NAME=DTYPE[D0,...]",
               help="what-if: the compared kernel's --shape values instead, repeatable")
+@click.option("--trip", "trip", multiple=True, metavar="NAME=N",
+              help="assume runtime loop NAME runs N iterations each time it is entered "
+                   "(stated in the report); without it a loop's count comes from running "
+                   "the program on its data")
 @_program_format_option
 @kernel_options(inputs=True)
 @_debug_option
 @_guard
+# long: a click command: its help text, the kernel dispatch and the report
 def cost(program, fmt, target, trace_out, view, max_rows, width, program_format, debug,
          compare_with=None, compare_target=None, compare_shapes=(),
-         inputs=(), kernel_args=(), kernel_shapes=(), grid=None, lnc=None):
+         inputs=(), kernel_args=(), kernel_shapes=(), grid=None, lnc=None, trip=()):
     """Estimate cycles per instruction and the multi-engine schedule of PROGRAM.
 
     Each engine runs its instructions in program order; an instruction waits for its
@@ -62,6 +67,7 @@ def cost(program, fmt, target, trace_out, view, max_rows, width, program_format,
       nkirun cost prog.yaml --trace-out trace.json    # open it in ui.perfetto.dev
       nkirun cost a.yaml --compare b.yaml             # what-if: side by side
       nkirun cost k.py::f --shape x=float32[128,512] --target trn1 --compare-target trn2
+      nkirun cost moe.yaml --trip experts=8          # a runtime loop's trip count
 
     Exit status: 0 ok, 1 invalid program, 2 usage error.
     """
@@ -71,6 +77,8 @@ def cost(program, fmt, target, trace_out, view, max_rows, width, program_format,
         views = parse_views(view)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--view")
+    from nkirun.schedule.trips import parse_trips
+    trips = parse_trips(trip)
     if compare_with or compare_target or compare_shapes:
         if trace_out:
             raise click.UsageError("--trace-out writes one schedule; it cannot be combined "
@@ -78,15 +86,15 @@ def cost(program, fmt, target, trace_out, view, max_rows, width, program_format,
         sys.exit(_compare(program, compare_with or program, target, compare_target or target,
                           kernel_shapes, compare_shapes or kernel_shapes, fmt, width,
                           program_format, dict(inputs=inputs, args=kernel_args, grid=grid,
-                                               lnc=lnc)))
+                                               lnc=lnc), trips))
     if is_kernel_path(program):
         from nkirun.source.kernel import commands
         sys.exit(commands.cost(program, fmt, _kernel_params(
             inputs, kernel_shapes, kernel_args, grid, lnc, target), trace_out, views,
-            max_rows, width))
+            max_rows, width, trips))
     no_kernel_options(program, kernel_args, kernel_shapes or inputs, grid, lnc)
     try:
-        sched = api.cost(program, program_format, target)
+        sched = api.cost(program, program_format, target, trips)
     except NkirunError as e:
         from nkirun.source import parse_file
         p, _ = parse_file(program, program_format)
@@ -119,24 +127,32 @@ def _write_trace(sched, trace_out) -> bool:
     return trace_out == "-"
 
 
-def _schedule_of(program, target, shapes, program_format, kp):
-    """The schedule of a program file or a KERNEL.py::FUNCTION on `target`."""
+def _schedule_of(program, target, shapes, program_format, kp, trips):
+    """The schedule of a program file or a KERNEL.py::FUNCTION on `target` (runtime loops
+    counted as `nkirun cost` counts them: --trip, else a run on the --input data)."""
     from nkirun import api
     if is_kernel_path(program):
         from nkirun.schedule import schedule
+        from nkirun.schedule.trips import expand
         from nkirun.source.kernel import commands
+        from nkirun.source.kernel.execute import execute_freeing
         params = _kernel_params(kp["inputs"], shapes, kp["args"], kp["grid"], kp["lnc"], target)
         traced = commands._traced(program, params)
         bound, _ = commands._require_valid(program, traced)
-        return schedule(traced.program, bound)
+        seq, loops = expand(traced.program, bound, trips, lambda observe: execute_freeing(
+            traced, bound, traced.inputs, observe))
+        sched = schedule(traced.program, seq)
+        sched.loops = loops
+        return sched
     no_kernel_options(program, kp["args"], shapes or kp["inputs"], kp["grid"], kp["lnc"])
-    return api.cost(program, program_format, target)
+    return api.cost(program, program_format, target, trips)
 
 
-def _compare(a, b, target_a, target_b, shapes_a, shapes_b, fmt, width, program_format, kp):
+def _compare(a, b, target_a, target_b, shapes_a, shapes_b, fmt, width, program_format, kp,
+             trips):
     from nkirun.schedule.compare import compare, render_compare
-    sa = _schedule_of(a, target_a, shapes_a, program_format, kp)
-    sb = _schedule_of(b, target_b, shapes_b, program_format, kp)
+    sa = _schedule_of(a, target_a, shapes_a, program_format, kp, trips)
+    sb = _schedule_of(b, target_b, shapes_b, program_format, kp, trips)
 
     def label(path, s, shapes):
         name = os.path.basename(path)
