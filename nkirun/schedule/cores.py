@@ -91,7 +91,8 @@ def _place_pair(per_core, pair, core_of) -> None:
         s.sched.slots.append(Slot(b.index, b.spec.name, b.engine, label, queues, cycles,
                                   start, end, b.spec.cost_formula, b.spec.cost_assumed, kind,
                                   dep, tensor, b.inst.loc.line, names, b.inst.core,
-                                  busy_ns=busy, ready_ns=data_at))
+                                  inst_name=b.args.get("name"), busy_ns=busy,
+                                  ready_ns=data_at))
 
 
 def _run_half(s, b, c, start) -> tuple:

@@ -49,8 +49,14 @@ class Slot:
     line: int = 0
     tensors: tuple[str, ...] = ()  # the tensors it reads or writes (live ranges)
     core: int = 0  # the core that ran it (two-core programs)
+    inst_name: str | None = None  # the program's `name=` label of the instruction
     busy_ns: float = 0.0  # DMA: engine-ns of streaming (the sum over its engines)
     ready_ns: float = 0.0  # when its data allowed it to start (before engine/queue waits)
+
+    @property
+    def title(self) -> str:
+        """op, with the `name=` label when the instruction has one."""
+        return f"{self.op} (name={self.inst_name})" if self.inst_name else self.op
 
     @property
     def duration_ns(self) -> float:

@@ -201,7 +201,8 @@ class _Scheduler:
         spec = b.spec
         self.sched.slots.append(Slot(index, spec.name, engine, label, queues, cycles, start, end,
                                      spec.cost_formula, spec.cost_assumed, kind, dep,
-                                     dep_tensor, b.inst.loc.line, names, busy_ns=busy,
+                                     dep_tensor, b.inst.loc.line, names,
+                                     inst_name=b.args.get("name"), busy_ns=busy,
                                      ready_ns=ready))
 
     def occupy(self, engine: str, cells, end: float, index: int) -> None:
