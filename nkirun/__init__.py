@@ -59,7 +59,7 @@ def cost(program: Any, *args: Any, **kwargs: Any) -> Schedule:  # noqa: E302
 @overload
 def run(program: ProgramSource, inputs: dict[str, Any] | None = None, out: Any = None,
         fmt: str | None = None, target: str | None = None, uninitialized: str = "error",
-        after_each: Any = None) -> dict[str, np.ndarray]: ...
+        after_each: Any = None, shadow: bool = False) -> Any: ...
 @overload
 def run(program: Callable[..., Any], *args: Any, **kwargs: Any) -> Any: ...
 def run(program: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: E302
@@ -70,10 +70,12 @@ def run(program: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: E302
     return _api.run(program, *args, **kwargs)
 
 
-def simulate(kernel: Callable[..., Any], target: str | None = None) -> Callable[..., Any]:
-    """`nkirun.simulate(kernel)(*arrays, **kwargs)` runs a kernel on NumPy arrays."""
+def simulate(kernel: Callable[..., Any], target: str | None = None, shadow: bool = False
+             ) -> Callable[..., Any]:
+    """`nkirun.simulate(kernel)(*arrays, **kwargs)` runs a kernel on NumPy arrays; with
+    shadow=True the call returns a ShadowReport (docs/shadow.md), outputs in `.outputs`."""
     from nkirun.source.kernel.api import simulate as simulate_kernel
-    return simulate_kernel(kernel, target)
+    return simulate_kernel(kernel, target, shadow)
 
 
 def trace(kernel: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

@@ -135,8 +135,11 @@ def run(program: ProgramSource, inputs: Mapping[str, InputValue] | None = None,
         out: str | os.PathLike[str] | None = None, fmt: str | None = None,
         target: str | None = None, uninitialized: str = "error",
         max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES,
-        after_each: Callable[[Any, Any], None] | None = None) -> dict[str, np.ndarray]:
+        after_each: Callable[[Any, Any], None] | None = None, shadow: bool = False) -> Any:
     """Check, then run the program; returns the output tensors (and writes them to `out`).
+
+    shadow=True also runs the float32 shadow (docs/shadow.md) and returns its
+    ShadowReport instead (`.rows`, `.top(n)`, `.as_json()`; the outputs in `.outputs`).
 
     `inputs` maps tensor names to arrays (or .npy paths), replacing initial contents; an
     array of another numeric dtype is cast to the declared one, a 0-d array (or a number)
@@ -160,14 +163,23 @@ def run(program: ProgramSource, inputs: Mapping[str, InputValue] | None = None,
     assert prog is not None  # require_valid raised otherwise
     _check_inputs(prog, inputs, via="inputs")
     inputs = _load_input_files(prog, inputs)
-    m = execute(prog, c.bound, inputs, after_each, uninitialized)
+    sh = None
+    if shadow:
+        from nkirun.runner.shadow import Shadow
+        sh = Shadow(c.bound)
+    m = execute(prog, c.bound, inputs, after_each, uninitialized,
+                step=sh.step if sh is not None else None)
     result = outputs(prog, m)
     if out is not None:
         try:
             write_outputs(result, os.fsdecode(os.fspath(out)))
         except NkirunError as e:
             raise NkirunError(located(e.diagnostics, prog.path)) from None
-    return {k: v.copy() for k, v in result.items()} if out is None else result
+    result = {k: v.copy() for k, v in result.items()} if out is None else result
+    if sh is not None:
+        from nkirun.show.shadow_report import ShadowReport
+        return ShadowReport(sh.rows, result, sh.warnings)
+    return result
 
 
 def located(diags: list[Diagnostic], path: str) -> list[Diagnostic]:

@@ -178,7 +178,9 @@ class Spy:
 
     def write(self, r, values, out_dtype=None, mask=None) -> None:
         v = np.asarray(values)
-        if v.dtype.kind == "f" and r.dtype.is_float and r.dtype.packed == 1:
+        if v.dtype.kind in "fiu" and r.dtype.is_float and r.dtype.packed == 1:
+            if v.dtype.kind != "f":
+                v = v.astype(np.float64)
             post = real_cast(v, out_dtype, r.dtype)
             self._stats.count(v, post, out_dtype, r.dtype, mask)
             self._m.write(r, post, None, mask)

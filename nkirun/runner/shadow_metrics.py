@@ -10,6 +10,9 @@ Readings (docs/shadow.md):
   smallest subnormal step; 1 for integers): "how many representable steps apart".
 - The peak is the element with the largest abs error (the first one on ties), as tensor
   coordinates of the tensor the instruction wrote.
+- store error = the largest |stored - computed| of the real run's stores: what this
+  instruction's output casts lost on the values it really computed (0 for a copy of values
+  its destination's dtype already holds exactly).
 - overflow: finite values the output cast turned into +-inf; underflow: nonzero values it
   turned into 0; fp8 saturation: finite values beyond the largest finite value of an fp8
   type they were cast to (nkirun's cast then gives inf; hardware may clamp: the value is
@@ -120,6 +123,7 @@ class WriteStats:
     fp8_saturated: int = 0
     nan_written: int = 0
     nan_read: int | None = None
+    store_abs: float = 0.0  # the largest |stored - computed| (what the casts lost)
 
     def count(self, pre: np.ndarray, post: np.ndarray, out_dtype, dst, mask) -> None:
         if mask is not None:
@@ -143,6 +147,13 @@ class WriteStats:
             if narrowing:
                 self.overflow += int(np.count_nonzero(np.isinf(post32) & np.isfinite(pre)))
         if narrowing:
+            lost = np.abs(post32 - pre)
+            top = lost.max() if lost.size else 0.0
+            if not np.isfinite(top):
+                lost[(post32 == pre) | np.isnan(post32) & np.isnan(pre)] = 0
+                lost[np.isnan(lost)] = np.inf
+                top = lost.max()
+            self.store_abs = max(self.store_abs, float(top))
             zeros_post = post32.size - np.count_nonzero(post32)
             if zeros_post:
                 self.underflow += int(zeros_post - (pre.size - np.count_nonzero(pre)))
@@ -180,6 +191,7 @@ class Row:
     underflow: int = 0
     nan_born: int = 0
     fp8_saturated: int = 0
+    store_abs: float = 0.0  # the real run: what its output casts lost (max abs)
 
 
 def coords(r, flat: int, m=None) -> tuple[int, ...]:
@@ -230,4 +242,5 @@ def compare(b, m, s, records, stats: WriteStats) -> Row:
             row.shadow = float(shadow.reshape(-1)[k])
     row.overflow, row.underflow = stats.overflow, stats.underflow
     row.nan_born, row.fp8_saturated = stats.nan_born, stats.fp8_saturated
+    row.store_abs = stats.store_abs
     return row

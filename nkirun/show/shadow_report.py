@@ -7,7 +7,8 @@ Readings:
   (JSON has no such numbers); a field with nothing to report (an instruction that stores
   no element) is null.
 - "Top N" ranks by added max abs error, then added max rel error, then program order;
-  instructions that added no error are left out.
+  instructions that added no error, or whose real stores lost nothing (a copy of values
+  already in its destination's dtype), are left out.
 """
 from __future__ import annotations
 
@@ -43,14 +44,18 @@ def row_json(r: Row) -> dict:
         "added_max_ulp_error": None if none else jnum(a.ulp),
         "added_peak": None if r.added_tensor is None else {
             "tensor": r.added_tensor, "index": list(r.added_index)},
+        "store_max_abs_error": jnum(r.store_abs),
         "overflow": r.overflow, "underflow": r.underflow, "nan_born": r.nan_born,
         "fp8_saturated": r.fp8_saturated,
     }
 
 
 def top(rows: list[Row], n: int) -> list[Row]:
-    """The n instructions that added the most error (none that added nothing)."""
-    hit = [r for r in rows if r.added.abs > 0 or r.added.rel > 0]
+    """The n instructions that added the most error. Left out: those that added none, and
+    those whose stores lost nothing in the real run (store error 0: e.g. a copy of values
+    an earlier instruction already rounded to this dtype; its added error repeats theirs)."""
+    hit = [r for r in rows if (r.added.abs > 0 or r.added.rel > 0)
+           and (r.store_abs > 0 or r.overflow or r.underflow or r.fp8_saturated)]
     hit.sort(key=lambda r: (-r.added.abs, -r.added.rel, r.instruction))
     return hit[:n]
 
@@ -171,3 +176,36 @@ def _render_rich(report: ShadowReport, stream, n: int, table: bool) -> None:
         console.print(f"  [bold]#{r.instruction} {r.op}[/] at {r.file}:{r.line}: added abs "
                       f"[yellow]{g(r.added.abs)}[/] (rel {g(r.added.rel)}), carries abs "
                       f"{g(r.carried.abs)} at {where(r)}", highlight=False)
+
+
+def trace_extra(shadow):
+    """The --trace hook's extra text for instruction b: its shadow error columns."""
+    def extra(b) -> str:
+        rows = shadow.rows
+        return trace_columns(rows[-1]) if rows and rows[-1].instruction == b.index else ""
+    return extra
+
+
+def kernel_shadow_output(spec, traced, shadow, result, written, n: int, fmt: str) -> int:
+    """`run KERNEL.py::fn --shadow`: the outputs and the shadow report (text or JSON)."""
+    import json
+    import sys
+
+    from nkirun.show.render import plural, print_diagnostics, use_color
+    report = ShadowReport(shadow.rows, result, shadow.warnings)
+    print_diagnostics(report.warnings, (), sys.stderr)
+    if fmt == "json":
+        doc = {"program": spec, "ok": True, "instructions": len(traced.program.instructions),
+               "outputs": [{"name": key, "tensor": h.name, "shape": list(a.shape),
+                            "dtype": str(h.dtype), "file": path}
+                           for (key, a), h, path in zip(result.items(), traced.outputs,
+                                                        written)],
+               **report.as_json(n)}
+        print(json.dumps(doc, indent=2))
+        return 0
+    print(f"{spec}: {plural(len(traced.program.instructions), 'instruction')} executed, "
+          f"{plural(len(written), 'output')} written")
+    for (key, a), path in zip(result.items(), written):
+        print(f"  {key}  {'x'.join(map(str, a.shape))}  -> {path}")
+    render(report, sys.stdout, use_color(), n)
+    return 0

@@ -41,7 +41,7 @@ def _tensors_of(args) -> set:
     return names
 
 
-def execute_freeing(traced, bound, inputs):
+def execute_freeing(traced, bound, inputs, step=None):
     from nkirun.runner.interpret import execute
     program = traced.program
     first, last = live_ranges(bound)
@@ -65,4 +65,4 @@ def execute_freeing(traced, bound, inputs):
             m.written[t.name] = np.zeros(t.shape, bool)
 
     position = {id(b): i for i, b in enumerate(bound)}
-    return execute(replace(program, tensors=upfront), bound, inputs, after_each)
+    return execute(replace(program, tensors=upfront), bound, inputs, after_each, step=step)
