@@ -80,18 +80,37 @@ def merged(old: Err, new: Err) -> Err:
     return old
 
 
+_SCRATCH: dict = {}
+
+
+def scratch(n: int, dtype, k: int = 0) -> np.ndarray:
+    """Reusable work array k of n elements (fresh large arrays cost page faults that
+    dominate these few cheap passes; the results here are only scalars)."""
+    key = (np.dtype(dtype).str, k)
+    a = _SCRATCH.get(key)
+    if a is None or a.size < n:
+        a = _SCRATCH[key] = np.empty(max(n, 1), dtype)
+    return a[:n]
+
+
 def errors(x: np.ndarray, ref: np.ndarray, d) -> Err:
-    """abs/rel/ULP error of x against ref (same shape), measured in dtype d."""
-    if x.size == 0:
+    """abs/rel/ULP error of x against ref (same size), measured in dtype d."""
+    n = x.size
+    if n == 0:
         return Err()
-    wide = np.float64 if not (d.is_float and d.packed == 1) else np.float32
-    x = np.asarray(x).astype(wide, copy=False).reshape(-1)
-    ref = np.asarray(ref).astype(wide, copy=False).reshape(-1)
-    diff = np.subtract(x, ref)
+    floating = d.is_float and d.packed == 1
+    wide = np.dtype(np.float32 if floating else np.float64)
+    x, ref = np.asarray(x).reshape(-1), np.asarray(ref).reshape(-1)
+    if ref.dtype != wide:
+        ref = ref.astype(wide)
+    diff, work = scratch(n, wide, 0), scratch(n, wide, 1)
+    np.copyto(diff, x, casting="unsafe")
+    np.subtract(diff, ref, out=diff)
     np.abs(diff, out=diff)
     top = diff.max()
     if not np.isfinite(top):
-        same = (x == ref) | (np.isnan(x) & np.isnan(ref))
+        xw = x.astype(wide)
+        same = (xw == ref) | (np.isnan(xw) & np.isnan(ref))
         diff[same] = 0
         diff[np.isnan(diff)] = np.inf
         top = diff.max()
@@ -99,15 +118,16 @@ def errors(x: np.ndarray, ref: np.ndarray, d) -> Err:
         return Err(0.0, 0.0, 0.0, 0)
     at = int(np.argmax(diff))
     f = fmt(d)
-    mag = np.abs(ref)
-    np.maximum(mag, f.tiny, out=mag)
-    rel = float(np.max(diff / mag))
-    if f.nmant:  # the spacing at |ref|: its power of two (exponent bits) over 2^nmant
-        m32 = mag.astype(np.float32, copy=False)
-        pow2 = (m32.view(np.uint32) & np.uint32(0x7F800000)).view(np.float32)
-        pow2 = pow2.astype(wide, copy=False) * np.ldexp(1.0, -f.nmant)
-        np.maximum(pow2, f.step, out=pow2)
-        ulp = float(np.max(diff / pow2))
+    np.abs(ref, out=work)
+    np.maximum(work, wide.type(f.tiny), out=work)
+    np.divide(diff, work, out=work)
+    rel = float(work.max())
+    if f.nmant:  # the spacing at |ref|: its power of two (the exponent bits) over 2^nmant
+        np.bitwise_and(ref.view(np.uint32), np.uint32(0x7F800000), out=work.view(np.uint32))
+        np.multiply(work, np.float32(np.ldexp(1.0, -f.nmant)), out=work)
+        np.maximum(work, np.float32(f.step), out=work)
+        np.divide(diff, work, out=work)
+        ulp = float(work.max())
     else:
         ulp = float(top)
     return Err(float(top), rel, ulp, at)
@@ -210,13 +230,27 @@ def coords(r, flat: int, m=None) -> tuple[int, ...]:
                  for (s, _, t), ix in zip(r.box, index))
 
 
-def compare(b, m, s, records, stats: WriteStats) -> Row:
-    """The Row of instruction b: its stores on the real machine m against the shadow s."""
+def compare(b, m, s, records, stats: WriteStats, exact_inputs: bool = False,
+            dirty: set | None = None) -> Row:
+    """The Row of instruction b: its stores on the real machine m against the shadow s.
+
+    `exact_inputs`: every tensor b read holds the same values in both runs. Then a store
+    that rounds nothing (float32 in, float32 out) is exact, and a rounding store's real
+    value is its probe (carried = added): the shortcuts that keep the shadow cheap.
+    `dirty` (tensor names whose shadow differs) is updated from what b stored.
+    """
     loc = b.loc()
     row = Row(b.index, b.op, b.engine, loc.file, loc.line, loc.column, Err(), Err())
-    for r, stored, probe, mask in records:
+    dirty = set() if dirty is None else dirty
+    for r, stored, probe, mask, rounds in records:
         if r.dtype.packed > 1:
+            dirty.add(r.decl.name)
             continue  # x4-packed MX data: not compared (its elements are not numbers)
+        if exact_inputs and not rounds:
+            row.carried, row.added = merged(row.carried, Err(at=0)), merged(row.added, Err(at=0))
+            if mask is None and r.is_whole:
+                dirty.discard(r.decl.name)
+            continue
         real, shadow = m.view(r), np.asarray(stored).reshape(r.shape)
         probe = np.asarray(probe)
         probe = probe.reshape(r.shape) if probe.size == shadow.size else \
@@ -230,7 +264,12 @@ def compare(b, m, s, records, stats: WriteStats) -> Row:
         def where(k: int) -> int:  # position in the view of the k-th compared element
             return k if sel is None else int(np.flatnonzero(sel)[k])
         c = errors(flat(real), flat(shadow), r.dtype)
-        a = errors(flat(probe), flat(shadow), r.dtype)
+        a = (Err(c.abs, c.rel, c.ulp, c.at) if exact_inputs else
+             errors(flat(probe), flat(shadow), r.dtype) if rounds else Err(at=0))
+        if c.abs > 0:
+            dirty.add(r.decl.name)
+        elif mask is None and r.is_whole:
+            dirty.discard(r.decl.name)
         row.added = merged(row.added, a)
         if row.added is a and a.abs > 0:
             row.added_tensor, row.added_index = r.decl.name, coords(r, where(a.at), m)
