@@ -22,8 +22,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-import ml_dtypes  # noqa: E402
-import numpy as np  # noqa: E402
+import ml_dtypes
+import numpy as np
 
 KERNELS = os.path.join(os.path.dirname(HERE), "programs", "kernels")
 
@@ -54,8 +54,8 @@ def _elementwise(steps: int, free: int):
              f"  b: {{buffer: sbuf, shape: [128, {free}], dtype: bfloat16, output: true}}",
              "instructions:", "  - tensor_copy: {dst: a, src: x}"]
     for _ in range(steps):
-        lines += ["  - tensor_scalar: {dst: b, data: a, op0: multiply, operand0: 0.75, "
-                  "op1: add, operand1: 0.25}",
+        lines += [("  - tensor_scalar: {dst: b, data: a, op0: multiply, operand0: 0.75, "
+                   "op1: add, operand1: 0.25}"),
                   "  - tensor_tensor: {dst: a, data1: b, data2: a, op: add}",
                   "  - activation: {dst: a, op: tanh, data: a}"]
     c = api.require_valid("\n".join(lines) + "\n")

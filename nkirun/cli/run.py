@@ -103,11 +103,9 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, range_r
     \b
     --shadow runs the program as written and a float32 copy of it side by side. Per
     instruction: "max abs/rel/ulp" is the error its output holds against the float32
-    run (ULPs of the output dtype; "at" is where it peaks), "added" is the error it
-    would add on its own if everything before it had been exact (its inputs taken from
-    the float32 run, its output rounded as written). The instruction with the largest
-    added error is where precision is lost; one whose output only carries error
-    inherited it. --format json gives the list `shadow` (docs/shadow.md).
+    run (ULPs of its dtype; "at": where it peaks); "added" is the error it adds on its
+    own when everything before it is exact (inputs from the float32 run, output rounded
+    as written). The top of "added" is where precision is lost (docs/shadow.md).
 
     Exit status: 0 ok (and outputs match --expect), 1 invalid program, run-time error or
     mismatch, 2 usage error, 3 internal error.
@@ -133,17 +131,7 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, range_r
     m, result, report = _execute(c, inputs, trace, dump_dir, dump_after, uninitialized, shadow)
     warnings = _print_warnings(c, m, report)
     written = write_outputs(result, out_dir)
-    shadow_report, report = report, None
-    if fmt == "json":
-        report = _run_json(program, c, result, written, warnings)
-        if shadow_report is not None:
-            report.update(shadow_report.as_json(top))
-    else:
-        _print_run_summary(program, c, result, written)
-        if shadow_report is not None:
-            from nkirun.show.render import use_color
-            from nkirun.show.shadow_report import render
-            render(shadow_report, sys.stdout, use_color(), top)
+    report = _report(program, c, result, written, warnings, fmt, report, top)
     bad = False
     if expected is not None:  # outputs are written even on a mismatch, to inspect them
         bad = _compare(c, result, expected, expect_dir, fmt, report,
@@ -151,6 +139,22 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, range_r
     if fmt == "json":
         _echo_json(report)
     sys.exit(EXIT_INVALID if bad else EXIT_OK)
+
+
+def _report(program, c, result, written, warnings, fmt, shadow, top):
+    """The run's summary: printed (text), or the JSON object to complete and print; with
+    the --shadow report (runner/shadow.py) when there is one."""
+    if fmt == "json":
+        report = _run_json(program, c, result, written, warnings)
+        if shadow is not None:
+            report.update(shadow.as_json(top))
+        return report
+    _print_run_summary(program, c, result, written)
+    if shadow is not None:
+        from nkirun.show.render import use_color
+        from nkirun.show.shadow_report import render
+        render(shadow, sys.stdout, use_color(), top)
+    return None
 
 
 def _check_run_options(out_dir, dump_dir, expect_dir, rtol, atol, range_rtol, ulp,

@@ -57,7 +57,7 @@ def fmt(d) -> _Format:
             f = _Format(nmant, float(info.tiny), float(np.ldexp(1.0, int(info.minexp) - nmant)))
         else:
             f = _Format(0, 1.0, 1.0)
-        f = _FORMATS[d.name] = f
+        _FORMATS[d.name] = f
     return f
 
 
@@ -230,6 +230,15 @@ def coords(r, flat: int, m=None) -> tuple[int, ...]:
                  for (s, _, t), ix in zip(r.box, index))
 
 
+def _picked(a, sel, shape=None) -> np.ndarray:
+    """a flattened (broadcast to `shape` first when it is smaller), the selected elements."""
+    a = np.asarray(a)
+    if shape is not None and a.size != int(np.prod(shape)):
+        a = np.broadcast_to(a, shape)
+    a = a.reshape(-1)
+    return a if sel is None else a[sel]
+
+
 def compare(b, m, s, records, stats: WriteStats, exact_inputs: bool = False,
             dirty: set | None = None) -> Row:
     """The Row of instruction b: its stores on the real machine m against the shadow s.
@@ -252,24 +261,18 @@ def compare(b, m, s, records, stats: WriteStats, exact_inputs: bool = False,
                 dirty.discard(r.decl.name)
             continue
         real, shadow = m.view(r), np.asarray(stored).reshape(r.shape)
-        probe = np.asarray(probe)
-        probe = probe.reshape(r.shape) if probe.size == shadow.size else \
-            np.broadcast_to(probe, r.shape)
         sel = mask.reshape(-1) if mask is not None and mask.size == shadow.size else None
-
-        def flat(a):
-            a = np.asarray(a).reshape(-1)
-            return a if sel is None else a[sel]
-
-        def where(k: int) -> int:  # position in the view of the k-th compared element
-            return k if sel is None else int(np.flatnonzero(sel)[k])
-        c = errors(flat(real), flat(shadow), r.dtype)
+        c = errors(_picked(real, sel), _picked(shadow, sel), r.dtype)
         a = (Err(c.abs, c.rel, c.ulp, c.at) if exact_inputs else
-             errors(flat(probe), flat(shadow), r.dtype) if rounds else Err(at=0))
+             errors(_picked(probe, sel, r.shape), _picked(shadow, sel), r.dtype) if rounds
+             else Err(at=0))
         if c.abs > 0:
             dirty.add(r.decl.name)
         elif mask is None and r.is_whole:
             dirty.discard(r.decl.name)
+
+        def where(k: int, sel=sel) -> int:  # the view position of the k-th compared element
+            return k if sel is None else int(np.flatnonzero(sel)[k])
         row.added = merged(row.added, a)
         if row.added is a and a.abs > 0:
             row.added_tensor, row.added_index = r.decl.name, coords(r, where(a.at), m)
