@@ -37,7 +37,7 @@ import numpy as np
 from nkirun.diagnostics import NkirunError, warning
 from nkirun.hw import dtypes as dt
 from nkirun.runner.machine import Machine, select_into
-from nkirun.runner.shadow_metrics import Row, WriteStats, compare, real_cast
+from nkirun.runner.shadow_metrics import Row, WriteStats, compare, real_cast, rounded_f32
 from nkirun.source.operands import Resolved
 
 F32 = np.dtype(np.float32)
@@ -127,7 +127,7 @@ class ShadowMachine(Machine):
             return
         rounds = r.dtype.name != "float32" or (out_dtype is not None
                                                and out_dtype.name != "float32")
-        probe = real_cast(v, out_dtype, r.dtype) if rounds else None
+        probe = rounded_f32(v, out_dtype, r.dtype) if rounds else None
         dst = self.view(r)
         v32 = v.astype(F32, copy=False)
         if v32.shape != dst.shape:
@@ -185,7 +185,7 @@ class Spy:
             if v.dtype.kind != "f":
                 v = v.astype(np.float64)
             post = real_cast(v, out_dtype, r.dtype)
-            self._stats.count(v, post, out_dtype, r.dtype, mask)
+            self._stats.count(r, v, post, out_dtype, r.dtype, mask)
             self._m.write(r, post, None, mask)
         else:
             self._m.write(r, v, out_dtype, mask)
