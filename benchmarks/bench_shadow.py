@@ -1,7 +1,8 @@
 """What does `run --shadow` cost (issue 18)? Target: a shadow run <= 2.3x a plain run.
 
-Three workloads, each timed as a plain run and as a shadow run (CPU seconds, best of the
-repeats; the program is checked once, outside the timing, so only execution counts):
+Three workloads, each timed as a plain run and as a shadow run (wall seconds, best of the
+repeats: CPU time would count the BLAS threads of the matmuls spinning; the program is
+checked once, outside the timing, so only execution counts):
 
   attention   programs/kernels/attention_bf16.py at d = 128 (two matmuls, exp, transpose)
   rmsnorm     programs/kernels/rmsnorm.py on bf16 x [R, D]
@@ -65,9 +66,9 @@ def _elementwise(steps: int, free: int):
 def _best(fn, repeat: int) -> float:
     times = []
     for _ in range(repeat):
-        t = time.process_time()
+        t = time.perf_counter()
         fn()
-        times.append(time.process_time() - t)
+        times.append(time.perf_counter() - t)
     return min(times)
 
 

@@ -135,19 +135,21 @@ def errors(x: np.ndarray, ref: np.ndarray, d) -> Err:
     if ref.dtype != wide:
         ref = ref.astype(wide)
     diff, work = scratch(n, wide, 0), scratch(n, wide, 1)
-    np.copyto(diff, as_f32(x) if x.dtype == BF16 else x, casting="unsafe")
-    np.subtract(diff, ref, out=diff)
+    if x.dtype == BF16:
+        x = as_f32(x)
+    np.subtract(x, ref, out=diff, casting="unsafe")
     np.abs(diff, out=diff)
-    top = diff.max()
+    at = int(np.argmax(diff))  # (the first NaN, if any)
+    top = diff[at]
     if not np.isfinite(top):
         xw = as_f32(x).astype(wide, copy=False)
         same = (xw == ref) | (np.isnan(xw) & np.isnan(ref))
         diff[same] = 0
         diff[np.isnan(diff)] = np.inf
-        top = diff.max()
+        at = int(np.argmax(diff))
+        top = diff[at]
     if top == 0:
         return Err(0.0, 0.0, 0.0, 0)
-    at = int(np.argmax(diff))
     f = fmt(d)
     np.abs(ref, out=work)
     np.maximum(work, wide.type(f.tiny), out=work)

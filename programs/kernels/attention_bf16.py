@@ -19,7 +19,7 @@ def attention_bf16(q, k, v, p_dtype=nl.bfloat16, out_dtype=nl.bfloat16):
     f32 = nl.float32
     q_sb = nl.ndarray((d, S), dtype=q.dtype, buffer=nl.sbuf)
     k_sb = nl.ndarray((d, S), dtype=k.dtype, buffer=nl.sbuf)
-    v_sb = nl.ndarray((S, d), dtype=v.dtype, buffer=nl.sbuf)
+    v_sb = nl.ndarray((S, d), dtype=p_dtype, buffer=nl.sbuf)  # the matmul wants p's dtype
     nisa.dma_copy(dst=q_sb, src=q)
     nisa.dma_copy(dst=k_sb, src=k)
     nisa.dma_copy(dst=v_sb, src=v)

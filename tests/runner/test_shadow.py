@@ -221,3 +221,116 @@ def test_kernel_api_and_bf16_rmsnorm(tmp_path):
     assert {(r.op, r.line, r.file) for r in best} == {
         ("tensor_tensor", line_of(src, "nisa.tensor_tensor(dst=out"), src)}
     assert rep.outputs.shape == (256, 96)
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a)
+    return a.view(f"u{a.dtype.itemsize}") if a.dtype.kind not in "biu" else a
+
+
+@pytest.mark.parametrize("name", __import__("nkirun.isa", fromlist=["MODULES"]).MODULES)
+def test_every_example_runs_shadowed_without_changing_the_run(tmp_path, name):
+    """The shadow never changes what the program computes, on every instruction's own
+    example: same outputs bit for bit, one row per instruction, JSON-safe numbers."""
+    from spec_examples import example_program
+
+    from nkirun.show.shadow_report import row_json
+    path = example_program(tmp_path, name)
+    plain = run(path)
+    rep = run(path, shadow=True)
+    assert sorted(rep.outputs) == sorted(plain)
+    for k, a in plain.items():
+        np.testing.assert_array_equal(_bits(rep.outputs[k]), _bits(a))
+    assert len(rep.rows) == len(nkirun.api.check_program(path).bound)
+    _strict(json.dumps([row_json(r) for r in rep.rows]))
+    for r in rep.rows:
+        assert r.carried.abs >= 0 and r.added.abs >= 0
+
+
+@pytest.mark.parametrize("program", sorted(p.name for p in (ROOT / "programs").iterdir()
+                                           if p.suffix in (".yaml", ".nkis")))
+def test_example_programs_run_shadowed_without_changing_the_run(program):
+    path = ROOT / "programs" / program
+    plain = run(path)
+    rep = run(path, shadow=True)
+    for k, a in plain.items():
+        np.testing.assert_array_equal(_bits(rep.outputs[k]), _bits(a))
+    float32_only = all(t.dtype.name in ("float32", "int32", "uint32")
+                       for t in nkirun.api.check_program(path).program.tensors.values())
+    if float32_only:  # nothing is rounded: the shadow agrees everywhere
+        assert all(r.carried.abs == 0 and r.added.abs == 0 for r in rep.rows), program
+
+
+def test_access_pattern_and_indirect_views_of_narrow_tensors(tmp_path):
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((P, 512)).astype(np.float32)
+    src = rng.standard_normal((16, 8)).astype(np.float32)
+    idx = rng.permutation(40)[:16].astype(np.int32).reshape(16, 1)
+    path = write_program(tmp_path, {
+        "x": sbuf(x), "h": tmp((P, 512), "bfloat16"), "y": out((P, 256), "float32"),
+        "s": sbuf(src), "i": sbuf(idx),
+        "o": sbuf(np.zeros((40, 8), ml_dtypes.bfloat16), buffer="hbm", output=True),
+        "g": out((16, 8), "float32")}, [
+        {"tensor_copy": {"dst": "h.ap([[512, 128], [2, 256]], offset=1)", "src": "x[:, 0:256]"}},
+        {"tensor_copy": {"dst": "y", "src": "h.ap([[512, 128], [2, 256]], offset=1)"}},
+        {"dma_copy": {"dst": "o.ap([[8, 16], [1, 8]], vector_offset=i)", "src": "s"}},
+        {"dma_copy": {"dst": "g", "src": "o.ap([[8, 16], [1, 8]], vector_offset=i)"}}])
+    plain, rep = run(path), run(path, shadow=True)
+    for k in plain:
+        np.testing.assert_array_equal(_bits(rep.outputs[k]), _bits(plain[k]))
+    strided, copy, scatter, gather = rep.rows
+    # the odd columns of h, through a strided view: the peak is reported where it really is
+    assert strided.added.abs > 0 and strided.tensor == "h" and strided.index[1] % 2 == 1
+    h = x[:, :256].astype(ml_dtypes.bfloat16).astype(np.float32)
+    row, col = strided.index
+    assert abs(h[row, (col - 1) // 2] - x[row, (col - 1) // 2]) == pytest.approx(
+        strided.carried.abs)
+    assert copy.added.abs == 0 and copy.carried.abs == strided.carried.abs
+    # a scatter through runtime indices: the peak sits in a row the index names
+    assert scatter.tensor == "o" and scatter.index[0] in idx[:, 0]
+    assert scatter.added.abs > 0 and gather.added.abs == 0
+    assert gather.carried.abs == scatter.carried.abs
+
+
+def test_masked_store_compares_only_what_it_wrote(tmp_path):
+    x = np.full((P, N), 1.0 + 2.0 ** -10, np.float32)  # rounds to 1.0 in bfloat16
+    x[:64, :32] = 1.5  # exact in bfloat16: the masked part stores no error
+    rep = run(write_program(tmp_path, {
+        "x": sbuf(x), "y": sbuf(np.zeros((P, N), ml_dtypes.bfloat16), output=True)}, [
+        {"tensor_copy": {"dst": "y", "src": "x", "mask": "p < 64 and f < 32"}}]),
+        shadow=True)
+    row = rep.rows[0]
+    assert row.carried.abs == 0 and row.added.abs == 0 and row.store_abs == 0
+    rep = run(write_program(tmp_path, {
+        "x": sbuf(x), "y": sbuf(np.zeros((P, N), ml_dtypes.bfloat16), output=True)}, [
+        {"tensor_copy": {"dst": "y", "src": "x", "mask": "p >= 64"}}]), shadow=True)
+    row = rep.rows[0]
+    assert row.carried.abs == pytest.approx(2.0 ** -10) and row.index[0] >= 64
+
+
+def test_the_named_instructions_are_where_the_attention_error_comes_from():
+    """Keeping exactly what the report names in float32 (the exp's probabilities, the
+    output) takes the kernel to float32 accuracy; keeping either alone does not."""
+    import importlib.util
+
+    import nki.language as nl
+    spec = importlib.util.spec_from_file_location("attn_k", KERNELS / "attention_bf16.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rng = np.random.default_rng(5)
+    q, k = (rng.standard_normal((64, 128)).astype(ml_dtypes.bfloat16) for _ in range(2))
+    v = rng.standard_normal((128, 64)).astype(ml_dtypes.bfloat16)
+    f = [a.astype(np.float64) for a in (q, k, v)]
+    s = f[0].T @ f[1] / 8.0
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    want = p / p.sum(axis=1, keepdims=True) @ f[2]
+    rep = nkirun.simulate(mod.attention_bf16, shadow=True)(q, k, v)
+    named = {r.line for r in rep.top(5)}
+    src = KERNELS / "attention_bf16.py"
+    assert named == {line_of(src, "nisa.activation(dst=p,"), line_of(src, "nisa.tensor_scalar(dst=o,")}
+
+    def err(**kw):
+        got = nkirun.simulate(mod.attention_bf16)(q, k, v, **kw).astype(np.float64)
+        return np.abs(got - want).max()
+    both = err(p_dtype=nl.float32, out_dtype=nl.float32)
+    assert both < 1e-5 < min(err(p_dtype=nl.float32), err(out_dtype=nl.float32), err())
