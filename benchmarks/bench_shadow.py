@@ -20,6 +20,9 @@ import os
 import sys
 import time
 
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")  # one BLAS thread: a busy machine's thread scheduling
+    # otherwise decides the matmul times, not the work
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
