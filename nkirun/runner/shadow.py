@@ -37,7 +37,13 @@ import numpy as np
 from nkirun.diagnostics import NkirunError, warning
 from nkirun.hw import dtypes as dt
 from nkirun.runner.machine import Machine, select_into
-from nkirun.runner.shadow_metrics import Row, WriteStats, compare, real_cast, rounded_f32
+from nkirun.runner.shadow_metrics import (
+    Row,
+    WriteStats,
+    compare,
+    real_cast,
+    rounded_f32,
+)
 from nkirun.source.operands import Resolved
 
 F32 = np.dtype(np.float32)

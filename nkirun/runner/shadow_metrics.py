@@ -124,17 +124,39 @@ def scratch(n: int, dtype, k: int = 0) -> np.ndarray:
     return a[:n]
 
 
-def errors(x: np.ndarray, ref: np.ndarray, d) -> Err:
-    """abs/rel/ULP error of x against ref (same size), measured in dtype d."""
-    n = x.size
+def errors(xs: list, ref: np.ndarray, d) -> list[Err]:
+    """abs/rel/ULP error of each x in xs against ref (same size), measured in dtype d (the
+    rel and ULP denominators, which depend on ref alone, computed once for all)."""
+    n = ref.size
     if n == 0:
-        return Err()
+        return [Err() for _ in xs]
     floating = d.is_float and d.packed == 1
     wide = np.dtype(np.float32 if floating else np.float64)
-    x, ref = np.asarray(x).reshape(-1), np.asarray(ref).reshape(-1)
+    ref = np.asarray(ref).reshape(-1)
     if ref.dtype != wide:
         ref = ref.astype(wide)
+    f, scales, out = fmt(d), None, []
     diff, work = scratch(n, wide, 0), scratch(n, wide, 1)
+    for x in xs:
+        top, at = _abs_errors(np.asarray(x).reshape(-1), ref, diff, wide)
+        if top == 0:
+            out.append(Err(0.0, 0.0, 0.0, 0))
+            continue
+        if scales is None:
+            scales = _scales(ref, f, wide, n)
+        np.divide(diff, scales[0], out=work)
+        rel = float(work.max())
+        ulp = float(top)
+        if scales[1] is not None:
+            np.divide(diff, scales[1], out=work)
+            ulp = float(work.max())
+        out.append(Err(float(top), rel, ulp, at))
+    return out
+
+
+def _abs_errors(x, ref, diff, wide) -> tuple[float, int]:
+    """diff = |x - ref| (equal values and NaN against NaN: 0; other NaN/inf: inf); its
+    maximum and where."""
     if x.dtype == BF16:
         x = as_f32(x)
     np.subtract(x, ref, out=diff, casting="unsafe")
@@ -142,28 +164,28 @@ def errors(x: np.ndarray, ref: np.ndarray, d) -> Err:
     at = int(np.argmax(diff))  # (the first NaN, if any)
     top = diff[at]
     if not np.isfinite(top):
-        xw = as_f32(x).astype(wide, copy=False)
+        xw = x.astype(wide, copy=False)
         same = (xw == ref) | (np.isnan(xw) & np.isnan(ref))
         diff[same] = 0
         diff[np.isnan(diff)] = np.inf
         at = int(np.argmax(diff))
         top = diff[at]
-    if top == 0:
-        return Err(0.0, 0.0, 0.0, 0)
-    f = fmt(d)
-    np.abs(ref, out=work)
-    np.maximum(work, wide.type(f.tiny), out=work)
-    np.divide(diff, work, out=work)
-    rel = float(work.max())
-    if f.nmant:  # the spacing at |ref|: its power of two (the exponent bits) over 2^nmant
-        np.bitwise_and(ref.view(np.uint32), np.uint32(0x7F800000), out=work.view(np.uint32))
-        np.multiply(work, np.float32(np.ldexp(1.0, -f.nmant)), out=work)
-        np.maximum(work, np.float32(f.step), out=work)
-        np.divide(diff, work, out=work)
-        ulp = float(work.max())
-    else:
-        ulp = float(top)
-    return Err(float(top), rel, ulp, at)
+    return top, at
+
+
+def _scales(ref, f: _Format, wide, n: int):
+    """The rel denominator max(|ref|, tiny) and the ULP one (the dtype's spacing at |ref|:
+    the power of two of its exponent bits over 2^nmant, at least the subnormal step)."""
+    rel = scratch(n, wide, 2)
+    np.abs(ref, out=rel)
+    np.maximum(rel, wide.type(f.tiny), out=rel)
+    if not f.nmant:
+        return rel, None
+    ulp = scratch(n, np.float32, 3)
+    np.bitwise_and(ref.view(np.uint32), np.uint32(0x7F800000), out=ulp.view(np.uint32))
+    np.multiply(ulp, np.float32(np.ldexp(1.0, -f.nmant)), out=ulp)
+    np.maximum(ulp, np.float32(f.step), out=ulp)
+    return rel, ulp
 
 
 @dataclass
@@ -304,10 +326,12 @@ def compare(b, m, s, records, stats: WriteStats, exact_inputs: bool = False,
         real = m.view(r) if real is None or real.size != r.size else real
         shadow = np.asarray(stored).reshape(r.shape)
         sel = mask.reshape(-1) if mask is not None and mask.size == shadow.size else None
-        c = errors(_picked(real, sel), _picked(shadow, sel), r.dtype)
-        a = (Err(c.abs, c.rel, c.ulp, c.at) if exact_inputs else
-             errors(_picked(probe, sel, r.shape), _picked(shadow, sel), r.dtype) if rounds
-             else Err(at=0))
+        added_too = rounds and not exact_inputs
+        both = errors([_picked(real, sel)] + ([_picked(probe, sel, r.shape)] if added_too
+                                               else []), _picked(shadow, sel), r.dtype)
+        c = both[0]
+        a = both[1] if added_too else Err(c.abs, c.rel, c.ulp, c.at) if exact_inputs \
+            else Err(at=0)
         if c.abs > 0:
             dirty.add(r.decl.name)
         elif mask is None and r.is_whole:
