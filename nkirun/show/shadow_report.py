@@ -124,21 +124,41 @@ def cells(r: Row) -> tuple[str, ...]:
             where(r), "-" if none else g(a.abs), "-" if none else g(a.rel), events(r))
 
 
-def render(report: ShadowReport, stream, rich: bool, n: int = 5, table: bool = True) -> None:
-    """The table (every instruction) and the top-N summary."""
+LONG = 60  # a table longer than this shows only the rows that added error
+
+
+def shown(report: ShadowReport, n: int) -> tuple[list[Row], int]:
+    """The table's rows: all of them, or for a long program those that added error or
+    had an event (and the top N); and how many were left out."""
     rows = report.rows
+    if len(rows) <= LONG:
+        return rows, 0
+    ranked = {r.instruction for r in report.top(n)}
+    keep = [r for r in rows if r.added.abs > 0 or events(r) or r.instruction in ranked]
+    return keep, len(rows) - len(keep)
+
+
+def left_out(k: int) -> str:
+    return (f"({k} instructions that added no error are not shown; --format json lists "
+            "every instruction)")
+
+
+def render(report: ShadowReport, stream, rich: bool, n: int = 5, table: bool = True) -> None:
+    """The table and the top-N summary."""
     best = report.top(n)
     if rich:
         return _render_rich(report, stream, n, table)
     if table:
+        rows, hidden = shown(report, n)
         print("shadow: error against a float32 run, per instruction", file=stream)
-        widths = [max(len(h), *(len(cells(r)[k]) for r in rows)) if rows else len(h)
-                  for k, h in enumerate(HEAD)]
+        widths = [max([len(h)] + [len(cells(r)[k]) for r in rows]) for k, h in enumerate(HEAD)]
         print("  ".join(h.ljust(w) for h, w in zip(HEAD, widths)).rstrip(), file=stream)
         for r in rows:
             print("  ".join(c.ljust(w) for c, w in zip(cells(r), widths)).rstrip(),
                   file=stream)
-    print(summary_line(rows, best, n), file=stream)
+        if hidden:
+            print(left_out(hidden), file=stream)
+    print(summary_line(report.rows, best, n), file=stream)
     for r in best:
         print(f"  #{r.instruction} {r.op} at {r.file}:{r.line}: added abs {g(r.added.abs)}"
               f" (rel {g(r.added.rel)}), carries abs {g(r.carried.abs)} at {where(r)}",
@@ -157,21 +177,28 @@ def _render_rich(report: ShadowReport, stream, n: int, table: bool) -> None:
     from rich.table import Table
 
     from nkirun.show.render import make_console
+    (rows, hidden), best = shown(report, n), report.top(n)
+    widths = [max([len(h)] + [len(cells(r)[k]) for r in rows]) for k, h in enumerate(HEAD)]
     console = make_console(stream, soft_wrap=True)
-    rows, best = report.rows, report.top(n)
+    need = sum(widths) + 3 * len(widths) + 2
+    if table and need > console.width:  # one line per row, no cell clipped
+        console = make_console(stream, soft_wrap=True, width=need)
     ranked = {r.instruction for r in best}
     if table:
         t = Table(title="shadow: error against a float32 run, per instruction",
                   box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, title_justify="left")
-        for h in HEAD:
-            t.add_column(h, justify="right" if h in ("#", "line", "max abs", "rel", "ulp",
-                                                     "added abs", "added rel") else "left")
+        numeric = ("#", "line", "max abs", "rel", "ulp", "added abs", "added rel")
+        for h, w in zip(HEAD, widths):
+            t.add_column(h, no_wrap=True, min_width=w,
+                         justify="right" if h in numeric else "left")
         for r in rows:
             style = "bold yellow" if r.instruction in ranked else (
                 "dim" if r.carried.abs == 0 and not events(r) else None)
             t.add_row(*cells(r), style=style)
         console.print(t)
-    console.print(summary_line(rows, best, n), style="bold")
+        if hidden:
+            console.print(left_out(hidden), style="dim")
+    console.print(summary_line(report.rows, best, n), style="bold")
     for r in best:
         console.print(f"  [bold]#{r.instruction} {r.op}[/] at {r.file}:{r.line}: added abs "
                       f"[yellow]{g(r.added.abs)}[/] (rel {g(r.added.rel)}), carries abs "

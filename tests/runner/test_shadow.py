@@ -334,3 +334,24 @@ def test_the_named_instructions_are_where_the_attention_error_comes_from():
         return np.abs(got - want).max()
     both = err(p_dtype=nl.float32, out_dtype=nl.float32)
     assert both < 1e-5 < min(err(p_dtype=nl.float32), err(out_dtype=nl.float32), err())
+
+
+def test_terminal_rendering(tmp_path):
+    path = cancellation_program(tmp_path)
+    r = invoke("--color", "always", "run", path, "--out", tmp_path / "o", "--shadow",
+               "--trace")
+    assert r.exit_code == 0, r.output
+    assert "\x1b[" in r.stdout and "tensor_tensor" in r.stdout and "added abs" in r.stdout
+    assert "err abs=" in r.stderr or "added abs" in r.stderr
+
+
+def test_long_programs_show_only_the_rows_that_added_error(tmp_path):
+    steps = [{"tensor_scalar": {"dst": "a", "data": "a", "op0": "multiply", "operand0": 1.0}}
+             for _ in range(70)]
+    path = write_program(tmp_path, {"a": sbuf(np.ones((P, N), np.float32) / 3),
+                                    "b": out((P, N), "bfloat16")},
+                         steps + [{"tensor_copy": {"dst": "b", "src": "a"}}])
+    r = invoke("run", path, "--out", tmp_path / "o", "--shadow")
+    assert r.exit_code == 0, r.output
+    assert "70 instructions that added no error are not shown" in r.stdout
+    assert any(ln.split()[:2] == ["70", "tensor_copy"] for ln in r.stdout.splitlines())
