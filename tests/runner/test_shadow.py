@@ -355,3 +355,21 @@ def test_long_programs_show_only_the_rows_that_added_error(tmp_path):
     assert r.exit_code == 0, r.output
     assert "70 instructions that added no error are not shown" in r.stdout
     assert any(ln.split()[:2] == ["70", "tensor_copy"] for ln in r.stdout.splitlines())
+
+
+def test_an_accumulator_register_that_differs_is_compared(tmp_path):
+    """Instruction 2 reads only exact data, but continues an accumulation whose register
+    holds a bfloat16-rounded sum: its result differs and the report must say so."""
+    x = np.full((P, N), 1.0 + 2.0 ** -10, np.float32)
+    rep = run(write_program(tmp_path, {
+        "x": sbuf(x), "h": tmp((P, N), "bfloat16"), "t1": tmp((P, N), "float32"),
+        "t2": tmp((P, N), "float32"), "r0": tmp((P, 1), "float32"),
+        "r1": out((P, 1), "float32")}, [
+        {"tensor_copy": {"dst": "h", "src": "x"}},
+        {"activation": {"dst": "t1", "op": "copy", "data": "h", "reduce_op": "add",
+                        "reduce_res": "r0", "reduce_cmd": "reset_reduce"}},
+        {"activation": {"dst": "t2", "op": "copy", "data": "x", "reduce_op": "add",
+                        "reduce_res": "r1", "reduce_cmd": "reduce"}}]), shadow=True)
+    last = rep.rows[2]
+    assert last.carried.abs == pytest.approx(N * 2.0 ** -10, rel=1e-3) and last.tensor == "r1"
+    assert last.added.abs == 0  # float32 stores: it rounds nothing itself
