@@ -225,6 +225,7 @@ class Shadow:
         self._previous = ()  # tensors the previous instruction touched
         self.dirty: set[str] = set()  # tensors whose shadow values may differ from the real
         self._stopped = False
+        self.pool: dict = {}  # scratch arrays for the comparisons, freed with the Shadow
 
     def step(self, b, m: Machine) -> None:
         if self._stopped:
@@ -249,7 +250,7 @@ class Shadow:
             self._stop(b, e)
             b.spec.execute(b, m)
             return
-        stats = WriteStats()
+        stats = WriteStats(pool=self.pool)
         b.spec.execute(b, Spy(m, stats))
         exact = same and not any(r.decl.name in self.dirty for _, r in b.accesses().reads)
         row = compare(b, m, s, s.records, stats, exact, self.dirty)

@@ -111,20 +111,17 @@ def merged(old: Err, new: Err) -> Err:
     return old
 
 
-_SCRATCH: dict = {}
-
-
-def scratch(n: int, dtype, k: int = 0) -> np.ndarray:
-    """Reusable work array k of n elements (fresh large arrays cost page faults that
-    dominate these few cheap passes; the results here are only scalars)."""
+def scratch(pool: dict, n: int, dtype, k: int = 0) -> np.ndarray:
+    """Reusable work array k of n elements from `pool` (one per shadow run: fresh large
+    arrays cost page faults that dominate these few cheap passes; results are scalars)."""
     key = (np.dtype(dtype).str, k)
-    a = _SCRATCH.get(key)
+    a = pool.get(key)
     if a is None or a.size < n:
-        a = _SCRATCH[key] = np.empty(max(n, 1), dtype)
+        a = pool[key] = np.empty(max(n, 1), dtype)
     return a[:n]
 
 
-def errors(xs: list, ref: np.ndarray, d) -> list[Err]:
+def errors(xs: list, ref: np.ndarray, d, pool: dict | None = None) -> list[Err]:
     """abs/rel/ULP error of each x in xs against ref (same size), measured in dtype d (the
     rel and ULP denominators, which depend on ref alone, computed once for all)."""
     n = ref.size
@@ -135,15 +132,15 @@ def errors(xs: list, ref: np.ndarray, d) -> list[Err]:
     ref = np.asarray(ref).reshape(-1)
     if ref.dtype != wide:
         ref = ref.astype(wide)
-    f, scales, out = fmt(d), None, []
-    diff, work = scratch(n, wide, 0), scratch(n, wide, 1)
+    f, scales, out, pool = fmt(d), None, [], {} if pool is None else pool
+    diff, work = scratch(pool, n, wide, 0), scratch(pool, n, wide, 1)
     for x in xs:
         top, at = _abs_errors(np.asarray(x).reshape(-1), ref, diff, wide)
         if top == 0:
             out.append(Err(0.0, 0.0, 0.0, 0))
             continue
         if scales is None:
-            scales = _scales(ref, f, wide, n)
+            scales = _scales(ref, f, wide, n, pool)
         np.divide(diff, scales[0], out=work)
         rel = float(work.max())
         ulp = float(top)
@@ -173,15 +170,15 @@ def _abs_errors(x, ref, diff, wide) -> tuple[float, int]:
     return top, at
 
 
-def _scales(ref, f: _Format, wide, n: int):
+def _scales(ref, f: _Format, wide, n: int, pool: dict):
     """The rel denominator max(|ref|, tiny) and the ULP one (the dtype's spacing at |ref|:
     the power of two of its exponent bits over 2^nmant, at least the subnormal step)."""
-    rel = scratch(n, wide, 2)
+    rel = scratch(pool, n, wide, 2)
     np.abs(ref, out=rel)
     np.maximum(rel, wide.type(f.tiny), out=rel)
     if not f.nmant:
         return rel, None
-    ulp = scratch(n, np.float32, 3)
+    ulp = scratch(pool, n, np.float32, 3)
     np.bitwise_and(ref.view(np.uint32), np.uint32(0x7F800000), out=ulp.view(np.uint32))
     np.multiply(ulp, np.float32(np.ldexp(1.0, -f.nmant)), out=ulp)
     np.maximum(ulp, np.float32(f.step), out=ulp)
@@ -200,6 +197,7 @@ class WriteStats:
     nan_read: int | None = None
     store_abs: float = 0.0  # the largest |stored - computed| (what the casts lost)
     real32: dict = field(default_factory=dict)  # id(Resolved) -> stored values, float32
+    pool: dict = field(default_factory=dict)  # scratch arrays (the run's)
 
     def count(self, r, pre: np.ndarray, post: np.ndarray, out_dtype, dst, mask) -> None:
         """One store of values `pre` (as computed) kept as `post` (as stored) into r."""
@@ -216,7 +214,7 @@ class WriteStats:
                 self._nans(post32)
             return
         n = post32.size
-        lost = scratch(n, np.float32, 2).reshape(post32.shape)
+        lost = scratch(self.pool, n, np.float32, 2).reshape(post32.shape)
         np.subtract(post32, pre, out=lost, casting="unsafe")
         np.abs(lost, out=lost)
         top = lost.max() if n else 0.0
@@ -328,7 +326,8 @@ def compare(b, m, s, records, stats: WriteStats, exact_inputs: bool = False,
         sel = mask.reshape(-1) if mask is not None and mask.size == shadow.size else None
         added_too = rounds and not exact_inputs
         both = errors([_picked(real, sel)] + ([_picked(probe, sel, r.shape)] if added_too
-                                               else []), _picked(shadow, sel), r.dtype)
+                                               else []), _picked(shadow, sel), r.dtype,
+                      stats.pool)
         c = both[0]
         a = both[1] if added_too else Err(c.abs, c.rel, c.ulp, c.at) if exact_inputs \
             else Err(at=0)
