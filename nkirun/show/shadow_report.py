@@ -77,6 +77,11 @@ class ShadowReport:
                 "shadow_top": [r.instruction for r in self.top(n)],
                 "shadow_warnings": [w.as_dict() for w in self.warnings]}
 
+    def __getitem__(self, key: str):
+        """report["shadow"], report["shadow_top"], ...: the `--format json` fields (and
+        report["outputs"])."""
+        return self.outputs if key == "outputs" else self.as_json()[key]
+
     def row(self, instruction: int) -> Row:
         return next(r for r in self.rows if r.instruction == instruction)
 

@@ -44,6 +44,8 @@ def cancellation_program(tmp_path):
 def test_the_instruction_that_loses_precision_comes_first(tmp_path):
     rep = run(cancellation_program(tmp_path), shadow=True)
     assert [r.instruction for r in rep.top(5)] == [3]
+    by_added = sorted(rep["shadow"], key=lambda row: -row["added_max_abs_error"])
+    assert by_added[0]["instruction"] == 3 and rep["shadow_top"] == [3]
     for i in (0, 1, 2):  # exact float32 steps: nothing carried, nothing added
         assert rep.row(i).carried.abs == 0 and rep.row(i).added.abs == 0
     sub = rep.row(3)
