@@ -167,8 +167,8 @@ def run(program: ProgramSource, inputs: Mapping[str, InputValue] | None = None,
     if shadow:
         from nkirun.runner.shadow import Shadow
         sh = Shadow(c.bound)
-    m = execute(prog, c.bound, inputs, after_each, uninitialized,
-                step=sh.step if sh is not None else None)
+    m = (execute(prog, c.bound, inputs, after_each, uninitialized) if sh is None else
+         execute(prog, c.bound, inputs, after_each, uninitialized, step=sh.step))
     result = outputs(prog, m)
     if out is not None:
         try:

@@ -62,7 +62,9 @@ def run_traced(traced: Traced, bound, inputs=None, step=None) -> list:
     """Execute; the returned tensors' values, in return order. `step`: interpret.execute's
     (a shadow run: runner/shadow.py)."""
     from nkirun.source.kernel.execute import execute_freeing
-    m = execute_freeing(traced, bound, inputs if inputs is not None else traced.inputs, step)
+    inputs = inputs if inputs is not None else traced.inputs
+    m = (execute_freeing(traced, bound, inputs) if step is None else
+         execute_freeing(traced, bound, inputs, step))
     return [output_array(m, h) for h in traced.outputs]
 
 

@@ -65,4 +65,7 @@ def execute_freeing(traced, bound, inputs, step=None):
             m.written[t.name] = np.zeros(t.shape, bool)
 
     position = {id(b): i for i, b in enumerate(bound)}
-    return execute(replace(program, tensors=upfront), bound, inputs, after_each, step=step)
+    program = replace(program, tensors=upfront)
+    if step is None:
+        return execute(program, bound, inputs, after_each)
+    return execute(program, bound, inputs, after_each, step=step)  # run --shadow
