@@ -40,6 +40,7 @@ from nkirun.runner.machine import Machine, select_into
 from nkirun.runner.shadow_metrics import (
     Row,
     WriteStats,
+    as_f32,
     compare,
     real_cast,
     rounded_f32,
@@ -85,13 +86,14 @@ class ShadowMachine(Machine):
         self.real = real
         self.keep_dtype = keep_dtype
         self.shadowed: set[str] = set()
-        self.records: list = []  # (Resolved, stored float32 values, probe values, mask)
+        # per store of the current instruction: (Resolved, the values stored here, the
+        # probe: what the real dtypes would keep of them, mask, whether the store rounds)
+        self.records: list = []
 
     def enter(self, name: str) -> None:
         """Bring tensor `name` in from the real machine (first use)."""
         src = self.real.buffers[name]
-        decl_shadowed = name not in self.keep_dtype and _is_float_storage(src)
-        if decl_shadowed:
+        if name not in self.keep_dtype and _is_float_storage(src):
             self.buffers[name] = src.astype(F32, copy=True)
             self.shadowed.add(name)
         else:
@@ -102,7 +104,7 @@ class ShadowMachine(Machine):
         if name not in self.shadowed or r.ap is None or r.ap.indirect is not None:
             return super().view(r)
         s = r.ap  # a strided pattern over float32 storage: scale the byte steps
-        k = F32.itemsize // s.dtype.itemsize if F32.itemsize % s.dtype.itemsize == 0 else 0
+        k = F32.itemsize // s.dtype.itemsize  # (its own dtype: reinterpreted ones stay real)
         buf = self.buffers[name]
         a = np.ndarray(s.shape, F32, buffer=buf, offset=s.byte_offset * k,
                        strides=tuple(x * k for x in s.byte_strides))
@@ -135,7 +137,7 @@ class ShadowMachine(Machine):
                                                and out_dtype.name != "float32")
         probe = rounded_f32(v, out_dtype, r.dtype) if rounds else None
         dst = self.view(r)
-        v32 = v.astype(F32, copy=False)
+        v32 = as_f32(v)
         if v32.shape != dst.shape:
             v32 = (np.broadcast_to(v32, dst.shape) if v32.size != dst.size
                    else v32.reshape(dst.shape))
