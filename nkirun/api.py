@@ -26,6 +26,7 @@ from nkirun.ir import Program
 
 if TYPE_CHECKING:
     from nkirun.schedule.model import Schedule
+    from nkirun.show.shadow_report import ShadowReport
 
 ProgramSource = Union[str, "os.PathLike[str]", Mapping[str, Any]]
 InputValue = Union[np.ndarray, float, int, str, "os.PathLike[str]"]
@@ -135,11 +136,8 @@ def run(program: ProgramSource, inputs: Mapping[str, InputValue] | None = None,
         out: str | os.PathLike[str] | None = None, fmt: str | None = None,
         target: str | None = None, uninitialized: str = "error",
         max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES,
-        after_each: Callable[[Any, Any], None] | None = None, shadow: bool = False) -> Any:
+        after_each: Callable[[Any, Any], None] | None = None) -> dict[str, np.ndarray]:
     """Check, then run the program; returns the output tensors (and writes them to `out`).
-
-    shadow=True also runs the float32 shadow (docs/shadow.md) and returns its
-    ShadowReport instead (`.rows`, `.top(n)`, `.as_json()`; the outputs in `.outputs`).
 
     `inputs` maps tensor names to arrays (or .npy paths), replacing initial contents; an
     array of another numeric dtype is cast to the declared one, a 0-d array (or a number)
@@ -148,8 +146,28 @@ def run(program: ProgramSource, inputs: Mapping[str, InputValue] | None = None,
     ("zero"). Raises nkirun.NkirunError (with diagnostics) for invalid programs or
     run-time errors, ValueError/TypeError for bad arguments.
     """
-    from nkirun.runner.outputs import write_outputs
+    return _run(program, inputs, out, fmt, target, uninitialized, max_hbm_bytes, after_each)[0]
+
+
+def shadow(program: ProgramSource, inputs: Mapping[str, InputValue] | None = None,
+           out: str | os.PathLike[str] | None = None, fmt: str | None = None,
+           target: str | None = None, uninitialized: str = "error",
+           max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES,
+           after_each: Callable[[Any, Any], None] | None = None) -> ShadowReport:
+    """`run` with a float32 shadow beside it (docs/shadow.md; also `nkirun.run(...,
+    shadow=True)`): the ShadowReport, its `.outputs` the run's outputs (`.rows`,
+    `.top(n)`, `.as_json()`, `report["shadow"]`)."""
+    from nkirun.show.shadow_report import ShadowReport
+    result, sh = _run(program, inputs, out, fmt, target, uninitialized, max_hbm_bytes,
+                      after_each, shadowed=True)
+    return ShadowReport(sh.rows, result, sh.warnings)
+
+
+def _run(program, inputs, out, fmt, target, uninitialized, max_hbm_bytes, after_each,
+         shadowed: bool = False):
+    """(the outputs, the Shadow or None): `run` and `shadow`."""
     from nkirun.runner.interpret import execute, outputs
+    from nkirun.runner.outputs import write_outputs
     if uninitialized not in UNINITIALIZED:
         raise ValueError(f"uninitialized must be one of {', '.join(UNINITIALIZED)}; "
                          f"got {uninitialized!r}")
@@ -164,7 +182,7 @@ def run(program: ProgramSource, inputs: Mapping[str, InputValue] | None = None,
     _check_inputs(prog, inputs, via="inputs")
     inputs = _load_input_files(prog, inputs)
     sh = None
-    if shadow:
+    if shadowed:
         from nkirun.runner.shadow import Shadow
         sh = Shadow(c.bound)
     m = (execute(prog, c.bound, inputs, after_each, uninitialized) if sh is None else
@@ -175,11 +193,7 @@ def run(program: ProgramSource, inputs: Mapping[str, InputValue] | None = None,
             write_outputs(result, os.fsdecode(os.fspath(out)))
         except NkirunError as e:
             raise NkirunError(located(e.diagnostics, prog.path)) from None
-    result = {k: v.copy() for k, v in result.items()} if out is None else result
-    if sh is not None:
-        from nkirun.show.shadow_report import ShadowReport
-        return ShadowReport(sh.rows, result, sh.warnings)
-    return result
+    return ({k: v.copy() for k, v in result.items()} if out is None else result), sh
 
 
 def located(diags: list[Diagnostic], path: str) -> list[Diagnostic]:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import nkirun
-from nkirun.api import run
+from nkirun import run  # (programs; shadow=True: nkirun.api.shadow)
 from tests.prog_helpers import invoke, line_of, out, sbuf, tmp, write_program
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
