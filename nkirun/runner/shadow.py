@@ -42,8 +42,8 @@ from nkirun.runner.shadow_metrics import (
     WriteStats,
     as_f32,
     compare,
-    real_cast,
     rounded_f32,
+    stored,
 )
 from nkirun.source.operands import Resolved
 
@@ -205,8 +205,8 @@ class Spy:
         if v.dtype.kind in "fiu" and r.dtype.is_float and r.dtype.packed == 1:
             if v.dtype.kind != "f":
                 v = v.astype(np.float64)
-            post = real_cast(v, out_dtype, r.dtype)
-            self._stats.count(r, v, post, out_dtype, r.dtype, mask)
+            post, post32 = stored(v, out_dtype, r.dtype)
+            self._stats.count(r, v, post, out_dtype, r.dtype, mask, post32)
             self._m.write(r, post, None, mask)
         else:
             self._m.write(r, v, out_dtype, mask)

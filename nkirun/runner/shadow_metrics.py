@@ -69,6 +69,18 @@ def rounded_f32(v: np.ndarray, out_dtype, dst) -> np.ndarray:
     return as_f32(real_cast(v, out_dtype, dst))
 
 
+def stored(v: np.ndarray, out_dtype, dst) -> tuple[np.ndarray, np.ndarray | None]:
+    """(what Machine.write would store for v, the same as float32 values or None): the
+    common float32 -> bfloat16 store rounded on the bits (bit-identical to ml_dtypes' cast,
+    tests/runner/test_shadow.py, and much faster), others through real_cast."""
+    if v.dtype == np.float32 and dst.name == "bfloat16" and (
+            out_dtype is None or out_dtype.name in ("float32", "bfloat16")):
+        post32 = rounded_f32(v, out_dtype, dst)
+        post = (post32.view(np.uint32) >> np.uint32(16)).astype(np.uint16).view(BF16)
+        return post, post32
+    return real_cast(v, out_dtype, dst), None
+
+
 @dataclass
 class _Format:
     nmant: int
@@ -199,14 +211,17 @@ class WriteStats:
     real32: dict = field(default_factory=dict)  # id(Resolved) -> stored values, float32
     pool: dict = field(default_factory=dict)  # scratch arrays (the run's)
 
-    def count(self, r, pre: np.ndarray, post: np.ndarray, out_dtype, dst, mask) -> None:
-        """One store of values `pre` (as computed) kept as `post` (as stored) into r."""
+    def count(self, r, pre: np.ndarray, post: np.ndarray, out_dtype, dst, mask,
+              post32: np.ndarray | None = None) -> None:
+        """One store of values `pre` (as computed) kept as `post` (as stored) into r
+        (`post32`: post as float32 values, when already known)."""
         if mask is not None:
             if mask.size != pre.size:
-                return self.count(r, pre, post, out_dtype, dst, None)
+                return self.count(r, pre, post, out_dtype, dst, None, post32)
             sel = mask.reshape(pre.shape)
             pre, post = pre[sel], np.asarray(post)[sel]
-        post32 = as_f32(post)
+            post32 = None if post32 is None else post32[sel]
+        post32 = as_f32(post) if post32 is None else post32
         if mask is None and (r.ap is None or r.ap.indirect is None):
             self.real32[id(r)] = post32  # what the real run holds there (no 2nd conversion)
         if dst.name == "float32" and (out_dtype is None or out_dtype.name == "float32"):
