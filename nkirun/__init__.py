@@ -80,12 +80,13 @@ def run(program: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: E302
     return _api.run(program, *args, **kwargs)
 
 
-def simulate(kernel: Callable[..., Any], target: str | None = None, shadow: bool = False
-             ) -> Callable[..., Any]:
-    """`nkirun.simulate(kernel)(*arrays, **kwargs)` runs a kernel on NumPy arrays; with
-    shadow=True the call returns a ShadowReport (docs/shadow.md), outputs in `.outputs`."""
+def simulate(kernel: Callable[..., Any], target: str | None = None, lnc: int = 1,
+             shadow: bool = False) -> Callable[..., Any]:
+    """`nkirun.simulate(kernel)(*arrays, **kwargs)` runs a kernel on NumPy arrays; `lnc=2`
+    on the two cores of a logical core (trn2/trn3, like `--lnc 2`); with shadow=True the
+    call returns a ShadowReport (docs/shadow.md), outputs in `.outputs`."""
     from nkirun.source.kernel.api import simulate as simulate_kernel
-    return simulate_kernel(kernel, target, shadow)
+    return simulate_kernel(kernel, target, lnc, shadow)
 
 
 def trace(kernel: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

@@ -92,6 +92,9 @@ class TensorDecl:
     output: bool = False
     loc: Loc = field(default_factory=Loc, compare=False)
     key_locs: dict[str, Loc] = field(default_factory=dict, compare=False)
+    # Two-core (LNC2) programs: the core (0 or 1) that owns an SBUF/PSUM/private-HBM
+    # tensor; None: shared by both cores (shared HBM), or a one-core program.
+    core: int | None = None
 
     @property
     def on_chip(self) -> bool:
@@ -127,6 +130,7 @@ class Instruction:
     # The index of an earlier instruction whose keywords and values this one repeats
     # exactly (a front end saw the same text): the checker reuses what it found for that one.
     repeat_of: int | None = field(default=None, compare=False)
+    core: int = 0  # the core whose stream it is in (two-core programs: 0 or 1)
 
     def arg_loc(self, key: str) -> Loc:
         return self.arg_locs.get(key, self.loc)
@@ -138,7 +142,7 @@ class Instruction:
 _new = object.__new__
 _VIEW_SET = tuple(getattr(View, f).__set__ for f in ("tensor", "index", "loc"))
 _INST_SET = tuple(getattr(Instruction, f).__set__
-                  for f in ("op", "args", "index", "loc", "arg_locs", "repeat_of"))
+                  for f in ("op", "args", "index", "loc", "arg_locs", "repeat_of", "core"))
 
 
 def view_at(tensor: str, index, loc: Loc) -> View:
@@ -152,16 +156,17 @@ def view_at(tensor: str, index, loc: Loc) -> View:
 
 
 def instruction_at(op: str, args: dict, index: int, loc: Loc, arg_locs: dict,
-                   repeat_of: int | None) -> Instruction:
-    """`Instruction(op, args, index, loc, arg_locs, repeat_of)`, fast (see above)."""
+                   repeat_of: int | None, core: int = 0) -> Instruction:
+    """`Instruction(op, args, index, loc, arg_locs, repeat_of, core)`, fast (see above)."""
     inst = _new(Instruction)
-    set_op, set_args, set_index, set_loc, set_arg_locs, set_repeat_of = _INST_SET
+    set_op, set_args, set_index, set_loc, set_arg_locs, set_repeat_of, set_core = _INST_SET
     set_op(inst, op)
     set_args(inst, args)
     set_index(inst, index)
     set_loc(inst, loc)
     set_arg_locs(inst, arg_locs)
     set_repeat_of(inst, repeat_of)
+    set_core(inst, core)
     return inst
 
 
@@ -182,3 +187,7 @@ class Program:
     # The dropped instructions that had a known op, with the keywords that did convert:
     # checked for what can still be checked, never run or costed.
     partial: tuple[Instruction, ...] = field(default=(), compare=False)
+    # 1, or 2 for a Logical NeuronCore of two cores (LNC2): each instruction then belongs
+    # to one core's stream (Instruction.core), run in program order within its core; the
+    # two streams meet only at sendrecv/core_barrier (checker/cores.py).
+    cores: int = 1

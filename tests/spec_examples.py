@@ -93,6 +93,13 @@ def example_program(tmp_path, name: str, instructions: str | None = None) -> str
     decls.update(getattr(per_instruction_module(name), "EXAMPLE_TENSORS", {}))
     body = spec.example if instructions is None else instructions
     target = example_target(name)
+    # A two-core instruction's test module writes the whole program around core 0's entries
+    whole = getattr(per_instruction_module(name), "example_program_text", None)
+    if whole is not None:
+        path = tmp_path / f"{name}_example.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(whole(body, target or "trn2"))
+        return str(path)
     text = "version: 1\n" + (f"target: {target}\n" if target else "") + "tensors:\n"
     text += "".join(f"  {t}: {d}\n" for t, d in decls.items())
     text += "instructions:\n" + "".join(f"  {line}\n" for line in body.splitlines())

@@ -91,7 +91,7 @@ class Bound:
         if acc is None:
             reads, writes = [], []
             for p in self.spec.params:
-                if p.kind.is_view:  # one view, or a list of them (TILE_LIST)
+                if p.kind.is_view and p.name not in self.spec.not_accessed:  # (TILE_LIST too)
                     for r in views_of(self.args.get(p.name)):
                         (writes if p.out else reads).append((p.name, r))
             if self.spec.reads_out is not None:  # e.g. an accumulating matmul reads its dst

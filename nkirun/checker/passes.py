@@ -88,7 +88,7 @@ def _dataflow(program: Program, bound: list[Bound], failed: set[int]) -> list[Di
     defined |= lost
     read_after: dict[str, bool] = {}
     last_write: dict[str, Bound] = {}
-    acc_state: dict[str, str] = {}  # accumulator -> undefined / defined / clobbered
+    acc_states: dict = {}  # core -> {accumulator -> undefined / defined / clobbered}
     for b in bound:
         rw = b.args.memo.get("tensors_read_written")
         if rw is None:
@@ -109,7 +109,7 @@ def _dataflow(program: Program, bound: list[Bound], failed: set[int]) -> list[Di
             read_after[n] = False
             last_write[n] = b
         if b.spec.accumulator is not None:
-            out += _acc_hazard(b, acc_state)
+            out += _acc_hazard(b, acc_states.setdefault(b.inst.core, {}))
     for n, was_read in read_after.items():
         t = program.tensors[n]
         if not was_read and not t.output and n in last_write and n not in lost:
@@ -159,8 +159,8 @@ def _capacity(program: Program, bound: list[Bound]) -> list[Diagnostic]:
                      ("psum", target.psum_bytes_per_partition)):
         delta = [0] * (n + 2)  # +2: a tensor first used at 0 with no instruction left
         for name, f in first.items():
-            t = program.tensors[name]
-            if t.buffer != buf:
+            t = program.tensors.get(name)  # (None: another core's, reported as E633)
+            if t is None or t.buffer != buf:
                 continue
             delta[f] += t.bytes_per_partition
             delta[last.get(name, f) + 1] -= t.bytes_per_partition
@@ -189,10 +189,14 @@ def validate(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES):
         # bind leaves out instructions naming a tensor whose declaration failed
         kept = {b.index for b in bound}
         failed.update(i.index for i in program.instructions if i.index not in kept)
-    diags.extend(_dataflow(program, bound, failed))
+    from nkirun.checker.cores import check_cores, per_core
+    in_order, more = check_cores(program, bound)  # two cores: both streams in run order
+    diags.extend(more)
+    diags.extend(_dataflow(program, in_order, failed))
     diags.extend(psum_hazards(program, bound))
     if not any(x.code in ("E017", "E041") for x in diags):
-        diags.extend(_capacity(program, bound))
+        for one_core, its_bound in per_core(program, bound):  # each core has its own SBUF
+            diags.extend(_capacity(one_core, its_bound))
     return bound, diags
 
 

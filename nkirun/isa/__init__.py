@@ -29,6 +29,7 @@ MODULES = (
     "tensor_partition_reduce", "bn_stats", "bn_aggr",
     "nc_stream_shuffle", "dma_transpose", "nc_n_gather", "local_gather",
     "sequence_bounds", "nonzero_with_count", "topk", "dma_compute",
+    "sendrecv", "core_barrier",
 )
 
 

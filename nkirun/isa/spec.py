@@ -95,6 +95,9 @@ class InstructionDef:
     # The reduce_cmd an instruction without a `reduce_cmd` keyword always applies to its
     # accumulator (activation_reduce: reset_reduce), for the hazard pass.
     fixed_reduce_cmd: str | None = None
+    # View params the instruction names but neither reads nor writes (core_barrier's
+    # `data`: what the cores synchronise on): no dataflow, dependence or race on them.
+    not_accessed: tuple[str, ...] = ()
 
     def param(self, name: str) -> Param | None:
         for p in self.params:

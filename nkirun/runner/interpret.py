@@ -30,6 +30,9 @@ def execute(program: Program, bound, inputs=None, after_each=None,
                              hint="lower the tensor sizes; --max-hbm-bytes (API: max_hbm_bytes=) "
                                   "bounds HBM tensors"))
     m = Machine(buffers, written)
+    if program.cores > 1:  # both cores' streams, interleaved at their meeting points
+        from nkirun.runner.cores import steps
+        bound = steps(bound, m)
     b = None
     try:
         with np.errstate(all="ignore"):  # inf/nan flow through as on hardware, silently

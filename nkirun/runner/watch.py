@@ -107,15 +107,17 @@ class Tracer:
         self.console = None
         views = (len(f"{p.name}={b.inst.args.get(p.name)}") for b in bound
                  for p in b.spec.params if p.out and p.name in b.inst.args)
+        self.two_core = any(b.inst.core for b in bound)  # rows then name the core
         self.widths = (len(str(max(len(bound) - 1, 0))),
                        max((len(b.op) for b in bound), default=0),
-                       max((len(b.engine) for b in bound), default=0),
+                       max((len(b.engine) for b in bound), default=0) + 6 * self.two_core,
                        min(max(views, default=0), 28))
 
     def __call__(self, b, m) -> None:
         outs = [written_stats(b, m, p.name) for p in b.spec.params
                 if p.out and b.tile(p.name) is not None]
-        row = TraceRow(b.index, b.op, b.engine, outs)
+        row = TraceRow(b.index, b.op, f"core{b.inst.core}.{b.engine}" if self.two_core
+                       else b.engine, outs)
         if not self.seen_nan and any(w.nan for w in outs):
             row.first_nan = self.seen_nan = True
         if not self.seen_inf and any(w.inf for w in outs):

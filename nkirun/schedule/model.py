@@ -27,6 +27,8 @@ FALLBACK_CLOCK_GHZ = 1.0
 
 # Why an instruction started when it did.
 READY, RAW, WAR, WAW, ENGINE, QUEUE = "ready", "data", "war", "waw", "engine", "dma_queue"
+# Two-core programs: waiting for the other core at a core_barrier / sendrecv (schedule/cores.py).
+BARRIER, SENDRECV = "core_barrier", "sendrecv"
 
 
 @dataclass(slots=True)
@@ -46,6 +48,7 @@ class Slot:
     wait_tensor: str | None = None  # the tensor of a data dependence
     line: int = 0
     tensors: tuple[str, ...] = ()  # the tensors it reads or writes (live ranges)
+    core: int = 0  # the core that ran it (two-core programs)
 
     @property
     def duration_ns(self) -> float:
@@ -65,6 +68,8 @@ class Slot:
             return f"engine busy ({self.engine}: instruction {k})"
         if self.wait_kind == QUEUE:
             return f"DMA queue busy (instruction {k})"
+        if self.wait_kind in (BARRIER, SENDRECV):
+            return f"core {1 - self.core} reaching its {self.wait_kind} (after instruction {k})"
         return "ready at start"
 
 
@@ -85,7 +90,8 @@ class Schedule:
         return max((s.end_ns for s in self.slots), default=0.0)
 
     def clock(self, engine: str) -> float:
-        c = self.target.clock(engine)
+        c = self.target.clock(engine.rpartition(".")[2] if engine.startswith("core")
+                              else engine)  # ("core1.vector": a track of a two-core program)
         return FALLBACK_CLOCK_GHZ if c is None else c
 
     def engine_names(self) -> list[str]:
@@ -99,7 +105,7 @@ class Schedule:
 
         DMA: `busy_ns` is the time at least one queue is busy; `queue_busy_ns` sums the busy
         time of every queue and `queue_utilization` divides it by queues x makespan."""
-        total = self.total_ns
+        total = self.total_ns * self.program.cores  # two cores: each engine twice
         out = {n: {"clock_ghz": self.clock(n), "busy_ns": 0.0, "instructions": 0}
                for n in self.engine_names()}
         dma = []
@@ -111,14 +117,21 @@ class Schedule:
             else:
                 e["busy_ns"] += s.duration_ns
         d = out["dma"]
-        d["busy_ns"] = _union_length([(s.start_ns, s.end_ns) for s in dma])
-        d["queues"] = self.target.dma_queues
+        d["busy_ns"] = sum(_union_length([(s.start_ns, s.end_ns) for s in dma if s.core == c])
+                           for c in range(self.program.cores))
+        d["queues"] = self.target.dma_queues * self.program.cores
         d["queue_busy_ns"] = sum(s.duration_ns * len(s.queues) for s in dma)
-        d["queue_utilization"] = (d["queue_busy_ns"] / (self.target.dma_queues * total)
+        d["queue_utilization"] = (d["queue_busy_ns"] / (d["queues"] * self.total_ns)
                                   if total else 0.0)
         for e in out.values():
             e["utilization"] = e["busy_ns"] / total if total else 0.0
         return out
+
+    def core_view(self, core: int) -> "Schedule":
+        """The slots one core ran (a two-core program), as a schedule of their own."""
+        from dataclasses import replace
+        return Schedule(replace(self.program, cores=1), self.target,
+                        [x for x in self.slots if x.core == core])
 
     def bottleneck(self) -> str | None:
         """The engine busy longest (None for an empty program)."""

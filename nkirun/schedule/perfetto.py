@@ -1,7 +1,7 @@
 """Chrome-trace / Perfetto JSON (Trace Event Format) of a Schedule: open it in
 ui.perfetto.dev or chrome://tracing.
 
-  * one process (the program on its target);
+  * one process (the program on its target); a two-core program: one process per core;
   * one thread (track) per engine used, and one per group of DMA queues that ran exactly
     the same transfers (views.tracks: "dma.q0-15" when all 16 queues always moved together,
     not 16 identical tracks); one complete event (`ph: "X"`) per instruction on each of its
@@ -28,32 +28,41 @@ def _us(ns: float) -> float:
     return round(ns / 1000.0, 6)
 
 
-def _track_events(s: Schedule) -> tuple[list[dict], dict[int, list[int]]]:
-    """Metadata and slices; per instruction index, the tids of its tracks in order."""
-    events: list[dict] = [
-        {"ph": "M", "name": "process_name", "pid": PID, "tid": 0,
-         "args": {"name": f"{s.program.path} on {s.target.name} ({s.target.core})"}}]
-    tids: dict[int, list[int]] = {}
-    for tid, (name, slots) in enumerate(tracks(s), start=1):
-        label = name if name.startswith("dma") else f"{name} ({s.clock(name):g} GHz)"
-        events.append({"ph": "M", "name": "thread_name", "pid": PID, "tid": tid,
-                       "args": {"name": label}})
-        events.append({"ph": "M", "name": "thread_sort_index", "pid": PID, "tid": tid,
-                       "args": {"sort_index": tid}})
-        for x in slots:
-            tids.setdefault(x.index, []).append(tid)
+def _processes(s: Schedule) -> list[tuple[int, str, Schedule]]:
+    """(pid, name, the slots it shows): one process, or one per core of a two-core program."""
+    head = f"{s.program.path} on {s.target.name} ({s.target.core})"
+    if s.program.cores == 1:
+        return [(PID, head, s)]
+    return [(PID + c, f"core {c}: {head}", s.core_view(c)) for c in range(s.program.cores)]
+
+
+def _track_events(s: Schedule) -> tuple[list[dict], dict[int, list[tuple[int, int]]]]:
+    """Metadata and slices; per instruction index, the (pid, tid) of its tracks in order."""
+    events: list[dict] = []
+    tids: dict[int, list[tuple[int, int]]] = {}
+    for pid, head, part in _processes(s):
+        events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
+                       "args": {"name": head}})
+        for tid, (name, slots) in enumerate(tracks(part), start=1):
+            label = name if name.startswith("dma") else f"{name} ({s.clock(name):g} GHz)"
+            events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
+                           "args": {"name": label}})
+            events.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
+                           "args": {"sort_index": tid}})
+            for x in slots:
+                tids.setdefault(x.index, []).append((pid, tid))
     for x in s.slots:
-        first, *rest = tids[x.index]
+        (pid, first), *rest = tids[x.index]
         ts, dur = _us(x.start_ns), _us(x.duration_ns)
-        events.append({"ph": "X", "name": x.op, "cat": x.engine, "pid": PID, "tid": first,
+        events.append({"ph": "X", "name": x.op, "cat": x.engine, "pid": pid, "tid": first,
                        "ts": ts, "dur": dur, "args": instruction_row(x)})
-        for tid in rest:  # the same transfer on its other queue groups: the index only
-            events.append({"ph": "X", "name": x.op, "cat": x.engine, "pid": PID, "tid": tid,
+        for _, tid in rest:  # the same transfer on its other queue groups: the index only
+            events.append({"ph": "X", "name": x.op, "cat": x.engine, "pid": pid, "tid": tid,
                            "ts": ts, "dur": dur, "args": {"index": x.index, "queue": x.queue}})
     return events, tids
 
 
-def _flow_events(s: Schedule, tids: dict[int, list[int]]) -> list[dict]:
+def _flow_events(s: Schedule, tids: dict[int, list[tuple[int, int]]]) -> list[dict]:
     """One arrow per waited-for edge, bound to the slices it joins (start: inside the
     slice that was waited for; end: the enclosing slice of the waiting one)."""
     by_index = {x.index: x for x in s.slots}
@@ -61,10 +70,11 @@ def _flow_events(s: Schedule, tids: dict[int, list[int]]) -> list[dict]:
     for flow_id, x in enumerate((x for x in s.slots if x.waited_on is not None), start=1):
         src = by_index[x.waited_on]
         args = {"from": src.index, "to": x.index, "kind": x.wait_kind, "why": x.wait}
+        (spid, stid), (pid, tid) = tids[src.index][0], tids[x.index][0]
         out.append({"ph": "s", "id": flow_id, "name": "waited for", "cat": "wait",
-                    "pid": PID, "tid": tids[src.index][0], "ts": _mid(src), "args": args})
+                    "pid": spid, "tid": stid, "ts": _mid(src), "args": args})
         out.append({"ph": "f", "bp": "e", "id": flow_id, "name": "waited for", "cat": "wait",
-                    "pid": PID, "tid": tids[x.index][0], "ts": _mid(x)})
+                    "pid": pid, "tid": tid, "ts": _mid(x)})
     return out
 
 
@@ -99,10 +109,11 @@ def live_bytes(s: Schedule) -> dict[str, list[tuple[float, int]]]:
 
 def _counter_events(s: Schedule) -> list[dict]:
     out = []
-    for buf, steps in live_bytes(s).items():
-        name = f"live {buf.upper()} bytes"
-        out += [{"ph": "C", "name": name, "pid": PID, "ts": _us(t), "args": {"bytes": n}}
-                for t, n in steps]
+    for pid, _, part in _processes(s):  # each core has its own SBUF and PSUM
+        for buf, steps in live_bytes(part).items():
+            name = f"live {buf.upper()} bytes"
+            out += [{"ph": "C", "name": name, "pid": pid, "ts": _us(t), "args": {"bytes": n}}
+                    for t, n in steps]
     return out
 
 

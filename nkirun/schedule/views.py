@@ -42,10 +42,19 @@ def summary(s: Schedule) -> dict:
         "engines": {n: {k: (_r(v) if isinstance(v, float) else v) for k, v in e.items()}
                     for n, e in engines.items()},
         "bottleneck": s.bottleneck(),
+        **({"cores": [_core_summary(s.core_view(c)) for c in range(s.program.cores)]}
+           if s.program.cores > 1 else {}),
         "critical_path_length": len(path),
         "notes": s.notes(),
         "assumptions": list(MODEL_ASSUMPTIONS),
     }
+
+
+def _core_summary(s: Schedule) -> dict:
+    """One core's share of a two-core schedule: its instructions, end and engines."""
+    return {"instruction_count": len(s.slots), "end_ns": _r(s.total_ns),
+            "engines": {n: {k: (_r(v) if isinstance(v, float) else v) for k, v in e.items()}
+                        for n, e in s.engines().items() if e["instructions"]}}
 
 
 def instruction_row(x: Slot) -> dict:
@@ -57,12 +66,18 @@ def instruction_row(x: Slot) -> dict:
 
 
 def table(s: Schedule) -> list[dict]:
+    if s.program.cores > 1:  # two cores: each row says which core ran it
+        return [dict(instruction_row(x), core=x.core) for x in s.slots]
     return [instruction_row(x) for x in s.slots]
 
 
 def tracks(s: Schedule) -> list[tuple[str, list[Slot]]]:
     """(track name, its slots in start order): each engine used, then each group of DMA
-    queues that ran exactly the same transfers ("dma.q0-15" when all 16 moved together)."""
+    queues that ran exactly the same transfers ("dma.q0-15" when all 16 moved together).
+    Two cores: core 0's tracks, then core 1's, named "core0.vector", "core1.dma.q0-15"."""
+    if s.program.cores > 1:
+        return [(f"core{c}.{name}", slots) for c in range(s.program.cores)
+                for name, slots in tracks(s.core_view(c))]
     out = []
     for name in s.engine_names():
         if name == "dma":

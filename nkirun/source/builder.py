@@ -12,9 +12,10 @@ from nkirun.isa.spec import ArgError, convert, normalize_name, param_tables
 from nkirun.source.operands import ViewSyntaxError, parse_view
 from nkirun.hw.targets import DEFAULT_TARGET, TARGETS
 from nkirun.source import tensor_fields
+from nkirun.source.cores import tensor_core
 from nkirun.source.tensor_fields import BUFFER_ALIASES, NAME_RE, TENSOR_KEYS  # noqa: F401
 
-TOP_KEYS = ("version", "name", "target", "tensors", "instructions")
+TOP_KEYS = ("version", "name", "target", "tensors", "instructions", "cores")
 MAX_UNKNOWN_REPORTED = 10  # unknown keywords of one instruction reported one by one
 
 
@@ -65,6 +66,8 @@ class Builder:
         self.dropped: set[int] = set()
         self.partial: list[Instruction] = []
         self.count = 0  # instruction entries seen (valid or not)
+        self.cores = 1  # 2 once the source names a core (source/cores.py)
+        self.core = 0  # the core whose stream new instructions join
         self._converted: dict = {}  # (op, key, type, raw) -> (typed value,)
 
     # ---- top level ---------------------------------------------------------------------------
@@ -124,6 +127,7 @@ class Builder:
                 d.append(error("E013", f"tensor `{name}`: unknown dtype {get('dtype')!r}",
                                vloc("dtype"), hint="allowed: " + ", ".join(dt.DTYPES)))
         init, init_value = tensor_fields.initial_value(d, name, fields, shape, vloc)
+        core = tensor_core(d, name, fields)
         output = get("output")
         if output is not None and not isinstance(output, bool):
             d.append(error("E006", f"tensor `{name}`: `output` must be true or false, got "
@@ -135,7 +139,7 @@ class Builder:
                                hint="give it buffer, shape and dtype"))
             return True
         self.tensors[name] = TensorDecl(name, buffer, shape, dtype, init, init_value,
-                                        bool(output), loc, key_locs)
+                                        bool(output), loc, key_locs, core)
         return False
 
     def _tensor_entry(self, name, fields, loc: Loc) -> bool | None:
@@ -194,11 +198,11 @@ class Builder:
                                         loc, index, hint=p.doc or None))
         if len(self.diags) > n0:
             self.dropped.add(index)
-            self.partial.append(Instruction(name, values, index, loc, locs))
+            self.partial.append(Instruction(name, values, index, loc, locs, core=self.core))
             return
         full = tables.defaults.copy()  # every param: the default unless given
         full.update(values)
-        self.instructions.append(Instruction(name, full, index, loc, locs))
+        self.instructions.append(Instruction(name, full, index, loc, locs, core=self.core))
 
     def _unknown_instruction(self, op: str, name: str, loc: Loc, index: int) -> None:
         """E391 for an instruction NKI removed, else E021 with a did-you-mean."""
@@ -259,7 +263,7 @@ class Builder:
             v = args[k]
             args[k] = view_at(v.tensor, v.index, locs[k])
         self.instructions.append(instruction_at(like.op, args, self.count, loc, locs,
-                                                like.index))
+                                                like.index, self.core))
         self.count += 1
 
     # ---- result ------------------------------------------------------------------------------
@@ -272,7 +276,7 @@ class Builder:
             target=self.target, tensors=self.tensors, instructions=tuple(self.instructions),
             name=self.name, path=self.path, base_dir=self.base_dir, source_lines=self.lines,
             invalid_tensors=frozenset(self.invalid_tensors), dropped=frozenset(self.dropped),
-            partial=tuple(self.partial))
+            partial=tuple(self.partial), cores=self.cores)
         return program, self.diags
 
 

@@ -106,6 +106,8 @@ def tensor_schema() -> dict:
             "data": {"type": "array", "description": "initial contents: a nested list"},
             "output": {"type": "boolean",
                        "description": "write the tensor to OUTDIR/<name>.npy after the run"},
+            "core": {"enum": [0, 1], "description": "two-core programs: the core that owns "
+                     "this SBUF/PSUM/private-HBM tensor (HBM without it: shared)"},
         },
         "required": ["buffer", "shape", "dtype"],
         "additionalProperties": False,
@@ -135,7 +137,15 @@ def generate() -> dict:
                                           "with a digit (it becomes an output file name)"},
                         "additionalProperties": {"$ref": "#/definitions/tensor"}},
             "instructions": {"type": "array", "items": {"$ref": "#/definitions/instruction"}},
+            "cores": {"type": "array", "minItems": 2, "maxItems": 2,
+                      "description": "a two-core (LNC2) program, instead of `instructions`: "
+                                     "core 0's stream, then core 1's",
+                      "items": {"type": "object", "required": ["instructions"],
+                                "additionalProperties": False, "properties": {
+                                    "instructions": {"type": "array", "items": {
+                                        "$ref": "#/definitions/instruction"}}}}},
         },
+        "not": {"required": ["instructions", "cores"]},
         "required": ["version"],
         "additionalProperties": False,
         "definitions": {

@@ -10,7 +10,7 @@ from nkirun.diagnostics import error
 from nkirun.hw.alu import parse_scalar
 from nkirun.ir import BUFFERS
 
-TENSOR_KEYS = ("buffer", "shape", "dtype", "file", "fill", "data", "output")
+TENSOR_KEYS = ("buffer", "shape", "dtype", "file", "fill", "data", "output", "core")
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_DIMS = 16  # NumPy allows 64 (32 before 2.0); instructions add a few axes of their own
 BUFFER_ALIASES = {"shared_hbm": "hbm", "private_hbm": "hbm"}

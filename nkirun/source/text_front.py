@@ -25,7 +25,7 @@ from nkirun.source.text_tokens import _MISSING, _Syntax, _list, plain, tokens, v
 from nkirun.isa import REGISTRY
 from nkirun.isa.spec import normalize_name
 
-DIRECTIVES = ("version", "name", "target", "tensor")
+DIRECTIVES = ("version", "name", "target", "tensor", "core")
 TENSOR_POSITIONALS = ("buffer", "shape", "dtype")
 LINE_HINT = ("instruction lines are `OP key=value key=value ...` with no blank around `=`, "
              "e.g. `load dst=t src=x`")
@@ -88,6 +88,8 @@ class _Reader:
             return
         if text == "tensor":
             return self.tensor(ln, toks)
+        if text == "core":  # `core 0` / `core 1`: the lines below join that core's stream
+            return self.core(ln, toks)
         if text in DIRECTIVES:
             return self.directive(ln, toks)
         self.instruction(ln, toks)
@@ -195,6 +197,19 @@ class _Reader:
         except _Syntax as e:
             return self.err(e.code, str(e), ln, e.col, e.hint)
         self.b.top(key, value, self.loc(ln, col), self.loc(ln, vcol))
+
+    def core(self, ln: int, toks) -> None:
+        from nkirun.source.cores import begin_core
+        col = toks[0][0]
+        if len(toks) != 2 or toks[1][1] is not None:
+            self.err("E630", "a core line is `core 0` or `core 1`", ln, col)
+            return
+        _, _, vcol, text = toks[1]
+        try:
+            value = value_of(text, vcol)
+        except _Syntax as e:
+            return self.err(e.code, str(e), ln, e.col, e.hint)
+        begin_core(self.b, value, self.loc(ln, vcol))
 
     def tensor(self, ln: int, toks) -> None:
         col = toks[0][0]

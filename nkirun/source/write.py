@@ -117,12 +117,23 @@ def to_text(program: Program) -> str:
         for r in rows:
             head = " ".join(c.ljust(w) for c, w in zip(r[:4], widths))
             out.append(f"tensor {head} {' '.join(r[4:])}".rstrip())
-    if program.instructions:
-        out.append("")
-    for inst in program.instructions:
-        args = " ".join(f"{k}={text_value(v)}" for k, v in instruction_args(inst))
-        out.append(f"{inst.op} {args}".rstrip())
+    for core, stream in _streams(program):
+        if stream or core is not None:
+            out.append("")
+        if core is not None:
+            out.append(f"core {core}")
+        for inst in stream:
+            args = " ".join(f"{k}={text_value(v)}" for k, v in instruction_args(inst))
+            out.append(f"{inst.op} {args}".rstrip())
     return "\n".join(out) + "\n"
+
+
+def _streams(program: Program):
+    """(core, its instructions) per core of a two-core program; (None, all) otherwise."""
+    if program.cores == 1:
+        return [(None, program.instructions)]
+    return [(c, [i for i in program.instructions if i.core == c])
+            for c in range(program.cores)]
 
 
 def _tensor_text(t: TensorDecl) -> list[str]:
@@ -131,6 +142,8 @@ def _tensor_text(t: TensorDecl) -> list[str]:
         row.append(f"{t.init}={_init_value(t, text_value)}")
     if t.output:
         row.append("output")
+    if t.core is not None:
+        row.append(f"core={t.core}")
     return row
 
 
@@ -174,19 +187,27 @@ def to_yaml(program: Program) -> str:
                 fields.append(f"{t.init}: {_init_value(t, yaml_value)}")
             if t.output:
                 fields.append("output: true")
+            if t.core is not None:
+                fields.append(f"core: {t.core}")
             out.append(f"  {(_yaml_str(t.name) + ':').ljust(width)} {{{', '.join(fields)}}}")
-    if not program.instructions:
-        out.append("instructions: []")
-    else:
-        out.append("instructions:")
-        for inst in program.instructions:
+    streams = _streams(program)
+    if streams[0][0] is not None:
+        out.append("cores:")
+    for core, stream in streams:
+        pad = "" if core is None else "    "
+        head = "instructions:" if core is None else f"  - instructions:   # core {core}"
+        if not stream:
+            out.append(head.replace(":", ": []", 1))
+            continue
+        out.append(head)
+        for inst in stream:
             args = [f"{k}: {yaml_value(v)}" for k, v in instruction_args(inst)]
-            line = f"  - {inst.op}: {{{', '.join(args)}}}"
+            line = f"{pad}  - {inst.op}: {{{', '.join(args)}}}"
             if len(line) <= 100:
                 out.append(line)
             else:  # long entries one keyword per line, like the hand-written programs
-                out.append(f"  - {inst.op}:")
-                out.extend(f"      {a}" for a in args)
+                out.append(f"{pad}  - {inst.op}:")
+                out.extend(f"{pad}      {a}" for a in args)
     return "\n".join(out) + "\n"
 
 

@@ -328,7 +328,14 @@ def _build(w: _Walker, b: Builder, root) -> None:
                     b.tensor(name, fields, w.loc(tk))
                 else:
                     b.tensor(name, w.value(tv), w.loc(tk))
+        elif key == "cores":
+            from nkirun.source.cores import yaml_cores
+            yaml_cores(w, b, vnode, kloc, _instruction, seen)
         elif key == "instructions":
+            if "cores" in seen - {key}:
+                b.diags.append(error("E630", "a program has either `instructions:` (one "
+                                     "core) or `cores:` (two cores), not both", kloc))
+                continue
             if not isinstance(vnode, yaml.SequenceNode):
                 b.diags.append(error("E006", "`instructions` must be a list of one-key mappings",
                                      w.loc(vnode)))

@@ -39,6 +39,7 @@ COMPARED_IN = {
     "matmul_transpose.yaml": "test_kernels",
     "layernorm_bn_stats.yaml": "test_bn_aggr",
     "softmax_exponential.yaml": "test_exponential",
+    "two_core_halves.yaml": "test_two_cores",
 }
 
 

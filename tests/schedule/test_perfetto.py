@@ -30,8 +30,14 @@ def _events(path):
 
 
 def _thread_names(events):
-    return {e["tid"]: e["args"]["name"] for e in events
+    """(pid, tid) -> track name (a two-core program has one process per core)."""
+    return {(e["pid"], e["tid"]): e["args"]["name"] for e in events
             if e["ph"] == "M" and e["name"] == "thread_name"}
+
+
+def _track_name(name: str) -> str:
+    """A tracks() name without its two-core prefix ("core1.dma.q0-15" -> "dma.q0-15")."""
+    return name.split(".", 1)[1] if name.startswith("core") else name
 
 
 @pytest.mark.parametrize("path", PROGRAMS)
@@ -39,13 +45,14 @@ def test_one_track_per_dma_queue_group_used(path):
     s, events = _events(path)
     names = _thread_names(events)
     dma_tracks = sorted(n for n in names.values() if n.startswith("dma"))
-    assert dma_tracks == sorted(n for n, _ in tracks(s) if n.startswith("dma"))
+    assert dma_tracks == sorted(_track_name(n) for n, _ in tracks(s)
+                                if _track_name(n).startswith("dma"))
     used = {q for x in s.slots for q in x.queues}
     # no two DMA tracks carry exactly the same transfers; every track has something on it
-    per_tid: dict[int, list[int]] = {}
+    per_tid: dict[tuple, list[int]] = {}
     for e in events:
         if e["ph"] == "X":
-            per_tid.setdefault(e["tid"], []).append(e["args"]["index"])
+            per_tid.setdefault((e["pid"], e["tid"]), []).append(e["args"]["index"])
     assert set(per_tid) == set(names)
     dma_runs = [tuple(v) for t, v in per_tid.items() if names[t].startswith("dma")]
     assert len(dma_runs) == len(set(dma_runs))
@@ -76,6 +83,7 @@ def test_a_flow_arrow_for_every_waited_for_edge(path):
 
     def enclosing(ev, index):  # the flow event lies inside a slice of `index` on its track
         return any(sl["args"]["index"] == index and sl["tid"] == ev["tid"]
+                   and sl["pid"] == ev["pid"]
                    and sl["ts"] <= ev["ts"] <= sl["ts"] + sl["dur"] for sl in slices)
     for i, st in starts.items():
         assert enclosing(st, st["args"]["from"])

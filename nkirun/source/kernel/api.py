@@ -36,11 +36,11 @@ def _function(kernel):
         (kernel.grid if isinstance(kernel, Kernel) else ())
 
 
-def trace_call(kernel, args=(), kwargs=None, target=None, grid=None) -> Traced:
+def trace_call(kernel, args=(), kwargs=None, target=None, grid=None, lnc: int = 1) -> Traced:
     func, kgrid = _function(kernel)
     values = bind_parameters(func, args, kwargs)
     values = {k: tensor_arg(v) or v for k, v in values.items()}
-    return _trace(func, values, target or default_target(), grid or kgrid)
+    return _trace(func, values, target or default_target(), grid or kgrid, lnc)
 
 
 def check_traced(traced: Traced, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES):
@@ -99,12 +99,12 @@ def _structure(structure, arrays):
     return structure
 
 
-def simulate(kernel, target: str | None = None, shadow: bool = False):
+def simulate(kernel, target: str | None = None, lnc: int = 1, shadow: bool = False):
     """`nkirun.simulate(kernel)(*arrays, **kwargs)`: the kernel's return structure, with
-    NumPy arrays for its tensors. shadow=True: a ShadowReport (docs/shadow.md) whose
-    `outputs` is that structure."""
+    NumPy arrays for its tensors. `lnc=2`: on the two cores of a logical core (trn2/trn3).
+    shadow=True: a ShadowReport (docs/shadow.md) whose `outputs` is that structure."""
     def call(*args, **kwargs):
-        traced = trace_call(kernel, args, kwargs, target)
+        traced = trace_call(kernel, args, kwargs, target, lnc=lnc)
         bound, _ = require_valid(traced)
         if not shadow:
             return _structure(traced.structure, run_traced(traced, bound))

@@ -6,7 +6,8 @@ Readings:
   the summary names each output's tensor (its `name=` where the kernel gave one).
 - A missing or unknown parameter, a bad --arg/--shape/--grid: usage errors (exit 2). A
   missing kernel file, no such function, no or several @nki.jit functions: E600 (exit 1).
-- --lnc N traces the kernel on a launch grid of N programs, like --grid N.
+- --lnc 2 traces the kernel once per core of a two-core program (trn2/trn3; E632 on
+  others); nl.program_id(0) is the core, nl.num_programs(0) is 2.
 """
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ def kernel_options(*, inputs: bool):
             click.option("--grid", "grid", default=None, metavar="G[,G...]",
                          help="launch the kernel on an SPMD grid (nl.program_id)"),
             click.option("--lnc", "lnc", type=click.IntRange(1, 2), default=None,
-                         help="logical NeuronCore size: trace once per core (trn2)"),
+                         help="logical NeuronCore size: 2 runs the kernel on two cores "
+                              "(trn2/trn3)"),
         ]
         if inputs:
             opts.append(click.option("--input", "inputs", multiple=True, metavar="NAME=PATH",
@@ -136,7 +138,7 @@ def _grid(grid, lnc) -> tuple:
             raise click.BadParameter(f"{grid!r}: expected positive ints such as 2 or 2,2",
                                      param_hint="--grid")
         return g
-    return (lnc,) if lnc and lnc > 1 else ()
+    return ()
 
 
 def trace_spec(spec, *, inputs=(), shapes=(), args=(), grid=None, lnc=None, target=None):
@@ -168,7 +170,10 @@ def trace_spec(spec, *, inputs=(), shapes=(), args=(), grid=None, lnc=None, targ
         check_names(func.func if isinstance(func, Kernel) else func, values)
     except KernelUsageError as e:
         raise click.UsageError(str(e)) from None
-    traced = trace(func, values, target or default_target(), _grid(grid, lnc))
+    try:
+        traced = trace(func, values, target or default_target(), _grid(grid, lnc), lnc or 1)
+    except KernelUsageError as e:
+        raise click.UsageError(str(e)) from None
     traced.diagnostics = [_user_path(d, path) for d in traced.diagnostics]
     traced.program = replace(traced.program, path=path)  # as the user named it
     return traced

@@ -44,7 +44,11 @@ def _tensors_of(args) -> set:
 def execute_freeing(traced, bound, inputs, step=None):
     from nkirun.runner.interpret import execute
     program = traced.program
-    first, last = live_ranges(bound)
+    order = bound
+    if program.cores > 1:  # two cores: the run order of both streams (runner/cores.py)
+        from nkirun.checker.cores import sync_order
+        order = sync_order(bound).flat()
+    first, last = live_ranges(order)
     keep = {n for n, t in program.tensors.items() if t.output}
     upfront, alloc_at, free_at = {}, {}, {}
     for name, t in program.tensors.items():
@@ -64,7 +68,7 @@ def execute_freeing(traced, bound, inputs, step=None):
             m.buffers[t.name] = np.zeros(t.shape, t.dtype.np_type)
             m.written[t.name] = np.zeros(t.shape, bool)
 
-    position = {id(b): i for i, b in enumerate(bound)}
+    position = {id(b): i for i, b in enumerate(order)}
     program = replace(program, tensors=upfront)
     if step is None:
         return execute(program, bound, inputs, after_each)

@@ -6,10 +6,13 @@ Readings:
   taken gets `_1`, `_2`, ... (a loop allocating `tile = nl.ndarray(...)` gives `tile`,
   `tile_1`, ...). A tensor becomes part of the program when an instruction first uses it,
   located at its `nl.ndarray` line.
-- A launch grid (`kernel[g]`, `--grid`, `--lnc`) traces the kernel once per program
-  instance into one program, in order. `shared_hbm` tensors are shared: the k-th
-  `shared_hbm` allocation of every instance is the same tensor as the first instance's.
-  The outputs are what the first instance returns.
+- A launch grid (`kernel[g]`, `--grid`) traces the kernel once per program instance into
+  one program, in order. `shared_hbm` tensors are shared: the k-th `shared_hbm`
+  allocation of every instance is the same tensor as the first instance's. The outputs
+  are what the first instance returns.
+- `--lnc 2` traces the kernel once per core of a two-core program (`lnc = 2`): the same,
+  but each instance's instructions form its core's stream, and its SBUF, PSUM and
+  private-HBM tensors belong to that core (checker/cores.py).
 """
 from __future__ import annotations
 
@@ -59,6 +62,7 @@ class Tracer:
         self.shared: list[TensorRec] = []  # shared_hbm allocations of the first instance
         self.shared_at = 0
         self.identity: dict = {}  # (n, dtype) -> identity-matrix tensor
+        self.lnc = 1  # 2: a two-core trace; self.builder.core is the core being traced
         from nkirun.hw.targets import TARGETS
         consts.tile_size.sbuf_bytes_per_partition = TARGETS[target].sbuf_bytes_per_partition
 
@@ -105,7 +109,8 @@ class Tracer:
         if buf is consts.shared_hbm and self.instance and any(self.instance):
             return self._shared(shape, d)
         rec = TensorRec(self.unique(str(name) if name else _source_name(loc)), shape, d, buf,
-                        loc, init)
+                        loc, init, self.builder.core if self.lnc > 1 and
+                        buf is not consts.shared_hbm else None)
         if buf is consts.shared_hbm:
             self.shared.append(rec)
         return rec
@@ -126,7 +131,7 @@ class Tracer:
             # a YAML declaration cannot fail here
             self.builder.tensors[rec.name] = TensorDecl(
                 rec.name, rec.buffer.ir, rec.shape, rec.dtype.nkirun, None, None, False, loc,
-                {})
+                {}, rec.core)
             return
         fields = {"buffer": (rec.buffer.ir, loc, loc), "shape": (list(rec.shape), loc, loc),
                   "dtype": (rec.dtype.nkirun.name, loc, loc)}
@@ -134,6 +139,8 @@ class Tracer:
             fields[rec.init[0]] = (rec.init[1], loc, loc)
         if output:
             fields["output"] = (True, loc, loc)
+        if rec.core is not None:
+            fields["core"] = (rec.core, loc, loc)
         self.builder.tensor(rec.name, fields, loc)
         rec.declared = True
 
@@ -185,7 +192,7 @@ class Tracer:
         full.update(args)
         b = self.builder
         b.instructions.append(instruction_at(op, full, b.count, loc, dict.fromkeys(args, loc),
-                                             None))
+                                             None, b.core))
         b.count += 1
         return True
 

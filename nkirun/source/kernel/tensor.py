@@ -23,11 +23,12 @@ class TensorRec:
     """One allocated tensor: what becomes a TensorDecl when an instruction first uses it."""
 
     __slots__ = ("name", "shape", "dtype", "buffer", "loc", "init", "declared", "strides",
-                 "whole", "pattern")
+                 "whole", "pattern", "core")
 
-    def __init__(self, name, shape, dtype, buffer, loc, init=None):
+    def __init__(self, name, shape, dtype, buffer, loc, init=None, core=None):
         self.name, self.shape, self.dtype, self.buffer = name, shape, dtype, buffer
         self.loc, self.init, self.declared = loc, init, False
+        self.core = core  # two-core traces: the core owning a non-shared tensor
         strides, s = [], 1
         for n in reversed(shape):
             strides.append(s)

@@ -98,19 +98,24 @@ def check_names(func, given: dict) -> None:
                                    f"--arg {name}=VALUE")
 
 
-def trace(kernel, values: dict, target: str = "trn2", grid=None) -> Traced:
+def trace(kernel, values: dict, target: str = "trn2", grid=None, lnc: int = 1) -> Traced:
     """Trace `kernel` (a function or nki.jit Kernel) called with `values` (parameter name ->
-    TensorArg or plain value)."""
+    TensorArg or plain value); `lnc=2`: once per core of a two-core program."""
     func = kernel.func if isinstance(kernel, Kernel) else kernel
     grid = tuple(grid) if grid else (kernel.grid if isinstance(kernel, Kernel) else ())
     path = inspect.getsourcefile(func) or "<kernel>"
+    if lnc > 1:
+        grid = _lnc_grid(lnc, grid, target, path)
     tracer = Tracer(path, target, grid)
+    tracer.lnc = lnc
     result = None
     with installed(), tracer, contextlib.redirect_stdout(sys.stderr):
         call, inputs, names = _parameters(tracer, values)
         instances = list(itertools.product(*(range(g) for g in grid))) if grid else [()]
         for inst in instances:
             tracer.instance, tracer.shared_at = inst, 0
+            if lnc > 1:  # each instance is one core's stream
+                tracer.builder.cores, tracer.builder.core = lnc, inst[0]
             try:
                 ret = func(**call)
             except NkirunError:
@@ -125,6 +130,20 @@ def trace(kernel, values: dict, target: str = "trn2", grid=None) -> Traced:
     program = _mark_inputs(program, {n for p, n in names.items()
                                      if values[p].file is None})
     return Traced(program, diags, outputs, structure, inputs, names)
+
+
+def _lnc_grid(lnc: int, grid: tuple, target: str, path: str) -> tuple:
+    """The launch grid of a two-core trace: one program per core."""
+    from nkirun.checker.cores import LNC_TARGETS
+    from nkirun.diagnostics import Loc
+    if target not in LNC_TARGETS:
+        raise NkirunError(error("E632", f"--lnc {lnc} needs a target with two cores per "
+                                f"logical core (trn2, trn3); {target} has one", Loc(path),
+                                hint="--target trn2"))
+    if grid and grid != (lnc,):
+        raise KernelUsageError(f"the launch grid {list(grid)} differs from the LNC degree "
+                               f"{lnc}: an LNC{lnc} kernel runs one program per core")
+    return (lnc,)
 
 
 def _parameters(tracer, values):

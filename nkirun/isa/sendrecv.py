@@ -1,0 +1,111 @@
+"""nki.isa.sendrecv — exchange a tile between the two cores of a Logical NeuronCore.
+
+Facts (the NKI 0.6 API page, https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/
+generated/nki.isa.sendrecv.html):
+* the calling core sends its `src` tile to the `dst` of core `send_to_rank` and, at the same
+  time, receives into its own `dst` the `src` of core `recv_from_rank`;
+* NeuronCore-v3 on (trn2, trn3), only with LNC enabled; both ranks are 0 or 1;
+* `src` and `dst` in SBUF, with the same dtype, shape, partitions and elements per partition;
+* `pipe_id` groups transfers: the transfers of one pipe complete together, different pipes
+  progress independently;
+* `dma_engine`: `dma` (the shared DMA engines, the default) or `gpsimd_dma` (GpSimd's own DMA,
+  at most 1024 bytes per partition for 32-bit dtypes, 512 for 16-bit, 256 for 8-bit).
+
+Readings (the page is silent; see also checker/cores.py and runner/cores.py):
+* Matching: the k-th sendrecv of pipe p on one core pairs with the k-th sendrecv of pipe p on
+  the core it sends to; that one must receive from the first (E636). Sending to its own rank
+  is a local copy (dst = src) that waits for no one.
+* A matched pair completes as one step: both sources are read, then both destinations are
+  written (so src and dst may be the same tile, a swap). Each core's later instructions see
+  the received data; the pair orders every access before it on either core before every
+  access after it (as core_barrier does), which the race check relies on.
+* Cost: the transfer is a DMA of the tile's bytes (the dma_copy model) that starts once both
+  cores have reached it; the core that arrives first waits (a "sendrecv" wait). gpsimd_dma
+  runs on GpSimd with the same transfer time. The page gives no latency: assumed.
+"""
+from __future__ import annotations
+
+from nkirun.isa.common import DMA_COST_FORMULA, dma_cycles, is_nc_v2
+from nkirun.isa.spec import ENUM, INT, TILE, Bound, InstructionDef, Param
+
+SBUF = frozenset({"sbuf"})
+GPSIMD_DMA_BYTES = {4: 1024, 2: 512, 1: 256}  # per partition, by dtype size
+
+
+def check(b: Bound):
+    src, dst = b.tile("src"), b.tile("dst")
+    if is_nc_v2(b):
+        yield b.err("E632", f"sendrecv needs a NeuronCore-v3 or newer target with LNC2 "
+                    f"(trn2, trn3); {b.target.name} has one core per logical core",
+                    hint="target: trn2")
+    for key in ("send_to_rank", "recv_from_rank"):
+        if b[key] not in (0, 1):
+            yield b.err("E640", f"{key} is {b[key]}; the two cores of an LNC2 logical core "
+                        "are ranks 0 and 1", key)
+    if src.dtype != dst.dtype:
+        yield b.err("E638", f"src is {src.dtype.name} and dst is {dst.dtype.name}; sendrecv "
+                    "does not cast", "dst", hint="give src and dst the same dtype")
+    if src.shape != dst.shape:
+        yield b.err("E639", f"src has shape {list(src.shape)} and dst {list(dst.shape)}; "
+                    "they must have the same shape and layout", "dst")
+    if b["dma_engine"] == "gpsimd_dma":
+        cap = GPSIMD_DMA_BYTES.get(src.dtype.itemsize)
+        per = src.free_size * src.dtype.itemsize
+        if cap is not None and per > cap:
+            yield b.err("E641", f"dma_engine gpsimd_dma moves at most {cap} bytes per "
+                        f"partition of a {8 * src.dtype.itemsize}-bit dtype; src has {per}",
+                        "dma_engine", hint="use dma_engine: dma, or send smaller tiles")
+
+
+def engine_of(b: Bound) -> str:
+    return "gpsimd" if b.get("dma_engine") == "gpsimd_dma" else "dma"
+
+
+def execute(b: Bound, m) -> None:
+    """Writes the tile this core received (runner/cores.py reads the sender's src into
+    m.inbox first, for both cores of a pair, before either is written)."""
+    m.write(b["dst"], m.inbox.pop(b.index))
+
+
+SPEC = InstructionDef(
+    name="sendrecv",
+    engine="dma",
+    params=(
+        Param("src", TILE, required=True, buffers=SBUF,
+              doc="SBUF tile this core sends to core send_to_rank"),
+        Param("dst", TILE, required=True, out=True, buffers=SBUF,
+              doc="SBUF tile that receives core recv_from_rank's src"),
+        Param("send_to_rank", INT, required=True, doc="the core (0 or 1) that receives src"),
+        Param("recv_from_rank", INT, required=True, doc="the core (0 or 1) whose src lands "
+                                                        "in dst"),
+        Param("pipe_id", INT, required=True,
+              doc="transfers of one pipe complete together; the k-th of a pipe on one core "
+                  "pairs with the k-th of that pipe on the other"),
+        Param("dma_engine", ENUM, default="dma", choices=("dma", "gpsimd_dma"),
+              doc="dma (shared DMA engines) or gpsimd_dma (GpSimd's DMA, small tiles)"),
+    ),
+    summary="two-core exchange: send src to a core, receive its src into dst (LNC2)",
+    semantics=(
+        "Two-core programs only. Core c sends its src to the dst of core send_to_rank and "
+        "receives the src of core recv_from_rank into its own dst. The k-th sendrecv of a "
+        "pipe_id on one core pairs with the k-th of that pipe on the partner; both sources "
+        "are read before either destination is written, and the pair orders everything "
+        "before it on both cores before everything after it. Same dtype and shape, SBUF "
+        "only; trn2/trn3."),
+    cost_formula=DMA_COST_FORMULA + ", starting when both cores have reached it",
+    execute=execute,
+    cycles=dma_cycles,
+    check=check,
+    engine_of=engine_of,
+    cost_assumed=True,
+    cost_note="no latency is documented; the dma_copy model of the tile's bytes is assumed, "
+              "after both cores arrive",
+    constraints=("E632 needs trn2/trn3 (LNC2)", "E638 src and dst of one dtype",
+                 "E639 src and dst of one shape", "E640 ranks are 0 or 1",
+                 "E641 gpsimd_dma size per partition",
+                 "E634 only in a two-core program; E636 the partner must receive from it"),
+    source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
+           "nki.isa.sendrecv.html",
+    example="- sendrecv: {src: mine, dst: theirs, send_to_rank: 1, recv_from_rank: 1, "
+            "pipe_id: 0}",
+)

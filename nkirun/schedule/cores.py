@@ -1,0 +1,100 @@
+"""Costing a two-core (LNC2) program: both cores' engines in one schedule.
+
+Each core has its own engines and DMA queues (a `_Scheduler` per core for those), while
+the tensors' access history is one: a core that reads shared-HBM elements the other core
+wrote waits for that write like any data dependence. The instructions are placed in the run
+order of checker/cores.py. A synchronisation pair (core_barrier, or a sendrecv exchange)
+starts on both cores when the later of the two could start: the earlier one's wait reason
+is the other core ("core_barrier" / "sendrecv"), and the instruction it waited on is the
+one whose end let the other core's half start (so the critical path stays a chain of
+ends and starts).
+"""
+from __future__ import annotations
+
+from nkirun.checker.cores import sync_order
+from nkirun.schedule.model import BARRIER, ENGINE, READY, SENDRECV, Slot
+
+
+def schedule_cores(program, bound, target):
+    from nkirun.schedule.scheduler import _Scheduler
+    first = _Scheduler(program, target)
+    second = _Scheduler(program, target)
+    for shared in ("sched", "tensors", "costed", "overlap_memo", "clocks"):
+        setattr(second, shared, getattr(first, shared))
+    per_core = (first, second)
+    slots = first.sched.slots
+    core_of = {b.index: b.inst.core for b in bound}
+    for step in sync_order(bound).steps:
+        if isinstance(step, tuple):
+            _place_pair(per_core, step, core_of)
+            continue
+        per_core[step.inst.core].place(step)
+        slots[-1].core = step.inst.core
+    slots.sort(key=lambda x: x.index)
+    return first.sched
+
+
+def _ready(s, b, core_of) -> tuple:
+    """When b could start on its core's scheduler s: (start, waited-on, kind, tensor,
+    cost facts, queues, label)."""
+    from nkirun.schedule.scheduler import _costed
+    ckey = (b.args, b.engine)
+    c = s.costed.get(ckey)
+    if c is None:
+        c = s.costed[ckey] = _costed(b, s.target)
+        data = b.tile("data") if b.op == "core_barrier" else None
+        if data is not None:  # a fence on `data`: after this core's accesses to it, before
+            fence = ((data.decl.name, data.box),)  # its later ones (isa/core_barrier.py)
+            c = s.costed[ckey] = (c[0], fence, fence, c[3], c[4] + (data.decl.name,))
+    if b.op == "core_barrier":  # after this core's accesses to `data` (the other core's
+        ready, dep, kind, tensor = _own_accesses(s, c[1][0], b.inst.core, core_of)  # wait
+    else:                                                        # is the pair's own)
+        ready, dep, kind, tensor = s.data_ready(c[1], c[2])
+    queues, free, blocker, busy_kind, label = s.resource(b.engine, c[3])
+    if dep is not None and ready >= free:
+        start = ready
+    elif blocker is not None and free > 0:
+        start, dep, kind, tensor = free, blocker, busy_kind, None
+    else:
+        start, dep, kind, tensor = 0.0, None, READY, None
+    return start, dep, kind, tensor, c, queues, label
+
+
+def _own_accesses(s, fence, core: int, core_of) -> tuple:
+    """(end, instruction, kind, tensor) of the latest access of `core` to the fenced box."""
+    from nkirun.schedule.model import RAW, READY, WAR
+    name, box = fence
+    st = s.tensors.get(name)
+    best = (0.0, None, READY, None)
+    if st is None:
+        return best
+    for kind, accesses in ((RAW, st.writes), (WAR, st.reads)):
+        for other, (end, k) in accesses.items():
+            if end > best[0] and core_of.get(k) == core and s.overlap(other, box):
+                best = (end, k, kind, name)
+    return best
+
+
+def _place_pair(per_core, pair, core_of) -> None:
+    first, second = pair
+    got = [_ready(per_core[b.inst.core], b, core_of) for b in pair]
+    start = max(g[0] for g in got)
+    why = BARRIER if first.op == "core_barrier" else SENDRECV
+    for b, late, (ready, dep, kind, tensor, c, queues, label) in zip(
+            pair, (got[1], got[0]), got):
+        s = per_core[b.inst.core]
+        if ready < start:  # this core arrived first: it waited for the other core, whose
+            dep, kind, tensor = late[1], why, None  # start the end of late[1] set
+        cycles, reads, writes, _, names = c
+        clock = s.clocks.get(b.engine)
+        if clock is None:
+            clock = s.clocks[b.engine] = s.sched.clock(b.engine)
+        end = start + cycles / clock
+        s.occupy(b.engine, queues, end, b.index)
+        s.record_accesses(reads, writes, end, b.index)
+        s.sched.slots.append(Slot(b.index, b.spec.name, b.engine, label, queues, cycles,
+                                  start, end, b.spec.cost_formula, b.spec.cost_assumed, kind,
+                                  dep, tensor, b.inst.loc.line, names, b.inst.core))
+
+
+__all__ = ["schedule_cores", "ENGINE"]

@@ -1,0 +1,152 @@
+"""sendrecv against the NKI 0.6 page read as a reference: each core's dst receives the src
+of the core it names; pairs match per pipe_id in order; both sources are read first."""
+import numpy as np
+import pytest
+from prog_helpers import NP_TYPES, assert_bits_equal, random_floats
+from two_core import codes2, cost2, diags2, empty, run2
+
+from nkirun.diagnostics import NkirunError
+
+
+def example_program_text(body: str, target: str) -> str:
+    """The example as a two-core program: core 1 runs the mirror of core 0's entries."""
+    core1 = (body.replace("mine", "mine_1").replace("theirs", "theirs_1")
+             .replace("send_to_rank: 1", "send_to_rank: 0")
+             .replace("recv_from_rank: 1", "recv_from_rank: 0"))
+    indent = lambda text: "".join(f"      {ln}\n" for ln in text.splitlines())  # noqa: E731
+    return (f"version: 1\ntarget: {target}\ntensors:\n"
+            "  mine: {buffer: sbuf, shape: [128, 512], dtype: float32, fill: 1, core: 0}\n"
+            "  theirs: {buffer: sbuf, shape: [128, 512], dtype: float32, output: true, "
+            "core: 0}\n"
+            "  mine_1: {buffer: sbuf, shape: [128, 512], dtype: float32, fill: 2, core: 1}\n"
+            "  theirs_1: {buffer: sbuf, shape: [128, 512], dtype: float32, output: true, "
+            "core: 1}\n"
+            f"cores:\n  - instructions:\n{indent(body)}  - instructions:\n{indent(core1)}")
+
+
+def exchange(a_src: str, a_dst: str, b_src: str, b_dst: str, pipe=0, **kw):
+    return ([{"sendrecv": {"src": a_src, "dst": a_dst, "send_to_rank": 1,
+                           "recv_from_rank": 1, "pipe_id": pipe, **kw}}],
+            [{"sendrecv": {"src": b_src, "dst": b_dst, "send_to_rank": 0,
+                           "recv_from_rank": 0, "pipe_id": pipe, **kw}}])
+
+
+def pair_tensors(shape, dtype):
+    return {"a": empty(shape, dtype, core=0), "ra": empty(shape, dtype, 0, output=True),
+            "b": empty(shape, dtype, core=1), "rb": empty(shape, dtype, 1, output=True)}
+
+
+@pytest.mark.parametrize("shape", [(1, 8), (37, 3, 5), (128, 512)])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float8_e4m3", "int32"])
+def test_each_core_receives_the_others_tile_bit_for_bit(shape, dtype):
+    rng = np.random.default_rng(len(shape) + shape[0])
+    if dtype == "int32":
+        x, y = (rng.integers(-2**31, 2**31 - 1, shape).astype(np.int32) for _ in "xy")
+    else:
+        x, y = (random_floats(rng, shape).astype(NP_TYPES[dtype]) for _ in "xy")
+    out = run2(pair_tensors(shape, dtype), *exchange("a", "ra", "b", "rb"),
+               inputs={"a": x, "b": y})
+    # the reference: rank r's dst is the src of recv_from_rank
+    assert_bits_equal(out["ra"], y)
+    assert_bits_equal(out["rb"], x)
+
+
+def test_in_place_exchange_is_a_swap():
+    x, y = np.full((4, 6), 1.0, np.float32), np.full((4, 6), 2.0, np.float32)
+    tensors = {"a": empty((4, 6), "float32", 0, output=True),
+               "b": empty((4, 6), "float32", 1, output=True)}
+    out = run2(tensors, *exchange("a", "a", "b", "b"), inputs={"a": x, "b": y})
+    assert_bits_equal(out["a"], y)
+    assert_bits_equal(out["b"], x)
+
+
+def test_pipes_pair_in_order_per_pipe_and_send_to_self_copies():
+    t = {n: empty((2, 4), "float32", core=c) for n, c in
+         (("a0", 0), ("a1", 0), ("b0", 1), ("b1", 1))}
+    t.update({n: empty((2, 4), "float32", c, output=True) for n, c in
+              (("ra0", 0), ("ra1", 0), ("rb0", 1), ("rb1", 1), ("self0", 0))})
+    s = lambda src, dst, rank, pipe: {"sendrecv": {  # noqa: E731
+        "src": src, "dst": dst, "send_to_rank": rank, "recv_from_rank": rank, "pipe_id": pipe}}
+    core0 = [s("a0", "ra0", 1, 0), s("a0", "self0", 0, 5), s("a1", "ra1", 1, 1)]
+    core1 = [s("b0", "rb0", 0, 0), s("b1", "rb1", 0, 1)]
+    vals = {n: np.full((2, 4), i, np.float32) for i, n in enumerate(("a0", "a1", "b0", "b1"))}
+    out = run2(t, core0, core1, inputs=vals)
+    assert (out["ra0"] == 2).all() and (out["ra1"] == 3).all()
+    assert (out["rb0"] == 0).all() and (out["rb1"] == 1).all()
+    assert (out["self0"] == 0).all()
+
+
+def test_crossed_pipe_order_is_a_deadlock_naming_both_cores():
+    t = pair_tensors((2, 4), "float32")
+    a, b = exchange("a", "ra", "b", "rb", pipe=0)
+    a2, b2 = exchange("a", "ra", "b", "rb", pipe=1)
+    diags = diags2(t, a + a2, b2 + b)
+    dead = [d for d in diags if d.code == "E635"]
+    assert len(dead) == 1
+    assert "core 0" in dead[0].message and "core 1" in dead[0].message
+    assert "instruction 0" in dead[0].message and "instruction 2" in dead[0].message
+
+
+def test_rules():
+    t = pair_tensors((2, 4), "float32")
+    t["c"] = empty((2, 8), "float32", core=0)
+    t["h"] = empty((2, 4), "bfloat16", core=0)
+    a, b = exchange("a", "ra", "b", "rb")
+    assert "E639" in codes2(t, exchange("c", "ra", "b", "rb")[0], b)
+    assert "E638" in codes2(t, exchange("h", "ra", "b", "rb")[0], b)
+    bad = [{"sendrecv": dict(a[0]["sendrecv"], send_to_rank=2, recv_from_rank=2)}]
+    assert "E640" in codes2(t, bad, b)
+    mixed = [{"sendrecv": dict(a[0]["sendrecv"], recv_from_rank=0)}]
+    assert "E636" in codes2(t, mixed, b)
+    assert "E632" in codes2(t, a, b, target="trn1")
+    big = pair_tensors((2, 512), "float32")
+    assert "E641" in codes2(big, *exchange("a", "ra", "b", "rb", dma_engine="gpsimd_dma"))
+    small = pair_tensors((2, 256), "float32")
+    small["a"]["fill"] = small["b"]["fill"] = 1.0
+    assert codes2(small, *exchange("a", "ra", "b", "rb", dma_engine="gpsimd_dma")) == []
+
+
+def test_the_partners_tiles_must_match():
+    t = pair_tensors((2, 4), "float32")
+    t["b8"] = empty((2, 8), "float32", core=1)
+    t["rb8"] = empty((2, 8), "float32", core=1)
+    t["bh"] = empty((2, 4), "bfloat16", core=1)
+    t["rbh"] = empty((2, 4), "bfloat16", core=1)
+    a, _ = exchange("a", "ra", "b", "rb")
+    diags = diags2(t, a, exchange("a", "ra", "b8", "rb8")[1])
+    assert [d.code for d in diags if d.code == "E639"] == ["E639", "E639"]
+    assert "core 1's src (float32 [2, 8])" in diags[[d.code for d in diags].index("E639")].message
+    assert "E638" in [d.code for d in diags2(t, a, exchange("a", "ra", "bh", "rbh")[1])]
+
+
+def test_one_core_program_refuses_it():
+    from nkirun.api import check_program
+    prog = {"version": 1, "tensors": {"a": empty((2, 4), "float32"),
+                                      "r": empty((2, 4), "float32", output=True)},
+            "instructions": [{"sendrecv": {"src": "a", "dst": "r", "send_to_rank": 1,
+                                           "recv_from_rank": 1, "pipe_id": 0}}]}
+    assert "E634" in [d.code for d in check_program(prog, inputs={"a"}).diagnostics]
+
+
+def test_cost_starts_both_when_the_later_core_arrives():
+    t = pair_tensors((128, 512), "float32")
+    t["x"] = empty((128, 512), "float32", buffer="hbm")
+    a, b = exchange("a", "ra", "b", "rb")
+    slow = [{"dma_copy": {"dst": "b", "src": "x"}}, {"tensor_scalar": {
+        "dst": "b", "data": "b", "op0": "multiply", "operand0": 2.0}}]
+    s = cost2({**t, "x": dict(t["x"], fill=1.0)},
+              [{"dma_copy": {"dst": "a", "src": "x"}}] + a, slow + b)
+    by = {x.index: x for x in s.slots}
+    assert by[1].start_ns == by[4].start_ns > by[0].end_ns
+    # core 0 waited for core 1, whose tensor_scalar (#3) ended when both could start
+    assert by[1].wait_kind == "sendrecv" and by[1].waited_on == 3 and by[1].core == 0
+    assert by[3].end_ns == by[1].start_ns and by[3].core == 1
+    assert by[4].core == 1
+
+
+def test_run_of_a_deadlocked_program_is_an_error_not_a_hang():
+    t = pair_tensors((2, 4), "float32")
+    a, _ = exchange("a", "ra", "b", "rb")
+    with pytest.raises(NkirunError) as e:
+        run2(t, a, [], inputs={"a": np.zeros((2, 4), np.float32)})
+    assert "E635" in str(e.value.diagnostics[0].code)
