@@ -164,6 +164,48 @@ def _is_float_storage(a: np.ndarray) -> bool:
     return d is not None and shadowed_dtype(d)
 
 
+class TwoCores:
+    """The shadow of a two-core program (runner/cores.py): each core's own accumulator
+    registers and PRNG state, swapped in as its instructions come up, and the tile a
+    sendrecv receives, read from the shadow's sender before either side of the pair
+    writes."""
+
+    def __init__(self, bound):
+        self.pairs: dict = {}
+        self.on = any(getattr(b.inst, "core", None) for b in bound)
+        if not self.on:
+            return
+        from nkirun.checker.cores import sync_order
+        from nkirun.runner import cores
+        self.cores = cores
+        for step in sync_order(bound).steps:
+            pair = step if isinstance(step, tuple) else (step,)
+            if pair[0].op == "sendrecv":
+                for b in pair:
+                    self.pairs[b.index] = pair
+        self.state: list = []
+        self.current = None
+
+    def prepare(self, b, s: Machine) -> None:
+        if not self.on:
+            return
+        if not self.state:
+            self.state = [self.cores._fresh(s), self.cores._fresh(s)]
+            s.inbox = {}
+        core = b.inst.core
+        if core != self.current:
+            if self.current is not None:
+                self.cores._save(s, self.state[self.current])
+            self.cores._load(s, self.state[core])
+            self.current = core
+        pair = self.pairs.get(b.index)
+        if pair is not None and b is pair[0]:  # both sources, before either is written
+            for name in (n for other in pair for n in touched(other)):
+                if name not in s.buffers and name in s.real.buffers:
+                    s.enter(name)
+            self.cores._deliver(pair, s)
+
+
 def same_registers(m: Machine, s: Machine) -> bool:
     """Whether the engines' state an instruction may read besides its tensors (accumulator
     registers, PRNG states) is the same on both machines."""
@@ -230,6 +272,7 @@ class Shadow:
         self.dirty: set[str] = set()  # tensors whose shadow values may differ from the real
         self._stopped = False
         self.pool: dict = {}  # scratch arrays for the comparisons, freed with the Shadow
+        self.cores = TwoCores(bound)  # a two-core program: per-core registers, sendrecv
 
     def step(self, b, m: Machine) -> None:
         if self._stopped:
@@ -246,6 +289,7 @@ class Shadow:
         for name in names:
             if name not in s.buffers and name in m.buffers:
                 s.enter(name)
+        self.cores.prepare(b, s)
         s.current, s.records = b, []
         exact = same_registers(m, s) and not any(  # (before either runs b)
             r.decl.name in self.dirty for _, r in b.accesses().reads)
