@@ -186,6 +186,12 @@ class TwoCores:
         self.state: list = []
         self.current = None
 
+    def reads(self, b) -> list[str]:
+        """The tensors b's result depends on: its reads, and for a sendrecv its partner's
+        (the tile it receives)."""
+        pair = self.pairs.get(b.index, (b,))
+        return [r.decl.name for other in pair for _, r in other.accesses().reads]
+
     def prepare(self, b, s: Machine) -> None:
         if not self.on:
             return
@@ -292,7 +298,7 @@ class Shadow:
         self.cores.prepare(b, s)
         s.current, s.records = b, []
         exact = same_registers(m, s) and not any(  # (before either runs b)
-            r.decl.name in self.dirty for _, r in b.accesses().reads)
+            name in self.dirty for name in self.cores.reads(b))
         s.probing = not exact
         try:
             b.spec.execute(b, s)

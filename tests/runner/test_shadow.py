@@ -394,3 +394,47 @@ def test_bit_level_bfloat16_rounding_equals_ml_dtypes():
     assert same.all() and np.isnan(post32[np.isnan(v)]).all()
     np.testing.assert_array_equal(as_f32(want).view(np.uint32),
                                   want.astype(np.float32).view(np.uint32))
+
+
+TWO_CORES = """\
+version: 1
+tensors:
+  x:    {buffer: hbm,  shape: [256, 64], dtype: float32, file: x.npy}
+  y:    {buffer: hbm,  shape: [256, 1], dtype: float32, output: true}
+  a:    {buffer: sbuf, shape: [128, 64], dtype: bfloat16, core: 0}
+  suma: {buffer: sbuf, shape: [128, 1],  dtype: float32, core: 0}
+  gota: {buffer: sbuf, shape: [128, 1],  dtype: float32, core: 0}
+  b:    {buffer: sbuf, shape: [128, 64], dtype: float32, core: 1}
+  sumb: {buffer: sbuf, shape: [128, 1],  dtype: float32, core: 1}
+  gotb: {buffer: sbuf, shape: [128, 1],  dtype: float32, core: 1}
+cores:
+  - instructions:
+      - dma_copy: {dst: a, src: "x[0:128, :]"}
+      - tensor_reduce: {dst: suma, op: add, data: a, axis: 1}
+      - sendrecv: {src: suma, dst: gota, send_to_rank: 1, recv_from_rank: 1, pipe_id: 0}
+      - dma_copy: {dst: "y[0:128, :]", src: gota}
+  - instructions:
+      - dma_copy: {dst: b, src: "x[128:256, :]"}
+      - tensor_reduce: {dst: sumb, op: add, data: b, axis: 1}
+      - sendrecv: {src: sumb, dst: gotb, send_to_rank: 0, recv_from_rank: 0, pipe_id: 0}
+      - dma_copy: {dst: "y[128:256, :]", src: gotb}
+"""
+
+
+def test_two_core_programs_carry_error_across_sendrecv(tmp_path):
+    """Core 0 rounds its half to bfloat16; the sums it sends carry that error into core 1's
+    rows of y (and core 1's exact sums arrive exactly in core 0's)."""
+    from tests.prog_helpers import write_yaml
+    x = np.full((256, 64), 1.0 + 2.0 ** -10, np.float32)
+    path = write_yaml(tmp_path, TWO_CORES, x=x)
+    plain, rep = run(path), run(path, shadow=True)
+    np.testing.assert_array_equal(rep.outputs["y"], plain["y"])
+    rows = {r.line: r for r in rep.rows}
+    assert len(rows) == 8
+    first = rows[line_of(path, "dst: a,")]
+    assert first.added.abs == pytest.approx(2.0 ** -10)
+    into_core1 = rows[line_of(path, 'dst: "y[128:256, :]"')]
+    assert into_core1.carried.abs == pytest.approx(64 * 2.0 ** -10)
+    assert into_core1.tensor == "y" and into_core1.index[0] >= 128
+    assert rows[line_of(path, 'dst: "y[0:128, :]"')].carried.abs == 0
+    assert rows[line_of(path, "dst: gotb")].carried.abs > 0
