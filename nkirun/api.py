@@ -225,10 +225,23 @@ def _load_input_files(program: Program, inputs: dict) -> dict:
     return out
 
 
-def cost(program: ProgramSource, fmt: str | None = None, target: str | None = None
-         ) -> Schedule:
+def cost(program: ProgramSource, fmt: str | None = None, target: str | None = None,
+         trips: Mapping[str, int] | None = None) -> Schedule:
     """The predicted schedule (nkirun.schedule.Schedule) of a valid program;
-    nkirun.schedule.to_json(sched) gives the `cost --format json` document."""
+    nkirun.schedule.to_json(sched) gives the `cost --format json` document.
+
+    `trips` ({loop name: N}) assumes trip counts for runtime loops; without it a loop
+    whose count depends on a register is counted by running the program on its data
+    (schedule/trips.py)."""
     from nkirun.schedule import schedule
+    from nkirun.schedule.trips import expand
     c = require_valid(program, fmt, target)
-    return schedule(c.program, c.bound)
+
+    def run(after_each):
+        from nkirun.runner.interpret import execute
+        return execute(c.program, c.bound, None, after_each)
+
+    seq, loops = expand(c.program, c.bound, trips, run)
+    sched = schedule(c.program, seq)
+    sched.loops = loops
+    return sched

@@ -82,6 +82,48 @@ class AccessPattern:
 
 
 @dataclass(frozen=True, slots=True)
+class Register:
+    """A virtual register (nki.isa.register_alloc): a 32-bit integer of the machine, named
+    like a tensor. An operand of the register_* instructions, a loop bound, or an access
+    pattern's `scalar_offset`."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, slots=True)
+class Loop:
+    """A runtime loop (nl.dynamic_range / fori_loop / while_loop) over the instructions
+    whose index is in [first, end): the body appears once in `Program.instructions`;
+    nkirun/control.py gives the order they run in. Loops nest properly.
+
+    `for`: the body runs for i = start, start+step, ... < stop, `index` (a register) set to
+    i before each iteration; start/stop are ints or Registers read when the loop is entered.
+    `while`: the body runs while register `cond` is nonzero, tested before each iteration;
+    after each iteration `cond` takes the value of register `next` (None: cond itself).
+    """
+
+    kind: str  # "for" | "while"
+    first: int
+    end: int
+    name: str  # for `cost --trip NAME=N` and messages
+    index: str | None = None
+    start: "int | Register" = 0
+    stop: "int | Register" = 0
+    step: int = 1
+    cond: str | None = None
+    next: str | None = None
+    named: bool = False  # the source gave `name` (written back by convert)
+    loc: Loc = field(default_factory=Loc, compare=False)
+    key_locs: dict = field(default_factory=dict, compare=False)
+
+    def key_loc(self, key: str) -> Loc:
+        return self.key_locs.get(key, self.loc)
+
+
+@dataclass(frozen=True, slots=True)
 class TensorDecl:
     name: str
     buffer: str
@@ -191,3 +233,5 @@ class Program:
     # to one core's stream (Instruction.core), run in program order within its core; the
     # two streams meet only at sendrecv/core_barrier (checker/cores.py).
     cores: int = 1
+    # Runtime loops over spans of `instructions`, outermost first (empty: straight-line).
+    loops: tuple[Loop, ...] = ()

@@ -140,8 +140,15 @@ def softmax_exponential(folder: pathlib.Path) -> None:
     _save(folder, x=(rng.standard_normal((128, 2048)) * 3).astype(np.float32))
 
 
+def moe_expert_loop(folder: pathlib.Path) -> None:
+    """Six token tiles, four of them routed to the expert (the loop's run-time count)."""
+    rng = np.random.default_rng(2013)
+    _save(folder, x=rng.standard_normal((6, 128, 256)).astype(np.float32),
+          count=np.array([[4]], np.int32))
+
+
 KERNELS = (causal_softmax, topk16, selective_scan, sliding_window_max, cumsum_scan,
-           matmul_transpose, layernorm_bn_stats, softmax_exponential)
+           matmul_transpose, layernorm_bn_stats, softmax_exponential, moe_expert_loop)
 
 
 GENERATORS = {f.__name__: f for f in (rowmax_in_window, range_select_chain,

@@ -150,7 +150,8 @@ def _resolve(view: View, decl, program: Program):
     r, d = resolve(view, decl)
     if r is not None and r.ap is not None and r.ap.indirect is not None:
         from nkirun.source.indirect import bind_index
-        r, msg = bind_index(r, program.tensors, resolve)
+        from nkirun.checker.registers import declared
+        r, msg = bind_index(r, program.tensors, resolve, declared(program))
         if r is None:
             return None, error("E035", f"view {view}: {msg}", view.loc,
                                hint="the index is an SBUF tensor of an integer dtype: (P, 1) "

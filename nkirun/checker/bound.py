@@ -98,7 +98,8 @@ class Bound:
                 reads += [(n, self.tile(n)) for n in self.spec.reads_out(self)
                           if self.tile(n) is not None]
             reads += [(n, r.ap.indirect.index) for n, r in reads + writes  # the index is read
-                      if r.ap is not None and r.ap.indirect is not None]
+                      if r.ap is not None and r.ap.indirect is not None
+                      and r.ap.indirect.index is not None]  # (None: a register)
             acc = self.args.memo["accesses"] = Accesses(tuple(reads), tuple(writes))
         return acc
 

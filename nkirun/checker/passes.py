@@ -11,6 +11,8 @@ from __future__ import annotations
 from nkirun.diagnostics import Diagnostic, Loc, error, warning
 from nkirun.checker.bind import bind
 from nkirun.checker.psum import psum_hazards
+from nkirun.checker.registers import uses_registers
+from nkirun.checker.control import read_in_loop
 from nkirun.ir import Program, View
 from nkirun.isa.spec import ACCUMULATORS, Bound, views_of
 from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, TARGETS
@@ -114,6 +116,8 @@ def _dataflow(program: Program, bound: list[Bound], failed: set[int]) -> list[Di
         t = program.tensors[n]
         if not was_read and not t.output and n in last_write and n not in lost:
             b = last_write[n]
+            if program.loops and read_in_loop(program, bound, n, b.index):
+                continue  # read again by the next iteration of the loop around the write
             out.append(warning("W051", f"`{n}` is written by {b.op} (instruction {b.index}) but "
                                "never read afterwards and not an output", b.loc(), b.index,
                                hint="mark it `output: true`, or drop the write"))
@@ -148,12 +152,16 @@ def _capacity(program: Program, bound: list[Bound]) -> list[Diagnostic]:
         if names is None:  # only view params are bound to a Resolved
             views = [r for v in b.args.values() for r in views_of(v)]
             views += [r.ap.indirect.index for r in views  # an indirect pattern's index
-                      if r.ap is not None and r.ap.indirect is not None]
+                      if r.ap is not None and r.ap.indirect is not None
+                      and r.ap.indirect.index is not None]  # (None: a register)
             names = b.args.memo["on_chip"] = tuple(r.decl.name for r in views if r.decl.on_chip)
         for name in names:
             first.setdefault(name, i)
             if last.get(name, i) <= i:  # an output's last use stays the end
                 last[name] = i
+    if program.loops:  # a tensor used in a loop body and live before it stays live through it
+        from nkirun.checker.control import widen_live
+        widen_live(program.loops, first, last, bound)
     out = []
     for buf, cap in (("sbuf", target.sbuf_bytes_per_partition),
                      ("psum", target.psum_bytes_per_partition)):
@@ -193,6 +201,9 @@ def validate(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES):
     in_order, more = check_cores(program, bound)  # two cores: both streams in run order
     diags.extend(more)
     diags.extend(_dataflow(program, in_order, failed))
+    if program.loops or uses_registers(program):  # registers, loops: checker/control.py
+        from nkirun.checker.control import check_control
+        diags.extend(check_control(program, bound))
     diags.extend(psum_hazards(program, bound))
     if not any(x.code in ("E017", "E041") for x in diags):
         for one_core, its_bound in per_core(program, bound):  # each core has its own SBUF

@@ -27,12 +27,17 @@ from nkirun.source.kernel.loader import is_kernel_path
               help="instruction-table rows in text output (0: all)")
 @click.option("--width", type=click.IntRange(60, 400), default=None, metavar="COLUMNS",
               help="text width [default: the terminal's, 100 when piped]")
+@click.option("--trip", "trip", multiple=True, metavar="NAME=N",
+              help="assume runtime loop NAME runs N iterations each time it is entered "
+                   "(stated in the report); without it a loop's count comes from running "
+                   "the program on its data")
 @_program_format_option
 @kernel_options(inputs=True)
 @_debug_option
 @_guard
+# long: a click command: its help text, the kernel dispatch and the report
 def cost(program, fmt, target, trace_out, view, max_rows, width, program_format, debug,
-         inputs=(), kernel_args=(), kernel_shapes=(), grid=None, lnc=None):
+         inputs=(), kernel_args=(), kernel_shapes=(), grid=None, lnc=None, trip=()):
     """Estimate cycles per instruction and the multi-engine schedule of PROGRAM.
 
     Each engine runs its instructions in program order; an instruction waits for its
@@ -48,6 +53,7 @@ def cost(program, fmt, target, trace_out, view, max_rows, width, program_format,
       nkirun cost prog.yaml --view summary,critical
       nkirun cost prog.yaml --target trn1 --format json
       nkirun cost prog.yaml --trace-out trace.json    # open it in ui.perfetto.dev
+      nkirun cost moe.yaml --trip experts=8          # a runtime loop's trip count
 
     Exit status: 0 ok, 1 invalid program, 2 usage error.
     """
@@ -57,14 +63,16 @@ def cost(program, fmt, target, trace_out, view, max_rows, width, program_format,
         views = parse_views(view)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--view")
+    from nkirun.schedule.trips import parse_trips
+    trips = parse_trips(trip)
     if is_kernel_path(program):
         from nkirun.source.kernel import commands
         sys.exit(commands.cost(program, fmt, _kernel_params(
             inputs, kernel_shapes, kernel_args, grid, lnc, target), trace_out, views,
-            max_rows, width))
+            max_rows, width, trips))
     no_kernel_options(program, kernel_args, kernel_shapes or inputs, grid, lnc)
     try:
-        sched = api.cost(program, program_format, target)
+        sched = api.cost(program, program_format, target, trips)
     except NkirunError as e:
         from nkirun.source import parse_file
         p, _ = parse_file(program, program_format)

@@ -30,6 +30,7 @@ MODULES = (
     "nc_stream_shuffle", "dma_transpose", "nc_n_gather", "local_gather",
     "sequence_bounds", "nonzero_with_count", "topk", "dma_compute",
     "sendrecv", "core_barrier",
+    "register_alloc", "register_move", "register_load", "register_store",
 )
 
 

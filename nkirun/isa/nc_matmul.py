@@ -30,6 +30,8 @@ Readings:
   explicit overrides. The rule does not restart after the result is read: a PSUM tile
   reused for the next output block needs `accumulate: false` on that block's first matmul
   (W055 warns when an unset one lands on a result that was already read).
+  In a runtime loop body the choice is the first iteration's, on every iteration: the
+  compiler decides it once per instruction, and the body is one instruction stream.
 
 NKI 0.6's tile_position/tile_size, perf_mode, is_transpose and is_*_onezero: matmul_modes.py.
 """
@@ -123,7 +125,7 @@ def execute(b: Bound, m) -> None:
     if mode:
         out = flat(m.read_f32(dst)) + out  # PSUM accumulates in float32
     elif mode is None:  # NKI's auto-detect: accumulate where dst already holds data
-        held = m.held(dst)
+        held = m.held_first_run(b, dst)  # (in a loop body: as on its first iteration)
         if held is None:
             out = flat(m.read_f32(dst)) + out
         elif held.any():

@@ -6,7 +6,8 @@ holds data, and each later one only the tensors that instruction wrote: unchange
 are not dumped again (a tensor's state after instruction k is in the latest folder <= k
 that has it). With --after K the one folder holds every tensor. Tensors nothing has
 written yet are skipped; for a partly written one `<tensor>.written.npy` (bool) says
-which elements hold data (the others are 0).
+which elements hold data (the others are 0). An instruction in a runtime loop body dumps
+each time it runs: `<k>_<op>`, then `<k>_<op>_run2`, `_run3`, ...
 
 The dump is written into a hidden staging folder beside DIR and moved into DIR at the
 end, with signals held back (nkirun.safeio): after any signal DIR holds the whole new
@@ -44,6 +45,10 @@ class Dumper:
         if self.after is not None and b.index != self.after:
             return
         name = f"{b.index:0{self.width}d}_{b.op}"
+        runs = self.__dict__.setdefault("runs", {})  # a loop body runs again: `_run2`, ...
+        runs[b.index] = runs.get(b.index, 0) + 1
+        if runs[b.index] > 1:
+            name += f"_run{runs[b.index]}"
         folder = os.path.join(self.staging, name)
         everything = self.after is not None or not self.folders
         wrote = {b.tile(p.name).decl.name for p in b.spec.params

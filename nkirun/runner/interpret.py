@@ -36,7 +36,8 @@ def execute(program: Program, bound, inputs=None, after_each=None,
     b = None
     try:
         with np.errstate(all="ignore"):  # inf/nan flow through as on hardware, silently
-            for b in bound:
+            from nkirun.runner.registers import order
+            for b in order(program, bound, m):  # loops: registers.py
                 m.current = b
                 if step is None:
                     b.spec.execute(b, m)

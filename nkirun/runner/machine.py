@@ -14,6 +14,7 @@ from nkirun.hw import dtypes as dt
 from nkirun.source import indirect
 from nkirun.source.access import static_offsets, storage_elements
 from nkirun.source.operands import Resolved
+from nkirun.runner.registers import LoopState
 
 LANES = 128  # one accumulator register per partition
 
@@ -30,7 +31,7 @@ class Accumulator:
         return slice(r.part_start, r.part_start + r.partitions * r.part_step, r.part_step)
 
 
-class Machine:
+class Machine(LoopState):
     def __init__(self, buffers: dict[str, np.ndarray], undefined: dict[str, np.ndarray | None]):
         self.buffers = buffers
         # tensor -> bool array of written elements (None: every element holds data)
@@ -40,6 +41,7 @@ class Machine:
         self.scalar_acc = Accumulator(0.0)
         self.warnings: list = []  # run-time Diagnostics (e.g. undefined behaviour hit)
         self.current = None  # the Bound being executed, for error messages
+        self.init_loop_state()  # registers and runtime loops: runner/registers.py
 
     # ---- reads -----------------------------------------------------------------------------
     def view(self, r: Resolved) -> np.ndarray:
@@ -66,7 +68,9 @@ class Machine:
     def indirect_rows(self, r: Resolved):
         """Byte offsets of an indirect view's elements from its index's current values, and
         which partitions stay in bounds ((P,) bool; None: all). E093 under oob_mode=error."""
-        values = self.read(r.ap.indirect.index)
+        ind = r.ap.indirect
+        values = (self.read(ind.index) if ind.register is None
+                  else np.array([self.register(ind.register)], np.int64))
         b = self.current
         mode = b.get("oob_mode") if b is not None and hasattr(b, "get") else None
         return indirect.offsets(r, values, static_offsets(r), mode or "error", b)

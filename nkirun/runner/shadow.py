@@ -214,11 +214,13 @@ class TwoCores:
 
 def same_registers(m: Machine, s: Machine) -> bool:
     """Whether the engines' state an instruction may read besides its tensors (accumulator
-    registers, PRNG states) is the same on both machines."""
+    registers, PRNG states, virtual registers) is the same on both machines."""
     for a, c in ((m.vector_acc, s.vector_acc), (m.scalar_acc, s.scalar_acc)):
         if not (np.array_equal(a.value, c.value, equal_nan=True)
                 and np.array_equal(a.defined, c.defined)):
             return False
+    if getattr(m, "registers", None) != getattr(s, "registers", None):  # (nki.isa.register_*)
+        return False
     pm, ps = getattr(m, "prng", None) or {}, getattr(s, "prng", None) or {}
     return pm.keys() == ps.keys() and all(np.array_equal(pm[k].state, ps[k].state) for k in pm)
 
@@ -296,6 +298,7 @@ class Shadow:
             if name not in s.buffers and name in m.buffers:
                 s.enter(name)
         self.cores.prepare(b, s)
+        s.looped = m.looped  # (runtime loops: which instructions repeat, runner/registers.py)
         s.current, s.records = b, []
         exact = same_registers(m, s) and not any(  # (before either runs b)
             name in self.dirty for name in self.cores.reads(b))

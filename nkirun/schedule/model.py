@@ -78,6 +78,9 @@ class Schedule:
     program: Program
     target: Target
     slots: list[Slot] = field(default_factory=list)
+    # runtime loops: one row each (name, kind, line, entries, iterations, trips: "static",
+    # "data" or "assumed"); schedule/trips.py
+    loops: list[dict] = field(default_factory=list)
 
     def __repr__(self) -> str:  # short: the Program it holds can be huge
         name = self.program.name or self.program.path

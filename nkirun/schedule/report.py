@@ -188,6 +188,12 @@ def _summary(console, s: Schedule, color: bool) -> None:
                 f"makespan ")
     head.append(_time(d["total_ns"]), style="bold")
     console.print(head)
+    for row in d.get("loops", ()):  # runtime loops: schedule/trips.py
+        console.print(f"loop {row['name']} (line {row['line']}): {row['iterations']:,} "
+                      f"iterations in {row['entries']:,} "
+                      f"{'entry' if row['entries'] == 1 else 'entries'}, trip count "
+                      + {"static": "from its constant bounds", "data": "from running the data",
+                         "assumed": "ASSUMED (--trip)"}[row["trips"]])
     bn = d["bottleneck"]
     if bn:
         e = d["engines"][bn]

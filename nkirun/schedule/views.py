@@ -33,7 +33,7 @@ def _r(x: float) -> float:
 def summary(s: Schedule) -> dict:
     engines = s.engines()
     path = s.critical_path()
-    return {
+    out = {
         "program": s.program.path,
         "target": s.target.name,
         "core": s.target.core,
@@ -48,6 +48,12 @@ def summary(s: Schedule) -> dict:
         "notes": s.notes(),
         "assumptions": list(MODEL_ASSUMPTIONS),
     }
+    if s.loops:  # runtime loops and where their trip counts came from (schedule/trips.py)
+        out["loops"] = [dict(row) for row in s.loops]
+        out["assumptions"] += [f"loop `{r['name']}` runs {r['iterations']} iterations "
+                               f"(--trip {r['name']}={r['iterations'] // max(r['entries'], 1)} "
+                               "per entry, assumed)" for r in s.loops if r["trips"] == "assumed"]
+    return out
 
 
 def _core_summary(s: Schedule) -> dict:

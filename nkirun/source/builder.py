@@ -69,6 +69,8 @@ class Builder:
         self.cores = 1  # 2 once the source names a core (source/cores.py)
         self.core = 0  # the core whose stream new instructions join
         self._converted: dict = {}  # (op, key, type, raw) -> (typed value,)
+        self.loops: list[dict] = []  # closed runtime loops (source/loops.py)
+        self.open_loops: list[tuple] = []
 
     # ---- top level ---------------------------------------------------------------------------
     def top(self, key: str, value, kloc: Loc, vloc: Loc) -> None:
@@ -271,12 +273,16 @@ class Builder:
         if self.version is None and not any(dg.code == "E004" for dg in self.diags):
             self.diags.insert(0, error("E004", "the program needs `version: 1`",
                                        Loc(self.path, 1, 1)))
+        loops = ()
+        if self.loops or self.open_loops:
+            from nkirun.source.loops import finish
+            loops = finish(self)
         program = Program(
             version=self.version if isinstance(self.version, int) else 1,
             target=self.target, tensors=self.tensors, instructions=tuple(self.instructions),
             name=self.name, path=self.path, base_dir=self.base_dir, source_lines=self.lines,
             invalid_tensors=frozenset(self.invalid_tensors), dropped=frozenset(self.dropped),
-            partial=tuple(self.partial), cores=self.cores)
+            partial=tuple(self.partial), cores=self.cores, loops=loops)
         return program, self.diags
 
 

@@ -40,6 +40,7 @@ class Indirect:
     per_partition: bool  # vector_offset (one index per partition) or scalar_offset
     stride_bytes: int  # bytes one index step moves (dim `indirect_dim` of the tensor)
     index: object = None  # its Resolved, filled in by bind_index
+    register: str | None = None  # scalar_offset from a register (nki.isa.register_alloc)
 
 
 def static_part(ap, decl, dtype):
@@ -62,10 +63,17 @@ def static_part(ap, decl, dtype):
     return Indirect(view, vector, stride), pattern
 
 
-def bind_index(r, tensors: dict, resolve):
+def bind_index(r, tensors: dict, resolve, registers=frozenset()):
     """Resolve the index view of an indirect pattern view `r`: (r with it, None) or
-    (None, error message)."""
+    (None, error message). A scalar_offset naming a register (not a tensor) reads it."""
     ind = r.ap.indirect
+    if ind.view.tensor in registers and ind.view.tensor not in tensors:
+        if ind.per_partition or ind.view.index is not None:
+            return None, (f"register `{ind.view.tensor}` can only be a scalar_offset, "
+                          "as a plain name")
+        ap = dataclasses.replace(r.ap, indirect=dataclasses.replace(
+            ind, register=ind.view.tensor))
+        return dataclasses.replace(r, ap=ap), None
     decl = tensors.get(ind.view.tensor)
     if decl is None:
         return None, f"unknown index tensor `{ind.view.tensor}`"

@@ -120,6 +120,8 @@ def generate() -> dict:
     ops_by_name = dict(sorted(REGISTRY.items()))
     defs = {f"op_{name}": instruction_schema(spec) for name, spec in ops_by_name.items()}
     defs["tensor"] = tensor_schema()
+    from nkirun.source.loops import schema_defs  # runtime loops: `for:` / `while:` entries
+    defs.update(schema_defs())
     return {
         "$schema": "http://json-schema.org/draft-07/schema#",
         "$id": SCHEMA_ID,
@@ -153,8 +155,10 @@ def generate() -> dict:
                 "type": "object", "minProperties": 1, "maxProperties": 1,
                 "description": "one nki.isa instruction: `- op: {keyword: value, ...}`",
                 "defaultSnippets": [instruction_snippet(spec) for spec in ops_by_name.values()],
-                "properties": {name: {"$ref": f"#/definitions/op_{name}"}
-                               for name in ops_by_name},
+                "properties": {**{name: {"$ref": f"#/definitions/op_{name}"}
+                                  for name in ops_by_name},
+                               "for": {"$ref": "#/definitions/loop_for"},
+                               "while": {"$ref": "#/definitions/loop_while"}},
                 # nisa.range_select, nl.load, ...: the prefixes normalize_name strips
                 "patternProperties": {
                     rf"^({'|'.join(re.escape(p) for p in S.NAME_PREFIXES)}){re.escape(name)}$":

@@ -26,6 +26,7 @@ from nkirun.isa import REGISTRY
 from nkirun.isa.spec import normalize_name
 
 DIRECTIVES = ("version", "name", "target", "tensor", "core")
+LOOP_WORDS = ("for", "while", "end")  # runtime loops: source/loops.py
 TENSOR_POSITIONALS = ("buffer", "shape", "dtype")
 LINE_HINT = ("instruction lines are `OP key=value key=value ...` with no blank around `=`, "
              "e.g. `load dst=t src=x`")
@@ -71,7 +72,8 @@ class _Reader:
         m = _OP.match(line)
         if m is not None:
             op = m.group(1)
-            if op not in DIRECTIVES and "#" not in line and '"' not in line \
+            if op not in DIRECTIVES and op not in LOOP_WORDS and "#" not in line \
+                    and '"' not in line \
                     and "'" not in line and self.fast(ln, line, op, m):
                 return
         try:
@@ -92,7 +94,31 @@ class _Reader:
             return self.core(ln, toks)
         if text in DIRECTIVES:
             return self.directive(ln, toks)
+        if text in LOOP_WORDS:
+            return self.loop(ln, toks)
         self.instruction(ln, toks)
+
+    def loop(self, ln: int, toks) -> None:
+        """`for index=i stop=n ...` / `while cond=c ...` opens a loop, `end` closes it."""
+        from nkirun.source import loops
+        col, _, _, word = toks[0]
+        fields = {}
+        try:
+            for tcol, key, vcol, text in toks[1:]:
+                if key is None:
+                    raise _Syntax(tcol, f"expected key=value after `{word}`, got `{text}`",
+                                  code="E652")
+                if key in fields:
+                    self.duplicate(key, ln, tcol, fields[key][1])
+                    continue
+                fields[key] = (value_of(text, vcol), self.loc(ln, tcol))
+        except _Syntax as e:
+            return self.err(e.code, str(e), ln, e.col, e.hint)
+        if word != loops.END:
+            return loops.begin(self.b, word, fields, self.loc(ln, col))
+        if fields or not loops.end(self.b, self.loc(ln, col)):
+            self.err("E652", "`end` closes a loop: alone on its line, after a `for` or "
+                     "`while` line", ln, col)
 
     def duplicate(self, key: str, ln: int, col: int, first: Loc) -> None:
         # the same diagnostic as a duplicate key in YAML; the first value is kept

@@ -13,7 +13,7 @@ import re
 from dataclasses import replace
 
 from nkirun.hw.dtypes import DType
-from nkirun.ir import Instruction, Program, TensorDecl, View
+from nkirun.ir import Instruction, Program, Register, TensorDecl, View
 from nkirun.isa import REGISTRY
 from nkirun.hw.alu import FP32_MAX, FP32_MIN
 from nkirun.source.text_front import CONTROL, plain
@@ -84,6 +84,8 @@ def value_text(v, fmt: str) -> str:
     """A typed IR value written in `fmt` ("text" or "yaml")."""
     if isinstance(v, View):
         return str(v) if fmt == "text" else _yaml_str(str(v))
+    if isinstance(v, Register):
+        return v.name
     if isinstance(v, DType):
         return v.name
     if isinstance(v, str):
@@ -117,15 +119,24 @@ def to_text(program: Program) -> str:
         for r in rows:
             head = " ".join(c.ljust(w) for c, w in zip(r[:4], widths))
             out.append(f"tensor {head} {' '.join(r[4:])}".rstrip())
+    if program.loops:  # runtime loops (one core): source/loops.py
+        from nkirun.source.loops import text_lines
+        out.append("")
+        out += text_lines(program, _text_instruction)
+        return "\n".join(out) + "\n"
     for core, stream in _streams(program):
         if stream or core is not None:
             out.append("")
         if core is not None:
             out.append(f"core {core}")
         for inst in stream:
-            args = " ".join(f"{k}={text_value(v)}" for k, v in instruction_args(inst))
-            out.append(f"{inst.op} {args}".rstrip())
+            out.append(_text_instruction(inst))
     return "\n".join(out) + "\n"
+
+
+def _text_instruction(inst: Instruction) -> str:
+    args = " ".join(f"{k}={text_value(v)}" for k, v in instruction_args(inst))
+    return f"{inst.op} {args}".rstrip()
 
 
 def _streams(program: Program):
@@ -190,6 +201,11 @@ def to_yaml(program: Program) -> str:
             if t.core is not None:
                 fields.append(f"core: {t.core}")
             out.append(f"  {(_yaml_str(t.name) + ':').ljust(width)} {{{', '.join(fields)}}}")
+    if program.loops:  # runtime loops (one core): source/loops.py
+        from nkirun.source.loops import yaml_lines
+        out.append("instructions:")
+        out += yaml_lines(program, _yaml_instruction)
+        return "\n".join(out) + "\n"
     streams = _streams(program)
     if streams[0][0] is not None:
         out.append("cores:")
@@ -201,14 +217,17 @@ def to_yaml(program: Program) -> str:
             continue
         out.append(head)
         for inst in stream:
-            args = [f"{k}: {yaml_value(v)}" for k, v in instruction_args(inst)]
-            line = f"{pad}  - {inst.op}: {{{', '.join(args)}}}"
-            if len(line) <= 100:
-                out.append(line)
-            else:  # long entries one keyword per line, like the hand-written programs
-                out.append(f"{pad}  - {inst.op}:")
-                out.extend(f"{pad}      {a}" for a in args)
+            out += _yaml_instruction(inst, pad + "  ")
     return "\n".join(out) + "\n"
+
+
+def _yaml_instruction(inst: Instruction, indent: str) -> list[str]:
+    args = [f"{k}: {yaml_value(v)}" for k, v in instruction_args(inst)]
+    line = f"{indent}- {inst.op}: {{{', '.join(args)}}}"
+    if len(line) <= 100:
+        return [line]
+    # long entries one keyword per line, like the hand-written programs
+    return [f"{indent}- {inst.op}:"] + [f"{indent}    {a}" for a in args]
 
 
 FORMATS = {"yaml": to_yaml, "text": to_text}

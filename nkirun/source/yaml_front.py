@@ -369,6 +369,9 @@ def _instruction(w: _Walker, b: Builder, entry) -> None:
         return
     knode, vnode = entry.value[0]
     op = w.value(knode)
+    if op in ("for", "while") and isinstance(vnode, yaml.MappingNode):  # a runtime loop
+        from nkirun.source.loops import yaml_loop
+        return yaml_loop(w, b, op, vnode, w.loc(knode), _instruction, _unique_keys)
     if isinstance(vnode, yaml.MappingNode):
         args = _unique_keys(w, b, vnode, lambda ak, av: (w.value(av), w.loc(ak)))
     elif isinstance(vnode, yaml.ScalarNode) and vnode.tag == _STD + "null":

@@ -57,8 +57,10 @@ EXAMPLES = sorted((PROGRAMS).glob("*.yaml")) + \
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_example_programs_have_no_diagnostics_and_run(path, tmp_path):
     """Every program in programs/ checks without a single diagnostic and runs (the
-    before-stop smoke test does the same through the installed command)."""
-    assert check_program(str(path)).diagnostics == []
+    before-stop smoke test does the same through the installed command). A runtime loop's
+    W650/W651 say what only the run can know: they are the one exception."""
+    assert [d for d in check_program(str(path)).diagnostics
+            if d.code not in ("W650", "W651")] == []
     r = CliRunner().invoke(cli, ["run", str(path), "--out", str(tmp_path / "out")])
     assert r.exit_code == 0, r.output
     assert list((tmp_path / "out").glob("*.npy"))

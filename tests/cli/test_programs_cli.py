@@ -40,6 +40,7 @@ COMPARED_IN = {
     "layernorm_bn_stats.yaml": "test_bn_aggr",
     "softmax_exponential.yaml": "test_exponential",
     "two_core_halves.yaml": "test_two_cores",
+    "moe_expert_loop.yaml": "test_runtime_loops",
 }
 
 

@@ -94,6 +94,11 @@ ELSEWHERE = {
        ("E632", "E636", "E638", "E639", "E640", "E641")},
     **{c: "isa/test_core_barrier.py::test_rules" for c in ("E634", "E637")},
     "W631": "runner/test_two_cores.py::test_indirect_writes_to_the_same_rows_race_at_run_time",
+    "E655": "runner/test_runtime_loops.py::test_loop_bound_never_written_is_e655_at_the_loop",
+    "E657": "schedule/test_trip_counts.py::test_no_data_and_no_trip_is_e657_naming_the_loop",
+    "E658": "schedule/test_trip_counts.py::test_bad_trip_is_e658",
+    "E659": "kernel/test_kernel_loops.py::test_register_misuse_is_e659",
+    "E661": "runner/test_runtime_loops.py::test_endless_while_loop_stops_with_e661",
 }
 
 

@@ -142,7 +142,8 @@ def test_kernel_exception_shows_the_kernels_frames(tmp_path):
                                         ("import nki.profiler", "nki.profiler"),
                                         ("from nki.isa import bar", "nki.isa.bar"),
                                         ("nl.bar(t)", "nki.language.bar"),
-                                        ("nl.fori_loop(0, 4, None)", "nki.language.fori_loop")])
+                                        ("nl.gather_flattened(t, t)",
+                                         "nki.language.gather_flattened")])
 def test_unsupported_nki_names_are_located_errors(tmp_path, call, name):
     path = write(tmp_path, f"""\
         import nki

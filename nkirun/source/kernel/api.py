@@ -64,7 +64,7 @@ def run_traced(traced: Traced, bound, inputs=None, step=None) -> list:
     from nkirun.source.kernel.execute import execute_freeing
     inputs = inputs if inputs is not None else traced.inputs
     m = (execute_freeing(traced, bound, inputs) if step is None else
-         execute_freeing(traced, bound, inputs, step))
+         execute_freeing(traced, bound, inputs, step=step))
     return [output_array(m, h) for h in traced.outputs]
 
 
@@ -122,11 +122,19 @@ def check(kernel, *args, **kwargs) -> list:
 
 
 def cost(kernel, *args, **kwargs):
-    """The predicted schedule of the traced kernel."""
+    """The predicted schedule of the traced kernel (`trips={"loop": N}` assumes runtime
+    loop counts; without it they are counted by running the kernel on its arrays)."""
     from nkirun.schedule import schedule
+    from nkirun.schedule.trips import expand
+    trips = kwargs.pop("trips", None)  # runtime loops: {loop name: N}, else counted on the data
     traced = trace_call(kernel, args, kwargs)
     bound, _ = require_valid(traced)
-    return schedule(traced.program, bound)
+    from nkirun.source.kernel.execute import execute_freeing
+    seq, loops = expand(traced.program, bound, trips,
+                        lambda observe: execute_freeing(traced, bound, traced.inputs, observe))
+    sched = schedule(traced.program, seq)
+    sched.loops = loops
+    return sched
 
 
 def trace(kernel, *args, **kwargs):

@@ -97,11 +97,19 @@ def run(spec, out_dir, params, max_hbm_bytes=None, shadow=None) -> int:
     return EXIT_OK
 
 
-def cost(spec, fmt, params, trace_out, views, max_rows, width) -> int:
+def cost(spec, fmt, params, trace_out, views, max_rows, width, trips=None) -> int:
     from nkirun.schedule import render_report, schedule, to_json, write_trace
+    from nkirun.schedule.trips import expand
+    from nkirun.source.kernel.execute import execute_freeing
     traced = _traced(spec, params)
     bound, _ = _require_valid(spec, traced)
-    sched = schedule(traced.program, bound)
+    try:  # runtime loops: counted on the --input data, or from --trip
+        seq, loops = expand(traced.program, bound, trips, lambda observe: execute_freeing(
+            traced, bound, traced.inputs, observe))
+    except NkirunError as e:
+        raise relocate(e, spec) from None
+    sched = schedule(traced.program, seq)
+    sched.loops = loops
     if trace_out:
         try:
             write_trace(sched, trace_out)

@@ -41,7 +41,9 @@ def _tensors_of(args) -> set:
     return names
 
 
-def execute_freeing(traced, bound, inputs, step=None):
+def execute_freeing(traced, bound, inputs, observe=None, step=None):
+    """Execute; `observe(b, m)` (optional) is called after each instruction; `step`:
+    interpret.execute's (run --shadow)."""
     from nkirun.runner.interpret import execute
     program = traced.program
     order = bound
@@ -50,9 +52,14 @@ def execute_freeing(traced, bound, inputs, step=None):
         order = sync_order(bound).flat()
     first, last = live_ranges(order)
     keep = {n for n, t in program.tensors.items() if t.output}
+    looped = set()
+    if program.loops:  # a loop body runs again: what it touches lives through the run
+        from nkirun.checker.control import touched_in_loops
+        looped = touched_in_loops(program.loops, first, last)
+        keep |= looped
     upfront, alloc_at, free_at = {}, {}, {}
     for name, t in program.tensors.items():
-        if t.init is not None or name not in first or first[name] == 0:
+        if t.init is not None or name not in first or first[name] == 0 or name in looped:
             upfront[name] = t
         else:
             alloc_at.setdefault(first[name] - 1, []).append(t)
@@ -60,6 +67,8 @@ def execute_freeing(traced, bound, inputs, step=None):
             free_at.setdefault(last[name], []).append(name)
 
     def after_each(b, m):
+        if observe is not None:
+            observe(b, m)
         i = position[id(b)]
         for name in free_at.get(i, ()):
             m.buffers.pop(name, None)

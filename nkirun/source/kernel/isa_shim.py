@@ -219,6 +219,10 @@ class _IsaModule(types.ModuleType):
         if name.startswith("__"):
             raise AttributeError(name)
         from nkirun.isa import REGISTRY
+        if name == "register_alloc":  # returns the register it allocates (kernel/control.py)
+            from nkirun.source.kernel.control import register_alloc
+            setattr(self, name, register_alloc)
+            return register_alloc
         if name in REGISTRY and name not in NOT_INSTRUCTIONS:
             fn = make_instruction(name)
             setattr(self, name, fn)

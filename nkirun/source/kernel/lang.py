@@ -4,7 +4,7 @@ constants, operator tokens and the convenience compute functions.
 Readings:
 - `affine_range`, `sequential_range` and `static_range` are Python's `range` (NKI 0.6:
   "an alias for Python's range ... a fully unrolled loop"). `dynamic_range`,
-  `fori_loop` and `while_loop` need run-time registers: E601.
+  `fori_loop` and `while_loop` are runtime loops traced once (kernel/control.py).
 - Without a launch grid `program_ndim()` is 0, `program_id(axis)` 0 and
   `num_programs(axes)` 1.
 - `shared_constant(array_or_path)` is an HBM tensor holding the data;
@@ -163,6 +163,8 @@ def build_module(name: str = "nki.language") -> types.ModuleType:
               empty_like=cv.empty_like, load=cv.load, store=cv.store,
               broadcast_to=cv.broadcast_to, transpose=cv.transpose, matmul=cv.matmul,
               where=cv.where, mean=cv.mean)
+    from nkirun.source.kernel.control import LANGUAGE  # runtime loops: traced once
+    ns.update(LANGUAGE)
     tok = consts.Token
     for op in cv.BINARY:
         ns[op] = tok(op, f"nl.{op}", cv.binary(op))

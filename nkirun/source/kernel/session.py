@@ -27,6 +27,7 @@ from nkirun.isa import REGISTRY
 from nkirun.isa.spec import TILE, TILE_OR_SCALAR, ArgError, convert, param_tables
 from nkirun.source.builder import Builder
 from nkirun.source.kernel import consts
+from nkirun.source.kernel.control import VirtualRegister
 from nkirun.source.kernel.lower import ir_index
 from nkirun.source.kernel.tensor import _NO_INDEX, TensorRec, ndarray
 from nkirun.source.kernel.unsupported import frame_loc, kernel_error, kernel_frame
@@ -213,7 +214,8 @@ class Tracer:
             index = ir_index(v)
             if v._indirect is not None:
                 kind, handle, dim = v._indirect
-                iv = self.operand(handle, loc)
+                iv = (handle.register_view(loc) if isinstance(handle, VirtualRegister)
+                      else self.operand(handle, loc))
                 index = replace(index, scalar_offset=iv if kind == "scalar" else None,
                                 vector_offset=iv if kind == "vector" else None,
                                 indirect_dim=dim)
@@ -230,6 +232,8 @@ class Tracer:
             return v.ir
         if isinstance(v, consts.NlDType):
             return v.nkirun.name if v.nkirun is not None else str(v)
+        if isinstance(v, VirtualRegister):  # a register (kernel/control.py)
+            return v.name
         if isinstance(v, (int, float)):
             return v
         if isinstance(v, (list, tuple)):

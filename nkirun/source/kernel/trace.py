@@ -124,6 +124,8 @@ def trace(kernel, values: dict, target: str = "trn2", grid=None, lnc: int = 1) -
                 raise kernel_exception(exc) from None
             if inst == instances[0]:
                 result = ret
+        from nkirun.source.kernel.control import check_closed
+        check_closed(tracer)  # a runtime loop left open (E659)
         outputs, structure = _outputs(tracer, result)
     program, diags = tracer.builder.finish()
     diags = [d for d in diags if d.code != "E004"]

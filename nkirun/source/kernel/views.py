@@ -199,7 +199,8 @@ def _indexed(v, kind, index, stride_bytes):
     rec = v._rec
     if rec.on_chip:
         raise _view_bad("indirect addressing (scalar_offset/vector_offset) needs an HBM tensor")
-    if not hasattr(index, "_rec"):
+    from nkirun.source.kernel.control import VirtualRegister
+    if not (kind == "scalar" and isinstance(index, VirtualRegister)) and not hasattr(index, "_rec"):
         raise unsupported(f"a {type(index).__name__} as a runtime index (a VirtualRegister)",
                           "give an SBUF tensor holding the index")
     dims = [s * rec.dtype.itemsize for s in rec.strides]
