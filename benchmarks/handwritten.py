@@ -84,8 +84,8 @@ def nc_match_replace8_page_loop(data, vals, imm):
 
 
 # ---- the companion instructions of issue 15 (benchmarks/companion_cases.py) -----------------
-# Sums are sequential (np.add.accumulate), as the engines fold elements in order; a NumPy
-# programmer matching the hardware's bits would write them so.
+# Sums follow each page (nkirun/isa/accumulators.py): exponential's loop is sequential
+# (np.add.accumulate); activation's and tensor_scalar_reduce's NumPy reduction is np.sum.
 def reciprocal(x):
     return np.divide(np.float32(1), x.astype(np.float32), dtype=np.float32).astype(x.dtype)
 
@@ -97,7 +97,7 @@ def exponential(x, row_max):
 
 def activation_reduce_exp(x, bias):
     y = np.exp((x.astype(np.float32) + bias).astype(np.float64)).astype(np.float32)
-    return y.astype(x.dtype), np.add.accumulate(y, axis=1)[:, -1:]
+    return y.astype(x.dtype), np.sum(y, axis=1, keepdims=True)
 
 
 def activate2_exp_max(x):
@@ -112,7 +112,7 @@ def scalar_tensor_tensor(x, col, w):
 
 def tensor_scalar_reduce(x, scale):
     y = x.astype(np.float32) * np.float32(scale)
-    return y.astype(x.dtype), np.add.accumulate(y, axis=1)[:, -1:]
+    return y.astype(x.dtype), np.sum(y, axis=1, keepdims=True)
 
 
 def tensor_scalar_cumulative(x, col):

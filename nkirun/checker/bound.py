@@ -111,13 +111,19 @@ class Bound:
     def op(self) -> str:
         return self.spec.name
 
+    @property
+    def title(self) -> str:
+        """The op, with the program's `name=` label when it has one: `tensor_copy (name=k1)`."""
+        label = self.args.get("name")
+        return f"{self.spec.name} (name={label})" if label else self.spec.name
+
     def loc(self, key: str | None = None) -> Loc:
         return self.inst.arg_loc(key) if key else self.inst.loc
 
     def err(self, code: str, message: str, key: str | None = None, hint: str | None = None
             ) -> Diagnostic:
-        return error(code, f"{self.op}: {message}", self.loc(key), self.index, hint)
+        return error(code, f"{self.title}: {message}", self.loc(key), self.index, hint)
 
     def warn(self, code: str, message: str, key: str | None = None, hint: str | None = None
              ) -> Diagnostic:
-        return warning(code, f"{self.op}: {message}", self.loc(key), self.index, hint)
+        return warning(code, f"{self.title}: {message}", self.loc(key), self.index, hint)

@@ -70,9 +70,8 @@ def _acc_hazard(b: Bound, state: dict[str, str]) -> list[Diagnostic]:
     if cmd == "reduce" and now != "defined":
         why = ("an earlier idle op may have modified it" if now == "clobbered"
                else "nothing reset it")
-        out.append(b.warn("W052", f"reduce_cmd=reduce accumulates onto an undefined "
-                          f"{ACCUMULATORS[acc].engine}-engine accumulator ({why})", "reduce_cmd",
-                          hint="start the chain with reduce_cmd: reset_reduce"))
+        from nkirun.isa.accumulators import undefined_warning
+        out.append(undefined_warning(b, ACCUMULATORS[acc].engine, why))
     if cmd in ("reset", "reset_reduce", "load_reduce"):
         state[acc] = "defined"
     elif cmd == "idle" and now == "defined" and ACCUMULATORS[acc].idle_may_modify:

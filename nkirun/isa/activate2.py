@@ -110,11 +110,10 @@ def execute(b: Bound, m) -> None:
         z = _step(b, m, b["op0"], "imm0", "reverse0", x, scratch)
         z = _step(b, m, b["op1"], "imm1", "reverse1", z, scratch if z is x else z)
         y = _activate(b, m, np.asarray(z, np.float32))
-        value = accs.fold(b, m, m.scalar_acc, "Scalar", b.get("reduce_op") or "add", y, "data")
+        # the page's loop: accumulator = reduce_op(accumulator, dst[i])
+        value = accs.apply(b, m, "Scalar", b.get("reduce_op") or "add", y, "data", accs.STREAMED)
     m.write(b["dst"], y.reshape(b["dst"].shape))
-    res = b.tile("reduce_res")
-    if res is not None:
-        m.write(res, value)
+    accs.read_out(b, m, value)
 
 
 SPEC = InstructionDef(

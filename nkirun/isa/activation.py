@@ -2,7 +2,9 @@
 
 dst = op(data * scale + bias), computed in float32 and cast to dst; optionally the free-axis
 sum of the result is added into the Scalar engine's own per-partition accumulator
-(reduce_op=add, reduce_cmd, reduce_res).
+(reduce_op=add, reduce_cmd, reduce_res). The page's pseudo-code reduces the row with NumPy and
+adds it to the register once: the row sum is np.sum's (pairwise) bits (isa/accumulators.py,
+WHOLE_ROW, also for the readings of reduce_cmd and masks).
 
 Numerics: the hardware evaluates these functions with piece-wise polynomial approximations
 (§2.3), which nkirun does not model. nkirun evaluates each function exactly (in float64) and
@@ -17,8 +19,8 @@ from nkirun.hw import dtypes as dt
 from nkirun.hw.activation_functions import (  # noqa: F401  (ACTIVATIONS, ALIASES re-exported)
     ACTIVATIONS, ALIASES, evaluate, outside_valid_range)
 from nkirun.diagnostics import warning
-from nkirun.checker.mask import active_rows, hide, rows_mask
-from nkirun.isa.common import flat, fold_free, is_nc_v2, same_shape
+from nkirun.isa import accumulators as accs
+from nkirun.isa.common import flat, is_nc_v2, same_shape
 from nkirun.isa.spec import (ENUM, OP, REDUCE_CMDS, TILE, TILE_OR_SCALAR, Bound, InstructionDef, Param,
                    common_tail, out_dtype)
 
@@ -94,43 +96,11 @@ def execute(b: Bound, m, reduce_cmd: str | None = None) -> None:
         z = z + _per_partition(b, m, "bias")
     warn_outside_valid_range(b, m, name, z, "data*scale+bias")
     y = evaluate(name, z)
-    _reduce(b, m, y, reduce_cmd or b["reduce_cmd"])
+    if (reduce_cmd or b["reduce_cmd"]) != "idle" or b.tile("reduce_res") is not None:
+        # the page: reduce_op(reduce_regs, reduce_op(output, axis=<FreeAxis>)); add only
+        accs.read_out(b, m, accs.apply(b, m, "Scalar", "add", y, "data", accs.WHOLE_ROW,
+                                       cmd=reduce_cmd))
     m.write(b["dst"], y.reshape(b["dst"].shape), out_dtype(b), b.mask)
-
-
-def _reduce(b: Bound, m, y: np.ndarray, cmd: str) -> None:
-    """The Scalar accumulator (§1.1, §4): reset sets the lanes to 0; reduce/reset_reduce add
-    this instruction's float32 row sum (taken before the output cast, masked-off elements
-    excluded); reduce_res reads the registers out.
-
-    Readings: the docstring's pseudo-code (`result = regs + sum; regs += result`) would double
-    the registers; nkirun takes it as regs += sum. Under `idle` the registers are not used
-    (§4); a reduce_res given with `idle` receives this instruction's own row sum, as
-    activation_reduce does.
-    """
-    res = b.tile("reduce_res")
-    if cmd == "idle" and res is None:
-        return
-    rowsum = fold_free(np.add, hide(y, b.mask, -0.0))[:, None]  # -0.0: x + fill == x
-    acc = m.scalar_acc
-    on = np.arange(len(acc.defined))[acc.lanes(b.tile("data"))]
-    rows = active_rows(b.mask)  # fully masked-off partitions leave their registers alone
-    if rows is not None:
-        on, rowsum_on = on[rows], rowsum[rows]
-    else:
-        rowsum_on = rowsum
-    if cmd in ("reset", "reset_reduce"):
-        acc.value[on] = acc.reset_value
-        acc.defined[on] = True
-    if cmd == "reduce":
-        from nkirun.isa.accumulators import warn_if_undefined
-        warn_if_undefined(b, m, "Scalar", ~acc.defined[on])
-    if cmd in ("reduce", "reset_reduce"):
-        acc.value[on] += rowsum_on
-    if res is not None:
-        lanes = acc.lanes(b.tile("data"))
-        m.write(res, rowsum if cmd == "idle" else acc.value[lanes], None,
-                rows_mask(b.mask, res.shape))
 
 
 def cycles(b: Bound, target) -> int:
@@ -148,7 +118,7 @@ SPEC = InstructionDef(
         "Computes op(data*scale + bias) elementwise in float32 (scale: scalar or (P, 1) "
         "float32 tile; bias: (P, 1) tile, or a scalar from trn2 on) and casts to dst. With "
         "reduce_cmd reduce/reset_reduce the float32 row sums of the result (over all free "
-        "axes) are added into the Scalar engine's 128 accumulator registers (reset to 0); "
+        "axes, np.sum's pairwise bits, as the page's NumPy reduction) are added into the Scalar engine's 128 accumulator registers (reset to 0); "
         "reduce_res receives them. nkirun evaluates each function exactly and rounds to "
         "float32; hardware uses polynomial approximations, so results are close, not "
         "bit-identical, and inputs outside a function's valid range warn (W202)."),

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from nkirun.checker.mask import active_rows, hide, rows_mask
 from nkirun.isa.spec import Bound
 
 COMPARE_UFUNCS = {
@@ -201,45 +200,6 @@ def pattern_rules(b: Bound, codes: tuple[str, str, str, str]):
         yield b.err(codes[3], f"the affine values range over {lo}..{hi}, outside int32 (they "
                     "are computed in int32)", "pattern",
                     hint="use smaller steps, offset or channel_multiplier")
-
-
-def vector_reduce(b: Bound, m, selected_f32: np.ndarray, lanes_of: str) -> None:
-    """Apply `reduce_cmd` to the shared Vector-engine max accumulator; fill `reduce_res`.
-
-    reset/reset_reduce set the lanes to -inf; reduce/reset_reduce fold in this instruction's
-    per-partition max (over float32 values, before any output cast; NaN propagates); idle
-    leaves the lanes undefined (the pages: "the accumulator state may still be modified").
-    reduce_res receives the accumulated value, or under idle this instruction's own max
-    (the pages' NumPy equivalent).
-    """
-    cmd = b["reduce_cmd"]
-    res = b.tile("reduce_res")
-    acc = m.vector_acc
-    lanes = np.arange(len(acc.defined))[acc.lanes(b.tile(lanes_of))]
-    active = active_rows(b.mask)  # a partition the mask leaves empty is not touched
-    on = lanes if active is None else lanes[active]
-    if cmd == "idle" and res is None:
-        acc.defined[on] = False
-        return
-    rowmax = None
-    if cmd != "reset" or res is not None:
-        # masked-off elements are hidden behind -inf: the max sees only unmasked ones
-        x = hide(selected_f32.reshape(selected_f32.shape[0], -1), b.mask, -np.inf)
-        rowmax = x.max(axis=1, keepdims=True) if x.shape[1] else np.full(
-            (x.shape[0], 1), -np.inf, np.float32)
-    if cmd in ("reset", "reset_reduce"):
-        acc.value[on] = -np.inf
-        acc.defined[on] = True
-    if cmd in ("reduce", "reset_reduce"):
-        from nkirun.isa.accumulators import warn_if_undefined
-        undefined = ~acc.defined[lanes]
-        warn_if_undefined(b, m, "Vector", undefined if active is None else undefined & active)
-        acc.value[on] = np.maximum(acc.value[on], rowmax if active is None else rowmax[active])
-    if cmd == "idle":
-        acc.defined[on] = False
-    if res is not None:
-        m.write(res, rowmax if cmd == "idle" else acc.value[lanes], None,
-                rows_mask(b.mask, res.shape))
 
 
 # ---- DMA transfers (load, store, dma_copy) -------------------------------------------------

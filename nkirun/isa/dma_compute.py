@@ -18,8 +18,14 @@ generated/nki.isa.dma_compute.html; NKI release notes 0.3.0 / 0.4.0 / 0.5.0):
 Readings:
 * Sources are added in list order, each sum rounded to float32: ((s0 + s1) + s2) + ...
 * Element counts must match; shapes may differ (row-major order, like dma_copy).
-* nkirun's views cannot express vector_offset yet, so the RMW forms are out of reach and
-  oob_mode skip is refused (E443); unique_indices only matters for them and changes nothing.
+* Read-modify-write (the page): scatter, dst an HBM `.ap(..., vector_offset=idx)` view and
+  srcs [that same view, an SBUF tile]: dst[idx] = dst[idx] + data; gather, dst in SBUF and
+  srcs [dst, an HBM vector_offset view]: dst = dst + src[idx]. Exactly 2 sources, scales 1.0,
+  unique_indices true, vector_offset (not scalar_offset); anything else with an indirect view
+  is E594; oob_mode skip without one is E443. Under skip a partition whose index is outside
+  the tensor keeps its dst values; oob_mode error stops with E093.
+* Repeated scatter indices (which NKI does not support) warn W590 at run time: every
+  partition reads its row before any writes it, so the highest partition's sum stays.
 * Cost (an assumption): the DMA copy model (targets.py) for the bytes read from every source,
   twice as long when dst is in SBUF on NeuronCore-v2/v3 (the half-rate accumulation).
 """
@@ -28,7 +34,8 @@ from __future__ import annotations
 import numpy as np
 
 from nkirun.isa.common import dma_partitions
-from nkirun.isa.dma_rules import core_version
+from nkirun.diagnostics import warning
+from nkirun.isa.dma_rules import core_version, indirect_of, is_rmw, rmw_rules, single_column_index
 from nkirun.isa.spec import BOOL, ENUM, NUMBER_LIST, OP, TILE, TILE_LIST, Bound, InstructionDef, \
     Param
 
@@ -43,7 +50,7 @@ PARAMS = (
     Param("reduce_op", OP, required=True, choices=("add",), doc="add (the only one supported)"),
     Param("scales", NUMBER_LIST, doc="one scale per source; all must be 1.0 (default)"),
     Param("unique_indices", BOOL, default=True,
-          doc="for indirect scatter (vector_offset views); no effect on nkirun's views"),
+          doc="the read-modify-write indices are unique; must be true (false: E594)"),
     Param("oob_mode", ENUM, default="error", choices=("error", "skip"),
           doc="out-of-bounds indirect indices; skip needs an indirect (vector_offset) source"),
 )
@@ -67,14 +74,19 @@ def check(b: Bound):
             yield b.err("E442", f"srcs[{i}] ({r.decl.name}, {list(r.shape)}) holds {r.size} "
                         f"elements but dst {list(dst.shape)} holds {dst.size}", "srcs",
                         hint="every source needs dst's element count")
-    if b.get("oob_mode") == "skip":
-        yield b.err("E443", "oob_mode skip is only valid for an indirect (vector_offset) "
-                    "source, which nkirun's views cannot express yet", "oob_mode",
+    yield from single_column_index(b, ("dst", "srcs"))
+    if dst is not None and srcs and is_rmw(dst, srcs):
+        yield from rmw_rules(b, dst, srcs)
+    elif b.get("oob_mode") == "skip":
+        yield b.err("E443", "oob_mode skip is only valid with indirect indexing (a "
+                    "vector_offset dst or source: the read-modify-write forms)", "oob_mode",
                     hint="leave oob_mode at error")
 
 
 def execute(b: Bound, m) -> None:
     dst = b["dst"]
+    if is_rmw(dst, b["srcs"]):
+        return _execute_rmw(b, m, dst)
     xs = [m.read_f32(r).reshape(dst.shape) for r in b["srcs"]]
     out = m.direct_view(dst, dst.shape) if dst.dtype.name == "float32" else None
     direct = out is not None and not any(np.may_share_memory(out, x) for x in xs)
@@ -88,6 +100,35 @@ def execute(b: Bound, m) -> None:
         m.mark_written(dst)
         return
     m.write(dst, total)
+
+
+def _execute_rmw(b: Bound, m, dst) -> None:
+    """dst = srcs[0] + srcs[1] through the vector_offset view (gathered, added in float32,
+    written back: a scatter into dst's rows, or into the SBUF dst). Under oob_mode skip a
+    skipped partition keeps its dst values."""
+    srcs = b["srcs"]
+    x0, x1 = (m.read_f32(r).reshape(dst.shape) for r in srcs)
+    gathered = next(r for r in (dst, *srcs) if indirect_of(r) is not None)
+    _, keep = m.indirect_rows(gathered)
+    if indirect_of(dst) is not None:
+        warn_duplicate_rows(b, m, dst)
+    mask = None if keep is None else np.broadcast_to(
+        keep.reshape((-1,) + (1,) * (len(gathered.shape) - 1)), gathered.shape).reshape(dst.shape)
+    m.write(dst, np.add(x0, x1), None, mask)
+
+
+def warn_duplicate_rows(b: Bound, m, dst) -> None:
+    """W590: a scatter read-modify-write whose indices repeat: every partition reads the row
+    before any writes it, so one update wins (NKI requires unique indices)."""
+    idx = m.read(dst.ap.indirect.index).reshape(-1)
+    values, counts = np.unique(idx, return_counts=True)
+    if (counts > 1).any():
+        v = int(values[np.argmax(counts > 1)])
+        m.warnings.append(warning(
+            "W590", f"{b.title}: scatter read-modify-write index {v} appears "
+            f"{int(counts.max())} times; NKI requires unique indices, and nkirun keeps only "
+            "the highest partition's sum for that row", b.loc("dst"), b.index,
+            hint="make the indices unique, or accumulate the duplicates first"))
 
 
 def cycles(b: Bound, target) -> int:
@@ -104,7 +145,10 @@ SPEC = InstructionDef(
     semantics=(
         "dst = srcs[0] + srcs[1] + ... element by element in row-major order, every source "
         "cast to float32 and the partial sums taken in list order in float32, the result "
-        "cast to dst's dtype. Only reduce_op add and scales of 1.0 are supported."),
+        "cast to dst's dtype. Only reduce_op add and scales of 1.0 are supported. With a "
+        "vector_offset view it is a read-modify-write of exactly two sources: scatter "
+        "(dst = srcs [dst's HBM view, SBUF data]) or gather (SBUF dst, srcs [dst, an HBM "
+        "view]); rows whose index is out of bounds are skipped under oob_mode skip."),
     cost_formula="DMA ns: the copy model (fixed + bytes / bandwidth) for the bytes of all "
                  "sources; x2 into SBUF before NeuronCore-v4",
     execute=execute,

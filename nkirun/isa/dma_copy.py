@@ -24,7 +24,7 @@ only valid with dge_mode hwdge. `dst_rmw_op` and `unique_indices` were removed i
 from __future__ import annotations
 
 from nkirun.isa.common import DMA_COST_FORMULA, dma_check, dma_cycles, dma_execute, is_nc_v2
-from nkirun.isa.dma_rules import DGE_ENGINES, engine_rule, priority_rules
+from nkirun.isa.dma_rules import DGE_ENGINES, engine_rule, priority_rules, single_column_index
 from nkirun.isa.spec import ENUM, INT, MASK, TILE, Bound, InstructionDef, Param
 
 DMA_BUFFERS = frozenset({"hbm", "sbuf"})  # reading PSUM by DMA is unsupported (§1.16 [MIG])
@@ -38,6 +38,7 @@ def check(b: Bound):
     yield from dma_check(b)
     yield from priority_rules(b)
     yield from engine_rule(b)
+    yield from single_column_index(b, ("src", "dst"))
     if b.get("dge_mode") != "hwdge":
         return
     if is_nc_v2(b):  # the hardware DGE exists from NeuronCore-v3 on (§1.16 [ARCH3])

@@ -15,11 +15,19 @@ generated/nki.isa.dma_transpose.html; Trainium2 arch guide "DMA Transpose"; NKI 
 * cost: no formula. The arch guide: a transpose reaches up to 90% of a copy's DMA throughput
   HBM->SBUF and 50% SBUF->SBUF. nkirun charges the DMA copy model (targets.py) for the bytes
   divided by that efficiency (an assumption; the same factors on every target).
+* indirect transpose (src an HBM access pattern with vector_offset, lowered to the software
+  DGE): flat_indices = indices.T.flatten()[:src.shape[0]], gathered = src[flat_indices],
+  dst = transpose(gathered). Its rules: dge_mode unknown or swdge; a 4-D src has dim 1 or 2
+  of size 1; src.shape[-1] <= 128; src.shape[0] a multiple of 16; 2-byte dtype; src in HBM;
+  indices 2-D uint32 in SBUF with shape[0] a multiple of 16 in [16, 128], exactly 128 when
+  it has more than one column, and at least src.shape[0] of them; NeuronCore-v3+.
 
 Readings:
-* The indirect (gather) form needs an access pattern with `vector_offset` on src; nkirun's
-  views cannot express one yet, so dge_mode swdge/none (the indirect form's modes) and
-  oob_mode skip are refused with a located error instead of silently copying.
+* The indirect view is nkirun's `.ap(..., vector_offset=idx)` (docs/views.md): row k0 of
+  the view is row flat_indices[k0] of the indexed dim. oob_mode skip leaves the dst column
+  (the last dst axis) of a skipped row as it was; error stops the run with E093.
+* A direct transpose with dge_mode swdge/none, or oob_mode skip without an indirect src, is
+  refused (E435): the page allows neither.
 * A 1-byte or 8-byte dtype is refused on every DGE mode (the engines transpose 2- and 4-byte
   elements only); hwdge also refuses 4-byte ones, as its constraint list says.
 """
@@ -28,7 +36,8 @@ from __future__ import annotations
 import numpy as np
 
 from nkirun.isa.common import dma_partitions
-from nkirun.isa.dma_rules import hwdge_target_rule, priority_rules
+from nkirun.isa.dma_rules import (hwdge_target_rule, indirect_of, indirect_transpose_rules,
+                                   priority_rules)
 from nkirun.isa.spec import ENUM, INT, INT_LIST, TILE, Bound, InstructionDef, Param
 
 PERMUTATIONS = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
@@ -44,10 +53,11 @@ PARAMS = (
                                 "default: the one for src's rank"),
     Param("priority", INT, doc="DMA QoS level 0-3 (NeuronCore-v4 only); changes no value"),
     Param("dge_mode", ENUM, default="unknown", choices=("unknown", "hwdge", "swdge", "none"),
-          doc="unknown or hwdge (trn2+: hardware DGE, extra shape rules); swdge/none are the "
-              "indirect form's"),
+          doc="direct: unknown or hwdge (trn2+: hardware DGE, extra shape rules); indirect "
+              "(src with vector_offset): unknown or swdge"),
     Param("oob_mode", ENUM, default="error", choices=("error", "skip"),
-          doc="out-of-bounds indirect indices; skip needs an indirect src"),
+          doc="an indirect index outside src: error (E093) or skip (that row's dst column "
+              "keeps its values); skip needs an indirect src"),
 )
 
 
@@ -83,15 +93,28 @@ def check(b: Bound):
         yield b.err("E434", f"src is {src.dtype.name} ({size} byte{'s' * (size > 1)}); "
                     f"dma_transpose{' with hwdge' * (mode == 'hwdge')} moves {allowed} "
                     "elements", "src", hint="bfloat16 / float16 (or float32 without hwdge)")
-    if mode in ("swdge", "none") or b.get("oob_mode") == "skip":
-        key = "oob_mode" if mode not in ("swdge", "none") else "dge_mode"
-        yield b.err("E435", f"{key} {b[key]} belongs to the indirect (gather) transpose, whose "
-                    "src is an access pattern with vector_offset; nkirun's views cannot express "
-                    "one yet", key, hint="for a direct transpose use dge_mode unknown or hwdge "
-                                         "and oob_mode error")
+    yield from _form_rules(b, src, mode)
     yield from hwdge_target_rule(b, "E436")
-    if mode == "hwdge":
+    if mode == "hwdge" and indirect_of(src) is None:  # (indirect + hwdge: E435 above)
         yield from hwdge_shape_rules(b, src)
+
+
+def _form_rules(b: Bound, src, mode: str):
+    """E435: the DGE modes of each form (direct: unknown/hwdge; indirect, src with
+    vector_offset: unknown/swdge), and oob_mode skip only for the indirect one."""
+    if indirect_of(src) is not None:
+        if mode not in ("unknown", "swdge"):
+            yield b.err("E435", f"dge_mode {mode}: the indirect (gather) transpose runs on the "
+                        "software DGE", "dge_mode", hint="dge_mode unknown or swdge")
+        yield from indirect_transpose_rules(b, src)
+        return
+    if mode in ("swdge", "none"):
+        yield b.err("E435", f"dge_mode {mode}: a direct transpose (src without vector_offset) "
+                    "is lowered to the hardware DGE or left to the compiler", "dge_mode",
+                    hint="dge_mode unknown or hwdge; swdge is the indirect form's")
+    if b.get("oob_mode") == "skip":
+        yield b.err("E435", "oob_mode skip is only valid when src uses indirect indexing "
+                    "(vector_offset)", "oob_mode", hint="leave oob_mode at error")
 
 
 def hwdge_shape_rules(b: Bound, src):
@@ -109,8 +132,16 @@ def hwdge_shape_rules(b: Bound, src):
 
 
 def execute(b: Bound, m) -> None:
-    values = m.read(b["src"])  # the same dtype on both sides: a bit-exact permutation
-    m.write(b["dst"], np.transpose(values, permutation(b)))
+    src = b["src"]
+    values = m.read(src)  # the same dtype on both sides: a bit-exact permutation
+    perm = permutation(b)
+    keep = None
+    if indirect_of(src) is not None:  # oob_mode skip: a skipped row's dst column keeps
+        _, rows = m.indirect_rows(src)
+        if rows is not None:
+            keep = np.transpose(np.broadcast_to(
+                rows.reshape((-1,) + (1,) * (len(src.shape) - 1)), src.shape), perm)
+    m.write(b["dst"], np.transpose(values, perm), None, keep)
 
 
 def cycles(b: Bound, target) -> int:
@@ -129,7 +160,10 @@ SPEC = InstructionDef(
     semantics=(
         "Writes np.transpose(src, axes) into dst bit for bit, with axes (1, 0) for a 2-D src, "
         "(2, 1, 0) for 3-D and (3, 1, 2, 0) for 4-D: the innermost src dimension becomes dst's "
-        "partition dimension. src and dst have one dtype (2 or 4 bytes; 2 with hwdge)."),
+        "partition dimension. src and dst have one dtype (2 or 4 bytes; 2 with hwdge). With "
+        "an indirect src (an HBM `.ap` with vector_offset=idx, idx (P, 1) or (128, N) read "
+        "column by column) the rows are gathered first: dst = transpose(src[idx]); "
+        "oob_mode skip leaves a skipped row's dst column alone."),
     cost_formula="DMA ns: the copy model (fixed + bytes / bandwidth) with bytes / 0.9 from "
                  "HBM, bytes / 0.5 from SBUF (transpose efficiency)",
     execute=execute,

@@ -65,11 +65,10 @@ def execute(b: Bound, m) -> None:
     src = b["src"]
     z = flat(m.read_f32(src)) - accs.per_partition_f32(b, m, "max_value", src.partitions)
     y = evaluate("exp", z)
-    total = accs.fold(b, m, m.vector_acc, "Vector", "add", y, "src", "reduce_init")
+    # the page's loop: accumulator += dst[i]
+    total = accs.apply(b, m, "Vector", "add", y, "src", accs.STREAMED, "reduce_init")
     m.write(b["dst"], y.reshape(b["dst"].shape))
-    res = b.tile("reduce_res")
-    if res is not None:
-        m.write(res, total)
+    accs.read_out(b, m, total)
 
 
 def cycles(b: Bound, target) -> int:

@@ -350,6 +350,21 @@ class NumberList(Kind):
         return {"type": "array", "minItems": 1, "items": SCALAR_SCHEMA, "description": p.doc}
 
 
+class Label(Kind):
+    """NKI's `name=` on every instruction: a label that names it in listings, traces, cost
+    reports and messages; it changes nothing the instruction computes."""
+    name, text = "label", "instruction name"
+
+    def convert(self, p, value, loc):
+        if not isinstance(value, str) or not value.strip():
+            raise ArgError(f"`{p.name}` must be a non-empty string naming the instruction, "
+                           f"got {value_kind(value)}", hint='e.g. name: "qk_max"')
+        return value
+
+    def json_schema(self, p):
+        return {"type": "string", "minLength": 1, "description": p.doc}
+
+
 TILE = Tile()  # a tensor view
 TILE_OR_SCALAR = TileOrScalar()  # a view, or a compile-time float
 SCALAR = Scalar()  # a compile-time number (inf, fp32.min, ... accepted)
@@ -363,3 +378,4 @@ DTYPE = Dtype()
 MASK = Mask()  # a mask predicate string (nkirun/checker/mask.py)
 TILE_LIST = TileList()  # a list of tensor views (dma_compute's srcs)
 NUMBER_LIST = NumberList()  # a list of compile-time numbers (dma_compute's scales)
+LABEL = Label()  # the `name=` every instruction accepts

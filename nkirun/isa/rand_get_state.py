@@ -15,8 +15,8 @@ Cost: no formula; nkirun assumes max(MIN_II, N) engine cycles (N = 6 or 24).
 from __future__ import annotations
 
 from nkirun.hw.prng import lanes_of, machine_prng, note_model
-from nkirun.isa.rand_set_state import ENGINES, U32, engine_of, state_rules
-from nkirun.isa.spec import ENUM, TILE, Bound, InstructionDef, Param
+from nkirun.isa.rand_set_state import GENERATIONS, U32, state_rules, state_spec
+from nkirun.isa.spec import TILE, Bound, Param
 
 
 def check(b: Bound):
@@ -31,42 +31,24 @@ def execute(b: Bound, m) -> None:
     m.write(dst, machine_prng(m, b.engine).get(lanes_of(dst)).reshape(dst.shape))
 
 
-def cycles(b: Bound, target) -> int:
-    return max(target.min_ii, b["dst"].free_size)
-
-
-SPEC = InstructionDef(
-    name="rand_get_state",
-    engine="gpsimd",
-    params=(
-        Param("dst", TILE, required=True, out=True, dtypes=U32,
-              doc="uint32 tile (P, 6) for gpsimd or (P, 24) for vector; SBUF (PSUM: trn3 "
-                  "vector)"),
-        Param("engine", ENUM, default="gpsimd", choices=ENGINES,
-              doc="gpsimd (default) or vector (trn3)"),
-    ),
-    summary="store per-lane PRNG states (GpSimd or, on trn3, Vector; nkirun's model)",
+SPEC = state_spec(
+    "rand_get_state", "dst",
+    Param("dst", TILE, required=True, out=True, dtypes=U32,
+          doc="uint32 tile (P, 6) for gpsimd or (P, 24) for vector; SBUF (PSUM: trn3 vector)"),
+    "store",
     semantics=(
         "Writes each compute lane p's random number generator state into partition p of "
         "dst: 6 uint32 (x0..x4, d) on GpSimd, 24 (four states) on the Vector engine. "
         "rand_set_state of these values replays the numbers that follow. nkirun models the "
         "generator: the states round-trip in nkirun but are NOT the hardware's. "
         "NeuronCore-v3+ (vector: v4)."),
-    cost_formula="max(MIN_II, N) engine cycles (N = 6 or 24 values per lane)",
-    cost_assumed=True,
-    cost_note="no documented formula",
     execute=execute,
-    cycles=cycles,
     check=check,
-    engine_of=engine_of,
     random=True,
     constraints=(
-        "NeuronCore-v3+ (trn2, trn3); engine vector needs NeuronCore-v4 (trn3) (E493)",
+        GENERATIONS,
         ("dst holds 6 uint32 per partition (gpsimd) or 24 (vector) (E570); PSUM only from the "
          "Vector engine"),
         "the states are nkirun's model's, not the hardware's (W580 at run time)",
     ),
-    source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
-           "nki.isa.rand_get_state.html",
-    example="- rand_get_state: {dst: state, engine: gpsimd}",
 )

@@ -41,6 +41,32 @@ def state_rules(b: Bound, key: str, code: str):
                     hint=f"declare it [P, {words}]")
 
 
+def state_spec(name: str, key: str, param: Param, verb: str, **own) -> InstructionDef:
+    """The InstructionDef fields rand_set_state and rand_get_state share: the engine choice,
+    the assumed cost over the `key` tile, the source page and the generation constraint."""
+    def cycles(b: Bound, target) -> int:
+        return max(target.min_ii, b[key].free_size)
+
+    return InstructionDef(
+        name=name,
+        engine="gpsimd",
+        params=(param, Param("engine", ENUM, default="gpsimd", choices=ENGINES,
+                             doc="gpsimd (default) or vector (trn3)")),
+        summary=f"{verb} per-lane PRNG states (GpSimd or, on trn3, Vector; nkirun's model)",
+        cost_formula="max(MIN_II, N) engine cycles (N = 6 or 24 values per lane)",
+        cost_assumed=True,
+        cost_note="no documented formula",
+        cycles=cycles,
+        engine_of=engine_of,
+        source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
+               f"nki.isa.{name}.html",
+        example=f"- {name}: {{{key}: state, engine: gpsimd}}",
+        **own)
+
+
+GENERATIONS = "NeuronCore-v3+ (trn2, trn3); engine vector needs NeuronCore-v4 (trn3) (E493)"
+
+
 def check(b: Bound):
     yield from state_rules(b, "src_seeds", "E560")
 
@@ -51,38 +77,21 @@ def execute(b: Bound, m) -> None:
     machine_prng(m, b.engine).set(lanes_of(src), words)
 
 
-def cycles(b: Bound, target) -> int:
-    return max(target.min_ii, b["src_seeds"].free_size)
-
-
-SPEC = InstructionDef(
-    name="rand_set_state",
-    engine="gpsimd",
-    params=(
-        Param("src_seeds", TILE, required=True, buffers=frozenset({"sbuf"}), dtypes=U32,
-              doc="uint32 SBUF tile (P, 6) for gpsimd or (P, 24) for vector: lane p's state"),
-        Param("engine", ENUM, default="gpsimd", choices=ENGINES,
-              doc="gpsimd (default) or vector (trn3)"),
-    ),
-    summary="load per-lane PRNG states (GpSimd or, on trn3, Vector; nkirun's model)",
+SPEC = state_spec(
+    "rand_set_state", "src_seeds",
+    Param("src_seeds", TILE, required=True, buffers=frozenset({"sbuf"}), dtypes=U32,
+          doc="uint32 SBUF tile (P, 6) for gpsimd or (P, 24) for vector: lane p's state"),
+    "load",
     semantics=(
         "Sets the random number generator state of each compute lane p of the engine from "
         "partition p of src_seeds: one XORWOW state (6 uint32: x0..x4, d) on GpSimd, four "
         "(24 uint32) on the Vector engine. rand_get_state reads them back unchanged, and the "
         "random numbers that follow replay. nkirun models the generator: reproducible in "
         "nkirun, NOT the hardware's numbers. NeuronCore-v3+ (vector: v4)."),
-    cost_formula="max(MIN_II, N) engine cycles (N = 6 or 24 values per lane)",
-    cost_assumed=True,
-    cost_note="no documented formula",
     execute=execute,
-    cycles=cycles,
     check=check,
-    engine_of=engine_of,
     constraints=(
-        "NeuronCore-v3+ (trn2, trn3); engine vector needs NeuronCore-v4 (trn3) (E493)",
+        GENERATIONS,
         "src_seeds holds 6 uint32 per partition (gpsimd) or 24 (vector) (E560)",
     ),
-    source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
-           "nki.isa.rand_set_state.html",
-    example="- rand_set_state: {src_seeds: state, engine: gpsimd}",
 )

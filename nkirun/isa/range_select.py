@@ -10,7 +10,8 @@ import numpy as np
 
 from nkirun.hw import dtypes as dt
 from nkirun.hw.alu import FP32_MIN
-from nkirun.isa.common import COMPARE_UFUNCS, flat, same_shape, vector_reduce
+from nkirun.isa import accumulators as accs
+from nkirun.isa.common import COMPARE_UFUNCS, flat, same_shape
 from nkirun.isa.spec import (ENUM, INT, OP, REDUCE_CMDS, SCALAR, TILE, Bound, InstructionDef, Param,
                    common_tail, out_dtype)
 
@@ -82,7 +83,8 @@ def execute(b: Bound, m) -> None:
     # keep is one index range per partition: `regular` (machine.select_into)
     out = m.write_select(b["dst"], keep, x, np.float32(b["on_false_value"]), out_dtype(b), b.mask,
                          regular=True)
-    vector_reduce(b, m, out, "on_true_tile")
+    # np.max of the row, combined with the register: order-free
+    accs.read_out(b, m, accs.apply(b, m, "Vector", "maximum", out, "on_true_tile", accs.WHOLE_ROW))
 
 
 def cycles(b: Bound, target) -> int:

@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from nkirun.hw import dtypes as dt
-from nkirun.isa.common import flat, float32_scalar, same_shape, vector_reduce
+from nkirun.isa import accumulators as accs
+from nkirun.isa.common import flat, float32_scalar, same_shape
 from nkirun.isa.spec import (BOOL, ENUM, OP, REDUCE_CMDS, TILE, TILE_OR_SCALAR, Bound, InstructionDef,
                    Param, common_tail, out_dtype)
 
@@ -64,7 +65,8 @@ def execute(b: Bound, m) -> None:
     f = b["on_false"]
     fill = np.float32(f) if isinstance(f, float) else m.read_f32(f).reshape(-1, 1)
     out = m.write_select(b["dst"], keep, x, fill, out_dtype(b), b.mask)
-    vector_reduce(b, m, out, "on_true")
+    # np.max of the row, combined with the register: order-free
+    accs.read_out(b, m, accs.apply(b, m, "Vector", "maximum", out, "on_true", accs.WHOLE_ROW))
 
 
 def cycles(b: Bound, target) -> int:

@@ -14,7 +14,7 @@ from nkirun.diagnostics import Loc
 from nkirun.checker.bound import Bound, views_of  # noqa: F401  (re-exported for instruction modules)
 
 from nkirun.isa.kinds import (  # noqa: F401  (the kinds, re-exported for instruction modules)
-    BOOL, DTYPE, ENUM, ENUM_PREFIXES, INT, INT_LIST, MASK, NUMBER_LIST, OP, PATTERN, SCALAR,
+    BOOL, DTYPE, ENUM, ENUM_PREFIXES, INT, INT_LIST, LABEL, MASK, NUMBER_LIST, OP, PATTERN, SCALAR,
     TILE, TILE_LIST, TILE_OR_SCALAR, ArgError, Kind)
 
 REDUCE_CMDS = ("idle", "reset", "reduce", "reset_reduce")  # (+ load_reduce: isa/accumulators.py)
@@ -54,6 +54,10 @@ ACCUMULATORS = {
     # §4: idle means "do not use the accumulator registers" (Scalar engine / ACT)
     "scalar": AccumulatorDef("Scalar", False),
 }
+
+
+NAME_PARAM = Param("name", LABEL, doc="a label naming this instruction (NKI's name=) in "
+                                       "traces, cost reports and messages; no effect on results")
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +102,12 @@ class InstructionDef:
     # View params the instruction names but neither reads nor writes (core_barrier's
     # `data`: what the cores synchronise on): no dataflow, dependence or race on them.
     not_accessed: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # NKI accepts `name=` on every instruction: the label goes into the IR (args["name"])
+        # and names the instruction in traces, cost reports and messages
+        if all(p.name != "name" for p in self.params):
+            object.__setattr__(self, "params", (*self.params, NAME_PARAM))
 
     def param(self, name: str) -> Param | None:
         for p in self.params:

@@ -97,8 +97,7 @@ def execute(b: Bound, m) -> None:
         lanes = acc.lanes(src)
         start = accs.start_value(b, m, acc, "Vector", b["op1"], lanes, src.partitions, "imm1")
         reg = scan(b["op1"], start, v)
-    acc.value[lanes] = reg[:, -1:]
-    acc.defined[lanes] = True
+    accs.settle(acc, lanes, reg[:, -1:])
     m.write(b["dst"], reg.reshape(b["dst"].shape))
 
 

@@ -7,9 +7,10 @@ tensor_scalar_cumulative; reduce_res (optional since NKI 0.6) receives the regis
 
 Readings:
 * reduce_cmd: reset_reduce (default) resets the register to reduce_op's identity (0, 1,
-  -inf, +inf), load_reduce loads reduce_init, reduce continues; the elements are folded in
-  element order from the register (isa/accumulators.py), over the float32 results before
-  the cast to dst.
+  -inf, +inf), load_reduce loads reduce_init, reduce continues. The page writes the
+  reduction as NumPy's `reduce_op(dst, axis=<FreeAxis>)`: each row is reduced as NumPy does
+  (add: pairwise, bit-equal to np.sum of the row) and then combined once with the register
+  (isa/accumulators.py, WHOLE_ROW), over the float32 results before the cast to dst.
 * reduce_res_negate negates what is written to reduce_res, not the register (the page).
 * reverse0 is "not supported yet" on hardware: reverse0: true is refused (E332).
 * operand0 "must be None or 0" for a unary op0: omitting it (or null) is accepted then;
@@ -88,11 +89,11 @@ def execute(b: Bound, m) -> None:
             out = scratch_of(m, data, x) if isinstance(fn, np.ufunc) else None
             y = fn(x, v, out=out) if out is not None else fn(x, v)
         y = np.asarray(y, np.float32)
-        value = accs.fold(b, m, m.vector_acc, "Vector", b["reduce_op"], y, "data", "reduce_init")
+        # the page: reduce_res = reduce_op(dst, axis=<FreeAxis>), a NumPy reduction
+        value = accs.apply(b, m, "Vector", b["reduce_op"], y, "data", accs.WHOLE_ROW,
+                           "reduce_init")
     m.write(b["dst"], y.reshape(b["dst"].shape), out_dtype(b))
-    res = b.tile("reduce_res")
-    if res is not None:
-        m.write(res, -value if b["reduce_res_negate"] else value)
+    accs.read_out(b, m, value, negate=b["reduce_res_negate"])
 
 
 def cycles(b: Bound, target) -> int:
@@ -106,8 +107,9 @@ SPEC = InstructionDef(
     summary="dst = data op0 operand0, reduced along the free axes into the Vector accumulator",
     semantics=(
         "Applies op0 with operand0 (a scalar or (P, 1) float32 tile) to every element in "
-        "float32 and casts the result to dst; the float32 results are also folded, in "
-        "element order, with reduce_op (add, multiply, max, min) into the Vector-engine "
+        "float32 and casts the result to dst; each row of the float32 results is also "
+        "reduced with reduce_op (add, multiply, max, min) as NumPy's reduce_op(dst, axis) "
+        "does (np.sum's pairwise bits) and combined once with the Vector-engine "
         "accumulator shared with range_select, select_reduce, exponential and "
         "tensor_scalar_cumulative: reset_reduce (default) starts from reduce_op's identity, "
         "load_reduce from reduce_init, reduce from the register. reduce_res receives the "

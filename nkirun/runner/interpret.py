@@ -48,13 +48,13 @@ def execute(program: Program, bound, inputs=None, after_each=None,
     except NkirunError:
         raise
     except KeyboardInterrupt as stop:  # Ctrl-C / SIGTERM: the CLI says where it stopped
-        stop.nkirun_at = f"#{b.index} {b.op}" if b is not None else None
+        stop.nkirun_at = f"#{b.index} {b.title}" if b is not None else None
         raise
     except MemoryError:
         raise RunError(error("E091", "out of memory while executing "
                              f"{b.op if b else 'the program'}", b.loc() if b else None))
     except Exception as exc:
-        where = f"instruction {b.index} ({b.op}) at {b.loc()}" if b else "program start"
+        where = f"instruction {b.index} ({b.title}) at {b.loc()}" if b else "program start"
         raise InternalError(where, exc) from exc
     m.current = None
     return m

@@ -75,11 +75,19 @@ class TraceRow:
     outputs: list[Written]
     first_nan: bool = False
     first_inf: bool = False
+    name: str | None = None  # the instruction's name= label
+
+    @property
+    def title(self) -> str:
+        return f"{self.op} (name={self.name})" if self.name else self.op
 
     def as_dict(self) -> dict:
-        return {"index": self.index, "op": self.op, "engine": self.engine,
-                "first_nan": self.first_nan, "first_inf": self.first_inf,
-                "outputs": [w.as_dict() for w in self.outputs]}
+        d = {"index": self.index, "op": self.op, "engine": self.engine,
+             "first_nan": self.first_nan, "first_inf": self.first_inf,
+             "outputs": [w.as_dict() for w in self.outputs]}
+        if self.name:
+            d["name"] = self.name
+        return d
 
 
 def _g(x: float | None) -> str:
@@ -109,7 +117,7 @@ class Tracer:
                  for p in b.spec.params if p.out and p.name in b.inst.args)
         self.two_core = any(b.inst.core for b in bound)  # rows then name the core
         self.widths = (len(str(max(len(bound) - 1, 0))),
-                       max((len(b.op) for b in bound), default=0),
+                       max((len(b.title) for b in bound), default=0),
                        max((len(b.engine) for b in bound), default=0) + 6 * self.two_core,
                        min(max(views, default=0), 28))
 
@@ -117,7 +125,7 @@ class Tracer:
         outs = [written_stats(b, m, p.name) for p in b.spec.params
                 if p.out and b.tile(p.name) is not None]
         row = TraceRow(b.index, b.op, f"core{b.inst.core}.{b.engine}" if self.two_core
-                       else b.engine, outs)
+                       else b.engine, outs, name=b.args.get("name"))
         if not self.seen_nan and any(w.nan for w in outs):
             row.first_nan = self.seen_nan = True
         if not self.seen_inf and any(w.inf for w in outs):
@@ -151,7 +159,7 @@ class Tracer:
         from rich.text import Text
         console = self._rich_console()
         wi, wo, we, wv = self.widths
-        head = Text.assemble((f"#{row.index:<{wi}} ", "dim"), (f"{row.op:<{wo}}", "bold"),
+        head = Text.assemble((f"#{row.index:<{wi}} ", "dim"), (f"{row.title:<{wo}}", "bold"),
                              (f" {row.engine:<{we}} ", "dim"))
         blank = " " * len(head.plain)
         if not row.outputs:
@@ -173,12 +181,12 @@ class Tracer:
 def format_row(row: TraceRow) -> str:
     lines = []
     for k, w in enumerate(row.outputs):
-        head = f"#{row.index} {row.op} [{row.engine}]" if k == 0 else " " * len(
-            f"#{row.index} {row.op} [{row.engine}]")
+        head = f"#{row.index} {row.title} [{row.engine}]" if k == 0 else " " * len(
+            f"#{row.index} {row.title} [{row.engine}]")
         lines.append(f"{head} {w.param}={w.view}: min={_g(w.min)} max={_g(w.max)} "
                      f"mean={_g(w.mean)} nan={w.nan} inf={w.inf}"
                      + (_marks(row) if k == 0 else ""))
-    return "\n".join(lines) or f"#{row.index} {row.op} [{row.engine}] (writes no tile)"
+    return "\n".join(lines) or f"#{row.index} {row.title} [{row.engine}] (writes no tile)"
 
 
 # ---- progress --------------------------------------------------------------------------------
@@ -210,7 +218,7 @@ class Progress:
                                     console=Console(file=self.stream), transient=True)
             self.bar.start()
             self.task = self.bar.add_task("", total=self.total)
-        self.bar.update(self.task, completed=b.index + 1, description=f"#{b.index} {b.op}")
+        self.bar.update(self.task, completed=b.index + 1, description=f"#{b.index} {b.title}")
 
     def close(self) -> None:
         if self.bar is not None:

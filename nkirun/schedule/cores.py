@@ -94,7 +94,8 @@ def _place_pair(per_core, pair, core_of) -> None:
         s.record_accesses(reads, writes, end, b.index)
         s.sched.slots.append(Slot(b.index, b.spec.name, b.engine, label, queues, cycles,
                                   start, end, b.spec.cost_formula, b.spec.cost_assumed, kind,
-                                  dep, tensor, b.inst.loc.line, names, b.inst.core))
+                                  dep, tensor, b.inst.loc.line, names, b.inst.core,
+                                  inst_name=b.args.get("name")))
 
 
 __all__ = ["schedule_cores", "ENGINE"]

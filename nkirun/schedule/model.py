@@ -49,6 +49,12 @@ class Slot:
     line: int = 0
     tensors: tuple[str, ...] = ()  # the tensors it reads or writes (live ranges)
     core: int = 0  # the core that ran it (two-core programs)
+    inst_name: str | None = None  # the program's `name=` label of the instruction
+
+    @property
+    def title(self) -> str:
+        """op, with the `name=` label when the instruction has one."""
+        return f"{self.op} (name={self.inst_name})" if self.inst_name else self.op
 
     @property
     def duration_ns(self) -> float:

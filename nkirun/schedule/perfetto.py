@@ -54,10 +54,10 @@ def _track_events(s: Schedule) -> tuple[list[dict], dict[int, list[tuple[int, in
     for x in s.slots:
         (pid, first), *rest = tids[x.index]
         ts, dur = _us(x.start_ns), _us(x.duration_ns)
-        events.append({"ph": "X", "name": x.op, "cat": x.engine, "pid": pid, "tid": first,
+        events.append({"ph": "X", "name": x.title, "cat": x.engine, "pid": pid, "tid": first,
                        "ts": ts, "dur": dur, "args": instruction_row(x)})
         for _, tid in rest:  # the same transfer on its other queue groups: the index only
-            events.append({"ph": "X", "name": x.op, "cat": x.engine, "pid": pid, "tid": tid,
+            events.append({"ph": "X", "name": x.title, "cat": x.engine, "pid": pid, "tid": tid,
                            "ts": ts, "dur": dur, "args": {"index": x.index, "queue": x.queue}})
     return events, tids
 

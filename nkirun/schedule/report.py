@@ -236,7 +236,7 @@ def _instructions(console, s: Schedule, color: bool, max_rows: int, palette) -> 
     start, end = f"start {unit}", f"end {unit}"
     headers = ["#", "line", "op", "engine", "cycles", start, end, "waited for"]
     shown = s.slots if max_rows <= 0 else s.slots[:max_rows]
-    rows = [[f"{x.index:,}", str(x.line), x.op + (" *" if x.assumed else ""), x.queue,
+    rows = [[f"{x.index:,}", str(x.line), x.title + (" *" if x.assumed else ""), x.queue,
              _cycles(x), in_unit(x.start_ns, scale), in_unit(x.end_ns, scale), _short(x)]
             for x in shown]
     if console.width < 100:  # the source line column only when there is room

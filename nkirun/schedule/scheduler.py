@@ -191,7 +191,8 @@ class _Scheduler:
         self.record_accesses(reads, writes, end, index)
         self.sched.slots.append(Slot(index, spec.name, engine, label, queues, cycles, start, end,
                                      spec.cost_formula, spec.cost_assumed, kind, dep,
-                                     dep_tensor, b.inst.loc.line, names))
+                                     dep_tensor, b.inst.loc.line, names,
+                                     inst_name=b.args.get("name")))
 
 
 def schedule(program: Program, bound, target: Target | None = None) -> Schedule:

@@ -64,11 +64,14 @@ def _core_summary(s: Schedule) -> dict:
 
 
 def instruction_row(x: Slot) -> dict:
-    return {"index": x.index, "op": x.op, "engine": x.engine, "queue": x.queue,
-            "queues": list(x.queues), "cycles": x.cycles, "start_ns": _r(x.start_ns),
-            "end_ns": _r(x.end_ns), "duration_ns": _r(x.duration_ns), "formula": x.formula,
-            "assumed": x.assumed, "wait": x.wait, "wait_kind": x.wait_kind,
-            "waited_on": x.waited_on, "wait_tensor": x.wait_tensor, "line": x.line}
+    row = {"index": x.index, "op": x.op, "engine": x.engine, "queue": x.queue,
+           "queues": list(x.queues), "cycles": x.cycles, "start_ns": _r(x.start_ns),
+           "end_ns": _r(x.end_ns), "duration_ns": _r(x.duration_ns), "formula": x.formula,
+           "assumed": x.assumed, "wait": x.wait, "wait_kind": x.wait_kind,
+           "waited_on": x.waited_on, "wait_tensor": x.wait_tensor, "line": x.line}
+    if x.inst_name:  # the program's name= label, only where one was given
+        row["name"] = x.inst_name
+    return row
 
 
 def table(s: Schedule) -> list[dict]:

@@ -18,6 +18,9 @@ pattern with index 0, the scheduler assumes the whole tensor is touched, and the
 every address (oob_mode=error: E093; skip: the out-of-bounds partitions, or the whole
 scalar-indexed transfer, are not copied).
 
+A vector_offset index is (P, 1); dma_transpose's indirect form also takes a 2-D (I0, I1)
+index whose columns are read one after another (`indices.T.flatten()[:P]`, its NKI page).
+
 Readings: duplicate indices in a vector scatter write the same row more than once; the
 highest partition's value is kept (NumPy assignment order; NKI does not say).
 """
@@ -84,7 +87,13 @@ def bind_index(r, tensors: dict, resolve, registers=frozenset()):
         return None, (f"the index `{ind.view}` must be an SBUF view of an integer dtype (got "
                       f"{idx.dtype.name} in {idx.buffer})")
     want = (r.ap.shape[0], 1) if ind.per_partition else None
-    if (want is not None and idx.shape != want) or (want is None and idx.size != 1):
+    # dma_transpose's gather takes any 2-D (I0, I1) index holding at least P values, read
+    # column by column (indices.T.flatten()[:P]); its own rules (isa/dma_rules.py) bound it,
+    # and dma_copy / dma_compute insist on (P, 1) (E593)
+    columns = ind.per_partition and len(idx.shape) == 2 and \
+        idx.shape[0] * idx.shape[1] >= r.ap.shape[0]
+    if not columns and ((want is not None and idx.shape != want)
+                        or (want is None and idx.size != 1)):
         return None, (f"the index `{ind.view}` must have shape {list(want) if want else [1, 1]}"
                       f" (got {list(idx.shape)})")
     ap = dataclasses.replace(r.ap, indirect=dataclasses.replace(ind, index=idx))
@@ -96,7 +105,9 @@ def offsets(r, index_values: np.ndarray, static: np.ndarray, oob_mode: str, wher
     or whether the transfer (scalar) stays in bounds: (offsets, keep) with keep a (P,) bool
     array, or None when everything is in bounds. Raises E093 for oob_mode=error."""
     ind, isz, nbytes = r.ap.indirect, r.ap.dtype.itemsize, r.decl.nbytes
-    idx = index_values.astype(np.int64).reshape(-1)
+    idx = index_values.astype(np.int64)
+    # (P, 1), or dma_transpose's (I0, I1) index taken column by column: indices.T.flatten()
+    idx = idx.T.reshape(-1)[:static.shape[0]] if ind.per_partition else idx.reshape(-1)
     if ind.per_partition:
         off = static + (idx * ind.stride_bytes).reshape((-1,) + (1,) * (static.ndim - 1))
     else:

@@ -44,13 +44,11 @@ def ref_activation(x, name, scale=1.0, bias=None):
     return z, y.reshape(x.shape)
 
 
-def seq_rowsum(y):
-    """Row sums accumulated one element at a time in float32 (a streaming accumulator)."""
-    y = y.reshape(y.shape[0], -1).astype(np.float32)
-    acc = np.zeros(y.shape[0], np.float32)
-    for k in range(y.shape[1]):
-        acc = (acc + y[:, k]).astype(np.float32)
-    return acc.reshape(-1, 1)
+def page_rowsum(y):
+    """The page's `reduce_op(output, axis=<FreeAxis>)` with reduce_op = np.add: np.sum of each
+    partition's float32 row, taken one row at a time (NumPy sums a row pairwise)."""
+    rows = y.reshape(y.shape[0], -1).astype(np.float32)
+    return np.array([np.sum(r) for r in rows], np.float32).reshape(-1, 1)
 
 
 def _inputs(rng, shape, name):
@@ -162,15 +160,15 @@ def test_reduce_chain_adds_float32_row_sums(tmp_path, P):
     x2 = rng.standard_normal((P, 131)).astype(np.float32)
     got = run(_reduce_prog(tmp_path, x1, x2, "reset_reduce", "reduce"))
     # sums of the float32 results, before the bf16 output cast; registers reset to 0
-    s1 = seq_rowsum(ref_activation(x1, "exp")[1])
-    s2 = seq_rowsum(ref_activation(x2, "exp")[1])
+    s1 = page_rowsum(ref_activation(x1, "exp")[1])
+    s2 = page_rowsum(ref_activation(x2, "exp")[1])
     np.testing.assert_allclose(got["s"], s1 + s2, rtol=2e-6)
     # against nkirun's own exp values the accumulation must be bit-exact
     y2_exact = run_program(tmp_path, {"x": sbuf(x2), "y": out(x2.shape, "float32")},
                            [{"activation": {"dst": "y", "op": "exp", "data": "x"}}])["y"]
     y1_exact = run_program(tmp_path, {"x": sbuf(x1), "y": out(x1.shape, "float32")},
                            [{"activation": {"dst": "y", "op": "exp", "data": "x"}}])["y"]
-    assert_bits_equal(got["s"], (seq_rowsum(y1_exact) + seq_rowsum(y2_exact)).astype(np.float32))
+    assert_bits_equal(got["s"], (page_rowsum(y1_exact) + page_rowsum(y2_exact)).astype(np.float32))
     assert_bits_equal(got["y2"], ref.cast_to(y2_exact, "bfloat16"))
 
 

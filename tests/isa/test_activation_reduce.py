@@ -25,10 +25,10 @@ def ref_activation(data, op, scale=1.0, bias=None):
 
 
 def ref_row_sums(y, start=0.0):
-    acc = np.full((y.shape[0], 1), start, F32)
-    for i in range(y.shape[1]):
-        acc = (acc + y[:, i:i + 1]).astype(F32)
-    return acc
+    """The page: reduce_res = reduce_op(output, axis=<FreeAxis>) with np.add, i.e. np.sum of
+    each partition's float32 row (pairwise), added to the register's start value once."""
+    rows = y.reshape(y.shape[0], -1).astype(F32)
+    return (F32(start) + np.array([np.sum(r) for r in rows], F32)).reshape(-1, 1)
 
 
 @pytest.mark.parametrize("P", [1, 37, 128])

@@ -141,3 +141,131 @@ def test_errors_located(tmp_path):
                                                         "reduce_op": "add", "scales": [3.0]}}])
     d = [x for x in check_program(path).diagnostics if x.code == "E441"]
     assert d and d[0].loc.line == key_line(path, "scales")
+
+
+# ---- read-modify-write through a vector_offset view (the page's scatter and gather) ----------
+def _rmw_program(tmp_path, table, data, idx, form, **kw):
+    P, F = data.shape
+    view = f"h.ap([[{F}, {P}], [1, {F}]], vector_offset=i)"
+    tensors = {"h": sbuf(table, buffer="hbm", output=True), "i": sbuf(idx, str(idx.dtype)),
+               "s": sbuf(data, output=True)}
+    inst = ({"dst": view, "srcs": [view, "s"]} if form == "scatter"
+            else {"dst": "s", "srcs": ["s", view]})
+    return write_program(tmp_path, tensors, [{"dma_compute": {**inst, "reduce_op": "add",
+                                                              **kw}}])
+
+
+@pytest.mark.parametrize("P", [1, 37, 128])
+def test_scatter_rmw_adds_into_the_indexed_rows(tmp_path, P):
+    rng = np.random.default_rng(P)
+    table = random_floats(rng, (200, 9), special=False)
+    data = random_floats(rng, (P, 9), special=False)
+    idx = rng.permutation(200)[:P].astype(np.uint32).reshape(P, 1)
+    got = run(_rmw_program(tmp_path, table, data, idx, "scatter"))
+    want = table.copy()
+    rows = idx[:, 0].astype(np.int64)
+    want[rows] = (table[rows] + data).astype(np.float32)  # the page: dst[idx] = dst[idx] + src
+    assert_bits_equal(got["h"], want)
+
+
+@pytest.mark.parametrize("P", [1, 37, 128])
+def test_gather_rmw_adds_the_indexed_rows(tmp_path, P):
+    rng = np.random.default_rng(P + 1)
+    table = random_floats(rng, (60, 5), special=True)
+    data = random_floats(rng, (P, 5), special=True)
+    idx = rng.integers(0, 60, (P, 1)).astype(np.int32)  # a gather may repeat rows
+    got = run(_rmw_program(tmp_path, table, data, idx, "gather"))
+    with np.errstate(all="ignore"):
+        want = (data + table[idx[:, 0]]).astype(np.float32)  # dst(SB) = dst + src(HBM)[idx]
+    assert_bits_equal(got["s"], want)
+    assert_bits_equal(got["h"], table)
+
+
+def test_rmw_oob_skip_and_error(tmp_path):
+    from nkirun.diagnostics import NkirunError
+    table = np.arange(40, dtype=np.float32).reshape(10, 4)
+    data = np.ones((3, 4), np.float32)
+    idx = np.array([[2], [77], [5]], np.uint32)
+    got = run(_rmw_program(tmp_path, table, data, idx, "gather", oob_mode="skip"))
+    want = data.copy()
+    want[0] += table[2]
+    want[2] += table[5]
+    assert_bits_equal(got["s"], want)  # partition 1's index is outside: dst row kept
+    got = run(_rmw_program(tmp_path, table, data, idx, "scatter", oob_mode="skip"))
+    want = table.copy()
+    want[2] += 1
+    want[5] += 1
+    assert_bits_equal(got["h"], want)
+    with pytest.raises(NkirunError) as e:
+        run(_rmw_program(tmp_path, table, data, idx, "scatter"))
+    assert e.value.diagnostics[0].code == "E093"
+
+
+def test_scatter_rmw_with_repeated_indices_warns(tmp_path):
+    from prog_helpers import run_inputs
+    table = np.zeros((6, 2), np.float32)
+    data = np.ones((3, 2), np.float32)
+    idx = np.array([[4], [1], [4]], np.uint32)
+    view = "h.ap([[2, 3], [1, 2]], vector_offset=i)"
+    outs, warnings = run_inputs(tmp_path, {"h": sbuf(table, buffer="hbm", output=True),
+                                           "i": sbuf(idx, "uint32"), "s": sbuf(data)},
+                                [{"dma_compute": {"dst": view, "srcs": [view, "s"],
+                                                  "reduce_op": "add"}}])
+    assert "W590" in codes(warnings)
+    assert outs["h"][4, 0] == 1.0 and outs["h"][1, 0] == 1.0
+
+
+def test_rmw_rules(tmp_path):
+    table = np.zeros((20, 4), np.float32)
+    data = np.zeros((4, 4), np.float32)
+    idx = np.arange(4, dtype=np.uint32).reshape(4, 1)
+    view = "h.ap([[4, 4], [1, 4]], vector_offset=i)"
+    other = "h.ap([[4, 4], [1, 4]], offset=4, vector_offset=i)"
+    t = {"h": sbuf(table, buffer="hbm", output=True), "i": sbuf(idx, "uint32"),
+         "s": sbuf(data, output=True), "s2": sbuf(data), "big": sbuf(np.zeros((8, 1), np.uint32))}
+
+    def got(**inst):
+        return codes(diagnostics(tmp_path, t, [{"dma_compute": {"reduce_op": "add", **inst}}]))
+    assert got(dst=view, srcs=[view, "s"]) == []
+    assert got(dst="s", srcs=["s", view], oob_mode="skip") == []
+    assert "E594" in got(dst=view, srcs=[view, "s", "s"])  # 3 sources
+    assert "E594" in got(dst=view, srcs=[view, "s"], unique_indices=False)
+    assert "E594" in got(dst=view, srcs=[other, "s"])  # no source is dst's own view
+    assert "E594" in got(dst="s", srcs=["s2", view])  # the other source is not dst
+    assert "E594" in got(dst=view, srcs=["h.ap([[1, 16]], scalar_offset=i[0:1, :])", "s"])
+    assert "E593" in got(dst="s", srcs=["s", "h.ap([[4, 4], [1, 4]], vector_offset=big)"])
+    assert "E443" in got(dst="s", srcs=["s", "s2"], oob_mode="skip")
+    path = write_program(tmp_path, t, [{"dma_compute": {"dst": view, "srcs": [view, "s", "s"],
+                                                        "reduce_op": "add"}}])
+    from prog_helpers import reported_at
+    reported_at(path, "E594", "srcs")
+
+
+def test_scatter_rmw_from_a_python_kernel(tmp_path):
+    """The page's scatter form written as a kernel: every tile the srcs list names stays
+    alive until dma_compute runs."""
+    import nkirun
+    from tests.kernel.test_kernel_contract import nkirun_kernel, write
+    path = write(tmp_path, """\
+        import nki
+        import nki.isa as nisa
+        import nki.language as nl
+
+        @nki.jit
+        def scatter_add(table, idx, data):
+            i_sb = nl.ndarray(idx.shape, dtype=idx.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=i_sb, src=idx)
+            d_sb = nl.ndarray(data.shape, dtype=data.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=d_sb, src=data)
+            P, F = data.shape
+            rows = table.ap(pattern=[[F, P], [1, F]], vector_offset=i_sb, indirect_dim=0)
+            nisa.dma_compute(dst=rows, srcs=[rows, d_sb], reduce_op=nl.add)
+            return table
+        """)
+    table = np.arange(50 * 8, dtype=np.float32).reshape(50, 8)
+    idx = np.array([[3], [7], [1], [40]], np.int32)
+    data = random_floats(np.random.default_rng(2), (4, 8), special=False)
+    got = nkirun.simulate(nkirun_kernel(path, "scatter_add"))(table.copy(), idx, data)
+    want = table.copy()
+    want[idx[:, 0]] = (table[idx[:, 0]] + data).astype(np.float32)
+    assert_bits_equal(got, want)

@@ -116,9 +116,109 @@ def test_dst_must_be_sbuf(tmp_path):
     reported_at(path, "E040", "dst")
 
 
-def test_indirect_modes_refused(tmp_path):
+def test_direct_transpose_refuses_the_indirect_forms_modes(tmp_path):
     assert "E435" in _codes(tmp_path, (4, 6), (6, 4), dge_mode="swdge")
+    assert "E435" in _codes(tmp_path, (4, 6), (6, 4), dge_mode="none")
     assert "E435" in _codes(tmp_path, (4, 6), (6, 4), oob_mode="skip")
+
+
+# ---- the indirect (gather) transpose: flat = indices.T.flatten()[:R]; dst = src[flat].T ------
+def ref_gather_transpose(table, indices, rows, dst_shape, perm):
+    """The page's three lines, with NumPy's fancy indexing, then the permutation index by
+    index (ref_transpose)."""
+    flat = indices.T.flatten()[:rows]
+    gathered = table[flat.astype(np.int64)]
+    return ref_transpose(gathered.reshape((rows,) + tuple(dst_shape[a] for a in perm[1:])))
+
+
+def _indirect(tmp_path, table, indices, rows, pattern, dst_shape, extra=None, dst_init=None,
+              target=None):
+    tensors = {"h": sbuf(table, buffer="hbm"), "i": sbuf(indices, "uint32"),
+               "d": sbuf(dst_init if dst_init is not None else np.zeros(dst_shape),
+                         table.dtype.name, output=True)}
+    src = f"h.ap({pattern}, vector_offset=i, indirect_dim=0)"
+    return write_program(tmp_path, tensors, [{"dma_transpose": {"dst": "d", "src": src,
+                                                                 **(extra or {})}}], target=target)
+
+
+@pytest.mark.parametrize("rows,cols,idx_shape", [(128, 64, (128, 1)), (16, 5, (16, 1)),
+                                                 (256, 128, (128, 2)), (48, 3, (128, 1))])
+def test_indirect_transpose_matches_the_page(tmp_path, rows, cols, idx_shape):
+    from nkirun.api import run
+    rng = np.random.default_rng(rows + cols)
+    table = random_floats(rng, (300, cols)).astype(NP_TYPES["bfloat16"])
+    indices = rng.integers(0, 300, idx_shape).astype(np.uint32)
+    path = _indirect(tmp_path, table, indices, rows, f"[[{cols},{rows}],[1,{cols}]]",
+                     (cols, rows))
+    want = ref_gather_transpose(table, indices, rows, (cols, rows), (1, 0))
+    assert_bits_equal(run(path)["d"], want)
+
+
+def test_indirect_transpose_4d(tmp_path):
+    from nkirun.api import run
+    rng = np.random.default_rng(4)
+    T, d1, d2, d3, rows = 40, 3, 1, 5, 32
+    table = random_floats(rng, (T, d1, d2, d3)).astype(np.float16)
+    indices = rng.integers(0, T, (32, 1)).astype(np.uint32)
+    pattern = f"[[{d1 * d2 * d3},{rows}],[{d2 * d3},{d1}],[{d3},{d2}],[1,{d3}]]"
+    path = _indirect(tmp_path, table, indices, rows, pattern, (d3, d1, d2, rows))
+    gathered = table[indices[:, 0].astype(np.int64)]
+    assert_bits_equal(run(path)["d"], ref_transpose(gathered))
+
+
+def test_indirect_transpose_oob(tmp_path):
+    from nkirun.api import run
+    from nkirun.diagnostics import NkirunError
+    table = np.arange(20 * 4, dtype=np.float32).reshape(20, 4).astype(NP_TYPES["bfloat16"])
+    indices = np.arange(16, dtype=np.uint32).reshape(16, 1)
+    indices[3, 0] = 99
+    init = np.full((4, 16), -7.0)
+    path = _indirect(tmp_path, table, indices, 16, "[[4,16],[1,4]]", (4, 16),
+                     {"oob_mode": "skip"}, init)
+    got = run(path)["d"]
+    safe = np.where(indices[:, 0] < 20, indices[:, 0], 0).astype(np.int64)
+    want = table[safe].T.copy()
+    want[:, 3] = -7.0
+    assert_bits_equal(got, want)
+    path = _indirect(tmp_path, table, indices, 16, "[[4,16],[1,4]]", (4, 16))
+    with pytest.raises(NkirunError) as e:
+        run(path)
+    assert e.value.diagnostics[0].code == "E093"
+
+
+def _indirect_path(tmp_path, rows=16, cols=4, idx_shape=(16, 1), idx_dtype="uint32",
+                   dtype="bfloat16", target=None, **extra):
+    table = np.zeros((300, cols), np.float32).astype(NP_TYPES[dtype])
+    indices = np.zeros(idx_shape, np.dtype(idx_dtype))
+    tensors = {"h": sbuf(table, buffer="hbm"), "i": sbuf(indices, idx_dtype),
+               "d": out((cols, rows), dtype)}
+    src = f"h.ap([[{cols},{rows}],[1,{cols}]], vector_offset=i, indirect_dim=0)"
+    return write_program(tmp_path, tensors, [{"dma_transpose": {"dst": "d", "src": src,
+                                                                 **extra}}], target=target)
+
+
+def _indirect_codes(tmp_path, **kw):
+    from nkirun.api import check_program
+    return codes(check_program(_indirect_path(tmp_path, **kw)).diagnostics)
+
+
+def test_indirect_transpose_rules(tmp_path):
+    assert _indirect_codes(tmp_path) == []
+    assert _indirect_codes(tmp_path, dge_mode="swdge", oob_mode="skip") == []
+    assert "E435" in _indirect_codes(tmp_path, dge_mode="hwdge")
+    assert "E435" in _indirect_codes(tmp_path, dge_mode="none")
+    assert "E590" in _indirect_codes(tmp_path, rows=24, idx_shape=(32, 1))  # 24 % 16
+    assert "E590" in _indirect_codes(tmp_path, cols=130)
+    assert "E590" in _indirect_codes(tmp_path, dtype="float32")
+    assert "E591" in _indirect_codes(tmp_path, idx_dtype="int32")
+    assert "E591" in _indirect_codes(tmp_path, rows=32, idx_shape=(16, 2))  # 2 cols need 128
+    assert "E591" in _indirect_codes(tmp_path, rows=16, idx_shape=(8, 2))  # rows not in [16,128]
+    assert "E592" in _indirect_codes(tmp_path, target="trn1")
+
+
+def test_indirect_transpose_rules_are_located(tmp_path):
+    reported_at(_indirect_path(tmp_path, idx_dtype="int16"), "E591", "src")
+    reported_at(_indirect_path(tmp_path, dge_mode="hwdge"), "E435", "dge_mode")
 
 
 def test_hwdge_rules(tmp_path):
@@ -161,3 +261,32 @@ def test_cost_sbuf_source_is_slower_than_hbm():
 EXAMPLE_TENSORS = {
     "k_hbm": "{buffer: hbm, shape: [64, 128], dtype: float32, fill: 1}",
     "kT": "{buffer: sbuf, shape: [128, 64], dtype: float32, output: true}"}
+
+
+def test_indirect_transpose_from_a_python_kernel(tmp_path):
+    """The page's 2-D-index example in our own words: (128, 2) indices, 256 rows gathered."""
+    import nkirun
+    from tests.kernel.test_kernel_contract import nkirun_kernel, write
+    path = write(tmp_path, """\
+        import nki
+        import nki.isa as nisa
+        import nki.language as nl
+
+        @nki.jit
+        def gather_t(table, idx):
+            rows, cols = 256, 32
+            i_sb = nl.ndarray(idx.shape, dtype=idx.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=i_sb, src=idx)
+            d = nl.ndarray((cols, rows), dtype=table.dtype, buffer=nl.sbuf)
+            src = table.ap(pattern=[[cols, rows], [1, cols]], vector_offset=i_sb,
+                           indirect_dim=0)
+            nisa.dma_transpose(dst=d, src=src, axes=(1, 0))
+            out = nl.ndarray((cols, rows), dtype=table.dtype, buffer=nl.shared_hbm)
+            nisa.dma_copy(dst=out, src=d)
+            return out
+        """)
+    rng = np.random.default_rng(9)
+    table = random_floats(rng, (500, 32)).astype(NP_TYPES["bfloat16"])
+    idx = rng.integers(0, 500, (128, 2)).astype(np.uint32)
+    got = nkirun.simulate(nkirun_kernel(path, "gather_t"))(table, idx)
+    assert_bits_equal(got, ref_gather_transpose(table, idx, 256, (32, 256), (1, 0)))

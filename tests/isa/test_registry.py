@@ -49,7 +49,8 @@ def test_every_instruction_has_its_test_module(name):
 
 
 def test_no_test_module_without_an_instruction():
-    helpers = {"test_registry", "test_fast_definitions", "test_nc_matmul_modes"}
+    helpers = {"test_registry", "test_fast_definitions", "test_nc_matmul_modes",
+               "test_accumulators"}
     stray = sorted(p.stem for p in HERE.glob("test_*.py")
                    if p.stem not in helpers and p.stem.removeprefix("test_") not in MODULES)
     assert not stray, f"tests/isa/ modules naming no instruction in MODULES: {stray}"
@@ -87,6 +88,11 @@ ELSEWHERE = {
     "W487": "isa/test_nc_matmul_modes.py::test_onezero_hints_cost_and_warning",
     "E093": "source/test_indirect_dma.py::test_out_of_bounds_index_is_E093_or_skipped",
     "W620": "runner/test_shadow.py::test_a_failure_only_the_shadow_hits_is_W620",
+    **{c: "isa/test_dma_transpose.py::test_indirect_transpose_rules"
+       for c in ("E590", "E591", "E592")},
+    "E593": "isa/test_dma_compute.py::test_rmw_rules",
+    "E594": "isa/test_dma_compute.py::test_rmw_rules",
+    "W590": "isa/test_dma_compute.py::test_scatter_rmw_with_repeated_indices_warns",
     **{f"E60{i}": "kernel/test_kernel_errors.py::test_every_kernel_code_has_an_invalid_kernel"
        for i in range(7)},
     # two cores (LNC2): the rules of sendrecv/core_barrier and the run-time race

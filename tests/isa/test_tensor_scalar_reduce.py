@@ -1,7 +1,7 @@
 """tensor_scalar_reduce against a NumPy reference written from its NKI page: dst = data op0
 operand0 in float32, and reduce_op folded over the free axes into the Vector-engine
 accumulator (reset_reduce: reduce_op's identity, load_reduce: reduce_init, reduce:
-continue), reduce_res = the register (negated with reduce_res_negate)."""
+continue; each row reduced as NumPy does, then combined with the register), reduce_res = the register (negated with reduce_res_negate)."""
 from __future__ import annotations
 
 import numpy as np
@@ -18,10 +18,13 @@ OP0 = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply,
 IDENTITY = {"add": 0.0, "multiply": 1.0, "maximum": -np.inf, "minimum": np.inf}
 FOLD = {"add": lambda a, b: a + b, "multiply": lambda a, b: a * b,
         "maximum": np.maximum, "minimum": np.minimum}
+ROW_REDUCE = {"add": np.sum, "multiply": np.prod, "maximum": np.max, "minimum": np.min}
 
 
 def ref_tsr(x, op0, v, reduce_op, start=None):
-    """(dst as float32 (P, N), register (P, 1)): the page's math, folded element by element."""
+    """(dst as float32 (P, N), register (P, 1)): the page's math, `reduce_res =
+    reduce_op(dst, axis=<FreeAxis>)` as NumPy reduces each row (np.add: pairwise), combined
+    once with the register's start value."""
     P = x.shape[0]
     y = OP0[op0](x.astype(F32).reshape(P, -1), np.asarray(v, F32).reshape(-1, 1)
                  if np.ndim(v) else F32(v)).astype(F32)
@@ -29,8 +32,8 @@ def ref_tsr(x, op0, v, reduce_op, start=None):
     if start is not None:
         acc[:] = np.asarray(start, F32).reshape(-1, 1) if np.ndim(start) else start
     with np.errstate(all="ignore"):
-        for i in range(y.shape[1]):
-            acc = FOLD[reduce_op](acc, y[:, i:i + 1]).astype(F32)
+        rows = np.array([ROW_REDUCE[reduce_op](r) for r in y], F32).reshape(-1, 1)
+        acc = FOLD[reduce_op](acc, rows).astype(F32)
     return y, acc
 
 

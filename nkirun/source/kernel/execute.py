@@ -32,8 +32,10 @@ def live_ranges(bound) -> tuple[dict, dict]:
 def _tensors_of(args) -> set:
     """The tensors an instruction's operands touch, runtime index tensors included."""
     names = set()
-    for r in args.values():
-        if isinstance(r, Resolved):
+    for v in args.values():  # (a tuple: dma_compute's srcs list)
+        for r in (v if isinstance(v, tuple) else (v,)):
+            if not isinstance(r, Resolved):
+                continue
             names.add(r.decl.name)
             ind = getattr(r.ap, "indirect", None) if r.ap is not None else None
             if ind is not None and isinstance(ind.index, Resolved):

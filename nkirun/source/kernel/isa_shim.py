@@ -151,7 +151,8 @@ def make_instruction(op: str):
                 if k in values:
                     raise kernel_error("E603", f"nki.isa.{op} got `{k}` twice", loc=loc)
                 values[k] = v
-        values.pop("name", None)
+        if values.get("name", 0) is None:  # name=None is NKI's default: no label
+            del values["name"]
         for k in [k for k in values if k in extras]:
             v = values.pop(k)
             if v is not None and not _same(v, extras[k]):
