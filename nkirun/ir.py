@@ -5,7 +5,8 @@ diagnostics can point at it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
 from typing import Any
 
 from nkirun.hw.dtypes import DType
@@ -185,6 +186,26 @@ _new = object.__new__
 _VIEW_SET = tuple(getattr(View, f).__set__ for f in ("tensor", "index", "loc"))
 _INST_SET = tuple(getattr(Instruction, f).__set__
                   for f in ("op", "args", "index", "loc", "arg_locs", "repeat_of", "core"))
+
+
+_DECL_FIELDS = ("name", "buffer", "shape", "dtype", "init", "init_value", "output", "loc",
+                "key_locs", "core")
+assert _DECL_FIELDS == tuple(f.name for f in fields(TensorDecl)), "update tensor_at"
+_DECL_SET = tuple(getattr(TensorDecl, f).__set__ for f in _DECL_FIELDS)
+
+
+_NO_KEY_LOCS = MappingProxyType({})  # shared, read-only: a traced tile has no YAML keys
+
+
+def tensor_at(name: str, buffer: str, shape: tuple, dtype: DType, loc: Loc,
+              core: int | None = None) -> TensorDecl:
+    """`TensorDecl(name, buffer, shape, dtype, None, None, False, loc, {}, core)`, fast (see
+    above): a traced kernel declares a tensor per tile it allocates."""
+    t = _new(TensorDecl)
+    for setter, value in zip(_DECL_SET, (name, buffer, shape, dtype, None, None, False, loc,
+                                         _NO_KEY_LOCS, core)):
+        setter(t, value)
+    return t
 
 
 def view_at(tensor: str, index, loc: Loc) -> View:

@@ -1,4 +1,15 @@
-"""Binding: each instruction's operands resolved against the tensors and its declared rules applied."""
+"""Binding: each instruction's operands resolved against the tensors and its declared rules applied.
+
+Interning (checker/intern.py): the rules are functions of the bound values alone, so an
+instruction bound to the very same values as an earlier one that passed them passes them
+too (traces repeat instructions; the front ends share equal values). It then shares that
+instruction's immutable Operands. `passed` is keyed by the values, `passed_at` by
+instruction index (for Instruction.repeat_of), `passed_form` by the values up to tensor
+names (a loop's new tile each iteration): such an instruction gets its own Operands but no
+rule is run again. The plain path (`bind(..., fast=False)`) is the definition;
+tests/checker/test_repeat_paths.py and test_fast_bind.py check the shortcuts give the same
+results.
+"""
 from __future__ import annotations
 
 import dataclasses
@@ -9,31 +20,31 @@ from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, TARGETS
 from nkirun.ir import ON_CHIP, Program, View
 from nkirun.isa import REGISTRY
 from nkirun.checker.bound import Bound, Operands
+from nkirun.checker.intern import Views, form_key
 from nkirun.isa.spec import param_tables, views_of
 from nkirun.source.operands import resolve
 
 
-def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES
+def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES, fast: bool = True
          ) -> tuple[list[Bound], list[Diagnostic]]:
-    """Resolve operands and apply the per-parameter and per-instruction rules."""
+    """Resolve operands and apply the per-parameter and per-instruction rules.
+    `fast=False` takes the plain path for every instruction (the definition; tests only)."""
     bound, diags = [], []
-    resolved: dict = {}  # (tensor, index) -> Resolved: traces reuse the same few views
-    # Interning: the rules are functions of the bound values alone, so an instruction bound to
-    # the very same values as an earlier one that passed them passes them too (traces repeat
-    # instructions; the front ends share equal values). It then shares that instruction's
-    # immutable Operands. `passed` is keyed by the values, `passed_at` by instruction index
-    # (for Instruction.repeat_of). The plain path below is the definition; tests/
-    # test_repeat_paths.py checks the shortcuts give the same results.
-    passed: dict = {}
+    views = Views() if fast else None
+    passed: dict = {}  # interning: see the module docstring
+    passed_form: dict = {}
     passed_at: dict = {}
     per_op: dict = {}  # op -> (spec, its view Params, {param: None}): looked up once per op
+    # (kept only for the instructions a later one repeats: memory follows what is used)
+    repeated = {i.repeat_of for i in program.instructions if i.repeat_of is not None}
     target = TARGETS[program.target]
     # Instructions the front end dropped for a bad keyword come last (`program.partial`,
     # with the keywords that did convert): their operands are still resolved and checked
     # against the per-parameter rules, so one bad keyword does not hide other errors.
     for inst in itertools.chain(program.instructions, program.partial):
-        like = passed_at.get(inst.repeat_of)
+        like = passed_at.get(inst.repeat_of) if fast else None
         if like is not None:  # its views resolve to the same Resolved: no need to look
+            like.args.shared = True
             bound.append(Bound(inst, like.spec, like.args, None, like.engine, target))
             continue
         hit = per_op.get(inst.op)
@@ -41,42 +52,68 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES
             spec = REGISTRY[inst.op]
             tables = param_tables(spec)
             hit = per_op[inst.op] = (spec, tables.views, dict.fromkeys(tables.names))
-        spec, views, blank = hit
+        spec, view_params, blank = hit
         args = blank.copy()  # every param: given values over None
         args.update(inst.args)
-        ok = _resolve_views(inst, args, views, program, resolved, diags)
+        ok = _resolve_views(inst, args, view_params, program, views, diags)
         ok = ok and inst.index not in program.dropped
-        same = (spec.name, *map(id, args.values())) if ok else None
+        same = (spec.name, *map(id, args.values())) if ok and fast else None
         like = passed.get(same)
         if like is not None:
+            like.args.shared = True
             bound.append(Bound(inst, spec, like.args, None, like.engine, target))
             continue
-        b = Bound(inst, spec, Operands(args), None, "", target)
-        b.engine = spec.engine_of(b) if (ok and spec.engine_of) else spec.engine
-        n0 = len(diags)
-        diags.extend(_param_rules(b))
-        if not ok:  # an operand or keyword failed: only the rules of each parameter apply
+        form = form_key(spec.name, args.values(), views.token) if same is not None else None
+        like = passed_form.get(form) if form is not None else None
+        if like is not None:
+            b = Bound(inst, spec, Operands(args, like.args.form), None, like.engine, target)
+            if inst.index in repeated:  # (not under `same`: a new tile's ids do not recur)
+                passed_at[inst.index] = b
+            bound.append(b)
             continue
-        if len(diags) == n0 and spec.check is not None:
-            diags.extend(spec.check(b))
-        if len(diags) == n0 and args.get("mask") is None:
-            passed[same] = passed_at[inst.index] = b
-        if b.get("mask") is not None and _fits(b.tile(spec.mask_on), program, max_hbm_bytes):
-            # (a mask is an array the size of its tile: never built over a refused tensor)
-            from nkirun.checker.mask import compile_mask
-            b.mask, d = compile_mask(b)
-            if d is not None:
-                diags.append(d)
+        b = Bound(inst, spec, Operands(args, None if form is None else {}), None, "", target)
+        ok = _apply_rules(b, ok, diags, program, max_hbm_bytes)
+        if ok is None:  # an operand or keyword failed: b is left out
+            continue
+        if ok and args.get("mask") is None and same is not None:
+            passed[same] = b
+            if inst.index in repeated:
+                passed_at[inst.index] = b
+            if form is not None:
+                passed_form[form] = b
         bound.append(b)
     return bound, diags
 
 
-def _resolve_views(inst, args: dict, views, program: Program, resolved: dict,
+def _apply_rules(b: Bound, ok: bool, diags: list, program: Program, max_hbm_bytes: int):
+    """The plain path for one instruction: its engine, the rules of each parameter, then
+    (when every operand and keyword was fine: `ok`) the instruction's own check and its
+    mask. Returns None when not ok, else whether b passed every rule."""
+    spec = b.spec
+    b.engine = spec.engine_of(b) if (ok and spec.engine_of) else spec.engine
+    n0 = len(diags)
+    diags.extend(_param_rules(b))
+    if not ok:  # only the rules of each parameter apply
+        return None
+    if len(diags) == n0 and spec.check is not None:
+        diags.extend(spec.check(b))
+    passed = len(diags) == n0
+    if b.get("mask") is not None and _fits(b.tile(spec.mask_on), program, max_hbm_bytes):
+        # (a mask is an array the size of its tile: never built over a refused tensor)
+        from nkirun.checker.mask import compile_mask
+        b.mask, d = compile_mask(b)
+        if d is not None:
+            diags.append(d)
+    return passed
+
+
+def _resolve_views(inst, args: dict, view_params, program: Program, views: Views | None,
                    diags: list) -> bool:
     """Replace each view operand in `args` by its Resolved; False if one cannot be (its
     diagnostic is added and the operand left out)."""
     ok = True
-    for p in views:
+    by_view = views.by_view if views is not None else None
+    for p in view_params:
         v = args[p.name]
         if isinstance(v, tuple) and v and isinstance(v[0], View):  # a TILE_LIST
             rs = tuple(_resolve_item(x, p, inst, program, diags) for x in v)
@@ -88,10 +125,11 @@ def _resolve_views(inst, args: dict, views, program: Program, resolved: dict,
             continue
         if not isinstance(v, View):
             continue
-        rkey = (v.tensor, id(v.index))  # index tuples are shared; the IR keeps them alive
-        r = resolved.get(rkey)
+        r = by_view.get((v.tensor, id(v.index))) if views is not None else None
+        decl = program.tensors.get(v.tensor) if r is None else None
+        if r is None and decl is not None and views is not None:
+            r = views.get(v.tensor, v.index, decl)
         if r is None:
-            decl = program.tensors.get(v.tensor)
             if decl is None:
                 ok = False
                 if v.tensor not in program.invalid_tensors:
@@ -108,12 +146,17 @@ def _resolve_views(inst, args: dict, views, program: Program, resolved: dict,
                 ok = False
                 del args[p.name]
                 continue
-            resolved[rkey] = r
+            if views is not None:
+                views.put(v.tensor, v.index, decl, r)
         if p.per_partition and len(r.shape) > 2 and r.free_size == 1:
             # a (P, 1, 1) column serves as the (P, 1) tile the instruction computes with
-            r = dataclasses.replace(r, shape=(r.partitions, 1), reshape=True)
+            r = _as_column(r) if views is None else views.narrow(r, _as_column)
         args[p.name] = r
     return ok
+
+
+def _as_column(r):
+    return dataclasses.replace(r, shape=(r.partitions, 1), reshape=True)
 
 
 def _resolve_item(v: View, p, inst, program: Program, diags: list):

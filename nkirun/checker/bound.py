@@ -30,6 +30,23 @@ def views_of(value) -> tuple:
     return ()
 
 
+def _names_of(args, acc: Accesses) -> tuple:
+    """(plan, names) of accesses `acc`: names = the tensors read then written, in order;
+    plan = (keywords read, keywords written — None unless every view is an operand of its
+    own, not a TILE_LIST item or a runtime index —, positions in names of the first use of
+    each on-chip tensor)."""
+    both = acc.reads + acc.writes
+    names = tuple(r.decl.name for _, r in both)
+    first: dict = {}
+    for i, (_, r) in enumerate(both):
+        if r.decl.on_chip:
+            first.setdefault(r.decl.name, i)
+    by_keys = all(args.get(k) is r for k, r in both)
+    plan = (tuple(k for k, _ in acc.reads), tuple(k for k, _ in acc.writes) if by_keys else None,
+            tuple(first.values()), tuple(k for k, _ in both))
+    return plan, names
+
+
 if TYPE_CHECKING:
     from nkirun.hw.targets import Target
     from nkirun.isa.spec import InstructionDef
@@ -39,11 +56,20 @@ class Operands(dict):
     """An instruction's bound keyword values (Resolved views, typed scalars): a dict that
     refuses changes once built, so instructions may share it and passes may cache on it."""
 
-    __slots__ = ("memo",)
+    __slots__ = ("form", "accesses", "plan", "names", "shared", "spelled")
 
-    def __init__(self, values):
+    def __init__(self, values, form: dict | None = None):
         super().__init__(values)
-        self.memo: dict = {}  # derived facts, e.g. "accesses" -> Accesses
+        # facts shared by every Operands equal to this one up to tensor names (one dict per
+        # checker/intern.form_key; None: not interned), e.g. "names_plan"
+        self.form = form
+        # derived facts, computed once (Bound.accesses, Bound.tensor_names); slots rather
+        # than a dict: a traced kernel binds 100,000s of instructions
+        self.accesses: Accesses | None = None
+        self.plan: tuple | None = None  # see Bound.names_plan
+        self.names: tuple | None = None
+        self.shared = False  # bound to more than one instruction (bind sets it)
+        self.spelled: tuple | None = None  # Bound.tensor_names, kept when shared
 
     def _refuse(self, *a, **k):
         raise TypeError("bound operands are read-only (instructions share them)")
@@ -87,7 +113,7 @@ class Bound:
 
     def accesses(self) -> Accesses:
         """Which views this instruction reads and writes (computed once per Operands)."""
-        acc = self.args.memo.get("accesses")
+        acc = self.args.accesses
         if acc is None:
             reads, writes = [], []
             for p in self.spec.params:
@@ -100,8 +126,43 @@ class Bound:
             reads += [(n, r.ap.indirect.index) for n, r in reads + writes  # the index is read
                       if r.ap is not None and r.ap.indirect is not None
                       and r.ap.indirect.index is not None]  # (None: a register)
-            acc = self.args.memo["accesses"] = Accesses(tuple(reads), tuple(writes))
+            acc = Accesses(tuple(reads), tuple(writes))
+            self.args.accesses = acc
         return acc
+
+    def names_plan(self) -> tuple:
+        """(plan, names): the names of the tensors accesses() reads, then of those it
+        writes, in order — one tuple per Operands —, and the plan of _names_of (keywords
+        read, keywords written, positions of the on-chip tensors), shared by the Operands
+        of one interned form. Compact, as a traced kernel binds 100,000s of instructions;
+        tensor_names() spells it out."""
+        args = self.args
+        if args.names is None:
+            form = args.form
+            plan = form.get("names_plan") if form is not None else None
+            if plan is not None and plan[1] is not None:  # _names_of, by the keywords
+                args.names = tuple(args[k].decl.name for k in plan[3])
+            else:
+                plan, args.names = _names_of(args, self.accesses())
+                if form is not None:
+                    form.setdefault("names_plan", plan)
+            args.plan = plan
+        return args.plan, args.names
+
+    def tensor_names(self) -> tuple:
+        """(((keyword, tensor) read, ...), (tensor written, ...), (on-chip tensor, ...))
+        from accesses(): names_plan() spelled out, and kept when the Operands serves
+        several instructions (the passes then loop over it once per instruction)."""
+        args = self.args
+        spelled = args.spelled
+        if spelled is None:
+            plan, names = self.names_plan()
+            n = len(plan[0])
+            spelled = (tuple(zip(plan[0], names)), names[n:],
+                       tuple(names[i] for i in plan[2]))
+            if args.shared:
+                args.spelled = spelled
+        return spelled
 
     @property
     def index(self) -> int:

@@ -14,7 +14,7 @@ from nkirun.checker.psum import psum_hazards
 from nkirun.checker.registers import uses_registers
 from nkirun.checker.control import read_in_loop
 from nkirun.ir import Program, View
-from nkirun.isa.spec import ACCUMULATORS, Bound, views_of
+from nkirun.isa.spec import ACCUMULATORS, Bound
 from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, TARGETS
 
 
@@ -91,13 +91,7 @@ def _dataflow(program: Program, bound: list[Bound], failed: set[int]) -> list[Di
     last_write: dict[str, Bound] = {}
     acc_states: dict = {}  # core -> {accumulator -> undefined / defined / clobbered}
     for b in bound:
-        rw = b.args.memo.get("tensors_read_written")
-        if rw is None:
-            acc = b.accesses()
-            rw = b.args.memo["tensors_read_written"] = (
-                tuple((k, r.decl.name) for k, r in acc.reads),
-                tuple(r.decl.name for _, r in acc.writes))
-        reads, writes = rw
+        reads, writes, _ = b.tensor_names()
         for key, n in reads:
             if n not in defined:
                 out.append(b.err("E050", f"`{key}` reads `{n}` before anything writes it", key,
@@ -147,14 +141,7 @@ def _capacity(program: Program, bound: list[Bound]) -> list[Diagnostic]:
         if t.on_chip and t.output:
             last[t.name] = n - 1
     for i, b in enumerate(bound):
-        names = b.args.memo.get("on_chip")
-        if names is None:  # only view params are bound to a Resolved
-            views = [r for v in b.args.values() for r in views_of(v)]
-            views += [r.ap.indirect.index for r in views  # an indirect pattern's index
-                      if r.ap is not None and r.ap.indirect is not None
-                      and r.ap.indirect.index is not None]  # (None: a register)
-            names = b.args.memo["on_chip"] = tuple(r.decl.name for r in views if r.decl.on_chip)
-        for name in names:
+        for name in b.tensor_names()[2]:  # every on-chip tensor it reads or writes
             first.setdefault(name, i)
             if last.get(name, i) <= i:  # an output's last use stays the end
                 last[name] = i

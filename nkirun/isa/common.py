@@ -212,11 +212,14 @@ def dma_check(b: Bound):
 
 
 def dma_execute(b: Bound, m) -> None:
-    src, dst = b["src"], b["dst"]
+    args = b.args
+    src, dst = args["src"], args["dst"]
     values = m.read(src)  # same dtype: a bit-exact copy; otherwise m.write casts via fp32
-    if values.dtype != dst.dtype.np_type:
+    to = dst.dtype.np_type
+    if values.dtype is not to and values.dtype != to:  # (`is`: the usual case, cheaply)
         values = values.astype(np.float32)
-    m.write(dst, values.reshape(dst.shape), None, _gather_mask(b, m, src, dst))
+    mask = b.mask if src.ap is None else _gather_mask(b, m, src, dst)
+    m.write(dst, values.reshape(dst.shape), None, mask)
 
 
 def _gather_mask(b: Bound, m, src, dst):

@@ -77,10 +77,36 @@ def compute(op: str, engine: str, a: np.ndarray, c: np.ndarray, exact_ints: bool
     return o.fn(a.astype(np.float32, copy=False), c.astype(np.float32, copy=False))
 
 
-def execute(b: Bound, m) -> None:
+def definition(b: Bound, m) -> None:
+    """The plain path: compute, then store through m.write (casts, mask)."""
     a, c = flat(m.read(b["data1"])), flat(m.read(b["data2"]))
     y = compute(b["op"], b.engine, a, c, _int32_arith(b))
     m.write(b["dst"], y.reshape(b["dst"].shape), out_dtype(b), b.mask)
+
+
+_F32 = np.dtype(np.float32)
+_INTO = {n: ops.OPS[n].fn for n in ("add", "subtract", "multiply", "maximum", "minimum")}
+
+
+def execute(b: Bound, m) -> None:
+    """definition(b, m); float32 add/subtract/multiply/max/min without a mask are computed
+    straight into dst (the same ufunc on the same float32 values: the same bits, without
+    the temporary and its copy; NumPy gives ufuncs whose output overlaps an input the
+    result of non-overlapping operands). tests/isa/test_fast_definitions.py checks it."""
+    args = b.args
+    ufunc = _INTO.get(args["op"]) if b.mask is None else None
+    dst = args["dst"]
+    if ufunc is None or dst.ap is not None or dst.dtype.name != "float32" or \
+            args["dtype"] not in (None, dst.dtype):
+        return definition(b, m)
+    a, c = flat(m.read(args["data1"])), flat(m.read(args["data2"]))
+    out = m.direct_view(dst, a.shape) if a.dtype is _F32 and c.dtype is _F32 else None
+    if out is None:
+        y = compute(args["op"], b.engine, a, c, _int32_arith(b))
+        m.write(dst, y.reshape(dst.shape), out_dtype(b), None)
+        return
+    ufunc(a, c, out=out)
+    m.mark_written(dst)
 
 
 def contiguous(r) -> bool:

@@ -117,7 +117,8 @@ class Machine(LoopState):
     def read(self, r: Resolved, rows: np.ndarray | None = None) -> np.ndarray:
         """The operand; `rows` ((P,) bool): only these partitions must hold data (a masked
         instruction that never reads the other partitions of this operand)."""
-        self._check_defined(r, rows)
+        if self.written.get(r.decl.name) is not None:  # (else every element holds data)
+            self._check_defined(r, rows)
         return self.view(r)
 
     def held(self, r: Resolved) -> np.ndarray | None:
@@ -170,11 +171,13 @@ class Machine(LoopState):
         tensor's dtype. With a mask, only the elements where it is True change.
         """
         dst = self.view(r)
-        v = np.asarray(values)
-        if out_dtype is not None and out_dtype.np_type != r.dtype.np_type:
+        v = values if values.__class__ is np.ndarray else np.asarray(values)
+        to = r.dtype
+        if out_dtype is not None and out_dtype.np_type != to.np_type:
             v = dt.cast(v, out_dtype)
-        if not _numpy_cast_is_ours(v.dtype, r.dtype):
-            v = dt.cast(v, r.dtype)
+        if not (v.dtype is to.np_type and to.name != "tfloat32") and \
+                not _numpy_cast_is_ours(v.dtype, to):  # (the first test: the usual case)
+            v = dt.cast(v, to)
         if v.shape != dst.shape:
             v = np.broadcast_to(v, dst.shape) if v.size != dst.size else v.reshape(dst.shape)
         if mask is None:
@@ -184,7 +187,8 @@ class Machine(LoopState):
                       where=mask if mask.shape == dst.shape else mask.reshape(dst.shape))
         if r.ap is not None and r.ap.indirect is not None:
             self._scatter(r, dst, mask)  # dst was a gathered copy: put it where it goes
-        self._mark_written(r, mask)
+        if self.written.get(r.decl.name) is not None:  # (else nothing left to track)
+            self._mark_written(r, mask)
 
     def write_select(self, r: Resolved, cond: np.ndarray, on_true: np.ndarray, on_false,
                      out_dtype: dt.DType | None = None, mask=None,

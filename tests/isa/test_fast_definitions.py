@@ -71,3 +71,64 @@ def test_scan_is_the_definition(p, n, ops, reverse, masked):
         got = scan(d0, d1, init, *ops, *reverse, valid)
         want = tensor_tensor_scan.definition(d0, d1, init, *ops, *reverse, valid)
     np.testing.assert_array_equal(bits(got), bits(want))
+
+
+# ---- tensor_tensor: float32 results computed straight into dst -----------------------------
+def _tensor_tensor_program(tmp_path, op, dst_dtype, in_dtype, dtype_kw, masked, layout):
+    from prog_helpers import out, sbuf, write_program
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((37, 96)).astype(np.float32)
+    a.reshape(-1)[:5] = SPECIALS[:5]
+    c = rng.standard_normal((37, 96)).astype(np.float32)
+    c.reshape(-1)[3:8] = SPECIALS[3:8]
+    tensors = {"a": sbuf(a, in_dtype), "c": sbuf(c, in_dtype)}
+    if layout == "plain":
+        tensors["y"] = out((37, 96), dst_dtype)
+    inst = {"dst": "y", "data1": "a", "data2": "c", "op": op}
+    if layout == "in_place":  # dst is data1
+        tensors["a"] = sbuf(a, in_dtype, output=True)
+        inst.update(dst="a")
+    elif layout == "shifted":  # dst overlaps data1 one column further on
+        tensors["a"] = sbuf(a, in_dtype, output=True)
+        inst.update(dst="a[:, 1:65]", data1="a[:, 0:64]", data2="c[:, 0:64]")
+    elif layout == "psum":
+        tensors["p"] = {"buffer": "psum", "shape": [37, 96], "dtype": dst_dtype}
+        tensors["z"] = out((37, 96), "float32")
+        inst.update(dst="p")
+    if dtype_kw:
+        inst["dtype"] = dtype_kw
+    if masked:
+        inst["mask"] = "p < 20"
+    body = [{"tensor_tensor": inst}]
+    if masked and layout in ("plain", "psum"):
+        body.insert(0, {"memset": {"dst": "y" if layout == "plain" else "p", "value": 0.0}})
+    if layout == "psum":
+        body.append({"tensor_copy": {"dst": "z", "src": "p"}})
+    return write_program(tmp_path, tensors, body)
+
+
+@pytest.mark.parametrize("op", ["add", "subtract", "multiply", "maximum", "minimum", "divide"])
+@pytest.mark.parametrize("dst_dtype,in_dtype,dtype_kw", [
+    ("float32", "float32", None), ("float32", "float32", "float32"),
+    ("float32", "float32", "bfloat16"), ("bfloat16", "float32", None),
+    ("float32", "bfloat16", None)])
+@pytest.mark.parametrize("layout", ["plain", "in_place", "shifted", "psum"])
+@pytest.mark.parametrize("masked", [False, True])
+def test_tensor_tensor_into_dst_is_the_definition(tmp_path, monkeypatch, op, dst_dtype,
+                                                  in_dtype, dtype_kw, layout, masked):
+    from nkirun import api
+    from nkirun.isa import tensor_tensor
+    path = _tensor_tensor_program(tmp_path, op, dst_dtype, in_dtype, dtype_kw, masked, layout)
+    used = []
+    monkeypatch.setattr(tensor_tensor, "_INTO", {
+        n: (lambda f: lambda *a, **k: used.append(n) or f(*a, **k))(f)
+        for n, f in tensor_tensor._INTO.items()})
+    fast = api.run(path)
+    dst_is = in_dtype if layout in ("in_place", "shifted") else dst_dtype
+    assert bool(used) == (op != "divide" and not masked and dst_is == in_dtype == "float32"
+                          and dtype_kw != "bfloat16")
+    monkeypatch.setattr(tensor_tensor, "_INTO", {})  # every instruction: the definition
+    plain = api.run(path)
+    assert fast.keys() == plain.keys() and fast
+    for name in fast:
+        np.testing.assert_array_equal(fast[name].view(np.uint8), plain[name].view(np.uint8))

@@ -7,40 +7,21 @@ kept), so peak memory follows the live tensors, not every tensor ever allocated.
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 
 import numpy as np
-
-from nkirun.source.operands import Resolved
 
 
 def live_ranges(bound) -> tuple[dict, dict]:
     """tensor name -> index of its first and of its last use."""
     first, last = {}, {}
-    seen: dict = {}  # id(b.args) -> names: instructions bound to equal values share args
     for i, b in enumerate(bound):
-        names = seen.get(id(b.args))
-        if names is None:
-            names = seen[id(b.args)] = tuple(_tensors_of(b.args))
-        for n in names:
+        for n in b.names_plan()[1]:  # read or written (runtime index tensors included)
             if n not in first:
                 first[n] = i
             last[n] = i
     return first, last
-
-
-def _tensors_of(args) -> set:
-    """The tensors an instruction's operands touch, runtime index tensors included."""
-    names = set()
-    for v in args.values():  # (a tuple: dma_compute's srcs list)
-        for r in (v if isinstance(v, tuple) else (v,)):
-            if not isinstance(r, Resolved):
-                continue
-            names.add(r.decl.name)
-            ind = getattr(r.ap, "indirect", None) if r.ap is not None else None
-            if ind is not None and isinstance(ind.index, Resolved):
-                names.add(ind.index.decl.name)
-    return names
 
 
 def execute_freeing(traced, bound, inputs, observe=None, step=None):
@@ -59,27 +40,36 @@ def execute_freeing(traced, bound, inputs, observe=None, step=None):
         from nkirun.checker.control import touched_in_loops
         looped = touched_in_loops(program.loops, first, last)
         keep |= looped
-    upfront, alloc_at, free_at = {}, {}, {}
+    upfront = {}
+    events: dict = {}  # position -> ([tensors to free], [tensors to allocate]) after it
     for name, t in program.tensors.items():
         if t.init is not None or name not in first or first[name] == 0 or name in looped:
             upfront[name] = t
         else:
-            alloc_at.setdefault(first[name] - 1, []).append(t)
+            events.setdefault(first[name] - 1, ([], []))[1].append(t)
         if name not in keep and name in last:
-            free_at.setdefault(last[name], []).append(name)
+            events.setdefault(last[name], ([], []))[0].append(name)
+    if program.cores > 1 or program.loops:  # (each instruction's place in the run order)
+        at = {id(b): i for i, b in enumerate(order)}
+        position = (lambda b: at[id(b)])
+    else:  # one core, no loops: after_each is called once per instruction, in order
+        count = itertools.count()
+        position = (lambda b: next(count))
 
     def after_each(b, m):
         if observe is not None:
             observe(b, m)
-        i = position[id(b)]
-        for name in free_at.get(i, ()):
-            m.buffers.pop(name, None)
-            m.written.pop(name, None)
-        for t in alloc_at.get(i, ()):
-            m.buffers[t.name] = np.zeros(t.shape, t.dtype.np_type)
-            m.written[t.name] = np.zeros(t.shape, bool)
+        event = events.get(position(b))
+        if event is None:
+            return
+        buffers, written = m.buffers, m.written
+        for name in event[0]:
+            buffers.pop(name, None)
+            written.pop(name, None)
+        for t in event[1]:
+            buffers[t.name] = np.zeros(t.shape, t.dtype.np_type)
+            written[t.name] = np.zeros(t.shape, bool)
 
-    position = {id(b): i for i, b in enumerate(order)}
     program = replace(program, tensors=upfront)
     if step is None:
         return execute(program, bound, inputs, after_each)

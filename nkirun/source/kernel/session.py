@@ -19,10 +19,11 @@ from __future__ import annotations
 import linecache
 import os
 import re
+from operator import attrgetter
 from dataclasses import replace
 
 from nkirun.diagnostics import Loc, error
-from nkirun.ir import TensorDecl, instruction_at, view_at
+from nkirun.ir import instruction_at, tensor_at, view_at
 from nkirun.isa import REGISTRY
 from nkirun.isa.spec import TILE, TILE_OR_SCALAR, ArgError, convert, param_tables
 from nkirun.source.builder import Builder
@@ -63,6 +64,8 @@ class Tracer:
         self.shared: list[TensorRec] = []  # shared_hbm allocations of the first instance
         self.shared_at = 0
         self.identity: dict = {}  # (n, dtype) -> identity-matrix tensor
+        # (op, id(loc), keyword, ...) -> _call_site: a loop repeats the same calls
+        self.sites: dict = {}
         self.lnc = 1  # 2: a two-core trace; self.builder.core is the core being traced
         from nkirun.hw.targets import TARGETS
         consts.tile_size.sbuf_bytes_per_partition = TARGETS[target].sbuf_bytes_per_partition
@@ -76,9 +79,7 @@ class Tracer:
 
     # ---- names and tensors ---------------------------------------------------------------
     def unique(self, base: str) -> str:
-        base = _BAD_CHARS.sub("_", base) or "t"
-        if base[0].isdigit():
-            base = "t" + base
+        base = _identifier(base)
         n = self.used_names.get(base)
         if n is None:
             self.used_names[base] = 0
@@ -104,9 +105,8 @@ class Tracer:
         if buf is None:
             raise kernel_error("E603", f"nl.ndarray: unknown buffer {buffer!r}",
                                hint="nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm, nl.private_hbm")
-        f = kernel_frame(2)
         if loc is None:
-            loc = frame_loc(f)
+            loc = frame_loc(kernel_frame(2))
         if buf is consts.shared_hbm and self.instance and any(self.instance):
             return self._shared(shape, d)
         rec = TensorRec(self.unique(str(name) if name else _source_name(loc)), shape, d, buf,
@@ -130,9 +130,8 @@ class Tracer:
         if rec.init is None and not output and rec.name not in self.builder.tensors:
             # allocate() checked the shape, dtype, buffer and name: the Builder's checks of
             # a YAML declaration cannot fail here
-            self.builder.tensors[rec.name] = TensorDecl(
-                rec.name, rec.buffer.ir, rec.shape, rec.dtype.nkirun, None, None, False, loc,
-                {}, rec.core)
+            self.builder.tensors[rec.name] = tensor_at(rec.name, rec.buffer.ir, rec.shape,
+                                                       rec.dtype.nkirun, loc, rec.core)
             return
         fields = {"buffer": (rec.buffer.ir, loc, loc), "shape": (list(rec.shape), loc, loc),
                   "dtype": (rec.dtype.nkirun.name, loc, loc)}
@@ -158,22 +157,24 @@ class Tracer:
         (Views from the handles, no operand text to parse); False when anything needs the
         Builder's diagnostics (an unknown keyword, a value that does not convert)."""
         converted = self.builder._converted
+        view_keys = _view_keys(tables)
         args = {}
         for key, v in values.items():
             if v is None:
                 continue
+            if v.__class__ is ndarray:
+                if key not in view_keys:  # an unknown keyword, or one that takes no tile
+                    return False
+                rec = v._rec
+                index = v._ir
+                if index is _NO_INDEX or not rec.declared:
+                    args[key] = self.operand(v, loc)
+                else:
+                    args[key] = view_at(rec.name, index, loc)
+                continue
             p = tables.by_name.get(key)
             if p is None:
                 return False
-            if v.__class__ is ndarray:
-                if p.kind not in _VIEW_KINDS:
-                    return False
-                index = v._ir
-                if index is _NO_INDEX or not v._rec.declared:
-                    args[key] = self.operand(v, loc)
-                else:
-                    args[key] = view_at(v._rec.name, index, loc)
-                continue
             raw = v.ir if v.__class__ is consts.Token else self.raw(v)
             ckey = (op, key, raw.__class__, raw) if raw.__class__ in _HASHABLE else None
             hit = converted.get(ckey) if ckey is not None else None
@@ -187,13 +188,16 @@ class Tracer:
                 if ckey is not None:
                     converted[ckey] = hit
             args[key] = hit[0]
-        if any(p.name not in args for p in tables.required):
+        key = (op, id(loc), *args)  # (call sites' Locs are kept alive by frame_loc's table)
+        site = self.sites.get(key)
+        if site is None or site[0] is not loc:
+            site = self.sites[key] = _call_site(tables, args, loc)
+        if not site[2]:  # a required keyword is missing: the Builder reports it
             return False
         full = tables.defaults.copy()
         full.update(args)
         b = self.builder
-        b.instructions.append(instruction_at(op, full, b.count, loc, dict.fromkeys(args, loc),
-                                             None, b.core))
+        b.instructions.append(instruction_at(op, full, b.count, loc, site[1], None, b.core))
         b.count += 1
         return True
 
@@ -211,7 +215,7 @@ class Tracer:
             self.declare(v._rec)
         index = v._ir
         if index is _NO_INDEX:
-            index = ir_index(v)
+            index = lowered_index(v)
             if v._indirect is not None:
                 kind, handle, dim = v._indirect
                 iv = (handle.register_view(loc) if isinstance(handle, VirtualRegister)
@@ -247,7 +251,64 @@ class Tracer:
         self.builder.diags.append(error(code, message, loc, hint=hint))
 
 
+_VIEW_KEYS: dict = {}  # id(ParamTables) -> (tables, the keywords that take a tile)
+
+
+def _view_keys(tables) -> frozenset:
+    hit = _VIEW_KEYS.get(id(tables))
+    if hit is None or hit[0] is not tables:
+        hit = _VIEW_KEYS[id(tables)] = (tables, frozenset(
+            n for n, p in tables.by_name.items() if p.kind in _VIEW_KINDS))
+    return hit[1]
+
+
+def _call_site(tables, args: dict, loc: Loc) -> tuple:
+    """(loc, arg_locs, whether every required keyword is given) of an instruction call with
+    these keywords: arg_locs is one dict shared by the calls (nothing changes an
+    Instruction's arg_locs)."""
+    return loc, dict.fromkeys(args, loc), all(p.name in args for p in tables.required)
+
+
+_IDENTIFIERS: dict = {}  # name as given -> as an identifier (a loop repeats the same few)
+
+
+def _identifier(base: str) -> str:
+    """`base` with every non-word character made `_`, and `t` before a leading digit."""
+    hit = _IDENTIFIERS.get(base)
+    if hit is None:
+        hit = _BAD_CHARS.sub("_", base) or "t"
+        if hit[0].isdigit():
+            hit = "t" + hit
+        if len(_IDENTIFIERS) < 10_000:
+            _IDENTIFIERS[base] = hit
+    return hit
+
+
 _NAMES: dict = {}  # (file, line) -> the name its allocations get
+_LOWERED: dict = {}  # (tensor buffer, shape, dtype, handle fields) -> ir_index of the handle
+# every field of a handle but its tensor and its cached IR index: what ir_index may read
+_handle_state = attrgetter(*(f for f in ndarray.__slots__
+                             if f not in ("_rec", "_ir", "__weakref__")))
+
+
+def lowered_index(v):
+    """ir_index(v), remembered by value for handles of a tensor's own dtype without a
+    runtime index: it is a function of the handle's fields and its tensor's buffer,
+    shape and dtype, never of the tensor's name (a loop makes the same few views of ever new
+    handles). tests/kernel/test_fast_trace.py checks it against ir_index."""
+    rec = v._rec
+    if v._indirect is not None or v._dtype is not rec.dtype:
+        return ir_index(v)
+    key = (rec.buffer, rec.shape, rec.dtype, _handle_state(v))
+    try:
+        hit = _LOWERED.get(key, _NO_INDEX)
+    except TypeError:  # a field that is no plain value: nothing to remember it by
+        return ir_index(v)
+    if hit is _NO_INDEX:
+        hit = ir_index(v)
+        if len(_LOWERED) < 100_000:
+            _LOWERED[key] = hit
+    return hit
 
 
 _SHAPES_SEEN: set = set()  # shapes already checked (traces allocate the same few shapes)

@@ -29,17 +29,28 @@ class TensorRec:
         self.name, self.shape, self.dtype, self.buffer = name, shape, dtype, buffer
         self.loc, self.init, self.declared = loc, init, False
         self.core = core  # two-core traces: the core owning a non-shared tensor
-        strides, s = [], 1
-        for n in reversed(shape):
-            strides.append(s)
-            s *= n
-        self.strides = tuple(reversed(strides))
-        self.whole = tuple((0, n, 1) for n in shape)  # the basic index of the whole tensor
-        self.pattern = tuple(zip(self.strides, shape))
+        layout = _LAYOUTS.get(shape)
+        if layout is None:  # (a loop allocates the same few shapes: share their tuples)
+            layout = _LAYOUTS[shape] = _layout(shape)
+        self.strides, self.whole, self.pattern = layout
 
     @property
     def on_chip(self) -> bool:
         return self.buffer.ir != "hbm"
+
+
+_LAYOUTS: dict = {}  # shape -> (strides, whole, pattern); tuples of ints: safe to share
+
+
+def _layout(shape) -> tuple:
+    """Row-major element strides, the basic index of the whole tensor, and its access
+    pattern ((stride, count) per dim)."""
+    strides, s = [], 1
+    for n in reversed(shape):
+        strides.append(s)
+        s *= n
+    strides = tuple(reversed(strides))
+    return strides, tuple((0, n, 1) for n in shape), tuple(zip(strides, shape))
 
 
 class DynSlice:

@@ -1,0 +1,108 @@
+"""Interning for bind: operands equal in value share what was computed for them.
+
+A traced kernel allocates a new tile in every loop iteration, so its instructions name
+ever new tensors while their operands keep the same few layouts (buffer, shape, dtype and
+index). Everything bind decides about an operand except which tensor it is depends only on
+that layout, and every rule (the parameters' rules and the instruction's `check`) depends
+only on the bound values — layouts, scalars, and which operands are the same tensor — never
+on a tensor's name, except in the words of a diagnostic. So:
+
+* `Views` resolves a view once per (tensor, index) and, for a tensor it has not seen, once
+  per layout: the Resolved of a known layout is the earlier one with its tensor replaced
+  (`rebased`);
+* `form_key` is the value of an instruction's bound operands up to the naming of tensors:
+  two instructions with equal keys pass or fail the same rules and get the same engine.
+
+Bind keeps the plain path (resolve every view, apply every rule) as the definition and uses
+these only to skip work whose result is known; tests/checker/test_fast_bind.py checks both
+give the same bound values and diagnostics.
+"""
+from __future__ import annotations
+
+from nkirun.source.operands import Resolved
+
+_new = object.__new__
+_RESOLVED_FIELDS = tuple(f for f in Resolved.__slots__)
+_SETTERS = tuple(getattr(Resolved, f).__set__ for f in _RESOLVED_FIELDS)
+
+
+def rebased(template: Resolved, decl) -> Resolved:
+    """`dataclasses.replace(template, decl=decl)`, without the dataclass machinery (a trace
+    makes one per new tile). Only for templates without a runtime index (their Resolved
+    depends on other tensors)."""
+    r = _new(Resolved)
+    for name, setter in zip(_RESOLVED_FIELDS, _SETTERS):
+        setter(r, decl if name == "decl" else getattr(template, name))
+    return r
+
+
+def layout_key(decl, index):
+    """What resolve(view, decl) depends on besides the tensor's name, as a value; None when
+    the index is not a plain value (an access pattern: resolved the plain way)."""
+    if index is not None and index.__class__ is not tuple:
+        return None
+    return (decl.buffer, decl.shape, decl.dtype, index)
+
+
+class Views:
+    """Resolved views for one bind: by (tensor, index object) — the front ends share index
+    objects, and the program keeps them alive — and by layout (`layout_key`). `token[id(r)]`
+    names the layout of each Resolved handed out (equal tokens: equal layouts)."""
+
+    def __init__(self):
+        self.by_view: dict = {}
+        self.by_layout: dict = {}
+        self.token: dict = {}
+        self.narrowed: dict = {}  # id(r) -> r as a (P, 1) tile (bind's per-partition rule)
+
+    def get(self, tensor: str, index, decl):
+        """The Resolved of view tensor[index] of `decl` when known by value, else None."""
+        rkey = (tensor, id(index))
+        r = self.by_view.get(rkey)
+        if r is not None:
+            return r
+        lkey = layout_key(decl, index)
+        if lkey is None:
+            return None
+        hit = self.by_layout.get(lkey)
+        if hit is None:
+            return None
+        r = self.by_view[rkey] = rebased(hit, decl)
+        self.token[id(r)] = self.token[id(hit)]
+        return r
+
+    def put(self, tensor: str, index, decl, r: Resolved) -> None:
+        """Remember r (resolved the plain way, without error) as the view tensor[index]."""
+        self.by_view[(tensor, id(index))] = r
+        lkey = layout_key(decl, index)
+        if lkey is not None and r.ap is None:
+            first = self.by_layout.setdefault(lkey, r)
+            self.token[id(r)] = self.token.get(id(first), len(self.by_layout))
+        else:
+            self.token[id(r)] = ("view", id(r))
+
+    def narrow(self, r: Resolved, make) -> Resolved:
+        """make(r), once per r (its layout token derived from r's)."""
+        hit = self.narrowed.get(id(r))
+        if hit is None:
+            hit = self.narrowed[id(r)] = make(r)
+            self.token[id(hit)] = ("narrow", self.token.get(id(r), ("view", id(r))))
+        return hit
+
+
+def form_key(op: str, values, token: dict):
+    """The value of an instruction's bound operands up to tensor names: which of its
+    operands are the same tensor (each operand's position among the first uses), then per
+    operand its layout token, any other value by identity (the front ends share converted
+    values; tokens are small ints or tuples, never an object's id). None when an operand is
+    a view bind did not hand out (a TILE_LIST's)."""
+    values = list(values)
+    decls = [id(v.decl) for v in values if v.__class__ is Resolved]
+    key = (op, tuple(map(decls.index, decls)),
+           *[token.get(id(v)) if v.__class__ is Resolved else
+             (None if v.__class__ is tuple and v and v[0].__class__ is Resolved else id(v))
+             for v in values])
+    return None if None in key else key
+
+
+__all__ = ["Views", "form_key", "rebased", "layout_key"]

@@ -1,0 +1,75 @@
+"""The tracer's shortcuts change nothing: `lowered_index` (ir_index remembered by the
+handle's value) gives what `ir_index` gives, for every kind of view a kernel makes, and an
+instruction call site's shared arg_locs equal the plain `dict.fromkeys(args, loc)`."""
+from __future__ import annotations
+
+import numpy as np
+
+from nkirun.source.kernel import session
+from nkirun.source.kernel.api import trace_call
+from nkirun.source.kernel.lower import ir_index
+
+KERNEL = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def views(x):
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    for i in range(3):
+        t = nl.ndarray((128, 2, 64), dtype=nl.float32, buffer=nl.sbuf)
+        u = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t[:, 0, :], src=x[:, 0:64])
+        nisa.dma_copy(dst=t[:, 1, :], src=x[:, 64:128])
+        nisa.tensor_copy(dst=u[:, 0:32], src=t[:, 1, 0:32])
+        nisa.tensor_copy(dst=u[:, 32:64], src=t[0:128, 0, 32:64])
+        nisa.tensor_copy(dst=u, src=t.reshape((128, 128))[:, 0:64])
+    nisa.dma_copy(dst=out, src=u)
+    return out
+'''
+
+
+def test_lowered_index_is_ir_index(tmp_path, monkeypatch):
+    seen = []
+    plain = session.lowered_index
+
+    def spy(v):
+        got = plain(v)
+        seen.append((got, ir_index(v)))
+        return got
+
+    monkeypatch.setattr(session, "lowered_index", spy)
+    (tmp_path / "views_kernel.py").write_text(KERNEL)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import views_kernel
+    program = trace_call(views_kernel.views, (np.zeros((128, 128), np.float32),)).program
+    assert len(seen) >= 12
+    for got, want in seen:
+        assert got == want
+    insts = program.instructions
+    for inst in insts:
+        assert inst.arg_locs == dict.fromkeys(inst.arg_locs, inst.loc)
+        assert set(inst.arg_locs) <= set(inst.args)
+    # the same call in each iteration shares one arg_locs dict
+    per_line = {}
+    for inst in insts:
+        per_line.setdefault(inst.loc, set()).add(id(inst.arg_locs))
+    assert any(len(inst_ids) == 1 for inst_ids in per_line.values())
+
+
+def test_tensor_at_is_the_dataclass():
+    import dataclasses
+
+    from nkirun.diagnostics import Loc
+    from nkirun.hw.dtypes import DTYPES
+    from nkirun.ir import TensorDecl, tensor_at
+    loc = Loc("k.py", 3, 5)
+    for core in (None, 1):
+        fast = tensor_at("t_7", "sbuf", (128, 64), DTYPES["bfloat16"], loc, core)
+        plain = TensorDecl("t_7", "sbuf", (128, 64), DTYPES["bfloat16"], None, None, False, loc,
+                           {}, core)
+        assert fast == plain
+        for f in dataclasses.fields(TensorDecl):  # every field set (slots raise otherwise)
+            assert getattr(fast, f.name) == getattr(plain, f.name), f.name
