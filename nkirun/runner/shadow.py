@@ -57,13 +57,8 @@ def shadowed_dtype(d: dt.DType) -> bool:
 
 def touched(b) -> tuple[str, ...]:
     """Names of the tensors instruction b reads or writes (index tensors included)."""
-    memo = b.args.memo
-    names = memo.get("shadow_touched")
-    if names is None:
-        acc = b.accesses()
-        names = memo["shadow_touched"] = tuple(dict.fromkeys(
-            r.decl.name for _, r in acc.reads + acc.writes))
-    return names
+    acc = b.accesses()  # (computed once per Operands, checker/bound.py)
+    return tuple(dict.fromkeys(r.decl.name for _, r in acc.reads + acc.writes))
 
 
 def reinterpreted(bound) -> set[str]:
