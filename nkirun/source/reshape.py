@@ -58,6 +58,19 @@ def rearrange(view, src, dst, fixed: dict):
     return v
 
 def row_major(shape) -> tuple[int, ...]:
+    shape = tuple(shape)
+    hit = _ROW_MAJOR.get(shape)
+    if hit is None:
+        hit = _row_major(shape)
+        if len(_ROW_MAJOR) < 4096:
+            _ROW_MAJOR[shape] = hit
+    return hit
+
+
+_ROW_MAJOR: dict = {}  # shape -> its row-major strides (kernels allocate the same few)
+
+
+def _row_major(shape) -> tuple[int, ...]:
     out, acc = [], 1
     for n in reversed(shape):
         out.append(acc)
@@ -131,6 +144,10 @@ def slice_triple(item: slice, n: int, axis: int) -> tuple[int, int, int]:
     step = 1 if item.step is None else item.step
     if step < 1:
         raise ViewError(f"slice step must be positive on dim {axis} (got {step})")
+    for end in (item.start, item.stop):
+        if end is not None and not -n <= end <= n:  # NKI refuses, NumPy would clamp
+            raise ViewError(f"slice {item.start}:{item.stop} is out of bounds for dim "
+                            f"{axis} (size {n})", f"allowed: {-n}..{n}")
     start, stop, _ = item.indices(n)
     count = max(0, -(-(stop - start) // step))
     if count == 0:

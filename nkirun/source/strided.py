@@ -34,6 +34,7 @@ from math import prod
 from nkirun.diagnostics import Loc
 from nkirun.hw import dtypes as dt
 from nkirun.ir import AccessPattern, Slice, TensorDecl, View, view_at
+from nkirun.source.basic_match import match_basic
 from nkirun.source.reshape import (ViewError, dim_index, dtype_of, expand_key, infer_shape,
                                    int_index, rearrange, reshape_strides, row_major,
                                    slice_triple)
@@ -320,11 +321,18 @@ class StridedView:
                             "apply the other view methods before the dynamic index")
 
     # ---- lowering ------------------------------------------------------------------------------
+    @property
+    def decl_strides(self) -> tuple[int, ...]:
+        return row_major(self.decl.shape)
+
     def to_ir(self, loc: Loc | None = None) -> View:
-        """The operand this view is, for the IR. Equal views share one index object, so
-        the checker resolves a view that a kernel's loop repeats once."""
+        """The operand this view is, for the IR: its basic index, or the basic index it
+        equals (source/basic_match.py), else an access pattern. Equal views share one
+        index object, so the checker resolves a view that a kernel's loop repeats once."""
         basic = self.basic if self.dtype is self.decl.dtype else None
-        key = (self.decl.name, basic) if basic is not None else (
+        if basic is None and self.dtype is self.decl.dtype and self.indirect is None:
+            basic = match_basic(self)
+        key = (self.decl.name, self.decl.shape, basic) if basic is not None else (
             self.decl.name, self.shape, self.strides, self.offset, self.dtype, self.indirect)
         index = _INDEX.get(key, _MISSING)
         if index is _MISSING:

@@ -7,7 +7,7 @@ import numpy as np
 
 from nkirun.source.kernel import session
 from nkirun.source.kernel.api import trace_call
-from nkirun.source.kernel.lower import ir_index
+from nkirun.source.kernel.session import ir_index
 
 KERNEL = '''
 import nki

@@ -2,7 +2,8 @@
 not found: no, several or no such function), E601 (an nki name or keyword nkirun does not
 provide), E602 (the kernel's own exception), E603 (a bad nl/nisa call: bounds, shapes),
 E604 (a view that is not a basic index), E605 (a dtype nkirun lacks), E606 (a returned
-value that is not an HBM tensor). Each file's header says the code and line `check`
+value that is not an HBM tensor), E607 (a pre-0.2 index or call nkirun cannot map), E608 (a
+mask that is not a rectangle). Each file's header says the code and line `check`
 reports and the command-line arguments."""
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ ARGS = re.compile(r"^# args: (.*)$", re.M)
 
 def test_every_kernel_code_has_an_invalid_kernel():
     codes = {EXPECT.search(p.read_text()).group(1) for p in KERNELS}
-    assert codes == {"E600", "E601", "E602", "E603", "E604", "E605", "E606"}
+    assert codes == {"E600", "E601", "E602", "E603", "E604", "E605", "E606", "E607", "E608"}
 
 
 @pytest.mark.parametrize("path", KERNELS, ids=lambda p: p.stem)

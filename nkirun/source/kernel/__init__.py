@@ -4,8 +4,8 @@
 The kernel's Python runs with nkirun's own `nki` modules (modules.py: isa_shim.py,
 lang.py, convenience.py); every `nisa.*` call becomes an instruction of the same IR the
 YAML and text front ends build (session.py records into `source.builder.Builder`),
-located at its line in the `.py` file. Tensor handles and views: tensor.py, views.py,
-lower.py. Parameters, tracing and outputs: trace.py; finding the kernel: loader.py;
+located at its line in the `.py` file. Tensor handles and views: tensor.py, views.py
+(over `source.strided.StridedView`); the pre-0.2 API: legacy.py, tile_ops.py. Parameters, tracing and outputs: trace.py; finding the kernel: loader.py;
 the Python API: api.py; running with live-range memory: execute.py; the CLI: cli.py.
 """
 from nkirun.source.kernel.loader import KernelUsageError, is_kernel_path

@@ -75,12 +75,12 @@ def output_array(m, handle) -> np.ndarray:
     flat = buf.reshape(-1)
     item = flat.itemsize
     view = np.lib.stride_tricks.as_strided(
-        flat[handle._offset:], shape=handle.shape,
-        strides=tuple(s * item for s, _ in handle._pattern), writeable=False)
+        flat[handle.offset:], shape=handle.shape,
+        strides=tuple(s * item for s in handle.strides), writeable=False)
     if w is not None:
         wv = np.lib.stride_tricks.as_strided(
-            w.reshape(-1)[handle._offset:], shape=handle.shape,
-            strides=tuple(s * w.itemsize for s, _ in handle._pattern), writeable=False)
+            w.reshape(-1)[handle.offset:], shape=handle.shape,
+            strides=tuple(s * w.itemsize for s in handle.strides), writeable=False)
         if not wv.all():
             bad = tuple(int(i) for i in np.argwhere(~wv)[0])
             raise RunError(error("E092", f"output `{rec.name}` was never written at index "

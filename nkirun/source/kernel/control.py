@@ -46,6 +46,11 @@ class VirtualRegister:
         """The IR operand naming this register (an access pattern's scalar_offset)."""
         return view_at(self.name, None, loc)
 
+    def to_ir(self):
+        """The same, for a StridedView's runtime index (`.ap(scalar_offset=reg)`)."""
+        from nkirun.source.kernel.unsupported import here
+        return self.register_view(here())
+
     def __bool__(self) -> bool:
         return _while_test(self)
 
@@ -63,8 +68,11 @@ class VirtualRegister:
 
 
 def _tracer():
+    from nkirun.source.kernel.legacy import flush
     from nkirun.source.kernel.session import current
-    return current()
+    tracer = current()
+    flush(tracer)  # an instruction recorded lazily (legacy.py) keeps its place before this
+    return tracer
 
 
 def _name(tracer, loc, pattern, fallback: str) -> str:
@@ -100,11 +108,15 @@ def register_alloc(x=None):
 
 # ---- loops -------------------------------------------------------------------------------------
 def _begin(tracer, kind: str, fields: dict, loc) -> int:
+    from nkirun.source.kernel.legacy import flush
+    flush(tracer)  # an instruction recorded lazily before the loop stays before it
     loops.begin(tracer.builder, kind, {k: (v, loc) for k, v in fields.items()}, loc)
     return len(tracer.builder.open_loops)
 
 
 def _end(tracer, depth: int, loc) -> None:
+    from nkirun.source.kernel.legacy import flush
+    flush(tracer)  # the body's last lazily recorded instruction stays inside the loop
     b = tracer.builder
     if len(b.open_loops) != depth:
         raise kernel_error("E659", "a runtime loop inside this one was left open (a `break`, "

@@ -24,8 +24,15 @@ from nkirun.source.kernel.unsupported import here, kernel_error
 
 
 def _emit(instruction, /, **values):
+    from nkirun.source.kernel.tile_ops import record
+    record(instruction, values, here())
+
+
+def _result(t, instruction, /, **values):
+    """t, the result of `instruction` (recorded lazily: legacy.py)."""
+    from nkirun.source.kernel import legacy
     from nkirun.source.kernel.session import current
-    current().emit(instruction, values, here())
+    return legacy.defer(current(), t, instruction, values, here())
 
 
 def _new(shape, dtype, buffer=consts.sbuf, name=""):
@@ -41,90 +48,97 @@ def _number(x) -> bool:
 
 
 # ---- memory ----------------------------------------------------------------------------
-def full(shape, fill_value, dtype, buffer=consts.sbuf, name=""):
+def full(shape, fill_value, dtype, buffer=consts.sbuf, name="", mask=None, **_):
     t = _new((shape,) if isinstance(shape, int) else shape, dtype, buffer, name)
-    _emit("memset", dst=t, value=fill_value)
-    return t
+    if not isinstance(t, ndarray):  # a legacy block buffer
+        for tile in t.tiles:
+            _emit("memset", dst=tile, value=fill_value)
+        return t
+    return _result(t, "memset", dst=t, value=fill_value, mask=mask)
 
 
-def zeros(shape, dtype, buffer=consts.sbuf, name=""):
-    return full(shape, 0.0, dtype, buffer, name)
+def zeros(shape, dtype, buffer=consts.sbuf, name="", mask=None, **_):
+    return full(shape, 0.0, dtype, buffer, name, mask)
 
 
-def ones(shape, dtype, buffer=consts.sbuf, name=""):
-    return full(shape, 1.0, dtype, buffer, name)
+def ones(shape, dtype, buffer=consts.sbuf, name="", mask=None, **_):
+    return full(shape, 1.0, dtype, buffer, name, mask)
 
 
-def zeros_like(x, dtype=None, buffer=None, name=""):
-    return zeros(x.shape, dtype or x.dtype, buffer or x.buffer, name)
+def zeros_like(x, dtype=None, buffer=None, name="", mask=None, **_):
+    return zeros(x.shape, dtype or x.dtype, buffer or x.buffer, name, mask)
 
 
 def empty_like(x, dtype=None, buffer=None, name=""):
     return ndarray(x.shape, dtype or x.dtype, buffer or x.buffer, name)
 
 
-def load(src, dtype=None):
+def load(src, dtype=None, mask=None, **_):
     t = _new(src.shape, dtype or src.dtype)
-    _emit("load" if dtype is None or str(dtype) == str(src.dtype) else "dma_copy",
-          dst=t, src=src)
-    return t
+    return _result(t, "load" if dtype is None or str(dtype) == str(src.dtype) else
+                   "dma_copy", dst=t, src=src, mask=mask)
 
 
-def store(dst, value):
-    _emit("store", dst=dst, src=value)
+def store(dst, value, mask=None, **_):
+    if not _is_tile(value):
+        raise kernel_error("E603", f"nl.store: value must be a tile, got {value!r}")
+    from nkirun.source.kernel.tile_ops import fit
+    _emit("store", dst=fit(dst, value.shape), src=value, mask=mask)
 
 
-def copy(x, dtype=None):
+def copy(x, dtype=None, mask=None, **_):
     t = _new(x.shape, dtype or x.dtype)
-    _emit("tensor_copy", dst=t, src=x)
-    return t
+    return _result(t, "tensor_copy", dst=t, src=x, mask=mask)
 
 
 # ---- element-wise --------------------------------------------------------------------------
+def combination(op: str, x, y):
+    """(instruction, its values without dst, the result's shape and dtype) for x op y."""
+    if _is_tile(x) and _is_tile(y):
+        if x.shape == y.shape:
+            return "tensor_tensor", dict(data1=x, data2=y, op=op), x.shape, x.dtype
+        if y.shape == (x.shape[0], 1):
+            return _tile_scalar(op, x, y, False)
+        if x.shape == (y.shape[0], 1):
+            return _tile_scalar(op, y, x, True)
+        raise kernel_error("E603", f"nl.{op}: shapes {list(x.shape)} and {list(y.shape)} "
+                           "do not match (nor is one a (P, 1) column)")
+    if _is_tile(x) and _number(y):
+        return _tile_scalar(op, x, y, False)
+    if _is_tile(y) and _number(x):
+        return _tile_scalar(op, y, x, True)
+    raise kernel_error("E603", f"nl.{op} needs at least one tile, got {x!r} and {y!r}")
+
+
 def binary(op: str):
-    def fn(x, y, dtype=None):
-        if _is_tile(x) and _is_tile(y):
-            if x.shape == y.shape:
-                t = _new(x.shape, dtype or x.dtype)
-                _emit("tensor_tensor", dst=t, data1=x, data2=y, op=op)
-                return t
-            if y.shape == (x.shape[0], 1):
-                return _tile_scalar(op, x, y, False, dtype)
-            if x.shape == (y.shape[0], 1):
-                return _tile_scalar(op, y, x, True, dtype)
-            raise kernel_error("E603", f"nl.{op}: shapes {list(x.shape)} and {list(y.shape)} "
-                               "do not match (nor is one a (P, 1) column)")
-        if _is_tile(x) and _number(y):
-            return _tile_scalar(op, x, y, False, dtype)
-        if _is_tile(y) and _number(x):
-            return _tile_scalar(op, y, x, True, dtype)
-        raise kernel_error("E603", f"nl.{op} needs at least one tile, got {x!r} and {y!r}")
+    def fn(x, y, dtype=None, mask=None, **_):
+        instruction, values, shape, first = combination(op, x, y)
+        t = _new(shape, dtype or first)
+        return _result(t, instruction, dst=t, mask=mask, **values)
     fn.__name__ = op
     return fn
 
 
-def _tile_scalar(op, tile, operand, reverse, dtype):
-    t = _new(tile.shape, dtype or tile.dtype)
-    _emit("tensor_scalar", dst=t, data=tile, op0=op, operand0=operand, reverse0=reverse)
-    return t
+def _tile_scalar(op, tile, operand, reverse):
+    return ("tensor_scalar", dict(data=tile, op0=op, operand0=operand, reverse0=reverse),
+            tile.shape, tile.dtype)
 
 
 def unary(func: str):
-    def fn(x, dtype=None):
+    def fn(x, dtype=None, mask=None, **_):
         t = _new(x.shape, dtype or x.dtype)
-        _emit("activation", dst=t, op=func, data=x)
-        return t
+        return _result(t, "activation", dst=t, op=func, data=x, mask=mask)
     fn.__name__ = func
     return fn
 
 
-def negative(x, dtype=None):
-    return _tile_scalar("multiply", x, -1.0, False, dtype)
+def negative(x, dtype=None, mask=None, **_):
+    return binary("multiply")(x, -1.0, dtype, mask)
 
 
 # ---- reductions ----------------------------------------------------------------------------
 def reduction(op: str, name: str):
-    def fn(x, axis, dtype=None, keepdims=False):
+    def fn(x, axis, dtype=None, keepdims=False, mask=None, **_):
         axes = [axis] if isinstance(axis, int) else list(axis)
         axes = [a + len(x.shape) if a < 0 else a for a in axes]
         shape = [n for i, n in enumerate(x.shape) if i not in axes or keepdims]
@@ -132,14 +146,23 @@ def reduction(op: str, name: str):
         if len(shape) == 1:
             shape.append(1)
         t = _new(shape, dtype or x.dtype)
-        _emit("tensor_reduce", dst=t, op=op, data=x, axis=axes, keepdims=keepdims)
-        return t
+        dst, n = t, len(x.shape)
+        if 0 not in axes and sorted(axes) != list(range(n - len(axes), n)):
+            # tensor_reduce reduces the last free axes: move the reduced ones last (a view)
+            kept = [i for i in range(n) if i not in axes]
+            x = x.permute(kept + sorted(axes))
+            axes = list(range(len(kept), n))
+            if keepdims:
+                from nkirun.source.kernel.tile_ops import fit
+                dst = fit(t, [x.shape[i] for i in range(len(kept))] + [1] * len(axes))
+        return _result(t, "tensor_reduce", dst=dst, op=op, data=x, axis=axes,
+                       keepdims=keepdims, mask=mask)
     fn.__name__ = name
     return fn
 
 
-def mean(x, axis, dtype=None, keepdims=False):
-    total = reduction("add", "sum")(x, axis, dtype, keepdims)
+def mean(x, axis, dtype=None, keepdims=False, mask=None, **_):
+    total = reduction("add", "sum")(x, axis, dtype, keepdims, mask)
     axes = [axis] if isinstance(axis, int) else list(axis)
     n = 1
     for a in axes:
@@ -174,26 +197,46 @@ def broadcast_to(x, shape, dtype=None):
                        "the free dim")
 
 
-def transpose(x, dtype=None):
+def transpose(x, dtype=None, mask=None, **_):
     t = _new((x.shape[1], x.shape[0]), dtype or x.dtype, consts.psum)
-    _emit("nc_transpose", dst=t, data=x)
-    return t
+    return _result(t, "nc_transpose", dst=t, data=x, mask=mask)
 
 
-def matmul(x, y, transpose_x=False):
+def _in_sbuf(x):
+    """x, or a copy of it in SBUF when it is in PSUM (the Tensor engine reads SBUF; NKI's
+    compiler inserts the same copy)."""
+    if _is_tile(x) and x.buffer is consts.psum:
+        t = _new(x.shape, x.dtype)
+        _emit("tensor_copy", dst=t, src=x)
+        return t
+    return x
+
+
+def load_transpose2d(src, dtype=None, mask=None, **_):
+    """A DMA transpose; with a dtype cast, a casting DMA through a transposed view."""
+    t = _new((src.shape[1], src.shape[0]), dtype or src.dtype)
+    if dtype is None or str(dtype) == str(src.dtype):
+        return _result(t, "dma_transpose", dst=t, src=src, mask=mask)
+    from nkirun.source.kernel.views import with_pattern
+    (s0, n0), (s1, n1) = src.get_pattern()
+    return _result(t, "dma_copy", dst=t, src=with_pattern(src, [(s1, n1), (s0, n0)],
+                                                         src.offset), mask=mask)
+
+
+def matmul(x, y, transpose_x=False, mask=None, **_):
+    x, y = _in_sbuf(x), _in_sbuf(y)
     if not transpose_x:
         xt = _new((x.shape[1], x.shape[0]), x.dtype)
         _emit("tensor_copy", dst=xt, src=transpose(x))
         x = xt
     t = _new((x.shape[1], y.shape[1]), consts.DTYPES["float32"], consts.psum)
-    _emit("nc_matmul", dst=t, stationary=x, moving=y)
-    return t
+    return _result(t, "nc_matmul", dst=t, stationary=x, moving=y, mask=mask)
 
 
-def where(condition, x, y, dtype=None):
+def where(condition, x, y, dtype=None, mask=None, **_):
     t = _new(condition.shape, dtype or (x.dtype if _is_tile(x) else y.dtype))
-    _emit("select_reduce", dst=t, predicate=condition, on_true=x, on_false=y)
-    return t
+    return _result(t, "select_reduce", dst=t, predicate=condition, on_true=x, on_false=y,
+                   mask=mask)
 
 
 BINARY = ("add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "equal",

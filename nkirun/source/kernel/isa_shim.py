@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import types
 
-from nkirun.source.kernel import consts
+from nkirun.source.kernel import consts, legacy, legacy_affine
 from nkirun.source.kernel.session import _CURRENT, current
 from nkirun.source.kernel.unsupported import frame_loc, kernel_error, kernel_frame, unsupported
 
@@ -137,22 +137,31 @@ def make_instruction(op: str):
     from nkirun.isa.spec import param_tables
     tables = param_tables(spec)
 
+    # a tile dst may be left out (the pre-0.2 API returns the result); a register's may not
+    has_dst = "dst" in ours and getattr(ours["dst"].kind, "is_view", False)
+    required = [n for n, d in sig if d is _REQUIRED]
+
     def instruction(*args, **kwargs):
         tracer = _CURRENT[-1] if _CURRENT else current()
         loc = frame_loc(kernel_frame(2))
         values = kwargs  # a fresh dict per call
+        names = order
+        if has_dst and "dst" not in kwargs and not _new_style(args, required, kwargs):
+            names = [n for n in order if n != "dst"]  # the pre-0.2 API: returns its result
         if args:
-            if len(args) > len(order):
-                raise kernel_error("E603", f"nki.isa.{op} takes at most {len(order)} "
-                                   f"positional arguments ({', '.join(order)}), got "
+            if len(args) > len(names):
+                raise kernel_error("E603", f"nki.isa.{op} takes at most {len(names)} "
+                                   f"positional arguments ({', '.join(names)}), got "
                                    f"{len(args)}", loc=loc)
-            values = dict(zip(order, args))
+            values = dict(zip(names, args))
             for k, v in kwargs.items():
                 if k in values:
                     raise kernel_error("E603", f"nki.isa.{op} got `{k}` twice", loc=loc)
                 values[k] = v
         if values.get("name", 0) is None:  # name=None is NKI's default: no label
             del values["name"]
+        _legacy_forms(op, values)
+        result_dtype = _dtype_keyword(values, "dtype" in ours)
         for k in [k for k in values if k in extras]:
             v = values.pop(k)
             if v is not None and not _same(v, extras[k]):
@@ -161,13 +170,63 @@ def make_instruction(op: str):
         for k, d in fill:
             if k not in values:
                 values[k] = d
+        if has_dst and values.get("dst") is None:
+            return _returning(tracer, op, values, loc, tables, result_dtype)
+        legacy.flush(tracer)
         index = tracer.builder.count
-        tracer.emit(op, values, loc, tables)
+        legacy.record(tracer, op, values, loc, tables)
         return NkiInstruction(op, index)
 
     instruction.__name__ = instruction.__qualname__ = op
     instruction.__doc__ = f"nki.isa.{op}({', '.join(order)}): {spec.summary}"
     return instruction
+
+
+def _legacy_forms(op: str, values: dict) -> None:
+    """The pre-0.2 forms taking index expressions (legacy_affine.py)."""
+    if op == "iota" and legacy.is_index_array(values.get("pattern")):
+        legacy_affine.iota_from_expr(values)  # iota(expr, dtype)
+    if op == "affine_select" and "pred" in values:
+        legacy_affine.affine_from_pred(values)  # it also read PSUM: through an SBUF copy
+        from nkirun.source.kernel.convenience import _in_sbuf
+        values["on_true_tile"] = _in_sbuf(values.get("on_true_tile"))
+
+
+def _dtype_keyword(values: dict, ours: bool):
+    """`dtype=` as an nl dtype (np.float32, "float32" and nl.float32 alike): passed on when
+    the instruction has the keyword, else only the dtype of a result it allocates."""
+    d = values.get("dtype")
+    if d is not None:
+        d = consts.to_dtype(d) or d
+        if ours:
+            values["dtype"] = d
+    if not ours:
+        values.pop("dtype", None)
+    return d
+
+
+def _new_style(args, required, kwargs) -> bool:
+    """Whether positional `args` start with dst (NKI 0.2+) rather than leave it out."""
+    if not args:
+        return False
+    from nkirun.source.kernel.tensor import ndarray
+    if not isinstance(args[0], ndarray):
+        return False
+    given = set(required[:len(args)]) | set(kwargs)
+    return all(n in given for n in required)
+
+
+def _returning(tracer, op, values, loc, tables, dtype):
+    """A pre-0.2 call without dst=: allocate the result and return it (legacy.py)."""
+    from nkirun.source.kernel.tensor import ndarray
+    shape, buffer = legacy.result_shape(op, values)
+    if dtype is None:
+        first = next((v for v in values.values() if isinstance(v, ndarray)), None)
+        dtype = consts.DTYPES["float32"] if op == "nc_matmul" or first is None \
+            else first.dtype
+    result = ndarray(shape, dtype, buffer)
+    values["dst"] = result
+    return legacy.defer(tracer, result, op, values, loc, tables)
 
 
 def _same(v, default) -> bool:

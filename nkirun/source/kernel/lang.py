@@ -21,7 +21,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from nkirun.source.kernel import consts, convenience as cv
+from nkirun.source.kernel import consts, convenience as cv, legacy
 from nkirun.source.kernel.tensor import DynSlice, ndarray
 from nkirun.source.kernel.unsupported import here, kernel_error, unsupported
 
@@ -38,7 +38,7 @@ def ds(start, size):
     return DynSlice(start, size)
 
 
-def affine_range(start, stop=None, step=1):
+def affine_range(start, stop=None, step=1, **_directives):
     return range(start) if stop is None else range(start, stop, step)
 
 
@@ -114,6 +114,35 @@ def no_reorder():
     yield
 
 
+def _loop_reduce(x, op, loop_indices, dtype=None, mask=None, **_):
+    from nkirun.source.kernel.tile_ops import LoopReduce
+    from nkirun.source.kernel import legacy
+    legacy.flush(_grid())  # x is read where the reduction is assigned
+    return LoopReduce(x, op, loop_indices, dtype, mask)
+
+
+def nc(n):
+    """`nl.nc(n)`: n NeuronCores along a launch-grid dim (inside `nl.spmd_dim`)."""
+    return int(n)
+
+
+def spmd_dim(*sizes):
+    """`nl.spmd_dim(size, nl.nc(k))`: a launch-grid dim of size * k program instances (the
+    instances are traced one after the other whatever core runs them)."""
+    n = 1
+    for size in sizes:
+        n *= int(size)
+    return n
+
+
+def static_cast(x, dtype):
+    """`nl.static_cast(array, dtype)` on NumPy data (outside a kernel, as tests use it)."""
+    d = consts.to_dtype(dtype)
+    if d is None or d.nkirun is None:
+        raise kernel_error("E605", f"nl.static_cast: dtype {dtype!r} is not supported")
+    return np.asarray(x).astype(d.nkirun.np_type)
+
+
 def expand_dims(x, axis):
     return x.expand_dim(axis)
 
@@ -135,9 +164,17 @@ def is_sbuf(buffer):
 
 
 _RUNTIME_LOOPS = ("dynamic_range", "fori_loop", "while_loop")
-_NOT_PROVIDED = ("rand", "random_seed", "dropout", "gather_flattened", "load_transpose2d",
+_NOT_PROVIDED = ("rand", "random_seed", "dropout", "gather_flattened",
                  "softmax", "rms_norm", "all", "var", "prod", "fmod", "mod", "tan", "cos",
                  "ceil", "floor", "trunc", "invert", "logical_not")
+
+
+class _Limits:
+    """`nl.fp32.min` and friends (pre-0.2): the finite range of a float type."""
+
+    def __init__(self, np_type):
+        info = np.finfo(np_type)
+        self.min, self.max = float(info.min), float(info.max)
 
 
 class MemoryRegion:
@@ -162,7 +199,11 @@ def build_module(name: str = "nki.language") -> types.ModuleType:
               full=cv.full, zeros=cv.zeros, ones=cv.ones, zeros_like=cv.zeros_like,
               empty_like=cv.empty_like, load=cv.load, store=cv.store,
               broadcast_to=cv.broadcast_to, transpose=cv.transpose, matmul=cv.matmul,
-              where=cv.where, mean=cv.mean)
+              where=cv.where, mean=cv.mean, load_transpose2d=cv.load_transpose2d,
+              arange=legacy.arange, mgrid=legacy.mgrid,
+              par_dim=legacy.par_dim, static_cast=static_cast, loop_reduce=_loop_reduce, nc=nc,
+              spmd_dim=spmd_dim,
+              fp32=_Limits(np.float32), fp16=_Limits(np.float16), Tensor=ndarray)
     from nkirun.source.kernel.control import LANGUAGE  # runtime loops: traced once
     ns.update(LANGUAGE)
     tok = consts.Token

@@ -16,7 +16,10 @@ from contextlib import contextmanager
 
 from nkirun.source.kernel.unsupported import unsupported
 
-NAMES = ("nki", "nki.isa", "nki.language", "nki.collectives")
+NAMES = ("nki", "nki.isa", "nki.language", "nki.collectives", "nki.typing", "nki.compiler",
+         "neuronxcc", "neuronxcc.nki", "neuronxcc.nki.isa", "neuronxcc.nki.language",
+         "neuronxcc.nki.typing", "neuronxcc.nki.compiler")
+_ROOTS = ("nki", "neuronxcc")
 _MODULES: dict[str, types.ModuleType] = {}
 
 
@@ -38,9 +41,29 @@ class Kernel:
     def __call__(self, *args, **kwargs):
         from nkirun.source.kernel.session import tracing
         if tracing():  # a kernel calling another jit function: inline it
-            return self.func(*args, **kwargs)
+            return self.func(*args, **kwargs) if not self.grid else self._launch(args, kwargs)
         from nkirun.source.kernel.api import simulate
         return simulate(self)(*args, **kwargs)
+
+    def _launch(self, args, kwargs):
+        """`kernel[g](...)` inside a trace (a launcher function): every program instance
+        traced in order into the same program; the first instance's result returned."""
+        import itertools
+        from nkirun.source.kernel import legacy
+        from nkirun.source.kernel.session import current
+        t = current()
+        saved = t.grid, t.instance, t.shared, t.shared_at
+        t.grid, t.shared, result = self.grid, [], None
+        try:
+            for inst in itertools.product(*(range(g) for g in self.grid)):
+                t.instance, t.shared_at = inst, 0
+                ret = self.func(*args, **kwargs)
+                legacy.flush(t)
+                if not any(inst):
+                    result = ret
+        finally:
+            t.grid, t.instance, t.shared, t.shared_at = saved
+        return result
 
     def __repr__(self) -> str:
         return f"<nki.jit kernel {self.__qualname__}" + (f"[{self.grid}]>" if self.grid else ">")
@@ -55,6 +78,58 @@ def jit(fn=None, **kwargs):
 def _simulate(kernel):
     from nkirun.source.kernel.api import simulate
     return simulate(kernel)
+
+
+def _simulate_kernel(kernel, *args, **kwargs):
+    """`nki.simulate_kernel(kernel, *arrays)` (neuronxcc.nki before 0.2)."""
+    from nkirun.source.kernel.api import simulate
+    return simulate(kernel)(*args, **kwargs)
+
+
+def _same_kernel(fn=None, **kwargs):
+    """`nki.baremetal`, `nki.benchmark`, `nki.profile`: a kernel as nki.jit makes it (their
+    measurement options have no meaning here)."""
+    return jit(fn, **kwargs)
+
+
+def _passthrough(fn=None, **_):
+    """`nki.compiler.skip_middle_end_transformations` and other compiler hints."""
+    return fn if fn is not None else (lambda f: f)
+
+
+class _Allocators:
+    """`nki.compiler.sbuf` / `.psum`: the allocation strategies (`mod_alloc`,
+    `auto_alloc`, `alloc`, ...) of NKI's direct allocation. nkirun gives every
+    `nl.ndarray` its own storage, so each strategy is the plain buffer."""
+
+    def __init__(self, buffer):
+        self._buffer = buffer
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return lambda *args, **kwargs: self._buffer
+
+
+class _NoReorder:
+    """`nki.compiler.no_reorder()`: a loop directive or a `with` block; nkirun keeps the
+    kernel's instruction order anyway."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class _TensorType:
+    """`nki.typing.tensor[...]` annotations (not evaluated on locals; usable on globals)."""
+
+    def __class_getitem__(cls, item):
+        return cls
 
 
 class _Package(types.ModuleType):
@@ -75,26 +150,53 @@ def modules() -> dict[str, types.ModuleType]:
         nki.isa, nki.language, nki.collectives = isa, language, collectives
         nki.jit, nki.simulate, nki.Kernel = jit, _simulate, Kernel
         nki.dtype = consts.NlDType
-        for m in (nki, isa, language, collectives):
-            m.__spec__ = importlib.machinery.ModuleSpec(m.__name__, _FINDER, is_package=m is nki)
-            m.__loader__ = _FINDER
-            _MODULES[m.__name__] = m
+        nki.simulate_kernel = _simulate_kernel
+        nki.tensor = _TensorType  # `x: nki.tensor` annotations (pre-0.2)
+        nki.baremetal = nki.benchmark = nki.profile = _same_kernel
+        typing = _Package("nki.typing")
+        typing.tensor = typing.mutable_tensor = typing.scalar = _TensorType
+        compiler = _Package("nki.compiler")
+        compiler.skip_middle_end_transformations = _passthrough
+        compiler.sbuf, compiler.psum = _Allocators(consts.sbuf), _Allocators(consts.psum)
+        compiler.no_reorder = _NoReorder
+        compiler.enable_stack_allocator = compiler.force_auto_alloc = _passthrough
+        nki.typing, nki.compiler = typing, compiler
+        neuronxcc = _Package("neuronxcc")
+        neuronxcc.__path__ = []
+        neuronxcc.nki = nki
+        mods = {"nki": nki, "nki.isa": isa, "nki.language": language,
+                "nki.collectives": collectives, "nki.typing": typing, "nki.compiler": compiler}
+        for name, m in mods.items():
+            _register(name, m, is_package=m is nki)
+        _register("neuronxcc", neuronxcc, is_package=True)
+        for name, m in mods.items():  # `import neuronxcc.nki.language as nl`: the same modules
+            _MODULES["neuronxcc." + name] = m
     return _MODULES
+
+
+def _register(name, m, is_package):
+    m.__spec__ = importlib.machinery.ModuleSpec(name, _FINDER, is_package=is_package)
+    m.__loader__ = _FINDER
+    _MODULES[name] = m
 
 
 @contextmanager
 def installed():
     """Our `nki` modules in sys.modules for the duration; what was there is put back."""
-    saved = {k: v for k, v in sys.modules.items() if k == "nki" or k.startswith("nki.")}
+    saved = {k: v for k, v in sys.modules.items() if _ours_name(k)}
     for k in saved:
         del sys.modules[k]
     sys.modules.update(modules())
     try:
         yield
     finally:
-        for k in [k for k in sys.modules if k == "nki" or k.startswith("nki.")]:
+        for k in [k for k in sys.modules if _ours_name(k)]:
             del sys.modules[k]
         sys.modules.update(saved)
+
+
+def _ours_name(k: str) -> bool:
+    return k.split(".", 1)[0] in _ROOTS
 
 
 def is_ours(module) -> bool:
@@ -106,8 +208,13 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname in NAMES:
-            return modules()[fullname].__spec__
-        if fullname.startswith("nki.") and sys.modules.get("nki") is modules()["nki"]:
+            spec = modules()[fullname].__spec__
+            if spec.name != fullname:  # neuronxcc.nki.*: the same module under its alias
+                spec = importlib.machinery.ModuleSpec(fullname, _FINDER,
+                                                      is_package=fullname.count(".") < 2)
+            return spec
+        root = fullname.split(".", 1)[0]
+        if root in _ROOTS and "." in fullname and sys.modules.get(root) is modules()[root]:
             raise unsupported(fullname)  # a submodule NKI 0.6 does not document
         return None
 

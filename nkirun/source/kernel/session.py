@@ -19,8 +19,6 @@ from __future__ import annotations
 import linecache
 import os
 import re
-from operator import attrgetter
-from dataclasses import replace
 
 from nkirun.diagnostics import Loc, error
 from nkirun.ir import instruction_at, tensor_at, view_at
@@ -29,7 +27,6 @@ from nkirun.isa.spec import TILE, TILE_OR_SCALAR, ArgError, convert, param_table
 from nkirun.source.builder import Builder
 from nkirun.source.kernel import consts
 from nkirun.source.kernel.control import VirtualRegister
-from nkirun.source.kernel.lower import ir_index
 from nkirun.source.kernel.tensor import _NO_INDEX, TensorRec, ndarray
 from nkirun.source.kernel.unsupported import frame_loc, kernel_error, kernel_frame
 
@@ -215,15 +212,7 @@ class Tracer:
             self.declare(v._rec)
         index = v._ir
         if index is _NO_INDEX:
-            index = lowered_index(v)
-            if v._indirect is not None:
-                kind, handle, dim = v._indirect
-                iv = (handle.register_view(loc) if isinstance(handle, VirtualRegister)
-                      else self.operand(handle, loc))
-                index = replace(index, scalar_offset=iv if kind == "scalar" else None,
-                                vector_offset=iv if kind == "vector" else None,
-                                indirect_dim=dim)
-            v._ir = index
+            index = v._ir = lowered_index(v)
         return view_at(v._rec.name, index, loc)
 
     def raw(self, v):
@@ -285,25 +274,26 @@ def _identifier(base: str) -> str:
 
 
 _NAMES: dict = {}  # (file, line) -> the name its allocations get
-_LOWERED: dict = {}  # (tensor buffer, shape, dtype, handle fields) -> ir_index of the handle
-# every field of a handle but its tensor and its cached IR index: what ir_index may read
-_handle_state = attrgetter(*(f for f in ndarray.__slots__
-                             if f not in ("_rec", "_ir", "__weakref__")))
+_LOWERED: dict = {}  # (tensor buffer, shape, dtype, view fields) -> the view's IR index
+
+
+def ir_index(v):
+    """The IR index of handle v: its StridedView's lowering (source/strided.py)."""
+    return v._v.to_ir().index
 
 
 def lowered_index(v):
     """ir_index(v), remembered by value for handles of a tensor's own dtype without a
-    runtime index: it is a function of the handle's fields and its tensor's buffer,
-    shape and dtype, never of the tensor's name (a loop makes the same few views of ever new
-    handles). tests/kernel/test_fast_trace.py checks it against ir_index."""
-    rec = v._rec
-    if v._indirect is not None or v._dtype is not rec.dtype:
+    runtime index: it is a function of the view's shape, strides, offset and basic index
+    and of its tensor's buffer, shape and dtype, never of the tensor's name (a loop makes
+    the same few views of ever new tensors). tests/kernel/test_fast_trace.py checks it
+    against ir_index."""
+    rec, sv = v._rec, v._v
+    if sv.indirect is not None or v._dtype is not rec.dtype:
         return ir_index(v)
-    key = (rec.buffer, rec.shape, rec.dtype, _handle_state(v))
-    try:
-        hit = _LOWERED.get(key, _NO_INDEX)
-    except TypeError:  # a field that is no plain value: nothing to remember it by
-        return ir_index(v)
+    key = (rec.buffer, rec.shape, rec.dtype, sv.shape, sv.strides, sv.offset, sv.basic,
+           sv.tail)
+    hit = _LOWERED.get(key, _NO_INDEX)
     if hit is _NO_INDEX:
         hit = ir_index(v)
         if len(_LOWERED) < 100_000:
@@ -340,6 +330,6 @@ def _source_name(loc: Loc) -> str:
 def new_tensor(rec: TensorRec) -> ndarray:
     """A handle on the whole of `rec`."""
     from nkirun.source.kernel.tensor import _new_view
-    v = _new_view(rec, rec.whole, 0, rec.pattern)
+    v = _new_view(rec, rec.whole)
     v._ir = None
     return v

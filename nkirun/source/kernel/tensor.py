@@ -1,12 +1,11 @@
 """`nl.ndarray`: a tensor handle, and the views NKI derives from it.
 
-Every handle is an access pattern over its tensor's storage, as NKI 0.6 defines views
-(`.ap`): an element offset and `[stride, count]` pairs in row-major element units (on
-chip, the partition stride is the per-partition free size). Views made by indexing also
-keep the NumPy basic index they correspond to, which is how they reach the IR (the
-operand syntax `t[0:128, 3]` the YAML and text front ends share). A view that no basic
-index describes (`.reshape` of a slice, `.ap` with other strides, broadcasts) is lowered
-by `lower.py`.
+A handle is its tensor (`TensorRec`) and one `source.strided.StridedView` of it: the
+access-pattern view model every front end shares (shape, strides and offset in elements,
+the NumPy basic index while the view is one). Indexing and the view methods are
+StridedView's; `views.py` turns its ViewErrors into located kernel diagnostics (E603 for
+an index, E604 for a view method's constraint). A view reaches the IR through
+`StridedView.to_ir`: the basic index when one is equal, else an `ir.AccessPattern`.
 
 Readings (NKI 0.6 `NkiTensor.__getitem__`): on chip an integer on the partition dim keeps
 it as a size-1 dim and a view keeps at least two dims (a (P, 1) tile); in HBM an integer
@@ -17,40 +16,32 @@ from __future__ import annotations
 
 from nkirun.source.kernel import consts
 from nkirun.source.kernel.unsupported import kernel_error, unsupported
+from nkirun.source.strided import StridedView
+
+
+class _Decl:
+    """What a StridedView needs of its tensor (the IR TensorDecl comes later)."""
+
+    __slots__ = ("name", "shape", "dtype", "on_chip")
+
+    def __init__(self, name, shape, dtype, on_chip):
+        self.name, self.shape, self.dtype, self.on_chip = name, shape, dtype, on_chip
 
 
 class TensorRec:
     """One allocated tensor: what becomes a TensorDecl when an instruction first uses it."""
 
     __slots__ = ("name", "shape", "dtype", "buffer", "loc", "init", "declared", "strides",
-                 "whole", "pattern", "core")
+                 "decl", "whole", "on_chip", "core")
 
     def __init__(self, name, shape, dtype, buffer, loc, init=None, core=None):
         self.name, self.shape, self.dtype, self.buffer = name, shape, dtype, buffer
         self.loc, self.init, self.declared = loc, init, False
         self.core = core  # two-core traces: the core owning a non-shared tensor
-        layout = _LAYOUTS.get(shape)
-        if layout is None:  # (a loop allocates the same few shapes: share their tuples)
-            layout = _LAYOUTS[shape] = _layout(shape)
-        self.strides, self.whole, self.pattern = layout
-
-    @property
-    def on_chip(self) -> bool:
-        return self.buffer.ir != "hbm"
-
-
-_LAYOUTS: dict = {}  # shape -> (strides, whole, pattern); tuples of ints: safe to share
-
-
-def _layout(shape) -> tuple:
-    """Row-major element strides, the basic index of the whole tensor, and its access
-    pattern ((stride, count) per dim)."""
-    strides, s = [], 1
-    for n in reversed(shape):
-        strides.append(s)
-        s *= n
-    strides = tuple(reversed(strides))
-    return strides, tuple((0, n, 1) for n in shape), tuple(zip(strides, shape))
+        self.on_chip = buffer.ir != "hbm"
+        self.decl = _Decl(name, shape, dtype.nkirun, self.on_chip)
+        self.whole = StridedView.of(self.decl)  # the view of the whole tensor
+        self.strides = self.whole.strides
 
 
 class DynSlice:
@@ -70,12 +61,12 @@ class DynSlice:
 _NO_INDEX = object()  # a handle's IR index not computed yet
 
 
-def _new_view(rec, index, offset, pattern, dtype=None):
+def _new_view(rec, view: StridedView, dtype=None):
+    """A handle on `view` of rec's tensor (`dtype`: the nl dtype, default rec's)."""
     v = object.__new__(ndarray)
-    v._rec, v._index, v._offset, v._pattern = rec, index, offset, pattern
+    v._rec, v._v = rec, view
     v._dtype = dtype or rec.dtype
     v._ir = _NO_INDEX
-    v._indirect = None  # (kind, index handle, tensor dim) of a runtime-indexed view
     return v
 
 
@@ -83,20 +74,25 @@ class ndarray:
     """A tensor (or a view of one) in HBM, SBUF or PSUM. `nl.ndarray(shape, dtype,
     buffer=nl.sbuf, name='')` allocates a new tensor on every call."""
 
-    __slots__ = ("_rec", "_index", "_offset", "_pattern", "_dtype", "_ir", "_indirect",
-                 "__weakref__")
+    __slots__ = ("_rec", "_v", "_dtype", "_ir", "__weakref__")
 
-    def __new__(cls, shape, dtype, buffer=consts.sbuf, name="", address=None):
+    def __new__(cls, shape, dtype, buffer=consts.sbuf, name="", address=None, **_legacy):
         from nkirun.source.kernel.session import current
+        if shape.__class__ is tuple and any(n.__class__ is not int for n in shape):
+            from nkirun.source.kernel.tile_ops import block_buffer
+            blocks = block_buffer(shape, dtype, buffer, name)
+            if blocks is not None:
+                return blocks
+            shape = tuple(int(n) if isinstance(n, int) else n for n in shape)  # nl.par_dim
         rec = current().allocate(shape, dtype, buffer, name)
-        v = _new_view(rec, rec.whole, 0, rec.pattern)
+        v = _new_view(rec, rec.whole)
         v._ir = None  # the whole tensor
         return v
 
     # ---- attributes ----------------------------------------------------------------------
     @property
     def shape(self) -> tuple:
-        return tuple(c for _, c in self._pattern)
+        return self._v.shape
 
     @property
     def dtype(self):
@@ -112,31 +108,34 @@ class ndarray:
 
     @property
     def ndim(self) -> int:
-        return len(self._pattern)
+        return len(self._v.shape)
 
     @property
     def size(self) -> int:
-        n = 1
-        for _, c in self._pattern:
-            n *= c
-        return n
+        return self._v.size
 
     @property
     def strides(self) -> tuple:
-        return tuple(s for s, _ in self._pattern)
+        return self._v.strides
 
     @property
     def offset(self) -> int:
-        return self._offset
+        return self._v.offset
 
     def get_pattern(self) -> list:
-        return [[s, c] for s, c in self._pattern]
+        return self._v.get_pattern()
 
     def is_contiguous(self) -> bool:
-        return _contiguous(self._pattern[1:] if self._rec.on_chip else self._pattern)
+        return self._v.is_contiguous()
 
     def is_indirect(self) -> bool:
-        return self._indirect is not None
+        return self._v.indirect is not None
+
+    def to_ir(self):
+        """The IR View of this handle (for a runtime index inside another view)."""
+        from nkirun.source.kernel.session import current
+        from nkirun.source.kernel.unsupported import here
+        return current().operand(self, here())
 
     def __len__(self) -> int:
         return self.shape[0]
@@ -155,77 +154,95 @@ class ndarray:
         return index_view(self, key)
 
     def __setitem__(self, key, value):
-        raise unsupported("assigning into a tensor (t[...] = value); use nisa.tensor_copy")
+        from nkirun.source.kernel.tile_ops import assign
+        assign(self, key, value)
+
+    # ---- tile arithmetic and in-place updates (the pre-0.2 API: tile_ops.py) -------------
+    def _arith(self, other, op, reverse=False):
+        from nkirun.source.kernel.convenience import binary
+        return binary(op)(other, self) if reverse else binary(op)(self, other)
+
+    def __add__(self, o): return self._arith(o, "add")  # noqa: E704
+    def __radd__(self, o): return self._arith(o, "add", True)  # noqa: E704
+    def __sub__(self, o): return self._arith(o, "subtract")  # noqa: E704
+    def __rsub__(self, o): return self._arith(o, "subtract", True)  # noqa: E704
+    def __mul__(self, o): return self._arith(o, "multiply")  # noqa: E704
+    def __rmul__(self, o): return self._arith(o, "multiply", True)  # noqa: E704
+    def __truediv__(self, o): return self._arith(o, "divide")  # noqa: E704
+    def __rtruediv__(self, o): return self._arith(o, "divide", True)  # noqa: E704
+    def __pow__(self, o): return self._arith(o, "power")  # noqa: E704
+
+    def __neg__(self):
+        from nkirun.source.kernel.convenience import negative
+        return negative(self)
+
+    def _inplace(self, other, op):
+        from nkirun.source.kernel.tile_ops import inplace
+        return inplace(self, other, op)
+
+    def __iadd__(self, o): return self._inplace(o, "add")  # noqa: E704
+    def __isub__(self, o): return self._inplace(o, "subtract")  # noqa: E704
+    def __imul__(self, o): return self._inplace(o, "multiply")  # noqa: E704
+
+    def broadcast_to(self, shape):
+        from nkirun.source.kernel.convenience import broadcast_to
+        return broadcast_to(self, shape)
 
     def __iter__(self):
         raise kernel_error("E603", "a tensor cannot be iterated while tracing",
                            hint="index it with t[i] or slices instead")
 
-    # ---- view methods (views.py) ---------------------------------------------------------
+    # ---- view methods (StridedView's, through views.py) -----------------------------------
     def reshape(self, shape, *more):
-        from nkirun.source.kernel.views import reshape
         if isinstance(shape, int):
             shape = (shape, *more)
-        return reshape(self, tuple(shape))
+        return _method(self, "reshape", tuple(shape))
 
     def ap(self, pattern, offset=None, scalar_offset=None, vector_offset=None,
            indirect_dim=0, dtype=None):
-        from nkirun.source.kernel.views import access_pattern
-        return access_pattern(self, pattern, offset, scalar_offset, vector_offset,
-                              indirect_dim, dtype)
+        from nkirun.source.kernel.views import nkirun_dtype
+        return _method(self, "ap", pattern, offset, scalar_offset, vector_offset,
+                       indirect_dim, None if dtype is None else nkirun_dtype(dtype, ".ap"),
+                       nl_dtype=dtype)
 
     def view(self, dtype):
-        from nkirun.source.kernel.views import reinterpret
-        return reinterpret(self, dtype)
+        from nkirun.source.kernel.views import nkirun_dtype
+        return _method(self, "view", nkirun_dtype(dtype, ".view"), nl_dtype=dtype)
 
     reinterpret_cast = view
 
     def slice(self, dim, start, end, step=1):
-        key = [slice(None)] * self.ndim
-        key[dim] = slice(start, end, step)
-        return self[tuple(key)]
+        return _method(self, "slice", dim, start, end, step)
 
     def select(self, dim, index):
-        if isinstance(index, ndarray):
-            from nkirun.source.kernel.views import dynamic_select
-            return dynamic_select(self, dim, index)
-        key = [slice(None)] * self.ndim
-        key[dim] = index
-        return self[tuple(key)]
+        return _method(self, "select", dim, index)
 
     def permute(self, dims):
-        from nkirun.source.kernel.views import permute
-        return permute(self, tuple(dims))
+        return _method(self, "permute", tuple(dims))
 
     def broadcast(self, dim, size):
-        from nkirun.source.kernel.views import broadcast
-        return broadcast(self, dim, size)
+        return _method(self, "broadcast", dim, size)
 
     def expand_dim(self, dim):
-        from nkirun.source.kernel.views import expand_dim
-        return expand_dim(self, dim)
+        return _method(self, "expand_dim", dim)
 
     def squeeze_dim(self, dim):
-        from nkirun.source.kernel.views import squeeze_dim
-        return squeeze_dim(self, dim)
+        return _method(self, "squeeze_dim", dim)
 
     def reshape_dim(self, dim, shape):
-        from nkirun.source.kernel.views import reshape_dim
-        return reshape_dim(self, dim, tuple(shape))
+        return _method(self, "reshape_dim", dim, tuple(shape))
 
     def flatten_dims(self, start_dim, end_dim):
-        from nkirun.source.kernel.views import flatten_dims
-        return flatten_dims(self, start_dim, end_dim)
+        return _method(self, "flatten_dims", start_dim, end_dim)
 
     def vector_select(self, dim, vector_offset):
-        from nkirun.source.kernel.views import vector_select
-        return vector_select(self, dim, vector_offset)
+        return _method(self, "vector_select", dim, vector_offset)
+
+    def rearrange(self, src_pattern, dst_pattern, fixed_sizes=None):
+        return _method(self, "rearrange", src_pattern, dst_pattern, fixed_sizes)
 
     def indirect(self, index, num_elem=None):
         raise unsupported("NkiTensor.indirect (tensor indirection, NeuronCore-v4)")
-
-    def rearrange(self, src_pattern, dst_pattern, fixed_sizes=None):
-        raise unsupported("NkiTensor.rearrange")
 
     def __getattr__(self, name):
         if name.startswith("__"):
@@ -233,13 +250,9 @@ class ndarray:
         raise unsupported(f"nki.language.NkiTensor.{name}")
 
 
-def _contiguous(pattern) -> bool:
-    expect = 1
-    for stride, count in reversed(pattern):
-        if count != 1 and stride != expect:
-            return False
-        expect *= count
-    return True
+def _method(t, name, *args, nl_dtype=None):
+    from nkirun.source.kernel.views import view_method
+    return view_method(t, name, args, nl_dtype)
 
 
 NkiTensor = ndarray

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from nkirun.diagnostics import NkirunError, error
-from nkirun.source.kernel import consts
+from nkirun.source.kernel import consts, legacy
 from nkirun.source.kernel.loader import KernelUsageError, kernel_exception
 from nkirun.source.kernel.modules import Kernel, installed
 from nkirun.source.kernel.session import Tracer, new_tensor
@@ -118,6 +118,7 @@ def trace(kernel, values: dict, target: str = "trn2", grid=None, lnc: int = 1) -
                 tracer.builder.cores, tracer.builder.core = lnc, inst[0]
             try:
                 ret = func(**call)
+                legacy.flush(tracer)  # a result the kernel computed last (legacy.py)
             except NkirunError:
                 raise
             except Exception as exc:  # noqa: BLE001 - the kernel's own error

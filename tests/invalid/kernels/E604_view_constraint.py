@@ -7,9 +7,9 @@ import nki.language as nl
 
 @nki.jit
 def kernel(x):
-    out = nl.ndarray((128, 2), dtype=nl.float32, buffer=nl.shared_hbm)
-    t = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.sbuf)
-    evens = t[:, 0:4:2].reshape((128, 2, 1))  # a strided view is not contiguous
+    out = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 2, 2), dtype=nl.float32, buffer=nl.sbuf)
+    swapped = t.permute((0, 2, 1)).reshape((128, 4))  # no reshape of this order without a copy
     nisa.dma_copy(dst=t, src=x)
-    nisa.dma_copy(dst=out, src=evens)
+    nisa.dma_copy(dst=out, src=swapped)
     return out

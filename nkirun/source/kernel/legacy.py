@@ -1,0 +1,348 @@
+"""The NKI API before 0.2 (`neuronxcc.nki`), which public tutorials still use: index
+arrays (`nl.arange`, `nl.mgrid`), masks, instructions that return their result instead
+of writing `dst=`, assignment into tiles (`t[...] = expr`, `psum[...] += matmul`),
+`nl.par_dim` and tile arithmetic.
+
+How nkirun reads them:
+- `nl.arange(n)` is a NumPy integer array and `nl.mgrid[...]` a tuple of open (broadcastable)
+  grids with `.p`/`.x`/`.y`/`.z`: index expressions (`i * 128 + ix`) are NumPy arithmetic.
+  A tensor indexed with such arrays is the strided view they describe: every index array
+  must be affine in the positions of the broadcast shape (`c + sum(k_a * pos_a)`), which
+  makes the view `[[sum_d k_da * stride_d, n_a] ...]` with offset `sum_d c_d * stride_d`.
+  A non-affine index (`i // 2`), or index arrays mixed with slices, is E607.
+- `mask=` is a boolean array (a comparison of index expressions) over the instruction's
+  iteration space (its `dst` shape). It must select a rectangle (E608 otherwise): every
+  operand whose dim `a` has the mask's size there is narrowed to the rectangle on that dim;
+  an all-true mask changes nothing and an all-false mask drops the instruction. Elements a
+  mask leaves out are not written (reading them later is the dataflow check's business).
+- An instruction or `nl` function called without `dst` allocates its result (SBUF, or
+  PSUM for nc_matmul/nc_transpose) and returns it. The call is recorded lazily: when the
+  next thing the kernel does is assigning the result into a tile (`out[i] = nl.exp(x)`),
+  the instruction writes straight into that tile, as the compiler would; `psum[...] +=
+  nisa.nc_matmul(...)` becomes the matmul with `accumulate` left to the auto rule (the
+  first write to an element overwrites, later ones add), `psum[...] = nisa.nc_matmul(...)`
+  an overwriting one. Any other use records it with its own result tile.
+- `t[key] = tile` is a tensor_copy (a dma_copy when either side is in HBM), `t[key] =
+  number` a memset; `+=`, `-=`, `*=` a tensor_tensor or tensor_scalar into the tile.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from nkirun.source.kernel import consts
+from nkirun.source.kernel.unsupported import kernel_error
+
+
+class ParDim(int):
+    """`nl.par_dim(n)`: marks the partition dim in a shape (an int)."""
+
+
+def par_dim(n):
+    return ParDim(n)
+
+
+def arange(start, stop=None, step=1):
+    return np.arange(start, stop, step) if stop is not None else np.arange(start)
+
+
+class Grid(tuple):
+    """What `nl.mgrid[...]` returns: the open grids, also as `.p`, `.x`, `.y`, `.z`."""
+
+    @property
+    def p(self):
+        return self[0]
+
+    @property
+    def x(self):
+        return self[1]
+
+    @property
+    def y(self):
+        return self[2]
+
+    @property
+    def z(self):
+        return self[3]
+
+
+class _MGrid:
+    def __getitem__(self, key):
+        key = key if isinstance(key, tuple) else (key,)
+        return Grid(np.ogrid[key])
+
+
+mgrid = _MGrid()
+
+
+def is_index_array(k) -> bool:
+    return isinstance(k, np.ndarray) and k.dtype.kind in "iu"
+
+
+# ---- index arrays -> a strided view ------------------------------------------------------------
+def affine(arr: np.ndarray, shape: tuple):
+    """(constant, per-axis coefficient) with arr == c + sum(k_a * pos_a) over `shape`, or
+    None when arr is no such function."""
+    full = np.broadcast_to(arr, shape)
+    c = int(full[(0,) * len(shape)]) if full.size else 0
+    coefs = []
+    for a, n in enumerate(shape):
+        if n == 1:
+            coefs.append(0)
+            continue
+        at = [0] * len(shape)
+        at[a] = 1
+        coefs.append(int(full[tuple(at)]) - c)
+    expect = np.full((1,) * len(shape), c, dtype=np.int64)
+    for a, (k, n) in enumerate(zip(coefs, shape)):
+        if k:
+            expect = expect + k * np.arange(n).reshape([n if i == a else 1
+                                                        for i in range(len(shape))])
+    return (c, coefs) if np.array_equal(np.broadcast_to(expect, shape), full) else None
+
+
+def advanced_pattern(shape_strides: list, offset: int, items: list):
+    """The (pattern, offset) that index arrays/ints `items` (one per view dim) select from
+    a view with (stride, count) pairs `shape_strides` starting at `offset`."""
+    if any(isinstance(k, slice) or k is Ellipsis for k in items):
+        raise kernel_error("E607", "index arrays (nl.arange/nl.mgrid) mixed with slices or "
+                           "`...` in one index", hint="index every dim with an index "
+                           "array or an int, or every dim with slices")
+    arrays = [np.asarray(k) for k in items]
+    try:
+        shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    except ValueError:
+        raise kernel_error("E607", "the index arrays do not broadcast together: "
+                           + ", ".join(str(list(a.shape)) for a in arrays)) from None
+    if len(shape) == 0:
+        shape = (1,)
+    strides = [0] * len(shape)
+    for (stride, _), arr in zip(shape_strides, arrays):
+        fit = affine(arr, shape)
+        if fit is None:
+            raise kernel_error("E607", "an index expression is not affine in the index "
+                               "arrays (nkirun maps it to a strided access pattern)",
+                               hint="use index expressions like i * 128 + ix")
+        c, coefs = fit
+        offset += c * stride
+        for a, k in enumerate(coefs):
+            strides[a] += k * stride
+    return [(s, n) for s, n in zip(strides, shape)], offset
+
+
+# ---- masks ------------------------------------------------------------------------------------
+def mask_box(mask):
+    """None (no restriction), "empty", or per mask axis (start, stop, size)."""
+    if mask is None or mask is True:
+        return None
+    m = np.asarray(mask)
+    if m.dtype != bool:
+        raise kernel_error("E608", f"mask= must be a comparison of index expressions, got "
+                           f"{type(mask).__name__}")
+    if m.all():
+        return None
+    if not m.any():
+        return "empty"
+    box = []
+    for a in range(m.ndim):
+        hit = np.flatnonzero(m.any(axis=tuple(i for i in range(m.ndim) if i != a)))
+        box.append((int(hit[0]), int(hit[-1]) + 1, m.shape[a]))
+    inside = m[tuple(slice(lo, hi) for lo, hi, _ in box)]
+    if not inside.all() or int(m.sum()) != inside.size:
+        raise kernel_error("E608", "the mask does not select a rectangle of the iteration "
+                           "space; nkirun narrows each operand to the rectangle a mask "
+                           "selects", hint="split the instruction so each part's mask is "
+                           "a rectangle (e.g. a bound per dim)")
+    return box
+
+
+def apply_mask(values: dict, box) -> bool:
+    """Narrow every tile operand in `values` to `box`; False when nothing is left."""
+    if box is None:
+        return True
+    if box == "empty":
+        return False
+    from nkirun.source.kernel.tensor import ndarray
+    for key, v in list(values.items()):
+        if isinstance(v, ndarray):
+            values[key] = narrow(v, box)
+    return True
+
+
+def narrow(v, box):
+    """v sliced to `box` on the dims where v has the mask's size (StridedView slicing)."""
+    key, changed = [], False
+    for a, n in enumerate(v.shape):
+        if a < len(box) and box[a][2] == n and n > 1 and (box[a][0], box[a][1]) != (0, n):
+            key.append(slice(box[a][0], box[a][1]))
+            changed = True
+        else:
+            key.append(slice(None))
+    if not changed:
+        return v
+    from nkirun.source.kernel.views import index_view
+    return index_view(v, tuple(key))
+
+
+class _Box:
+    """A mask already read (at the call that gave it, so its errors point there)."""
+
+    __slots__ = ("box",)
+
+    def __init__(self, box):
+        self.box = box
+
+
+def pop_mask(values: dict):
+    m = values.pop("mask", None)
+    if isinstance(m, str):  # the IR's own predicate spelling (docs/masks.md): kept
+        values["mask"] = m
+        return None
+    return m.box if m.__class__ is _Box else mask_box(m)
+
+
+# ---- results recorded lazily -------------------------------------------------------------------
+class Pending:
+    __slots__ = ("result", "op", "values", "loc", "tables")
+
+    def __init__(self, result, op, values, loc, tables):
+        self.result, self.op, self.values = result, op, values
+        self.loc, self.tables = loc, tables
+
+
+def record(tracer, op: str, values: dict, loc, tables=None) -> None:
+    """Record the instruction now, narrowed by its `mask=` (dropped when all masked), or
+    by the rectangle a masked instruction left written in a tile it reads."""
+    valid = tracer.__dict__.get("legacy_valid")
+    if valid is None:
+        valid = tracer.legacy_valid = {}
+    if not valid and values.get("mask") is None:  # the common case: nothing to narrow
+        values.pop("mask", None)
+        tracer.emit(op, values, loc, tables)
+        return
+    box = pop_mask(values)
+    if valid and box != "empty":
+        box = _intersect(box, _inherited(values, valid))
+    dst = values.get("dst")
+    tracked = dst is not None and getattr(dst, "_rec", None) is not None \
+        and dst._rec.on_chip and (not dst._rec.declared or dst._rec in valid)
+    whole = dst is not None and _whole(dst)
+    if not apply_mask(values, box):
+        return
+    tracer.emit(op, values, loc, tables)
+    if dst is None or not dst._rec.on_chip:
+        return
+    rec = dst._rec
+    if box is None:
+        if whole or dst.shape[0] == rec.shape[0] and dst.strides[0] == rec.strides[0]:
+            valid.pop(rec, None)  # every partition written
+    elif tracked and whole:
+        valid[rec] = [box[a] if a < len(box) and box[a][2] == n else (0, n, n)
+                      for a, n in enumerate(dst.shape)]
+    elif tracked and box[0][2] == dst.shape[0] and dst.strides[0] == rec.strides[0]:
+        p0 = dst.offset // rec.strides[0]  # a view: remember the partitions written
+        valid[rec] = [(p0 + box[0][0], p0 + box[0][1], rec.shape[0])] + \
+            [(0, n, n) for n in rec.shape[1:]]
+
+
+def _intersect(box, inherited):
+    """The mask's rectangle within what the tiles it reads hold: rows a mask selects but
+    no instruction wrote are garbage on hardware too, so nothing is computed there."""
+    if inherited is None or box is None:
+        return box if inherited is None else inherited
+    if inherited == "empty":
+        return "empty"
+    out = list(box)
+    for a, (lo, hi, n) in enumerate(inherited):
+        if a < len(out) and out[a][2] == n:
+            lo, hi = max(lo, out[a][0]), min(hi, out[a][1])
+            if hi <= lo:
+                return "empty"
+            out[a] = (lo, hi, n)
+    return out
+
+
+def _whole(v) -> bool:
+    from nkirun.source.kernel.tensor import ndarray
+    rec = getattr(v, "_rec", None)
+    return v.__class__ is ndarray and rec.on_chip and v.offset == 0 \
+        and tuple(v.shape) == rec.shape and tuple(v.strides) == rec.strides
+
+
+def _inherited(values: dict, valid: dict):
+    """The written rectangle of a partly written tile an instruction reads: the whole
+    rectangle for a read of the whole tile, its partition range for a read of a view."""
+    from nkirun.source.kernel.tensor import ndarray
+    for key, v in values.items():
+        if key == "dst" or v.__class__ is not ndarray or v._rec not in valid:
+            continue
+        if _whole(v):
+            return valid[v._rec]
+        rec, (lo, hi, _) = v._rec, valid[v._rec][0]
+        row = rec.strides[0]
+        if v.strides[0] != row:
+            continue
+        p0, count = v.offset // row, v.shape[0]
+        lo, hi = max(lo - p0, 0), min(hi - p0, count)
+        return "empty" if hi <= lo else [(lo, hi, count)]
+    return None
+
+
+def flush(tracer) -> None:
+    p = tracer.__dict__.get("legacy_pending")
+    if p is not None:
+        tracer.legacy_pending = None
+        record(tracer, p.op, p.values, p.loc, p.tables)
+
+
+def defer(tracer, result, op, values, loc, tables=None):
+    if values.get("mask") is not None and not isinstance(values["mask"], str):
+        values["mask"] = _Box(mask_box(values["mask"]))
+    flush(tracer)
+    tracer.legacy_pending = Pending(result, op, values, loc, tables)
+    return result
+
+
+def take(tracer, value):
+    """The pending instruction whose result is `value`, taken off the queue; or None."""
+    p = getattr(tracer, "legacy_pending", None)
+    if p is not None and p.result is value:
+        tracer.legacy_pending = None
+        return p
+    return None
+
+
+def result_shape(op: str, values: dict):
+    """(shape, buffer) of the result an instruction called without dst= makes."""
+    first = next((values[k] for k in ("data", "src", "data1", "data0", "on_true_tile",
+                                      "on_true", "stationary") if hasattr(values.get(k),
+                                                                         "shape")), None)
+    if op == "nc_matmul":
+        return (values["stationary"].shape[-1], values["moving"].shape[-1]), consts.psum
+    if op == "iota" and "_legacy_shape" in values:
+        return values.pop("_legacy_shape"), consts.sbuf
+    if op == "nc_transpose":
+        eng = values.get("engine")
+        vector = getattr(eng, "ir", eng) == "vector" or max(first.shape) <= 32 and \
+            first.buffer is consts.psum
+        return tuple(reversed(first.shape)), consts.sbuf if vector else consts.psum
+    if first is None:
+        raise kernel_error("E607", f"nki.isa.{op} without dst=: nkirun cannot tell the "
+                           "result's shape", hint="allocate the result and pass dst=")
+    shape = tuple(first.shape)
+    if op in ("tensor_reduce",):
+        axes = values.get("axis")
+        axes = [axes] if isinstance(axes, int) else list(axes or ())
+        axes = [a + len(shape) if a < 0 else a for a in axes]
+        if values.get("keepdims"):
+            shape = tuple(1 if i in axes else n for i, n in enumerate(shape))
+        else:
+            shape = tuple(n for i, n in enumerate(shape) if i not in axes) or (shape[0],)
+            if len(shape) == 1:
+                shape = shape + (1,)
+    elif op == "bn_stats":
+        shape = (shape[0], 6)
+    elif op == "bn_aggr":
+        shape = (shape[0], 2)
+    elif op == "tensor_partition_reduce":
+        shape = (1,) + shape[1:]
+    return shape, consts.sbuf

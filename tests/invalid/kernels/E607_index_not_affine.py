@@ -1,0 +1,14 @@
+# expect: E607 at 12
+# args: --shape x=float32[128,64]
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def kernel(x):
+    out = nl.ndarray((128, 32), dtype=nl.float32, buffer=nl.shared_hbm)
+    ip = nl.arange(128)[:, None]
+    jf = nl.arange(32)[None, :]
+    tile = nl.load(x[ip, jf * jf])  # squares: no stride describes them
+    nl.store(out[ip, jf], value=tile)
+    return out

@@ -1,0 +1,14 @@
+# expect: E608 at 12
+# args: --shape x=float32[128,64]
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def kernel(x):
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    ip = nl.arange(128)[:, None]
+    jf = nl.arange(64)[None, :]
+    tile = nl.load(x[ip, jf], mask=(jf <= ip))  # a triangle
+    nl.store(out[ip, jf], value=tile)
+    return out
