@@ -15,7 +15,7 @@ from __future__ import annotations
 import nkirun._startup  # noqa: F401,I001  (first: a signal while the command starts exits quietly)
 
 from collections.abc import Callable  # noqa: E402
-from typing import Any, overload  # noqa: E402
+from typing import TYPE_CHECKING, Any, Literal, overload  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -24,6 +24,9 @@ from nkirun import api as _api
 from nkirun.api import ProgramSource
 from nkirun.diagnostics import Diagnostic, Loc, NkirunError
 from nkirun.schedule.model import Schedule
+
+if TYPE_CHECKING:
+    from nkirun.show.shadow_report import ShadowReport
 
 __version__ = "0.1.0"
 __all__ = ["check", "cost", "run", "simulate", "trace", "shape", "Diagnostic", "Loc",
@@ -61,21 +64,29 @@ def run(program: ProgramSource, inputs: dict[str, Any] | None = None, out: Any =
         fmt: str | None = None, target: str | None = None, uninitialized: str = "error",
         after_each: Any = None) -> dict[str, np.ndarray]: ...
 @overload
+def run(program: ProgramSource, inputs: dict[str, Any] | None = None, out: Any = None,
+        fmt: str | None = None, target: str | None = None, uninitialized: str = "error",
+        after_each: Any = None, *, shadow: Literal[True]) -> ShadowReport: ...
+@overload
 def run(program: Callable[..., Any], *args: Any, **kwargs: Any) -> Any: ...
 def run(program: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: E302
     """Outputs of a program file (dict name -> array); for a kernel function, its return
-    structure (as `simulate(kernel)(*args, **kwargs)`)."""
+    structure (as `simulate(kernel)(*args, **kwargs)`). shadow=True (programs): the
+    ShadowReport of a float32 shadow run instead (nkirun.api.shadow, docs/shadow.md)."""
     if callable(program):
         return simulate(program)(*args, **kwargs)
+    if kwargs.pop("shadow", False):
+        return _api.shadow(program, *args, **kwargs)
     return _api.run(program, *args, **kwargs)
 
 
-def simulate(kernel: Callable[..., Any], target: str | None = None, lnc: int = 1
-             ) -> Callable[..., Any]:
+def simulate(kernel: Callable[..., Any], target: str | None = None, lnc: int = 1,
+             shadow: bool = False) -> Callable[..., Any]:
     """`nkirun.simulate(kernel)(*arrays, **kwargs)` runs a kernel on NumPy arrays; `lnc=2`
-    on the two cores of a logical core (trn2/trn3, like `--lnc 2`)."""
+    on the two cores of a logical core (trn2/trn3, like `--lnc 2`); with shadow=True the
+    call returns a ShadowReport (docs/shadow.md), outputs in `.outputs`."""
     from nkirun.source.kernel.api import simulate as simulate_kernel
-    return simulate_kernel(kernel, target, lnc)
+    return simulate_kernel(kernel, target, lnc, shadow)
 
 
 def trace(kernel: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

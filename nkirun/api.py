@@ -26,6 +26,7 @@ from nkirun.ir import Program
 
 if TYPE_CHECKING:
     from nkirun.schedule.model import Schedule
+    from nkirun.show.shadow_report import ShadowReport
 
 ProgramSource = Union[str, "os.PathLike[str]", Mapping[str, Any]]
 InputValue = Union[np.ndarray, float, int, str, "os.PathLike[str]"]
@@ -145,8 +146,28 @@ def run(program: ProgramSource, inputs: Mapping[str, InputValue] | None = None,
     ("zero"). Raises nkirun.NkirunError (with diagnostics) for invalid programs or
     run-time errors, ValueError/TypeError for bad arguments.
     """
-    from nkirun.runner.outputs import write_outputs
+    return _run(program, inputs, out, fmt, target, uninitialized, max_hbm_bytes, after_each)[0]
+
+
+def shadow(program: ProgramSource, inputs: Mapping[str, InputValue] | None = None,
+           out: str | os.PathLike[str] | None = None, fmt: str | None = None,
+           target: str | None = None, uninitialized: str = "error",
+           max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES,
+           after_each: Callable[[Any, Any], None] | None = None) -> ShadowReport:
+    """`run` with a float32 shadow beside it (docs/shadow.md; also `nkirun.run(...,
+    shadow=True)`): the ShadowReport, its `.outputs` the run's outputs (`.rows`,
+    `.top(n)`, `.as_json()`, `report["shadow"]`)."""
+    from nkirun.show.shadow_report import ShadowReport
+    result, sh = _run(program, inputs, out, fmt, target, uninitialized, max_hbm_bytes,
+                      after_each, shadowed=True)
+    return ShadowReport(sh.rows, result, sh.warnings)
+
+
+def _run(program, inputs, out, fmt, target, uninitialized, max_hbm_bytes, after_each,
+         shadowed: bool = False):
+    """(the outputs, the Shadow or None): `run` and `shadow`."""
     from nkirun.runner.interpret import execute, outputs
+    from nkirun.runner.outputs import write_outputs
     if uninitialized not in UNINITIALIZED:
         raise ValueError(f"uninitialized must be one of {', '.join(UNINITIALIZED)}; "
                          f"got {uninitialized!r}")
@@ -160,14 +181,19 @@ def run(program: ProgramSource, inputs: Mapping[str, InputValue] | None = None,
     assert prog is not None  # require_valid raised otherwise
     _check_inputs(prog, inputs, via="inputs")
     inputs = _load_input_files(prog, inputs)
-    m = execute(prog, c.bound, inputs, after_each, uninitialized)
+    sh = None
+    if shadowed:
+        from nkirun.runner.shadow import Shadow
+        sh = Shadow(c.bound)
+    m = (execute(prog, c.bound, inputs, after_each, uninitialized) if sh is None else
+         execute(prog, c.bound, inputs, after_each, uninitialized, step=sh.step))
     result = outputs(prog, m)
     if out is not None:
         try:
             write_outputs(result, os.fsdecode(os.fspath(out)))
         except NkirunError as e:
             raise NkirunError(located(e.diagnostics, prog.path)) from None
-    return {k: v.copy() for k, v in result.items()} if out is None else result
+    return ({k: v.copy() for k, v in result.items()} if out is None else result), sh
 
 
 def located(diags: list[Diagnostic], path: str) -> list[Diagnostic]:

@@ -64,6 +64,14 @@ def default_out_dir(program: str) -> str:
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="json: one object on stdout (outputs, warnings, the "
               "--expect verdict); errors too")
+@click.option("--shadow", is_flag=True,
+              help="also run a float32 shadow of the program (every float tensor kept in "
+                   "float32) and report, per instruction, the error its output carries "
+                   "against the shadow and the error it added itself, with overflow, "
+                   "underflow, NaN born and fp8 saturation counts (docs/shadow.md)")
+@click.option("--shadow-top", type=click.IntRange(min=1), default=None, metavar="N",
+              help="with --shadow: how many instructions the \"most added error\" summary "
+                   "names [default: 5]")
 @click.option("--uninitialized", type=click.Choice(["error", "nan", "zero"]), default="error",
               show_default=True, help="reading an element nothing wrote: an error (E090), "
               "or it reads as NaN / 0 (the outputs too)")
@@ -74,7 +82,7 @@ def default_out_dir(program: str) -> str:
 @_guard
 def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, range_rtol, ulp, trace,
         dump_dir, dump_after, uninitialized, program_format, debug, fmt="text", target=None,
-        kernel_args=(), kernel_shapes=(), grid=None, lnc=None):
+        kernel_args=(), kernel_shapes=(), grid=None, lnc=None, shadow=False, shadow_top=None):
     """Check, then execute PROGRAM with NumPy; write every `output: true` tensor.
 
     Outputs go to DIR/<name>.npy (--out DIR), written only after the whole run succeeded,
@@ -89,17 +97,30 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, range_r
       nkirun run prog.yaml --expect golden/ --ulp 2   # compare with golden/<name>.npy
       nkirun run prog.yaml --trace                    # what each instruction wrote
       nkirun run prog.yaml --dump dump/ --after 3     # every tensor after instruction 3
+      nkirun run prog.yaml --shadow                   # where did the precision go?
+      nkirun run kernel.py::fn --shadow --shadow-top 3 --format json
+
+    \b
+    --shadow runs the program as written and a float32 copy of it side by side. Per
+    instruction: "max abs/rel/ulp" is the error its output holds against the float32
+    run (ULPs of its dtype; "at": where it peaks); "added" is the error it adds on its
+    own when everything before it is exact (inputs from the float32 run, output rounded
+    as written). The top of "added" is where precision is lost (docs/shadow.md).
 
     Exit status: 0 ok (and outputs match --expect), 1 invalid program, run-time error or
     mismatch, 2 usage error, 3 internal error.
     """
+    if shadow_top is not None and not shadow:
+        raise click.UsageError("--shadow-top needs --shadow")
+    top = shadow_top or 5
     if is_kernel_path(program):
         if expect_dir or trace or dump_dir:
             raise click.UsageError("--expect, --trace and --dump apply to programs; for a "
                                    "kernel, `convert` it and run the program with them")
         from nkirun.source.kernel import commands
         sys.exit(commands.run(program, out_dir, _kernel_params(
-            inputs, kernel_shapes, kernel_args, grid, lnc, target), max_hbm_bytes))
+            inputs, kernel_shapes, kernel_args, grid, lnc, target), max_hbm_bytes,
+            **({"shadow": (top, fmt)} if shadow else {})))
     no_kernel_options(program, kernel_args, kernel_shapes, grid, lnc)
     inputs = _parse_inputs(inputs)
     _check_run_options(out_dir, dump_dir, expect_dir, rtol, atol, range_rtol, ulp, dump_after)
@@ -107,14 +128,10 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, range_r
     c = _require_valid(program, program_format, target, max_hbm_bytes, inputs)
     from nkirun.runner.outputs import write_outputs
     expected = _load_expected(c, inputs, expect_dir, dump_after)
-    m, result = _execute(c, inputs, trace, dump_dir, dump_after, uninitialized)
-    warnings = _print_warnings(c, m)
+    m, result, report = _execute(c, inputs, trace, dump_dir, dump_after, uninitialized, shadow)
+    warnings = _print_warnings(c, m, report)
     written = write_outputs(result, out_dir)
-    report = None
-    if fmt == "json":
-        report = _run_json(program, c, result, written, warnings)
-    else:
-        _print_run_summary(program, c, result, written)
+    report = _report(program, c, result, written, warnings, fmt, report, top)
     bad = False
     if expected is not None:  # outputs are written even on a mismatch, to inspect them
         bad = _compare(c, result, expected, expect_dir, fmt, report,
@@ -122,6 +139,22 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, range_r
     if fmt == "json":
         _echo_json(report)
     sys.exit(EXIT_INVALID if bad else EXIT_OK)
+
+
+def _report(program, c, result, written, warnings, fmt, shadow, top):
+    """The run's summary: printed (text), or the JSON object to complete and print; with
+    the --shadow report (runner/shadow.py) when there is one."""
+    if fmt == "json":
+        report = _run_json(program, c, result, written, warnings)
+        if shadow is not None:
+            report.update(shadow.as_json(top))
+        return report
+    _print_run_summary(program, c, result, written)
+    if shadow is not None:
+        from nkirun.show.render import use_color
+        from nkirun.show.shadow_report import render
+        render(shadow, sys.stdout, use_color(), top)
+    return None
 
 
 def _check_run_options(out_dir, dump_dir, expect_dir, rtol, atol, range_rtol, ulp,
@@ -171,21 +204,32 @@ def _load_expected(c, inputs, expect_dir, dump_after):
     return expected
 
 
-def _execute(c, inputs, trace, dump_dir, dump_after, uninitialized):
-    """Runs the program (with --trace/--dump watching): the machine and the outputs."""
+def _execute(c, inputs, trace, dump_dir, dump_after, uninitialized, shadow=False):
+    """Runs the program (with --trace/--dump watching, and a --shadow): the machine, the
+    outputs and the shadow report (None without --shadow)."""
     from nkirun.runner.interpret import execute, outputs
     from nkirun.runner.watch import watch
+    if shadow:
+        from nkirun.runner.shadow import Shadow
+        from nkirun.show.shadow_report import ShadowReport, trace_extra
+        sh = Shadow(c.bound)
+        with watch(c.program, c.bound, trace, dump_dir, dump_after,
+                   trace_extra=trace_extra(sh)) as hook:
+            m = execute(c.program, c.bound, inputs, hook, uninitialized, step=sh.step)
+        result = outputs(c.program, m)
+        return m, result, ShadowReport(sh.rows, result, sh.warnings)
     with watch(c.program, c.bound, trace, dump_dir, dump_after) as hook:
         m = execute(c.program, c.bound, inputs, hook, uninitialized)
-    return m, outputs(c.program, m)
+    return m, outputs(c.program, m), None
 
 
-def _print_warnings(c, m) -> list:
+def _print_warnings(c, m, shadow=None) -> list:
     """Prints the check's and the run's warnings (each once) to stderr; returns them."""
     from nkirun.show.render import print_diagnostics
     warnings = [d for d in c.diagnostics if not d.is_error]
     seen = {(d.code, d.loc) for d in warnings}  # e.g. W052 found by check and at run time
     warnings += [w for w in m.warnings if (w.code, w.loc) not in seen]
+    warnings += shadow.warnings if shadow is not None else []
     print_diagnostics(warnings, c.program.source_lines, sys.stderr)
     return warnings
 

@@ -10,8 +10,11 @@ from nkirun.runner.machine import Machine
 
 
 def execute(program: Program, bound, inputs=None, after_each=None,
-            uninitialized: str = "error") -> Machine:
+            uninitialized: str = "error", step=None) -> Machine:
     """Run every instruction in order; `after_each(bound, machine)` is called after each.
+
+    `step(bound, machine)`, when given, executes each instruction instead of
+    `bound.spec.execute(bound, machine)` (runner/shadow.py runs a float32 shadow beside it).
 
     `uninitialized`: what reading an element nothing wrote does — "error" (E090, the
     default), "nan" or "zero" (it reads as NaN / 0; the outputs too).
@@ -36,7 +39,10 @@ def execute(program: Program, bound, inputs=None, after_each=None,
             from nkirun.runner.registers import order
             for b in order(program, bound, m):  # loops: registers.py
                 m.current = b
-                b.spec.execute(b, m)
+                if step is None:
+                    b.spec.execute(b, m)
+                else:
+                    step(b, m)
                 if after_each is not None:
                     after_each(b, m)
     except NkirunError:

@@ -105,8 +105,9 @@ class Tracer:
     piped, the same lines aligned and coloured on a terminal (`bound`, when given, sets the
     column widths)."""
 
-    def __init__(self, stream=None, rich: bool | None = None, bound=()):
+    def __init__(self, stream=None, rich: bool | None = None, bound=(), extra=None):
         from nkirun.show.render import use_color
+        self.extra = extra  # extra(bound) -> text added to its first line (run --shadow)
         self.stream = stream or sys.stderr
         self.rich = use_color(self.stream) if rich is None else rich
         self.rows: list[TraceRow] = []
@@ -130,10 +131,12 @@ class Tracer:
         if not self.seen_inf and any(w.inf for w in outs):
             row.first_inf = self.seen_inf = True
         self.rows.append(row)
+        more = self.extra(b) if self.extra is not None else ""
         if self.rich:
-            self._print_rich(row)
+            self._print_rich(row, more)
         else:
-            print(format_row(row), file=self.stream, flush=True)
+            first, nl, rest = format_row(row).partition("\n")
+            print(first + more + nl + rest, file=self.stream, flush=True)
 
     def close(self, failed_at: int | None = None) -> None:
         """Finish the trace; `failed_at`: the index of an instruction that raised."""
@@ -152,7 +155,7 @@ class Tracer:
             self.console.print("trace: what each instruction wrote", style="bold")
         return self.console
 
-    def _print_rich(self, row: TraceRow) -> None:
+    def _print_rich(self, row: TraceRow, more: str = "") -> None:
         from rich.text import Text
         console = self._rich_console()
         wi, wo, we, wv = self.widths
@@ -160,7 +163,7 @@ class Tracer:
                              (f" {row.engine:<{we}} ", "dim"))
         blank = " " * len(head.plain)
         if not row.outputs:
-            console.print(head + Text("(writes no tile)", style="dim"))
+            console.print(head + Text("(writes no tile)", style="dim") + Text(more))
         for k, w in enumerate(row.outputs):
             t = head.copy() if k == 0 else Text(blank)
             t.append(f"{w.param}={w.view}".ljust(wv), style="cyan")
@@ -170,6 +173,8 @@ class Tracer:
                     t.append(f"  {n:,} {label}", style="bold red")
             if k == 0 and _marks(row):
                 t.append(_marks(row), style="bold red")
+            if k == 0 and more:
+                t.append(more, style="yellow")
             console.print(t)
 
 
@@ -233,13 +238,14 @@ def want_progress(stream=None) -> bool:
 
 @contextlib.contextmanager
 def watch(program, bound, trace: bool = False, dump_dir: str | None = None,
-          dump_after: int | None = None, progress: bool | None = None, stream=None):
+          dump_after: int | None = None, progress: bool | None = None, stream=None,
+          trace_extra=None):
     """The after_each hook for a run with the requested watchers (None when there are
     none), closed properly however the run ends. The progress bar is shown on a
     terminal unless tracing (both would write to stderr). A dump is put in place when
     the run ends or fails at run time (NkirunError), and dropped on a signal or a bug."""
     stream = stream or sys.stderr
-    tracer = Tracer(stream, bound=bound) if trace else None
+    tracer = Tracer(stream, bound=bound, extra=trace_extra) if trace else None
     dumper = Dumper(dump_dir, len(bound), dump_after) if dump_dir else None
     if progress is None:
         progress = not trace and want_progress(stream)

@@ -87,6 +87,7 @@ ELSEWHERE = {
     "E486": "isa/test_nc_matmul_modes.py::test_transpose_rules",
     "W487": "isa/test_nc_matmul_modes.py::test_onezero_hints_cost_and_warning",
     "E093": "source/test_indirect_dma.py::test_out_of_bounds_index_is_E093_or_skipped",
+    "W620": "runner/test_shadow.py::test_a_failure_only_the_shadow_hits_is_W620",
     **{c: "isa/test_dma_transpose.py::test_indirect_transpose_rules"
        for c in ("E590", "E591", "E592")},
     "E593": "isa/test_dma_compute.py::test_rmw_rules",

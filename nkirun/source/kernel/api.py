@@ -58,10 +58,13 @@ def require_valid(traced: Traced, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES):
     return bound, diags
 
 
-def run_traced(traced: Traced, bound, inputs=None) -> list:
-    """Execute; the returned tensors' values, in return order."""
+def run_traced(traced: Traced, bound, inputs=None, step=None) -> list:
+    """Execute; the returned tensors' values, in return order. `step`: interpret.execute's
+    (a shadow run: runner/shadow.py)."""
     from nkirun.source.kernel.execute import execute_freeing
-    m = execute_freeing(traced, bound, inputs if inputs is not None else traced.inputs)
+    inputs = inputs if inputs is not None else traced.inputs
+    m = (execute_freeing(traced, bound, inputs) if step is None else
+         execute_freeing(traced, bound, inputs, step=step))
     return [output_array(m, h) for h in traced.outputs]
 
 
@@ -96,13 +99,20 @@ def _structure(structure, arrays):
     return structure
 
 
-def simulate(kernel, target: str | None = None, lnc: int = 1):
+def simulate(kernel, target: str | None = None, lnc: int = 1, shadow: bool = False):
     """`nkirun.simulate(kernel)(*arrays, **kwargs)`: the kernel's return structure, with
-    NumPy arrays for its tensors. `lnc=2`: on the two cores of a logical core (trn2/trn3)."""
+    NumPy arrays for its tensors. `lnc=2`: on the two cores of a logical core (trn2/trn3).
+    shadow=True: a ShadowReport (docs/shadow.md) whose `outputs` is that structure."""
     def call(*args, **kwargs):
         traced = trace_call(kernel, args, kwargs, target, lnc=lnc)
         bound, _ = require_valid(traced)
-        return _structure(traced.structure, run_traced(traced, bound))
+        if not shadow:
+            return _structure(traced.structure, run_traced(traced, bound))
+        from nkirun.runner.shadow import Shadow
+        from nkirun.show.shadow_report import ShadowReport
+        sh = Shadow(bound)
+        arrays = run_traced(traced, bound, step=sh.step)
+        return ShadowReport(sh.rows, _structure(traced.structure, arrays), sh.warnings)
     return call
 
 

@@ -68,19 +68,27 @@ def default_out_dir(spec: str) -> str:
     return os.path.join("out", stem if func is None else f"{stem}_{func}")
 
 
-def run(spec, out_dir, params, max_hbm_bytes=None) -> int:
+def run(spec, out_dir, params, max_hbm_bytes=None, shadow=None) -> int:
+    """`shadow`: (top N, format) for `run --shadow` (runner/shadow.py)."""
     from nkirun.runner.outputs import write_outputs
     from nkirun.show.render import plural, print_diagnostics
     from nkirun.source.kernel.api import run_traced
     traced = _traced(spec, params)
     bound, diags = _require_valid(spec, traced, max_hbm_bytes)
+    sh = None
+    if shadow is not None:
+        from nkirun.runner.shadow import Shadow
+        sh = Shadow(bound)
     try:
-        arrays = run_traced(traced, bound)
+        arrays = run_traced(traced, bound, step=sh.step if sh is not None else None)
     except NkirunError as e:
         raise relocate(e, spec) from None
     print_diagnostics([d for d in diags if not d.is_error], (), sys.stderr)
     result = {f"out{i}": a for i, a in enumerate(arrays)}
     written = write_outputs(result, out_dir or default_out_dir(spec)) if result else []
+    if sh is not None:
+        from nkirun.show.shadow_report import kernel_shadow_output
+        return kernel_shadow_output(spec, traced, sh, result, written, *shadow)
     click.echo(f"{spec}: {plural(len(traced.program.instructions), 'instruction')} executed, "
                f"{plural(len(written), 'output')} written")
     for (key, arr), handle, path in zip(result.items(), traced.outputs, written):

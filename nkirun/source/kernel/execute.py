@@ -24,8 +24,9 @@ def live_ranges(bound) -> tuple[dict, dict]:
     return first, last
 
 
-def execute_freeing(traced, bound, inputs, observe=None):
-    """Execute; `observe(b, m)` (optional) is called after each instruction."""
+def execute_freeing(traced, bound, inputs, observe=None, step=None):
+    """Execute; `observe(b, m)` (optional) is called after each instruction; `step`:
+    interpret.execute's (run --shadow)."""
     from nkirun.runner.interpret import execute
     program = traced.program
     order = bound
@@ -69,4 +70,7 @@ def execute_freeing(traced, bound, inputs, observe=None):
             buffers[t.name] = np.zeros(t.shape, t.dtype.np_type)
             written[t.name] = np.zeros(t.shape, bool)
 
-    return execute(replace(program, tensors=upfront), bound, inputs, after_each)
+    program = replace(program, tensors=upfront)
+    if step is None:
+        return execute(program, bound, inputs, after_each)
+    return execute(program, bound, inputs, after_each, step=step)  # run --shadow

@@ -1,0 +1,330 @@
+"""`run --shadow`: the program as written and, in the same pass, a float32 shadow of it.
+
+Every instruction executes twice: on the real machine (tensors in their declared dtypes)
+and on a shadow machine where every float tensor is float32 and nothing is rounded to a
+narrower type. The shadow's write also yields a *probe*: the value the instruction would
+have stored had its inputs been the shadow's (exact) ones, rounded as written (its
+`dtype=` and its destination's dtype). Comparing gives, per instruction (docs/shadow.md):
+
+* carried error: real output vs shadow output (what the output holds after everything
+  before it and the instruction itself);
+* added error: probe vs shadow output (what this instruction alone contributes when every
+  earlier instruction was exact).
+
+The seam into runner/interpret.py is its `step` argument: `Shadow.step(b, m)` runs the
+shadow and then the real instruction. Nothing here names an instruction.
+
+Readings:
+- Shadowed tensors: float tensors in one value per element (float32/tfloat32/bfloat16/
+  float16/fp8). Integer tensors, the MX types and any tensor some instruction reads or
+  writes through a view of another dtype (a bit reinterpretation) keep their dtype in the
+  shadow too (they are still compared: an index computed from shadow data may differ).
+- A tensor enters the shadow at its first use, upcast from the real machine's contents
+  (initial data, --input, or storage a kernel just allocated), before either runs it.
+- The shadow follows the real run's "which elements hold data" (for NKI's auto-accumulate
+  in PSUM) and keeps its own accumulator registers and PRNG state: same instructions, same
+  semantics, only in float32. It reports no run-time errors of its own: E090 and friends
+  come from the real run. If the shadow alone fails (e.g. a gather index that only the
+  shadow's values put out of bounds), W620 says so and the shadow stops there.
+- The added error assumes an instruction computes in float32 from its inputs and rounds
+  only when it stores (nkirun's model of every engine, hw/dtypes.py): the probe is the
+  shadow's stored value passed through the instruction's output casts.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from nkirun.diagnostics import NkirunError, warning
+from nkirun.hw import dtypes as dt
+from nkirun.runner.machine import Machine, select_into
+from nkirun.runner.shadow_metrics import (
+    Row,
+    WriteStats,
+    as_f32,
+    compare,
+    rounded_f32,
+    stored,
+)
+from nkirun.source.operands import Resolved
+
+F32 = np.dtype(np.float32)
+
+
+def shadowed_dtype(d: dt.DType) -> bool:
+    """Whether a tensor of this dtype is kept in float32 in the shadow."""
+    return d.is_float and d.packed == 1 and d.name != "float8_e8m0fnu"
+
+
+def touched(b) -> tuple[str, ...]:
+    """Names of the tensors instruction b reads or writes (index tensors included)."""
+    acc = b.accesses()  # (computed once per Operands, checker/bound.py)
+    return tuple(dict.fromkeys(r.decl.name for _, r in acc.reads + acc.writes))
+
+
+def reinterpreted(bound) -> set[str]:
+    """Tensors some instruction views as another dtype (their bytes, not their values)."""
+    out = set()
+    for b in bound:
+        acc = b.accesses()
+        for _, r in acc.reads + acc.writes:
+            if r.ap is not None and r.ap.dtype.name != r.decl.dtype.name:
+                out.add(r.decl.name)
+    return out
+
+
+class ShadowMachine(Machine):
+    """The float32 machine. Its `written` is the real machine's (shared, never changed
+    here); shadowed tensors are float32 arrays of the declared shape."""
+
+    def __init__(self, real: Machine, keep_dtype: set[str]):
+        super().__init__({}, real.written)
+        self.real = real
+        self.keep_dtype = keep_dtype
+        self.shadowed: set[str] = set()
+        # per store of the current instruction: (Resolved, the values stored here, the
+        # probe: what the real dtypes would keep of them, mask, whether the store rounds)
+        self.records: list = []
+        self.probing = True  # False while the real run's inputs equal the shadow's
+
+    def enter(self, name: str) -> None:
+        """Bring tensor `name` in from the real machine (first use)."""
+        src = self.real.buffers[name]
+        if name not in self.keep_dtype and _is_float_storage(src):
+            self.buffers[name] = src.astype(F32, copy=True)
+            self.shadowed.add(name)
+        else:
+            self.buffers[name] = src.copy()
+
+    def view(self, r: Resolved) -> np.ndarray:
+        name = r.decl.name
+        if name not in self.shadowed or r.ap is None or r.ap.indirect is not None:
+            return super().view(r)
+        s = r.ap  # a strided pattern over float32 storage: scale the byte steps
+        k = F32.itemsize // s.dtype.itemsize  # (its own dtype: reinterpreted ones stay real)
+        buf = self.buffers[name]
+        a = np.ndarray(s.shape, F32, buffer=buf, offset=s.byte_offset * k,
+                       strides=tuple(x * k for x in s.byte_strides))
+        if s.overlapping:
+            a.flags.writeable = False
+        return a.reshape(r.shape) if s.shape != r.shape else a
+
+    def _typed_flat(self, r: Resolved) -> np.ndarray:
+        if r.decl.name not in self.shadowed:
+            return super()._typed_flat(r)
+        return self.buffers[r.decl.name].reshape(-1)  # element k of the real dtype = k here
+
+    def _check_defined(self, r, rows=None) -> None:
+        return None  # undefined reads are the real run's errors (E090)
+
+    def _mark_written(self, r, mask) -> None:
+        return None  # `written` is the real machine's
+
+    def direct_view(self, r, shape):
+        return None  # every store goes through write(), which records the probe
+
+    def write(self, r: Resolved, values, out_dtype=None, mask=None) -> None:
+        v = np.asarray(values)
+        if r.decl.name not in self.shadowed:
+            super().write(r, v, out_dtype, mask)
+            stored = self.view(r)
+            self.records.append((r, stored, stored, mask, True))
+            return
+        rounds = r.dtype.name != "float32" or (out_dtype is not None
+                                               and out_dtype.name != "float32")
+        # (with the real run's inputs equal to these, the real stores are the probe)
+        probe = rounded_f32(v, out_dtype, r.dtype) if rounds and self.probing else None
+        dst = self.view(r)
+        v32 = as_f32(v)
+        if v32.shape != dst.shape:
+            v32 = (np.broadcast_to(v32, dst.shape) if v32.size != dst.size
+                   else v32.reshape(dst.shape))
+        if mask is None:
+            np.copyto(dst, v32)
+        else:
+            np.copyto(dst, v32, where=mask if mask.shape == dst.shape else mask.reshape(dst.shape))
+        if r.ap is not None and r.ap.indirect is not None:
+            self._scatter(r, dst, mask)
+        self.records.append((r, v32, v32 if probe is None else probe, mask,
+                             rounds or v.dtype.kind != "f"))
+
+    def write_select(self, r, cond, on_true, on_false, out_dtype=None, mask=None, regular=None):
+        out = np.empty(np.broadcast_shapes(cond.shape, on_true.shape), on_true.dtype)
+        select_into(out, cond, on_true, on_false, regular)
+        self.write(r, out.reshape(r.shape), out_dtype, mask)
+        return out
+
+
+def _is_float_storage(a: np.ndarray) -> bool:
+    d = dt.from_numpy(a.dtype)
+    return d is not None and shadowed_dtype(d)
+
+
+class TwoCores:
+    """The shadow of a two-core program (runner/cores.py): each core's own accumulator
+    registers and PRNG state, swapped in as its instructions come up, and the tile a
+    sendrecv receives, read from the shadow's sender before either side of the pair
+    writes."""
+
+    def __init__(self, bound):
+        self.pairs: dict = {}
+        self.on = any(getattr(b.inst, "core", None) for b in bound)
+        if not self.on:
+            return
+        from nkirun.checker.cores import sync_order
+        from nkirun.runner import cores
+        self.cores = cores
+        for step in sync_order(bound).steps:
+            pair = step if isinstance(step, tuple) else (step,)
+            if pair[0].op == "sendrecv":
+                for b in pair:
+                    self.pairs[b.index] = pair
+        self.state: list = []
+        self.current = None
+
+    def reads(self, b) -> list[str]:
+        """The tensors b's result depends on: its reads, and for a sendrecv its partner's
+        (the tile it receives)."""
+        pair = self.pairs.get(b.index, (b,))
+        return [r.decl.name for other in pair for _, r in other.accesses().reads]
+
+    def prepare(self, b, s: Machine) -> None:
+        if not self.on:
+            return
+        if not self.state:
+            self.state = [self.cores._fresh(s), self.cores._fresh(s)]
+            s.inbox = {}
+        core = b.inst.core
+        if core != self.current:
+            if self.current is not None:
+                self.cores._save(s, self.state[self.current])
+            self.cores._load(s, self.state[core])
+            self.current = core
+        pair = self.pairs.get(b.index)
+        if pair is not None and b is pair[0]:  # both sources, before either is written
+            for name in (n for other in pair for n in touched(other)):
+                if name not in s.buffers and name in s.real.buffers:
+                    s.enter(name)
+            self.cores._deliver(pair, s)
+
+
+def same_registers(m: Machine, s: Machine) -> bool:
+    """Whether the engines' state an instruction may read besides its tensors (accumulator
+    registers, PRNG states, virtual registers) is the same on both machines."""
+    for a, c in ((m.vector_acc, s.vector_acc), (m.scalar_acc, s.scalar_acc)):
+        if not (np.array_equal(a.value, c.value, equal_nan=True)
+                and np.array_equal(a.defined, c.defined)):
+            return False
+    if getattr(m, "registers", None) != getattr(s, "registers", None):  # (nki.isa.register_*)
+        return False
+    pm, ps = getattr(m, "prng", None) or {}, getattr(s, "prng", None) or {}
+    return pm.keys() == ps.keys() and all(np.array_equal(pm[k].state, ps[k].state) for k in pm)
+
+
+class Spy:
+    """The real machine as an instruction sees it, with its stores counted (overflow,
+    underflow, NaN, fp8 saturation: the values before and after the output cast)."""
+
+    def __init__(self, m: Machine, stats: WriteStats):
+        object.__setattr__(self, "_m", m)
+        object.__setattr__(self, "_stats", stats)
+
+    def __getattr__(self, name):
+        return getattr(self._m, name)
+
+    def __setattr__(self, name, value):  # e.g. the PRNG registers live on the machine
+        setattr(self._m, name, value)
+
+    def read(self, r, rows=None):
+        x = self._m.read(r, rows)
+        self._stats.inputs.append(x)
+        return x
+
+    def read_f32(self, r, rows=None):
+        return dt.to_f32(self.read(r, rows))
+
+    def direct_view(self, r, shape):
+        return None
+
+    def write(self, r, values, out_dtype=None, mask=None) -> None:
+        v = np.asarray(values)
+        if v.dtype.kind in "fiu" and r.dtype.is_float and r.dtype.packed == 1:
+            if v.dtype.kind != "f":
+                v = v.astype(np.float64)
+            post, post32 = stored(v, out_dtype, r.dtype)
+            self._stats.count(r, v, post, out_dtype, r.dtype, mask, post32)
+            self._m.write(r, post, None, mask)
+        else:
+            self._m.write(r, v, out_dtype, mask)
+
+    def write_select(self, r, cond, on_true, on_false, out_dtype=None, mask=None, regular=None):
+        return ShadowMachine.write_select(self, r, cond, on_true, on_false, out_dtype, mask,
+                                          regular)
+
+
+class Shadow:
+    """Runs the shadow alongside interpret.execute (pass `step=shadow.step`) and collects
+    one Row per instruction; `on_row(row)` is called as each one finishes (--trace)."""
+
+    def __init__(self, bound, on_row=None):
+        self.keep_dtype = reinterpreted(bound)
+        self.rows: list[Row] = []
+        self.warnings: list = []
+        self.machine: ShadowMachine | None = None
+        self.on_row = on_row
+        self._previous = ()  # tensors the previous instruction touched
+        self.dirty: set[str] = set()  # tensors whose shadow values may differ from the real
+        self._stopped = False
+        self.pool: dict = {}  # scratch arrays for the comparisons, freed with the Shadow
+        self.cores = TwoCores(bound)  # a two-core program: per-core registers, sendrecv
+
+    def step(self, b, m: Machine) -> None:
+        if self._stopped:
+            b.spec.execute(b, m)
+            return
+        s = self.machine
+        if s is None:
+            s = self.machine = ShadowMachine(m, self.keep_dtype)
+        for name in self._previous:  # a kernel frees storage after its last use
+            if name not in m.buffers:
+                s.buffers.pop(name, None)
+                s.shadowed.discard(name)
+        names = self._previous = touched(b)
+        for name in names:
+            if name not in s.buffers and name in m.buffers:
+                s.enter(name)
+        self.cores.prepare(b, s)
+        s.looped = m.looped  # (runtime loops: which instructions repeat, runner/registers.py)
+        s.current, s.records = b, []
+        exact = same_registers(m, s) and not any(  # (before either runs b)
+            name in self.dirty for name in self.cores.reads(b))
+        s.probing = not exact
+        try:
+            b.spec.execute(b, s)
+        except NkirunError as e:
+            self._stop(b, e)
+            b.spec.execute(b, m)
+            return
+        stats = WriteStats(pool=self.pool)
+        b.spec.execute(b, Spy(m, stats))
+        row = compare(b, m, s, s.records, stats, exact, self.dirty)
+        self.rows.append(row)
+        if self.on_row is not None:
+            self.on_row(row)
+
+    def _stop(self, b, e: NkirunError) -> None:
+        self._stopped = True
+        why = e.diagnostics[0].message if e.diagnostics else str(e)
+        self.warnings.append(warning(
+            "W620", f"{b.op}: the float32 shadow failed here and stopped ({why}); the "
+            "report covers the instructions before it", b.loc(), b.index,
+            hint="the shadow's values differ enough to change what this instruction does "
+                 "(an index or a bound computed from data); the real run went on"))
+
+
+def execute_shadowed(program, bound, inputs=None, after_each=None, uninitialized="error",
+                     on_row=None):
+    """interpret.execute with a shadow: (the real machine, the Shadow with its rows)."""
+    from nkirun.runner.interpret import execute
+    shadow = Shadow(bound, on_row)
+    m = execute(program, bound, inputs, after_each, uninitialized, step=shadow.step)
+    return m, shadow

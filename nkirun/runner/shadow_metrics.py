@@ -1,0 +1,368 @@
+"""The numbers of a shadow run (runner/shadow.py): errors between two versions of what one
+instruction stored, and the events of its output casts.
+
+Readings (docs/shadow.md):
+- abs error = |value - shadow|. Equal values (the same infinity included) and NaN against
+  NaN count as 0; a NaN or an infinity against anything else counts as infinite error.
+- rel error = abs error / max(|shadow|, smallest normal of the output dtype) (1 for
+  integers), so an exact zero does not divide by zero.
+- ULP error = abs error / the spacing of the output dtype at |shadow| (at least its
+  smallest subnormal step; 1 for integers): "how many representable steps apart".
+- The peak is the element with the largest abs error (the first one on ties), as tensor
+  coordinates of the tensor the instruction wrote.
+- store error = the largest |stored - computed| of the real run's stores: what this
+  instruction's output casts lost on the values it really computed (0 for a copy of values
+  its destination's dtype already holds exactly).
+- overflow: finite values the output cast turned into +-inf; underflow: nonzero values it
+  turned into 0; fp8 saturation: finite values beyond the largest finite value of an fp8
+  type they were cast to (nkirun's cast then gives inf; hardware may clamp: the value is
+  lost either way); NaN born: NaNs stored beyond the NaNs the instruction read (exact when
+  it read none, a lower bound otherwise). All counted in the real run.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import ml_dtypes
+import numpy as np
+
+from nkirun.hw import dtypes as dt
+
+FP8 = ("float8_e4m3", "float8_e5m2")
+
+
+def real_cast(v: np.ndarray, out_dtype, dst) -> np.ndarray:
+    """What Machine.write stores for `v`: cast to `dtype=` (when it differs), then to dst."""
+    if out_dtype is not None and out_dtype.np_type != dst.np_type:
+        v = dt.cast(v, out_dtype)
+    return dt.cast(v, dst)
+
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+
+
+def as_f32(a) -> np.ndarray:
+    """a as float32 values (bfloat16 by moving its bits: far faster than ml_dtypes' cast)."""
+    a = np.asarray(a)
+    if a.dtype == BF16:
+        wide = np.ascontiguousarray(a).view(np.uint16).astype(np.uint32)
+        np.left_shift(wide, 16, out=wide)
+        return wide.view(np.float32)
+    return a.astype(np.float32, copy=False)
+
+
+def rounded_f32(v: np.ndarray, out_dtype, dst) -> np.ndarray:
+    """real_cast(v, out_dtype, dst) as float32 values: the value the real run would store.
+    float32 -> bfloat16 is rounded to nearest even on the bits (as ml_dtypes does)."""
+    if v.dtype == np.float32 and dst.name == "bfloat16" and (
+            out_dtype is None or out_dtype.name in ("float32", "bfloat16")):
+        bits = np.ascontiguousarray(v).view(np.uint32)
+        out = (bits >> 16) & np.uint32(1)
+        out += bits
+        out += np.uint32(0x7FFF)
+        out &= np.uint32(0xFFFF0000)
+        r = out.view(np.float32)
+        if np.isnan(v.max() if v.size else 0):  # NaN stays NaN (quiet), whatever its payload
+            nan = np.isnan(v)
+            out[nan] = (bits[nan] | np.uint32(0x00400000)) & np.uint32(0xFFFF0000)
+        return r.reshape(v.shape)
+    return as_f32(real_cast(v, out_dtype, dst))
+
+
+def stored(v: np.ndarray, out_dtype, dst) -> tuple[np.ndarray, np.ndarray | None]:
+    """(what Machine.write would store for v, the same as float32 values or None): the
+    common float32 -> bfloat16 store rounded on the bits (bit-identical to ml_dtypes' cast,
+    tests/runner/test_shadow.py, and much faster), others through real_cast."""
+    if v.dtype == np.float32 and dst.name == "bfloat16" and (
+            out_dtype is None or out_dtype.name in ("float32", "bfloat16")):
+        post32 = rounded_f32(v, out_dtype, dst)
+        post = (post32.view(np.uint32) >> np.uint32(16)).astype(np.uint16).view(BF16)
+        return post, post32
+    return real_cast(v, out_dtype, dst), None
+
+
+@dataclass
+class _Format:
+    nmant: int
+    tiny: float  # smallest normal
+    step: float  # smallest subnormal step
+
+
+_FORMATS: dict[str, _Format] = {}
+
+
+def fmt(d) -> _Format:
+    f = _FORMATS.get(d.name)
+    if f is None:
+        if d.is_float and d.packed == 1:
+            info = ml_dtypes.finfo(d.np_type)
+            nmant = 10 if d.name == "tfloat32" else int(info.nmant)
+            f = _Format(nmant, float(info.tiny), float(np.ldexp(1.0, int(info.minexp) - nmant)))
+        else:
+            f = _Format(0, 1.0, 1.0)
+        _FORMATS[d.name] = f
+    return f
+
+
+@dataclass
+class Err:
+    abs: float = 0.0
+    rel: float = 0.0
+    ulp: float = 0.0
+    at: int = -1  # flat index of the abs peak in the compared arrays (-1: no element)
+
+
+
+def merged(old: Err, new: Err) -> Err:
+    """Two stores' errors as one: the peak (abs and where) of the worse one (`new` itself
+    when it is that one) and the largest rel and ULP of both."""
+    if new.abs > old.abs or (old.at < 0 and new.at >= 0):
+        new.rel, new.ulp = max(new.rel, old.rel), max(new.ulp, old.ulp)
+        return new
+    old.rel, old.ulp = max(new.rel, old.rel), max(new.ulp, old.ulp)
+    return old
+
+
+def scratch(pool: dict, n: int, dtype, k: int = 0) -> np.ndarray:
+    """Reusable work array k of n elements from `pool` (one per shadow run: fresh large
+    arrays cost page faults that dominate these few cheap passes; results are scalars)."""
+    key = (np.dtype(dtype).str, k)
+    a = pool.get(key)
+    if a is None or a.size < n:
+        a = pool[key] = np.empty(max(n, 1), dtype)
+    return a[:n]
+
+
+def errors(xs: list, ref: np.ndarray, d, pool: dict | None = None) -> list[Err]:
+    """abs/rel/ULP error of each x in xs against ref (same size), measured in dtype d (the
+    rel and ULP denominators, which depend on ref alone, computed once for all)."""
+    n = ref.size
+    if n == 0:
+        return [Err() for _ in xs]
+    floating = d.is_float and d.packed == 1
+    wide = np.dtype(np.float32 if floating else np.float64)
+    ref = np.asarray(ref).reshape(-1)
+    if ref.dtype != wide:
+        ref = ref.astype(wide)
+    f, scales, out, pool = fmt(d), None, [], {} if pool is None else pool
+    diff, work = scratch(pool, n, wide, 0), scratch(pool, n, wide, 1)
+    for x in xs:
+        top, at = _abs_errors(np.asarray(x).reshape(-1), ref, diff, wide)
+        if top == 0:
+            out.append(Err(0.0, 0.0, 0.0, 0))
+            continue
+        if scales is None:
+            scales = _scales(ref, f, wide, n, pool)
+        np.divide(diff, scales[0], out=work)
+        rel = float(work.max())
+        ulp = float(top)
+        if scales[1] is not None:
+            np.divide(diff, scales[1], out=work)
+            ulp = float(work.max())
+        out.append(Err(float(top), rel, ulp, at))
+    return out
+
+
+def _abs_errors(x, ref, diff, wide) -> tuple[float, int]:
+    """diff = |x - ref| (equal values and NaN against NaN: 0; other NaN/inf: inf); its
+    maximum and where."""
+    if x.dtype == BF16:
+        x = as_f32(x)
+    np.subtract(x, ref, out=diff, casting="unsafe")
+    np.abs(diff, out=diff)
+    at = int(np.argmax(diff))  # (the first NaN, if any)
+    top = diff[at]
+    if not np.isfinite(top):
+        xw = x.astype(wide, copy=False)
+        same = (xw == ref) | (np.isnan(xw) & np.isnan(ref))
+        diff[same] = 0
+        diff[np.isnan(diff)] = np.inf
+        at = int(np.argmax(diff))
+        top = diff[at]
+    return top, at
+
+
+def _scales(ref, f: _Format, wide, n: int, pool: dict):
+    """The rel denominator max(|ref|, tiny) and the ULP one (the dtype's spacing at |ref|:
+    the power of two of its exponent bits over 2^nmant, at least the subnormal step)."""
+    rel = scratch(pool, n, wide, 2)
+    np.abs(ref, out=rel)
+    np.maximum(rel, wide.type(f.tiny), out=rel)
+    if not f.nmant:
+        return rel, None
+    ulp = scratch(pool, n, np.float32, 3)
+    np.bitwise_and(ref.view(np.uint32), np.uint32(0x7F800000), out=ulp.view(np.uint32))
+    np.multiply(ulp, np.float32(np.ldexp(1.0, -f.nmant)), out=ulp)
+    np.maximum(ulp, np.float32(f.step), out=ulp)
+    return rel, ulp
+
+
+@dataclass
+class WriteStats:
+    """What the real run's stores of one instruction did at their output casts."""
+
+    inputs: list = field(default_factory=list)  # the arrays it read (for NaN born)
+    overflow: int = 0
+    underflow: int = 0
+    fp8_saturated: int = 0
+    nan_written: int = 0
+    nan_read: int | None = None
+    store_abs: float = 0.0  # the largest |stored - computed| (what the casts lost)
+    real32: dict = field(default_factory=dict)  # id(Resolved) -> stored values, float32
+    pool: dict = field(default_factory=dict)  # scratch arrays (the run's)
+
+    def count(self, r, pre: np.ndarray, post: np.ndarray, out_dtype, dst, mask,
+              post32: np.ndarray | None = None) -> None:
+        """One store of values `pre` (as computed) kept as `post` (as stored) into r
+        (`post32`: post as float32 values, when already known)."""
+        if mask is not None:
+            if mask.size != pre.size:
+                return self.count(r, pre, post, out_dtype, dst, None, post32)
+            sel = mask.reshape(pre.shape)
+            pre, post = pre[sel], np.asarray(post)[sel]
+            post32 = None if post32 is None else post32[sel]
+        post32 = as_f32(post) if post32 is None else post32
+        if mask is None and (r.ap is None or r.ap.indirect is None):
+            self.real32[id(r)] = post32  # what the real run holds there (no 2nd conversion)
+        if dst.name == "float32" and (out_dtype is None or out_dtype.name == "float32"):
+            if post32.size and np.isnan(post32.max()):  # nothing to round: only NaNs
+                self._nans(post32)
+            return
+        n = post32.size
+        lost = scratch(self.pool, n, np.float32, 2).reshape(post32.shape)
+        np.subtract(post32, pre, out=lost, casting="unsafe")
+        np.abs(lost, out=lost)
+        top = lost.max() if n else 0.0
+        if not np.isfinite(top):
+            self._nans(post32)
+            self.overflow += int(np.count_nonzero(np.isinf(post32) & np.isfinite(pre)))
+            lost[(post32 == pre) | np.isnan(post32) & np.isnan(pre)] = 0
+            lost[np.isnan(lost)] = np.inf
+            top = lost.max()
+        self.store_abs = max(self.store_abs, float(top))
+        zeros_post = n - np.count_nonzero(post32)
+        if zeros_post:  # a zero computed stays zero: the others underflowed
+            self.underflow += int(zeros_post - (pre.size - np.count_nonzero(pre)))
+        fp8 = [t for t in (out_dtype, dst) if t is not None and t.name in FP8]
+        if fp8:
+            big = np.abs(pre) > float(ml_dtypes.finfo(fp8[0].np_type).max)
+            self.fp8_saturated += int(np.count_nonzero(big & np.isfinite(pre)))
+        return None
+
+    def _nans(self, post32: np.ndarray) -> None:
+        nan = int(np.count_nonzero(np.isnan(post32)))
+        if nan and self.nan_read is None:  # the inputs, before this first NaN store
+            self.nan_read = sum(int(np.count_nonzero(np.isnan(as_f32(a))))
+                                for a in self.inputs if a.dtype.kind == "f" or a.dtype == BF16
+                                or "float8" in a.dtype.name)
+        self.nan_written += nan
+
+    @property
+    def nan_born(self) -> int:
+        return max(0, self.nan_written - (self.nan_read or 0))
+
+
+@dataclass
+class Row:
+    """The shadow report of one instruction."""
+
+    instruction: int
+    op: str
+    engine: str
+    file: str
+    line: int
+    column: int
+    carried: Err
+    added: Err
+    tensor: str | None = None  # where the carried error peaks
+    index: tuple | None = None
+    dtype: str | None = None
+    value: float | None = None  # the real and the shadow value there
+    shadow: float | None = None
+    added_tensor: str | None = None
+    added_index: tuple | None = None
+    overflow: int = 0
+    underflow: int = 0
+    nan_born: int = 0
+    fp8_saturated: int = 0
+    store_abs: float = 0.0  # the real run: what its output casts lost (max abs)
+
+
+def coords(r, flat: int, m=None) -> tuple[int, ...]:
+    """Tensor coordinates of element `flat` of view r (in r.shape order); `m`: the machine
+    whose index values place an indirect view's elements."""
+    if r.ap is not None:
+        from nkirun.source.access import static_offsets
+        off = (m.indirect_rows(r)[0] if r.ap.indirect is not None and m is not None
+               else static_offsets(r))
+        at = int(np.asarray(off).reshape(-1)[flat]) // r.decl.dtype.itemsize
+        return tuple(int(i) for i in np.unravel_index(at, r.decl.shape))
+    index = tuple(r.np_index) + (slice(None),) * (len(r.decl.shape) - len(r.np_index))
+    sel_shape = tuple(c for (_, c, _), ix in zip(r.box, index) if isinstance(ix, slice))
+    inner = iter(int(i) for i in np.unravel_index(flat, sel_shape)) if sel_shape else iter(())
+    return tuple(int(ix) if not isinstance(ix, slice) else s + next(inner) * t
+                 for (s, _, t), ix in zip(r.box, index))
+
+
+def _picked(a, sel, shape=None) -> np.ndarray:
+    """a flattened (broadcast to `shape` first when it is smaller), the selected elements."""
+    a = np.asarray(a)
+    if shape is not None and a.size != int(np.prod(shape)):
+        a = np.broadcast_to(a, shape)
+    a = a.reshape(-1)
+    return a if sel is None else a[sel]
+
+
+def compare(b, m, s, records, stats: WriteStats, exact_inputs: bool = False,
+            dirty: set | None = None) -> Row:
+    """The Row of instruction b: its stores on the real machine m against the shadow s.
+
+    `exact_inputs`: every tensor b read holds the same values in both runs. Then a store
+    that rounds nothing (float32 in, float32 out) is exact, and a rounding store's real
+    value is its probe (carried = added): the shortcuts that keep the shadow cheap.
+    `dirty` (tensor names whose shadow differs) is updated from what b stored.
+    """
+    loc = b.loc()
+    row = Row(b.index, b.op, b.engine, loc.file, loc.line, loc.column, Err(), Err())
+    dirty = set() if dirty is None else dirty
+    for r, stored, probe, mask, rounds in records:
+        if r.dtype.packed > 1:
+            dirty.add(r.decl.name)
+            continue  # x4-packed MX data: not compared (its elements are not numbers)
+        if exact_inputs and (not rounds or stats.store_abs == 0 and r.decl.name in s.shadowed):
+            # same inputs, and nothing rounded (or the real stores lost nothing): exact
+            row.carried, row.added = merged(row.carried, Err(at=0)), merged(row.added, Err(at=0))
+            if mask is None and r.is_whole:
+                dirty.discard(r.decl.name)
+            continue
+        real = stats.real32.get(id(r))
+        real = m.view(r) if real is None or real.size != r.size else real
+        shadow = np.asarray(stored).reshape(r.shape)
+        sel = mask.reshape(-1) if mask is not None and mask.size == shadow.size else None
+        added_too = rounds and not exact_inputs
+        both = errors([_picked(real, sel)] + ([_picked(probe, sel, r.shape)] if added_too
+                                               else []), _picked(shadow, sel), r.dtype,
+                      stats.pool)
+        c = both[0]
+        a = both[1] if added_too else Err(c.abs, c.rel, c.ulp, c.at) if exact_inputs \
+            else Err(at=0)
+        if c.abs > 0:
+            dirty.add(r.decl.name)
+        elif mask is None and r.is_whole:
+            dirty.discard(r.decl.name)
+
+        def where(k: int, sel=sel) -> int:  # the view position of the k-th compared element
+            return k if sel is None else int(np.flatnonzero(sel)[k])
+        row.added = merged(row.added, a)
+        if row.added is a and a.abs > 0:
+            row.added_tensor, row.added_index = r.decl.name, coords(r, where(a.at), m)
+        row.carried = merged(row.carried, c)
+        if row.carried is c and c.abs > 0:
+            k = where(c.at)
+            row.tensor, row.index, row.dtype = r.decl.name, coords(r, k, m), r.dtype.name
+            row.value = float(np.asarray(real).reshape(-1)[k])
+            row.shadow = float(shadow.reshape(-1)[k])
+    row.overflow, row.underflow = stats.overflow, stats.underflow
+    row.nan_born, row.fp8_saturated = stats.nan_born, stats.fp8_saturated
+    row.store_abs = stats.store_abs
+    return row
