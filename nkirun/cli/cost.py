@@ -9,8 +9,12 @@ import click
 from nkirun.cli.common import (EXIT_OK, _debug_option, _echo_json, _fmt_option, _guard,
                                _kernel_params, _program_format_option, _target_option)
 from nkirun.diagnostics import NkirunError
+from nkirun.hw.targets import TARGETS
 from nkirun.source.kernel.cli import kernel_options, no_kernel_options
 from nkirun.source.kernel.loader import is_kernel_path
+
+
+TARGET_NAMES = tuple(TARGETS)
 
 
 @click.command(short_help="Estimate cycles and the multi-engine schedule of a program.")
@@ -27,6 +31,13 @@ from nkirun.source.kernel.loader import is_kernel_path
               help="instruction-table rows in text output (0: all)")
 @click.option("--width", type=click.IntRange(60, 400), default=None, metavar="COLUMNS",
               help="text width [default: the terminal's, 100 when piped]")
+@click.option("--compare", "compare_with", type=click.Path(dir_okay=False), default=None,
+              metavar="PROGRAM",
+              help="what-if: compare with this program or kernel (side by side)")
+@click.option("--compare-target", type=click.Choice(TARGET_NAMES), default=None,
+              help="what-if: compare with the same (or --compare) program on this target")
+@click.option("--compare-shape", "compare_shapes", multiple=True, metavar="NAME=DTYPE[D0,...]",
+              help="what-if: the compared kernel's --shape values instead, repeatable")
 @click.option("--trip", "trip", multiple=True, metavar="NAME=N",
               help="assume runtime loop NAME runs N iterations each time it is entered "
                    "(stated in the report); without it a loop's count comes from running "
@@ -37,6 +48,7 @@ from nkirun.source.kernel.loader import is_kernel_path
 @_guard
 # long: a click command: its help text, the kernel dispatch and the report
 def cost(program, fmt, target, trace_out, view, max_rows, width, program_format, debug,
+         compare_with=None, compare_target=None, compare_shapes=(),
          inputs=(), kernel_args=(), kernel_shapes=(), grid=None, lnc=None, trip=()):
     """Estimate cycles per instruction and the multi-engine schedule of PROGRAM.
 
@@ -53,18 +65,28 @@ def cost(program, fmt, target, trace_out, view, max_rows, width, program_format,
       nkirun cost prog.yaml --view summary,critical
       nkirun cost prog.yaml --target trn1 --format json
       nkirun cost prog.yaml --trace-out trace.json    # open it in ui.perfetto.dev
+      nkirun cost a.yaml --compare b.yaml             # what-if: side by side
+      nkirun cost k.py::f --shape x=float32[128,512] --target trn1 --compare-target trn2
       nkirun cost moe.yaml --trip experts=8          # a runtime loop's trip count
 
     Exit status: 0 ok, 1 invalid program, 2 usage error.
     """
     from nkirun import api
-    from nkirun.schedule import parse_views, render_report, to_json, write_trace
+    from nkirun.schedule import parse_views, render_report, to_json
     try:
         views = parse_views(view)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--view")
     from nkirun.schedule.trips import parse_trips
     trips = parse_trips(trip)
+    if compare_with or compare_target or compare_shapes:
+        if trace_out:
+            raise click.UsageError("--trace-out writes one schedule; it cannot be combined "
+                                   "with --compare/--compare-target/--compare-shape")
+        sys.exit(_compare(program, compare_with or program, target, compare_target or target,
+                          kernel_shapes, compare_shapes or kernel_shapes, fmt, width,
+                          program_format, dict(inputs=inputs, args=kernel_args, grid=grid,
+                                               lnc=lnc), trips))
     if is_kernel_path(program):
         from nkirun.source.kernel import commands
         sys.exit(commands.cost(program, fmt, _kernel_params(
@@ -78,25 +100,70 @@ def cost(program, fmt, target, trace_out, view, max_rows, width, program_format,
         p, _ = parse_file(program, program_format)
         e.lines = p.source_lines if p else ()
         raise
-    if trace_out == "":
-        raise click.BadParameter("an empty file name; give a file, or - for standard "
-                                 "output", param_hint="--trace-out")
-    if trace_out:
-        try:
-            where = write_trace(sched, trace_out)
-        except OSError as e:
-            from nkirun.diagnostics import error
-            raise NkirunError(error("E080", f"--trace-out: cannot write {trace_out}: "
-                                    f"{e.strerror or e}"))
-        click.echo(f"wrote the Perfetto trace to {where} (open it in ui.perfetto.dev)",
-                   err=True)
-        if trace_out == "-":  # standard output carries the trace alone
-            sys.exit(EXIT_OK)
+    if _write_trace(sched, trace_out):  # standard output carries the trace alone
+        sys.exit(EXIT_OK)
     if fmt == "json":
         _echo_json(to_json(sched, views))
     else:
         render_report(sched, width=width, views=views, max_rows=max_rows)
     sys.exit(EXIT_OK)
+
+
+def _write_trace(sched, trace_out) -> bool:
+    """Write the Perfetto trace when asked; True when it went to standard output."""
+    from nkirun.schedule import write_trace
+    if trace_out == "":
+        raise click.BadParameter("an empty file name; give a file, or - for standard "
+                                 "output", param_hint="--trace-out")
+    if not trace_out:
+        return False
+    try:
+        where = write_trace(sched, trace_out)
+    except OSError as e:
+        from nkirun.diagnostics import error
+        raise NkirunError(error("E080", f"--trace-out: cannot write {trace_out}: "
+                                f"{e.strerror or e}"))
+    click.echo(f"wrote the Perfetto trace to {where} (open it in ui.perfetto.dev)", err=True)
+    return trace_out == "-"
+
+
+def _schedule_of(program, target, shapes, program_format, kp, trips):
+    """The schedule of a program file or a KERNEL.py::FUNCTION on `target` (runtime loops
+    counted as `nkirun cost` counts them: --trip, else a run on the --input data)."""
+    from nkirun import api
+    if is_kernel_path(program):
+        from nkirun.schedule import schedule
+        from nkirun.schedule.trips import expand
+        from nkirun.source.kernel import commands
+        from nkirun.source.kernel.execute import execute_freeing
+        params = _kernel_params(kp["inputs"], shapes, kp["args"], kp["grid"], kp["lnc"], target)
+        traced = commands._traced(program, params)
+        bound, _ = commands._require_valid(program, traced)
+        seq, loops = expand(traced.program, bound, trips, lambda observe: execute_freeing(
+            traced, bound, traced.inputs, observe))
+        sched = schedule(traced.program, seq)
+        sched.loops = loops
+        return sched
+    no_kernel_options(program, kp["args"], shapes or kp["inputs"], kp["grid"], kp["lnc"])
+    return api.cost(program, program_format, target, trips)
+
+
+def _compare(a, b, target_a, target_b, shapes_a, shapes_b, fmt, width, program_format, kp,
+             trips):
+    from nkirun.schedule.compare import compare, render_compare
+    sa = _schedule_of(a, target_a, shapes_a, program_format, kp, trips)
+    sb = _schedule_of(b, target_b, shapes_b, program_format, kp, trips)
+
+    def label(path, s, shapes):
+        name = os.path.basename(path)
+        extra = f" {' '.join(shapes)}" if shapes and shapes_a != shapes_b else ""
+        return f"{name} on {s.target.name}{extra}"
+    c = compare(sa, sb, label(a, sa, shapes_a), label(b, sb, shapes_b))
+    if fmt == "json":
+        _echo_json(c)
+    else:
+        render_compare(c, width=width)
+    return EXIT_OK
 
 
 @click.command(short_help="Convert a program between YAML and the text form.")

@@ -244,15 +244,16 @@ def dma_partitions(b: Bound) -> int:
     return max(on_chip) if on_chip else min(rs[1].partitions, 128)
 
 
-DMA_COST_FORMULA = ("DMA ns: fixed + bytes / (ceil(P/8) queues x B/ns per queue), "
-                    "P = partitions (model: docs/cost.md)")
+DMA_COST_FORMULA = ("DMA ns: latency + the longest engine share (bytes per 8 partitions / "
+                    "B/ns per engine, + a descriptor overhead per contiguous run); "
+                    "model: docs/cost.md")
 
 
 def dma_cycles(b: Bound, target) -> int:
-    """DMA time in nanoseconds (DMA "cycles" are ns): the model of targets.Target.dma_ns,
-    for the larger of the bytes read and written (they differ when the DMA casts)."""
-    nbytes = max(r.size * r.dtype.itemsize for r in (b["src"], b["dst"]))
-    return int(round(target.dma_ns(nbytes, dma_partitions(b))))
+    """A lone transfer's time in nanoseconds (DMA "cycles" are ns): the uncontended time of
+    schedule/dma.py's model (the schedule adds contention for engines and HBM)."""
+    from nkirun.schedule.dma import uncontended_ns
+    return uncontended_ns(b, target)
 
 
 def gather_into(m, dst, values: np.ndarray, pos: np.ndarray) -> None:

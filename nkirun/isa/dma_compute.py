@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nkirun.isa.common import dma_partitions
+from nkirun.isa.common import dma_cycles
 from nkirun.diagnostics import warning
 from nkirun.isa.dma_rules import core_version, indirect_of, is_rmw, rmw_rules, single_column_index
 from nkirun.isa.spec import BOOL, ENUM, NUMBER_LIST, OP, TILE, TILE_LIST, Bound, InstructionDef, \
@@ -131,10 +131,10 @@ def warn_duplicate_rows(b: Bound, m, dst) -> None:
             hint="make the indices unique, or accumulate the duplicates first"))
 
 
-def cycles(b: Bound, target) -> int:
+def streamed_bytes(b: Bound) -> float:
+    """All sources' bytes, twice into SBUF before NeuronCore-v4 (half-rate accumulation)."""
     nbytes = sum(r.size * r.dtype.itemsize for r in b["srcs"])
-    slow = 2 if b["dst"].decl.on_chip and core_version(b) < 4 else 1
-    return int(round(target.dma_ns(nbytes * slow, dma_partitions(b))))
+    return nbytes * (2 if b["dst"].decl.on_chip and core_version(b) < 4 else 1)
 
 
 SPEC = InstructionDef(
@@ -152,7 +152,8 @@ SPEC = InstructionDef(
     cost_formula="DMA ns: the copy model (fixed + bytes / bandwidth) for the bytes of all "
                  "sources; x2 into SBUF before NeuronCore-v4",
     execute=execute,
-    cycles=cycles,
+    cycles=dma_cycles,
+    dma_bytes=streamed_bytes,
     check=check,
     same_partitions=(),
     cost_assumed=True,

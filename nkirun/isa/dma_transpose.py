@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nkirun.isa.common import dma_partitions
+from nkirun.isa.common import dma_cycles
 from nkirun.isa.dma_rules import (hwdge_target_rule, indirect_of, indirect_transpose_rules,
                                    priority_rules)
 from nkirun.isa.spec import ENUM, INT, INT_LIST, TILE, Bound, InstructionDef, Param
@@ -144,12 +144,11 @@ def execute(b: Bound, m) -> None:
     m.write(b["dst"], np.transpose(values, perm), None, keep)
 
 
-def cycles(b: Bound, target) -> int:
-    """DMA ns: the copy model for the bytes moved, divided by the transpose's efficiency."""
+def streamed_bytes(b: Bound) -> float:
+    """The copy's bytes divided by the transpose's efficiency (the engines stream more)."""
     src = b["src"]
     eff = SBUF_TO_SBUF_EFFICIENCY if src.decl.on_chip else HBM_TO_SBUF_EFFICIENCY
-    nbytes = src.size * src.dtype.itemsize
-    return int(round(target.dma_ns(nbytes / eff, dma_partitions(b))))
+    return src.size * src.dtype.itemsize / eff
 
 
 SPEC = InstructionDef(
@@ -167,7 +166,8 @@ SPEC = InstructionDef(
     cost_formula="DMA ns: the copy model (fixed + bytes / bandwidth) with bytes / 0.9 from "
                  "HBM, bytes / 0.5 from SBUF (transpose efficiency)",
     execute=execute,
-    cycles=cycles,
+    cycles=dma_cycles,
+    dma_bytes=streamed_bytes,
     check=check,
     same_partitions=(),
     cost_assumed=True,

@@ -172,11 +172,12 @@ def warn_onezero(b: Bound, m, key: str, values: np.ndarray) -> None:
             hint=f"drop is_{key}_onezero"))
 
 
-def cost_factor(b: Bound) -> int:
-    """4 for fp32 operands (2 with transpose mode or one/zero hints on each fp32 one), else 1."""
+def cost_factor(b: Bound, fp32_passes: int = 4) -> int:
+    """fp32_passes (4) for fp32 operands (half with transpose mode or one/zero hints on each
+    fp32 one), else 1."""
     fp32 = [k for k in ("stationary", "moving") if b[k].dtype.name == "float32"]
     if not fp32:
         return 1
     if transposing(b) or all(b.get(f"is_{k}_onezero") for k in fp32):
-        return 2
-    return 4
+        return fp32_passes // 2
+    return fp32_passes

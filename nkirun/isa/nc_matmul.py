@@ -40,6 +40,7 @@ from __future__ import annotations
 import numpy as np
 
 from nkirun.hw import dtypes as dt
+from nkirun.hw.cost_tables import cost_table
 from nkirun.isa import matmul_modes as modes
 from nkirun.isa.common import flat
 from nkirun.isa.spec import BOOL, ENUM, INT_LIST, MASK, TILE, Bound, InstructionDef, Param
@@ -135,8 +136,14 @@ def execute(b: Bound, m) -> None:
 
 
 def cycles(b: Bound, target) -> int:
+    """Constants from hw/cost_tables.py: MM_INIT_LATENCY (the turnaround a short moving
+    tile cannot hide), the fp32 passes, the fp8 double-row speed-up."""
+    t = cost_table(target)
     _, m_size, n_size = modes.dims(b)
-    return modes.cost_factor(b) * max(min(64, m_size), n_size)
+    if modes.double_row(b):  # [K, 2, N]: 2N moving elements, fp8_rows_factor rows per cycle
+        n_size = -(-b.tile("moving").free_size // t.fp8_rows_factor)
+    return modes.cost_factor(b, t.fp32_matmul_passes) * max(min(t.mm_init_cycles, m_size),
+                                                             n_size)
 
 
 SPEC = InstructionDef(

@@ -90,6 +90,9 @@ class InstructionDef:
     # 0): the binder lets packed dtypes through only here or where a Param lists them, and
     # requires every tile of such a copy to have the same dtype (E490/E491).
     packed_copy: bool = False
+    # DMA instructions whose engines stream more than the bytes they move (transposing,
+    # accumulating): (Bound) -> bytes of streaming (schedule/dma.py; default the larger side).
+    dma_bytes: Callable | None = None
     # Writes values drawn from nkirun's PRNG model (hw/prng.py), not the hardware's bits:
     # `run --expect` marks every output that depends on it.
     random: bool = False

@@ -36,7 +36,7 @@ def schedule_cores(program, bound, target):
 
 def _ready(s, b, core_of) -> tuple:
     """When b could start on its core's scheduler s: (start, waited-on, kind, tensor,
-    cost facts, queues, label)."""
+    cost facts, data-ready time)."""
     from nkirun.schedule.scheduler import _costed
     ckey = (b.args, b.engine)
     c = s.costed.get(ckey)
@@ -49,15 +49,16 @@ def _ready(s, b, core_of) -> tuple:
     if b.op == "core_barrier":  # after this core's accesses to `data` (the other core's
         ready, dep, kind, tensor = _own_accesses(s, c[1][0], b.inst.core, core_of)  # wait
     else:                                                        # is the pair's own)
-        ready, dep, kind, tensor = s.data_ready(c[1], c[2])
-    queues, free, blocker, busy_kind, label = s.resource(b.engine, c[3])
+        ready, dep, kind, tensor = s.data_ready(c[1], c[2], b.engine != "dma")
+    # a DMA half books its engines when placed (schedule/dma.py); an engine waits in order
+    free, blocker = (0.0, None) if b.engine == "dma" else s.compute_resource(b.engine, c[3])
     if dep is not None and ready >= free:
         start = ready
     elif blocker is not None and free > 0:
-        start, dep, kind, tensor = free, blocker, busy_kind, None
+        start, dep, kind, tensor = free, blocker, ENGINE, None
     else:
         start, dep, kind, tensor = 0.0, None, READY, None
-    return start, dep, kind, tensor, c, queues, label
+    return start, dep, kind, tensor, c, ready
 
 
 def _own_accesses(s, fence, core: int, core_of) -> tuple:
@@ -69,7 +70,7 @@ def _own_accesses(s, fence, core: int, core_of) -> tuple:
     if st is None:
         return best
     for kind, accesses in ((RAW, st.writes), (WAR, st.reads)):
-        for other, (end, k) in accesses.items():
+        for other, (end, k, *_) in accesses.items():
             if end > best[0] and core_of.get(k) == core and s.overlap(other, box):
                 best = (end, k, kind, name)
     return best
@@ -80,22 +81,34 @@ def _place_pair(per_core, pair, core_of) -> None:
     got = [_ready(per_core[b.inst.core], b, core_of) for b in pair]
     start = max(g[0] for g in got)
     why = BARRIER if first.op == "core_barrier" else SENDRECV
-    for b, late, (ready, dep, kind, tensor, c, queues, label) in zip(
-            pair, (got[1], got[0]), got):
+    for b, late, (ready_at, dep, kind, tensor, c, data_at) in zip(pair, (got[1], got[0]), got):
         s = per_core[b.inst.core]
-        if ready < start:  # this core arrived first: it waited for the other core, whose
+        if ready_at < start:  # this core arrived first: it waited for the other core, whose
             dep, kind, tensor = late[1], why, None  # start the end of late[1] set
+        end, queues, label, busy, lat = _run_half(s, b, c, start)
         cycles, reads, writes, _, names = c
-        clock = s.clocks.get(b.engine)
-        if clock is None:
-            clock = s.clocks[b.engine] = s.sched.clock(b.engine)
-        end = start + cycles / clock
-        s.occupy(b.engine, queues, end, b.index)
-        s.record_accesses(reads, writes, end, b.index)
+        s.record_accesses(reads, writes, end, b.index, lat)
         s.sched.slots.append(Slot(b.index, b.spec.name, b.engine, label, queues, cycles,
                                   start, end, b.spec.cost_formula, b.spec.cost_assumed, kind,
                                   dep, tensor, b.inst.loc.line, names, b.inst.core,
-                                  inst_name=b.args.get("name")))
+                                  inst_name=b.args.get("name"), busy_ns=busy,
+                                  ready_ns=data_at))
+
+
+def _run_half(s, b, c, start) -> tuple:
+    """Occupy b's engine (or DMA engines) from `start`: (end, queues, label, queue-ns,
+    the commit latency its writes carry)."""
+    from nkirun.schedule.model import queue_label
+    if b.engine == "dma":
+        shares, latency, hbm_ns, _, busy, uniform, queues, _ = c[3]
+        _, end, _ = s.dma.book(start + latency, shares, hbm_ns, uniform, b.index)
+        return end, queues, queue_label(queues), busy, 0.0
+    clock = s.clocks.get(b.engine)
+    if clock is None:
+        clock = s.clocks[b.engine] = s.sched.clock(b.engine)
+    end = start + c[0] / clock
+    s.occupy(b.engine, c[3], end, b.index)
+    return end, (), s.pe_label(b.engine, c[3]), 0.0, s.raw_latency
 
 
 __all__ = ["schedule_cores", "ENGINE"]

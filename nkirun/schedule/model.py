@@ -50,6 +50,8 @@ class Slot:
     tensors: tuple[str, ...] = ()  # the tensors it reads or writes (live ranges)
     core: int = 0  # the core that ran it (two-core programs)
     inst_name: str | None = None  # the program's `name=` label of the instruction
+    busy_ns: float = 0.0  # DMA: engine-ns of streaming (the sum over its engines)
+    ready_ns: float = 0.0  # when its data allowed it to start (before engine/queue waits)
 
     @property
     def title(self) -> str:
@@ -129,8 +131,8 @@ class Schedule:
         d["busy_ns"] = sum(_union_length([(s.start_ns, s.end_ns) for s in dma if s.core == c])
                            for c in range(self.program.cores))
         d["queues"] = self.target.dma_queues * self.program.cores
-        d["queue_busy_ns"] = sum(s.duration_ns * len(s.queues) for s in dma)
-        d["queue_utilization"] = (d["queue_busy_ns"] / (d["queues"] * self.total_ns)
+        d["queue_busy_ns"] = sum(s.busy_ns for s in dma)
+        d["queue_utilization"] = (d["queue_busy_ns"] / (d["queues"] * total)
                                   if total else 0.0)
         for e in out.values():
             e["utilization"] = e["busy_ns"] / total if total else 0.0
@@ -185,6 +187,16 @@ class Schedule:
             if s.op not in seen:
                 seen.append(s.op)
         return [(op, REGISTRY[op]) for op in seen if op in REGISTRY]
+
+
+def path_contributions(path: list[Slot]) -> list[float]:
+    """Each critical-path step's own share of the makespan: from the later of its start and
+    the previous step's end to its end (a transfer's latency overlaps the step before)."""
+    out, prev = [], 0.0
+    for x in path:
+        out.append(max(0.0, x.end_ns - max(x.start_ns, prev)))
+        prev = max(prev, x.end_ns)
+    return out
 
 
 def _union_length(intervals: list[tuple[float, float]]) -> float:

@@ -1,7 +1,10 @@
 """The scheduler: a Schedule from the bound instructions (rules in model.py's docstring)."""
 from __future__ import annotations
 
+from nkirun.hw.cost_tables import cost_table
 from nkirun.hw.targets import TARGETS, Target
+from nkirun.isa.common import dma_cycles
+from nkirun.schedule import dma
 from nkirun.ir import Program
 from nkirun.schedule.model import ENGINE, QUEUE, RAW, READY, WAR, WAW, Schedule, Slot, queue_label
 from nkirun.schedule.overlap import contains, overlaps
@@ -9,7 +12,8 @@ from nkirun.schedule.overlap import contains, overlaps
 
 class _Tensor:
     """The accesses of one tensor that can still delay a later instruction, keyed by box:
-    box -> (end_ns, instruction) for writes and for reads.
+    box -> (end_ns, instruction, latency_ns) for writes (latency: what a compute reader adds,
+    hw/cost_tables.py raw_latency_ns) and box -> (end_ns, instruction) for reads.
 
     Dominated accesses are dropped, so the maps stay small and scheduling stays linear:
     a new write replaces the write and the read of the identical box (it waited for both,
@@ -25,15 +29,15 @@ class _Tensor:
     __slots__ = ("writes", "reads", "limit", "write_end", "read_end")
 
     def __init__(self):
-        self.writes: dict[tuple, tuple[float, int]] = {}
+        self.writes: dict[tuple, tuple[float, int, float]] = {}
         self.reads: dict[tuple, tuple[float, int]] = {}
         self.limit = _SWEEP_MIN
         self.write_end = self.read_end = 0.0
 
-    def wrote(self, box, end: float, index: int) -> None:
-        self.writes[box] = (end, index)
-        if end > self.write_end:
-            self.write_end = end
+    def wrote(self, box, end: float, index: int, latency: float) -> None:
+        self.writes[box] = (end, index, latency)
+        if end + latency > self.write_end:
+            self.write_end = end + latency
         self.reads.pop(box, None)
         if len(self.writes) + len(self.reads) > self.limit:
             self.writes = {b: a for b, a in self.writes.items() if b == box
@@ -59,20 +63,35 @@ class _Tensor:
 _SWEEP_MIN = 16
 
 
-_SWEEP_MIN = 16
+PE_CELL = 32  # the PE array in 32 x 32 cells: the finest tile_size (NeuronCore-v3 on)
+_GRID = 128 // PE_CELL
+
+
+def _pe_cells(b) -> tuple[int, ...] | None:
+    """The PE-array cells a row/column-tiled matmul occupies (None: the whole array)."""
+    pos, size = b.args.get("tile_position"), b.args.get("tile_size")
+    if not pos or not size or len(pos) != 2 or len(size) != 2 or tuple(size) == (128, 128):
+        return None
+    rows = range(pos[0] // PE_CELL, (pos[0] + size[0]) // PE_CELL)
+    cols = range(pos[1] // PE_CELL, (pos[1] + size[1]) // PE_CELL)
+    return tuple(r * _GRID + c for r in rows for c in cols)
 
 
 def _costed(b, target: Target) -> tuple:
     """What the scheduler needs of a bound instruction, a function of its operands, engine
-    and the target only: (cycles, reads, writes, DMA queues it takes, tensors touched), reads and
-    writes as (tensor name, box)."""
-    from nkirun.isa.common import dma_partitions
+    and the target only: (cycles, reads, writes, DMA plan or PE cells, tensors touched),
+    reads and writes as (tensor name, box)."""
     acc = b.accesses()
     reads = tuple((r.decl.name, r.box) for _, r in acc.reads)
     writes = tuple((r.decl.name, r.box) for _, r in acc.writes)
-    queues = target.dma_queues_for(dma_partitions(b)) if b.engine == "dma" else 0
+    if b.engine == "dma":
+        extra = dma.plan(b, target)
+        cycles = dma.plan_ns(extra) if b.spec.cycles is dma_cycles else b.spec.cycles(b, target)
+    else:
+        extra = _pe_cells(b) if b.engine == "tensor" else None
+        cycles = b.spec.cycles(b, target)
     names = tuple(dict.fromkeys(n for n, _ in reads + writes))
-    return int(b.spec.cycles(b, target)), reads, writes, queues, names
+    return int(cycles), reads, writes, extra, names
 
 
 class _Scheduler:
@@ -80,12 +99,12 @@ class _Scheduler:
 
     def __init__(self, program: Program, target: Target):
         self.target = target
+        self.raw_latency = cost_table(target).raw_latency_ns
         self.sched = Schedule(program, target)
         self.clocks: dict[str, float] = {}
         self.engine_free: dict[str, tuple[float, int | None]] = {}
-        nq = target.dma_queues
-        self.all_queues = tuple(range(nq))
-        self.q_free, self.q_last = [0.0] * nq, [None] * nq
+        self.dma = dma.DmaEngines(target)
+        self.pe: list[tuple[float, int | None]] | None = None  # per cell, once tiling is used
         self.labels: dict[tuple[int, ...], str] = {}
         self.tensors: dict[str, _Tensor] = {}
         # Traces repeat instructions: bind interns the operands of identical ones into one
@@ -102,16 +121,19 @@ class _Scheduler:
             hit = self.overlap_memo[key] = overlaps(a, b)
         return hit
 
-    def data_ready(self, reads, writes) -> tuple:
+    def data_ready(self, reads, writes, compute: bool) -> tuple:
         """(time, instruction, kind, tensor) of the latest-ending earlier access that
-        conflicts: a write under a read (RAW), a write or a read under a write (WAW, WAR).
-        A map is scanned only if its upper bound of ends could beat what was found."""
+        conflicts: a write under a read (RAW; a compute reader of a compute write also waits
+        the commit latency), a write or a read under a write (WAW, WAR). A map is scanned
+        only if its upper bound of ends could beat what was found."""
         ready, dep, kind, dep_tensor = 0.0, None, READY, None
         tensors, overlap = self.tensors, self.overlap
         for name, box in reads:
             st = tensors.get(name)
             if st is not None and st.write_end > ready:
-                for wbox, (end, k) in st.writes.items():
+                for wbox, (end, k, lat) in st.writes.items():
+                    if compute:
+                        end += lat
                     if end > ready and (wbox is box or overlap(wbox, box)):
                         ready, dep, kind, dep_tensor = end, k, RAW, name
         for name, box in writes:
@@ -121,41 +143,21 @@ class _Scheduler:
             for accesses, bound, why in ((st.writes, st.write_end, WAW),
                                          (st.reads, st.read_end, WAR)):
                 if bound > ready:
-                    for other, (end, k) in accesses.items():
-                        if end > ready and (other is box or overlap(other, box)):
-                            ready, dep, kind, dep_tensor = end, k, why, name
+                    for other, a in accesses.items():
+                        if a[0] > ready and (other is box or overlap(other, box)):
+                            ready, dep, kind, dep_tensor = a[0], a[1], why, name
         return ready, dep, kind, dep_tensor
 
-    def resource(self, engine: str, n: int) -> tuple:
-        """(queues, free time, blocking instruction, wait kind, label) of the engine, or of
-        the n DMA queues that are free earliest."""
-        if engine != "dma":
-            free, blocker = self.engine_free.get(engine, (0.0, None))
-            return (), free, blocker, ENGINE, engine
-        q_free = self.q_free
-        if n >= len(q_free):
-            queues = self.all_queues
-            free = max(q_free)
-            blocker = self.q_last[q_free.index(free)]
-        else:
-            queues = tuple(sorted(sorted(self.all_queues, key=q_free.__getitem__)[:n]))
-            last_q = max(queues, key=q_free.__getitem__)
-            free, blocker = q_free[last_q], self.q_last[last_q]
-        label = self.labels.get(queues)
-        if label is None:
-            label = self.labels[queues] = queue_label(queues)
-        return queues, free, blocker, QUEUE, label
+    def compute_resource(self, engine: str, cells) -> tuple[float, int | None]:
+        """(free time, blocking instruction) of a compute engine, or of the PE cells."""
+        if engine == "tensor" and (cells is not None or self.pe is not None):
+            if self.pe is None:
+                self.pe = [self.engine_free.get("tensor", (0.0, None))] * (_GRID * _GRID)
+            use = cells if cells is not None else range(_GRID * _GRID)
+            return max((self.pe[c] for c in use), key=lambda x: x[0])
+        return self.engine_free.get(engine, (0.0, None))
 
-    def occupy(self, engine: str, queues: tuple, end: float, index: int) -> None:
-        if queues is self.all_queues:  # (the usual DMA: one list each, not nq stores)
-            self.q_free, self.q_last = [end] * len(queues), [index] * len(queues)
-        elif queues:
-            for q in queues:
-                self.q_free[q], self.q_last[q] = end, index
-        else:
-            self.engine_free[engine] = (end, index)
-
-    def record_accesses(self, reads, writes, end: float, index: int) -> None:
+    def record_accesses(self, reads, writes, end: float, index: int, lat: float) -> None:
         for name, box in reads:
             st = self.tensors.get(name)
             if st is None:
@@ -165,34 +167,84 @@ class _Scheduler:
             st = self.tensors.get(name)
             if st is None:
                 st = self.tensors[name] = _Tensor()
-            st.wrote(box, end, index)
+            st.wrote(box, end, index, lat)
 
     def place(self, b) -> None:
-        spec, engine, index = b.spec, b.engine, b.inst.index
+        engine, index = b.engine, b.inst.index
         ckey = (b.args, engine)
         c = self.costed.get(ckey)
         if c is None:
             c = self.costed[ckey] = _costed(b, self.target)
-        cycles, reads, writes, n, names = c
-        clock = self.clocks.get(engine)
-        if clock is None:
-            clock = self.clocks[engine] = self.sched.clock(engine)
-        ready, dep, kind, dep_tensor = self.data_ready(reads, writes)
-        queues, free, blocker, busy_kind, label = self.resource(engine, n)
-        # a data dependence wins ties: it is the more informative reason
-        if dep is not None and ready >= free:
-            start = ready
-        elif blocker is not None and free > 0:
-            start, dep, kind, dep_tensor = free, blocker, busy_kind, None
+        cycles, reads, writes, extra, names = c
+        is_dma = engine == "dma"
+        ready, dep, kind, dep_tensor = self.data_ready(reads, writes, not is_dma)
+        if is_dma:
+            start, end, dep, kind, dep_tensor, queues, label, busy = self.place_dma(
+                b, extra, ready, dep, kind, dep_tensor)
+            lat = 0.0
         else:
-            start, dep, kind, dep_tensor = 0.0, None, READY, None
-        end = start + cycles / clock
-        self.occupy(engine, queues, end, index)
-        self.record_accesses(reads, writes, end, index)
+            clock = self.clocks.get(engine)
+            if clock is None:
+                clock = self.clocks[engine] = self.sched.clock(engine)
+            free, blocker = self.compute_resource(engine, extra)
+            # a data dependence wins ties: it is the more informative reason
+            if dep is not None and ready >= free:
+                start = ready
+            elif blocker is not None and free > 0:
+                start, dep, kind, dep_tensor = free, blocker, ENGINE, None
+            else:
+                start, dep, kind, dep_tensor = 0.0, None, READY, None
+            end = start + cycles / clock
+            self.occupy(engine, extra, end, index)
+            queues, label, busy, lat = (), self.pe_label(engine, extra), 0.0, self.raw_latency
+        self.record_accesses(reads, writes, end, index, lat)
+        spec = b.spec
         self.sched.slots.append(Slot(index, spec.name, engine, label, queues, cycles, start, end,
                                      spec.cost_formula, spec.cost_assumed, kind, dep,
                                      dep_tensor, b.inst.loc.line, names,
-                                     inst_name=b.args.get("name")))
+                                     inst_name=b.args.get("name"), busy_ns=busy,
+                                     ready_ns=ready))
+
+    def occupy(self, engine: str, cells, end: float, index: int) -> None:
+        if engine == "tensor" and self.pe is not None:
+            for c in (cells if cells is not None else range(_GRID * _GRID)):
+                self.pe[c] = (end, index)
+            end = max(t for t, _ in self.pe)
+            index = next(k for t, k in self.pe if t == end)
+        self.engine_free[engine] = (end, index)
+
+    def pe_label(self, engine: str, cells) -> str:
+        if cells is None:
+            return engine
+        rows = sorted({c // _GRID for c in cells})
+        cols = sorted({c % _GRID for c in cells})
+        return (f"{engine}[r{rows[0] * PE_CELL}-{(rows[-1] + 1) * PE_CELL - 1},"
+                f"c{cols[0] * PE_CELL}-{(cols[-1] + 1) * PE_CELL - 1}]")
+
+    def place_dma(self, b, plan, ready, dep, kind, dep_tensor) -> tuple:
+        """Trigger at `ready` (after the DGE issuer, if any), stream from trigger + latency
+        on the engines' idle time (schedule/dma.py)."""
+        shares, latency, hbm_ns, issuer, busy, uniform, queues, _ = plan
+        trigger = ready
+        if issuer is not None:
+            free, blocker = self.engine_free.get(issuer, (0.0, None))
+            if free > trigger:
+                trigger, dep, kind, dep_tensor = free, blocker, ENGINE, None
+            self.engine_free[issuer] = (trigger + cost_table(self.target).dge_ns,
+                                        b.inst.index)
+        first, end, blocker = self.dma.book(trigger + latency, shares, hbm_ns, uniform,
+                                             b.inst.index)
+        start = trigger
+        if first - latency > trigger and blocker is not None:
+            # its latency passed while the engines finished `blocker`: it starts (streams)
+            # when they free up, so the slot never starts before what it waited for ends
+            start, dep, kind, dep_tensor = first, blocker, QUEUE, None
+        elif dep is None:
+            kind = READY
+        label = self.labels.get(queues)
+        if label is None:
+            label = self.labels[queues] = queue_label(queues)
+        return start, end, dep, kind, dep_tensor, queues, label, busy
 
 
 def schedule(program: Program, bound, target: Target | None = None) -> Schedule:

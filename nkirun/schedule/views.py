@@ -14,15 +14,18 @@ VIEWS = ("summary", "table", "timeline", "critical")
 
 MODEL_ASSUMPTIONS = (
     "cycles come from each instruction's documented formula (MIN_II = 64 on every target); "
-    "time = cycles / the executing engine's clock",
+    "time = cycles / the executing engine's clock; constants: nkirun/hw/cost_tables.py",
     "each engine runs its instructions in program order, one at a time; engines run in "
     "parallel, synchronised only by data dependences",
     "an instruction waits for earlier writers of the elements it reads and, for what it "
-    "writes, for earlier readers and writers of the same elements (exact view overlap)",
-    "a DMA transfer over P partitions uses ceil(P/8) of the 16 queues (the earliest free) "
-    "for fixed + bytes / (queues x per-queue B/ns) ns; the fixed cost is not overlapped",
-    "not modelled: SBUF/PSUM port conflicts between engines, semaphore latency, "
-    "instruction fetch, PSUM bank conflicts",
+    "writes, for earlier readers and writers of the same elements (exact view overlap); a "
+    "compute instruction reading a compute write also waits the ~143 ns commit latency",
+    "DMA: engine e streams partitions 8e..8e+7 at the per-engine rate plus a descriptor "
+    "overhead per contiguous run; the ~1.3 us latency overlaps other transfers in flight; "
+    "engines take idle time in any order (a load never waits behind a waiting store); HBM "
+    "bandwidth caps the total",
+    "not modelled: SBUF/PSUM port conflicts between engines, instruction fetch, PSUM bank "
+    "conflicts, the compiler's reordering (reported as hints by --compare)",
 )
 
 
@@ -167,10 +170,11 @@ def critical(s: Schedule) -> dict:
 
 def _shares(path: list[Slot], total: float, key) -> dict:
     """Time on the critical path per key (engine or op), largest first."""
+    from nkirun.schedule.model import path_contributions
     acc: dict[str, list] = {}
-    for x in path:
+    for x, t in zip(path, path_contributions(path)):
         a = acc.setdefault(key(x), [0.0, 0])
-        a[0] += x.duration_ns
+        a[0] += t
         a[1] += 1
     return {k: {"ns": _r(ns), "share": round(ns / total, 4) if total else 0.0,
                 "instructions": n}

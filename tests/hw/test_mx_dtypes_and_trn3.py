@@ -22,7 +22,7 @@ def test_trn3_numbers():
     assert t3.clocks_ghz == {"tensor": 2.4, "vector": 1.2, "scalar": 1.2, "gpsimd": 1.2}
     assert t3.sbuf_bytes_per_partition * 128 == 32 * 1024**2  # 32 MiB SBUF
     assert t3.psum_bytes_per_partition * 128 == 2 * 1024**2  # 2 MiB PSUM
-    assert (t3.dma_queues, t3.dma_bytes_per_ns) == (16, 33.0)
+    assert (t3.dma_queues, t3.cost.dma_engine_bytes_per_ns) == (16, 33.0)
     assert [TARGETS[n].version for n in ("trn1", "inf2", "trn2")] == [2, 2, 3]
 
 

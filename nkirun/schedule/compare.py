@@ -1,0 +1,161 @@
+"""What-if: two schedules side by side (two programs or kernels, two targets, two shapes),
+where the difference comes from, and orderings faster than program order.
+
+`compare(a, b)` is data (the JSON of `nkirun cost A --compare B`); `render_compare` prints
+it like the other cost views (rich on a terminal, plain ASCII when piped).
+"""
+from __future__ import annotations
+
+import sys
+
+from nkirun.schedule import model as m
+from nkirun.schedule.model import Schedule
+
+HINTS = 5  # reordering hints listed per schedule
+
+
+def _r(x: float) -> float:
+    return round(x, 3)
+
+
+def side(s: Schedule, label: str) -> dict:
+    engines = s.engines()
+    path = s.critical_path()
+    on_path: dict[str, float] = {}
+    for x, t in zip(path, m.path_contributions(path)):
+        on_path[x.engine] = on_path.get(x.engine, 0.0) + t
+    ops: dict[str, float] = {}
+    for x in s.slots:
+        ops[x.op] = ops.get(x.op, 0.0) + (x.busy_ns / max(1, len(x.queues))
+                                          if x.engine == "dma" else x.duration_ns)
+    return {"label": label, "target": s.target.name, "total_ns": _r(s.total_ns),
+            "instructions": len(s.slots), "bottleneck": s.bottleneck(),
+            "busy_ns": {n: _r(e["busy_ns"]) for n, e in engines.items()},
+            "critical_path_ns": {k: _r(v) for k, v in on_path.items()},
+            "critical_path_length": len(path),
+            "op_busy_ns": {k: _r(v) for k, v in ops.items()},
+            "reorder": reorder_hints(s)}
+
+
+def reorder_hints(s: Schedule, limit: int = HINTS) -> dict:
+    """Instructions that waited for their engine in program order while that engine sat
+    idle, earlier, waiting for an earlier instruction's data: a scheduler free to reorder
+    (the compiler's) could have started them in that gap. Returns the time such moves could
+    take off each instruction (an upper bound: moving one may delay others) and the top ones."""
+    hints, gaps, ends = [], {}, {}
+    for x in s.slots:
+        if x.engine == "dma":
+            continue
+        unit = (x.core, x.engine)  # each core's engines are their own
+        open_gaps = gaps.setdefault(unit, [])
+        if x.wait_kind == m.ENGINE and x.ready_ns < x.start_ns:
+            fit = [g for g in open_gaps if g[1] - max(g[0], x.ready_ns) >= x.duration_ns]
+            if fit:
+                g = min(fit, key=lambda g: max(g[0], x.ready_ns))
+                gain = x.start_ns - max(g[0], x.ready_ns)
+                hints.append({"index": x.index, "op": x.op, "engine": x.engine,
+                              "line": x.line, "ready_ns": _r(x.ready_ns),
+                              "start_ns": _r(x.start_ns), "could_start_ns": _r(
+                                  max(g[0], x.ready_ns)), "gain_ns": _r(gain)})
+                open_gaps.remove(g)
+        prev_end = ends.get(unit, 0.0)
+        if x.start_ns > prev_end + 1e-9 and x.wait_kind in (m.RAW, m.WAR, m.WAW):
+            open_gaps.append((prev_end, x.start_ns))
+            del open_gaps[:-8]  # the recent gaps only: linear time
+        ends[unit] = x.end_ns
+    hints.sort(key=lambda h: -h["gain_ns"])
+    return {"instructions": len(hints), "idle_ns_fillable": _r(sum(h["gain_ns"]
+                                                                   for h in hints)),
+            "top": hints[:limit]}
+
+
+def compare(a: Schedule, b: Schedule, label_a: str, label_b: str) -> dict:
+    sa, sb = side(a, label_a), side(b, label_b)
+    engines = list(dict.fromkeys(list(sa["busy_ns"]) + list(sb["busy_ns"])))
+    deltas = [{"engine": n, "a_ns": sa["busy_ns"].get(n, 0.0), "b_ns": sb["busy_ns"].get(n, 0.0),
+               "delta_ns": _r(sb["busy_ns"].get(n, 0.0) - sa["busy_ns"].get(n, 0.0))}
+              for n in engines]
+    ops = list(dict.fromkeys(list(sa["op_busy_ns"]) + list(sb["op_busy_ns"])))
+    op_deltas = sorted(({"op": o, "delta_ns": _r(sb["op_busy_ns"].get(o, 0.0)
+                                                 - sa["op_busy_ns"].get(o, 0.0))}
+                        for o in ops), key=lambda d: -abs(d["delta_ns"]))
+    ratio = sb["total_ns"] / sa["total_ns"] if sa["total_ns"] else None
+    return {"a": sa, "b": sb, "ratio_b_over_a": None if ratio is None else round(ratio, 4),
+            "total_delta_ns": _r(sb["total_ns"] - sa["total_ns"]),
+            "engine_deltas": deltas, "op_deltas": op_deltas[:8],
+            "explanation": explain(sa, sb)}
+
+
+def explain(sa: dict, sb: dict) -> list[str]:
+    """Where the difference comes from, in words."""
+    out = []
+    ta, tb = sa["total_ns"], sb["total_ns"]
+    faster, slower = (sa, sb) if ta <= tb else (sb, sa)
+    if ta and tb:
+        out.append(f"{faster['label']} is {slower['total_ns'] / faster['total_ns']:.2f}x "
+                   f"faster ({_us(abs(tb - ta))} less)")
+    if sa["bottleneck"] != sb["bottleneck"]:
+        out.append(f"the bottleneck moves from {sa['bottleneck']} ({sa['label']}) to "
+                   f"{sb['bottleneck']} ({sb['label']})")
+    else:
+        e = sa["bottleneck"]
+        if e:
+            out.append(f"both are bound by {e}: {_us(sa['busy_ns'][e])} vs "
+                       f"{_us(sb['busy_ns'].get(e, 0.0))} busy")
+    for s in (sa, sb):
+        r = s["reorder"]
+        if r["instructions"]:
+            out.append(f"{s['label']}: {r['instructions']} instruction(s) waited in program "
+                       f"order while their engine idled; a reordering could fill up to "
+                       f"{_us(r['idle_ns_fillable'])} of gaps")
+    return out
+
+
+def _us(ns: float) -> str:
+    from nkirun.show.numbers import duration
+    return duration(ns, False)
+
+
+def render_compare(c: dict, stream=None, width: int | None = None,
+                   color: bool | None = None) -> None:
+    from nkirun.schedule.report import _console
+    out = stream or sys.stdout
+    console, color = _console(out, width, color)
+    if not color:  # plain text: drop the padding rich leaves at line ends
+        import io
+        console.file = io.StringIO()
+    _compare_text(console, color, c)
+    if not color:
+        out.write("".join(line.rstrip() + "\n"
+                          for line in console.file.getvalue().splitlines()))
+
+
+def _compare_text(console, color, c: dict) -> None:
+    sa, sb = c["a"], c["b"]
+    from nkirun.schedule.report import _grid
+    rows = [["makespan", _us(sa["total_ns"]), _us(sb["total_ns"])],
+            ["target", sa["target"], sb["target"]],
+            ["instructions", f"{sa['instructions']:,}", f"{sb['instructions']:,}"],
+            ["bottleneck", str(sa["bottleneck"]), str(sb["bottleneck"])]]
+    for d in c["engine_deltas"]:
+        rows.append([f"{d['engine']} busy", _us(d["a_ns"]), _us(d["b_ns"])])
+    for e in sorted(set(sa["critical_path_ns"]) | set(sb["critical_path_ns"])):
+        rows.append([f"critical path on {e}", _us(sa["critical_path_ns"].get(e, 0.0)),
+                     _us(sb["critical_path_ns"].get(e, 0.0))])
+    _grid(console, color, "compare", ["", f"A: {sa['label']}", f"B: {sb['label']}"], rows,
+          right=(f"A: {sa['label']}", f"B: {sb['label']}"), drop_order=(),
+          wrap=(f"A: {sa['label']}", f"B: {sb['label']}"))
+    console.print()
+    console.print("where the difference comes from:")
+    for line in c["explanation"]:
+        console.print(f"  - {line}", soft_wrap=True)
+    for d in c["op_deltas"][:5]:
+        if d["delta_ns"]:
+            console.print(f"  - {d['op']}: {'+' if d['delta_ns'] > 0 else '-'}"
+                          f"{_us(abs(d['delta_ns']))} of engine time in B", soft_wrap=True)
+    for s in (sa, sb):
+        for h in s["reorder"]["top"][:3]:
+            console.print(f"  - {s['label']}: #{h['index']} {h['op']} (line {h['line']}) was "
+                          f"ready at {_us(h['ready_ns'])} but ran at {_us(h['start_ns'])}; "
+                          f"it fits an idle {h['engine']} gap from "
+                          f"{_us(h['could_start_ns'])}", soft_wrap=True)

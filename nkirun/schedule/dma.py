@@ -1,0 +1,268 @@
+"""The DMA model: which engines a transfer uses, how long each streams, and the engines and
+HBM as shared servers (constants and sources: hw/cost_tables.py; the model in words:
+docs/cost.md "DMA model").
+
+* A transfer is split by partition lane: engine e serves partitions 8e .. 8e+7 of the
+  on-chip side [DMA-OV], so a [4, 4096] tile uses one engine and a [128, x] tile all 16.
+  HBM -> HBM: its rows are spread the same way from engine 0.
+* Each engine streams its share at the sustained per-engine rate, plus one descriptor
+  overhead per contiguous run (at most one partition row): small rows are slow [DMA-BW].
+* The fixed latency lies between the trigger and the first byte; the engines stay free
+  meanwhile, so transfers in flight overlap their latencies.
+* Engines are work-conserving servers: a transfer takes the idle time of its engines from
+  its earliest start on, even before transfers booked earlier in program order (a load
+  never waits behind a store that is still waiting for its data). Earlier bookings keep
+  their times: program order is the priority.
+* HBM is one more server every transfer touching HBM also books (bytes / HBM rate): when
+  the engines together outrun HBM, HBM sets the pace.
+"""
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from operator import itemgetter
+
+from nkirun.hw.cost_tables import cost_table
+
+_MAX_INTERVALS = 512  # per server; beyond, the oldest gap is closed (conservative)
+
+
+class Server:
+    """Busy intervals of one work-conserving server, sorted and merged: starts, ends,
+    owners (the instruction of each interval's last booking)."""
+
+    __slots__ = ("starts", "ends", "owners")
+
+    def __init__(self):
+        self.starts: list[float] = []
+        self.ends: list[float] = []
+        self.owners: list[int] = []
+
+    def copy(self) -> "Server":
+        s = Server()
+        s.starts, s.ends, s.owners = self.starts[:], self.ends[:], self.owners[:]
+        return s
+
+    def book(self, t0: float, work: float, owner: int) -> tuple[float, float, int | None]:
+        """Take `work` ns of idle time from t0 on, filling gaps: (first busy time, end, the
+        owner of the interval that delayed the first byte, or None)."""
+        starts, ends, owners = self.starts, self.ends, self.owners
+        if not starts or t0 >= starts[-1]:  # fast path: at or after the last interval
+            if starts and ends[-1] >= t0:
+                blocker = owners[-1] if ends[-1] > t0 else None
+                first = ends[-1]
+                ends[-1] = first + work
+                owners[-1] = owner
+                return first, first + work, blocker
+            starts.append(t0)
+            ends.append(t0 + work)
+            owners.append(owner)
+            self._trim()
+            return t0, t0 + work, None
+        i = bisect_right(starts, t0) - 1  # the last interval starting at or before t0
+        blocker, t = None, t0
+        if i >= 0 and ends[i] > t0:
+            blocker, t = owners[i], ends[i]
+        j, first, left, pieces = i + 1, None, work, []
+        while True:
+            nxt = starts[j] if j < len(starts) else math.inf
+            if nxt > t:
+                if first is None:
+                    first = t
+                take = min(nxt - t, left)
+                if take > 0:
+                    pieces.append((t, t + take))
+                left -= take
+                t += take
+            if left <= 0:
+                break
+            t = max(t, ends[j])
+            j += 1
+        for s, e in pieces:
+            self._insert(s, e, owner)
+        return first, t, blocker
+
+    def _insert(self, s: float, e: float, owner: int) -> None:
+        starts, ends, owners = self.starts, self.ends, self.owners
+        k = bisect_right(starts, s)
+        if k > 0 and ends[k - 1] >= s:  # joins the previous interval
+            k -= 1
+            ends[k] = max(ends[k], e)
+            owners[k] = owner
+        else:
+            starts.insert(k, s)
+            ends.insert(k, e)
+            owners.insert(k, owner)
+        while k + 1 < len(starts) and starts[k + 1] <= ends[k]:  # swallows the next
+            ends[k] = max(ends[k], ends[k + 1])
+            owners[k] = owners[k + 1] if ends[k + 1] >= ends[k] else owners[k]
+            del starts[k + 1], ends[k + 1], owners[k + 1]
+        self._trim()
+
+    def _trim(self) -> None:
+        starts, ends, owners = self.starts, self.ends, self.owners
+        if len(starts) > _MAX_INTERVALS:  # close the oldest gap: never earlier than truth
+            ends[0] = ends[1]
+            owners[0] = owners[1]
+            del starts[1], ends[1], owners[1]
+
+
+def run_elems(r) -> int:
+    """Elements of the longest contiguous run of view `r` in its tensor's row-major storage
+    (the DMA descriptor size on that side)."""
+    if r.ap is not None:  # a strided pattern: runs of unit byte stride, innermost first
+        size, run = r.ap.dtype.itemsize, 1
+        for n, st in zip(reversed(r.ap.shape[1:]), reversed(r.ap.byte_strides[1:])):
+            if n == 1:
+                continue
+            if st != run * size:
+                break
+            run *= n
+        return run
+    run, full = 1, True
+    for (_, count, step), dim in zip(reversed(r.box), reversed(r.decl.shape)):
+        if not full:
+            break
+        if count == 1:
+            continue
+        if step != 1:
+            break
+        run *= count
+        full = count == dim
+    return run
+
+
+_COUNT_STEP = itemgetter(1, 2)
+_PLANS: dict[tuple, tuple] = {}  # geometry -> plan (traces repeat shapes at new offsets)
+_PLANS_MAX = 1 << 14
+
+
+def _geometry(r) -> tuple:
+    """What of an operand the plan depends on: not where in HBM it starts."""
+    decl = r.decl
+    ap = r.ap
+    return (decl.shape, decl.on_chip, r.shape, r.part_start if decl.on_chip else 0,
+            r.part_step, r.box if ap is not None else tuple(map(_COUNT_STEP, r.box)),
+            None if ap is None else (ap.shape, ap.byte_strides, ap.dtype.name),
+            decl.dtype.name)
+
+
+def plan(b, target) -> tuple:
+    """(engine shares ((engine, stream ns), ...), latency ns, HBM ns, dge issuer or None,
+    queue-ns, whether every engine has the same share, the engines, the uncontended ns):
+    the uncontended work
+    of one DMA instruction `b` (any instruction on the "dma" engine with src/dst or srcs)."""
+    args = b.args
+    src = args.get("src")
+    sides = (args["dst"], src) if src is not None else (args["dst"], *args["srcs"])
+    key = (id(cost_table(target)), b.spec.name, args.get("dge_mode"), args.get("engine"),
+           *(_geometry(r) for r in sides))
+    hit = _PLANS.get(key)
+    if hit is None:
+        if len(_PLANS) >= _PLANS_MAX:
+            _PLANS.clear()
+        hit = _PLANS[key] = _plan(b, target, sides)
+    return hit
+
+
+def _plan(b, target, sides) -> tuple:
+    t = cost_table(target)
+    word = t.dma_min_element_bytes  # narrower elements stream as words of this size
+    if b.spec.dma_bytes is not None:
+        nbytes = b.spec.dma_bytes(b) * max(1.0, word / min(r.dtype.itemsize for r in sides))
+    else:
+        nbytes = max(r.size * max(r.dtype.itemsize, word) for r in sides)
+    on_chip = [r for r in sides if r.decl.on_chip]
+    lanes = on_chip[0] if on_chip else sides[-1]
+    first = lanes.part_start if on_chip else 0
+    rows = lanes.partitions if on_chip else min(lanes.partitions, 128)
+    step = max(1, lanes.part_step if on_chip else 1)
+    per = t.dma_partitions_per_engine
+    counts = _lanes_per_engine(first, rows, step, per, t.dma_engines)
+    row_bytes = nbytes / rows
+    run = min(row_bytes, min(run_elems(r) * r.dtype.itemsize for r in sides))
+    run = max(run, 1.0)
+    bw = t.dma_engine_bytes_per_ns
+    factor = (1.0 + t.dma_descriptor_bytes / run) / bw
+    shares = tuple((e, n * row_bytes * factor) for e, n in sorted(counts.items()))
+    hbm_bytes = sum(r.size * r.dtype.itemsize for r in sides if not r.decl.on_chip)
+    dge = _dge_issuer(b)
+    latency = t.dma_latency_ns + (t.dge_ns if dge else 0.0)
+    uniform = len(shares) == t.dma_engines and len({w for _, w in shares}) == 1
+    hbm_ns = hbm_bytes / t.hbm_bytes_per_ns
+    alone = int(round(latency + max(max(w for _, w in shares), hbm_ns)))
+    return (shares, latency, hbm_ns, dge, sum(w for _, w in shares), uniform,
+            tuple(e for e, _ in shares), alone)
+
+
+def _lanes_per_engine(first: int, rows: int, step: int, per: int, engines: int) -> dict:
+    """{engine: partitions it serves} for partitions first, first+step, ... (rows of them)."""
+    if step == 1 and first % per == 0 and rows % per == 0 and rows <= per * engines:
+        return {first // per + i: per for i in range(rows // per)}  # the common case
+    counts: dict[int, int] = {}
+    for p in range(first, first + rows * step, step):
+        e = (p // per) % engines
+        counts[e] = counts.get(e, 0) + 1
+    return counts
+
+
+def _dge_issuer(b) -> str | None:
+    mode = b.args.get("dge_mode")
+    if mode == "hwdge":
+        eng = b.args.get("engine")
+        return eng if eng in ("scalar", "sync", "gpsimd") else "sync"
+    if mode == "swdge":
+        return "gpsimd"
+    return None
+
+
+def plan_ns(p) -> int:
+    """A plan's uncontended time: latency + the longest engine share (HBM if slower)."""
+    return p[7]
+
+
+def uncontended_ns(b, target) -> int:
+    """A lone transfer's time in ns (what `cycles()` of the DMA instructions reports)."""
+    return plan_ns(plan(b, target))
+
+
+class DmaEngines:
+    """The 16 engines and HBM as servers. While every transfer has used all engines with
+    equal shares, one Server stands for all of them (the common case, 16x less work)."""
+
+    def __init__(self, target):
+        t = cost_table(target)
+        self.n = t.dma_engines
+        self.shared = Server()
+        self.servers: list[Server] | None = None
+        self.hbm = Server()
+        # HBM can only set the pace when the engines together can outrun it
+        self.hbm_binds = t.dma_engines * t.dma_engine_bytes_per_ns > t.hbm_bytes_per_ns
+
+    def book(self, t0: float, shares, hbm_ns: float, uniform: bool, owner: int):
+        """(first byte, end, blocker) of a transfer whose streaming may start at t0."""
+        if self.servers is None:
+            if uniform:  # every engine busy alike: HBM's share folds into theirs
+                w = shares[0][1]
+                if self.hbm_binds and hbm_ns > w:
+                    w = hbm_ns
+                return self.shared.book(t0, w, owner)
+            self.servers = [self.shared.copy() for _ in range(self.n)]
+            self.hbm = self.shared.copy()
+        first, end, blocker = math.inf, 0.0, None
+        for e, w in shares:
+            f, x, bl = self.servers[e].book(t0, w, owner)
+            if f < first:
+                first = f
+            if x > end:
+                end = x
+            if bl is not None and blocker is None:
+                blocker = bl
+        return self._hbm(t0, hbm_ns, owner, first, end, blocker)
+
+    def _hbm(self, t0, hbm_ns, owner, first, end, blocker):
+        if self.hbm_binds and hbm_ns > 0:
+            _, x, _ = self.hbm.book(t0, hbm_ns, owner)
+            if x > end:
+                end = x
+        return first, end, blocker

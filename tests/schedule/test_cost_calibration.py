@@ -1,0 +1,202 @@
+"""The calibrated cost model's invariants (docs/cost.md) and the published rankings of the
+calibration kernels (benchmarks/calibration/), at shapes small enough for the suite. No
+timing is asserted here: speed lives in benchmarks/."""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import sys
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from nkirun import api
+from nkirun.hw import cost_tables
+from nkirun.schedule.model import QUEUE, RAW
+from repo_paths import ROOT
+
+CAL = ROOT / "benchmarks" / "calibration"
+_n = itertools.count()
+LATENCY_NS = 1300.0  # the DMA bandwidth guide's ~1300 ns
+
+
+def program(tmp_path, tensors, instructions, target="trn2"):
+    doc = {"version": 1, "target": target, "tensors": tensors, "instructions": instructions}
+    path = tmp_path / f"c{next(_n)}.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return str(path)
+
+
+def t(shape, buffer="sbuf", dtype="float32", **kw):
+    return {"buffer": buffer, "shape": list(shape), "dtype": dtype, "fill": 1.0, **kw}
+
+
+def test_a_load_does_not_wait_behind_an_unrelated_store(tmp_path):
+    # a long Vector chain produces p; its store waits for it; the load after it in program
+    # order touches other tensors and must start at once on the idle engines
+    tensors = {"p": t((128, 4096)), "q": t((128, 4096)), "out": t((128, 4096), "hbm"),
+               "x": t((128, 512), "hbm"), "y": t((128, 512))}
+    s = api.cost(program(tmp_path, tensors, [
+        {"tensor_copy": {"dst": "q", "src": "p"}},
+        {"tensor_copy": {"dst": "p", "src": "q"}},
+        {"store": {"dst": "out", "src": "p"}},
+        {"load": {"dst": "y", "src": "x"}}]))
+    copy2, store, load = s.slots[1], s.slots[2], s.slots[3]
+    assert store.start_ns >= copy2.end_ns
+    assert load.start_ns == 0 and load.end_ns < copy2.end_ns
+    assert load.wait_kind not in (QUEUE, RAW)
+
+
+def test_dmas_overlap_up_to_the_engine_limit(tmp_path):
+    # 16 transfers of 8 partitions each use their own engine and run together; a 17th on
+    # partitions 0-7 shares engine 0 and streams after the first, its latency overlapped
+    tensors = {"x": t((128, 512), "hbm"), "a": t((128, 512)), "b": t((8, 512))}
+    loads = [{"load": {"dst": f"a[{8 * k}:{8 * k + 8}, :]", "src": f"x[{8 * k}:{8 * k + 8}, :]"}}
+             for k in range(16)]
+    loads.append({"load": {"dst": "b", "src": "x[0:8, :]"}})
+    s = api.cost(program(tmp_path, tensors, loads))
+    first16, extra = s.slots[:16], s.slots[16]
+    assert len({x.end_ns for x in first16}) == 1
+    one = first16[0].end_ns
+    stream = one - LATENCY_NS
+    assert extra.queues == (0,) and extra.wait_kind == QUEUE and extra.waited_on == 0
+    assert extra.end_ns == pytest.approx(one + stream)
+    assert extra.end_ns < 2 * one  # not latency + stream twice
+
+
+def test_hbm_bandwidth_caps_the_engines(tmp_path, monkeypatch):
+    tensors = {"x": t((128, 4096), "hbm"), **{f"a{k}": t((128, 4096)) for k in range(4)}}
+    prog = program(tmp_path, tensors, [{"load": {"dst": f"a{k}", "src": "x"}}
+                                       for k in range(4)])
+    free = api.cost(prog).total_ns
+    slow = dataclasses.replace(cost_tables.COST_TABLES[3], hbm_bytes_per_ns=50.0)
+    monkeypatch.setitem(cost_tables.COST_TABLES, 3, slow)
+    capped = api.cost(prog).total_ns
+    nbytes = 128 * 4096 * 4
+    # four 2 MiB loads through a 50 B/ns HBM: the HBM time, not the engines', sets the pace
+    assert capped == pytest.approx(LATENCY_NS + 4 * nbytes / 50.0, rel=1e-6)
+    assert free < capped
+
+
+def test_row_tiled_matmuls_share_the_pe_array(tmp_path):
+    tensors = {"st": t((64, 128), dtype="bfloat16"), "mv": t((64, 512), dtype="bfloat16"),
+               "d0": t((128, 512), "psum"), "d1": t((128, 512), "psum")}
+
+    def mm(dst, row):
+        return {"nc_matmul": {"dst": dst, "stationary": "st", "moving": "mv",
+                              "tile_position": [row, 0], "tile_size": [64, 128]}}
+    s = api.cost(program(tmp_path, tensors, [mm("d0", 0), mm("d1", 64)]))
+    a, b = s.slots
+    assert a.start_ns == b.start_ns == 0  # disjoint row tiles run at once
+    assert a.queue == "tensor[r0-63,c0-127]" and b.queue == "tensor[r64-127,c0-127]"
+    s = api.cost(program(tmp_path, tensors, [mm("d0", 0), mm("d1", 0)]))
+    a, b = s.slots
+    assert b.start_ns == pytest.approx(a.end_ns)  # the same tile: one after the other
+
+
+def test_dge_instructions_occupy_their_issuer(tmp_path):
+    # two transfers on different partitions (different engines): only the issuer serialises
+    tensors = {"x": t((128, 512), "hbm"), "a": t((128, 512)), "b": t((128, 512))}
+    s = api.cost(program(tmp_path, tensors, [
+        {"dma_copy": {"dst": "a[0:64, :]", "src": "x[0:64, :]", "dge_mode": "hwdge"}},
+        {"dma_copy": {"dst": "b[64:128, :]", "src": "x[64:128, :]", "dge_mode": "hwdge"}}]))
+    a, b = s.slots
+    dge = cost_tables.COST_TABLES[3].dge_ns
+    assert b.start_ns == pytest.approx(a.start_ns + dge)  # the sync engine builds in turn
+    assert a.cycles > api.cost(program(tmp_path, tensors, [
+        {"dma_copy": {"dst": "a", "src": "x"}}])).slots[0].cycles
+
+
+def _calibration():
+    from nkirun.source.kernel.modules import install_fallback_finder
+    install_fallback_finder()
+    if str(CAL) not in sys.path:
+        sys.path.insert(0, str(CAL))
+    import run
+    return run
+
+
+def _total(kernel, args, target="trn1"):
+    run = _calibration()
+    p = dict(module=kernel[0], kernel=kernel[1], args=args, target=target, metric="total")
+    return run.predict(p)[0]
+
+
+def test_matmul_tutorial_ranking_holds():
+    run = _calibration()
+    args = (run._bf16(1024, 2048), run._bf16(1024, 2048))
+    times = [_total(("matmul", f"matmul_{v}"), args) for v in ("v1", "v2", "v3", "v4")]
+    assert times[0] > times[1] > times[2] > times[3]
+
+
+def test_mamba_and_layernorm_rankings_hold():
+    run = _calibration()
+    v1, v2 = (_total(("small", f"mamba_{v}"), run.mamba_args(512, 512)) for v in ("v1", "v2"))
+    assert v2 < v1
+    ln = (run._f32(300, 1000), run._f32(1000), run._f32(1000))
+    assert _total(("small", "layernorm_v2"), ln) < _total(("small", "layernorm_v1"), ln)
+
+
+def test_single_dma_and_tiny_chain_points():
+    run = _calibration()
+    pts = {p["name"]: p for p in run.points(quick=True)}
+    dma = run.predict(pts["single DMA [4,4096] bf16 (engine time)"])[0]
+    assert dma == pytest.approx(1416, rel=0.30)
+    tiny = run.predict(pts["dependent tiny Scalar instructions (interval)"])[0]
+    assert tiny == pytest.approx(189, rel=0.05)
+
+
+def test_compare_cli_json_and_text(monkeypatch):
+    from nkirun.cli import cli as main
+    monkeypatch.chdir(ROOT)
+    r = CliRunner().invoke(main, ["cost", "programs/causal_softmax.yaml", "--compare-target",
+                                  "trn1", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert (d["a"]["target"], d["b"]["target"]) == ("trn2", "trn1")
+    assert {"engine_deltas", "op_deltas", "explanation", "ratio_b_over_a"} <= set(d)
+    assert d["a"]["reorder"]["instructions"] >= 0
+    r = CliRunner().invoke(main, ["cost", "programs/causal_softmax.yaml", "--compare",
+                                  "programs/softmax_exponential.yaml"])
+    assert r.exit_code == 0, r.output
+    assert "where the difference comes from" in r.output and "makespan" in r.output
+
+
+def test_reorder_hint_names_an_instruction_that_could_start_earlier(tmp_path):
+    # vector: a copy waiting for a long GpSimd producer, then an independent copy that was
+    # ready at 0 but queued behind it in program order
+    tensors = {"a": t((128, 4096)), "b": t((128, 4096)), "c": t((128, 64)), "d": t((128, 64))}
+    s = api.cost(program(tmp_path, tensors, [
+        {"memset": {"dst": "a", "value": 1.0, "engine": "gpsimd"}},
+        {"tensor_copy": {"dst": "b", "src": "a", "engine": "vector"}},
+        {"tensor_copy": {"dst": "d", "src": "c", "engine": "vector"}}]))
+    from nkirun.schedule.compare import reorder_hints
+    h = reorder_hints(s)
+    assert h["instructions"] == 1 and h["top"][0]["index"] == 2
+    assert h["top"][0]["could_start_ns"] == 0.0
+
+
+def test_compare_refuses_a_trace_and_reports_a_missing_file(monkeypatch):
+    from nkirun.cli import cli as main
+    monkeypatch.chdir(ROOT)
+    r = CliRunner().invoke(main, ["cost", "programs/causal_softmax.yaml", "--compare-target",
+                                  "trn1", "--trace-out", "t.json"])
+    assert r.exit_code == 2 and "--trace-out" in r.output
+    r = CliRunner().invoke(main, ["cost", "programs/causal_softmax.yaml", "--compare",
+                                  "no/such.yaml"])
+    assert r.exit_code == 1 and "not found" in r.output
+
+
+def test_compare_two_kernel_shapes(monkeypatch):
+    from nkirun.cli import cli as main
+    monkeypatch.chdir(ROOT)
+    k = "programs/kernels/matmul_tiled.py::matmul_tiled"
+    r = CliRunner().invoke(main, ["cost", k, "--shape", "lhsT=bfloat16[256,128]", "--shape",
+                                  "rhs=bfloat16[256,512]", "--compare-shape",
+                                  "lhsT=bfloat16[512,128]", "--compare-shape",
+                                  "rhs=bfloat16[512,512]", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert d["b"]["instructions"] > d["a"]["instructions"] and d["ratio_b_over_a"] > 1
