@@ -91,6 +91,25 @@ class Views:
 
 
 def form_key(op: str, values, token: dict):
+    """`form_key_plain` in one pass over the values (bind calls it per instruction)."""
+    decls, key = [], [op, None]
+    for v in values:
+        c = v.__class__
+        if c is Resolved:
+            decls.append(id(v.decl))
+            t = token.get(id(v))
+            if t is None:
+                return None
+            key.append(t)
+        elif c is tuple and v and v[0].__class__ is Resolved:
+            return None
+        else:
+            key.append(id(v))
+    key[1] = tuple(map(decls.index, decls))
+    return tuple(key)
+
+
+def form_key_plain(op: str, values, token: dict):
     """The value of an instruction's bound operands up to tensor names: which of its
     operands are the same tensor (each operand's position among the first uses), then per
     operand its layout token, any other value by identity (the front ends share converted
@@ -105,4 +124,4 @@ def form_key(op: str, values, token: dict):
     return None if None in key else key
 
 
-__all__ = ["Views", "form_key", "rebased", "layout_key"]
+__all__ = ["Views", "form_key", "form_key_plain", "rebased", "layout_key"]

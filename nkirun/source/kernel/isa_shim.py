@@ -140,6 +140,7 @@ def make_instruction(op: str):
     # a tile dst may be left out (the pre-0.2 API returns the result); a register's may not
     has_dst = "dst" in ours and getattr(ours["dst"].kind, "is_view", False)
     required = [n for n, d in sig if d is _REQUIRED]
+    plans: dict = {}  # keywords given, in order -> (extras among them, `fill` minus them)
 
     def instruction(*args, **kwargs):
         tracer = _CURRENT[-1] if _CURRENT else current()
@@ -162,14 +163,14 @@ def make_instruction(op: str):
             del values["name"]
         _legacy_forms(op, values)
         result_dtype = _dtype_keyword(values, "dtype" in ours)
-        for k in [k for k in values if k in extras]:
+        plan = plans.get(tuple(values)) or _keyword_plan(plans, tuple(values), extras, fill)
+        for k in plan[0]:
             v = values.pop(k)
             if v is not None and not _same(v, extras[k]):
                 tracer.diagnostic("E601", f"nki.isa.{op}: `{k}={v!r}` is not supported by "
                                   "nkirun", loc, hint="leave it at its default")
-        for k, d in fill:
-            if k not in values:
-                values[k] = d
+        for k, d in plan[1]:
+            values[k] = d
         if has_dst and values.get("dst") is None:
             return _returning(tracer, op, values, loc, tables, result_dtype)
         legacy.flush(tracer)
@@ -180,6 +181,14 @@ def make_instruction(op: str):
     instruction.__name__ = instruction.__qualname__ = op
     instruction.__doc__ = f"nki.isa.{op}({', '.join(order)}): {spec.summary}"
     return instruction
+
+
+def _keyword_plan(plans: dict, given: tuple, extras: dict, fill: list) -> tuple:
+    """For the keywords `given` (in call order): the NKI-only ones among them (checked and
+    dropped), and the NKI defaults to fill in (the others of `fill`), kept in `plans`."""
+    plan = plans[given] = ([k for k in given if k in extras],
+                           [(k, d) for k, d in fill if k not in given])
+    return plan
 
 
 def _legacy_forms(op: str, values: dict) -> None:

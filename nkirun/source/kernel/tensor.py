@@ -40,8 +40,30 @@ class TensorRec:
         self.core = core  # two-core traces: the core owning a non-shared tensor
         self.on_chip = buffer.ir != "hbm"
         self.decl = _Decl(name, shape, dtype.nkirun, self.on_chip)
-        self.whole = StridedView.of(self.decl)  # the view of the whole tensor
+        self.whole = whole_view(self.decl)  # the view of the whole tensor
         self.strides = self.whole.strides
+
+
+_WHOLE: dict = {}  # shape -> (strides, basic index) of the whole-tensor view
+
+
+def whole_view(decl) -> StridedView:
+    """`StridedView.of(decl)` (the plain definition), its layout remembered per shape: a
+    loop allocates tiles of the same few shapes."""
+    hit = _WHOLE.get(decl.shape)
+    if hit is None or decl.shape.__class__ is not tuple:
+        v = StridedView.of(decl)
+        if decl.shape.__class__ is tuple and len(_WHOLE) < 10_000:
+            _WHOLE[decl.shape] = (v.strides, v.basic)
+        return v
+    v = _new_strided(StridedView)
+    v.decl, v.shape, v.offset, v.dtype, v.tail, v.indirect = decl, decl.shape, 0, \
+        decl.dtype, False, None
+    v.strides, v.basic = hit
+    return v
+
+
+_new_strided = object.__new__
 
 
 class DynSlice:

@@ -19,6 +19,53 @@ _PLAIN = frozenset({int, slice})
 
 
 def index_view(t, key):
+    """`t[key]`: `index_view_plain`, memoised for keys of ints and slices of ints on the
+    layout of t's view (a loop indexes same-layout views with the same keys over and over;
+    slices are unhashable before Python 3.12, so a slice is keyed as its three ends)."""
+    v = t._v
+    hk = _hashable_key(key)
+    if hk is None or v.indirect is not None:
+        return index_view_plain(t, key)
+    memo = (v.shape, v.strides, v.offset, v.dtype.name, v.basic, v.tail, v.decl.on_chip,
+            v.dtype is v.decl.dtype, hk)
+    hit = _LAYOUTS.get(memo)
+    if hit is None:
+        out = index_view_plain(t, key)
+        w = out._v
+        if len(_LAYOUTS) >= _LAYOUTS_MAX:
+            _LAYOUTS.clear()
+        _LAYOUTS[memo] = (w.shape, w.strides, w.offset, w.basic, w.tail)
+        return out
+    w = _new_strided(StridedView)
+    w.decl, w.dtype, w.indirect = v.decl, v.dtype, None
+    w.shape, w.strides, w.offset, w.basic, w.tail = hit
+    return _new_view(t._rec, w, t._dtype)
+
+
+# (view layout, hashable key) -> (shape, strides, offset, basic, tail) of the indexed view
+_LAYOUTS: dict = {}
+_LAYOUTS_MAX = 100_000
+_SLICE_END = frozenset({int, type(None)})
+_new_strided = object.__new__
+
+
+def _hashable_key(key):
+    """A key of ints and slices of ints/None as a hashable tuple; None for anything else."""
+    out = []
+    for k in (key if key.__class__ is tuple else (key,)):
+        c = k.__class__
+        if c is int:
+            out.append(k)
+        elif c is slice and k.start.__class__ in _SLICE_END and \
+                k.stop.__class__ in _SLICE_END and k.step.__class__ in _SLICE_END:
+            out.append((k.start, k.stop, k.step))
+        else:
+            return None
+    return tuple(out)
+
+
+def index_view_plain(t, key):
+    """`t[key]` through StridedView (the plain definition index_view memoises)."""
     items = key if key.__class__ is tuple else (key,)
     if not all(k.__class__ in _PLAIN for k in items):
         if any(k.__class__ is _ARRAY for k in items):

@@ -1,0 +1,117 @@
+"""The view shortcuts change nothing: `index_view` (t[key] remembered per view layout and
+key) gives the handle `index_view_plain` gives, `whole_view` the view `StridedView.of`
+gives, and an instruction's keyword plan leaves the same instruction as the plain fill."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from nkirun.source.kernel import tensor as tensor_mod
+from nkirun.source.kernel import views
+from nkirun.source.kernel.api import trace_call
+from nkirun.source.strided import StridedView
+
+FIELDS = StridedView.__slots__
+
+
+def same_view(a: StridedView, b: StridedView) -> bool:
+    return all(getattr(a, f) == getattr(b, f) for f in FIELDS if f != "decl") \
+        and a.decl is b.decl
+
+
+def _handles():
+    """Handles of SBUF and HBM tensors and views of them (indexed, reshaped, re-typed)."""
+    from nkirun.source.kernel import consts
+    from nkirun.source.kernel.session import Tracer
+    tracer = Tracer("k.py", "trn2")
+    with tracer:
+        out = []
+        for shape, buf in (((128, 64), consts.sbuf), ((4, 128, 32), consts.sbuf),
+                           ((128, 64), consts.hbm), ((256, 96), consts.hbm), ((8,), consts.hbm)):
+            t = tensor_mod.ndarray(shape, consts.DTYPES["float32"], buf)
+            out.append(t)
+            if len(shape) > 1:
+                out.append(views.index_view_plain(t, (slice(None), slice(1, None, 2))))
+                out.append(t.view(consts.DTYPES["int32"]))
+        return tracer, out
+
+
+KEYS = [0, 1, -1, 3, slice(None), slice(2, 9), slice(None, None, 3), slice(1, 30, 4),
+        slice(-5, None), slice(0, 1)]
+
+
+@pytest.mark.parametrize("n_items", [1, 2, 3])
+def test_index_view_is_plain(n_items):
+    tracer, handles = _handles()
+    with tracer:
+        for t, key in itertools.product(handles, itertools.product(KEYS, repeat=n_items)):
+            key = key[0] if n_items == 1 else key
+            try:
+                want = views.index_view_plain(t, key)
+            except Exception as e:  # noqa: BLE001 - the same error either way
+                with pytest.raises(type(e)):
+                    views.index_view(t, key)
+                continue
+            for _ in range(2):  # computed, then remembered
+                got = views.index_view(t, key)
+                assert got._rec is want._rec and got._dtype is want._dtype
+                assert same_view(got._v, want._v), (t, key)
+
+
+def test_hashable_key_keeps_apart_what_differs():
+    k = views._hashable_key
+    assert k(3) == k((3,)) and k(3) != k(slice(3)) and k(slice(0, 3)) != k(slice(None, 3))
+    assert k((slice(1, 2, None), 0)) != k((slice(1, 2, 1), 0))
+    assert k(np.int64(3)) is None and k(slice(np.int64(1), 4)) is None
+    assert k(True) is None and k(Ellipsis) is None and k(None) is None
+
+
+def test_whole_view_is_of():
+    tracer, handles = _handles()
+    for t in handles:
+        rec = t._rec
+        for _ in range(2):
+            assert same_view(tensor_mod.whole_view(rec.decl), StridedView.of(rec.decl))
+
+
+KERNEL = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def k(x):
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=acc, value=0.0)
+    for i in range(4):
+        t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x[:, (i % 2) * 64:(i % 2 + 1) * 64])
+        nisa.tensor_tensor(dst=acc, data1=acc, data2=t, op=nl.add)
+        nisa.activation(dst=t, op=nl.exp, data=acc)
+        nisa.activation(t, nl.exp, acc, scale=2.0)
+    nisa.dma_copy(dst=out, src=acc)
+    return out
+'''
+
+
+def test_each_iteration_traces_the_same(tmp_path, monkeypatch):
+    """Memoised views and keyword plans: every iteration's instructions are the first's."""
+    (tmp_path / "fv_kernel.py").write_text(KERNEL)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import fv_kernel
+    prog = trace_call(fv_kernel.k, (np.zeros((128, 128), np.float32),)).program
+    body = prog.instructions[1:-1]
+    assert len(body) == 16
+    per = [body[i:i + 4] for i in range(0, 16, 4)]
+
+    def shape(inst):
+        return inst.op, {k: (str(v.index) if hasattr(v, "index") else repr(v))
+                         for k, v in inst.args.items()}
+    assert shape(per[0][0]) != shape(per[1][0])  # the two column blocks of x
+    assert [shape(i) for i in per[0]] == [shape(i) for i in per[2]]
+    assert [shape(i) for i in per[1]] == [shape(i) for i in per[3]]
+    assert shape(per[0][2])[1].keys() == shape(per[0][3])[1].keys()  # defaults filled alike
