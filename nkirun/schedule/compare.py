@@ -91,7 +91,9 @@ def explain(sa: dict, sb: dict) -> list[str]:
     out = []
     ta, tb = sa["total_ns"], sb["total_ns"]
     faster, slower = (sa, sb) if ta <= tb else (sb, sa)
-    if ta and tb:
+    if ta == tb:
+        out.append(f"both take {_us(ta)}: the same makespan")
+    elif ta and tb:
         out.append(f"{faster['label']} is {slower['total_ns'] / faster['total_ns']:.2f}x "
                    f"faster ({_us(abs(tb - ta))} less)")
     if sa["bottleneck"] != sb["bottleneck"]:

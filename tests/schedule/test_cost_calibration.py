@@ -200,3 +200,14 @@ def test_compare_two_kernel_shapes(monkeypatch):
     assert r.exit_code == 0, r.output
     d = json.loads(r.output)
     assert d["b"]["instructions"] > d["a"]["instructions"] and d["ratio_b_over_a"] > 1
+
+
+def test_compare_explains_equal_makespans_without_a_winner():
+    from nkirun.schedule.compare import explain
+    side = {"label": "A", "total_ns": 100.0, "bottleneck": "dma", "busy_ns": {"dma": 90.0},
+            "reorder": {"instructions": 0, "idle_ns_fillable": 0.0}}
+    lines = explain(side, dict(side, label="B"))
+    assert lines[0] == "both take 100.0 ns: the same makespan"
+    assert not any("faster" in line for line in lines)
+    faster = explain(dict(side, total_ns=50.0), dict(side, label="B"))
+    assert faster[0].startswith("A is 2.00x faster")
