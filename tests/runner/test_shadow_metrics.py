@@ -1,0 +1,53 @@
+"""The shadow's fast error statistics (runner/shadow_metrics.py) against their plain
+definitions: the same numbers, bit for bit, on awkward data."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nkirun.hw.dtypes import DTYPES
+from nkirun.runner.shadow_metrics import errors, plain_errors
+
+NAMES = ["float32", "bfloat16", "float16", "tfloat32", "float8_e4m3", "float8_e5m2", "int32"]
+
+
+def _pair(rng, n: int, kind: str):
+    """(ref, xs): a shadow and two perturbed versions of it, of one kind of trouble."""
+    exps = rng.integers(-140, 128, n) if kind == "wild" else rng.integers(-20, 20, n)
+    ref = (rng.standard_normal(n) * np.exp2(exps.astype(np.float64))).astype(np.float32)
+    ref[rng.random(n) < 0.05] = 0
+    xs = [ref * (1 + rng.standard_normal(n).astype(np.float32) * 2.0 ** -8)
+          for _ in range(2)]
+    if kind == "wild":  # subnormals, the largest floats, infinities and NaNs
+        ref[:6] = [1e-45, -3e-39, 3.4e38, np.inf, np.nan, 0.0]
+        xs[0][:6] = [3e-45, 0.0, -3.4e38, np.inf, np.nan, 1e-44]
+        xs[1][:6] = [1e-45, 1e-38, 3.4e38, 1.0, 2.0, -1e-45]
+    if kind == "inf_ref":  # an infinite shadow against an infinite error: NaN ratio
+        ref[3], xs[0][3] = np.inf, -np.inf
+    if kind == "equal":
+        xs[0] = ref.copy()
+    return ref, xs
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("kind", ["tame", "wild", "inf_ref", "equal"])
+@pytest.mark.parametrize("n", [1, 37, 4099])
+def test_fast_errors_equal_plain_definitions(name, kind, n):
+    rng = np.random.default_rng([NAMES.index(name), sum(map(ord, kind)), n])
+    d = DTYPES[name]
+    with np.errstate(all="ignore"):
+        ref, xs = _pair(rng, max(n, 7), kind)
+        fast, plain = errors(xs, ref, d, {}), plain_errors(xs, ref, d)
+    for a, b in zip(fast, plain):
+        got, want = (a.abs, a.rel, a.ulp, a.at), (b.abs, b.rel, b.ulp, b.at)
+        assert np.array_equal(np.array(got), np.array(want), equal_nan=True), (got, want)
+
+
+def test_rel_peak_far_from_abs_peak_is_found():
+    """The largest rel error sits where |ref| is tiny, far from the largest abs error."""
+    ref = np.array([1000.0, 1e-3, 5.0], np.float32)
+    x = np.array([1001.0, 2e-3, 5.0], np.float32)
+    (e,) = errors([x], ref, DTYPES["bfloat16"], {})
+    assert e.at == 0 and e.rel == pytest.approx(1.0, rel=1e-6)
+    assert (e.abs, e.rel, e.ulp) == tuple(
+        (p.abs, p.rel, p.ulp) for p in plain_errors([x], ref, DTYPES["bfloat16"]))[0]
