@@ -51,3 +51,12 @@ def test_rel_peak_far_from_abs_peak_is_found():
     assert e.at == 0 and e.rel == pytest.approx(1.0, rel=1e-6)
     assert (e.abs, e.rel, e.ulp) == tuple(
         (p.abs, p.rel, p.ulp) for p in plain_errors([x], ref, DTYPES["bfloat16"]))[0]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.float16])
+def test_zero_count_equals_count_nonzero(dtype):
+    from nkirun.runner.shadow_metrics import zeros
+    a = np.array([0.0, -0.0, 1.0, np.nan, np.inf, 1e-45, 0, 3] if dtype != np.int32
+                 else [0, 1, -1, 0, 5], dtype).reshape(-1, 1)
+    assert zeros(a, {}) == a.size - np.count_nonzero(a)
+    assert zeros(a[:0], {}) == 0
