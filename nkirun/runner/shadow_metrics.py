@@ -211,13 +211,15 @@ def _scales(ref, f: _Format, wide, n: int, pool: dict):
     the power of two of its exponent bits over 2^nmant, at least the subnormal step)."""
     rel = scratch(pool, n, wide, 2)
     np.abs(ref, out=rel)
-    np.maximum(rel, wide.type(f.tiny), out=rel)
+    if not rel.min() >= f.tiny:  # (a reduction costs a fraction of a written pass)
+        np.maximum(rel, wide.type(f.tiny), out=rel)
     if not f.nmant:
         return rel, None
     ulp = scratch(pool, n, np.float32, 3)
     np.bitwise_and(ref.view(np.uint32), np.uint32(0x7F800000), out=ulp.view(np.uint32))
     np.multiply(ulp, np.float32(np.ldexp(1.0, -f.nmant)), out=ulp)
-    np.maximum(ulp, np.float32(f.step), out=ulp)
+    if not ulp.min() >= f.step:
+        np.maximum(ulp, np.float32(f.step), out=ulp)
     return rel, ulp
 
 
