@@ -57,7 +57,8 @@ def rounded_f32(v: np.ndarray, out_dtype, dst) -> np.ndarray:
     if v.dtype == np.float32 and dst.name == "bfloat16" and (
             out_dtype is None or out_dtype.name in ("float32", "bfloat16")):
         bits = np.ascontiguousarray(v).view(np.uint32)
-        out = (bits >> 16) & np.uint32(1)
+        out = np.right_shift(bits, np.uint32(16))  # (in place from here: one fresh array)
+        out &= np.uint32(1)
         out += bits
         out += np.uint32(0x7FFF)
         out &= np.uint32(0xFFFF0000)
