@@ -60,3 +60,15 @@ def test_zero_count_equals_count_nonzero(dtype):
                  else [0, 1, -1, 0, 5], dtype).reshape(-1, 1)
     assert zeros(a, {}) == a.size - np.count_nonzero(a)
     assert zeros(a[:0], {}) == 0
+
+
+def test_register_compare_equals_array_equal():
+    """same_values answers as np.array_equal(equal_nan=True) does: -0 vs 0, NaN payloads."""
+    from nkirun.runner.shadow import same_values
+    z = np.zeros((4, 1), np.float32)
+    nan2 = np.full((4, 1), np.nan, np.float32)
+    nan2.view(np.uint32)[0] |= 1
+    pairs = [(z, z.copy()), (z, -z), (nan2, np.full((4, 1), np.nan, np.float32)),
+             (z, z + 1), (np.zeros(4, bool), np.ones(4, bool)), (z, z[:2])]
+    for a, b in pairs:
+        assert same_values(a, b) == np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
