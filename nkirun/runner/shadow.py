@@ -38,6 +38,7 @@ from nkirun.diagnostics import NkirunError, warning
 from nkirun.hw import dtypes as dt
 from nkirun.runner.machine import Machine, select_into
 from nkirun.runner.shadow_metrics import (
+    BF16,
     Row,
     WriteStats,
     as_f32,
@@ -90,7 +91,8 @@ class ShadowMachine(Machine):
         """Bring tensor `name` in from the real machine (first use)."""
         src = self.real.buffers[name]
         if name not in self.keep_dtype and _is_float_storage(src):
-            self.buffers[name] = src.astype(F32, copy=True)
+            # (bfloat16 by moving its bits: a fresh array, far faster than ml_dtypes' cast)
+            self.buffers[name] = as_f32(src) if src.dtype == BF16 else src.astype(F32)
             self.shadowed.add(name)
         else:
             self.buffers[name] = src.copy()
