@@ -113,7 +113,6 @@ class Err:
     at: int = -1  # flat index of the abs peak in the compared arrays (-1: no element)
 
 
-
 def merged(old: Err, new: Err) -> Err:
     """Two stores' errors as one: the peak (abs and where) of the worse one (`new` itself
     when it is that one) and the largest rel and ULP of both."""
@@ -173,18 +172,13 @@ def plain_errors(xs: list, ref: np.ndarray, d) -> list[Err]:
     wide = np.dtype(np.float32 if d.is_float and d.packed == 1 else np.float64)
     ref, f, out = ref.astype(wide), fmt(d), []
     for x in xs:
-        diff = np.empty(ref.size, wide)
-        top, at = _abs_errors(np.asarray(x).reshape(-1), ref, diff, wide)
-        if top == 0:
-            out.append(Err(0.0, 0.0, 0.0, 0))
-            continue
+        top, at = _abs_errors(np.asarray(x).reshape(-1), ref, diff := np.empty_like(ref), wide)
         rel = diff / np.maximum(np.abs(ref), wide.type(f.tiny))
-        ulp = top
-        if f.nmant:
-            spacing = (ref.view(np.uint32) & np.uint32(0x7F800000)).view(np.float32)
-            ulp = (diff / np.maximum(spacing * np.float32(np.ldexp(1.0, -f.nmant)),
-                                     np.float32(f.step))).max()
-        out.append(Err(float(top), float(rel.max()), float(ulp), at))
+        spacing = (ref.view(np.uint32) & np.uint32(0x7F800000)).view(np.float32) if \
+            f.nmant else None
+        ulp = (diff / np.maximum(spacing * np.float32(np.ldexp(1.0, -f.nmant)), np.float32(
+            f.step))).max() if f.nmant else top
+        out.append(Err(float(top), float(rel.max()), float(ulp), at) if top else Err(at=0))
     return out
 
 
