@@ -1,0 +1,84 @@
+"""Forms nki-library (aws-neuron/nki-library) kernels use that the NKI 0.6 docs spell
+differently: enum members passed as their integer values, and the enums imported from
+`nki.isa.constants`."""
+from __future__ import annotations
+
+import numpy as np
+
+import nkirun
+from tests.kernel.test_kernel_contract import invoke, nkirun_kernel, write
+
+INT_ENUMS = """\
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+STATIC_DMA = 3  # dge_mode.none's value, as nki-library spells it
+
+
+@nki.jit
+def copy_twice(x):
+    staged = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=staged, src=x, dge_mode=STATIC_DMA, oob_mode=0)
+    doubled = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_scalar(doubled, staged, nl.multiply, 2.0, engine=5)
+    total = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+    act = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation(dst=act, op=nl.copy, data=doubled, reduce_op=nl.add, reduce_res=total,
+                    reduce_cmd=3)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=doubled, dge_mode=2)
+    sums = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=sums, src=total)
+    return out, sums
+"""
+
+
+def test_integer_enum_values_mean_their_members(tmp_path):
+    k = nkirun_kernel(write(tmp_path, INT_ENUMS), "copy_twice")
+    x = np.random.default_rng(3).standard_normal((37, 5)).astype(np.float32)
+    out, sums = nkirun.simulate(k)(x)
+    np.testing.assert_array_equal(out, 2 * x)
+    np.testing.assert_allclose(sums[:, 0], (2 * x).sum(1), rtol=1e-5)
+
+
+def test_integer_that_is_no_member_is_refused_at_its_line(tmp_path):
+    path = write(tmp_path, INT_ENUMS.replace("dge_mode=2)", "dge_mode=7)"))
+    r = invoke("check", f"{path}::copy_twice", "--shape", "x=float32[37,5]")
+    assert r.exit_code == 1
+    assert "E025" in r.output and "dge_mode" in r.output and ":19:" in r.output
+    assert "hwdge" in r.output  # the allowed members are named
+
+
+CONSTANTS = """\
+import nki
+import nki.isa as nisa
+import nki.language as nl
+from nki.isa.constants import dge_mode, oob_mode
+from nki.isa import constants as isa_constants
+import neuronxcc.nki.isa.constants as old_constants
+import neuronxcc.nki.typing as nt
+
+
+@nki.jit
+def copy(x: nt.tensor):
+    staged = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=staged, src=x, dge_mode=dge_mode.none, oob_mode=oob_mode.error)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=staged, dge_mode=isa_constants.dge_mode.hwdge,
+                  oob_mode=old_constants.oob_mode.error)
+    return out
+"""
+
+
+def test_enums_import_from_nki_isa_constants(tmp_path):
+    k = nkirun_kernel(write(tmp_path, CONSTANTS), "copy")
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    np.testing.assert_array_equal(nkirun.simulate(k)(x), x)
+
+
+def test_constants_are_the_same_members_as_nki_isa():
+    from nkirun.source.kernel.modules import modules
+    isa, constants = modules()["nki.isa"], modules()["nki.isa.constants"]
+    for enum in ("dge_mode", "oob_mode", "engine", "reduce_cmd", "matmul_perf_mode"):
+        assert getattr(constants, enum) is getattr(isa, enum)
