@@ -237,8 +237,7 @@ def _param_rules(b: Bound):
         if p.out and r.ap is not None and r.ap.overlapping:
             yield b.err("E039", f"`{p.name}` writes through an access pattern that addresses "
                         "some element more than once (a zero or overlapping step)", p.name,
-                        hint="a written view must address each element once; zero steps "
-                             "(broadcast) are for operands that are read")
+                        hint=_overlap_hint(r.ap))
     if b.spec.packed_copy and len({r.dtype.name for _, r in tiles}) > 1:
         packed = [(p, r) for p, r in tiles if r.dtype.packed > 1]
         if packed:
@@ -281,4 +280,15 @@ def _dtype_list(names) -> str:
         return "an integer dtype"
     return "one of " + ", ".join(sorted(s)) if len(s) > 1 else next(iter(s))
 
+
+def _overlap_hint(s) -> str:
+    """E039's hint. A zero step in a written pattern is a known idiom (nki-library's
+    qkv_cte gives activation_reduce a [0, H] dst it never reads): on hardware each element
+    keeps the last value streamed to it, which nkirun does not model yet."""
+    if any(st == 0 and n > 1 for st, n in zip(s.byte_strides, s.shape)):
+        return ("a written view must address each element once; zero steps (broadcast) are "
+                "for operands that are read. For a dst that is only a by-product (such as "
+                "activation_reduce's when reduce_res is the result), write a scratch tile of "
+                "the data's shape instead: nkirun does not model zero-step writes yet")
+    return "a written view must address each element once"
 

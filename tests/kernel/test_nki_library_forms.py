@@ -82,3 +82,32 @@ def test_constants_are_the_same_members_as_nki_isa():
     isa, constants = modules()["nki.isa"], modules()["nki.isa.constants"]
     for enum in ("dge_mode", "oob_mode", "engine", "reduce_cmd", "matmul_perf_mode"):
         assert getattr(constants, enum) is getattr(isa, enum)
+
+
+ZERO_STEP_DST = """\
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def square_sums(x):
+    data = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=data, src=x)
+    sums = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+    unused = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation_reduce(dst=unused.ap(pattern=[[1, x.shape[0]], [0, x.shape[1]]]),
+                           op=nl.square, data=data, reduce_op=nl.add, reduce_res=sums)
+    out = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=sums)
+    return out
+"""
+
+
+def test_zero_step_dst_is_refused_with_the_workaround(tmp_path):
+    # nki-library's qkv_cte writes activation_reduce's unused dst through a zero step;
+    # nkirun does not model that write (each element keeps the last value streamed to it)
+    path = write(tmp_path, ZERO_STEP_DST)
+    r = invoke("check", f"{path}::square_sums", "--shape", "x=float32[16,8]")
+    assert r.exit_code == 1 and "E039" in r.output and ":12:" in r.output
+    assert "scratch tile of the data's shape" in r.output
