@@ -357,3 +357,10 @@ def view_from_mapping(value: dict, loc: Loc | None, parse_view) -> View:
         if m.get(k) is not None:
             m[k] = parse_view(str(m[k]), loc)
     return View(name, make_ap(m), loc or Loc())
+
+
+def only_zero_steps(s: Strided) -> bool:
+    """Whether a pattern addresses elements twice only through zero steps (without those
+    dims it addresses each element once)."""
+    rest = [(n, st) for n, st in zip(s.shape, s.byte_strides) if not (st == 0 and n > 1)]
+    return not _overlapping([n for n, _ in rest], [st for _, st in rest], s.dtype.itemsize)

@@ -84,6 +84,7 @@ def test_constants_are_the_same_members_as_nki_isa():
         assert getattr(constants, enum) is getattr(isa, enum)
 
 
+
 ZERO_STEP_DST = """\
 import nki
 import nki.isa as nisa
@@ -95,19 +96,40 @@ def square_sums(x):
     data = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
     nisa.dma_copy(dst=data, src=x)
     sums = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
-    unused = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.activation_reduce(dst=unused.ap(pattern=[[1, x.shape[0]], [0, x.shape[1]]]),
+    last = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation_reduce(dst=last.ap(pattern=[[1, x.shape[0]], [0, x.shape[1]]]),
                            op=nl.square, data=data, reduce_op=nl.add, reduce_res=sums)
     out = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=out, src=sums)
-    return out
+    last_out = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=last_out, src=last)
+    return out, last_out
 """
 
 
-def test_zero_step_dst_is_refused_with_the_workaround(tmp_path):
-    # nki-library's qkv_cte writes activation_reduce's unused dst through a zero step;
-    # nkirun does not model that write (each element keeps the last value streamed to it)
+def test_activation_reduce_dst_may_have_zero_steps(tmp_path):
+    # nki-library's qkv_cte (fused RMSNorm) gives activation_reduce a one-column dst it
+    # never reads; each element keeps the last value streamed to it
+    k = nkirun_kernel(write(tmp_path, ZERO_STEP_DST), "square_sums")
+    x = np.random.default_rng(4).standard_normal((37, 9)).astype(np.float32)
+    sums, last = nkirun.simulate(k)(x)
+    np.testing.assert_allclose(sums[:, 0], (x * x).sum(1), rtol=1e-5)
+    np.testing.assert_array_equal(last[:, 0], x[:, -1] * x[:, -1])
+
+
+def test_activation_reduce_dst_zero_steps_under_shadow(tmp_path):
     path = write(tmp_path, ZERO_STEP_DST)
+    np.save(tmp_path / "x.npy", np.ones((16, 8), np.float32))
+    r = invoke("run", f"{path}::square_sums", "--input", f"x={tmp_path / 'x.npy'}",
+               "--out", tmp_path / "o", "--shadow")
+    assert r.exit_code == 0, r.output
+
+
+def test_other_zero_step_dst_is_refused_with_the_workaround(tmp_path):
+    source = ZERO_STEP_DST.replace(
+        "nisa.activation_reduce(dst=last.ap(", "nisa.tensor_copy(dst=last.ap(").replace(
+        "op=nl.square, data=data, reduce_op=nl.add, reduce_res=sums)", "src=data)")
+    path = write(tmp_path, source)
     r = invoke("check", f"{path}::square_sums", "--shape", "x=float32[16,8]")
     assert r.exit_code == 1 and "E039" in r.output and ":12:" in r.output
     assert "scratch tile of the data's shape" in r.output
