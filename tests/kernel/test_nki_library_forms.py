@@ -133,3 +133,34 @@ def test_other_zero_step_dst_is_refused_with_the_workaround(tmp_path):
     r = invoke("check", f"{path}::square_sums", "--shape", "x=float32[16,8]")
     assert r.exit_code == 1 and "E039" in r.output and ":12:" in r.output
     assert "scratch tile of the data's shape" in r.output
+
+
+IDENTITY_LNC2 = """\
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def transpose_per_core(x):
+    core = nl.program_id(0)
+    rows = x.shape[0] // 2
+    data = nl.ndarray((rows, x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=data, src=x[core * rows:(core + 1) * rows, :])
+    identity = nl.shared_identity_matrix(rows, dtype=nl.float32)
+    flipped = nl.ndarray((x.shape[1], rows), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=flipped, stationary=data, moving=identity)
+    out = nl.ndarray((x.shape[1], x.shape[0]), dtype=x.dtype, buffer=nl.shared_hbm)
+    staged = nl.ndarray((x.shape[1], rows), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=staged, src=flipped)
+    nisa.dma_copy(dst=out[:, core * rows:(core + 1) * rows], src=staged)
+    return out
+"""
+
+
+def test_shared_identity_matrix_is_each_cores_own_under_lnc2(tmp_path):
+    # nki-library's bwmm_shard_on_I transposes through nl.shared_identity_matrix on both
+    # cores: each core gets its own SBUF identity (an SBUF tile belongs to one core)
+    k = nkirun_kernel(write(tmp_path, IDENTITY_LNC2), "transpose_per_core")
+    x = np.random.default_rng(6).standard_normal((64, 24)).astype(np.float32)
+    np.testing.assert_array_equal(nkirun.simulate(k, lnc=2)(x), x.T)
