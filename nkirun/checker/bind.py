@@ -22,7 +22,13 @@ from nkirun.isa import REGISTRY
 from nkirun.checker.bound import Bound, Operands
 from nkirun.checker.intern import Views, form_key
 from nkirun.isa.spec import param_tables, views_of
+from nkirun.source import access
 from nkirun.source.operands import resolve
+
+# Instructions whose dst may be written through zero steps (each element keeps the last
+# value streamed to it, runner/streamed.py): activation_reduce's dst is a by-product of
+# its reduce_res, and nki-library's qkv_cte gives it a one-column [0, H] dst.
+ZERO_STEP_DST = frozenset({"activation_reduce"})
 
 
 def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES, fast: bool = True
@@ -234,11 +240,11 @@ def _param_rules(b: Bound):
             yield b.err("E035", f"`{p.name}` uses indirect addressing (scalar_offset/"
                         "vector_offset), which only DMA instructions have", p.name,
                         hint="move the data with dma_copy first")
-        if p.out and r.ap is not None and r.ap.overlapping:
+        if p.out and r.ap is not None and r.ap.overlapping and not (
+                b.op in ZERO_STEP_DST and p.name == "dst" and access.only_zero_steps(r.ap)):
             yield b.err("E039", f"`{p.name}` writes through an access pattern that addresses "
                         "some element more than once (a zero or overlapping step)", p.name,
-                        hint="a written view must address each element once; zero steps "
-                             "(broadcast) are for operands that are read")
+                        hint=_overlap_hint(r.ap))
     if b.spec.packed_copy and len({r.dtype.name for _, r in tiles}) > 1:
         packed = [(p, r) for p, r in tiles if r.dtype.packed > 1]
         if packed:
@@ -281,4 +287,12 @@ def _dtype_list(names) -> str:
         return "an integer dtype"
     return "one of " + ", ".join(sorted(s)) if len(s) > 1 else next(iter(s))
 
+
+def _overlap_hint(s) -> str:
+    """E039's hint (activation_reduce's dst may have zero steps: ZERO_STEP_DST)."""
+    if any(st == 0 and n > 1 for st, n in zip(s.byte_strides, s.shape)):
+        return ("a written view must address each element once; zero steps (broadcast) are "
+                "for operands that are read (and activation_reduce's dst); write a scratch "
+                "tile of the data's shape instead")
+    return "a written view must address each element once"
 

@@ -15,6 +15,7 @@ from nkirun.source import indirect
 from nkirun.source.access import static_offsets, storage_elements
 from nkirun.source.operands import Resolved
 from nkirun.runner.registers import LoopState
+from nkirun.runner.streamed import last_streamed
 
 LANES = 128  # one accumulator register per partition
 
@@ -165,11 +166,10 @@ class Machine(LoopState):
 
     # ---- writes ----------------------------------------------------------------------------
     def write(self, r: Resolved, values, out_dtype: dt.DType | None = None, mask=None) -> None:
-        """Store `values` (any numeric array broadcastable to r.shape) into the view.
-
-        Values are cast to `out_dtype` first (the instruction's `dtype=`), then to the
-        tensor's dtype. With a mask, only the elements where it is True change.
-        """
+        """Store `values` (broadcastable to r.shape) into the view, cast to `out_dtype` (the
+        instruction's `dtype=`) then to the tensor's dtype; with a mask only where it is True."""
+        if r.ap is not None and r.ap.overlapping:  # a zero-step dst (runner/streamed.py)
+            r, values, mask = last_streamed(r, values, mask)
         dst = self.view(r)
         v = values if values.__class__ is np.ndarray else np.asarray(values)
         to = r.dtype

@@ -37,6 +37,7 @@ import numpy as np
 from nkirun.diagnostics import NkirunError, warning
 from nkirun.hw import dtypes as dt
 from nkirun.runner.machine import Machine, select_into
+from nkirun.runner.streamed import last_streamed
 from nkirun.runner.shadow_metrics import (
     BF16,
     Row,
@@ -125,6 +126,8 @@ class ShadowMachine(Machine):
         return None  # every store goes through write(), which records the probe
 
     def write(self, r: Resolved, values, out_dtype=None, mask=None) -> None:
+        if r.ap is not None and r.ap.overlapping:  # a zero-step dst (runner/streamed.py)
+            r, values, mask = last_streamed(r, values, mask)
         v = np.asarray(values)
         if r.decl.name not in self.shadowed:
             super().write(r, v, out_dtype, mask)

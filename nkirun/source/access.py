@@ -19,7 +19,8 @@ Readings (where the NKI docs leave it open; docs/views.md):
   * the partition step is free when the pattern reads one partition (`[[1, 1], [1, 1]]`
     on a (1, 1) tile is used by public kernels);
   * a write through a pattern that addresses an element twice is refused (E039): NKI
-    defines no order for it.
+    defines no order for it. Except activation_reduce's dst through zero steps only
+    (checker/bind.py ZERO_STEP_DST): each element keeps the last value streamed to it.
 """
 from __future__ import annotations
 
@@ -357,3 +358,10 @@ def view_from_mapping(value: dict, loc: Loc | None, parse_view) -> View:
         if m.get(k) is not None:
             m[k] = parse_view(str(m[k]), loc)
     return View(name, make_ap(m), loc or Loc())
+
+
+def only_zero_steps(s: Strided) -> bool:
+    """Whether a pattern addresses elements twice only through zero steps (without those
+    dims it addresses each element once)."""
+    rest = [(n, st) for n, st in zip(s.shape, s.byte_strides) if not (st == 0 and n > 1)]
+    return not _overlapping([n for n, _ in rest], [st for _, st in rest], s.dtype.itemsize)

@@ -10,6 +10,11 @@ Readings:
   default (and `name=`, a debug label, always); any other value is an E601 error naming
   it. Where NKI's default differs from nkirun's (range_select's reduce_cmd), NKI's is
   passed.
+- An enum keyword (engine, dge_mode, oob_mode, reduce_cmd, dma_engine) also takes the
+  member's integer value in NKI 0.6's enum classes (`dge_mode=3` is `dge_mode.none`), as
+  nki-library passes it; an integer that is no member's value is refused (E025).
+- `nki.isa.constants` holds the same enum namespaces as `nki.isa` (nki-library imports
+  them from there).
 - Calls return an `NkiInstruction`; `.depends_on()` is accepted and has no effect (the
   cost model orders instructions by their data and engines).
 """
@@ -161,6 +166,8 @@ def make_instruction(op: str):
                 values[k] = v
         if values.get("name", 0) is None:  # name=None is NKI's default: no label
             del values["name"]
+        for k in _INT_ENUMS.intersection(values):
+            values[k] = _enum_member(k, values[k])
         _legacy_forms(op, values)
         result_dtype = _dtype_keyword(values, "dtype" in ours)
         plan = plans.get(tuple(values)) or _keyword_plan(plans, tuple(values), extras, fill)
@@ -181,6 +188,13 @@ def make_instruction(op: str):
     instruction.__name__ = instruction.__qualname__ = op
     instruction.__doc__ = f"nki.isa.{op}({', '.join(order)}): {spec.summary}"
     return instruction
+
+
+def _enum_member(keyword: str, value):
+    """An integer enum value -> the member's name (NKI 0.6's values, ENUM_VALUES)."""
+    if type(value) is int:  # not bool: True/False are never enum values
+        return ENUM_VALUES[keyword].get(value, value)
+    return value
 
 
 def _keyword_plan(plans: dict, given: tuple, extras: dict, fill: list) -> tuple:
@@ -256,6 +270,18 @@ ENUMS = {
     "dma_engine": ("dma", "gpsimd_dma"),
 }
 
+# The members' integer values in NKI 0.6's enum classes (nki.isa API reference, the
+# `class engine(Enum)` ... definitions); matmul_perf_mode's values are its names.
+ENUM_VALUES = {
+    "engine": {0: "unknown", 1: "tensor", 2: "scalar", 3: "gpsimd", 4: "dma", 5: "vector",
+               6: "sync"},
+    "reduce_cmd": {0: "idle", 1: "reset", 2: "reduce", 3: "reset_reduce", 4: "load_reduce"},
+    "dge_mode": {0: "unknown", 1: "swdge", 2: "hwdge", 3: "none"},
+    "oob_mode": {0: "error", 1: "skip"},
+    "dma_engine": {1: "dma", 2: "gpsimd_dma"},
+}
+_INT_ENUMS = frozenset(ENUM_VALUES)
+
 
 class NkiValidationError(Exception):
     """Raised when hardware constraints are violated (NKI 0.6)."""
@@ -264,8 +290,12 @@ class NkiValidationError(Exception):
 def build_module(name: str = "nki.isa") -> types.ModuleType:
     m = _IsaModule(name)
     m.__doc__ = "nkirun's nki.isa (see docs/kernels.md)"
+    m.__path__ = []  # a package: `import nki.isa.constants` works
+    m.constants = types.ModuleType(f"{name}.constants", "the enums of nki.isa (NKI 0.6)")
     for enum_name, members in ENUMS.items():
-        setattr(m, enum_name, consts.EnumNamespace(f"nki.isa.{enum_name}", members))
+        namespace = consts.EnumNamespace(f"nki.isa.{enum_name}", members)
+        setattr(m, enum_name, namespace)
+        setattr(m.constants, enum_name, namespace)
     m.nc_version = consts.NcVersion()
     for short in ("tensor", "vector", "scalar", "gpsimd", "unknown"):
         setattr(m, f"{short}_engine", getattr(m.engine, short))

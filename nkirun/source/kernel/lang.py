@@ -92,7 +92,8 @@ def shared_constant(constant, dtype=None):
 def shared_identity_matrix(n, dtype=consts.DTYPES["uint8"], dst=None):
     from nkirun.source.kernel.session import current, new_tensor
     tracer = current()
-    key = (n, str(dtype))
+    # one per core of a two-core trace: an SBUF tile belongs to the core that made it
+    key = (n, str(dtype), tracer.builder.core if tracer.lnc > 1 else None)
     t = tracer.identity.get(key)
     if t is None:
         rec = tracer.allocate((n, n), dtype, consts.sbuf, f"identity{n}",

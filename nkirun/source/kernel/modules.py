@@ -16,9 +16,10 @@ from contextlib import contextmanager
 
 from nkirun.source.kernel.unsupported import unsupported
 
-NAMES = ("nki", "nki.isa", "nki.language", "nki.collectives", "nki.typing", "nki.compiler",
-         "neuronxcc", "neuronxcc.nki", "neuronxcc.nki.isa", "neuronxcc.nki.language",
-         "neuronxcc.nki.typing", "neuronxcc.nki.compiler")
+NAMES = ("nki", "nki.isa", "nki.isa.constants", "nki.language", "nki.collectives",
+         "nki.typing", "nki.compiler", "neuronxcc", "neuronxcc.nki", "neuronxcc.nki.isa",
+         "neuronxcc.nki.isa.constants", "neuronxcc.nki.language", "neuronxcc.nki.typing",
+         "neuronxcc.nki.compiler")
 _ROOTS = ("nki", "neuronxcc")
 _MODULES: dict[str, types.ModuleType] = {}
 
@@ -165,9 +166,10 @@ def modules() -> dict[str, types.ModuleType]:
         neuronxcc.__path__ = []
         neuronxcc.nki = nki
         mods = {"nki": nki, "nki.isa": isa, "nki.language": language,
-                "nki.collectives": collectives, "nki.typing": typing, "nki.compiler": compiler}
+                "nki.collectives": collectives, "nki.typing": typing, "nki.compiler": compiler,
+                "nki.isa.constants": isa.constants}
         for name, m in mods.items():
-            _register(name, m, is_package=m is nki)
+            _register(name, m, is_package=hasattr(m, "__path__"))
         _register("neuronxcc", neuronxcc, is_package=True)
         for name, m in mods.items():  # `import neuronxcc.nki.language as nl`: the same modules
             _MODULES["neuronxcc." + name] = m
@@ -211,7 +213,8 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             spec = modules()[fullname].__spec__
             if spec.name != fullname:  # neuronxcc.nki.*: the same module under its alias
                 spec = importlib.machinery.ModuleSpec(fullname, _FINDER,
-                                                      is_package=fullname.count(".") < 2)
+                                                      is_package=spec.submodule_search_locations
+                                                      is not None)
             return spec
         root = fullname.split(".", 1)[0]
         if root in _ROOTS and "." in fullname and sys.modules.get(root) is modules()[root]:
