@@ -173,7 +173,7 @@ def plain_errors(xs: list, ref: np.ndarray, d) -> list[Err]:
     ref, f, out = ref.astype(wide), fmt(d), []
     for x in xs:
         top, at = _abs_errors(np.asarray(x).reshape(-1), ref, diff := np.empty_like(ref), wide)
-        rel = diff / np.maximum(np.abs(ref), wide.type(f.tiny))
+        rel = diff / np.fmax(np.abs(ref), wide.type(f.tiny))
         spacing = (ref.view(np.uint32) & np.uint32(0x7F800000)).view(np.float32) if \
             f.nmant else None
         ulp = (diff / np.maximum(spacing * np.float32(np.ldexp(1.0, -f.nmant)), np.float32(
@@ -207,7 +207,7 @@ def _scales(ref, f: _Format, wide, n: int, pool: dict):
     rel = scratch(pool, n, wide, 2)
     np.abs(ref, out=rel)
     if not rel.min() >= f.tiny:  # (a reduction costs a fraction of a written pass)
-        np.maximum(rel, wide.type(f.tiny), out=rel)
+        np.fmax(rel, wide.type(f.tiny), out=rel)  # fmax: a NaN shadow element scales by tiny
     if not f.nmant:
         return rel, None
     ulp = scratch(pool, n, np.float32, 3)

@@ -72,3 +72,15 @@ def test_register_compare_equals_array_equal():
              (z, z + 1), (np.zeros(4, bool), np.ones(4, bool)), (z, z[:2])]
     for a, b in pairs:
         assert same_values(a, b) == np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_nan_the_run_matches_does_not_make_the_rel_error_nan(fast):
+    """NaN in both the run and the shadow carries no error: the store's max rel error is
+    that of its other elements, not NaN."""
+    ref = np.array([np.nan, 1.0, 4.0], np.float32)
+    x = np.array([np.nan, 1.0078125, 4.0], np.float32)
+    (e,) = errors([x], ref, DTYPES["bfloat16"], {}) if fast else \
+        plain_errors([x], ref, DTYPES["bfloat16"])
+    assert e.at == 1 and e.abs == pytest.approx(0.0078125)
+    assert e.rel == pytest.approx(0.0078125) and np.isfinite(e.ulp)
