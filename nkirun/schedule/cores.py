@@ -12,7 +12,8 @@ ends and starts).
 from __future__ import annotations
 
 from nkirun.checker.cores import sync_order
-from nkirun.schedule.model import BARRIER, ENGINE, READY, SENDRECV, Slot
+from nkirun.schedule.model import BARRIER, SENDRECV, Slot
+from nkirun.schedule.scheduler import earliest_start
 
 
 def schedule_cores(program, bound, target):
@@ -52,12 +53,7 @@ def _ready(s, b, core_of) -> tuple:
         ready, dep, kind, tensor = s.data_ready(c[1], c[2], b.engine != "dma")
     # a DMA half books its engines when placed (schedule/dma.py); an engine waits in order
     free, blocker = (0.0, None) if b.engine == "dma" else s.compute_resource(b.engine, c[3])
-    if dep is not None and ready >= free:
-        start = ready
-    elif blocker is not None and free > 0:
-        start, dep, kind, tensor = free, blocker, ENGINE, None
-    else:
-        start, dep, kind, tensor = 0.0, None, READY, None
+    start, dep, kind, tensor = earliest_start(ready, dep, kind, tensor, free, blocker)
     return start, dep, kind, tensor, c, ready
 
 
@@ -111,4 +107,4 @@ def _run_half(s, b, c, start) -> tuple:
     return end, (), s.pe_label(b.engine, c[3]), 0.0, s.raw_latency
 
 
-__all__ = ["schedule_cores", "ENGINE"]
+__all__ = ["schedule_cores"]

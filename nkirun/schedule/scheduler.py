@@ -94,6 +94,16 @@ def _costed(b, target: Target) -> tuple:
     return int(cycles), reads, writes, extra, names
 
 
+def earliest_start(ready, dep, kind, tensor, free, blocker) -> tuple:
+    """(start, instruction waited on, kind, tensor): the later of the data being ready and
+    the engine being free; a data dependence wins ties (it is the more informative reason)."""
+    if dep is not None and ready >= free:
+        return ready, dep, kind, tensor
+    if blocker is not None and free > 0:
+        return free, blocker, ENGINE, None
+    return 0.0, None, READY, None
+
+
 class _Scheduler:
     """One pass over the instructions in program order; each is placed by `place`."""
 
@@ -186,14 +196,8 @@ class _Scheduler:
             clock = self.clocks.get(engine)
             if clock is None:
                 clock = self.clocks[engine] = self.sched.clock(engine)
-            free, blocker = self.compute_resource(engine, extra)
-            # a data dependence wins ties: it is the more informative reason
-            if dep is not None and ready >= free:
-                start = ready
-            elif blocker is not None and free > 0:
-                start, dep, kind, dep_tensor = free, blocker, ENGINE, None
-            else:
-                start, dep, kind, dep_tensor = 0.0, None, READY, None
+            start, dep, kind, dep_tensor = earliest_start(
+                ready, dep, kind, dep_tensor, *self.compute_resource(engine, extra))
             end = start + cycles / clock
             self.occupy(engine, extra, end, index)
             queues, label, busy, lat = (), self.pe_label(engine, extra), 0.0, self.raw_latency
