@@ -20,9 +20,10 @@ from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, TARGETS
 from nkirun.ir import ON_CHIP, Program, View
 from nkirun.isa import REGISTRY
 from nkirun.checker.bound import Bound, Operands
-from nkirun.checker.intern import Views, form_key
+from nkirun.checker.intern import Templates, Views, form_key
 from nkirun.isa.spec import param_tables, views_of
 from nkirun.source import access
+from nkirun.source.forms import FormLocs
 from nkirun.source.operands import resolve
 
 # Instructions whose dst may be written through zero steps (each element keeps the last
@@ -37,6 +38,7 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES, fast: boo
     `fast=False` takes the plain path for every instruction (the definition; tests only)."""
     bound, diags = [], []
     views = Views() if fast else None
+    forms = Templates(program.dropped) if fast else None  # call-site forms (intern.py)
     passed: dict = {}  # interning: see the module docstring
     passed_form: dict = {}
     passed_at: dict = {}
@@ -48,6 +50,13 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES, fast: boo
     # with the keywords that did convert): their operands are still resolved and checked
     # against the per-parameter rules, so one bad keyword does not hide other errors.
     for inst in itertools.chain(program.instructions, program.partial):
+        if forms is not None and inst.arg_locs.__class__ is FormLocs:
+            b = forms.bind(inst, program, target)
+            if b is not None:  # a later instruction of a call-site form that passed
+                if inst.index in repeated:
+                    passed_at[inst.index] = b
+                bound.append(b)
+                continue
         like = passed_at.get(inst.repeat_of) if fast else None
         if like is not None:  # its views resolve to the same Resolved: no need to look
             like.args.shared = True
@@ -82,6 +91,8 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES, fast: boo
         if ok is None:  # an operand or keyword failed: b is left out
             continue
         if ok and args.get("mask") is None and same is not None:
+            if forms is not None and inst.arg_locs.__class__ is FormLocs:
+                forms.put(inst.arg_locs, b)
             passed[same] = b
             if inst.index in repeated:
                 passed_at[inst.index] = b

@@ -19,6 +19,7 @@ give the same bound values and diagnostics.
 """
 from __future__ import annotations
 
+from nkirun.checker.bound import Bound, Operands
 from nkirun.source.operands import Resolved
 
 _new = object.__new__
@@ -90,6 +91,51 @@ class Views:
         return hit
 
 
+class Templates:
+    """Call-site forms (source/forms.py) for one bind: per form, the first of its
+    instructions that passed every rule (`put`); a later instruction of the form is bound as
+    that template with its own tensors put in (`bind`): its rules and engine are functions
+    of values equal to the template's. The Resolved put in last per (form, keyword) is
+    reused while the tensor stays the same (an accumulator, call after call)."""
+
+    def __init__(self, dropped):
+        self.by_form: dict = {}  # id(FormLocs) -> Bound (the instructions keep it alive)
+        self.last: dict = {}  # (id(FormLocs), keyword) -> (tensor name, Resolved)
+        self.dropped = dropped
+
+    def put(self, locs, b) -> None:
+        for k in locs.views:
+            r = b.args.get(k)
+            if r.__class__ is not Resolved or r.ap is not None:
+                return  # (an access pattern: its Resolved may depend on other tensors)
+        self.by_form[id(locs)] = b
+        for k in locs.views:
+            self.last[(id(locs), k)] = (b.inst.args[k].tensor, b.args[k])
+
+    def bind(self, inst, program, target):
+        """inst bound as its form's template, or None (no template yet, an undeclared
+        tensor, a dropped instruction: bind's own path decides)."""
+        locs = inst.arg_locs
+        tmpl = self.by_form.get(id(locs))
+        if tmpl is None or inst.index in self.dropped:
+            return None
+        targs = tmpl.args
+        args = dict(targs)
+        tensors, last, inst_args = program.tensors, self.last, inst.args
+        for k in locs.views:
+            name = inst_args[k].tensor
+            hit = last.get((id(locs), k))
+            if hit is not None and hit[0] == name:
+                args[k] = hit[1]
+                continue
+            decl = tensors.get(name)
+            if decl is None:
+                return None
+            r = args[k] = rebased(targs[k], decl)
+            last[(id(locs), k)] = (name, r)
+        return Bound(inst, tmpl.spec, Operands(args, targs.form), None, tmpl.engine, target)
+
+
 def form_key(op: str, values, token: dict):
     """`form_key_plain` in one pass over the values (bind calls it per instruction)."""
     decls, key = [], [op, None]
@@ -124,4 +170,4 @@ def form_key_plain(op: str, values, token: dict):
     return None if None in key else key
 
 
-__all__ = ["Views", "form_key", "form_key_plain", "rebased", "layout_key"]
+__all__ = ["Templates", "Views", "form_key", "form_key_plain", "rebased", "layout_key"]

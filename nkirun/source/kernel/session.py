@@ -25,6 +25,7 @@ from nkirun.ir import instruction_at, tensor_at, view_at
 from nkirun.isa import REGISTRY
 from nkirun.isa.spec import TILE, TILE_OR_SCALAR, ArgError, convert, param_tables
 from nkirun.source.builder import Builder
+from nkirun.source.forms import FormLocs
 from nkirun.source.kernel import consts
 from nkirun.source.kernel.control import VirtualRegister
 from nkirun.source.kernel.tensor import _NO_INDEX, TensorRec, ndarray
@@ -63,6 +64,7 @@ class Tracer:
         self.identity: dict = {}  # (n, dtype) -> identity-matrix tensor
         # (op, id(loc), keyword, ...) -> _call_site: a loop repeats the same calls
         self.sites: dict = {}
+        self.forms: dict = {}  # _form_key -> (FormLocs, the args of its first instruction)
         self.lnc = 1  # 2: a two-core trace; self.builder.core is the core being traced
         from nkirun.hw.targets import TARGETS
         consts.tile_size.sbuf_bytes_per_partition = TARGETS[target].sbuf_bytes_per_partition
@@ -143,16 +145,32 @@ class Tracer:
 
     # ---- instructions --------------------------------------------------------------------
     def emit(self, op: str, values: dict, loc: Loc, tables=None) -> None:
+        form = _form_key(op, values, loc) if CALL_FORMS else None
+        if form is not None:
+            hit = self.forms.get(form[0])
+            if hit is not None:  # an earlier call of this form: its args, our tensors
+                locs, template = hit
+                args = template.copy()
+                for k, rec, index in form[1]:
+                    if not rec.declared:
+                        self.declare(rec)
+                    args[k] = view_at(rec.name, index, loc)
+                b = self.builder
+                b.instructions.append(instruction_at(op, args, b.count, loc, locs, None,
+                                                     b.core))
+                b.count += 1
+                return
         if tables is None:
             spec = REGISTRY.get(op)
             tables = param_tables(spec) if spec is not None else None
-        if tables is None or not self._emit_fast(op, tables, values, loc):
+        if tables is None or not self._emit_fast(op, tables, values, loc, form):
             self._emit_plain(op, values, loc)
 
-    def _emit_fast(self, op: str, tables, values: dict, loc: Loc) -> bool:
+    def _emit_fast(self, op: str, tables, values: dict, loc: Loc, form=None) -> bool:
         """The IR instruction the Builder would make from these values, built directly
         (Views from the handles, no operand text to parse); False when anything needs the
-        Builder's diagnostics (an unknown keyword, a value that does not convert)."""
+        Builder's diagnostics (an unknown keyword, a value that does not convert).
+        `form`: the call's _form_key, to remember it by (emit's shortcut)."""
         converted = self.builder._converted
         view_keys = _view_keys(tables)
         args = {}
@@ -193,8 +211,12 @@ class Tracer:
             return False
         full = tables.defaults.copy()
         full.update(args)
+        arg_locs = site[1]
+        if form is not None and len(self.forms) < _FORMS_MAX:
+            arg_locs = FormLocs(arg_locs, tuple(k for k, _, _ in form[1]))
+            self.forms[form[0]] = (arg_locs, full)  # (nothing changes an Instruction's args)
         b = self.builder
-        b.instructions.append(instruction_at(op, full, b.count, loc, site[1], None, b.core))
+        b.instructions.append(instruction_at(op, full, b.count, loc, arg_locs, None, b.core))
         b.count += 1
         return True
 
@@ -238,6 +260,38 @@ class Tracer:
 
     def diagnostic(self, code: str, message: str, loc: Loc, hint: str | None = None):
         self.builder.diags.append(error(code, message, loc, hint=hint))
+
+
+CALL_FORMS = True  # False: every call converted afresh (the plain path, for tests)
+_FORMS_MAX = 10_000
+_FORM_SCALARS = frozenset({str, int, float, bool, type(None), consts.Token, consts.NlDType})
+
+
+def _form_key(op: str, values: dict, loc: Loc):
+    """(key, ((keyword, TensorRec, IR index), ...)) of a call: equal keys give equal
+    instructions up to tensor names (source/forms.py): the op, the call site, each
+    keyword's value — for a tensor its buffer, shape, dtype and IR index object (shared
+    between equal views, lowered_index), and which operands are the same tensor. None when
+    a value is anything else (a list, a register, an access pattern: converted afresh)."""
+    key = [op, id(loc)]
+    operands, recs = [], []
+    for k, v in values.items():
+        c = v.__class__
+        if c is ndarray:
+            rec, index = v._rec, v._ir
+            if index is _NO_INDEX:
+                index = v._ir = lowered_index(v)
+            if index is not None and index.__class__ is not tuple:
+                return None
+            operands.append((k, rec, index))
+            recs.append(rec)
+            key += (k, rec.buffer, rec.shape, rec.dtype, id(index))
+        elif c in _FORM_SCALARS:
+            key += (k, c, v)
+        else:
+            return None
+    key.append(tuple(map(recs.index, recs)))  # (TensorRecs compare by identity)
+    return tuple(key), operands
 
 
 _VIEW_KEYS: dict = {}  # id(ParamTables) -> (tables, the keywords that take a tile)

@@ -1,0 +1,108 @@
+"""Call-site forms (source/forms.py) change nothing: every example kernel, the two-core
+example and a loop kernel whose later iterations break a rule trace to the same program
+with the forms as without (`session.CALL_FORMS = False`: every call converted afresh), and
+the instructions bound from a form's template (checker/intern.py `Templates`) equal the
+plain path's (`bind(program, fast=False)`): diagnostics, engines, operands, read/write sets.
+"""
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+
+import numpy as np
+import pytest
+
+from nkirun.checker import intern
+from nkirun.checker.bind import bind
+from nkirun.checker.passes import validate
+from nkirun.source.forms import FormLocs
+from nkirun.source.kernel import session
+from nkirun.source.kernel.api import trace_call
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _module(path: pathlib.Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+EXAMPLES = _module(ROOT / "tests" / "kernel" / "test_examples.py", "_examples_for_forms")
+FAST_BIND = _module(ROOT / "tests" / "checker" / "test_fast_bind.py", "_fast_bind_for_forms")
+
+
+def _cases(tmp_path):
+    for name, (arrays, args, _, _) in sorted(EXAMPLES.CASES.items()):
+        yield name, (lambda n=name, a=arrays, k=args:
+                     trace_call(EXAMPLES.kernel_function(n), (), {**a, **k}))
+    x = np.random.default_rng(1).standard_normal((256, 192)).astype(np.float32)
+    w = np.random.default_rng(2).standard_normal((1, 192)).astype(np.float32)
+    yield "rmsnorm_lnc2", lambda: trace_call(EXAMPLES.kernel_function("rmsnorm_lnc2"),
+                                             (x, w), lnc=2)
+    (tmp_path / "forms_loop_kernel.py").write_text(FAST_BIND.LOOP_KERNEL)
+    loop = _module(tmp_path / "forms_loop_kernel.py", "forms_loop_kernel").loop
+    yield "loop", lambda: trace_call(loop, (np.zeros((128, 512), np.float32), 12))
+
+
+def _instructions(program):
+    return [(i.op, i.args, i.index, i.loc, dict(i.arg_locs), i.repeat_of, i.core)
+            for i in (*program.instructions, *program.partial)]
+
+
+def _diags(diags):
+    return [(d.severity, d.code, d.message, d.loc, d.instruction, d.hint) for d in diags]
+
+
+def test_traces_with_forms_equal_the_plain_trace(tmp_path, monkeypatch):
+    seen = []
+    for name, make in _cases(tmp_path):
+        with_forms = make()
+        monkeypatch.setattr(session, "CALL_FORMS", False)
+        plain = make()
+        monkeypatch.setattr(session, "CALL_FORMS", True)
+        a, b = with_forms.program, plain.program
+        assert _instructions(a) == _instructions(b), name
+        assert a.tensors == b.tensors and list(a.tensors) == list(b.tensors), name
+        assert _diags(with_forms.diagnostics) == _diags(plain.diagnostics), name
+        assert _diags(validate(a)[1]) == _diags(validate(b)[1]), name
+        assert not any(i.arg_locs.__class__ is FormLocs for i in b.instructions)
+        seen.append((name, sum(i.arg_locs.__class__ is FormLocs for i in a.instructions)))
+    assert len(seen) >= 8
+    assert dict(seen)["loop"] > 30  # the loop's calls do have forms
+
+
+@pytest.fixture
+def template_uses(monkeypatch):
+    used = []
+    plain = intern.Templates.bind
+
+    def spy(self, inst, program, target):
+        b = plain(self, inst, program, target)
+        used.append(b is not None)
+        return b
+
+    monkeypatch.setattr(intern.Templates, "bind", spy)
+    return used
+
+
+def test_form_templates_bind_like_the_plain_path(tmp_path, template_uses):
+    for name, make in _cases(tmp_path):
+        program = make().program
+        fast, plain = bind(program), bind(program, fast=False)
+        assert FAST_BIND.summary(*fast) == FAST_BIND.summary(*plain), name
+    assert sum(template_uses) > 30
+
+
+def test_a_form_that_failed_has_no_template(tmp_path, template_uses):
+    """The loop's later iterations break a rule: each of those is bound and reported on
+    its own (one E063, shapes differ, per failing instruction), never taken from a
+    template."""
+    program = dict(_cases(tmp_path))["loop"]().program
+    bound, diags = bind(program)
+    bad = sorted(d.instruction for d in diags if d.code == "E063")
+    assert bad == sorted(d.instruction for d in bind(program, fast=False)[1]
+                         if d.code == "E063")
+    assert len(bad) == len(set(bad)) == 9  # iterations 3..11, the third tensor_tensor
+    assert any(template_uses)
