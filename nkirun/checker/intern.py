@@ -27,13 +27,25 @@ _RESOLVED_FIELDS = tuple(f for f in Resolved.__slots__)
 _SETTERS = tuple(getattr(Resolved, f).__set__ for f in _RESOLVED_FIELDS)
 
 
+assert _RESOLVED_FIELDS == ("decl", "np_index", "shape", "reshape", "part_start",
+                            "part_step", "box", "ap"), "update rebased"
+(_SET_DECL, _SET_NP_INDEX, _SET_SHAPE, _SET_RESHAPE, _SET_PART_START, _SET_PART_STEP,
+ _SET_BOX, _SET_AP) = _SETTERS
+
+
 def rebased(template: Resolved, decl) -> Resolved:
     """`dataclasses.replace(template, decl=decl)`, without the dataclass machinery (a trace
-    makes one per new tile). Only for templates without a runtime index (their Resolved
-    depends on other tensors)."""
+    makes one per new tile; every field set, tests/checker/test_fast_bind.py). Only for
+    templates without a runtime index (their Resolved depends on other tensors)."""
     r = _new(Resolved)
-    for name, setter in zip(_RESOLVED_FIELDS, _SETTERS):
-        setter(r, decl if name == "decl" else getattr(template, name))
+    _SET_DECL(r, decl)
+    _SET_NP_INDEX(r, template.np_index)
+    _SET_SHAPE(r, template.shape)
+    _SET_RESHAPE(r, template.reshape)
+    _SET_PART_START(r, template.part_start)
+    _SET_PART_STEP(r, template.part_step)
+    _SET_BOX(r, template.box)
+    _SET_AP(r, template.ap)
     return r
 
 
@@ -120,20 +132,24 @@ class Templates:
         if tmpl is None or inst.index in self.dropped:
             return None
         targs = tmpl.args
-        args = dict(targs)
+        args = Operands(targs, targs.form)
         tensors, last, inst_args = program.tensors, self.last, inst.args
         for k in locs.views:
             name = inst_args[k].tensor
             hit = last.get((id(locs), k))
             if hit is not None and hit[0] == name:
-                args[k] = hit[1]
+                _dict_set(args, k, hit[1])
                 continue
             decl = tensors.get(name)
             if decl is None:
                 return None
-            r = args[k] = rebased(targs[k], decl)
+            r = rebased(targs[k], decl)
+            _dict_set(args, k, r)  # (Operands refuse changes once handed out; not yet)
             last[(id(locs), k)] = (name, r)
-        return Bound(inst, tmpl.spec, Operands(args, targs.form), None, tmpl.engine, target)
+        return Bound(inst, tmpl.spec, args, None, tmpl.engine, target)
+
+
+_dict_set = dict.__setitem__
 
 
 def form_key(op: str, values, token: dict):

@@ -91,15 +91,16 @@ def _dataflow(program: Program, bound: list[Bound], failed: set[int]) -> list[Di
     last_write: dict[str, Bound] = {}
     acc_states: dict = {}  # core -> {accumulator -> undefined / defined / clobbered}
     for b in bound:
-        reads, writes, _ = b.tensor_names()
-        for key, n in reads:
+        plan, names = b.names_plan()  # (tensor_names() without spelling it out)
+        n_reads = len(plan[0])
+        for key, n in zip(plan[0], names):  # the reads
             if n not in defined:
                 out.append(b.err("E050", f"`{key}` reads `{n}` before anything writes it", key,
                                  hint=f"give `{n}` initial contents (file, fill or data), or "
                                       "write it in an earlier instruction"))
                 defined.add(n)  # report once
             read_after[n] = True
-        for n in writes:
+        for n in names[n_reads:]:  # the writes
             defined.add(n)
             read_after[n] = False
             last_write[n] = b
@@ -141,7 +142,8 @@ def _capacity(program: Program, bound: list[Bound]) -> list[Diagnostic]:
         if t.on_chip and t.output:
             last[t.name] = n - 1
     for i, b in enumerate(bound):
-        for name in b.tensor_names()[2]:  # every on-chip tensor it reads or writes
+        plan, names = b.names_plan()
+        for name in map(names.__getitem__, plan[2]):  # each on-chip tensor it reads/writes
             first.setdefault(name, i)
             if last.get(name, i) <= i:  # an output's last use stays the end
                 last[name] = i

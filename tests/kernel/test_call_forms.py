@@ -106,3 +106,23 @@ def test_a_form_that_failed_has_no_template(tmp_path, template_uses):
                          if d.code == "E063")
     assert len(bad) == len(set(bad)) == 9  # iterations 3..11, the third tensor_tensor
     assert any(template_uses)
+
+
+def test_rebased_is_dataclasses_replace(tmp_path):
+    import dataclasses
+
+    from nkirun.source.operands import Resolved
+    checked = 0
+    for _, make in _cases(tmp_path):
+        program = make().program
+        for b in bind(program, fast=False)[0][:40]:
+            for r in b.args.values():
+                if r.__class__ is Resolved:
+                    other = next(iter(program.tensors.values()))
+                    got = intern.rebased(r, other)
+                    assert got == dataclasses.replace(r, decl=other)
+                    for f in dataclasses.fields(Resolved):  # every slot set
+                        assert getattr(got, f.name) is getattr(
+                            r if f.name != "decl" else got, f.name)
+                    checked += 1
+    assert checked > 50
