@@ -111,8 +111,9 @@ class Templates:
     reused while the tensor stays the same (an accumulator, call after call)."""
 
     def __init__(self, dropped):
-        self.by_form: dict = {}  # id(FormLocs) -> Bound (the instructions keep it alive)
-        self.last: dict = {}  # (id(FormLocs), keyword) -> (tensor name, Resolved)
+        # id(FormLocs) -> (template Bound, per view keyword [tensor name, Resolved] put in
+        # last); the instructions keep their FormLocs alive
+        self.by_form: dict = {}
         self.dropped = dropped
 
     def put(self, locs, b) -> None:
@@ -120,32 +121,28 @@ class Templates:
             r = b.args.get(k)
             if r.__class__ is not Resolved or r.ap is not None:
                 return  # (an access pattern: its Resolved may depend on other tensors)
-        self.by_form[id(locs)] = b
-        for k in locs.views:
-            self.last[(id(locs), k)] = (b.inst.args[k].tensor, b.args[k])
+        self.by_form[id(locs)] = (b, [(b.inst.args[k].tensor, b.args[k]) for k in locs.views])
 
     def bind(self, inst, program, target):
         """inst bound as its form's template, or None (no template yet, an undeclared
         tensor, a dropped instruction: bind's own path decides)."""
         locs = inst.arg_locs
-        tmpl = self.by_form.get(id(locs))
-        if tmpl is None or inst.index in self.dropped:
+        hit = self.by_form.get(id(locs))
+        if hit is None or inst.index in self.dropped:
             return None
+        tmpl, last = hit
         targs = tmpl.args
         args = Operands(targs, targs.form)
-        tensors, last, inst_args = program.tensors, self.last, inst.args
-        for k in locs.views:
+        inst_args = inst.args
+        for i, k in enumerate(locs.views):
             name = inst_args[k].tensor
-            hit = last.get((id(locs), k))
-            if hit is not None and hit[0] == name:
-                _dict_set(args, k, hit[1])
-                continue
-            decl = tensors.get(name)
-            if decl is None:
-                return None
-            r = rebased(targs[k], decl)
-            _dict_set(args, k, r)  # (Operands refuse changes once handed out; not yet)
-            last[(id(locs), k)] = (name, r)
+            prev = last[i]
+            if prev[0] != name:
+                decl = program.tensors.get(name)
+                if decl is None:
+                    return None
+                prev = last[i] = (name, rebased(targs[k], decl))
+            _dict_set(args, k, prev[1])  # (Operands refuse changes once handed out)
         return Bound(inst, tmpl.spec, args, None, tmpl.engine, target)
 
 

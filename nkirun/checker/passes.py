@@ -8,6 +8,8 @@ is reported, not just the first. Nothing here names an instruction.
 """
 from __future__ import annotations
 
+import itertools
+
 from nkirun.diagnostics import Diagnostic, Loc, error, warning
 from nkirun.checker.bind import bind
 from nkirun.checker.psum import psum_hazards
@@ -160,12 +162,10 @@ def _capacity(program: Program, bound: list[Bound]) -> list[Diagnostic]:
                 continue
             delta[f] += t.bytes_per_partition
             delta[last.get(name, f) + 1] -= t.bytes_per_partition
-        live = peak = peak_at = 0
-        for i in range(n):
-            live += delta[i]
-            if live > peak:
-                peak, peak_at = live, i
+        live = list(itertools.accumulate(delta[:n]))  # bytes live at each instruction
+        peak = max(live, default=0)
         if peak > cap:
+            peak_at = live.index(peak)  # the first instruction at the peak
             b = bound[peak_at]
             out.append(error("E041", f"live {buf.upper()} tensors need {peak:,} bytes per "
                              f"partition at instruction {peak_at} ({b.op}); {target.name} has "

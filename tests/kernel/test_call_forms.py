@@ -1,6 +1,7 @@
 """Call-site forms (source/forms.py) change nothing: every example kernel, the two-core
 example and a loop kernel whose later iterations break a rule trace to the same program
-with the forms as without (`session.CALL_FORMS = False`: every call converted afresh;
+with the forms as without (`call_forms.CALL_FORMS = False`: every call converted afresh; `ALLOC_PLANS = False`:
+every nl.ndarray checked afresh;
 `isa_shim.SIMPLE_CALLS = False`: every nki.isa call through the general path), and
 the instructions bound from a form's template (checker/intern.py `Templates`) equal the
 plain path's (`bind(program, fast=False)`): diagnostics, engines, operands, read/write sets.
@@ -17,7 +18,7 @@ from nkirun.checker import intern
 from nkirun.checker.bind import bind
 from nkirun.checker.passes import validate
 from nkirun.source.forms import FormLocs
-from nkirun.source.kernel import isa_shim, session
+from nkirun.source.kernel import call_forms, isa_shim
 from nkirun.source.kernel.api import trace_call
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -60,10 +61,12 @@ def test_traces_with_forms_equal_the_plain_trace(tmp_path, monkeypatch):
     seen = []
     for name, make in _cases(tmp_path):
         with_forms = make()
-        monkeypatch.setattr(session, "CALL_FORMS", False)
+        monkeypatch.setattr(call_forms, "CALL_FORMS", False)
+        monkeypatch.setattr(call_forms, "ALLOC_PLANS", False)
         monkeypatch.setattr(isa_shim, "SIMPLE_CALLS", False)
         plain = make()
-        monkeypatch.setattr(session, "CALL_FORMS", True)
+        monkeypatch.setattr(call_forms, "CALL_FORMS", True)
+        monkeypatch.setattr(call_forms, "ALLOC_PLANS", True)
         monkeypatch.setattr(isa_shim, "SIMPLE_CALLS", True)
         a, b = with_forms.program, plain.program
         assert _instructions(a) == _instructions(b), name

@@ -26,7 +26,7 @@ from nkirun.isa import REGISTRY
 from nkirun.isa.spec import TILE, TILE_OR_SCALAR, ArgError, convert, param_tables
 from nkirun.source.builder import Builder
 from nkirun.source.forms import FormLocs
-from nkirun.source.kernel import consts
+from nkirun.source.kernel import call_forms, consts
 from nkirun.source.kernel.control import VirtualRegister
 from nkirun.source.kernel.tensor import _NO_INDEX, TensorRec, ndarray
 from nkirun.source.kernel.unsupported import frame_loc, kernel_error, kernel_frame
@@ -35,6 +35,7 @@ _ASSIGN = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)")
 _BAD_CHARS = re.compile(r"\W")
 _CURRENT: list = []
 _VIEW_KINDS = frozenset({TILE, TILE_OR_SCALAR})
+_INT = frozenset({int})
 _HASHABLE = frozenset({str, int, float, bool})
 
 
@@ -65,6 +66,10 @@ class Tracer:
         # (op, id(loc), keyword, ...) -> _call_site: a loop repeats the same calls
         self.sites: dict = {}
         self.forms: dict = {}  # _form_key -> (FormLocs, the args of its first instruction)
+        # (id(call site Loc), shape, dtype, buffer, name) as given -> (shape, nl dtype,
+        # buffer, base name) of a non-shared allocation the plain path made (a loop's
+        # nl.ndarray repeats its call)
+        self.alloc_plans: dict = {}
         self.lnc = 1  # 2: a two-core trace; self.builder.core is the core being traced
         from nkirun.hw.targets import TARGETS
         consts.tile_size.sbuf_bytes_per_partition = TARGETS[target].sbuf_bytes_per_partition
@@ -78,7 +83,9 @@ class Tracer:
 
     # ---- names and tensors ---------------------------------------------------------------
     def unique(self, base: str) -> str:
-        base = _identifier(base)
+        return self._unique_identifier(_identifier(base))
+
+    def _unique_identifier(self, base: str) -> str:
         n = self.used_names.get(base)
         if n is None:
             self.used_names[base] = 0
@@ -92,6 +99,19 @@ class Tracer:
                 return name
 
     def allocate(self, shape, dtype, buffer, name="", init=None, loc=None) -> TensorRec:
+        key = None
+        if loc is None:  # (a call site's Loc lives as long as its code: keyed by its id)
+            loc = frame_loc(kernel_frame(2))
+            if shape.__class__ is tuple and name.__class__ is str and call_forms.ALLOC_PLANS:
+                key = (id(loc), shape, dtype, buffer, name)
+            try:
+                plan = self.alloc_plans.get(key)
+            except TypeError:  # an unhashable dtype or buffer: the plain path says why
+                plan = key = None
+            if plan is not None and _INT.issuperset(map(type, shape)):
+                shape, d, buf, base = plan  # what the plain path below would work out
+                return TensorRec(self._unique_identifier(base), shape, d, buf, loc, init,
+                                 self.builder.core if self.lnc > 1 else None)
         shape = (shape,) if isinstance(shape, int) else shape
         if shape.__class__ is not tuple or shape not in _SHAPES_SEEN:
             shape = _checked_shape(shape)
@@ -104,15 +124,16 @@ class Tracer:
         if buf is None:
             raise kernel_error("E603", f"nl.ndarray: unknown buffer {buffer!r}",
                                hint="nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm, nl.private_hbm")
-        if loc is None:
-            loc = frame_loc(kernel_frame(2))
         if buf is consts.shared_hbm and self.instance and any(self.instance):
             return self._shared(shape, d)
-        rec = TensorRec(self.unique(str(name) if name else _source_name(loc)), shape, d, buf,
+        base = str(name) if name else _source_name(loc)
+        rec = TensorRec(self.unique(base), shape, d, buf,
                         loc, init, self.builder.core if self.lnc > 1 and
                         buf is not consts.shared_hbm else None)
         if buf is consts.shared_hbm:
             self.shared.append(rec)
+        elif key is not None and len(self.alloc_plans) < call_forms.FORMS_MAX:
+            self.alloc_plans[key] = (shape, d, buf, _identifier(base))
         return rec
 
     def _shared(self, shape, d) -> TensorRec:
@@ -145,7 +166,7 @@ class Tracer:
 
     # ---- instructions --------------------------------------------------------------------
     def emit(self, op: str, values: dict, loc: Loc, tables=None) -> None:
-        form = _form_key(op, values, loc) if CALL_FORMS else None
+        form = call_forms.form_key(op, values, loc) if call_forms.CALL_FORMS else None
         if form is not None:
             hit = self.forms.get(form[0])
             if hit is not None:  # an earlier call of this form: its args, our tensors
@@ -212,7 +233,7 @@ class Tracer:
         full = tables.defaults.copy()
         full.update(args)
         arg_locs = site[1]
-        if form is not None and len(self.forms) < _FORMS_MAX:
+        if form is not None and len(self.forms) < call_forms.FORMS_MAX:
             arg_locs = FormLocs(arg_locs, tuple(k for k, _, _ in form[1]))
             self.forms[form[0]] = (arg_locs, full)  # (nothing changes an Instruction's args)
         b = self.builder
@@ -260,38 +281,6 @@ class Tracer:
 
     def diagnostic(self, code: str, message: str, loc: Loc, hint: str | None = None):
         self.builder.diags.append(error(code, message, loc, hint=hint))
-
-
-CALL_FORMS = True  # False: every call converted afresh (the plain path, for tests)
-_FORMS_MAX = 10_000
-_FORM_SCALARS = frozenset({str, int, float, bool, type(None), consts.Token, consts.NlDType})
-
-
-def _form_key(op: str, values: dict, loc: Loc):
-    """(key, ((keyword, TensorRec, IR index), ...)) of a call: equal keys give equal
-    instructions up to tensor names (source/forms.py): the op, the call site, each
-    keyword's value — for a tensor its buffer, shape, dtype and IR index object (shared
-    between equal views, lowered_index), and which operands are the same tensor. None when
-    a value is anything else (a list, a register, an access pattern: converted afresh)."""
-    key = [op, id(loc)]
-    operands, recs = [], []
-    for k, v in values.items():
-        c = v.__class__
-        if c is ndarray:
-            rec, index = v._rec, v._ir
-            if index is _NO_INDEX:
-                index = v._ir = lowered_index(v)
-            if index is not None and index.__class__ is not tuple:
-                return None
-            operands.append((k, rec, index))
-            recs.append(rec)
-            key += (k, rec.buffer, rec.shape, rec.dtype, id(index))
-        elif c in _FORM_SCALARS:
-            key += (k, c, v)
-        else:
-            return None
-    key.append(tuple(map(recs.index, recs)))  # (TensorRecs compare by identity)
-    return tuple(key), operands
 
 
 _VIEW_KEYS: dict = {}  # id(ParamTables) -> (tables, the keywords that take a tile)

@@ -81,6 +81,7 @@ class DynSlice:
 
 
 _NO_INDEX = object()  # a handle's IR index not computed yet
+_INT = frozenset({int})
 
 
 def _new_view(rec, view: StridedView, dtype=None):
@@ -100,7 +101,7 @@ class ndarray:
 
     def __new__(cls, shape, dtype, buffer=consts.sbuf, name="", address=None, **_legacy):
         from nkirun.source.kernel.session import current
-        if shape.__class__ is tuple and any(n.__class__ is not int for n in shape):
+        if shape.__class__ is tuple and not _INT.issuperset(map(type, shape)):  # not all int
             from nkirun.source.kernel.tile_ops import block_buffer
             blocks = block_buffer(shape, dtype, buffer, name)
             if blocks is not None:

@@ -14,10 +14,23 @@ _POSITIONS: dict = {}  # code object -> list of (line, column) by instruction in
 def kernel_frame(depth: int = 1):
     """The innermost frame that is not nkirun's own `nki` code (the kernel's call site)."""
     f = sys._getframe(depth)
-    while f is not None and (f.f_code.co_filename.startswith(SHIM_DIR)
-                             or f.f_code.co_filename.startswith("<frozen")):
-        f = f.f_back  # nkirun's nki modules, and the import machinery they answer to
+    while f is not None:
+        inside = _INSIDE.get(f.f_code)
+        if inside is None:
+            inside = _INSIDE[f.f_code] = _is_inside(f.f_code)
+        if not inside:
+            return f
+        f = f.f_back
     return f
+
+
+def _is_inside(code) -> bool:
+    """Whether frames of `code` are nkirun's nki modules, or the import machinery they
+    answer to (kernel_frame remembers it per code object, as frame_loc its positions)."""
+    return code.co_filename.startswith(SHIM_DIR) or code.co_filename.startswith("<frozen")
+
+
+_INSIDE: dict = {}  # code object -> _is_inside(code)
 
 
 def frame_loc(f) -> Loc:
