@@ -132,3 +132,17 @@ def test_rebased_is_dataclasses_replace(tmp_path):
                             r if f.name != "decl" else got, f.name)
                     checked += 1
     assert checked > 50
+
+
+def _both_locs():
+    from nkirun.source.kernel.unsupported import call_loc, frame_loc, kernel_frame
+    return call_loc(2), frame_loc(kernel_frame(2))
+
+
+def test_call_loc_is_frame_loc_of_kernel_frame():
+    seen = set()
+    for _ in range(3):  # (the second time from the tables)
+        for fast, plain in (_both_locs(), _both_locs()):
+            assert fast == plain and fast.line
+            seen.add(fast)
+    assert len(seen) == 2  # two call sites

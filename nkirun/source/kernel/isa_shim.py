@@ -24,7 +24,7 @@ import types
 
 from nkirun.source.kernel import consts, legacy, legacy_affine
 from nkirun.source.kernel.session import _CURRENT, current
-from nkirun.source.kernel.unsupported import frame_loc, kernel_error, kernel_frame, unsupported
+from nkirun.source.kernel.unsupported import call_loc, kernel_error, unsupported
 
 # NKI 0.6 signatures (nki.isa API reference): the parameters in positional order,
 # `=value` for an optional one's default. `name` (every instruction's debug label) left out.
@@ -153,7 +153,7 @@ def make_instruction(op: str):
 
     def instruction(*args, **kwargs):
         tracer = _CURRENT[-1] if _CURRENT else current()
-        loc = frame_loc(kernel_frame(2))
+        loc = call_loc(2)
         values = kwargs  # a fresh dict per call
         if not args and SIMPLE_CALLS:
             keys = tuple(kwargs)

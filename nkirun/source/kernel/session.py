@@ -29,7 +29,7 @@ from nkirun.source.forms import FormLocs
 from nkirun.source.kernel import call_forms, consts
 from nkirun.source.kernel.control import VirtualRegister
 from nkirun.source.kernel.tensor import _NO_INDEX, TensorRec, ndarray
-from nkirun.source.kernel.unsupported import frame_loc, kernel_error, kernel_frame
+from nkirun.source.kernel.unsupported import call_loc, kernel_error
 
 _ASSIGN = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)")
 _BAD_CHARS = re.compile(r"\W")
@@ -101,7 +101,7 @@ class Tracer:
     def allocate(self, shape, dtype, buffer, name="", init=None, loc=None) -> TensorRec:
         key = None
         if loc is None:  # (a call site's Loc lives as long as its code: keyed by its id)
-            loc = frame_loc(kernel_frame(2))
+            loc = call_loc(2)
             if shape.__class__ is tuple and name.__class__ is str and call_forms.ALLOC_PLANS:
                 key = (id(loc), shape, dtype, buffer, name)
             try:

@@ -52,6 +52,29 @@ def frame_loc(f) -> Loc:
     return loc
 
 
+def call_loc(depth: int = 1) -> Loc:
+    """`frame_loc(kernel_frame(depth))` as called from the same place, in one walk (every
+    nki.isa call and nl.ndarray asks it): per code object its positions table, or None for
+    nkirun's own code (tests/kernel/test_call_forms.py compares the two)."""
+    f = sys._getframe(depth)
+    while f is not None:
+        code = f.f_code
+        table = _TABLES.get(code, _UNSEEN)
+        if table is _UNSEEN:
+            table = _TABLES[code] = None if _is_inside(code) else \
+                _POSITIONS.setdefault(code, [None] * (len(code.co_code) // 2 + 1))
+        if table is not None:
+            i = f.f_lasti // 2
+            loc = table[i] if i < len(table) else None
+            return loc if loc is not None else frame_loc(f)
+        f = f.f_back
+    return Loc()
+
+
+_TABLES: dict = {}  # code object -> its _POSITIONS table, or None when _is_inside(code)
+_UNSEEN = object()
+
+
 def here() -> Loc:
     return frame_loc(kernel_frame(2))
 
