@@ -22,9 +22,10 @@ _FORM_SCALARS = frozenset({str, int, float, bool, type(None), consts.Token, cons
 def form_key(op: str, values: dict, loc: Loc):
     """(key, ((keyword, TensorRec, IR index), ...)) of a call: equal keys give equal
     instructions up to tensor names (source/forms.py): the op, the call site, each
-    keyword's value — for a tensor its buffer, shape, dtype and IR index object (shared
-    between equal views, lowered_index), and which operands are the same tensor. None when
-    a value is anything else (a list, a register, an access pattern: converted afresh)."""
+    keyword's value — for a tensor its layout (TensorRec.layout: buffer, shape, dtype)
+    and IR index object (shared between equal views, lowered_index) —, and which operands
+    are the same tensor. None when a value is anything else (a list, a register, an access
+    pattern: converted afresh)."""
     key = [op, id(loc)]
     operands, recs = [], []
     for k, v in values.items():
@@ -37,7 +38,7 @@ def form_key(op: str, values: dict, loc: Loc):
                 return None
             operands.append((k, rec, index))
             recs.append(rec)
-            key += (k, rec.buffer, rec.shape, rec.dtype, id(index))
+            key += (k, rec.layout, id(index))
         elif c in _FORM_SCALARS:
             key += (k, c, v)
         else:

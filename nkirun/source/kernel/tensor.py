@@ -32,7 +32,7 @@ class TensorRec:
     """One allocated tensor: what becomes a TensorDecl when an instruction first uses it."""
 
     __slots__ = ("name", "shape", "dtype", "buffer", "loc", "init", "declared", "strides",
-                 "decl", "whole", "on_chip", "core")
+                 "decl", "whole", "on_chip", "core", "layout")
 
     def __init__(self, name, shape, dtype, buffer, loc, init=None, core=None):
         self.name, self.shape, self.dtype, self.buffer = name, shape, dtype, buffer
@@ -42,6 +42,11 @@ class TensorRec:
         self.decl = _Decl(name, shape, dtype.nkirun, self.on_chip)
         self.whole = whole_view(self.decl)  # the view of the whole tensor
         self.strides = self.whole.strides
+        # a small int naming (buffer, shape, dtype): equal for equal layouts (call_forms.py)
+        self.layout = _LAYOUT_IDS.setdefault((buffer, shape, dtype), len(_LAYOUT_IDS))
+
+
+_LAYOUT_IDS: dict = {}  # (buffer, shape, dtype) -> TensorRec.layout
 
 
 _WHOLE: dict = {}  # shape -> (strides, basic index) of the whole-tensor view
