@@ -163,9 +163,14 @@ def make_instruction(op: str):
             if fill_in is not False and (not has_dst or kwargs["dst"] is not None):
                 for k, d in fill_in:
                     values[k] = d
-                legacy.flush(tracer)
+                state = tracer.__dict__  # legacy.flush and .record when they do nothing
+                if state.get("legacy_pending") is not None:
+                    legacy.flush(tracer)
                 index = tracer.builder.count
-                legacy.record(tracer, op, values, loc, tables)
+                if state.get("legacy_valid"):  # (no mask given: _simple_plan)
+                    legacy.record(tracer, op, values, loc, tables)
+                else:
+                    tracer.emit(op, values, loc, tables)
                 return NkiInstruction(op, index)
         names = order
         if has_dst and "dst" not in kwargs and not _new_style(args, required, kwargs):
@@ -215,10 +220,12 @@ def _enum_member(keyword: str, value):
 
 def _simple_plan(op: str, given: tuple, extras: dict, fill: list, has_dst: bool):
     """The NKI defaults to fill for a call by keywords `given` that the general path would
-    only fill in: no NKI-only keyword, enum, `name=`, `dtype=` or pre-0.2 form among them,
-    and dst given when the instruction has one; else False (the general path)."""
+    only fill in: no NKI-only keyword, enum, `name=`, `dtype=`, `mask=` or pre-0.2 form
+    among them, and dst given when the instruction has one; else False (the general
+    path)."""
     if (any(k in extras or k in _INT_ENUMS for k in given) or "name" in given
-            or "dtype" in given or op in _LEGACY_OPS or (has_dst and "dst" not in given)):
+            or "dtype" in given or "mask" in given or op in _LEGACY_OPS
+            or (has_dst and "dst" not in given)):
         return False
     return [(k, d) for k, d in fill if k not in given]
 
