@@ -6,7 +6,9 @@ from nkirun.hw.targets import TARGETS, Target
 from nkirun.isa.common import dma_cycles
 from nkirun.schedule import dma
 from nkirun.ir import Program
-from nkirun.schedule.model import ENGINE, QUEUE, RAW, READY, WAR, WAW, Schedule, Slot, queue_label
+from nkirun.schedule.model import (ENGINE, QUEUE, RAW, READY, RECOMPUTE, WAR, WAW, Schedule,
+                                   Slot, queue_label)
+from nkirun.schedule import recompute
 from nkirun.schedule.overlap import contains, overlaps
 
 
@@ -79,8 +81,9 @@ def _pe_cells(b) -> tuple[int, ...] | None:
 
 def _costed(b, target: Target) -> tuple:
     """What the scheduler needs of a bound instruction, a function of its operands, engine
-    and the target only: (cycles, reads, writes, DMA plan or PE cells, tensors touched),
-    reads and writes as (tensor name, box)."""
+    and the target only: (cycles, reads, writes, DMA plan or PE cells, tensors touched,
+    value key (recompute.py), tensors read, tensors written), reads and writes as (tensor
+    name, box)."""
     acc = b.accesses()
     reads = tuple((r.decl.name, r.box) for _, r in acc.reads)
     writes = tuple((r.decl.name, r.box) for _, r in acc.writes)
@@ -91,7 +94,10 @@ def _costed(b, target: Target) -> tuple:
         extra = _pe_cells(b) if b.engine == "tensor" else None
         cycles = b.spec.cycles(b, target)
     names = tuple(dict.fromkeys(n for n, _ in reads + writes))
-    return int(cycles), reads, writes, extra, names
+    read_names = tuple(dict.fromkeys(n for n, _ in reads))
+    write_names = tuple(dict.fromkeys(n for n, _ in writes))
+    return (int(cycles), reads, writes, extra, names, recompute.value_key(b), read_names,
+            write_names)
 
 
 def earliest_start(ready, dep, kind, tensor, free, blocker) -> tuple:
@@ -123,6 +129,7 @@ class _Scheduler:
         # compared once.
         self.costed: dict[tuple, tuple] = {}
         self.overlap_memo: dict[tuple[int, int], bool] = {}
+        self.values = recompute.Recomputes() if recompute.applies(program) else None
 
     def overlap(self, a, b) -> bool:
         key = (id(a), id(b))
@@ -185,10 +192,21 @@ class _Scheduler:
         c = self.costed.get(ckey)
         if c is None:
             c = self.costed[ckey] = _costed(b, self.target)
-        cycles, reads, writes, extra, names = c
+        cycles, reads, writes, extra, names, key, read_names, write_names = c
         is_dma = engine == "dma"
         ready, dep, kind, dep_tensor = self.data_ready(reads, writes, not is_dma)
-        if is_dma:
+        values, same = self.values, None
+        if values is not None:
+            if key is not None:
+                same, rv = values.lookup(key, read_names)
+            else:
+                values.wrote(write_names)
+        if same is not None:  # its value exists: no engine time (recompute.py)
+            start = max(ready, same[1])
+            end, cycles, dep, kind, dep_tensor = start, 0, same[0], RECOMPUTE, None
+            queues, label, busy, lat = (), engine, 0.0, self.raw_latency
+            values.wrote(write_names)
+        elif is_dma:
             start, end, dep, kind, dep_tensor, queues, label, busy = self.place_dma(
                 b, extra, ready, dep, kind, dep_tensor)
             lat = 0.0
@@ -201,6 +219,8 @@ class _Scheduler:
             end = start + cycles / clock
             self.occupy(engine, extra, end, index)
             queues, label, busy, lat = (), self.pe_label(engine, extra), 0.0, self.raw_latency
+            if key is not None and values is not None:
+                values.store(key, rv, write_names, index, end)
         self.record_accesses(reads, writes, end, index, lat)
         spec = b.spec
         self.sched.slots.append(Slot(index, spec.name, engine, label, queues, cycles, start, end,
