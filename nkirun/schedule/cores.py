@@ -50,7 +50,7 @@ def _ready(s, b, core_of) -> tuple:
     if b.op == "core_barrier":  # after this core's accesses to `data` (the other core's
         ready, dep, kind, tensor = _own_accesses(s, c[1][0], b.inst.core, core_of)  # wait
     else:                                                        # is the pair's own)
-        ready, dep, kind, tensor = s.data_ready(c[1], c[2], b.engine != "dma")
+        ready, dep, kind, tensor = s.data_ready(c[1], c[2], s.latency_factor.get(b.engine, 1.0))
     # a DMA half books its engines when placed (schedule/dma.py); an engine waits in order
     free, blocker = (0.0, None) if b.engine == "dma" else s.compute_resource(b.engine, c[3])
     start, dep, kind, tensor = earliest_start(ready, dep, kind, tensor, free, blocker)
