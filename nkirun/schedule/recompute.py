@@ -11,6 +11,13 @@ at 92 % active to 1.61 ms at 99.6 % active, channels 4096, seq 512): the work of
 five element-wise Vector instructions per state. Only the removal of the repeated product
 explains that; the loads that v2 stops repeating cannot shorten Vector time.
 
+Only values of at most `MAX_REUSE_BYTES` per partition are reused. This bound is fitted, not
+published: the same tutorial shows v2 at seq 512 (2 KiB fp32 rows) reusing the product, and v2
+at seq 1024 to 6144 running about 4/3 of v3's time (v3 keeps 512-element tiles) while the
+profile shows spill/reload traffic. That is the cost of the fifth Vector instruction per state
+again: the compiler no longer keeps the wide product in SBUF. Fitted on the tutorial's v2/v3
+points at seq 512, 1024, 2048 and 4096 (channels 4096).
+
 What counts as the same value (`value_key`, the plain definition): the same instruction on
 the same engine, the same non-tensor operands, the same regions read at the same versions
 (a tensor's version counts every write to any part of it), and written regions of the same
@@ -27,6 +34,7 @@ from nkirun.source.operands import Resolved
 NEVER = frozenset({"rng", "dropout", "rand2", "set_rng_seed", "rand_set_state",
                    "rand_get_state", "iota"})
 ENGINES = frozenset({"vector", "scalar", "gpsimd"})
+MAX_REUSE_BYTES = 2048  # per partition (fitted; see above)
 
 
 def applies(program) -> bool:
@@ -59,6 +67,8 @@ def value_key(b) -> tuple | None:
             if any(r.ap is not None and r.ap.indirect is not None for r in views):
                 return None
             if k in written:
+                if any(r.free_size * r.dtype.itemsize > MAX_REUSE_BYTES for r in views):
+                    return None
                 parts.append((k, tuple((r.shape, str(r.dtype)) for r in views)))
             else:
                 parts.append((k, tuple((r.decl.name, r.box) for r in views)))
