@@ -12,7 +12,9 @@ Sources (AWS Neuron documentation, https://awsdocs-neuron.readthedocs-hosted.com
           is spread over up to 16 engines by its partitions; one engine moved 32 KiB
           HBM->SBUF in 1416 ns on trn2 (= 23.1 B/ns, the sustained figure).
 [ARCH2]   nki/guides/architecture/trainium_inferentia2_arch.html — clocks; HBM 820 GB/s per
-          Trn1 device of 2 NeuronCores (410 GB/s per core).
+          Trn1 device of 2 NeuronCores (410 GB/s per core); Vector engine "Performance
+          Consideration": back-to-back instructions that each depend on the previous one's
+          output add a static instruction overhead of 100 engine cycles.
 [ARCH3]   nki/guides/architecture/trainium2_arch.html — each DGE-based DMA instruction takes
           ~600 ns; HBM 2.9 TB/s per device of 8 NeuronCores (~362 GB/s per core).
 [ARCH4]   nki/guides/architecture/trainium3_arch.html — HBM 4.7 TB/s per device of 8 cores
@@ -38,7 +40,9 @@ Readings (where the pages give no number, what nkirun assumes):
 * The dependent-instruction interval is split into the instruction's own MIN_II (64
   cycles) and a read-after-write commit/semaphore latency of the remaining 200 ScalarE
   cycles = 143 ns; nkirun adds it when an instruction reads what a compute instruction wrote.
-  NC-v3/v4 values are not published: the same nanoseconds are assumed.
+  NC-v3/v4 values are not published: the same nanoseconds are assumed. A Vector reader
+  waits the architecture guide's own Vector figure instead, 100 Vector cycles (89 ns on
+  NC-v2), the same cycles assumed on NC-v3/v4.
 * DGE: a dma with dge_mode hwdge or swdge first spends `dge_ns` on the engine that builds its
   descriptors (hwdge: its `engine=`, default sync; swdge: gpsimd). NC-v4: v3's value assumed.
 """

@@ -29,7 +29,6 @@ per tensor is not the whole story).
 from __future__ import annotations
 
 from nkirun.checker.bound import views_of
-from nkirun.source.operands import Resolved
 
 NEVER = frozenset({"rng", "dropout", "rand2", "set_rng_seed", "rand_set_state",
                    "rand_get_state", "iota"})
@@ -42,41 +41,59 @@ def applies(program) -> bool:
     return program.cores == 1 and not program.loops
 
 
-def _value(v):
-    try:
-        hash(v)
-        return v
-    except TypeError:
-        return repr(v)
-
-
 def value_key(b) -> tuple | None:
     """What identifies the value `b` computes, up to the versions of what it reads (None:
     never elided). Reads are (tensor, box); written operands contribute shape and dtype."""
-    if b.engine not in ENGINES or b.spec.name in NEVER:
+    if b.engine not in ENGINES or b.spec.name in NEVER or b.mask is not None:
         return None
     acc = b.accesses()
     if not acc.reads:
         return None
     written = {k for k, _ in acc.writes}
     parts = [b.spec.name, b.engine]
-    for k in sorted(b.args):
-        v = b.args[k]
+    args = b.args
+    for p in b.spec.params:
+        v = args.get(p.name)
         views = views_of(v)
         if views:
             if any(r.ap is not None and r.ap.indirect is not None for r in views):
                 return None
-            if k in written:
+            if p.name in written:
                 if any(r.free_size * r.dtype.itemsize > MAX_REUSE_BYTES for r in views):
                     return None
-                parts.append((k, tuple((r.shape, str(r.dtype)) for r in views)))
+                parts.append(tuple((r.shape, r.dtype.name) for r in views))
             else:
-                parts.append((k, tuple((r.decl.name, r.box) for r in views)))
-        elif not isinstance(v, Resolved):
-            parts.append((k, _value(v)))
-    if b.mask is not None:
-        parts.append(("mask", repr(b.mask)))
+                parts.append(tuple((r.decl.name, r.box) for r in views))
+        elif v.__class__ in _PLAIN:
+            parts.append(v)
+        else:
+            try:
+                hash(v)
+            except TypeError:
+                return None  # an operand nkirun cannot compare cheaply: never elided
+            parts.append(v)
     return tuple(parts)
+
+
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+_UNSET = object()
+
+
+def fast_key(b, reads) -> tuple | object | None:
+    """`value_key`, computed once per operand form (checker/intern.py: operands equal up to
+    the naming of tensors) and completed with the names the instruction reads (`reads`: its
+    (tensor, box) pairs in operand order). Equal fast keys imply equal value keys; a match
+    the fast key misses (equal scalars the front end did not share) only costs a
+    recomputation. Operands with no form take the plain key."""
+    form = b.args.form
+    if form is None:
+        return value_key(b)
+    shape = form.get("value_key", _UNSET)
+    if shape is _UNSET:
+        shape = form["value_key"] = None if value_key(b) is None else object()
+    if shape is None or b.mask is not None:
+        return None
+    return (shape, tuple([n for n, _ in reads]))
 
 
 class Recomputes:
@@ -95,7 +112,7 @@ class Recomputes:
 
     def lookup(self, key, read_names) -> tuple:
         get = self.versions.get
-        rv = tuple(get(n, 0) for n in read_names)
+        rv = tuple([get(n, 0) for n in read_names])
         hit = self.values.get((key, rv))
         if hit is not None:
             index, end, written = hit

@@ -96,7 +96,7 @@ def _costed(b, target: Target) -> tuple:
     names = tuple(dict.fromkeys(n for n, _ in reads + writes))
     read_names = tuple(dict.fromkeys(n for n, _ in reads))
     write_names = tuple(dict.fromkeys(n for n, _ in writes))
-    return (int(cycles), reads, writes, extra, names, recompute.value_key(b), read_names,
+    return (int(cycles), reads, writes, extra, names, recompute.fast_key(b, reads), read_names,
             write_names)
 
 
@@ -137,6 +137,7 @@ class _Scheduler:
         self.costed: dict[tuple, tuple] = {}
         self.overlap_memo: dict[tuple[int, int], bool] = {}
         self.values = recompute.Recomputes() if recompute.applies(program) else None
+        self.key_ids: dict[tuple, int] = {}
 
     def overlap(self, a, b) -> bool:
         key = (id(a), id(b))
@@ -199,7 +200,10 @@ class _Scheduler:
         ckey = (b.args, engine)
         c = self.costed.get(ckey)
         if c is None:
-            c = self.costed[ckey] = _costed(b, self.target)
+            c = _costed(b, self.target)
+            if c[5] is not None:  # the value key as a small int: hashed once
+                c = (*c[:5], self.key_ids.setdefault(c[5], len(self.key_ids)), *c[6:])
+            self.costed[ckey] = c
         cycles, reads, writes, extra, names, key, read_names, write_names = c
         is_dma = engine == "dma"
         ready, dep, kind, dep_tensor = self.data_ready(reads, writes,
