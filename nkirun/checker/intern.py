@@ -20,6 +20,7 @@ give the same bound values and diagnostics.
 from __future__ import annotations
 
 from nkirun.checker.bound import Bound, Operands
+from nkirun.source.forms import FormLocs
 from nkirun.source.operands import Resolved
 
 _new = object.__new__
@@ -116,18 +117,22 @@ class Templates:
         self.by_form: dict = {}
         self.dropped = dropped
 
-    def put(self, locs, b) -> None:
+    def put(self, inst, b) -> None:
+        """Keep b (inst bound the plain way, passing every rule) as its form's template."""
+        locs = inst.arg_locs
+        if locs.__class__ is not FormLocs:
+            return
         for k in locs.views:
             r = b.args.get(k)
             if r.__class__ is not Resolved or r.ap is not None:
                 return  # (an access pattern: its Resolved may depend on other tensors)
-        self.by_form[id(locs)] = (b, [(b.inst.args[k].tensor, b.args[k]) for k in locs.views])
+        self.by_form[id(locs)] = (b, [(inst.args[k].tensor, b.args[k]) for k in locs.views])
 
     def bind(self, inst, program, target):
         """inst bound as its form's template, or None (no template yet, an undeclared
         tensor, a dropped instruction: bind's own path decides)."""
         locs = inst.arg_locs
-        hit = self.by_form.get(id(locs))
+        hit = self.by_form.get(id(locs)) if locs.__class__ is FormLocs else None
         if hit is None or inst.index in self.dropped:
             return None
         tmpl, last = hit

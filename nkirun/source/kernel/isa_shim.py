@@ -129,6 +129,7 @@ class NkiInstruction:
         return f"<nki.isa.{self.op} instruction {self.index}>"
 
 
+# long: one closure per instruction over its tables, the whole call path in one place
 def make_instruction(op: str):
     from nkirun.isa import REGISTRY
     spec = REGISTRY[op]
@@ -161,17 +162,7 @@ def make_instruction(op: str):
             if fill_in is None:
                 fill_in = simple[keys] = _simple_plan(op, keys, extras, fill, has_dst)
             if fill_in is not False and (not has_dst or kwargs["dst"] is not None):
-                for k, d in fill_in:
-                    values[k] = d
-                state = tracer.__dict__  # legacy.flush and .record when they do nothing
-                if state.get("legacy_pending") is not None:
-                    legacy.flush(tracer)
-                index = tracer.builder.count
-                if state.get("legacy_valid"):  # (no mask given: _simple_plan)
-                    legacy.record(tracer, op, values, loc, tables)
-                else:
-                    tracer.emit(op, values, loc, tables)
-                return NkiInstruction(op, index)
+                return _simple_call(tracer, op, values, fill_in, loc, tables)
         names = order
         if has_dst and "dst" not in kwargs and not _new_style(args, required, kwargs):
             names = [n for n in order if n != "dst"]  # the pre-0.2 API: returns its result
@@ -231,6 +222,23 @@ def _simple_plan(op: str, given: tuple, extras: dict, fill: list, has_dst: bool)
 
 
 _LEGACY_OPS = frozenset({"iota", "affine_select"})  # _legacy_forms
+
+
+def _simple_call(tracer, op: str, values: dict, fill_in: list, loc, tables):
+    """What the general path does with a call _simple_plan admits: fill in the NKI defaults,
+    record the instruction (legacy.flush and .record skipped when they have nothing to
+    do; no mask was given)."""
+    for k, d in fill_in:
+        values[k] = d
+    state = tracer.__dict__
+    if state.get("legacy_pending") is not None:
+        legacy.flush(tracer)
+    index = tracer.builder.count
+    if state.get("legacy_valid"):
+        legacy.record(tracer, op, values, loc, tables)
+    else:
+        tracer.emit(op, values, loc, tables)
+    return NkiInstruction(op, index)
 
 
 def _keyword_plan(plans: dict, given: tuple, extras: dict, fill: list) -> tuple:
