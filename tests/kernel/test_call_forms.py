@@ -1,9 +1,9 @@
 """Call-site forms (source/forms.py) change nothing: every example kernel, the two-core
 example and a loop kernel whose later iterations break a rule trace to the same program
-with the forms as without (`call_forms.CALL_FORMS = False`: every call converted afresh; `ALLOC_PLANS = False`:
-every nl.ndarray checked afresh;
-`isa_shim.SIMPLE_CALLS = False`: every nki.isa call through the general path), and
-the instructions bound from a form's template (checker/intern.py `Templates`) equal the
+with the shortcuts as without (`call_forms.CALL_FORMS = False`: every call converted
+afresh; `call_forms.ALLOC_PLANS = False`: every nl.ndarray checked afresh;
+`isa_shim.SIMPLE_CALLS = False`: every nki.isa call through the general path), and the
+instructions bound from a form's template (checker/intern.py `Templates`) equal the
 plain path's (`bind(program, fast=False)`): diagnostics, engines, operands, read/write sets.
 """
 from __future__ import annotations
