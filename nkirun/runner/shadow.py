@@ -38,6 +38,7 @@ from nkirun.diagnostics import NkirunError, warning
 from nkirun.hw import dtypes as dt
 from nkirun.runner.machine import Machine, select_into
 from nkirun.runner.streamed import last_streamed
+from nkirun.runner.shadow_bits import rounds_on_bits
 from nkirun.runner.shadow_metrics import (
     BF16,
     Row,
@@ -84,7 +85,8 @@ class ShadowMachine(Machine):
         self.keep_dtype = keep_dtype
         self.shadowed: set[str] = set()
         # per store of the current instruction: (Resolved, the values stored here, the
-        # probe: what the real dtypes would keep of them, mask, whether the store rounds)
+        # probe: what the real dtypes would keep of them, mask, whether the store rounds,
+        # whether the probe is the stored float32 values rounded to bfloat16)
         self.records: list = []
         self.probing = True  # False while the real run's inputs equal the shadow's
 
@@ -132,7 +134,7 @@ class ShadowMachine(Machine):
         if r.decl.name not in self.shadowed:
             super().write(r, v, out_dtype, mask)
             stored = self.view(r)
-            self.records.append((r, stored, stored, mask, True))
+            self.records.append((r, stored, stored, mask, True, False))
             return
         rounds = r.dtype.name != "float32" or (out_dtype is not None
                                                and out_dtype.name != "float32")
@@ -150,7 +152,8 @@ class ShadowMachine(Machine):
         if r.ap is not None and r.ap.indirect is not None:
             self._scatter(r, dst, mask)
         self.records.append((r, v32, v32 if probe is None else probe, mask,
-                             rounds or v.dtype.kind != "f"))
+                             rounds or v.dtype.kind != "f",
+                             probe is not None and rounds_on_bits(v, out_dtype, r.dtype)))
 
     def write_select(self, r, cond, on_true, on_false, out_dtype=None, mask=None, regular=None):
         out = np.empty(np.broadcast_shapes(cond.shape, on_true.shape), on_true.dtype)
@@ -316,7 +319,7 @@ class Shadow:
             self._stop(b, e)
             b.spec.execute(b, m)
             return
-        stats = WriteStats(pool=self.pool)
+        stats = WriteStats(pool=self.pool, loss_deferred=exact)
         b.spec.execute(b, Spy(m, stats))
         row = compare(b, m, s, s.records, stats, exact, self.dirty)
         self.rows.append(row)
