@@ -89,6 +89,7 @@ class ShadowMachine(Machine):
         # whether the probe is the stored float32 values rounded to bfloat16)
         self.records: list = []
         self.probing = True  # False while the real run's inputs equal the shadow's
+        self.bits = True  # False: no ULPs read from bits (Shadow.fast, for the tests)
 
     def enter(self, name: str) -> None:
         """Bring tensor `name` in from the real machine (first use)."""
@@ -153,7 +154,8 @@ class ShadowMachine(Machine):
             self._scatter(r, dst, mask)
         self.records.append((r, v32, v32 if probe is None else probe, mask,
                              rounds or v.dtype.kind != "f",
-                             probe is not None and rounds_on_bits(v, out_dtype, r.dtype)))
+                             self.bits and probe is not None
+                             and rounds_on_bits(v, out_dtype, r.dtype)))
 
     def write_select(self, r, cond, on_true, on_false, out_dtype=None, mask=None, regular=None):
         out = np.empty(np.broadcast_shapes(cond.shape, on_true.shape), on_true.dtype)
@@ -280,6 +282,10 @@ class Shadow:
     """Runs the shadow alongside interpret.execute (pass `step=shadow.step`) and collects
     one Row per instruction; `on_row(row)` is called as each one finishes (--trace)."""
 
+    # False: the plain way for every number (no ULPs from bits, every store's loss
+    # measured at the store): tests/runner/test_shadow_bits.py checks both give one report
+    fast = True
+
     def __init__(self, bound, on_row=None):
         self.keep_dtype = reinterpreted(bound)
         self.rows: list[Row] = []
@@ -299,6 +305,7 @@ class Shadow:
         s = self.machine
         if s is None:
             s = self.machine = ShadowMachine(m, self.keep_dtype)
+            s.bits = self.fast
         for name in self._previous:  # a kernel frees storage after its last use
             if name not in m.buffers:
                 s.buffers.pop(name, None)
@@ -319,7 +326,7 @@ class Shadow:
             self._stop(b, e)
             b.spec.execute(b, m)
             return
-        stats = WriteStats(pool=self.pool, loss_deferred=exact)
+        stats = WriteStats(pool=self.pool, loss_deferred=exact and self.fast)
         b.spec.execute(b, Spy(m, stats))
         row = compare(b, m, s, s.records, stats, exact, self.dirty)
         self.rows.append(row)

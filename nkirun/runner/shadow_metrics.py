@@ -144,10 +144,11 @@ def plain_errors(xs: list, ref: np.ndarray, d) -> list[Err]:
         top, at, _ = _abs_errors(np.asarray(x).reshape(-1), ref, diff := np.empty_like(ref),
                                  wide)
         rel = diff / np.fmax(np.abs(ref), wide.type(f.tiny))
-        spacing = (ref.view(np.uint32) & np.uint32(0x7F800000)).view(np.float32) if \
-            f.nmant else None
-        ulp = (diff / np.maximum(spacing * np.float32(np.ldexp(1.0, -f.nmant)), np.float32(
-            f.step))).max() if f.nmant else top
+        # the spacing at |ref| (a NaN shadow's: the subnormal step), at least that step
+        spacing = np.fmax((np.fmax(np.abs(ref), f.tiny).view(np.uint32) & np.uint32(
+            0x7F800000)).view(np.float32) * np.float32(np.ldexp(1.0, -f.nmant)), f.step) \
+            if f.nmant else None
+        ulp = (diff / spacing).max() if f.nmant else top
         out.append(Err(float(top), float(rel.max()), float(ulp), at) if top else Err(at=0))
     return out
 
@@ -174,7 +175,9 @@ def _abs_errors(x, ref, diff, wide) -> tuple[float, int, bool]:
 
 def _scales(ref, f: _Format, wide, n: int, pool: dict):
     """The rel denominator max(|ref|, tiny) and the ULP one (the dtype's spacing at |ref|:
-    the power of two of its exponent bits over 2^nmant, at least the subnormal step)."""
+    the power of two of its exponent bits over 2^nmant, at least the subnormal step). The
+    spacing is read from the rel denominator's bits: below tiny that is tiny, whose
+    exponent over 2^nmant is the subnormal step, so it needs no clamp of its own."""
     rel = scratch(pool, n, wide, 2)
     np.abs(ref, out=rel)
     if not rel.min() >= f.tiny:  # (a reduction costs a fraction of a written pass)
@@ -182,10 +185,8 @@ def _scales(ref, f: _Format, wide, n: int, pool: dict):
     if not f.nmant:
         return rel, None
     ulp = scratch(pool, n, np.float32, 3)
-    np.bitwise_and(ref.view(np.uint32), np.uint32(0x7F800000), out=ulp.view(np.uint32))
+    np.bitwise_and(rel.view(np.uint32), np.uint32(0x7F800000), out=ulp.view(np.uint32))
     np.multiply(ulp, np.float32(np.ldexp(1.0, -f.nmant)), out=ulp)
-    if not ulp.min() >= f.step:
-        np.maximum(ulp, np.float32(f.step), out=ulp)
     return rel, ulp
 
 
