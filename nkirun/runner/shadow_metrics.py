@@ -222,6 +222,7 @@ class WriteStats:
               post32: np.ndarray | None = None) -> None:
         """One store of values `pre` (as computed) kept as `post` (as stored) into r
         (`post32`: post as float32 values, when already known)."""
+        uncast = post is pre  # (real_cast returns its argument when there is no cast)
         if mask is not None:
             if mask.size != pre.size:
                 return self.count(r, pre, post, out_dtype, dst, None, post32)
@@ -242,6 +243,8 @@ class WriteStats:
             self._nans(post32)
             self.overflow += int(np.count_nonzero(np.isinf(post32) & np.isfinite(pre)))
         key = id(r)
+        if uncast:  # the values stored are those computed: nothing lost, nothing new
+            return None  # (NaNs aside, counted above)
         if key in self.deferred:  # a second store to the same view: measure both here
             self.store_abs = max(self.store_abs, self._lost(*self.deferred.pop(key)))
         elif self.loss_deferred and pre.dtype == np.float32 and self.real32.get(key) is post32:
