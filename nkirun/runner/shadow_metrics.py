@@ -7,7 +7,8 @@ Readings (docs/shadow.md):
 - rel error = abs error / max(|shadow|, smallest normal of the output dtype) (1 for
   integers), so an exact zero does not divide by zero.
 - ULP error = abs error / the spacing of the output dtype at |shadow| (at least its
-  smallest subnormal step; 1 for integers): "how many representable steps apart".
+  smallest subnormal step, which is also what a NaN shadow gets: an error against it is
+  infinite, not NaN; 1 for integers): "how many representable steps apart".
 - The peak is the element with the largest abs error (the first one on ties), as tensor
   coordinates of the tensor the instruction wrote.
 - store error = the largest |stored - computed| of the real run's stores: what this
@@ -27,7 +28,7 @@ import ml_dtypes
 import numpy as np
 
 from nkirun.hw import dtypes as dt
-from nkirun.runner.shadow_bits import BF16, as_f32, bf16_rounding_ulps, rounded_f32  # noqa: F401
+from nkirun.runner.shadow_bits import BF16, as_f32, bf16_rounding_ulps
 
 FP8 = ("float8_e4m3", "float8_e5m2")
 

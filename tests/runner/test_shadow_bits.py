@@ -218,3 +218,28 @@ def test_fast_and_plain_shadow_agree_on_the_bf16_kernels(kernel, monkeypatch):
     fast = _rows(nkirun.simulate(fn, shadow=True)(*args))
     monkeypatch.setattr(Shadow, "fast", False)
     _same_rows(fast, _rows(nkirun.simulate(fn, shadow=True)(*args)))
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_fresh_storage_entering_without_values_still_stops_at_e090(tmp_path, fast,
+                                                                  monkeypatch):
+    """A tensor nothing wrote enters the shadow without its (meaningless) contents; a read
+    of its unwritten half is still the real run's E090, and the half that was written is
+    compared as usual."""
+    from nkirun import NkirunError, run
+    from nkirun.runner.shadow import Shadow
+    from tests.prog_helpers import out, sbuf, tmp, write_program
+    monkeypatch.setattr(Shadow, "fast", fast)
+    x = np.linspace(1, 2, 64 * 8, dtype=np.float32).reshape(64, 8)
+    common = {"x": sbuf(x, buffer="hbm"), "t": tmp((128, 8), "bfloat16")}
+    good = write_program(tmp_path / "good", {**common, "y": out((64, 8), "float32")}, [
+        {"load": {"dst": "t[0:64, :]", "src": "x"}},
+        {"tensor_copy": {"dst": "y", "src": "t[0:64, :]"}}])
+    rep = run(good, shadow=True)
+    assert rep.row(0).carried.abs > 0 and rep.row(1).added.abs == 0
+    bad = write_program(tmp_path / "bad", {**common, "y": out((128, 8), "float32")}, [
+        {"load": {"dst": "t[0:64, :]", "src": "x"}},
+        {"tensor_copy": {"dst": "y", "src": "t"}}])
+    with pytest.raises(NkirunError) as e:
+        run(bad, shadow=True)
+    assert [d.code for d in e.value.diagnostics] == ["E090"]
