@@ -38,13 +38,11 @@ from nkirun.diagnostics import NkirunError, warning
 from nkirun.hw import dtypes as dt
 from nkirun.runner.machine import Machine, select_into
 from nkirun.runner.streamed import last_streamed
-from nkirun.runner.shadow_bits import rounded_f32, rounds_on_bits
+from nkirun.runner.shadow_bits import as_f32, rounded_f32, rounds_on_bits, stored
 from nkirun.runner.shadow_metrics import (
     Row,
     WriteStats,
-    as_f32,
     compare,
-    stored,
 )
 from nkirun.source.operands import Resolved
 

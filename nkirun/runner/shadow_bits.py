@@ -1,13 +1,30 @@
-"""Bit-level helpers of the shadow run (runner/shadow.py): float32 <-> bfloat16 on the bits
-where that beats ml_dtypes' casts, and the ULP count of a bfloat16 rounding read from the
-bits it drops. Each has its plain definition beside it and a test that they agree
+"""Casts of the shadow run (runner/shadow.py): what a store keeps, float32 <-> bfloat16 on
+the bits where that beats ml_dtypes' casts, and the ULP count of a bfloat16 rounding read
+from the bits it drops. Each has its plain definition beside it and a test that they agree
 (tests/runner/test_shadow_bits.py). Little-endian only where a view depends on it."""
 from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
 
+from nkirun.hw import dtypes as dt
+
 BF16 = np.dtype(ml_dtypes.bfloat16)
+
+
+def real_cast(v: np.ndarray, out_dtype, dst) -> np.ndarray:
+    """What Machine.write stores for `v`: cast to `dtype=` (when it differs), then to dst."""
+    if out_dtype is not None and out_dtype.np_type != dst.np_type:
+        v = dt.cast(v, out_dtype)
+    return dt.cast(v, dst)
+
+
+def stored(v: np.ndarray, out_dtype, dst) -> tuple[np.ndarray, np.ndarray]:
+    """(what Machine.write would store for v, the same as float32 values). ml_dtypes' own
+    casts: with ml_dtypes >= 0.5 a contiguous float32 <-> bfloat16 astype is faster than
+    rounding on the bits (measured, docs/performance.md), and it is the definition."""
+    post = real_cast(v, out_dtype, dst)
+    return post, as_f32(post)
 
 
 def as_f32(a) -> np.ndarray:
@@ -44,7 +61,6 @@ def rounded_f32(v: np.ndarray, out_dtype, dst) -> np.ndarray:
             nan = np.isnan(v)
             out[nan] = (bits[nan] | np.uint32(0x00400000)) & np.uint32(0xFFFF0000)
         return r.reshape(v.shape)
-    from nkirun.runner.shadow_metrics import real_cast
     return as_f32(real_cast(v, out_dtype, dst))
 
 

@@ -382,8 +382,7 @@ def test_bit_level_bfloat16_rounding_equals_ml_dtypes():
     ml_dtypes' cast bit for bit: random patterns, ties, overflow to inf, subnormals, NaN,
     -0 (the real run's stores are ml_dtypes' cast itself: `stored`)."""
     from nkirun.hw.dtypes import DTYPES
-    from nkirun.runner.shadow_bits import rounded_f32
-    from nkirun.runner.shadow_metrics import as_f32, stored
+    from nkirun.runner.shadow_bits import as_f32, rounded_f32, stored
     bits = np.random.default_rng(7).integers(0, 2 ** 32, 1 << 20, dtype=np.uint64)
     bits = bits.astype(np.uint32)
     bits[:9] = [0x7F7FFFFF, 0xFF7FFFFF, 0x00000001, 0x80008000, 0x7F800001, 0x3F808000,

@@ -15,9 +15,10 @@ from nkirun.runner.shadow_bits import (
     as_f32,
     bf16_rounding_ulps,
     plain_bf16_rounding_ulps,
+    real_cast,
     rounded_f32,
 )
-from nkirun.runner.shadow_metrics import WriteStats, errors, plain_errors, real_cast
+from nkirun.runner.shadow_metrics import WriteStats, errors, plain_errors
 
 FLOATS = ["float32", "bfloat16", "float16", "float8_e4m3", "float8_e5m2"]
 SPECIAL = [0x00000000, 0x80000000, 0x00000001, 0x807FFFFF, 0x00800000, 0x3F808000,
@@ -243,3 +244,44 @@ def test_fresh_storage_entering_without_values_still_stops_at_e090(tmp_path, fas
     with pytest.raises(NkirunError) as e:
         run(bad, shadow=True)
     assert [d.code for d in e.value.diagnostics] == ["E090"]
+
+
+ZERO_STEP_BF16 = """\
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def square_sums(x):
+    data = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=data, src=x)
+    sums = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+    last = nl.ndarray((x.shape[0], 1), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.activation_reduce(dst=last.ap(pattern=[[1, x.shape[0]], [0, x.shape[1]]]),
+                           op=nl.square, data=data, reduce_op=nl.add, reduce_res=sums)
+    out = nl.ndarray((x.shape[0], 1), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=last)
+    return out
+"""
+
+
+def test_a_deferred_store_loss_through_a_zero_step_dst_is_still_measured(tmp_path,
+                                                                         monkeypatch):
+    """activation_reduce into a zero-step bfloat16 dst with exact inputs: the shadow
+    records the store under another view (its last streamed column), so the loss the
+    store deferred is measured from the store itself, not skipped as lossless."""
+    import importlib.util
+
+    import nkirun
+    from nkirun.runner.shadow import Shadow
+    (tmp_path / "k.py").write_text(ZERO_STEP_BF16)
+    spec = importlib.util.spec_from_file_location("zero_step_bf16", tmp_path / "k.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    x = np.random.default_rng(6).uniform(1, 2, (16, 8)).astype(ml_dtypes.bfloat16)
+    fast = nkirun.simulate(mod.square_sums, shadow=True)(x)
+    act = next(r for r in fast.rows if r.op == "activation_reduce")
+    assert act.store_abs > 0 and act.carried.abs > 0
+    monkeypatch.setattr(Shadow, "fast", False)
+    _same_rows(_rows(fast), _rows(nkirun.simulate(mod.square_sums, shadow=True)(x)))
