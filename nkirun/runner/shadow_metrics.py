@@ -246,6 +246,11 @@ class WriteStats:
             self.fp8_saturated += int(np.count_nonzero(big & np.isfinite(pre)))
         return None
 
+    def settle(self, keys) -> None:
+        """Measure the deferred losses of these stores (id(Resolved)s) at the store."""
+        for key in list(keys):
+            self.store_abs = max(self.store_abs, self._lost(*self.deferred.pop(key)))
+
     def _lost(self, pre: np.ndarray, post32: np.ndarray) -> float:
         """max |post32 - pre| (equal values and NaN against NaN: 0; others NaN/inf: inf)."""
         lost = scratch(self.pool, post32.size, np.float32, 2).reshape(post32.shape)
@@ -333,10 +338,9 @@ def compare(b, m, s, records, stats: WriteStats, exact_inputs: bool = False,
     """
     loc = b.loc()
     row = Row(b.index, b.op, b.engine, loc.file, loc.line, loc.column, Err(), Err())
-    dirty, measured = set() if dirty is None else dirty, set()
-    for key in stats.deferred.keys() - {id(rec[0]) for rec in records}:  # (unrecorded: a
-        stats.store_abs = max(stats.store_abs, stats._lost(*stats.deferred.pop(key)))  # zero-
-    for r, stored, probe, mask, rounds, rounding in records:  # step dst records its last)
+    dirty = set() if dirty is None else dirty
+    stats.settle(stats.deferred.keys() - {id(rec[0]) for rec in records})  # (zero-step dst)
+    for r, stored, probe, mask, rounds, rounding in records:
         if r.dtype.packed > 1:
             dirty.add(r.decl.name)
             continue  # x4-packed MX data: not compared (its elements are not numbers)
@@ -356,9 +360,8 @@ def compare(b, m, s, records, stats: WriteStats, exact_inputs: bool = False,
                                                else []), _picked(shadow, sel), r.dtype,
                       stats.pool, 1 if added_too and rounding else None)
         c = both[0]
-        if id(r) in stats.deferred:  # (exact inputs: this store's loss is c)
+        if stats.deferred.pop(id(r), None) is not None:  # (exact inputs: its loss is c)
             stats.store_abs = max(stats.store_abs, c.abs)
-            measured.add(id(r))
         a = both[1] if added_too else Err(c.abs, c.rel, c.ulp, c.at) if exact_inputs \
             else Err(at=0)
         if c.abs > 0:
@@ -377,8 +380,7 @@ def compare(b, m, s, records, stats: WriteStats, exact_inputs: bool = False,
             row.tensor, row.index, row.dtype = r.decl.name, coords(r, k, m), r.dtype.name
             row.value = float(np.asarray(real).reshape(-1)[k])
             row.shadow = float(shadow.reshape(-1)[k])
-    for key in stats.deferred.keys() - measured:  # (a record not compared: packed MX)
-        stats.store_abs = max(stats.store_abs, stats._lost(*stats.deferred[key]))
+    stats.settle(stats.deferred.keys())  # (a record not compared: packed MX data)
     row.overflow, row.underflow = stats.overflow, stats.underflow
     row.nan_born, row.fp8_saturated = stats.nan_born, stats.fp8_saturated
     row.store_abs = stats.store_abs
