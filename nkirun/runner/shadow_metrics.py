@@ -200,6 +200,7 @@ class WriteStats:
     # error, which compare() measures anyway; `deferred` counts the stores left to it
     loss_deferred: bool = False
     deferred: dict = field(default_factory=dict)  # id(Resolved) -> (computed, stored)
+    seen: set = field(default_factory=set)  # id(Resolved)s stored to (rounding ones)
     real32: dict = field(default_factory=dict)  # id(Resolved) -> stored values, float32
     pool: dict = field(default_factory=dict)  # scratch arrays (the run's)
 
@@ -228,13 +229,16 @@ class WriteStats:
             self._nans(post32)
             self.overflow += int(np.count_nonzero(np.isinf(post32) & np.isfinite(pre)))
         key = id(r)
+        again = key in self.seen  # a view stored twice: compare() cannot tell the stores
+        self.seen.add(key)  # apart, so each is measured here
+        if key in self.deferred:
+            self.store_abs = max(self.store_abs, self._lost(*self.deferred.pop(key)))
         if uncast:  # the values stored are those computed: nothing lost, nothing new
             return None  # (NaNs aside, counted above)
-        if key in self.deferred:  # a second store to the same view: measure both here
-            self.store_abs = max(self.store_abs, self._lost(*self.deferred.pop(key)))
-        elif self.loss_deferred and pre.dtype == np.float32 and self.real32.get(key) is post32:
+        if self.loss_deferred and not again and pre.dtype == np.float32 and \
+                self.real32.get(key) is post32:
             self.deferred[key] = (pre, post32)  # compare() measures it: the carried error
-        if key not in self.deferred:
+        else:
             self.store_abs = max(self.store_abs, self._lost(pre, post32))
         zeros_post = zeros(post32, self.pool)
         if zeros_post:  # a zero computed stays zero: the others underflowed

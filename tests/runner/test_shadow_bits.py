@@ -285,3 +285,17 @@ def test_a_deferred_store_loss_through_a_zero_step_dst_is_still_measured(tmp_pat
     assert act.store_abs > 0 and act.carried.abs > 0
     monkeypatch.setattr(Shadow, "fast", False)
     _same_rows(_rows(fast), _rows(nkirun.simulate(mod.square_sums, shadow=True)(x)))
+
+
+def test_a_view_stored_twice_has_both_losses_measured_at_the_stores():
+    """With exact inputs a store's loss is left to compare(), which pairs stores by view;
+    a second store to the same view makes both be measured where they happen."""
+    d = DTYPES["bfloat16"]
+    stats = WriteStats(pool={}, loss_deferred=True)
+    view = _View()
+    first = np.array([1.00390625 + 2.0 ** -9, 3.0], np.float32)  # loses 2^-9 to bfloat16
+    second = np.array([1.0, 2.0], np.float32)  # loses nothing
+    for pre in (first, second):
+        post = real_cast(pre, None, d)
+        stats.count(view, pre, post, None, d, None, as_f32(post))
+    assert not stats.deferred and stats.store_abs == plain_counts(first, None, d)[4] > 0
