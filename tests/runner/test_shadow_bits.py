@@ -246,26 +246,6 @@ def test_fresh_storage_entering_without_values_still_stops_at_e090(tmp_path, fas
     assert [d.code for d in e.value.diagnostics] == ["E090"]
 
 
-ZERO_STEP_BF16 = """\
-import nki
-import nki.isa as nisa
-import nki.language as nl
-
-
-@nki.jit
-def square_sums(x):
-    data = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
-    nisa.dma_copy(dst=data, src=x)
-    sums = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
-    last = nl.ndarray((x.shape[0], 1), dtype=nl.bfloat16, buffer=nl.sbuf)
-    nisa.activation_reduce(dst=last.ap(pattern=[[1, x.shape[0]], [0, x.shape[1]]]),
-                           op=nl.square, data=data, reduce_op=nl.add, reduce_res=sums)
-    out = nl.ndarray((x.shape[0], 1), dtype=nl.bfloat16, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=out, src=last)
-    return out
-"""
-
-
 def test_a_deferred_store_loss_through_a_zero_step_dst_is_still_measured(tmp_path,
                                                                          monkeypatch):
     """activation_reduce into a zero-step bfloat16 dst with exact inputs: the shadow
@@ -275,7 +255,11 @@ def test_a_deferred_store_loss_through_a_zero_step_dst_is_still_measured(tmp_pat
 
     import nkirun
     from nkirun.runner.shadow import Shadow
-    (tmp_path / "k.py").write_text(ZERO_STEP_BF16)
+    from tests.kernel.test_nki_library_forms import ZERO_STEP_DST
+    f32_last = "last = nl.ndarray((x.shape[0], 1), dtype=nl.float32"
+    assert f32_last in ZERO_STEP_DST
+    (tmp_path / "k.py").write_text(ZERO_STEP_DST.replace(f32_last, f32_last.replace(
+        "float32", "bfloat16")))
     spec = importlib.util.spec_from_file_location("zero_step_bf16", tmp_path / "k.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
