@@ -243,7 +243,8 @@ class Builder:
             # Non-view values depend only on (param, value): traces repeat them endlessly.
             # (Views carry their own location, so they are not shared.)
             ckey = (name, key, raw.__class__, raw) if (
-                not p.kind.is_view and raw.__class__ in _HASHABLE) else None
+                not p.kind.is_view and raw.__class__ in _HASHABLE
+                and (raw or raw.__class__ is not float)) else None  # (-0.0 == 0.0)
             hit = converted.get(ckey) if ckey is not None else None
             if hit is not None:
                 values[key] = hit[0]

@@ -146,3 +146,46 @@ def test_call_loc_is_frame_loc_of_kernel_frame():
             assert fast == plain and fast.line
             seen.add(fast)
     assert len(seen) == 2  # two call sites
+
+
+SIGNED_ZERO = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def zeros(x):
+    out = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+    for value in (0.0, -0.0, 0.0, -0.0):  # equal as keys, not as values
+        t = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=t, value=value)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+'''
+
+
+def test_a_negative_zero_is_not_a_positive_one(tmp_path):
+    import math
+    (tmp_path / "signed_zero_kernel.py").write_text(SIGNED_ZERO)
+    zeros = _module(tmp_path / "signed_zero_kernel.py", "signed_zero_kernel").zeros
+    program = trace_call(zeros, (np.zeros((128, 4), np.float32),)).program
+    signs = [math.copysign(1.0, i.args["value"]) for i in program.instructions
+             if i.op == "memset"]
+    assert signs == [1.0, -1.0, 1.0, -1.0]
+
+
+def test_the_builder_keeps_a_negative_zero(tmp_path):
+    """The YAML/text front ends share converted values between instructions too."""
+    import math
+
+    from nkirun.source import parse_file
+    path = tmp_path / "zeros.yaml"
+    path.write_text("version: 1\ntarget: trn2\ntensors:\n"
+                    "  a: {buffer: sbuf, shape: [128, 4], dtype: float32}\n"
+                    "  b: {buffer: sbuf, shape: [128, 4], dtype: float32}\n"
+                    "instructions:\n"
+                    "  - memset: {dst: a, value: 0.0}\n"
+                    "  - memset: {dst: b, value: -0.0}\n")
+    program, _ = parse_file(str(path))
+    assert [math.copysign(1.0, i.args["value"]) for i in program.instructions] == [1.0, -1.0]

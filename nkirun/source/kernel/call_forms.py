@@ -40,7 +40,7 @@ def form_key(op: str, values: dict, loc: Loc):
             recs.append(rec)
             key += (k, rec.layout, id(index))
         elif c in _FORM_SCALARS:
-            key += (k, c, v)
+            key += (k, c, v) if v or c is not float else (k, c, repr(v))  # -0.0 == 0.0
         else:
             return None
     key.append(tuple(map(recs.index, recs)))  # (TensorRecs compare by identity)

@@ -212,7 +212,8 @@ class Tracer:
             if p is None:
                 return False
             raw = v.ir if v.__class__ is consts.Token else self.raw(v)
-            ckey = (op, key, raw.__class__, raw) if raw.__class__ in _HASHABLE else None
+            ckey = (op, key, raw.__class__, raw) if raw.__class__ in _HASHABLE and (
+                raw or raw.__class__ is not float) else None  # (-0.0 == 0.0: not keyed)
             hit = converted.get(ckey) if ckey is not None else None
             if hit is None:
                 if p.kind in _VIEW_KINDS and isinstance(raw, str):
