@@ -36,7 +36,7 @@ assert _RESOLVED_FIELDS == ("decl", "np_index", "shape", "reshape", "part_start"
 
 def rebased(template: Resolved, decl) -> Resolved:
     """`dataclasses.replace(template, decl=decl)`, without the dataclass machinery (a trace
-    makes one per new tile; every field set, tests/checker/test_fast_bind.py). Only for
+    makes one per new tile; every field set, tests/kernel/test_call_forms.py). Only for
     templates without a runtime index (their Resolved depends on other tensors)."""
     r = _new(Resolved)
     _SET_DECL(r, decl)

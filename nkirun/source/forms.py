@@ -11,8 +11,8 @@ call to call (`views`).
 The checker may then bind a later instruction of a form as the first one that passed every
 rule, with its own tensors put in (checker/intern.py `Templates`): the rules and the engine
 are functions of those values alone. The plain path ignores the form (a FormLocs is a
-dict); tests/checker/test_fast_bind.py and tests/kernel/test_fast_trace.py check both paths
-give the same program, diagnostics and bound operands.
+dict); tests/kernel/test_call_forms.py checks both paths give the same program,
+diagnostics and bound operands.
 """
 from __future__ import annotations
 
