@@ -11,7 +11,9 @@ on a tensor's name, except in the words of a diagnostic. So:
   per layout: the Resolved of a known layout is the earlier one with its tensor replaced
   (`rebased`);
 * `form_key` is the value of an instruction's bound operands up to the naming of tensors:
-  two instructions with equal keys pass or fail the same rules and get the same engine.
+  two instructions with equal keys pass or fail the same rules and get the same engine;
+* `Templates` takes that from the front end when it knows it: instructions of one
+  call-site form (source/forms.py) are bound as the first of them that passed.
 
 Bind keeps the plain path (resolve every view, apply every rule) as the definition and uses
 these only to skip work whose result is known; tests/checker/test_fast_bind.py checks both
