@@ -110,14 +110,20 @@ class Templates:
     """Call-site forms (source/forms.py) for one bind: per form, the first of its
     instructions that passed every rule (`put`); a later instruction of the form is bound as
     that template with its own tensors put in (`bind`): its rules and engine are functions
-    of values equal to the template's. The Resolved put in last per (form, keyword) is
-    reused while the tensor stays the same (an accumulator, call after call)."""
+    of values equal to the template's. The Resolved made last per layout is reused while
+    the tensor stays the same: an accumulator call after call, and a new tile that two
+    forms use through views of one layout (bind's own path shares those too)."""
 
-    def __init__(self, dropped):
-        # id(FormLocs) -> (template Bound, per view keyword [tensor name, Resolved] put in
-        # last); the instructions keep their FormLocs alive
+    def __init__(self, dropped, views: Views):
+        # id(FormLocs) -> (template Bound, per view keyword its key in `last`); the
+        # instructions keep their FormLocs, the templates their Resolved alive
         self.by_form: dict = {}
+        # the layout token of a template Resolved (Views.token: equal tokens, equal
+        # Resolved up to the tensor), else its id -> {tensor name: Resolved} for the last
+        # few tensors (an accumulator and the new tiles beside it often share a layout)
+        self.last: dict = {}
         self.dropped = dropped
+        self.token = views.token
 
     def put(self, inst, b) -> None:
         """Keep b (inst bound the plain way, passing every rule) as its form's template."""
@@ -128,7 +134,10 @@ class Templates:
             r = b.args.get(k)
             if r.__class__ is not Resolved or r.ap is not None:
                 return  # (an access pattern: its Resolved may depend on other tensors)
-        self.by_form[id(locs)] = (b, [(inst.args[k].tensor, b.args[k]) for k in locs.views])
+        keys = [self.token.get(id(b.args[k]), id(b.args[k])) for k in locs.views]
+        for k, key in zip(locs.views, keys):
+            self.last.setdefault(key, {}).setdefault(inst.args[k].tensor, b.args[k])
+        self.by_form[id(locs)] = (b, keys)
 
     def bind(self, inst, program, target):
         """inst bound as its form's template, or None (no template yet, an undeclared
@@ -137,20 +146,26 @@ class Templates:
         hit = self.by_form.get(id(locs)) if locs.__class__ is FormLocs else None
         if hit is None or inst.index in self.dropped:
             return None
-        tmpl, last = hit
+        tmpl, keys = hit
         targs = tmpl.args
         args = Operands(targs, targs.form)
-        inst_args = inst.args
-        for i, k in enumerate(locs.views):
+        inst_args, last = inst.args, self.last
+        for k, key in zip(locs.views, keys):
             name = inst_args[k].tensor
-            prev = last[i]
-            if prev[0] != name:
+            recent = last[key]
+            r = recent.get(name)
+            if r is None:
                 decl = program.tensors.get(name)
                 if decl is None:
                     return None
-                prev = last[i] = (name, rebased(targs[k], decl))
-            _dict_set(args, k, prev[1])  # (Operands refuse changes once handed out)
+                if len(recent) >= _RECENT:
+                    del recent[next(iter(recent))]  # the oldest
+                r = recent[name] = rebased(targs[k], decl)
+            _dict_set(args, k, r)  # (Operands refuse changes once handed out)
         return Bound(inst, tmpl.spec, args, None, tmpl.engine, target)
+
+
+_RECENT = 4  # tensors remembered per layout by Templates
 
 
 _dict_set = dict.__setitem__
