@@ -11,10 +11,20 @@ generated/nki.isa.sendrecv.html):
 * `dma_engine`: `dma` (the shared DMA engines, the default) or `gpsimd_dma` (GpSimd's own DMA,
   at most 1024 bytes per partition for 32-bit dtypes, 512 for 16-bit, 256 for 8-bit).
 
-Readings (the page is silent; see also checker/cores.py and runner/cores.py):
+Readings (the page is silent; the meeting-point facts are MEETING below, which the
+two-core passes checker/cores.py, runner/cores.py and schedule/cores.py apply):
 * Matching: the k-th sendrecv of pipe p on one core pairs with the k-th sendrecv of pipe p on
   the core it sends to; that one must receive from the first (E636). Sending to its own rank
-  is a local copy (dst = src) that waits for no one.
+  is a local copy (dst = src) that waits for no one. Inside runtime loops the k-th is the
+  k-th to run (occurrence), not the k-th in the file.
+* "Operations with the same pipe_id form a logical group where all operations in the group
+  must complete before any can proceed. Operations with different pipe_id values can
+  progress independently": a core that reaches a sendrecv before its partner does not stop.
+  It runs on; only its later instructions that touch this sendrecv's src or dst tensors
+  (the hardware's semaphores on the DMA's tiles) and its next sendrecv of the same pipe wait
+  for the transfer. So two cores may meet on two pipes in crossed orders (core 0: pipe 0
+  then pipe 1, core 1: pipe 1 then pipe 0) without deadlock, as long as nothing between
+  touches the pending transfer's tiles.
 * A matched pair completes as one step: both sources are read, then both destinations are
   written (so src and dst may be the same tile, a swap). Each core's later instructions see
   the received data; the pair orders every access before it on either core before every
@@ -26,7 +36,7 @@ Readings (the page is silent; see also checker/cores.py and runner/cores.py):
 from __future__ import annotations
 
 from nkirun.isa.common import DMA_COST_FORMULA, dma_cycles, is_nc_v2
-from nkirun.isa.spec import ENUM, INT, TILE, Bound, InstructionDef, Param
+from nkirun.isa.spec import ENUM, INT, TILE, Bound, InstructionDef, Meeting, Param
 
 SBUF = frozenset({"sbuf"})
 GPSIMD_DMA_BYTES = {4: 1024, 2: 512, 1: 256}  # per partition, by dtype size
@@ -57,13 +67,53 @@ def check(b: Bound):
                         "dma_engine", hint="use dma_engine: dma, or send smaller tiles")
 
 
+def meeting_key(b: Bound):
+    """The pipe a transfer to the other core waits on; None for a copy to its own rank."""
+    return None if b["send_to_rank"] == b.inst.core else ("sendrecv", b["pipe_id"])
+
+
+def exchange(pair, m) -> None:
+    """Read what each side of a pair receives (the other's src; a send to its own rank: its
+    own src) into m.inbox, before either destination is written."""
+    if len(pair) == 1:
+        m.inbox[pair[0].index] = m.read(pair[0]["src"]).copy()
+        return
+    first, second = pair
+    m.inbox[first.index] = m.read(second["src"]).copy()
+    m.inbox[second.index] = m.read(first["src"]).copy()
+
+
+def pair_rules(sender: Bound, receiver: Bound) -> list:
+    """What `receiver`'s dst gets from `sender`'s src must fit: same dtype and shape."""
+    src, dst = sender.tile("src"), receiver.tile("dst")
+    if src is None or dst is None or (src.dtype == dst.dtype and src.shape == dst.shape):
+        return []
+    code = "E638" if src.dtype != dst.dtype else "E639"
+    return [receiver.err(code, f"dst ({dst.dtype.name} {list(dst.shape)}) receives core "
+                         f"{sender.inst.core}'s src ({src.dtype.name} {list(src.shape)}) at "
+                         f"instruction {sender.index} ({sender.op}) at {sender.loc()}; they "
+                         "must have the same dtype and shape", "dst")]
+
+
+def two_core_rules(b: Bound):
+    if b["send_to_rank"] != b["recv_from_rank"]:
+        yield b.err("E636", f"sends to core {b['send_to_rank']} but receives from core "
+                    f"{b['recv_from_rank']}; with two cores a transfer exchanges with one "
+                    "partner (or, to its own rank, copies locally)", "recv_from_rank",
+                    hint="give send_to_rank and recv_from_rank the same core")
+
+
+MEETING = Meeting(key=meeting_key, blocks_core=False, exchange=exchange,
+                  pair_rules=pair_rules, rules=two_core_rules, wait_words="sendrecv")
+
+
 def engine_of(b: Bound) -> str:
     return "gpsimd" if b.get("dma_engine") == "gpsimd_dma" else "dma"
 
 
 def execute(b: Bound, m) -> None:
-    """Writes the tile this core received (runner/cores.py reads the sender's src into
-    m.inbox first, for both cores of a pair, before either is written)."""
+    """Writes the tile this core received (`exchange` read the sender's src into m.inbox
+    first, for both cores of a pair, before either is written)."""
     m.write(b["dst"], m.inbox.pop(b.index))
 
 
@@ -97,6 +147,7 @@ SPEC = InstructionDef(
     cycles=dma_cycles,
     check=check,
     engine_of=engine_of,
+    meeting=MEETING,
     cost_assumed=True,
     cost_note="no latency is documented; the dma_copy model of the tile's bytes is assumed, "
               "after both cores arrive",

@@ -1,34 +1,41 @@
-"""Running a two-core (LNC2) program: both cores' streams in the order checker/cores.py
-computed (each core in program order; the cores meet at core_barrier and sendrecv).
+"""Running a two-core (LNC2) program: both cores' streams in the order checker/meet.py
+walks them (each core in program order; the cores meet at their meeting points, whose
+spec's `meeting` says what pairs and what is exchanged).
 
 The cores share the machine's buffers (every tensor has its own name; a core's SBUF, PSUM
-and private-HBM tensors are its own), but each core has its own engines, so its own
-accumulator registers and PRNG state: `steps` swaps them in as each core's instruction
-comes up. A sendrecv pair reads both sources before either destination is written
-(isa/sendrecv.py), so an exchange of two tiles in place is a swap.
+and private-HBM tensors are its own), but each core has its own engines and sequencer, so
+its own accumulator registers, PRNG state and virtual registers (register_alloc...):
+`steps` swaps them in as each core's instruction comes up. A meeting's `exchange` runs
+before the pair executes (sendrecv: both sources are read before either destination is
+written, so an exchange of two tiles in place is a swap).
+
+Runtime loops: each core walks its own loops (nkirun/control.py) on its own registers, and
+the meeting points pair by occurrence as they run; a meeting point one core reaches and the
+other never does is E642, naming both cores' positions (a loop that never ends is E661).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from nkirun.checker.cores import sync_order
+from nkirun.checker.meet import SyncOrder, meet
 from nkirun.runner.machine import Accumulator
 
-_PER_CORE = ("vector_acc", "scalar_acc", "prng")  # (prng: made on first use, hw/prng.py)
+_PER_CORE = ("vector_acc", "scalar_acc", "prng", "registers")  # (prng: made on first use)
 
 
-def steps(bound, m):
+def steps(program, bound, m):
     """Yield the bound instructions in run order, preparing the machine for each (its core's
-    registers; the tiles a sendrecv receives, in m.inbox)."""
-    order = sync_order(bound)
+    registers; what a meeting's exchange delivers, e.g. into m.inbox)."""
+    order = SyncOrder()
     state = [_fresh(m), _fresh(m)]
     m.inbox = {}
     current = None
     races = _Races.needed(bound)
-    for step in order.steps:
+    for step in meet(_streams(program, bound, m, state), order, strict=True):
         pair = step if isinstance(step, tuple) else (step,)
-        if pair[0].op == "sendrecv":
-            _deliver(pair, m)
+        meeting = pair[0].spec.meeting
+        if meeting is not None and meeting.exchange is not None:
+            meeting.exchange(pair, m)
         for b in pair:
             core = b.inst.core
             if core != current:
@@ -39,6 +46,48 @@ def steps(bound, m):
             if races is not None:
                 m.current = b
                 races.see(b, order.epoch.get(b.index), m)
+            yield b
+
+
+def _streams(program, bound, m, state) -> tuple:
+    """Each core's instructions in the order it runs them: its list, or (runtime loops) a
+    walk of its loops on its own registers."""
+    per_core: tuple = ([], [])
+    for b in bound:
+        per_core[b.inst.core].append(b)
+    if not program.loops:
+        return per_core
+    from nkirun.control import Walk
+    from nkirun.runner.registers import unwritten
+    m.looped = frozenset(i for lp in program.loops for i in range(lp.first, lp.end))
+    m.trips = {lp.name: [] for lp in program.loops}
+    walks = []
+    for core, own in enumerate(per_core):
+        regs = state[core]["registers"]
+
+        def read(name, loop, regs=regs):
+            value = regs.get(name)
+            if value is None:
+                from nkirun.diagnostics import RunError
+                raise RunError(unwritten(name, loop))
+            return value
+
+        def write(name, value, regs=regs):
+            regs[name] = value
+
+        w = Walk(program, read, write)
+        w.trips = m.trips  # (one table for both cores: loop names are unique)
+        by_index = {b.index: b for b in own}
+        lo = min(by_index, default=0)
+        hi = max(by_index, default=-1) + 1
+        walks.append(_walk(w, by_index, lo, hi, core))
+    return tuple(walks)
+
+
+def _walk(w, by_index: dict, lo: int, hi: int, core: int):
+    for i in w.indices(hi, lo, core):
+        b = by_index.get(i)
+        if b is not None:
             yield b
 
 
@@ -61,8 +110,7 @@ class _Races:
         return None
 
     def see(self, b, epoch, m) -> None:
-        from nkirun.checker.cores import SYNC_OPS
-        if b.op in SYNC_OPS:
+        if b.spec.meeting is not None:
             return
         acc = b.accesses()
         for written, pairs in ((False, acc.reads), (True, acc.writes)):
@@ -103,20 +151,10 @@ def _race(b, name, written, ob, owritten):
                    hint="put a core_barrier between them, or index disjoint rows per core")
 
 
-def _deliver(pair, m) -> None:
-    """Read what each member of a sendrecv pair (or a send to its own rank) receives."""
-    if len(pair) == 1:
-        b = pair[0]
-        m.inbox[b.index] = m.read(b["src"]).copy()
-        return
-    first, second = pair
-    m.inbox[first.index] = m.read(second["src"]).copy()
-    m.inbox[second.index] = m.read(first["src"]).copy()
-
-
 def _fresh(m) -> dict:
     return {"vector_acc": Accumulator(m.vector_acc.reset_value),
-            "scalar_acc": Accumulator(m.scalar_acc.reset_value), "prng": None}
+            "scalar_acc": Accumulator(m.scalar_acc.reset_value), "prng": None,
+            "registers": {}}
 
 
 def _save(m, state: dict) -> None:

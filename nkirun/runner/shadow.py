@@ -166,29 +166,32 @@ def _is_float_storage(a: np.ndarray) -> bool:
 
 class TwoCores:
     """The shadow of a two-core program (runner/cores.py): each core's own accumulator
-    registers and PRNG state, swapped in as its instructions come up, and the tile a
-    sendrecv receives, read from the shadow's sender before either side of the pair
-    writes."""
+    registers, PRNG state and virtual registers, swapped in as its instructions come up,
+    and what a meeting pair exchanges (its spec's `meeting.exchange`, e.g. the tile a
+    sendrecv receives), read from the shadow's sender before either side writes. Pairs
+    are taken from the body-once walk (checker/meet.py); in runtime loops they pair by
+    occurrence, which the partner's tensors here approximate."""
 
     def __init__(self, bound):
         self.pairs: dict = {}
         self.on = any(getattr(b.inst, "core", None) for b in bound)
         if not self.on:
             return
-        from nkirun.checker.cores import sync_order
+        from nkirun.checker.meet import sync_order
         from nkirun.runner import cores
         self.cores = cores
         for step in sync_order(bound).steps:
             pair = step if isinstance(step, tuple) else (step,)
-            if pair[0].op == "sendrecv":
+            meeting = pair[0].spec.meeting
+            if meeting is not None and meeting.exchange is not None:
                 for b in pair:
                     self.pairs[b.index] = pair
         self.state: list = []
         self.current = None
 
     def reads(self, b) -> list[str]:
-        """The tensors b's result depends on: its reads, and for a sendrecv its partner's
-        (the tile it receives)."""
+        """The tensors b's result depends on: its reads, and for a meeting that exchanges
+        data (sendrecv) its partner's (the tile it receives)."""
         pair = self.pairs.get(b.index, (b,))
         return [r.decl.name for other in pair for _, r in other.accesses().reads]
 
@@ -209,7 +212,7 @@ class TwoCores:
             for name in (n for other in pair for n in touched(other)):
                 if name not in s.buffers and name in s.real.buffers:
                     s.enter(name)
-            self.cores._deliver(pair, s)
+            pair[0].spec.meeting.exchange(pair, s)
 
 
 def same_values(a: np.ndarray, b: np.ndarray) -> bool:

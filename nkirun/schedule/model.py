@@ -27,8 +27,16 @@ FALLBACK_CLOCK_GHZ = 1.0
 
 # Why an instruction started when it did.
 READY, RAW, WAR, WAW, ENGINE, QUEUE = "ready", "data", "war", "waw", "engine", "dma_queue"
-# Two-core programs: waiting for the other core at a core_barrier / sendrecv (schedule/cores.py).
-BARRIER, SENDRECV = "core_barrier", "sendrecv"
+# Two-core programs: waiting for the other core at a meeting point (schedule/cores.py): the
+# wait kind is the meeting-point instruction's name ("core_barrier", "sendrecv").
+
+
+def meeting_words(kind: str) -> str | None:
+    """How a report names a wait for the other core at meeting point `kind` (its spec's
+    Meeting.wait_words), or None when `kind` is no meeting point."""
+    from nkirun.isa import REGISTRY
+    spec = REGISTRY.get(kind) if kind not in (READY, RAW, WAR, WAW, ENGINE, QUEUE) else None
+    return spec.meeting.wait_words if spec is not None and spec.meeting is not None else None
 
 
 @dataclass(slots=True)
@@ -76,7 +84,7 @@ class Slot:
             return f"engine busy ({self.engine}: instruction {k})"
         if self.wait_kind == QUEUE:
             return f"DMA queue busy (instruction {k})"
-        if self.wait_kind in (BARRIER, SENDRECV):
+        if meeting_words(self.wait_kind) is not None:
             return f"core {1 - self.core} reaching its {self.wait_kind} (after instruction {k})"
         return "ready at start"
 

@@ -134,11 +134,12 @@ def _items(console, prefix: str, items: list[str]) -> None:
 def _short(x) -> str:
     """Slot x's wait reason, compact for tables."""
     k, t = x.waited_on, x.wait_tensor
+    words = m.meeting_words(x.wait_kind)
+    if words is not None:
+        return f"core {1 - x.core} {words} (after #{k})"
     return {m.RAW: f"data from #{k} ({t})", m.WAR: f"WAR: #{k} reads {t}",
             m.WAW: f"WAW: #{k} writes {t}", m.ENGINE: f"engine busy (#{k})",
-            m.QUEUE: f"DMA queues busy (#{k})",
-            m.BARRIER: f"core {1 - x.core} barrier (after #{k})",
-            m.SENDRECV: f"core {1 - x.core} sendrecv (after #{k})"}.get(x.wait_kind, "ready at start")
+            m.QUEUE: f"DMA queues busy (#{k})"}.get(x.wait_kind, "ready at start")
 
 
 def render_report(s: Schedule, stream=None, width: int | None = None,

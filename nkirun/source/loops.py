@@ -83,7 +83,7 @@ def end(b, loc: Loc) -> bool:
     kind, values, lloc, key_locs, first, ok = b.open_loops.pop()
     if kind != "for" or "index" in values:  # (a `for` without its index is dropped)
         b.loops.append(dict(kind=kind, first=first, end=b.count, loc=lloc, key_locs=key_locs,
-                            depth=len(b.open_loops), **values))
+                            depth=len(b.open_loops), core=b.core, **values))
     return True
 
 
@@ -97,6 +97,7 @@ def finish(b) -> tuple:
     # outermost first (equal spans: the enclosing loop first)
     loops = sorted(b.loops, key=lambda d: (d["first"], -d["end"], d["depth"]))
     base = [d.get("name") or d.get("index") or d.get("cond") for d in loops]
+    per_core = [(n, d["core"]) for n, d in zip(base, loops)]
     given: dict = {}
     out = []
     for d, name in zip(loops, base):
@@ -104,8 +105,12 @@ def finish(b) -> tuple:
         if named and name in given:
             b.diags.append(error("E652", f"two loops are named `{name}`", d["key_locs"]["name"],
                                  hint=f"the other is at line {given[name]}"))
-        if not named and base.count(name) > 1:
-            name = f"{name}@{d['loc'].line}"
+        if not named:
+            mine = per_core.count((name, d["core"]))
+            if mine > 1:  # another loop of this core shares the name
+                name = f"{name}@{d['loc'].line}"
+            if base.count(name.split("@")[0]) > mine:  # the other core has one (a kernel
+                name = f"{name}@core{d['core']}"      # traced once per core: both)
         given.setdefault(name, d["loc"].line)
         d = {k: v for k, v in d.items() if k not in ("name", "depth")}
         out.append(Loop(name=name, named=named, **d))
@@ -190,23 +195,24 @@ def text_lines(program, instruction) -> list[str]:
     return out
 
 
-def yaml_lines(program, instruction) -> list[str]:
-    """The `instructions:` entries in YAML, a loop as a block mapping with its `body`."""
+def yaml_lines(program, instruction, pad: str = "") -> list[str]:
+    """The `instructions:` entries in YAML, a loop as a block mapping with its `body`
+    (`pad`: more indentation, for a core's entries under `cores:`)."""
     from nkirun.source.write import yaml_value
     out: list[str] = []
 
     def begin_(lp, d):  # an entry at 2 + 6d blanks, its keys 4 further, its body 6
-        pad = " " * (2 + 6 * d)
-        out.append(f"{pad}- {lp.kind}:")
-        out.extend(f"{pad}    {k}: {v}" for k, v in header_items(lp, yaml_value))
-        out.append(f"{pad}    body:")
+        at = pad + " " * (2 + 6 * d)
+        out.append(f"{at}- {lp.kind}:")
+        out.extend(f"{at}    {k}: {v}" for k, v in header_items(lp, yaml_value))
+        out.append(f"{at}    body:")
 
     def end_(lp, d, empty):
         if empty:
             out[-1] += " []"
 
     def inst_(inst, d):
-        out.extend(instruction(inst, " " * (2 + 6 * d)))
+        out.extend(instruction(inst, pad + " " * (2 + 6 * d)))
 
     nested(program, inst_, begin_, end_)
     return out
