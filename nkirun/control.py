@@ -145,4 +145,6 @@ def summary(program: Program, trips: dict, source: dict) -> list[dict]:
         rows.append({"name": lp.name, "kind": lp.kind, "line": lp.loc.line,
                      "entries": len(counts), "iterations": sum(counts),
                      "trips": source.get(lp.name, "static")})
+        if program.cores > 1:  # (each core walks its own loops)
+            rows[-1]["core"] = lp.core
     return rows

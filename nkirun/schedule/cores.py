@@ -26,7 +26,14 @@ def schedule_cores(program, bound, target):
     per_core = (first, second)
     slots = first.sched.slots
     core_of = {b.index: b.inst.core for b in bound}
-    for step in sync_order(bound).steps:
+    order = sync_order(bound)
+    if order.deadlock is not None:  # runtime loops costed with counts that do not pair
+        from nkirun.diagnostics import RunError, error
+        d = order.deadlock
+        raise RunError(error("E642", d.message + " (with the loops' trip counts costed)",
+                             d.loc, d.instruction, hint="give both cores' loops trip counts "
+                             "under which their meeting points pair (--trip NAME=N)"))
+    for step in order.steps:
         if isinstance(step, tuple):
             _place_pair(per_core, step, core_of)
             continue

@@ -28,7 +28,7 @@ FALLBACK_CLOCK_GHZ = 1.0
 # Why an instruction started when it did.
 READY, RAW, WAR, WAW, ENGINE, QUEUE = "ready", "data", "war", "waw", "engine", "dma_queue"
 # Two-core programs: waiting for the other core at a meeting point (schedule/cores.py): the
-# wait kind is the meeting-point instruction's name ("core_barrier", "sendrecv").
+# wait kind is the meeting-point instruction's name (e.g. core_barrier, sendrecv).
 
 
 def meeting_words(kind: str) -> str | None:

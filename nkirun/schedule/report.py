@@ -190,7 +190,8 @@ def _summary(console, s: Schedule, color: bool) -> None:
     head.append(_time(d["total_ns"]), style="bold")
     console.print(head)
     for row in d.get("loops", ()):  # runtime loops: schedule/trips.py
-        console.print(f"loop {row['name']} (line {row['line']}): {row['iterations']:,} "
+        core = f", core {row['core']}" if "core" in row else ""
+        console.print(f"loop {row['name']} (line {row['line']}{core}): {row['iterations']:,} "
                       f"iterations in {row['entries']:,} "
                       f"{'entry' if row['entries'] == 1 else 'entries'}, trip count "
                       + {"static": "from its constant bounds", "data": "from running the data",

@@ -54,6 +54,7 @@ def begin(b, kind: str, fields: dict, loc: Loc) -> None:
                                  hint="e.g. for: {index: i, stop: n, body: [...]}"
                                  if kind == "for" else "e.g. while: {cond: c, body: [...]}"))
             ok = False
+    values["core"] = b.core  # (the core whose stream opened it)
     b.open_loops.append((kind, values, loc, {k: kl for k, (_, kl) in fields.items()},
                          b.count, ok))
 
@@ -83,7 +84,7 @@ def end(b, loc: Loc) -> bool:
     kind, values, lloc, key_locs, first, ok = b.open_loops.pop()
     if kind != "for" or "index" in values:  # (a `for` without its index is dropped)
         b.loops.append(dict(kind=kind, first=first, end=b.count, loc=lloc, key_locs=key_locs,
-                            depth=len(b.open_loops), core=b.core, **values))
+                            depth=len(b.open_loops), **values))
     return True
 
 
@@ -105,12 +106,13 @@ def finish(b) -> tuple:
         if named and name in given:
             b.diags.append(error("E652", f"two loops are named `{name}`", d["key_locs"]["name"],
                                  hint=f"the other is at line {given[name]}"))
-        if not named:
+        if not named and name is not None:
             mine = per_core.count((name, d["core"]))
+            other_core = base.count(name) > mine  # (a kernel traced once per core: both)
             if mine > 1:  # another loop of this core shares the name
                 name = f"{name}@{d['loc'].line}"
-            if base.count(name.split("@")[0]) > mine:  # the other core has one (a kernel
-                name = f"{name}@core{d['core']}"      # traced once per core: both)
+            if other_core:
+                name = f"{name}@core{d['core']}"
         given.setdefault(name, d["loc"].line)
         d = {k: v for k, v in d.items() if k not in ("name", "depth")}
         out.append(Loop(name=name, named=named, **d))
