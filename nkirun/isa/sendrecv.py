@@ -138,10 +138,12 @@ SPEC = InstructionDef(
     semantics=(
         "Two-core programs only. Core c sends its src to the dst of core send_to_rank and "
         "receives the src of core recv_from_rank into its own dst. The k-th sendrecv of a "
-        "pipe_id on one core pairs with the k-th of that pipe on the partner; both sources "
-        "are read before either destination is written, and the pair orders everything "
-        "before it on both cores before everything after it. Same dtype and shape, SBUF "
-        "only; trn2/trn3."),
+        "pipe_id on one core pairs with the k-th of that pipe on the partner (inside runtime "
+        "loops: as they run); both sources are read before either destination is written, "
+        "and the pair orders everything before it on both cores before everything after "
+        "it. The core does not stop at it: only its later accesses to src/dst and its next "
+        "sendrecv of the pipe wait for the partner (pipes progress independently). Same "
+        "dtype and shape, SBUF only; trn2/trn3."),
     cost_formula=DMA_COST_FORMULA + ", starting when both cores have reached it",
     execute=execute,
     cycles=dma_cycles,
