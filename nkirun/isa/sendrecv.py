@@ -26,7 +26,11 @@ two-core passes checker/cores.py, runner/cores.py and schedule/cores.py apply):
   then pipe 1, core 1: pipe 1 then pipe 0) without deadlock, as long as nothing between
   touches the pending transfer's tiles.
 * A matched pair completes as one step: both sources are read, then both destinations are
-  written (so src and dst may be the same tile, a swap). Each core's later instructions see
+  written (so src and dst may be the same tile, a swap). The transfer moves the whole tile
+  without computing on it: src elements that hold no data are not an error here (nki-library
+  sends fixed-size buffers only partly written, e.g. attention_tkg's 16-row max buffer
+  holding 4 rows); the dst elements they land in hold no data, and an instruction that
+  later reads one is E090 (runner/carried.py). Each core's later instructions see
   the received data; the pair orders every access before it on either core before every
   access after it (as core_barrier does), which the race check relies on.
 * Cost: the transfer is a DMA of the tile's bytes (the dma_copy model) that starts once both
@@ -74,13 +78,13 @@ def meeting_key(b: Bound):
 
 def exchange(pair, m) -> None:
     """Read what each side of a pair receives (the other's src; a send to its own rank: its
-    own src) into m.inbox, before either destination is written."""
-    if len(pair) == 1:
-        m.inbox[pair[0].index] = m.read(pair[0]["src"]).copy()
-        return
-    first, second = pair
-    m.inbox[first.index] = m.read(second["src"]).copy()
-    m.inbox[second.index] = m.read(first["src"]).copy()
+    own src) into m.inbox, before either destination is written: the values, and which of
+    them hold data (a transfer carries unwritten elements as such: runner/carried.py)."""
+    from nkirun.runner.carried import defined
+    senders = pair if len(pair) == 1 else (pair[1], pair[0])
+    for b, sender in zip(pair, senders):
+        src = sender["src"]
+        m.inbox[b.index] = (m.view(src).copy(), defined(m, src))
 
 
 def pair_rules(sender: Bound, receiver: Bound) -> list:
@@ -113,8 +117,13 @@ def engine_of(b: Bound) -> str:
 
 def execute(b: Bound, m) -> None:
     """Writes the tile this core received (`exchange` read the sender's src into m.inbox
-    first, for both cores of a pair, before either is written)."""
-    m.write(b["dst"], m.inbox.pop(b.index))
+    first, for both cores of a pair, before either is written); elements the sender's src
+    held no data in hold none in dst."""
+    values, held = m.inbox.pop(b.index)
+    m.write(b["dst"], values, None, held)
+    if held is not None:
+        from nkirun.runner.carried import forget
+        forget(m, b["dst"], ~held)
 
 
 SPEC = InstructionDef(

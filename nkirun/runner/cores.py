@@ -35,6 +35,7 @@ def steps(program, bound, m):
         pair = step if isinstance(step, tuple) else (step,)
         meeting = pair[0].spec.meeting
         if meeting is not None and meeting.exchange is not None:
+            m.current = pair[-1]  # (what an error while exchanging names: the pair)
             meeting.exchange(pair, m)
         for b in pair:
             core = b.inst.core
