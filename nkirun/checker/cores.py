@@ -68,13 +68,15 @@ def core_rules(program: Program, bound) -> list[Diagnostic]:
     return out
 
 
-def races(program: Program, order: SyncOrder, bound) -> list[Diagnostic]:
+def races(program: Program, order: SyncOrder, bound, writes: list | None = None
+          ) -> list[Diagnostic]:
     """W630: shared-HBM elements two cores touch in one epoch, at least one writing.
+    `writes`, when given, collects the pairs where both write (late Bound, its key, early
+    Bound, early key, tensor): run compares the values they write (runner/cores.py).
 
     Per (tensor, epoch) the accesses are swept in order of their first-dimension start, so
     each is compared only with the other core's accesses whose first-dimension range it
     meets (tiles of disjoint rows: about linear, not quadratic)."""
-    shared = {n for n, t in program.tensors.items() if not t.on_chip and t.core is None}
     groups: dict = {}  # (tensor, epoch) -> [(lo, hi, run position, Bound, key, box, written)]
     position = {b.index: i for i, b in enumerate(order.flat())}
     epoch = _epochs(program, order, bound)
@@ -84,7 +86,8 @@ def races(program: Program, order: SyncOrder, bound) -> list[Diagnostic]:
         acc = b.accesses()
         for written, pairs in ((False, acc.reads), (True, acc.writes)):
             for key, r in pairs:
-                if r.decl.name not in shared or (r.ap is not None and r.ap.indirect):
+                if r.decl.on_chip or r.decl.core is not None or (r.ap is not None
+                                                                   and r.ap.indirect):
                     continue
                 start, count, step = r.box[0]
                 groups.setdefault((r.decl.name, epoch(b.index)), []).append(
@@ -94,7 +97,7 @@ def races(program: Program, order: SyncOrder, bound) -> list[Diagnostic]:
     for (name, _), accesses in groups.items():
         if len({a[3].inst.core for a in accesses}) < 2 or not any(a[6] for a in accesses):
             continue
-        out += _sweep(name, accesses, reported)
+        out += _sweep(name, accesses, reported, writes)
     return out
 
 
@@ -124,7 +127,7 @@ def _epochs(program: Program, order: SyncOrder, bound):
     return lambda index: find(order.epoch.get(index))
 
 
-def _sweep(name, accesses, reported) -> list[Diagnostic]:
+def _sweep(name, accesses, reported, writes) -> list[Diagnostic]:
     from nkirun.schedule.overlap import overlaps
     out, active = [], ([], [])  # per core: accesses whose range may still meet a later one
     for a in sorted(accesses, key=lambda a: (a[0], a[2])):
@@ -138,6 +141,8 @@ def _sweep(name, accesses, reported) -> list[Diagnostic]:
             if (name, early[3].index) not in reported:
                 reported.add((name, early[3].index))
                 out.append(_race(late[3], late[4], name, late[6], early[3], early[6]))
+                if writes is not None and late[6] and early[6]:
+                    writes.append((late[3], late[4], early[3], early[4], name))
             break
         active[core].append(a)
     return out
@@ -145,9 +150,11 @@ def _sweep(name, accesses, reported) -> list[Diagnostic]:
 
 def _race(b, key, name, written, ob, owritten) -> Diagnostic:
     what = lambda w: "writes" if w else "reads"  # noqa: E731
+    both = ("; the result depends on which write lands last unless both write the same "
+            "values (run compares them: W633 when they differ)") if written and owritten else ""
     return warning("W630", f"{b.op}: race on shared `{name}`: core {b.inst.core} {what(written)}"
                    f" it here and core {ob.inst.core} {what(owritten)} the same elements at "
-                   f"{_where(ob)}, with no core_barrier or sendrecv between them",
+                   f"{_where(ob)}, with no core_barrier or sendrecv between them{both}",
                    b.loc(key), b.index,
                    hint="put a core_barrier between the write and the other core's access, "
                         "or give each core its own elements")

@@ -31,6 +31,8 @@ def steps(program, bound, m):
     m.inbox = {}
     current = None
     races = _Races.needed(bound)
+    same = _SameValues.needed(program, bound)
+    m.benign = set()  # (code, loc) of check warnings the run showed harmless
     for step in meet(_streams(program, bound, m, state), order, strict=True):
         pair = step if isinstance(step, tuple) else (step,)
         meeting = pair[0].spec.meeting
@@ -48,6 +50,8 @@ def steps(program, bound, m):
                 m.current = b
                 races.see(b, order.epoch.get(b.index), m)
             yield b
+            if same is not None:
+                same.after(b, m)
 
 
 def _streams(program, bound, m, state) -> tuple:
@@ -127,6 +131,61 @@ class _Races:
                         self.reported.add(key)
                         m.warnings.append(_race(b, r.decl.name, written, ob, owritten))
                 lists[b.inst.core].append((b, written, elems))
+
+
+class _SameValues:
+    """The W630 pairs where both cores write the same shared elements in one epoch: the
+    result depends on which write lands last only if they write different values. Run
+    compares what each wrote there: different values are W633 (a race that changes the
+    result); the same values (a kernel that does not split a store between its cores, as
+    nki-library's router_topk without token sharding) make the check's W630 harmless, and
+    run drops it from its warnings (m.benign)."""
+
+    def __init__(self, pairs):
+        self.watch: dict = {}  # instruction index -> [(pair number, key)]
+        self.pairs = pairs
+        self.wrote: dict = {}  # (pair number, index) -> (elements, values)
+        for k, (late, lkey, early, ekey, _) in enumerate(pairs):
+            self.watch.setdefault(late.index, []).append((k, lkey))
+            self.watch.setdefault(early.index, []).append((k, ekey))
+
+    @classmethod
+    def needed(cls, program, bound):
+        from nkirun.checker.cores import races
+        from nkirun.checker.meet import sync_order
+        order = sync_order(bound)
+        if order.deadlock is not None:
+            return None
+        pairs: list = []
+        races(program, order, bound, pairs)
+        return cls(pairs) if pairs else None
+
+    def after(self, b, m) -> None:
+        for k, key in self.watch.get(b.index, ()):
+            r = b.args[key]
+            elems = _elements(r, m)
+            values = m.buffers[r.decl.name].reshape(-1)[elems]
+            self.wrote[(k, b.index)] = (elems, values.copy())
+            late, lkey, early, _, name = self.pairs[k]
+            other = self.wrote.get((k, early.index if b.index == late.index else late.index))
+            if other is None:
+                continue
+            _, ia, ib = np.intersect1d(elems, other[0], return_indices=True)
+            mine, theirs = values[ia], other[1][ib]
+            if mine.tobytes() == theirs.tobytes():
+                m.benign.add(("W630", late.loc(lkey)))
+            else:
+                m.warnings.append(_differs(late, lkey, early, name))
+
+
+def _differs(b, key, ob, name):
+    from nkirun.diagnostics import warning
+    return warning("W633", f"{b.op}: both cores wrote different values to the same elements "
+                   f"of shared `{name}` (core {ob.inst.core} at instruction {ob.index} "
+                   f"({ob.op}) at {ob.loc()}): the result depends on which write landed last",
+                   b.loc(key), b.index,
+                   hint="put a core_barrier between the writes, or give each core its own "
+                        "elements")
 
 
 def _shared(r) -> bool:

@@ -218,3 +218,30 @@ def test_the_two_core_passes_name_no_instruction():
         code = (root / rel).read_text()
         for name in ('"sendrecv"', '"core_barrier"', "'sendrecv'", "'core_barrier'"):
             assert name not in code, (rel, name)
+
+
+def _duplicate_store(v0: float, v1: float) -> dict:
+    """Both cores store a tile to the same rows of shared y, no barrier between (router_topk
+    without token sharding stores its whole result from each core)."""
+    t = {"y": empty((4, 4), "float32", buffer="hbm", output=True),
+         "a": dict(empty((4, 4), "float32", core=0), fill=v0),
+         "b": dict(empty((4, 4), "float32", core=1), fill=v1)}
+    return program(t, [{"dma_copy": {"dst": "y", "src": "a"}}],
+                   [{"dma_copy": {"dst": "y", "src": "b"}}])
+
+
+def test_both_cores_writing_the_same_values_is_harmless_and_run_says_so(tmp_path):
+    import yaml
+    from prog_helpers import invoke
+    same = check_program(_duplicate_store(2.0, 2.0)).diagnostics
+    w630 = [d for d in same if d.code == "W630"]
+    assert len(w630) == 1 and "unless both write the same values" in w630[0].message
+    for v1, expect in ((2.0, []), (3.0, ["W633"])):
+        path = tmp_path / f"dup{v1}.yaml"
+        path.write_text(yaml.safe_dump(_duplicate_store(2.0, v1)))
+        r = invoke("run", path, "--out", tmp_path / "o", "--format", "json")
+        assert r.exit_code == 0, r.output
+        import json
+        codes = [w["code"] for w in json.loads(r.stdout)["diagnostics"]]
+        assert [c for c in codes if c.startswith("W63")] == (["W630"] + expect if expect
+                                                             else [])
