@@ -173,9 +173,23 @@ class _SameValues:
             _, ia, ib = np.intersect1d(elems, other[0], return_indices=True)
             mine, theirs = values[ia], other[1][ib]
             if mine.tobytes() == theirs.tobytes():
-                m.benign.add(("W630", late.loc(lkey)))
+                m.benign.add(where_key("W630", late.loc(lkey)))
             else:
                 m.warnings.append(_differs(late, lkey, early, name))
+
+
+def where_key(code: str, loc) -> tuple:
+    """A diagnostic's code and place, whatever spelling of its file (a kernel's check
+    diagnostics name it as the command line did)."""
+    import os
+    return (code, os.path.abspath(loc.file) if loc and loc.file else None,
+            loc.line if loc else None, loc.column if loc else None)
+
+
+def harmless(diags, m) -> list:
+    """The diagnostics less the W630s this run showed harmless (m.benign)."""
+    benign = getattr(m, "benign", ())
+    return [d for d in diags if not benign or where_key(d.code, d.loc) not in benign]
 
 
 def _differs(b, key, ob, name):

@@ -85,10 +85,10 @@ def run(spec, out_dir, params, max_hbm_bytes=None, shadow=None) -> int:
                             machine=ran)
     except NkirunError as e:
         raise relocate(e, spec) from None
-    benign = getattr(ran[0], "benign", ())  # W630s the run showed harmless (runner/cores.py)
+    from nkirun.runner.cores import harmless  # (less the W630s the run showed harmless)
     late = [w for w in ran[0].warnings if w.code == "W633"]  # (the run's own two-core ones)
-    print_diagnostics([d for d in diags if not d.is_error and (d.code, d.loc) not in benign]
-                      + late, (), sys.stderr)
+    print_diagnostics(harmless([d for d in diags if not d.is_error], ran[0]) + late, (),
+                      sys.stderr)
     result = {f"out{i}": a for i, a in enumerate(arrays)}
     written = write_outputs(result, out_dir or default_out_dir(spec)) if result else []
     if sh is not None:
