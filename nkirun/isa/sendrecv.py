@@ -31,8 +31,10 @@ two-core passes checker/cores.py, runner/cores.py and schedule/cores.py apply):
   sends fixed-size buffers only partly written, e.g. attention_tkg's 16-row max buffer
   holding 4 rows); the dst elements they land in hold no data, and an instruction that
   later reads one is E090 (runner/carried.py). Each core's later instructions see
-  the received data; the pair orders every access before it on either core before every
-  access after it (as core_barrier does), which the race check relies on.
+  the received data; the pair orders every access made before it on either core before
+  every access made after it completes (as core_barrier does), which the race check relies
+  on. A core that ran on past its pending sendrecv made those accesses before the pair
+  completed: they are concurrent with the partner's accesses before its side.
 * Cost: the transfer is a DMA of the tile's bytes (the dma_copy model) that starts once both
   cores have reached it; the core that arrives first waits (a "sendrecv" wait). gpsimd_dma
   runs on GpSimd with the same transfer time. The page gives no latency: assumed.
@@ -150,7 +152,7 @@ SPEC = InstructionDef(
         "pipe_id on one core pairs with the k-th of that pipe on the partner (inside runtime "
         "loops: as they run); both sources are read before either destination is written, "
         "and the pair orders everything before it on both cores before everything after "
-        "it. The core does not stop at it: only its later accesses to src/dst and its next "
+        "it completes. The core does not stop at it: only its later accesses to src/dst and its next "
         "sendrecv of the pipe wait for the partner (pipes progress independently). Same "
         "dtype and shape, SBUF only; trn2/trn3."),
     cost_formula=DMA_COST_FORMULA + ", starting when both cores have reached it",
