@@ -36,6 +36,7 @@ def steps(program, bound, m):
     for step in meet(_streams(program, bound, m, state), order, strict=True):
         pair = step if isinstance(step, tuple) else (step,)
         meeting = pair[0].spec.meeting
+        m.meeting = pair if meeting is not None else None  # (run --shadow pairs the same)
         if meeting is not None and meeting.exchange is not None:
             m.current = pair[-1]  # (what an error while exchanging names: the pair)
             meeting.exchange(pair, m)

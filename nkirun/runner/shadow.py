@@ -168,9 +168,9 @@ class TwoCores:
     """The shadow of a two-core program (runner/cores.py): each core's own accumulator
     registers, PRNG state and virtual registers, swapped in as its instructions come up,
     and what a meeting pair exchanges (its spec's `meeting.exchange`, e.g. the tile a
-    sendrecv receives), read from the shadow's sender before either side writes. Pairs
-    are taken from the body-once walk (checker/meet.py); in runtime loops they pair by
-    occurrence, which the partner's tensors here approximate."""
+    sendrecv receives), read from the shadow's sender before either side writes. The pair
+    is the one the run formed (runner/cores.py leaves it in the machine's `meeting`), so in
+    runtime loops the shadow pairs by occurrence as the run does."""
 
     def __init__(self, bound):
         self.pairs: dict = {}
@@ -189,13 +189,22 @@ class TwoCores:
         self.state: list = []
         self.current = None
 
-    def reads(self, b) -> list[str]:
+    def reads(self, b, m=None) -> list[str]:
         """The tensors b's result depends on: its reads, and for a meeting that exchanges
         data (sendrecv) its partner's (the tile it receives)."""
-        pair = self.pairs.get(b.index, (b,))
+        pair = self._pair(b, m) or (b,)
         return [r.decl.name for other in pair for _, r in other.accesses().reads]
 
-    def prepare(self, b, s: Machine) -> None:
+    def _pair(self, b, m):
+        """The meeting pair b belongs to in this run (the real machine's `meeting`), or
+        the one the body-once walk found, or None."""
+        run = getattr(m, "meeting", None) if m is not None else None
+        if run is not None and any(x is b or x.index == b.index for x in run):
+            meeting = run[0].spec.meeting
+            return run if meeting.exchange is not None else None
+        return self.pairs.get(b.index)
+
+    def prepare(self, b, s: Machine, m=None) -> None:
         if not self.on:
             return
         if not self.state:
@@ -207,8 +216,9 @@ class TwoCores:
                 self.cores._save(s, self.state[self.current])
             self.cores._load(s, self.state[core])
             self.current = core
-        pair = self.pairs.get(b.index)
-        if pair is not None and b is pair[0]:  # both sources, before either is written
+        pair = self._pair(b, m)
+        if pair is not None and b.index == pair[0].index:  # both sources, before either is
+                                                           # written
             for name in (n for other in pair for n in touched(other)):
                 if name not in s.buffers and name in s.real.buffers:
                     s.enter(name)
@@ -307,11 +317,13 @@ class Shadow:
         for name in names:
             if name not in s.buffers and name in m.buffers:
                 s.enter(name)
-        self.cores.prepare(b, s)
+        self.cores.prepare(b, s, m)
+        if m.registers:  # the control flow is the real run's: loop indices, bounds, offsets
+            s.registers = dict(m.registers)
         s.looped = m.looped  # (runtime loops: which instructions repeat, runner/registers.py)
         s.current, s.records = b, []
         exact = same_registers(m, s) and not any(  # (before either runs b)
-            name in self.dirty for name in self.cores.reads(b))
+            name in self.dirty for name in self.cores.reads(b, m))
         s.probing = not exact
         try:
             b.spec.execute(b, s)

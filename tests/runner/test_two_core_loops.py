@@ -245,3 +245,15 @@ def test_both_cores_writing_the_same_values_is_harmless_and_run_says_so(tmp_path
         codes = [w["code"] for w in json.loads(r.stdout)["diagnostics"]]
         assert [c for c in codes if c.startswith("W63")] == (["W630"] + expect if expect
                                                              else [])
+
+
+def test_a_shadow_run_pairs_the_loops_transfers_as_the_run_does():
+    """float32 everywhere: the shadow must agree exactly, which it does only if each of its
+    sendrecvs received what the run's did (the run's pairs, iteration by iteration)."""
+    from nkirun.api import shadow
+    report = shadow(exchange_loops(), inputs=_inputs(3))
+    np.testing.assert_array_equal(report.outputs["y"], _reference(3))
+    sends = [r for r in report.rows if r.op == "sendrecv"]
+    assert len(sends) == 6
+    assert all(r.carried.abs == 0 and r.added.abs == 0 for r in report.rows)
+    assert not report.warnings
