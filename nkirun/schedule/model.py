@@ -27,6 +27,8 @@ FALLBACK_CLOCK_GHZ = 1.0
 
 # Why an instruction started when it did.
 READY, RAW, WAR, WAW, ENGINE, QUEUE = "ready", "data", "war", "waw", "engine", "dma_queue"
+# An instruction that computes again what an earlier one computed: elided (schedule/recompute.py).
+RECOMPUTE = "recompute"
 # Two-core programs: waiting for the other core at a meeting point (schedule/cores.py): the
 # wait kind is the meeting-point instruction's name (e.g. core_barrier, sendrecv).
 
@@ -35,7 +37,8 @@ def meeting_words(kind: str) -> str | None:
     """How a report names a wait for the other core at meeting point `kind` (its spec's
     Meeting.wait_words), or None when `kind` is no meeting point."""
     from nkirun.isa import REGISTRY
-    spec = REGISTRY.get(kind) if kind not in (READY, RAW, WAR, WAW, ENGINE, QUEUE) else None
+    plain = (READY, RAW, WAR, WAW, ENGINE, QUEUE, RECOMPUTE)
+    spec = REGISTRY.get(kind) if kind not in plain else None
     return spec.meeting.wait_words if spec is not None and spec.meeting is not None else None
 
 
@@ -84,6 +87,9 @@ class Slot:
             return f"engine busy ({self.engine}: instruction {k})"
         if self.wait_kind == QUEUE:
             return f"DMA queue busy (instruction {k})"
+        if self.wait_kind == RECOMPUTE:
+            return (f"recomputes instruction {k}'s value from unchanged inputs: elided, as the "
+                    "compiler's common-subexpression elimination does")
         if meeting_words(self.wait_kind) is not None:
             return f"core {1 - self.core} reaching its {self.wait_kind} (after instruction {k})"
         return "ready at start"
