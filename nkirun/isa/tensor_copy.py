@@ -6,6 +6,8 @@ the v3 one copies bit-accurately ([ARCH3]).
 """
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from nkirun.isa.common import flat, is_nc_v2, same_shape
@@ -47,6 +49,21 @@ def execute(b: Bound, m) -> None:
     m.write(b["dst"], x.reshape(b["dst"].shape), out, b.mask)
 
 
+def plan(b: Bound):
+    """runner/plan.py's form of a bit copy (src, the output dtype and dst share one storage
+    type, not tfloat32, no mask): one copyto between fixed views."""
+    src, dst, out = b["src"], b["dst"], out_dtype(b)
+    if b.mask is not None or _through_f32(b) or dst.dtype.name == "tfloat32" or \
+            not src.dtype.np_type == out.np_type == dst.dtype.np_type:
+        return None
+
+    def build(view):
+        d = view(dst)
+        s = view(src, d.shape) if d is not None else None
+        return None if s is None else partial(np.copyto, d, s)
+    return build
+
+
 def cycles(b: Bound, target) -> int:
     return max(target.min_ii, b["src"].free_size)  # [OLD-ISA] via §1.5
 
@@ -62,6 +79,7 @@ SPEC = InstructionDef(
         "otherwise; on trn1/inf2 the Scalar engine always casts through float32."),
     cost_formula="max(MIN_II, N) engine cycles (N = elements per partition of src)",
     execute=execute,
+    plan=plan,
     cycles=cycles,
     check=check,
     engine_of=engine_of,

@@ -50,14 +50,20 @@ def execute(program: Program, bound, inputs=None, after_each=None,
     except KeyboardInterrupt as stop:  # Ctrl-C / SIGTERM: the CLI says where it stopped
         stop.nkirun_at = f"#{b.index} {b.title}" if b is not None else None
         raise
-    except MemoryError:
-        raise RunError(error("E091", "out of memory while executing "
-                             f"{b.op if b else 'the program'}", b.loc() if b else None))
     except Exception as exc:
-        where = f"instruction {b.index} ({b.title}) at {b.loc()}" if b else "program start"
-        raise InternalError(where, exc) from exc
+        raise failure(exc, b) from exc
     m.current = None
     return m
+
+
+def failure(exc: Exception, b) -> Exception:
+    """What a run reports for an unexpected exception raised while executing b (None:
+    before the first instruction): E091 for memory, else an internal error."""
+    if isinstance(exc, MemoryError):
+        return RunError(error("E091", "out of memory while executing "
+                              f"{b.op if b else 'the program'}", b.loc() if b else None))
+    where = f"instruction {b.index} ({b.title}) at {b.loc()}" if b else "program start"
+    return InternalError(where, exc)
 
 
 def outputs(program: Program, m: Machine) -> dict[str, np.ndarray]:
