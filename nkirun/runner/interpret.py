@@ -10,8 +10,12 @@ from nkirun.runner.machine import Machine
 
 
 def execute(program: Program, bound, inputs=None, after_each=None,
-            uninitialized: str = "error", step=None) -> Machine:
+            uninitialized: str = "error", step=None, plan: bool = True) -> Machine:
     """Run every instruction in order; `after_each(bound, machine)` is called after each.
+
+    Without after_each and step, a one-core program without runtime loops runs from an
+    execution plan (runner/plan.py; the same results, errors and warnings); `plan=False`
+    runs the plain loop below, the definition the plan is tested against.
 
     `step(bound, machine)`, when given, executes each instruction instead of
     `bound.spec.execute(bound, machine)` (runner/shadow.py runs a float32 shadow beside it).
@@ -20,7 +24,10 @@ def execute(program: Program, bound, inputs=None, after_each=None,
     default), "nan" or "zero" (it reads as NaN / 0; the outputs too).
     """
     from nkirun.runner.memory import refuse_if_too_large
-    refuse_if_too_large(program, inputs)
+    from nkirun.runner.plan import execute_planned, plannable
+    refuse_if_too_large(program, inputs)  # (every tensor, as if all were live at once)
+    if plan and after_each is None and step is None and plannable(program):
+        return execute_planned(program, bound, inputs, uninitialized)
     try:
         with np.errstate(all="ignore"):  # e.g. `data: [1e300]` saturates to inf in float32
             buffers, written = initial_buffers(program, inputs, uninitialized)
