@@ -32,10 +32,7 @@ def execute(program: Program, bound, inputs=None, after_each=None,
         with np.errstate(all="ignore"):  # e.g. `data: [1e300]` saturates to inf in float32
             buffers, written = initial_buffers(program, inputs, uninitialized)
     except MemoryError:
-        raise RunError(error("E091", "out of memory while allocating the program's tensors",
-                             Loc(program.path),
-                             hint="lower the tensor sizes; --max-hbm-bytes (API: max_hbm_bytes=) "
-                                  "bounds HBM tensors"))
+        raise out_of_memory(program)
     m = Machine(buffers, written)
     if program.cores > 1:  # both cores' streams, interleaved at their meeting points
         from nkirun.runner.cores import steps
@@ -61,6 +58,12 @@ def execute(program: Program, bound, inputs=None, after_each=None,
         raise failure(exc, b) from exc
     m.current = None
     return m
+
+
+def out_of_memory(program: Program) -> RunError:
+    return RunError(error("E091", "out of memory while allocating the program's tensors",
+                          Loc(program.path), hint="lower the tensor sizes; --max-hbm-bytes "
+                          "(API: max_hbm_bytes=) bounds HBM tensors"))
 
 
 def failure(exc: Exception, b) -> Exception:

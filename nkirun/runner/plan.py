@@ -6,7 +6,7 @@ kernel that loops over small tiles spends most of its run there. `execute_planne
 decides all of that once, before running, and then makes one call per instruction:
 
 * **Slots.** Each tensor without initial contents lives from its first to its last use
-  (`live_ranges`). Tensors of one shape and storage dtype whose lives do not overlap
+  (`last_uses`). Tensors of one shape and storage dtype whose lives do not overlap
   share one array (a slot is handed back after the instruction of the last use, so a
   tensor never shares with one that instruction still reads). Memory follows what is
   live; tensors that must outlive the run (outputs) get their own array.
@@ -31,13 +31,16 @@ runs every example program and kernel both ways and compares outputs bit for bit
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 
 import numpy as np
 
-from nkirun.diagnostics import Loc, NkirunError, RunError, error
+from nkirun.diagnostics import NkirunError
 from nkirun.hw import dtypes as dt
+from nkirun.runner.files import initial_buffers
 from nkirun.runner.machine import Machine
+from nkirun.runner.memory import refuse_if_too_large
 
 
 def plannable(program) -> bool:
@@ -56,31 +59,42 @@ def live_ranges(bound) -> tuple[dict, dict]:
     return first, last
 
 
+def last_uses(bound, kept=frozenset()) -> tuple[dict, set]:
+    """(instruction index -> the tensors it uses last, leaving out those in `kept`; every
+    tensor used), in one pass backwards over the instructions."""
+    ends: dict = {}
+    used: set = set()
+    for i in range(len(bound) - 1, -1, -1):
+        for n in bound[i].names_plan()[1]:
+            if n not in used:
+                used.add(n)
+                if n not in kept:
+                    ends.setdefault(i, []).append(n)
+    return ends, used
+
+
 def execute_planned(program, bound, inputs=None, uninitialized: str = "error") -> Machine:
     """interpret.execute(program, bound, inputs, uninitialized=...) through a plan: the same
     outputs (bit for bit), errors and warnings; the Machine keeps the outputs and the
     tensors with initial contents."""
-    from nkirun.runner.files import initial_buffers
-    from nkirun.runner.memory import refuse_if_too_large
-    from dataclasses import replace
-    first, last = live_ranges(bound)
+    from nkirun.runner.interpret import out_of_memory
     given = inputs or {}
+    ends, used = last_uses(bound, {n for n, t in program.tensors.items()
+                                   if t.init is not None or t.output or n in given})
     upfront = {n: t for n, t in program.tensors.items()
-               if t.init is not None or n in given or n not in first}
+               if t.init is not None or n in given or n not in used}
     head = replace(program, tensors=upfront)
     refuse_if_too_large(head, inputs)
     try:
         with np.errstate(all="ignore"):
             buffers, written = initial_buffers(head, inputs, uninitialized)
     except MemoryError:
-        raise RunError(error("E091", "out of memory while allocating the program's tensors",
-                             Loc(program.path), hint="lower the tensor sizes"))
+        raise out_of_memory(program)
     m = Machine(buffers, written)
     try:
-        plan = _Planner(program, bound, m, first, last, uninitialized)
+        plan = _Planner(program, bound, m, ends, uninitialized)
     except MemoryError:
-        raise RunError(error("E091", "out of memory while allocating the program's tensors",
-                             Loc(program.path), hint="lower the tensor sizes"))
+        raise out_of_memory(program)
     run_steps(plan.bs, plan.calls, m)
     return m
 
@@ -114,7 +128,7 @@ class _Planner:
     """One pass over the instructions in order, building the steps: `calls`, and `bs`, the
     instruction each call belongs to."""
 
-    def __init__(self, program, bound, m: Machine, first: dict, last: dict, policy: str):
+    def __init__(self, program, bound, m: Machine, ends: dict, policy: str):
         self.m, self.policy = m, policy
         self.tensors = program.tensors
         self.arrays = dict(m.buffers)  # name -> its array (slots included)
@@ -127,53 +141,43 @@ class _Planner:
         self.built: dict = {}  # (id(form), array numbers) -> call
         self.views: dict = {}  # (array number, layout, shape) -> view
         self.bs, self.calls = [], []  # the steps: the instruction, the call
-        starts, ends = {}, {}
-        for n, i in first.items():
-            if n not in self.arrays:
-                starts.setdefault(i, []).append(n)
-        for n, i in last.items():
-            if not self.tensors[n].output and n not in self.arrays:
-                ends.setdefault(i, []).append(n)
+        self.compile(bound, ends)  # (ends: last_uses, without the kept tensors)
+
+    def compile(self, bound, ends: dict) -> None:  # long: the one hot loop, locals on purpose
+        slot_of, forms, built, tracked = self.slot_of, self.forms, self.built, self.tracked
+        slot = slot_of.__getitem__
+        add_b, add_call = self.bs.append, self.calls.append
         for i, b in enumerate(bound):
-            self.step(b, starts.get(i), ends.get(i))
-
-    def step(self, b, new, done) -> None:
-        names = b.names_plan()[1]
-        form = b.args.form if b.mask is None else None
-        facts = self.forms.get(id(form)) if form is not None else None
-        if facts is None:
-            facts = _facts(b, names)
-            if form is not None:
-                self.forms[id(form)] = facts
-        ok, whole = facts
-        if new:
-            for n in new:
-                self.allocate(n, b, names.index(n) in whole)
-        call = None
-        if ok and self.tracked.isdisjoint(names):
-            call = self.planned(b, form, names)
-        if call is None:
+            args = b.args
+            names = args.names if args.names is not None else b.names_plan()[1]
+            form = args.form if b.mask is None else None
+            facts = forms.get(id(form)) if form is not None else None
+            if facts is None:
+                facts = _facts(b, names)
+                if form is not None:
+                    forms[id(form)] = facts
             for n in names:
-                if n not in self.bound_in_m:
-                    self.bind(n, b)
-            call = partial(_plain, self.m, b)
-        self.bs.append(b)
-        self.calls.append(call)
-        if done:
-            for n in done:
-                self.release(n, b)
-
-    def planned(self, b, form, names):
-        key = None
-        if form is not None:
-            key = (id(form), tuple(map(self.slot_of.__getitem__, names)))
-            call = self.built.get(key)
-            if call is not None:
-                return call
-        call = b.spec.plan(b)(self.view)
-        if key is not None and call is not None:
-            self.built[key] = call
-        return call
+                if n not in slot_of:  # its first use
+                    self.allocate(n, b, names.index(n) in facts[1])
+            call = None
+            if facts[0] and (not tracked or tracked.isdisjoint(names)):
+                key = (id(form), *map(slot, names)) if form is not None else None
+                call = built.get(key) if key is not None else None
+                if call is None:
+                    call = b.spec.plan(b)(self.view)
+                    if key is not None and call is not None:
+                        built[key] = call
+            if call is None:
+                for n in names:
+                    if n not in self.bound_in_m:
+                        self.bind(n, b)
+                call = partial(_plain, self.m, b)
+            add_b(b)
+            add_call(call)
+            done = ends.get(i)
+            if done:
+                for n in done:
+                    self.release(n, b)
 
     def view(self, r, shape=None):
         """r's storage as an array of `shape` (default r.shape) without a copy, or None."""

@@ -347,10 +347,9 @@ def test_run_frees_tiles_after_their_last_use(tmp_path):
     # the execution plan (runner/plan.py): the 500 tiles share one array, and with acc
     # and out that is every array made for the run
     from nkirun.runner.machine import Machine
-    from nkirun.runner.plan import _Planner, live_ranges
-    first, last = live_ranges(bound)
+    from nkirun.runner.plan import _Planner, last_uses
     m = Machine({"x": x.copy()}, {"x": None})
-    planner = _Planner(traced.program, bound, m, first, last, "error")
+    planner = _Planner(traced.program, bound, m, last_uses(bound, {"x", traced.outputs[0].name})[0], "error")
     assert planner.made == 3
     m = execute_freeing(traced, bound, traced.inputs)
     np.testing.assert_array_equal(m.buffers[traced.outputs[0].name], 500 * x)

@@ -15,7 +15,7 @@ from nkirun.api import check_program
 from nkirun.diagnostics import NkirunError
 from nkirun.isa import MODULES
 from nkirun.runner.interpret import execute, outputs
-from nkirun.runner.plan import _Planner, execute_planned, live_ranges, plannable
+from nkirun.runner.plan import _Planner, execute_planned, last_uses, plannable
 from repo_paths import INVALID, PROGRAMS
 from spec_examples import example_program
 
@@ -151,13 +151,12 @@ def test_slots_are_reused_only_between_tensors_of_one_shape_and_dtype(tmp_path):
     c = _program(tmp_path, "\n".join(lines + ["instructions:"] + body) + "\n")
     plain, planned = both_ways(c.program, c.bound)
     assert plain == planned and plain[0] != "error"
-    first, last = live_ranges(c.bound)
     from nkirun.runner.files import initial_buffers
     from nkirun.runner.machine import Machine
     from dataclasses import replace
     head = replace(c.program, tensors={"x": c.program.tensors["x"]})
     m = Machine(*initial_buffers(head))
-    planner = _Planner(c.program, c.bound, m, first, last, "error")
+    planner = _Planner(c.program, c.bound, m, last_uses(c.bound, {"x", "y"})[0], "error")
     assert planner.made == 5  # y, acc, one float32 and one bf16 t slot, one s slot
 
 
