@@ -135,7 +135,7 @@ class _Planner:
         self.slot_of = {n: i for i, n in enumerate(self.arrays)}  # name -> array number
         self.tracked = {n for n, w in m.written.items() if w is not None}
         self.bound_in_m = set(self.arrays)  # tensors the Machine holds now
-        self.free: dict = {}  # (shape, storage dtype) -> arrays no live tensor holds
+        self.free: dict = {}  # (shape, dtype name) -> (array, number)s no live tensor holds
         self.made = 0  # arrays allocated for tensors first used during the run
         self.forms: dict = {}  # id(form) -> _facts of the form's instructions
         self.built: dict = {}  # (id(form), array numbers) -> call
@@ -211,7 +211,7 @@ class _Planner:
         """The array of a tensor first used by b (`whole`: b, planned, writes all of it
         and does not read it); decides whether it is tracked."""
         t = self.tensors[name]
-        spare = None if t.output else self.free.get((t.shape, t.dtype.np_type))
+        spare = None if t.output else self.free.get((t.shape, t.dtype.name))
         if spare:
             arr, self.slot_of[name] = spare.pop()
         else:
@@ -244,7 +244,7 @@ class _Planner:
     def release(self, name: str, b) -> None:
         """After b, the tensor's last use: its array is free for a later tensor."""
         t = self.tensors[name]
-        self.free.setdefault((t.shape, t.dtype.np_type), []).append(
+        self.free.setdefault((t.shape, t.dtype.name), []).append(
             (self.arrays.pop(name), self.slot_of[name]))
         self.tracked.discard(name)
         if name in self.bound_in_m:

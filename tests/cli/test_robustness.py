@@ -635,7 +635,8 @@ def _boom(b, m):
 
 def test_internal_error_exit_3(work, monkeypatch):
     from nkirun.isa import REGISTRY
-    monkeypatch.setitem(REGISTRY, "store", dataclasses.replace(REGISTRY["store"], execute=_boom))
+    monkeypatch.setitem(REGISTRY, "store", dataclasses.replace(REGISTRY["store"], execute=_boom,
+                                                                  plan=None))  # (no plan form)
     before = _snapshot(work / "out")
     r = invoke("run", "p.yaml", "--out", "out", cwd=work, catch_exceptions=False)
     assert r.exit_code == 3, r.output
@@ -651,7 +652,7 @@ def test_internal_error_traceback_only_with_debug(work):
     script = ("import dataclasses, sys\n"
               "from nkirun.isa import REGISTRY\n"
               "def boom(b, m): raise ZeroDivisionError('injected')\n"
-              "REGISTRY['store'] = dataclasses.replace(REGISTRY['store'], execute=boom)\n"
+              "REGISTRY['store'] = dataclasses.replace(REGISTRY['store'], execute=boom, plan=None)\n"
               "from nkirun.cli import main\n"
               "sys.argv = ['nkirun'] + sys.argv[1:]\n"
               "main()\n")

@@ -219,3 +219,21 @@ def test_every_example_kernel_runs_the_same_from_the_plan(name):
     plain = _outcome(lambda: run(lambda b, m: None))  # an observer: the plain path
     planned = _outcome(lambda: run(None))
     assert plain == planned and plain[0] != "error"
+
+
+def test_an_exception_inside_a_planned_call_names_its_instruction(tmp_path, monkeypatch):
+    import dataclasses
+    from nkirun.diagnostics import InternalError
+    from nkirun.isa import REGISTRY
+
+    def boom():
+        raise ZeroDivisionError("injected")
+    monkeypatch.setitem(REGISTRY, "tensor_tensor", dataclasses.replace(
+        REGISTRY["tensor_tensor"], plan=lambda b: (lambda view: boom)))
+    c = _program(tmp_path, PARTIAL.replace(
+        '      - dma_copy: {dst: "t[:, 4:8]", src: "x[:, 4:8]"}\n', "").replace(
+        '"t[:, 0:4]", src: "x[:, 0:4]"', "t, src: x"))
+    with pytest.raises(InternalError) as e:
+        execute_planned(c.program, c.bound)
+    assert e.value.where.startswith("instruction 1 (tensor_tensor)")
+    assert isinstance(e.value.exc, ZeroDivisionError)
