@@ -124,7 +124,7 @@ def plan(b: Bound):
     def build(view):
         a, out = view(d1, _flat_shape(d1)), view(dst, _flat_shape(d1))
         c = view(d2, _flat_shape(d2))
-        return None if a is None or c is None or out is None else partial(ufunc, a, c, out)
+        return None if a is None or c is None or out is None else partial(ufunc, a, c, out=out)
     return build
 
 

@@ -65,7 +65,9 @@ def last_uses(bound, kept=frozenset()) -> tuple[dict, set]:
     ends: dict = {}
     used: set = set()
     for i in range(len(bound) - 1, -1, -1):
-        for n in bound[i].names_plan()[1]:
+        b = bound[i]
+        names = b.args.names  # (set by the checker's passes; else worked out here)
+        for n in (names if names is not None else b.names_plan()[1]):
             if n not in used:
                 used.add(n)
                 if n not in kept:
