@@ -61,7 +61,9 @@ def live_ranges(bound) -> tuple[dict, dict]:
 
 def last_uses(bound, kept=frozenset()) -> tuple[dict, set]:
     """(instruction index -> the tensors it uses last, leaving out those in `kept`; every
-    tensor used), in one pass backwards over the instructions."""
+    tensor used), in one pass backwards over the instructions. A tensor name alone where
+    only one ends there: no list per tile (a 100,000-instruction kernel would make 50,000,
+    and new containers wake the garbage collector, which then walks the whole IR)."""
     ends: dict = {}
     used: set = set()
     for i in range(len(bound) - 1, -1, -1):
@@ -71,7 +73,13 @@ def last_uses(bound, kept=frozenset()) -> tuple[dict, set]:
             if n not in used:
                 used.add(n)
                 if n not in kept:
-                    ends.setdefault(i, []).append(n)
+                    have = ends.get(i)
+                    if have is None:
+                        ends[i] = n
+                    elif have.__class__ is str:
+                        ends[i] = [have, n]
+                    else:
+                        have.append(n)
     return ends, used
 
 
@@ -81,10 +89,10 @@ def execute_planned(program, bound, inputs=None, uninitialized: str = "error") -
     tensors with initial contents."""
     from nkirun.runner.interpret import out_of_memory
     given = inputs or {}
-    ends, used = last_uses(bound, {n for n, t in program.tensors.items()
-                                   if t.init is not None or t.output or n in given})
-    upfront = {n: t for n, t in program.tensors.items()
-               if t.init is not None or n in given or n not in used}
+    tensors = program.tensors
+    held = [n for n, t in tensors.items() if t.init is not None or n in given]
+    ends, used = last_uses(bound, {*held, *(n for n, t in tensors.items() if t.output)})
+    upfront = {n: tensors[n] for n in (*held, *(tensors.keys() - used - set(held)))}
     head = replace(program, tensors=upfront)
     refuse_if_too_large(head, inputs)
     try:
@@ -177,8 +185,8 @@ class _Planner:
             add_b(b)
             add_call(call)
             done = ends.get(i)
-            if done:
-                for n in done:
+            if done is not None:
+                for n in ((done,) if done.__class__ is str else done):
                     self.release(n, b)
 
     def view(self, r, shape=None):
