@@ -231,7 +231,11 @@ def dma_plan(b: Bound):
     if b.mask is not None or src.dtype.np_type != dst.dtype.np_type or \
             dst.dtype.name == "tfloat32":
         return None
+    return copy_plan(dst, src)
 
+
+def copy_plan(dst, src):
+    """A plan form's build of a bit copy of src into dst (same storage type)."""
     def build(view):
         d = view(dst)
         s = view(src, d.shape) if d is not None else None

@@ -6,11 +6,9 @@ the v3 one copies bit-accurately ([ARCH3]).
 """
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
 
-from nkirun.isa.common import flat, is_nc_v2, same_shape
+from nkirun.isa.common import copy_plan, flat, is_nc_v2, same_shape
 from nkirun.isa.spec import ENUM, TILE, Bound, InstructionDef, Param, common_tail, out_dtype
 
 PARAMS = (
@@ -56,12 +54,7 @@ def plan(b: Bound):
     if b.mask is not None or _through_f32(b) or dst.dtype.name == "tfloat32" or \
             not src.dtype.np_type == out.np_type == dst.dtype.np_type:
         return None
-
-    def build(view):
-        d = view(dst)
-        s = view(src, d.shape) if d is not None else None
-        return None if s is None else partial(np.copyto, d, s)
-    return build
+    return copy_plan(dst, src)
 
 
 def cycles(b: Bound, target) -> int:
