@@ -155,6 +155,7 @@ class _Planner:
 
     def compile(self, bound, ends: dict) -> None:  # long: the one hot loop, locals on purpose
         slot_of, forms, built, tracked = self.slot_of, self.forms, self.built, self.tracked
+        tensors, free, arrays, bound_in_m = self.tensors, self.free, self.arrays, self.bound_in_m
         slot = slot_of.__getitem__
         add_b, add_call = self.bs.append, self.calls.append
         for i, b in enumerate(bound):
@@ -168,7 +169,12 @@ class _Planner:
                     forms[id(form)] = facts
             for n in names:
                 if n not in slot_of:  # its first use
-                    self.allocate(n, b, names.index(n) in facts[1])
+                    t = tensors[n]
+                    spare = free.get((t.shape, t.dtype.name)) if facts[1] else None
+                    if spare and not t.output and names.index(n) in facts[1]:
+                        arrays[n], slot_of[n] = spare.pop()  # (the usual tile: inline)
+                    else:
+                        self.allocate(n, b, names.index(n) in facts[1])
             call = None
             if facts[0] and (not tracked or tracked.isdisjoint(names)):
                 key = (id(form), *map(slot, names)) if form is not None else None
@@ -187,7 +193,15 @@ class _Planner:
             done = ends.get(i)
             if done is not None:
                 for n in ((done,) if done.__class__ is str else done):
-                    self.release(n, b)
+                    if n in tracked or n in bound_in_m:
+                        self.release(n, b)
+                    else:  # (the usual tile: inline)
+                        t = tensors[n]
+                        kind = (t.shape, t.dtype.name)
+                        spare = free.get(kind)
+                        if spare is None:
+                            spare = free[kind] = []
+                        spare.append((arrays.pop(n), slot_of[n]))
 
     def view(self, r, shape=None):
         """r's storage as an array of `shape` (default r.shape) without a copy, or None."""
