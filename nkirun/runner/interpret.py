@@ -61,6 +61,7 @@ def execute(program: Program, bound, inputs=None, after_each=None,
 
 
 def out_of_memory(program: Program) -> RunError:
+    """E091 for a MemoryError while allocating the program's tensors."""
     return RunError(error("E091", "out of memory while allocating the program's tensors",
                           Loc(program.path), hint="lower the tensor sizes; --max-hbm-bytes "
                           "(API: max_hbm_bytes=) bounds HBM tensors"))
