@@ -62,7 +62,8 @@ def fused_errors(xs, ref, d, pool=None, rounding=None):
         x = as_f32(x) if x.dtype == BF16 else x
         if x.dtype != np.float32:
             return NUMPY_ERRORS(xs, ref, d, pool, rounding)
-        ne.evaluate("abs(x - ref)", out=diff, casting="unsafe")
+        ne.evaluate("abs(x - ref)", local_dict={"x": x, "ref": ref}, out=diff,
+                    casting="unsafe")
         at = int(np.argmax(diff))  # (numexpr has no argmax)
         top = diff[at]
         if not np.isfinite(top):
@@ -70,16 +71,18 @@ def fused_errors(xs, ref, d, pool=None, rounding=None):
         if top == 0:
             out.append(sm.Err(0.0, 0.0, 0.0, 0))
             continue
-        rel = ne.evaluate("max(diff / where(abs(ref) < tiny, tiny, abs(ref)))")
+        rel = ne.evaluate("max(diff / where(abs(ref) < tiny, tiny, abs(ref)))",
+                          local_dict={"diff": diff, "ref": ref, "tiny": tiny})
         if i == rounding:
             ulp = bf16_rounding_ulps(ref, sm.scratch(pool, n, np.int32, 5))
         else:
             if spacing is None:
                 bits, spacing = ref.view(np.int32), sm.scratch(pool, n, np.int32, 3)
-                ne.evaluate("where((bits & EXP) < tiny_exp, tiny_exp, bits & EXP)",
+                ne.evaluate("where((bits & e) < tiny_exp, tiny_exp, bits & e)",
+                            local_dict={"bits": bits, "e": EXP, "tiny_exp": tiny_exp},
                             out=spacing)
-            sp = spacing.view(np.float32)
-            ulp = float(ne.evaluate("max(diff / (sp * k))"))
+            ulp = float(ne.evaluate("max(diff / (sp * k))", local_dict={
+                "diff": diff, "sp": spacing.view(np.float32), "k": k}))
         out.append(sm.Err(float(top), float(rel), ulp, at))
     return out
 
