@@ -126,3 +126,23 @@ def test_command_line__json_of_a_kernel_check_is_the_program_format_json(tmp_pat
     (d,) = doc["diagnostics"]
     assert d["severity"] == "warning" and d["file"] == str(path) and d["line"] == 10
     assert {"code", "message", "column", "instruction"} <= set(d)
+
+
+def test_python_api__trace_gives_a_program_convertible_to_yaml_and_text(tmp_path):
+    """'prog = nkirun.trace(kernel, x, w, eps=1e-6)  # the IR Program (convertible to
+    YAML/text)': prog.to_yaml()/to_text() give programs that run like the kernel, and the
+    Program itself checks, costs and runs (its array parameters given as inputs)."""
+    copy = load_kernel(kernel_file(tmp_path)).copy
+    x = np.arange(128 * 4, dtype=np.float32).reshape(128, 4)
+    prog = nkirun.trace(copy, x)
+    assert nkirun.check(prog) == []
+    assert nkirun.cost(prog).total_ns > 0
+    (name,) = [n for n, t in prog.tensors.items() if t.output]
+    np.testing.assert_array_equal(nkirun.run(prog, inputs={"x": x})[name], x)
+    with pytest.raises(nkirun.NkirunError) as info:
+        nkirun.run(prog)
+    assert [d.code for d in info.value.diagnostics] == ["E596"] and "`x`" in str(info.value)
+    for text, suffix in ((prog.to_yaml(), "yaml"), (prog.to_text(), "nkis")):
+        path = tmp_path / f"traced.{suffix}"
+        path.write_text(text)
+        np.testing.assert_array_equal(nkirun.run(str(path), inputs={"x": x})[name], x)
