@@ -143,7 +143,11 @@ def test_kernel_exception_shows_the_kernels_frames(tmp_path):
                                         ("from nki.isa import bar", "nki.isa.bar"),
                                         ("nl.bar(t)", "nki.language.bar"),
                                         ("nl.gather_flattened(t, t)",
-                                         "nki.language.gather_flattened")])
+                                         "nki.language.gather_flattened"),
+                                        ("nki.foo()", "nki.foo"),
+                                        ("nisa.reduce_cmd.bogus", "nki.isa.reduce_cmd.bogus"),
+                                        ("nl.tile_size.bogus_fmax",
+                                         "nki.language.tile_size.bogus_fmax")])
 def test_unsupported_nki_names_are_located_errors(tmp_path, call, name):
     path = write(tmp_path, f"""\
         import nki
