@@ -146,3 +146,14 @@ def test_python_api__trace_gives_a_program_convertible_to_yaml_and_text(tmp_path
         path = tmp_path / f"traced.{suffix}"
         path.write_text(text)
         np.testing.assert_array_equal(nkirun.run(str(path), inputs={"x": x})[name], x)
+
+
+def test_what_the_kernel_sees__a_numpy_array_as_an_operand_is_a_located_error(tmp_path):
+    """'An error is always a message a person can act on ... never a Python traceback':
+    a NumPy array where a tile goes is E603 at the nisa call (it was an internal error)."""
+    path = kernel_file(tmp_path, COPY.replace("nisa.dma_copy(dst=t, src=x)",
+                                              "nisa.tensor_copy(dst=t, src=np.ones((128, 4)))")
+                       .replace("import nki\n", "import numpy as np\nimport nki\n", 1))
+    r = invoke("check", f"{path}::copy", "--shape", "x=float32[128,4]")
+    assert r.exit_code == 1 and f"{path}:11:5: error[E603]" in r.output, r.output
+    assert "internal error" not in r.output
