@@ -157,3 +157,13 @@ def test_what_the_kernel_sees__a_numpy_array_as_an_operand_is_a_located_error(tm
     r = invoke("check", f"{path}::copy", "--shape", "x=float32[128,4]")
     assert r.exit_code == 1 and f"{path}:11:5: error[E603]" in r.output, r.output
     assert "internal error" not in r.output
+
+
+def test_what_the_kernel_sees__a_float_loop_bound_is_a_located_error(tmp_path):
+    """'static_range (Python ranges: the loop unrolls while tracing)': a bound Python's
+    range refuses is the kernel's mistake, E603 at its line (it was an internal error)."""
+    path = kernel_file(tmp_path, COPY.replace("    nisa.dma_copy(dst=t, src=x)\n",
+                                              "    for i in nl.affine_range(2.5):\n"
+                                              "        nisa.dma_copy(dst=t, src=x)\n"))
+    r = invoke("check", f"{path}::copy", "--shape", "x=float32[128,4]")
+    assert r.exit_code == 1 and f"{path}:10:14: error[E603]" in r.output, r.output
