@@ -83,3 +83,25 @@ def test_command_line__kernel_options_on_a_program_are_a_usage_error(tmp_path):
                         (["cost", "--lnc", "2"], "--lnc")):
         r = invoke(args[0], path, *args[1:])
         assert r.exit_code == 2 and named in r.output, r.output
+
+
+@pytest.mark.parametrize("name", ["inf", "nan", "NaN", "Inf"])
+def test_values__a_tensor_cannot_be_named_like_a_scalar_word(tmp_path, name):
+    """'scalars: YAML numbers, and the strings inf, -inf, nan, ...' and 'tensors: one
+    namespace': a tensor named `inf` would make `operand0: inf` mean two things (it
+    silently meant the number), so the name is refused (E018), in YAML and text alike."""
+    path = write_yaml(tmp_path, f"""\
+    version: 1
+    tensors:
+      {name}: {{buffer: sbuf, shape: [4, 1], dtype: float32, fill: 2}}
+      t: {{buffer: sbuf, shape: [4, 8], dtype: float32, fill: 1}}
+      o: {{buffer: sbuf, shape: [4, 8], dtype: float32, output: true}}
+    instructions:
+      - tensor_scalar: {{dst: o, data: t, op0: add, operand0: {name}}}
+    """)
+    r = invoke("check", path)
+    assert r.exit_code == 1 and "prog.yaml:3:3: error[E018]" in r.output, r.output
+    text = tmp_path / "p.nkis"
+    text.write_text(f"version 1\ntensor {name} sbuf [4, 1] float32 fill=2\n")
+    r = invoke("check", text)
+    assert r.exit_code == 1 and "error[E018]" in r.output, r.output

@@ -270,7 +270,7 @@ def _identifier(base: str) -> str:
     hit = _IDENTIFIERS.get(base)
     if hit is None:
         hit = _BAD_CHARS.sub("_", base) or "t"
-        if hit[0].isdigit():
+        if hit[0].isdigit() or hit.lower() in ("inf", "nan"):  # not a name (E018)
             hit = "t" + hit
         if len(_IDENTIFIERS) < 10_000:
             _IDENTIFIERS[base] = hit
