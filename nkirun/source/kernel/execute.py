@@ -3,7 +3,8 @@
 A kernel that allocates a tile per loop iteration makes a program with one tensor per
 tile. Each tensor's storage is created just before the first instruction that uses it
 and dropped right after the last one (outputs and tensors with initial contents are
-kept), so peak memory follows the live tensors, not every tensor ever allocated.
+kept), so peak memory follows the live tensors, not every tensor ever allocated. A plain
+run (no observer, no shadow, one core, no runtime loops) goes through runner/plan.py.
 """
 from __future__ import annotations
 
@@ -13,25 +14,19 @@ from dataclasses import replace
 import numpy as np
 
 
-def live_ranges(bound) -> tuple[dict, dict]:
-    """tensor name -> index of its first and of its last use."""
-    first, last = {}, {}
-    for i, b in enumerate(bound):
-        for n in b.names_plan()[1]:  # read or written (runtime index tensors included)
-            if n not in first:
-                first[n] = i
-            last[n] = i
-    return first, last
-
-
 def execute_freeing(traced, bound, inputs, observe=None, step=None):
     """Execute; `observe(b, m)` (optional) is called after each instruction; `step`:
-    interpret.execute's (run --shadow)."""
+    interpret.execute's (run --shadow). Without either, a one-core program without
+    runtime loops runs from an execution plan (runner/plan.py: slots shared by tensors
+    whose lives do not overlap, one call per instruction)."""
     from nkirun.runner.interpret import execute
+    from nkirun.runner.plan import execute_planned, live_ranges, plannable
     program = traced.program
+    if observe is None and step is None and plannable(program):
+        return execute_planned(program, bound, inputs)
     order = bound
     if program.cores > 1:  # two cores: the run order of both streams (runner/cores.py)
-        from nkirun.checker.cores import sync_order
+        from nkirun.checker.meet import sync_order
         order = sync_order(bound).flat()
     first, last = live_ranges(order)
     keep = {n for n, t in program.tensors.items() if t.output}
@@ -39,6 +34,8 @@ def execute_freeing(traced, bound, inputs, observe=None, step=None):
     if program.loops:  # a loop body runs again: what it touches lives through the run
         from nkirun.checker.control import touched_in_loops
         looped = touched_in_loops(program.loops, first, last)
+        if program.cores > 1:  # the loops decide how the cores interleave: keep all
+            looped = set(program.tensors)
         keep |= looped
     upfront = {}
     events: dict = {}  # position -> ([tensors to free], [tensors to allocate]) after it
