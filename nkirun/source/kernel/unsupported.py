@@ -91,4 +91,5 @@ def kernel_error(code: str, message: str, hint: str | None = None,
 def unsupported(qualname: str, why: str = "") -> KernelError:
     return kernel_error("E601", f"{qualname} is not supported by nkirun"
                         + (f" ({why})" if why else ""),
-                        hint="docs/kernels.md lists the nki API nkirun provides")
+                        hint="`nkirun ops` lists the nki.isa instructions nkirun provides; "
+                             "docs/kernels.md (in nkirun's repository) the rest of its nki API")
