@@ -136,6 +136,56 @@ def negative(x, dtype=None, mask=None, **_):
     return binary("multiply")(x, -1.0, dtype, mask)
 
 
+def unary_alu(op: str):
+    """`nl.invert` / `nl.logical_not`: a Vector-engine ALU operator of one operand, i.e. a
+    `tensor_scalar` whose operand is 0 (the ALU operator table)."""
+    def fn(x, dtype=None, mask=None, **_):
+        t = _new(x.shape, dtype or x.dtype)
+        return _result(t, "tensor_scalar", dst=t, data=x, op0=op, operand0=0, mask=mask)
+    fn.__name__ = op
+    return fn
+
+
+# ---- rounding to an integer (nl.floor, nl.ceil) -------------------------------------------
+INTEGRAL_FROM = 2.0 ** 23  # every float32 (and narrower float) this large is an integer
+
+
+def _is_integer(dtype) -> bool:
+    return str(dtype).startswith(("int", "uint")) or str(dtype) == "bool"
+
+
+def rounding(name: str, beyond: str, fix: str):
+    """`nl.floor` (beyond "greater", fix "subtract") and `nl.ceil` ("less", "add").
+
+    NKI documents the result (NumPy's floor/ceil), not the instructions; nkirun lowers it to
+    instructions whose documented semantics give exactly that: `tensor_copy` into int32
+    (round to nearest even), then `tensor_tensor` (r > x) and r - (r > x) for floor. A float
+    result adds a `tensor_scalar` (|x| < 2**23) and a `tensor_copy_predicated` that keeps x
+    where it is already integral, infinite or NaN (where the int32 cast would saturate)."""
+    def fn(x, dtype=None, mask=None, **_):
+        out = consts.to_dtype(dtype) if dtype is not None else x.dtype
+        if _is_integer(x.dtype):
+            return copy(x, out, mask)
+        i32, f32, u8 = (consts.DTYPES[n] for n in ("int32", "float32", "uint8"))
+        nearest, past = _new(x.shape, i32), _new(x.shape, f32)
+        _emit("tensor_copy", dst=nearest, src=x, mask=mask)
+        _emit("tensor_tensor", dst=past, data1=nearest, data2=x, op=beyond, mask=mask)
+        t = _new(x.shape, out)
+        if _is_integer(out):
+            return _result(t, "tensor_tensor", dst=t, data1=nearest, data2=past, op=fix,
+                           mask=mask)
+        _emit("tensor_tensor", dst=t, data1=nearest, data2=past, op=fix, mask=mask)
+        small = _new(x.shape, u8)
+        _emit("tensor_scalar", dst=small, data=x, op0="abs", operand0=0.0, op1="less",
+              operand1=INTEGRAL_FROM, mask=mask)
+        keep = x if str(x.dtype) == str(out) else copy(x, out, mask)
+        _emit("tensor_copy_predicated", dst=t, src=keep, predicate=small, reverse_pred=True,
+              mask=mask)
+        return t
+    fn.__name__ = name
+    return fn
+
+
 # ---- reductions ----------------------------------------------------------------------------
 def reduction(op: str, name: str):
     def fn(x, axis, dtype=None, keepdims=False, mask=None, **_):

@@ -167,7 +167,7 @@ def is_sbuf(buffer):
 _RUNTIME_LOOPS = ("dynamic_range", "fori_loop", "while_loop")
 _NOT_PROVIDED = ("rand", "random_seed", "dropout", "gather_flattened",
                  "softmax", "rms_norm", "all", "var", "prod", "fmod", "mod", "tan", "cos",
-                 "ceil", "floor", "trunc", "invert", "logical_not")
+                 "trunc")
 
 
 class _Limits:
@@ -213,6 +213,10 @@ def build_module(name: str = "nki.language") -> types.ModuleType:
     for func in cv.UNARY:
         ns[func] = tok(func, f"nl.{func}", cv.unary(func))
     ns["copy"] = tok("copy", "nl.copy", cv.copy)
+    for op in ("invert", "logical_not"):
+        ns[op] = tok(op, f"nl.{op}", cv.unary_alu(op))
+    ns["floor"] = cv.rounding("floor", "greater", "subtract")
+    ns["ceil"] = cv.rounding("ceil", "less", "add")
     ns["negative"] = tok("negative", "nl.negative", cv.negative)
     for name_, op in (("sum", "add"), ("max", "maximum"), ("min", "minimum")):
         ns[name_] = tok(op, f"nl.{name_}", cv.reduction(op, name_))
@@ -228,4 +232,8 @@ class _LangModule(types.ModuleType):
             raise AttributeError(name)
         if name in _RUNTIME_LOOPS:
             raise unsupported(f"nki.language.{name}", "a run-time loop on registers")
+        if name in ("mod", "fmod"):
+            raise unsupported(f"nki.language.{name}", "mod is no hardware ALU instruction at "
+                              "the NKI level; the Neuron release notes list nl.mod/nl.fmod as "
+                              "failing on hardware")
         raise unsupported(f"nki.language.{name}")

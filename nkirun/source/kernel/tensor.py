@@ -194,6 +194,22 @@ class ndarray:
     def __rtruediv__(self, o): return self._arith(o, "divide", True)  # noqa: E704
     def __pow__(self, o): return self._arith(o, "power")  # noqa: E704
 
+    # comparisons are nl.less & co. (1 where true, 0 elsewhere); `a < 3` and `3 > a` alike.
+    # A tile stays hashable by identity (it is a handle, not a value).
+    def __lt__(self, o): return self._arith(o, "less")  # noqa: E704
+    def __le__(self, o): return self._arith(o, "less_equal")  # noqa: E704
+    def __gt__(self, o): return self._arith(o, "greater")  # noqa: E704
+    def __ge__(self, o): return self._arith(o, "greater_equal")  # noqa: E704
+    def __eq__(self, o): return self._compare_eq(o, "equal")  # noqa: E704
+    def __ne__(self, o): return self._compare_eq(o, "not_equal")  # noqa: E704
+    __hash__ = object.__hash__
+
+    def _compare_eq(self, other, op):
+        if not isinstance(other, ndarray) and not isinstance(other, (int, float)) \
+                or isinstance(other, bool):
+            return NotImplemented  # `t == None`, `t == "x"`: Python's identity rule
+        return self._arith(other, op)
+
     def __neg__(self):
         from nkirun.source.kernel.convenience import negative
         return negative(self)
