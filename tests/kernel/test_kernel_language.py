@@ -85,3 +85,30 @@ def test_constants_and_tokens(tmp_path):
     k = nkirun_kernel(path, "k")
     x = np.ones((4, 4), np.float32)
     np.testing.assert_array_equal(nkirun.simulate(k)(x), x)
+
+
+def test_nkiobject_dataclass_fields_without_default_may_be_left_out(tmp_path):
+    """nki-library's mlp_tkg builds an NKIObject dataclass without one of its fields (docs
+    reading in lang.NKIObject); the field reads None, given fields keep their values."""
+    path = write(tmp_path, """\
+        from dataclasses import dataclass
+        import nki
+        import nki.language as nl
+
+        @dataclass
+        class Dims(nl.NKIObject):
+            rows: int
+            unused: int
+            cols: int = 4
+
+        @nki.jit
+        def k(x):
+            d = Dims(rows=x.shape[0])
+            assert d.rows == x.shape[0] and d.unused is None and d.cols == 4
+            t = nl.load(x)
+            o = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+            nl.store(o, nl.multiply(t, float(d.cols)))
+            return o
+        """)
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    np.testing.assert_array_equal(nkirun.simulate(nkirun_kernel(path, "k"))(x), x * 4)

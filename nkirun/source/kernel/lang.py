@@ -27,11 +27,22 @@ from nkirun.source.kernel.unsupported import here, kernel_error, unsupported
 
 
 class NKIObject:
-    """Base class kernels derive their configuration objects from (NKI 0.6)."""
+    """Base class kernels derive their configuration objects from (NKI 0.6).
+
+    Reading: a field a subclass annotates without a default defaults to None, so a
+    `@dataclass` subclass may be built without it. nki-library's `mlp_tkg` builds its
+    `MLPTKGConstantsDimensionSizes` dataclass without `remainderIFused` (never read), and
+    the library's own tests of that kernel run under NKI."""
 
     def __init__(self, **kwargs):
         for k, v in kwargs.items():
             setattr(self, k, v)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in cls.__dict__.get("__annotations__", {}):
+            if name not in cls.__dict__:
+                setattr(cls, name, None)  # @dataclass takes the class attribute as default
 
 
 def ds(start, size):
