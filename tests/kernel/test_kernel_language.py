@@ -112,3 +112,47 @@ def test_nkiobject_dataclass_fields_without_default_may_be_left_out(tmp_path):
         """)
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
     np.testing.assert_array_equal(nkirun.simulate(nkirun_kernel(path, "k"))(x), x * 4)
+
+
+def test_nkiobject_subclasses_take_keywords_for_plain_class_attributes(tmp_path):
+    """nki-library's attention_cte builds a @dataclass NKIObject whose attributes are plain
+    class attributes (no dataclass fields) by keyword; positional fields, defaults,
+    default factories, __post_init__ and a subclass's own __init__ keep their meaning."""
+    path = write(tmp_path, """\
+        from dataclasses import dataclass, field
+        import nki
+        import nki.language as nl
+
+        @dataclass
+        class Section(nl.NKIObject):
+            index = None
+            offset = 0
+
+        @dataclass
+        class Tiles(nl.NKIObject):
+            rows: int
+            cols: int = 8
+            names: list = field(default_factory=list)
+
+            def __post_init__(self):
+                self.size = self.rows * self.cols
+
+        class Custom(nl.NKIObject):
+            def __init__(self, a):
+                self.a = a * 2
+
+        @nki.jit
+        def k(x, scale):
+            s = Section(index=3)
+            assert (s.index, s.offset) == (3, 0)
+            t = Tiles(2)
+            assert (t.rows, t.cols, t.names, t.size) == (2, 8, [], 16)
+            assert Tiles(3, cols=2).size == 6 and Custom(5).a == 10
+            o = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+            nl.store(o, nl.multiply(nl.load(x), scale))
+            return o
+        """)
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    # a NumPy scalar parameter is a number (a kernel's own test may pass 1 / np.sqrt(d))
+    got = nkirun.simulate(nkirun_kernel(path, "k"))(x, np.float64(0.5))
+    np.testing.assert_array_equal(got, x * 0.5)

@@ -29,10 +29,15 @@ from nkirun.source.kernel.unsupported import here, kernel_error, unsupported
 class NKIObject:
     """Base class kernels derive their configuration objects from (NKI 0.6).
 
-    Reading: a field a subclass annotates without a default defaults to None, so a
-    `@dataclass` subclass may be built without it. nki-library's `mlp_tkg` builds its
-    `MLPTKGConstantsDimensionSizes` dataclass without `remainderIFused` (never read), and
-    the library's own tests of that kernel run under NKI."""
+    Readings (NKI runs the kernel's classes through its own tracer, and nki-library relies
+    on what it accepts; its tests of these kernels run under NKI):
+    - a subclass without its own `__init__` (a `@dataclass` one included: dataclasses
+      never replace an `__init__` the class already has) is built from keywords naming any
+      attribute, or positionally in field order; `attention_cte` builds `SectionParams`,
+      whose attributes are plain class attributes (no dataclass fields), by keyword;
+    - a field left out takes its default, else None: `mlp_tkg` builds its
+      `MLPTKGConstantsDimensionSizes` dataclass without `remainderIFused`;
+    - `__post_init__` runs after the fields are set, as a dataclass's would."""
 
     def __init__(self, **kwargs):
         for k, v in kwargs.items():
@@ -42,7 +47,54 @@ class NKIObject:
         super().__init_subclass__(**kwargs)
         for name in cls.__dict__.get("__annotations__", {}):
             if name not in cls.__dict__:
-                setattr(cls, name, None)  # @dataclass takes the class attribute as default
+                setattr(cls, name, None)  # a field without default: None (see above)
+        inherited = cls.__init__
+        if "__init__" not in cls.__dict__ and (inherited is NKIObject.__init__
+                                               or getattr(inherited, "_nki_record", False)):
+            cls.__init__ = _record_init
+
+
+def _field_names(cls) -> list:
+    import dataclasses
+    if dataclasses.is_dataclass(cls):
+        return [f.name for f in dataclasses.fields(cls)]
+    names: list = []
+    for klass in reversed(cls.__mro__):
+        names += [n for n in klass.__dict__.get("__annotations__", {}) if n not in names]
+    return names
+
+
+def _record_init(self, *args, **kwargs):
+    """An NKIObject subclass's constructor (see NKIObject's readings)."""
+    import dataclasses
+    cls = type(self)
+    names = _field_names(cls)
+    if len(args) > len(names):
+        raise TypeError(f"{cls.__name__}() takes {len(names)} positional arguments but "
+                        f"{len(args)} were given")
+    values = dict(zip(names, args))
+    for k, v in kwargs.items():
+        if k in values:
+            raise TypeError(f"{cls.__name__}() got multiple values for argument {k!r}")
+        values[k] = v
+    fields = getattr(cls, "__dataclass_fields__", {})
+    for name in names:
+        if name not in values:
+            f = fields.get(name)
+            if f is not None and f.default_factory is not dataclasses.MISSING:
+                values[name] = f.default_factory()
+            elif f is not None and f.default is not dataclasses.MISSING:
+                values[name] = f.default
+            else:
+                values[name] = getattr(cls, name, None)
+    for k, v in values.items():
+        object.__setattr__(self, k, v)  # frozen dataclasses too
+    post = getattr(self, "__post_init__", None)
+    if post is not None:
+        post()
+
+
+_record_init._nki_record = True
 
 
 def ds(start, size):

@@ -59,6 +59,8 @@ def tensor_arg(value) -> TensorArg | None:
         if d is None or d.nkirun is None:
             raise KernelUsageError(f"unknown dtype {value.dtype!r}")
         return TensorArg(value.shape, d.nkirun)
+    if isinstance(value, np.generic):
+        return None  # a NumPy scalar (np.float64(0.125)) is a number, not a tensor
     if isinstance(value, np.ndarray) or (hasattr(value, "__array__") and hasattr(value, "shape")
                                          and not isinstance(value, ndarray)):
         arr = np.asarray(value)
