@@ -3,12 +3,14 @@ against NumPy."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import nkirun
 from tests.kernel.test_kernel_contract import nkirun_kernel, write
 
 SOURCE = """\
 import numpy as np
+import pytest
 import nki
 import nki.isa as nisa
 import nki.language as nl
@@ -156,3 +158,70 @@ def test_nkiobject_subclasses_take_keywords_for_plain_class_attributes(tmp_path)
     # a NumPy scalar parameter is a number (a kernel's own test may pass 1 / np.sqrt(d))
     got = nkirun.simulate(nkirun_kernel(path, "k"))(x, np.float64(0.5))
     np.testing.assert_array_equal(got, x * 0.5)
+
+
+def test_a_launch_grid_of_zero_is_a_located_error(tmp_path):
+    path = write(tmp_path, """\
+        import numpy as np
+        import nki
+        import nki.language as nl
+
+        @nki.jit
+        def k(x):
+            o = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+            nl.store(o, nl.load(x))
+            return o
+
+        def launch(x):
+            return k[0](x)
+        """)
+    from nkirun.diagnostics import NkirunError
+    module_k = nkirun_kernel(path, "launch")
+    with pytest.raises(NkirunError) as e:
+        module_k(np.ones((2, 2), np.float32))
+    d = e.value.diagnostics[0]
+    assert d.code == "E603" and "k[0]" in d.message and d.loc.line == 12
+
+
+PARTLY_WRITTEN = """\
+    import nki
+    import nki.isa as nisa
+    import nki.language as nl
+
+    @nki.jit
+    def k(x):
+        # only row 0 of `t` is written; the transpose reads every row, the store only
+        # column 0 of its result (what nki-library's find_nonzero_indices does with garbage)
+        t = nl.ndarray((4, 4), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t[0:1, :], src=x)
+        tp = nl.ndarray((4, 4), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_transpose(dst=tp, data=t)
+        s = nl.ndarray((4, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=s, src=tp[:, 0:1])
+        o = nl.ndarray((4, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=o, src=s)
+        return o
+    """
+
+
+def test_uninitialized_policy_applies_to_kernels(tmp_path):
+    """run --uninitialized / simulate(uninitialized=): tiles allocated on first use read
+    unwritten elements as 0 / NaN instead of E090."""
+    from click.testing import CliRunner
+    from nkirun.cli import cli
+    from nkirun.diagnostics import NkirunError
+    path = write(tmp_path, PARTLY_WRITTEN)
+    x = np.array([[1, 2, 3, 4]], np.float32)
+    k = nkirun_kernel(path, "k")
+    with pytest.raises(NkirunError) as e:
+        nkirun.simulate(k)(x)
+    assert e.value.diagnostics[0].code == "E090"
+    for policy in ("zero", "nan"):
+        np.testing.assert_array_equal(nkirun.simulate(k, uninitialized=policy)(x), x.T)
+    with pytest.raises(ValueError):
+        nkirun.simulate(k, uninitialized="garbage")
+    np.save(tmp_path / "x.npy", x)
+    r = CliRunner().invoke(cli, ["run", f"{path}::k", "--input", f"x={tmp_path / 'x.npy'}",
+                                 "--uninitialized", "zero", "--out", str(tmp_path / "o")])
+    assert r.exit_code == 0, r.output
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "out0.npy"), x.T)

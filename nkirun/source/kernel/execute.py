@@ -10,8 +10,6 @@ from __future__ import annotations
 import itertools
 from dataclasses import replace
 
-import numpy as np
-
 
 def live_ranges(bound) -> tuple[dict, dict]:
     """tensor name -> index of its first and of its last use."""
@@ -24,9 +22,12 @@ def live_ranges(bound) -> tuple[dict, dict]:
     return first, last
 
 
-def execute_freeing(traced, bound, inputs, observe=None, step=None):
+def execute_freeing(traced, bound, inputs, observe=None, step=None,
+                    uninitialized: str = "error"):
     """Execute; `observe(b, m)` (optional) is called after each instruction; `step`:
-    interpret.execute's (run --shadow)."""
+    interpret.execute's (run --shadow); `uninitialized`: reading an element nothing wrote
+    is E090 ("error"), or reads NaN / 0 ("nan" / "zero")."""
+    from nkirun.runner.files import fresh_buffer
     from nkirun.runner.interpret import execute
     program = traced.program
     order = bound
@@ -67,10 +68,10 @@ def execute_freeing(traced, bound, inputs, observe=None, step=None):
             buffers.pop(name, None)
             written.pop(name, None)
         for t in event[1]:
-            buffers[t.name] = np.zeros(t.shape, t.dtype.np_type)
-            written[t.name] = np.zeros(t.shape, bool)
+            buffers[t.name], written[t.name] = fresh_buffer(t, uninitialized)
 
     program = replace(program, tensors=upfront)
     if step is None:
-        return execute(program, bound, inputs, after_each)
-    return execute(program, bound, inputs, after_each, step=step)  # run --shadow
+        return execute(program, bound, inputs, after_each, uninitialized=uninitialized)
+    return execute(program, bound, inputs, after_each, uninitialized=uninitialized,
+                   step=step)  # run --shadow

@@ -37,6 +37,10 @@ class Kernel:
 
     def __getitem__(self, grid):
         grid = grid if isinstance(grid, tuple) else (grid,)
+        if any(not isinstance(g, int) or g < 1 for g in grid):
+            from nkirun.source.kernel.unsupported import kernel_error
+            raise kernel_error("E603", f"{self.__name__}[{', '.join(map(str, grid))}]: a "
+                               "launch grid is positive ints (no program instance would run)")
         return Kernel(self.func, tuple(int(g) for g in grid), self.options)
 
     def __call__(self, *args, **kwargs):
