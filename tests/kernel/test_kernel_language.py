@@ -225,3 +225,45 @@ def test_uninitialized_policy_applies_to_kernels(tmp_path):
                                  "--uninitialized", "zero", "--out", str(tmp_path / "o")])
     assert r.exit_code == 0, r.output
     np.testing.assert_array_equal(np.load(tmp_path / "o" / "out0.npy"), x.T)
+
+
+OUT_ARGUMENT = """\
+    import neuronxcc.nki as nki
+    import neuronxcc.nki.language as nl
+    from helpers import twice
+
+    @nki.jit
+    def add_into(a, b, c, unused):
+        nl.store(c, twice(nl.add(nl.load(a), nl.load(b))))
+    """
+
+
+def test_a_kernel_returning_nothing_outputs_the_arguments_it_writes(tmp_path, monkeypatch):
+    """The pre-0.2 API's output arguments: `run` writes them (named by the parameter),
+    `simulate` / `nki.simulate_kernel` fill the caller's arrays. The kernel sits in a
+    folder with an `__init__.py` whose name is no identifier (nki-samples'
+    `neuron-team-kernels/`), importing a sibling module absolutely."""
+    import sys
+    from click.testing import CliRunner
+    from nkirun.cli import cli
+    folder = tmp_path / "team-kernels"
+    folder.mkdir()
+    (folder / "__init__.py").write_text("")
+    (folder / "helpers.py").write_text("def twice(t):\n    return t * 2.0\n")
+    path = write(folder, OUT_ARGUMENT)
+    a = np.arange(8, dtype=np.float32).reshape(2, 4)
+    b = np.ones((2, 4), np.float32)
+    c, unused = np.zeros((2, 4), np.float32), np.zeros((2, 4), np.float32)
+    for name, arr in dict(a=a, b=b, c=c, u=unused).items():
+        np.save(tmp_path / f"{name}.npy", arr)
+    monkeypatch.delitem(sys.modules, "helpers", raising=False)
+    r = CliRunner().invoke(cli, ["run", f"{path}::add_into", "--out", str(tmp_path / "o")]
+                           + [f"--input={p}={tmp_path / f}.npy" for p, f in
+                              (("a", "a"), ("b", "b"), ("c", "c"), ("unused", "u"))])
+    assert r.exit_code == 0, r.output
+    assert "name=c" in r.output and "1 output written" in r.output
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "out0.npy"), (a + b) * 2)
+    monkeypatch.syspath_prepend(str(folder))  # as a test in that folder would run
+    assert nkirun.simulate(nkirun_kernel(path, "add_into"))(a, b, c, unused) is None
+    np.testing.assert_array_equal(c, (a + b) * 2)
+    assert not unused.any()

@@ -99,6 +99,17 @@ def _structure(structure, arrays):
     return structure
 
 
+def _write_back(traced, arrays) -> None:
+    """A kernel that returns nothing writes its output arguments (the pre-0.2 API's
+    `nki.simulate_kernel(kernel, a, b, out)`): their values go into the caller's arrays,
+    where an argument was passed as a writable array of the parameter's dtype."""
+    for handle, value in zip(traced.outputs, arrays):
+        target = traced.inputs.get(handle._rec.name)
+        if isinstance(target, np.ndarray) and target.flags.writeable \
+                and target.dtype == value.dtype and target.size == value.size:
+            target.reshape(value.shape)[...] = value
+
+
 def simulate(kernel, target: str | None = None, lnc: int = 1, shadow: bool = False,
              uninitialized: str = "error"):
     """`nkirun.simulate(kernel)(*arrays, **kwargs)`: the kernel's return structure, with
@@ -115,8 +126,10 @@ def simulate(kernel, target: str | None = None, lnc: int = 1, shadow: bool = Fal
         traced = trace_call(kernel, args, kwargs, target, lnc=lnc)
         bound, _ = require_valid(traced)
         if not shadow:
-            return _structure(traced.structure, run_traced(traced, bound,
-                                                           uninitialized=uninitialized))
+            arrays = run_traced(traced, bound, uninitialized=uninitialized)
+            if traced.structure is None:
+                _write_back(traced, arrays)
+            return _structure(traced.structure, arrays)
         from nkirun.runner.shadow import Shadow
         from nkirun.show.shadow_report import ShadowReport
         sh = Shadow(bound)

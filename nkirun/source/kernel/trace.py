@@ -130,6 +130,8 @@ def trace(kernel, values: dict, target: str = "trn2", grid=None, lnc: int = 1) -
         from nkirun.source.kernel.control import check_closed
         check_closed(tracer)  # a runtime loop left open (E659)
         outputs, structure = _outputs(tracer, result)
+        if result is None:  # the older API's output arguments: the parameters it writes
+            outputs, _ = _outputs(tracer, _written_parameters(tracer, call, names))
     program, diags = tracer.builder.finish()
     diags = [d for d in diags if d.code != "E004"]
     program = _mark_inputs(program, {n for p, n in names.items()
@@ -166,6 +168,20 @@ def _parameters(tracer, values):
         else:
             call[pname] = v
     return call, inputs, names
+
+
+def _written_parameters(tracer, call: dict, names: dict) -> tuple:
+    """The tensor parameters some instruction writes, in parameter order."""
+    from nkirun.ir import View
+    from nkirun.isa import REGISTRY
+    written = set()
+    for inst in tracer.builder.instructions:
+        spec = REGISTRY.get(inst.op)
+        for p in spec.params if spec is not None else ():
+            v = inst.args.get(p.name) if p.out else None
+            if isinstance(v, View):
+                written.add(v.tensor)
+    return tuple(call[p] for p, name in names.items() if name in written)
 
 
 def _outputs(tracer, result):
