@@ -120,8 +120,26 @@ def binary(op: str):
 
 
 def _tile_scalar(op, tile, operand, reverse):
+    if _is_tile(operand) and str(operand.dtype) != "float32" and not _bitwise(op):
+        # tensor_scalar's arithmetic operand tiles are float32: another column is read as
+        # a zero-step view along tile's free dims by a tensor_tensor (the same values)
+        col = column_broadcast(operand, tile.shape)
+        data1, data2 = (col, tile) if reverse else (tile, col)
+        return "tensor_tensor", dict(data1=data1, data2=data2, op=op), tile.shape, tile.dtype
     return ("tensor_scalar", dict(data=tile, op0=op, operand0=operand, reverse0=reverse),
             tile.shape, tile.dtype)
+
+
+def _bitwise(op: str) -> bool:
+    from nkirun.hw.alu import BITWISE, OPS
+    return getattr(OPS.get(op), "kind", None) == BITWISE
+
+
+def column_broadcast(col, shape):
+    """The (P, 1) tile `col` read as `shape` (P, F, ...): its free dims with step 0."""
+    from nkirun.source.kernel.views import with_pattern
+    (p_step, p_count), *_ = col.get_pattern()
+    return with_pattern(col, [(p_step, p_count)] + [(0, n) for n in shape[1:]], col.offset)
 
 
 def unary(func: str):
