@@ -7,7 +7,12 @@ Readings (the docs name the wrapped instruction, not the exact lowering):
   `nl.copy` is `tensor_copy`; `nl.zeros/ones/full` are `memset`.
 - Element-wise: two tiles -> `tensor_tensor`; a tile and a number, or a tile and a (P, 1)
   tile -> `tensor_scalar` (`reverse0` when the tile is the second operand); a function
-  of one tile -> `activation`; `nl.negative` -> `tensor_scalar` multiply by -1.
+  of one tile -> `activation`; `nl.negative` -> `tensor_scalar` multiply by -1. A (P, 1)
+  column that is not float32 (tensor_scalar's arithmetic operand tiles are) is read
+  through a zero-step view by a `tensor_tensor` instead. Tile operators `a < b` & co. are
+  `nl.less` & co.; `nl.invert`/`nl.logical_not` are a one-operand `tensor_scalar`.
+- `nl.floor`/`nl.ceil`: NKI documents the result only; `rounding` builds it exactly from
+  documented instructions (see there).
 - Reductions -> `tensor_reduce` (`nl.mean` adds a `tensor_scalar` multiply by 1/n).
 - `nl.broadcast_to` across partitions ((1, F) -> (P, F)) copies row 0 with `dma_copy` and
   doubles the filled rows with further `dma_copy`s (1 + ceil(log2 P) DMAs, exact); along
