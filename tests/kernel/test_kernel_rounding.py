@@ -169,3 +169,28 @@ def test_two_copies_of_one_kernel_each_locate_in_their_own_file(tmp_path):
     for path in paths:
         prog = nkirun.trace(nkirun_kernel(path, "rounding"), x)
         assert {i.loc.file for i in prog.instructions} == {path}
+
+
+def test_a_tensor_is_truthy_but_a_comparison_result_has_no_truth_value(tmp_path):
+    """`if bias:` tests that a tensor was given (nki-library's moe_tkg); `if a < b:` would
+    branch on run-time data: E603 at that line."""
+    path = write(tmp_path, HEAD + """
+@nki.jit
+def branches(x, bias=None, compare=False):
+    a = nl.load(x)
+    if bias:
+        a = nl.add(a, nl.load(bias))
+    if compare:
+        if a < 1.0:
+            a = nl.add(a, 1.0)
+    return out_of(a)
+""")
+    k = nkirun_kernel(path, "branches")
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    np.testing.assert_array_equal(nkirun.simulate(k)(x, np.ones_like(x)), x + 1)
+    np.testing.assert_array_equal(nkirun.simulate(k)(x), x)
+    with pytest.raises(NkirunError) as e:
+        nkirun.simulate(k)(x, compare=True)
+    d = e.value.diagnostics[0]
+    assert d.code == "E603" and "truth value" in d.message
+    assert d.loc.line == _line_of(open(path).read(), "if a < 1.0")

@@ -116,9 +116,14 @@ def combination(op: str, x, y):
 
 
 def binary(op: str):
+    from nkirun.hw.alu import COMPARISONS
+    compares = op in COMPARISONS
+
     def fn(x, y, dtype=None, mask=None, **_):
         instruction, values, shape, first = combination(op, x, y)
         t = _new(shape, dtype or first)
+        if compares:
+            t._rec.compared = True
         return _result(t, instruction, dst=t, mask=mask, **values)
     fn.__name__ = op
     return fn

@@ -32,12 +32,13 @@ class TensorRec:
     """One allocated tensor: what becomes a TensorDecl when an instruction first uses it."""
 
     __slots__ = ("name", "shape", "dtype", "buffer", "loc", "init", "declared", "strides",
-                 "decl", "whole", "on_chip", "core")
+                 "decl", "whole", "on_chip", "core", "compared")
 
     def __init__(self, name, shape, dtype, buffer, loc, init=None, core=None):
         self.name, self.shape, self.dtype, self.buffer = name, shape, dtype, buffer
         self.loc, self.init, self.declared = loc, init, False
         self.core = core  # two-core traces: the core owning a non-shared tensor
+        self.compared = False  # the result of a comparison (no truth value: __bool__)
         self.on_chip = buffer.ir != "hbm"
         self.decl = _Decl(name, shape, dtype.nkirun, self.on_chip)
         self.whole = whole_view(self.decl)  # the view of the whole tensor
@@ -167,8 +168,14 @@ class ndarray:
                 f"buffer={self.buffer!r})")
 
     def __bool__(self):
-        raise kernel_error("E603", "a tensor has no truth value while tracing (its contents "
-                           "are only known when the program runs)")
+        # A tensor is truthy as a Python object (`if bias:` tests that one was given, as
+        # nki-library kernels do under NKI); a comparison's result has no truth value while
+        # tracing: `if a < b:` would branch on data only the run knows.
+        if self._rec.compared:
+            raise kernel_error("E603", f"the comparison result `{self.name}` has no truth "
+                               "value while tracing (its contents are only known when the "
+                               "program runs)", hint="select with nl.where, or mask with it")
+        return True
 
     # ---- indexing ------------------------------------------------------------------------
     def __getitem__(self, key):
