@@ -267,3 +267,21 @@ def test_a_kernel_returning_nothing_outputs_the_arguments_it_writes(tmp_path, mo
     assert nkirun.simulate(nkirun_kernel(path, "add_into"))(a, b, c, unused) is None
     np.testing.assert_array_equal(c, (a + b) * 2)
     assert not unused.any()
+
+
+def test_an_undocumented_nl_submodule_is_a_located_e601(tmp_path):
+    from click.testing import CliRunner
+    from nkirun.cli import cli
+    path = write(tmp_path, """\
+        import nki
+        import nki.language as nl
+        from nki.language.constants import sizeinbytes
+
+        @nki.jit
+        def k(x):
+            return x
+        """)
+    np.save(tmp_path / "x.npy", np.ones((2, 2), np.float32))
+    r = CliRunner().invoke(cli, ["check", f"{path}::k", "--input", f"x={tmp_path / 'x.npy'}"])
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert f"{path}:3:1: error[E601]: nki.language.constants is not supported" in r.output

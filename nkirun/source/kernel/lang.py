@@ -249,6 +249,7 @@ class MemoryRegion:
 def build_module(name: str = "nki.language") -> types.ModuleType:
     m = _LangModule(name)
     m.__doc__ = "nkirun's nki.language (see docs/kernels.md)"
+    m.__path__ = []  # a package: `import nki.language.foo` reaches the finder (E601)
     ns = m.__dict__
     ns.update(consts.DTYPES)
     ns.update(consts.BUFFERS)
