@@ -173,7 +173,9 @@ def modules() -> dict[str, types.ModuleType]:
                 "nki.collectives": collectives, "nki.typing": typing, "nki.compiler": compiler,
                 "nki.isa.constants": isa.constants}
         for name, m in mods.items():
-            _register(name, m, is_package=hasattr(m, "__path__"))
+            if not hasattr(m, "__path__"):  # `import nki.compiler.backends...`: the finder
+                m.__path__ = []             # answers E601, not a ModuleNotFoundError
+            _register(name, m, is_package=True)
         _register("neuronxcc", neuronxcc, is_package=True)
         for name, m in mods.items():  # `import neuronxcc.nki.language as nl`: the same modules
             _MODULES["neuronxcc." + name] = m
