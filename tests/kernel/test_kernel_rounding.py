@@ -194,3 +194,31 @@ def branches(x, bias=None, compare=False):
     d = e.value.diagnostics[0]
     assert d.code == "E603" and "truth value" in d.message
     assert d.loc.line == _line_of(open(path).read(), "if a < 1.0")
+
+
+WHERE = HEAD + """
+@nki.jit
+def selects(x, y, col):
+    a, b, c = nl.load(x), nl.load(y), nl.load(col)
+    return tuple(out_of(t) for t in (
+        nl.where(a < b, a, b),                            # full-tile y: predicated copy
+        nl.where(a >= 0.5, 1.0, b),                       # a number x
+        nl.where(a != b, a, c),                           # a column y: select_reduce
+        nl.where(nl.less(a, b, dtype=nl.uint8), a, -1.0),
+        nl.where(a, b, a)))                               # a float predicate: nonzero
+"""
+
+
+@pytest.mark.parametrize("p,f", [(1, 3), (37, 5), (128, 16)])
+def test_where_with_comparison_results_and_full_tiles(tmp_path, p, f):
+    k = nkirun_kernel(write(tmp_path, WHERE), "selects")
+    rng = np.random.default_rng(p)
+    x = rng.integers(-2, 3, (p, f)).astype(np.float32) * 0.5  # ties with y, zeros
+    y = rng.integers(-2, 3, (p, f)).astype(np.float32) * 0.5
+    x.reshape(-1)[0] = np.nan
+    col = rng.standard_normal((p, 1)).astype(np.float32)
+    got = nkirun.simulate(k)(x, y, col)
+    want = [np.where(x < y, x, y), np.where(x >= 0.5, 1.0, y), np.where(x != y, x, col),
+            np.where(x < y, x, -1.0), np.where(x != 0, y, x)]
+    for i, (g, w) in enumerate(zip(got, want)):
+        np.testing.assert_array_equal(g, w.astype(np.float32), err_msg=f"result {i}")

@@ -312,9 +312,27 @@ def matmul(x, y, transpose_x=False, mask=None, **_):
 
 
 def where(condition, x, y, dtype=None, mask=None, **_):
+    """`select_reduce` when y is a number or a (P, 1) column; with a full tile y, y is
+    copied and x copied over it where the condition holds (`tensor_copy_predicated`). A
+    predicate of another dtype than the instruction takes (a float comparison result) is
+    first made uint8 by a `tensor_scalar` `not_equal` 0 (nonzero selects, exactly)."""
     t = _new(condition.shape, dtype or (x.dtype if _is_tile(x) else y.dtype))
-    return _result(t, "select_reduce", dst=t, predicate=condition, on_true=x, on_false=y,
-                   mask=mask)
+    full_y = _is_tile(y) and tuple(y.shape) != (condition.shape[0], 1)
+    allowed = ("uint8", "uint16", "uint32") if full_y else ("uint8", "uint16", "int8",
+                                                             "int16")
+    if str(condition.dtype) not in allowed:
+        pred = _new(condition.shape, consts.DTYPES["uint8"])
+        _emit("tensor_scalar", dst=pred, data=condition, op0="not_equal", operand0=0.0,
+              mask=mask)
+        condition = pred
+    if not full_y:
+        return _result(t, "select_reduce", dst=t, predicate=condition, on_true=x,
+                       on_false=y, mask=mask)
+    _emit("tensor_copy", dst=t, src=y, mask=mask)
+    if _is_tile(x) and str(x.dtype) != str(t.dtype):
+        x = copy(x, t.dtype, mask)
+    _emit("tensor_copy_predicated", dst=t, src=x, predicate=condition, mask=mask)
+    return t
 
 
 BINARY = ("add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "equal",
