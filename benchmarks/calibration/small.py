@@ -1,7 +1,8 @@
 """Calibration kernels written from the public NKI tutorials' descriptions: the fused Mamba
-selective scan (v1, v2 with the loads of delta and u hoisted out of the state loop, v3 also
-tiling the sequence in 512-element chunks inside the state loop, the scan carried from chunk
-to chunk), LayerNorm
+selective scan (v1 with the state loop outside the channel-tile loop, v2 with the loops
+swapped and the loads of delta and u hoisted out of the state loop, v3 also tiling the
+sequence in 512-element chunks inside the state loop, the scan carried from chunk to chunk),
+LayerNorm
 (v1 with separate mean / variance / shift / scale passes, v2 with bn_stats/bn_aggr and one
 tensor_scalar for shift and scale), a single 32 KiB DMA, and a chain of dependent tiny
 instructions. Shapes: mamba delta/u (batch, channels, seq), A (channels, state),
@@ -21,26 +22,32 @@ def _load_a(A, c0, s):
     return a_i
 
 
-def _mamba_state(delta_i, u_i, a_i, B, C, b, s, acc, cols, first, carry):
-    """One state's contribution to acc[:, cols] (returns the scan's last column)."""
+def _tile(n):
+    return nl.ndarray((P, n), dtype=nl.float32, buffer=nl.sbuf)
+
+
+def _mamba_state(delta_i, u_i, a_i, B, C, b, s, acc, cols, carry):
+    """One state's contribution to acc[:, cols] (returns the scan's last column). Every step
+    writes a tile of its own, as the tutorial's kernels do, so a step that does not depend on
+    the state (delta * u, once delta and u are loaded outside the state loop) computes the
+    same value each state."""
     n = cols.stop - cols.start
-    b_i = nl.ndarray((P, n), dtype=B.dtype, buffer=nl.sbuf)
+    b_i = _tile(n)
     nisa.dma_copy(dst=b_i, src=B[b, s:s + 1, cols].broadcast(0, P))
-    c_i = nl.ndarray((P, n), dtype=C.dtype, buffer=nl.sbuf)
+    c_i = _tile(n)
     nisa.dma_copy(dst=c_i, src=C[b, s:s + 1, cols].broadcast(0, P))
-    dA = nl.ndarray((P, n), dtype=nl.float32, buffer=nl.sbuf)
+    dA = _tile(n)
     nisa.activation(dst=dA, op=nl.exp, data=delta_i[:, cols], scale=a_i)
-    dBu = nl.ndarray((P, n), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.tensor_tensor(dst=dBu, data1=delta_i[:, cols], data2=u_i[:, cols], op=nl.multiply)
-    nisa.tensor_tensor(dst=dBu, data1=dBu, data2=b_i, op=nl.multiply)
-    h = nl.ndarray((P, n), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.tensor_tensor_scan(dst=h, data0=dA, data1=dBu, initial=0.0 if carry is None else carry,
+    du = _tile(n)
+    nisa.tensor_tensor(dst=du, data1=delta_i[:, cols], data2=u_i[:, cols], op=nl.multiply)
+    dbu = _tile(n)
+    nisa.tensor_tensor(dst=dbu, data1=du, data2=b_i, op=nl.multiply)
+    h = _tile(n)
+    nisa.tensor_tensor_scan(dst=h, data0=dA, data1=dbu, initial=0.0 if carry is None else carry,
                             op0=nl.multiply, op1=nl.add)
-    nisa.tensor_tensor(dst=dBu, data1=h, data2=c_i, op=nl.multiply)
-    if first:
-        nisa.tensor_copy(dst=acc[:, cols], src=dBu)
-    else:
-        nisa.tensor_tensor(dst=acc[:, cols], data1=acc[:, cols], data2=dBu, op=nl.add)
+    hc = _tile(n)
+    nisa.tensor_tensor(dst=hc, data1=h, data2=c_i, op=nl.multiply)
+    nisa.tensor_tensor(dst=acc[:, cols], data1=acc[:, cols], data2=hc, op=nl.add)
     return h[:, n - 1:n]
 
 
@@ -50,34 +57,46 @@ def _load(src, b, c0, cols):
     return t
 
 
+def _zeros(n):
+    acc = _tile(n)
+    nisa.memset(dst=acc, value=0.0)
+    return acc
+
+
 @nki.jit
 def mamba_v1(delta, u, A, B, C):
+    """The tutorial's first kernel: states outside, channel tiles inside, so delta and u are
+    loaded again for every (state, channel tile); one accumulator per channel tile."""
     batch, channels, seq = delta.shape
     out = nl.ndarray(delta.shape, dtype=delta.dtype, buffer=nl.shared_hbm)
     full = slice(0, seq)
+    tiles = channels // P
     for b in range(batch):
-        for ct in range(channels // P):
-            c0 = ct * P
-            acc = nl.ndarray((P, seq), dtype=nl.float32, buffer=nl.sbuf)
-            for s in range(A.shape[1]):
-                d_i, u_i = _load(delta, b, c0, full), _load(u, b, c0, full)  # per state
-                _mamba_state(d_i, u_i, _load_a(A, c0, s), B, C, b, s, acc, full, s == 0, None)
-            nisa.dma_copy(dst=out[b, c0:c0 + P, :], src=acc)
+        accs = [_zeros(seq) for _ in range(tiles)]
+        for s in range(A.shape[1]):
+            for ct in range(tiles):
+                c0 = ct * P
+                d_i, u_i = _load(delta, b, c0, full), _load(u, b, c0, full)
+                _mamba_state(d_i, u_i, _load_a(A, c0, s), B, C, b, s, accs[ct], full, None)
+        for ct in range(tiles):
+            nisa.dma_copy(dst=out[b, ct * P:(ct + 1) * P, :], src=accs[ct])
     return out
 
 
 @nki.jit
 def mamba_v2(delta, u, A, B, C):
+    """Loops reordered (channel tiles outside, states inside) and the loads of delta and u
+    hoisted out of the state loop."""
     batch, channels, seq = delta.shape
     out = nl.ndarray(delta.shape, dtype=delta.dtype, buffer=nl.shared_hbm)
     full = slice(0, seq)
     for b in range(batch):
         for ct in range(channels // P):
             c0 = ct * P
+            acc = _zeros(seq)
             d_i, u_i = _load(delta, b, c0, full), _load(u, b, c0, full)  # once per tile
-            acc = nl.ndarray((P, seq), dtype=nl.float32, buffer=nl.sbuf)
             for s in range(A.shape[1]):
-                _mamba_state(d_i, u_i, _load_a(A, c0, s), B, C, b, s, acc, full, s == 0, None)
+                _mamba_state(d_i, u_i, _load_a(A, c0, s), B, C, b, s, acc, full, None)
             nisa.dma_copy(dst=out[b, c0:c0 + P, :], src=acc)
     return out
 
@@ -93,14 +112,14 @@ def mamba_v3(delta, u, A, B, C):
     for b in range(batch):
         for ct in range(channels // P):
             c0 = ct * P
+            acc = _zeros(seq)
             d_i, u_i = _load(delta, b, c0, full), _load(u, b, c0, full)
-            acc = nl.ndarray((P, seq), dtype=nl.float32, buffer=nl.sbuf)
             for s in range(A.shape[1]):
                 a_i = _load_a(A, c0, s)
                 carry = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
                 for t in range(seq // tile):
                     cols = slice(t * tile, (t + 1) * tile)
-                    last = _mamba_state(d_i, u_i, a_i, B, C, b, s, acc, cols, s == 0,
+                    last = _mamba_state(d_i, u_i, a_i, B, C, b, s, acc, cols,
                                         None if t == 0 else carry)
                     nisa.tensor_copy(dst=carry, src=last)
             nisa.dma_copy(dst=out[b, c0:c0 + P, :], src=acc)

@@ -12,7 +12,9 @@ Sources (AWS Neuron documentation, https://awsdocs-neuron.readthedocs-hosted.com
           is spread over up to 16 engines by its partitions; one engine moved 32 KiB
           HBM->SBUF in 1416 ns on trn2 (= 23.1 B/ns, the sustained figure).
 [ARCH2]   nki/guides/architecture/trainium_inferentia2_arch.html — clocks; HBM 820 GB/s per
-          Trn1 device of 2 NeuronCores (410 GB/s per core).
+          Trn1 device of 2 NeuronCores (410 GB/s per core); Vector engine "Performance
+          Consideration": back-to-back instructions that each depend on the previous one's
+          output add a static instruction overhead of 100 engine cycles.
 [ARCH3]   nki/guides/architecture/trainium2_arch.html — each DGE-based DMA instruction takes
           ~600 ns; HBM 2.9 TB/s per device of 8 NeuronCores (~362 GB/s per core).
 [ARCH4]   nki/guides/architecture/trainium3_arch.html — HBM 4.7 TB/s per device of 8 cores
@@ -38,7 +40,9 @@ Readings (where the pages give no number, what nkirun assumes):
 * The dependent-instruction interval is split into the instruction's own MIN_II (64
   cycles) and a read-after-write commit/semaphore latency of the remaining 200 ScalarE
   cycles = 143 ns; nkirun adds it when an instruction reads what a compute instruction wrote.
-  NC-v3/v4 values are not published: the same nanoseconds are assumed.
+  NC-v3/v4 values are not published: the same nanoseconds are assumed. A Vector reader
+  waits the architecture guide's own Vector figure instead, 100 Vector cycles (89 ns on
+  NC-v2), the same cycles assumed on NC-v3/v4.
 * DGE: a dma with dge_mode hwdge or swdge first spends `dge_ns` on the engine that builds its
   descriptors (hwdge: its `engine=`, default sync; swdge: gpsimd). NC-v4: v3's value assumed.
 """
@@ -58,6 +62,10 @@ class CostTable:
     hbm_bytes_per_ns: float  # HBM bandwidth one NeuronCore can use [ARCH2/3/4]
     dge_ns: float  # descriptor generation per DGE-based DMA instruction [ARCH3]
     raw_latency_ns: float  # write -> dependent read between compute instructions [PERF]
+    # the Vector engine's "static instruction overhead" for an instruction that depends on
+    # the output of the previous one, in Vector cycles (replaces raw_latency_ns for a Vector
+    # reader) [ARCH2 "Vector Engine: Performance Consideration"]
+    vector_dependent_cycles: int
     mm_init_cycles: int  # TensorE instruction turnaround MM_INIT_LATENCY [PERF]
     fp32_matmul_passes: int  # fp32 matmul: 4 passes (92 vs 23 TFLOPS on v2) [ARCH2][ARCH3]
     # fp8 double-row: moving elements per PE cycle ([K, 2, N] streams in N cycles): v3's
@@ -70,7 +78,7 @@ _V2 = CostTable(
     dma_engines=16, dma_partitions_per_engine=8, dma_engine_bytes_per_ns=17.0,
     dma_latency_ns=1300.0, dma_descriptor_bytes=360, dma_min_element_bytes=4,
     hbm_bytes_per_ns=410.0, dge_ns=600.0,
-    raw_latency_ns=(264 - 64) / 1.4, mm_init_cycles=64, fp32_matmul_passes=4,
+    raw_latency_ns=(264 - 64) / 1.4, vector_dependent_cycles=100, mm_init_cycles=64, fp32_matmul_passes=4,
     fp8_rows_factor=1,  # NC-v2 has no double-row mode (refused by E484)
     sources=("DMA-BW: 17 B/ns x 16 engines, ~1300 ns", "DMA-OV: 8 partitions per engine",
              "ARCH2: 820 GB/s per 2-core device", "PERF: 189 ns = 264 ScalarE cycles",
@@ -79,7 +87,7 @@ _V3 = CostTable(
     dma_engines=16, dma_partitions_per_engine=8, dma_engine_bytes_per_ns=23.0,
     dma_latency_ns=1300.0, dma_descriptor_bytes=360, dma_min_element_bytes=1,
     hbm_bytes_per_ns=362.0, dge_ns=600.0,
-    raw_latency_ns=(264 - 64) / 1.4, mm_init_cycles=64, fp32_matmul_passes=4,
+    raw_latency_ns=(264 - 64) / 1.4, vector_dependent_cycles=100, mm_init_cycles=64, fp32_matmul_passes=4,
     fp8_rows_factor=2,
     sources=("DMA-BW: 23 B/ns x 16 engines", "DMA-OV: 1416 ns for 32 KiB on one engine",
              "ARCH3: 2.9 TB/s per 8-core device; DGE ~600 ns; FP8 4x128 rows",
@@ -88,7 +96,7 @@ _V4 = CostTable(
     dma_engines=16, dma_partitions_per_engine=8, dma_engine_bytes_per_ns=33.0,
     dma_latency_ns=1300.0, dma_descriptor_bytes=360, dma_min_element_bytes=1,
     hbm_bytes_per_ns=590.0, dge_ns=600.0,
-    raw_latency_ns=(264 - 64) / 1.4, mm_init_cycles=64, fp32_matmul_passes=4,
+    raw_latency_ns=(264 - 64) / 1.4, vector_dependent_cycles=100, mm_init_cycles=64, fp32_matmul_passes=4,
     fp8_rows_factor=2,
     sources=("DMA-BW: 33 B/ns x 16 engines", "ARCH4: 4.7 TB/s per 8-core device",
              "ARCH3 (assumed for v4): DGE ~600 ns", "PERF (NC-v2 value assumed)"))

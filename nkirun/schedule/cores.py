@@ -46,11 +46,11 @@ def _ready(s, b, core_of) -> tuple:
         data = b.tile("data") if b.op == "core_barrier" else None
         if data is not None:  # a fence on `data`: after this core's accesses to it, before
             fence = ((data.decl.name, data.box),)  # its later ones (isa/core_barrier.py)
-            c = s.costed[ckey] = (c[0], fence, fence, c[3], c[4] + (data.decl.name,))
+            c = s.costed[ckey] = (c[0], fence, fence, c[3], c[4] + (data.decl.name,), *c[5:])
     if b.op == "core_barrier":  # after this core's accesses to `data` (the other core's
         ready, dep, kind, tensor = _own_accesses(s, c[1][0], b.inst.core, core_of)  # wait
     else:                                                        # is the pair's own)
-        ready, dep, kind, tensor = s.data_ready(c[1], c[2], b.engine != "dma")
+        ready, dep, kind, tensor = s.data_ready(c[1], c[2], s.latency_factor.get(b.engine, 1.0))
     # a DMA half books its engines when placed (schedule/dma.py); an engine waits in order
     free, blocker = (0.0, None) if b.engine == "dma" else s.compute_resource(b.engine, c[3])
     start, dep, kind, tensor = earliest_start(ready, dep, kind, tensor, free, blocker)
@@ -82,7 +82,7 @@ def _place_pair(per_core, pair, core_of) -> None:
         if ready_at < start:  # this core arrived first: it waited for the other core, whose
             dep, kind, tensor = late[1], why, None  # start the end of late[1] set
         end, queues, label, busy, lat = _run_half(s, b, c, start)
-        cycles, reads, writes, _, names = c
+        cycles, reads, writes, _, names = c[:5]
         s.record_accesses(reads, writes, end, b.index, lat)
         s.sched.slots.append(Slot(b.index, b.spec.name, b.engine, label, queues, cycles,
                                   start, end, b.spec.cost_formula, b.spec.cost_assumed, kind,

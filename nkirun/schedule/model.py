@@ -29,6 +29,8 @@ FALLBACK_CLOCK_GHZ = 1.0
 READY, RAW, WAR, WAW, ENGINE, QUEUE = "ready", "data", "war", "waw", "engine", "dma_queue"
 # Two-core programs: waiting for the other core at a core_barrier / sendrecv (schedule/cores.py).
 BARRIER, SENDRECV = "core_barrier", "sendrecv"
+# An instruction that computes again what an earlier one computed: elided (schedule/recompute.py).
+RECOMPUTE = "recompute"
 
 
 @dataclass(slots=True)
@@ -76,6 +78,9 @@ class Slot:
             return f"engine busy ({self.engine}: instruction {k})"
         if self.wait_kind == QUEUE:
             return f"DMA queue busy (instruction {k})"
+        if self.wait_kind == RECOMPUTE:
+            return (f"recomputes instruction {k}'s value from unchanged inputs: elided, as the "
+                    "compiler's common-subexpression elimination does")
         if self.wait_kind in (BARRIER, SENDRECV):
             return f"core {1 - self.core} reaching its {self.wait_kind} (after instruction {k})"
         return "ready at start"

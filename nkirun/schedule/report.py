@@ -138,7 +138,8 @@ def _short(x) -> str:
             m.WAW: f"WAW: #{k} writes {t}", m.ENGINE: f"engine busy (#{k})",
             m.QUEUE: f"DMA queues busy (#{k})",
             m.BARRIER: f"core {1 - x.core} barrier (after #{k})",
-            m.SENDRECV: f"core {1 - x.core} sendrecv (after #{k})"}.get(x.wait_kind, "ready at start")
+            m.SENDRECV: f"core {1 - x.core} sendrecv (after #{k})",
+            m.RECOMPUTE: f"elided: recomputes #{k}"}.get(x.wait_kind, "ready at start")
 
 
 def render_report(s: Schedule, stream=None, width: int | None = None,

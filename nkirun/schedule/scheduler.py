@@ -6,7 +6,9 @@ from nkirun.hw.targets import TARGETS, Target
 from nkirun.isa.common import dma_cycles
 from nkirun.schedule import dma
 from nkirun.ir import Program
-from nkirun.schedule.model import ENGINE, QUEUE, RAW, READY, WAR, WAW, Schedule, Slot, queue_label
+from nkirun.schedule.model import (ENGINE, QUEUE, RAW, READY, RECOMPUTE, WAR, WAW, Schedule,
+                                   Slot, queue_label)
+from nkirun.schedule import recompute
 from nkirun.schedule.overlap import contains, overlaps
 
 
@@ -79,8 +81,9 @@ def _pe_cells(b) -> tuple[int, ...] | None:
 
 def _costed(b, target: Target) -> tuple:
     """What the scheduler needs of a bound instruction, a function of its operands, engine
-    and the target only: (cycles, reads, writes, DMA plan or PE cells, tensors touched),
-    reads and writes as (tensor name, box)."""
+    and the target only: (cycles, reads, writes, DMA plan or PE cells, tensors touched,
+    value key (recompute.py), tensors read, tensors written), reads and writes as (tensor
+    name, box)."""
     acc = b.accesses()
     reads = tuple((r.decl.name, r.box) for _, r in acc.reads)
     writes = tuple((r.decl.name, r.box) for _, r in acc.writes)
@@ -91,7 +94,10 @@ def _costed(b, target: Target) -> tuple:
         extra = _pe_cells(b) if b.engine == "tensor" else None
         cycles = b.spec.cycles(b, target)
     names = tuple(dict.fromkeys(n for n, _ in reads + writes))
-    return int(cycles), reads, writes, extra, names
+    read_names = tuple(dict.fromkeys(n for n, _ in reads))
+    write_names = tuple(dict.fromkeys(n for n, _ in writes))
+    return (int(cycles), reads, writes, extra, names, recompute.fast_key(b, reads), read_names,
+            write_names)
 
 
 def earliest_start(ready, dep, kind, tensor, free, blocker) -> tuple:
@@ -109,7 +115,14 @@ class _Scheduler:
 
     def __init__(self, program: Program, target: Target):
         self.target = target
-        self.raw_latency = cost_table(target).raw_latency_ns
+        table = cost_table(target)
+        self.raw_latency = table.raw_latency_ns
+        # a reader's share of the commit latency a compute write carries (the Vector engine's
+        # documented dependent-instruction overhead is shorter than the measured ScalarE one)
+        vector_clock = target.clock("vector")
+        self.latency_factor = {"dma": 0.0} if not vector_clock else {
+            "dma": 0.0,
+            "vector": min(1.0, table.vector_dependent_cycles / vector_clock / self.raw_latency)}
         self.sched = Schedule(program, target)
         self.clocks: dict[str, float] = {}
         self.engine_free: dict[str, tuple[float, int | None]] = {}
@@ -123,6 +136,8 @@ class _Scheduler:
         # compared once.
         self.costed: dict[tuple, tuple] = {}
         self.overlap_memo: dict[tuple[int, int], bool] = {}
+        self.values = recompute.Recomputes() if recompute.applies(program) else None
+        self.key_ids: dict[tuple, int] = {}
 
     def overlap(self, a, b) -> bool:
         key = (id(a), id(b))
@@ -131,11 +146,12 @@ class _Scheduler:
             hit = self.overlap_memo[key] = overlaps(a, b)
         return hit
 
-    def data_ready(self, reads, writes, compute: bool) -> tuple:
+    def data_ready(self, reads, writes, compute: float) -> tuple:
         """(time, instruction, kind, tensor) of the latest-ending earlier access that
         conflicts: a write under a read (RAW; a compute reader of a compute write also waits
-        the commit latency), a write or a read under a write (WAW, WAR). A map is scanned
-        only if its upper bound of ends could beat what was found."""
+        `compute` times the commit latency: 0 for DMA, see latency_factor), a write or a read
+        under a write (WAW, WAR). A map is scanned only if its upper bound of ends could beat
+        what was found."""
         ready, dep, kind, dep_tensor = 0.0, None, READY, None
         tensors, overlap = self.tensors, self.overlap
         for name, box in reads:
@@ -143,7 +159,7 @@ class _Scheduler:
             if st is not None and st.write_end > ready:
                 for wbox, (end, k, lat) in st.writes.items():
                     if compute:
-                        end += lat
+                        end += lat * compute
                     if end > ready and (wbox is box or overlap(wbox, box)):
                         ready, dep, kind, dep_tensor = end, k, RAW, name
         for name, box in writes:
@@ -184,11 +200,26 @@ class _Scheduler:
         ckey = (b.args, engine)
         c = self.costed.get(ckey)
         if c is None:
-            c = self.costed[ckey] = _costed(b, self.target)
-        cycles, reads, writes, extra, names = c
+            c = _costed(b, self.target)
+            if c[5] is not None:  # the value key as a small int: hashed once
+                c = (*c[:5], self.key_ids.setdefault(c[5], len(self.key_ids)), *c[6:])
+            self.costed[ckey] = c
+        cycles, reads, writes, extra, names, key, read_names, write_names = c
         is_dma = engine == "dma"
-        ready, dep, kind, dep_tensor = self.data_ready(reads, writes, not is_dma)
-        if is_dma:
+        ready, dep, kind, dep_tensor = self.data_ready(reads, writes,
+                                                       self.latency_factor.get(engine, 1.0))
+        values, same = self.values, None
+        if values is not None:
+            if key is not None:
+                same, rv = values.lookup(key, read_names)
+            else:
+                values.wrote(write_names)
+        if same is not None:  # its value exists: no engine time (recompute.py)
+            start = max(ready, same[1])
+            end, cycles, dep, kind, dep_tensor = start, 0, same[0], RECOMPUTE, None
+            queues, label, busy, lat = (), engine, 0.0, self.raw_latency
+            values.wrote(write_names)
+        elif is_dma:
             start, end, dep, kind, dep_tensor, queues, label, busy = self.place_dma(
                 b, extra, ready, dep, kind, dep_tensor)
             lat = 0.0
@@ -201,6 +232,8 @@ class _Scheduler:
             end = start + cycles / clock
             self.occupy(engine, extra, end, index)
             queues, label, busy, lat = (), self.pe_label(engine, extra), 0.0, self.raw_latency
+            if key is not None and values is not None:
+                values.store(key, rv, write_names, index, end)
         self.record_accesses(reads, writes, end, index, lat)
         spec = b.spec
         self.sched.slots.append(Slot(index, spec.name, engine, label, queues, cycles, start, end,
