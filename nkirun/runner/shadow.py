@@ -38,14 +38,11 @@ from nkirun.diagnostics import NkirunError, warning
 from nkirun.hw import dtypes as dt
 from nkirun.runner.machine import Machine, select_into
 from nkirun.runner.streamed import last_streamed
+from nkirun.runner.shadow_bits import as_f32, rounded_f32, rounds_on_bits, stored
 from nkirun.runner.shadow_metrics import (
-    BF16,
     Row,
     WriteStats,
-    as_f32,
     compare,
-    rounded_f32,
-    stored,
 )
 from nkirun.source.operands import Resolved
 
@@ -84,19 +81,24 @@ class ShadowMachine(Machine):
         self.keep_dtype = keep_dtype
         self.shadowed: set[str] = set()
         # per store of the current instruction: (Resolved, the values stored here, the
-        # probe: what the real dtypes would keep of them, mask, whether the store rounds)
+        # probe: what the real dtypes would keep of them, mask, whether the store rounds,
+        # whether the probe is the stored float32 values rounded to bfloat16)
         self.records: list = []
         self.probing = True  # False while the real run's inputs equal the shadow's
+        self.fast = True  # False: no shortcuts of Shadow.fast (for the tests)
 
     def enter(self, name: str) -> None:
-        """Bring tensor `name` in from the real machine (first use)."""
+        """Bring tensor `name` in from the real machine (first use). Storage nothing has
+        written yet (a kernel's fresh tile) brings no values: an element is read only
+        after a write, or the real run stops at E090."""
         src = self.real.buffers[name]
+        w = self.real.written.get(name)
+        blank = self.fast and w is not None and not w.any()
         if name not in self.keep_dtype and _is_float_storage(src):
-            # (bfloat16 by moving its bits: a fresh array, far faster than ml_dtypes' cast)
-            self.buffers[name] = as_f32(src) if src.dtype == BF16 else src.astype(F32)
+            self.buffers[name] = np.empty(src.shape, F32) if blank else src.astype(F32)
             self.shadowed.add(name)
         else:
-            self.buffers[name] = src.copy()
+            self.buffers[name] = np.empty_like(src) if blank else src.copy()
 
     def view(self, r: Resolved) -> np.ndarray:
         name = r.decl.name
@@ -132,7 +134,7 @@ class ShadowMachine(Machine):
         if r.decl.name not in self.shadowed:
             super().write(r, v, out_dtype, mask)
             stored = self.view(r)
-            self.records.append((r, stored, stored, mask, True))
+            self.records.append((r, stored, stored, mask, True, False))
             return
         rounds = r.dtype.name != "float32" or (out_dtype is not None
                                                and out_dtype.name != "float32")
@@ -150,7 +152,9 @@ class ShadowMachine(Machine):
         if r.ap is not None and r.ap.indirect is not None:
             self._scatter(r, dst, mask)
         self.records.append((r, v32, v32 if probe is None else probe, mask,
-                             rounds or v.dtype.kind != "f"))
+                             rounds or v.dtype.kind != "f",
+                             self.fast and probe is not None
+                             and rounds_on_bits(v, out_dtype, r.dtype)))
 
     def write_select(self, r, cond, on_true, on_false, out_dtype=None, mask=None, regular=None):
         out = np.empty(np.broadcast_shapes(cond.shape, on_true.shape), on_true.dtype)
@@ -277,6 +281,11 @@ class Shadow:
     """Runs the shadow alongside interpret.execute (pass `step=shadow.step`) and collects
     one Row per instruction; `on_row(row)` is called as each one finishes (--trace)."""
 
+    # False: the plain way for every number (no ULPs from bits, every store's loss
+    # measured at the store, fresh storage entering with its values): the tests in
+    # tests/runner/test_shadow_bits.py check that both ways give one report
+    fast = True
+
     def __init__(self, bound, on_row=None):
         self.keep_dtype = reinterpreted(bound)
         self.rows: list[Row] = []
@@ -296,6 +305,7 @@ class Shadow:
         s = self.machine
         if s is None:
             s = self.machine = ShadowMachine(m, self.keep_dtype)
+            s.fast = self.fast
         for name in self._previous:  # a kernel frees storage after its last use
             if name not in m.buffers:
                 s.buffers.pop(name, None)
@@ -316,7 +326,7 @@ class Shadow:
             self._stop(b, e)
             b.spec.execute(b, m)
             return
-        stats = WriteStats(pool=self.pool)
+        stats = WriteStats(pool=self.pool, loss_deferred=exact and self.fast)
         b.spec.execute(b, Spy(m, stats))
         row = compare(b, m, s, s.records, stats, exact, self.dirty)
         self.rows.append(row)

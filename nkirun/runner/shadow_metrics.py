@@ -7,7 +7,8 @@ Readings (docs/shadow.md):
 - rel error = abs error / max(|shadow|, smallest normal of the output dtype) (1 for
   integers), so an exact zero does not divide by zero.
 - ULP error = abs error / the spacing of the output dtype at |shadow| (at least its
-  smallest subnormal step; 1 for integers): "how many representable steps apart".
+  smallest subnormal step, which is also what a NaN shadow gets: an error against it is
+  infinite, not NaN; 1 for integers): "how many representable steps apart".
 - The peak is the element with the largest abs error (the first one on ties), as tensor
   coordinates of the tensor the instruction wrote.
 - store error = the largest |stored - computed| of the real run's stores: what this
@@ -26,60 +27,9 @@ from dataclasses import dataclass, field
 import ml_dtypes
 import numpy as np
 
-from nkirun.hw import dtypes as dt
+from nkirun.runner.shadow_bits import BF16, as_f32, bf16_rounding_ulps
 
 FP8 = ("float8_e4m3", "float8_e5m2")
-
-
-def real_cast(v: np.ndarray, out_dtype, dst) -> np.ndarray:
-    """What Machine.write stores for `v`: cast to `dtype=` (when it differs), then to dst."""
-    if out_dtype is not None and out_dtype.np_type != dst.np_type:
-        v = dt.cast(v, out_dtype)
-    return dt.cast(v, dst)
-
-
-BF16 = np.dtype(ml_dtypes.bfloat16)
-
-
-def as_f32(a) -> np.ndarray:
-    """a as float32 values (bfloat16 by moving its bits: far faster than ml_dtypes' cast)."""
-    a = np.asarray(a)
-    if a.dtype == BF16:
-        wide = np.ascontiguousarray(a).view(np.uint16).astype(np.uint32)
-        np.left_shift(wide, 16, out=wide)
-        return wide.view(np.float32)
-    return a.astype(np.float32, copy=False)
-
-
-def rounded_f32(v: np.ndarray, out_dtype, dst) -> np.ndarray:
-    """real_cast(v, out_dtype, dst) as float32 values: the value the real run would store.
-    float32 -> bfloat16 is rounded to nearest even on the bits (as ml_dtypes does)."""
-    if v.dtype == np.float32 and dst.name == "bfloat16" and (
-            out_dtype is None or out_dtype.name in ("float32", "bfloat16")):
-        bits = np.ascontiguousarray(v).view(np.uint32)
-        out = np.right_shift(bits, np.uint32(16))  # (in place from here: one fresh array)
-        out &= np.uint32(1)
-        out += bits
-        out += np.uint32(0x7FFF)
-        out &= np.uint32(0xFFFF0000)
-        r = out.view(np.float32)
-        if np.isnan(v.max() if v.size else 0):  # NaN stays NaN (quiet), whatever its payload
-            nan = np.isnan(v)
-            out[nan] = (bits[nan] | np.uint32(0x00400000)) & np.uint32(0xFFFF0000)
-        return r.reshape(v.shape)
-    return as_f32(real_cast(v, out_dtype, dst))
-
-
-def stored(v: np.ndarray, out_dtype, dst) -> tuple[np.ndarray, np.ndarray | None]:
-    """(what Machine.write would store for v, the same as float32 values or None): the
-    common float32 -> bfloat16 store rounded on the bits (bit-identical to ml_dtypes' cast,
-    tests/runner/test_shadow.py, and much faster), others through real_cast."""
-    if v.dtype == np.float32 and dst.name == "bfloat16" and (
-            out_dtype is None or out_dtype.name in ("float32", "bfloat16")):
-        post32 = rounded_f32(v, out_dtype, dst)
-        post = (post32.view(np.uint32) >> np.uint32(16)).astype(np.uint16).view(BF16)
-        return post, post32
-    return real_cast(v, out_dtype, dst), None
 
 
 @dataclass
@@ -133,9 +83,12 @@ def scratch(pool: dict, n: int, dtype, k: int = 0) -> np.ndarray:
     return a[:n]
 
 
-def errors(xs: list, ref: np.ndarray, d, pool: dict | None = None) -> list[Err]:
+def errors(xs: list, ref: np.ndarray, d, pool: dict | None = None,
+           rounding: int | None = None) -> list[Err]:
     """abs/rel/ULP error of each x in xs against ref (same size), measured in dtype d (the
-    rel and ULP denominators, which depend on ref alone, computed once for all)."""
+    rel and ULP denominators, which depend on ref alone, computed once for all).
+    `rounding`: the index of an x that is ref (float32) rounded to bfloat16 by its store
+    (shadow_bits.rounds_on_bits): its ULP error is read from ref's bits, no division."""
     n = ref.size
     if n == 0:
         return [Err() for _ in xs]
@@ -146,20 +99,21 @@ def errors(xs: list, ref: np.ndarray, d, pool: dict | None = None) -> list[Err]:
         ref = ref.astype(wide)
     f, scales, out, pool = fmt(d), None, [], {} if pool is None else pool
     diff, work = scratch(pool, n, wide, 0), scratch(pool, n, wide, 1)
-    for x in xs:
-        top, at = _abs_errors(np.asarray(x).reshape(-1), ref, diff, wide)
+    for k, x in enumerate(xs):
+        top, at, clean = _abs_errors(np.asarray(x).reshape(-1), ref, diff, wide)
         if top == 0:
             out.append(Err(0.0, 0.0, 0.0, 0))
             continue
-        if scales is None:
-            scales = _scales(ref, f, wide, n, pool)
-        np.divide(diff, scales[0], out=work)
-        rel = float(work.max())
-        ulp = float(top)
-        if scales[1] is not None:
+        if k == rounding and clean:  # (all finite: ref neither NaN nor rounded to inf)
+            ulp = bf16_rounding_ulps(ref, scratch(pool, n, np.int32, 5))
+        elif (scales := scales or _scales(ref, f, wide, n, pool))[1] is not None:
             np.divide(diff, scales[1], out=work)
             ulp = float(work.max())
-        out.append(Err(float(top), rel, ulp, at))
+        else:
+            ulp = float(top)
+        scales = scales or _scales(ref, f, wide, n, pool)
+        np.divide(diff, scales[0], out=diff)  # (in place: diff's last use, one array fewer)
+        out.append(Err(float(top), float(diff.max()), ulp, at))
     return out
 
 
@@ -172,19 +126,21 @@ def plain_errors(xs: list, ref: np.ndarray, d) -> list[Err]:
     wide = np.dtype(np.float32 if d.is_float and d.packed == 1 else np.float64)
     ref, f, out = ref.astype(wide), fmt(d), []
     for x in xs:
-        top, at = _abs_errors(np.asarray(x).reshape(-1), ref, diff := np.empty_like(ref), wide)
+        top, at, _ = _abs_errors(np.asarray(x).reshape(-1), ref, diff := np.empty_like(ref),
+                                 wide)
         rel = diff / np.fmax(np.abs(ref), wide.type(f.tiny))
-        spacing = (ref.view(np.uint32) & np.uint32(0x7F800000)).view(np.float32) if \
-            f.nmant else None
-        ulp = (diff / np.maximum(spacing * np.float32(np.ldexp(1.0, -f.nmant)), np.float32(
-            f.step))).max() if f.nmant else top
+        # the spacing at |ref| (a NaN shadow's: the subnormal step), at least that step
+        spacing = np.fmax((np.fmax(np.abs(ref), f.tiny).view(np.uint32) & np.uint32(
+            0x7F800000)).view(np.float32) * np.float32(np.ldexp(1.0, -f.nmant)), f.step) \
+            if f.nmant else None
+        ulp = (diff / spacing).max() if f.nmant else top
         out.append(Err(float(top), float(rel.max()), float(ulp), at) if top else Err(at=0))
     return out
 
 
-def _abs_errors(x, ref, diff, wide) -> tuple[float, int]:
+def _abs_errors(x, ref, diff, wide) -> tuple[float, int, bool]:
     """diff = |x - ref| (equal values and NaN against NaN: 0; other NaN/inf: inf); its
-    maximum and where."""
+    maximum, where, and whether every difference was finite (no NaN or inf in x or ref)."""
     if x.dtype == BF16:
         x = as_f32(x)
     np.subtract(x, ref, out=diff, casting="unsafe")
@@ -198,12 +154,15 @@ def _abs_errors(x, ref, diff, wide) -> tuple[float, int]:
         diff[np.isnan(diff)] = np.inf
         at = int(np.argmax(diff))
         top = diff[at]
-    return top, at
+        return top, at, False
+    return top, at, True
 
 
 def _scales(ref, f: _Format, wide, n: int, pool: dict):
     """The rel denominator max(|ref|, tiny) and the ULP one (the dtype's spacing at |ref|:
-    the power of two of its exponent bits over 2^nmant, at least the subnormal step)."""
+    the power of two of its exponent bits over 2^nmant, at least the subnormal step). The
+    spacing is read from the rel denominator's bits: below tiny that is tiny, whose
+    exponent over 2^nmant is the subnormal step, so it needs no clamp of its own."""
     rel = scratch(pool, n, wide, 2)
     np.abs(ref, out=rel)
     if not rel.min() >= f.tiny:  # (a reduction costs a fraction of a written pass)
@@ -211,10 +170,8 @@ def _scales(ref, f: _Format, wide, n: int, pool: dict):
     if not f.nmant:
         return rel, None
     ulp = scratch(pool, n, np.float32, 3)
-    np.bitwise_and(ref.view(np.uint32), np.uint32(0x7F800000), out=ulp.view(np.uint32))
+    np.bitwise_and(rel.view(np.uint32), np.uint32(0x7F800000), out=ulp.view(np.uint32))
     np.multiply(ulp, np.float32(np.ldexp(1.0, -f.nmant)), out=ulp)
-    if not ulp.min() >= f.step:
-        np.maximum(ulp, np.float32(f.step), out=ulp)
     return rel, ulp
 
 
@@ -239,6 +196,11 @@ class WriteStats:
     nan_written: int = 0
     nan_read: int | None = None
     store_abs: float = 0.0  # the largest |stored - computed| (what the casts lost)
+    # True: the inputs agree with the shadow's, so a float32 store's loss is its carried
+    # error, which compare() measures anyway; `deferred` counts the stores left to it
+    loss_deferred: bool = False
+    deferred: dict = field(default_factory=dict)  # id(Resolved) -> (computed, stored)
+    seen: set = field(default_factory=set)  # id(Resolved)s stored to (rounding ones)
     real32: dict = field(default_factory=dict)  # id(Resolved) -> stored values, float32
     pool: dict = field(default_factory=dict)  # scratch arrays (the run's)
 
@@ -246,6 +208,7 @@ class WriteStats:
               post32: np.ndarray | None = None) -> None:
         """One store of values `pre` (as computed) kept as `post` (as stored) into r
         (`post32`: post as float32 values, when already known)."""
+        uncast = post is pre  # (real_cast returns its argument when there is no cast)
         if mask is not None:
             if mask.size != pre.size:
                 return self.count(r, pre, post, out_dtype, dst, None, post32)
@@ -260,25 +223,49 @@ class WriteStats:
                 self._nans(post32)
             return
         n = post32.size
-        lost = scratch(self.pool, n, np.float32, 2).reshape(post32.shape)
-        np.subtract(post32, pre, out=lost, casting="unsafe")
-        np.abs(lost, out=lost)
-        top = lost.max() if n else 0.0
-        if not np.isfinite(top):
+        lo, hi = (float(post32.min()), float(post32.max())) if n else (0.0, 0.0)
+        finite = np.isfinite(lo) and np.isfinite(hi)  # (min and max propagate a NaN)
+        if not finite:  # inf or NaN stored: count them
             self._nans(post32)
             self.overflow += int(np.count_nonzero(np.isinf(post32) & np.isfinite(pre)))
-            lost[(post32 == pre) | np.isnan(post32) & np.isnan(pre)] = 0
-            lost[np.isnan(lost)] = np.inf
-            top = lost.max()
-        self.store_abs = max(self.store_abs, float(top))
+        key = id(r)
+        again = key in self.seen  # a view stored twice: compare() cannot tell the stores
+        self.seen.add(key)  # apart, so each is measured here
+        if key in self.deferred:
+            self.store_abs = max(self.store_abs, self._lost(*self.deferred.pop(key)))
+        if uncast:  # the values stored are those computed: nothing lost, nothing new
+            return None  # (NaNs aside, counted above)
+        if self.loss_deferred and not again and pre.dtype == np.float32 and \
+                self.real32.get(key) is post32:
+            self.deferred[key] = (pre, post32)  # compare() measures it: the carried error
+        else:
+            self.store_abs = max(self.store_abs, self._lost(pre, post32))
         zeros_post = zeros(post32, self.pool)
         if zeros_post:  # a zero computed stays zero: the others underflowed
             self.underflow += int(zeros_post - zeros(pre, self.pool))
         fp8 = [t for t in (out_dtype, dst) if t is not None and t.name in FP8]
-        if fp8:
-            big = np.abs(pre) > float(ml_dtypes.finfo(fp8[0].np_type).max)
+        limit = float(ml_dtypes.finfo(fp8[0].np_type).max) if fp8 else 0.0
+        if fp8 and n and (not finite or max(-lo, hi) >= limit):  # (else |pre| <= limit:
+            big = np.abs(pre) > limit  # the cast is monotone and keeps the limit exactly)
             self.fp8_saturated += int(np.count_nonzero(big & np.isfinite(pre)))
         return None
+
+    def settle(self, keys) -> None:
+        """Measure the deferred losses of these stores (id(Resolved)s) at the store."""
+        for key in list(keys):
+            self.store_abs = max(self.store_abs, self._lost(*self.deferred.pop(key)))
+
+    def _lost(self, pre: np.ndarray, post32: np.ndarray) -> float:
+        """max |post32 - pre| (equal values and NaN against NaN: 0; others NaN/inf: inf)."""
+        lost = scratch(self.pool, post32.size, np.float32, 2).reshape(post32.shape)
+        np.subtract(post32, pre, out=lost, casting="unsafe")
+        np.abs(lost, out=lost)
+        top = lost.max() if lost.size else 0.0
+        if not np.isfinite(top):
+            lost[(post32 == pre) | np.isnan(post32) & np.isnan(pre)] = 0
+            lost[np.isnan(lost)] = np.inf
+            top = lost.max()
+        return float(top)
 
     def _nans(self, post32: np.ndarray) -> None:
         nan = int(np.count_nonzero(np.isnan(post32)))
@@ -356,11 +343,13 @@ def compare(b, m, s, records, stats: WriteStats, exact_inputs: bool = False,
     loc = b.loc()
     row = Row(b.index, b.op, b.engine, loc.file, loc.line, loc.column, Err(), Err())
     dirty = set() if dirty is None else dirty
-    for r, stored, probe, mask, rounds in records:
+    stats.settle(stats.deferred.keys() - {id(rec[0]) for rec in records})  # (zero-step dst)
+    for r, stored, probe, mask, rounds, rounding in records:
         if r.dtype.packed > 1:
             dirty.add(r.decl.name)
             continue  # x4-packed MX data: not compared (its elements are not numbers)
-        if exact_inputs and (not rounds or stats.store_abs == 0 and r.decl.name in s.shadowed):
+        lossless = stats.store_abs == 0 and id(r) not in stats.deferred
+        if exact_inputs and (not rounds or lossless and r.decl.name in s.shadowed):
             # same inputs, and nothing rounded (or the real stores lost nothing): exact
             row.carried, row.added = merged(row.carried, Err(at=0)), merged(row.added, Err(at=0))
             if mask is None and r.is_whole:
@@ -373,8 +362,10 @@ def compare(b, m, s, records, stats: WriteStats, exact_inputs: bool = False,
         added_too = rounds and not exact_inputs
         both = errors([_picked(real, sel)] + ([_picked(probe, sel, r.shape)] if added_too
                                                else []), _picked(shadow, sel), r.dtype,
-                      stats.pool)
+                      stats.pool, 1 if added_too and rounding else None)
         c = both[0]
+        if stats.deferred.pop(id(r), None) is not None:  # (exact inputs: its loss is c)
+            stats.store_abs = max(stats.store_abs, c.abs)
         a = both[1] if added_too else Err(c.abs, c.rel, c.ulp, c.at) if exact_inputs \
             else Err(at=0)
         if c.abs > 0:
@@ -393,6 +384,7 @@ def compare(b, m, s, records, stats: WriteStats, exact_inputs: bool = False,
             row.tensor, row.index, row.dtype = r.decl.name, coords(r, k, m), r.dtype.name
             row.value = float(np.asarray(real).reshape(-1)[k])
             row.shadow = float(shadow.reshape(-1)[k])
+    stats.settle(stats.deferred.keys())  # (a record not compared: packed MX data)
     row.overflow, row.underflow = stats.overflow, stats.underflow
     row.nan_born, row.fp8_saturated = stats.nan_born, stats.fp8_saturated
     row.store_abs = stats.store_abs
