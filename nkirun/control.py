@@ -64,9 +64,11 @@ class Walk:
         self.trips: dict[str, list[int]] = {lp.name: [] for lp in program.loops}
         self.tree = loop_tree(program.loops)
 
-    def indices(self, count: int):
-        """Instruction indices 0..count-1 in execution order."""
-        yield from self._span(0, count, self.tree)
+    def indices(self, count: int, first: int = 0, core: int | None = None):
+        """Instruction indices first..count-1 in execution order (a two-core program walks
+        each core's span of indices with its own loops (`core`), on its own registers)."""
+        tree = self.tree if core is None else [n for n in self.tree if n[0].core == core]
+        yield from self._span(first, count, tree)
 
     def _span(self, lo: int, hi: int, children):
         i = lo
@@ -143,4 +145,6 @@ def summary(program: Program, trips: dict, source: dict) -> list[dict]:
         rows.append({"name": lp.name, "kind": lp.kind, "line": lp.loc.line,
                      "entries": len(counts), "iterations": sum(counts),
                      "trips": source.get(lp.name, "static")})
+        if program.cores > 1:  # (each core walks its own loops)
+            rows[-1]["core"] = lp.core
     return rows

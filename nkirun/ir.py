@@ -117,6 +117,7 @@ class Loop:
     cond: str | None = None
     next: str | None = None
     named: bool = False  # the source gave `name` (written back by convert)
+    core: int = 0  # a two-core program: the core whose stream holds the loop
     loc: Loc = field(default_factory=Loc, compare=False)
     key_locs: dict = field(default_factory=dict, compare=False)
 

@@ -30,10 +30,9 @@ WRITES = frozenset({"register_alloc", "register_move", "register_load"})
 
 
 def check_control(program: Program, bound) -> list:
-    if program.cores > 1:  # each core would need its own registers and loop walk
-        where = program.loops[0].loc if program.loops else bound[0].loc() if bound else None
-        return [error("E652", "registers and runtime loops in a two-core program are not "
-                      "supported yet", where, hint="run the core's loop in a one-core program")]
+    if program.cores > 1:  # each core has its own registers and walks its own loops
+        return [d for one_core, its_bound in _per_core(program, bound)
+                for d in check_control(one_core, its_bound)]
     regs = declared(program)
     out = []
     for name, (_, loc) in regs.items():
@@ -53,6 +52,16 @@ def check_control(program: Program, bound) -> list:
     for lp in program.loops:
         out.extend(_loop(program, lp, regs, writes))
     return out
+
+
+def _per_core(program: Program, bound):
+    """Per core: the program with only that core's instructions and loops, its bound."""
+    from dataclasses import replace
+    for core in range(program.cores):
+        mine = [b for b in bound if b.inst.core == core]
+        loops = tuple(lp for lp in program.loops if lp.core == core)
+        insts = tuple(i for i in program.instructions if i.core == core)
+        yield replace(program, cores=1, instructions=insts, loops=loops), mine
 
 
 def _declared_before(name: str, index: int, loc, what: str, regs: dict, program: Program):

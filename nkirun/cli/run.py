@@ -226,7 +226,8 @@ def _execute(c, inputs, trace, dump_dir, dump_after, uninitialized, shadow=False
 def _print_warnings(c, m, shadow=None) -> list:
     """Prints the check's and the run's warnings (each once) to stderr; returns them."""
     from nkirun.show.render import print_diagnostics
-    warnings = [d for d in c.diagnostics if not d.is_error]
+    from nkirun.runner.cores import harmless  # (less the W630s the run showed harmless)
+    warnings = harmless([d for d in c.diagnostics if not d.is_error], m)
     seen = {(d.code, d.loc) for d in warnings}  # e.g. W052 found by check and at run time
     warnings += [w for w in m.warnings if (w.code, w.loc) not in seen]
     warnings += shadow.warnings if shadow is not None else []

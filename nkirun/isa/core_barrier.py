@@ -10,7 +10,8 @@ generated/nki.isa.core_barrier.html):
 
 Readings:
 * The k-th core_barrier of one core meets the k-th of the other (a barrier never met is a
-  deadlock, E635). It orders every access before it on both cores before every access after
+  deadlock, E635; at run time, inside runtime loops, E642). The k-th is the k-th to run.
+  Unlike a sendrecv, the barrier stops its core's stream until the other core arrives. It orders every access before it on both cores before every access after
   it: the race check (checker/cores.py) and the run order rely on that. The values of `data`
   are not changed.
 * `data` is not read or written (no dataflow or race on it), but in the cost model the
@@ -25,7 +26,7 @@ Readings:
 from __future__ import annotations
 
 from nkirun.isa.common import is_nc_v2
-from nkirun.isa.spec import ENUM, INT_LIST, TILE, Bound, InstructionDef, Param
+from nkirun.isa.spec import ENUM, INT_LIST, TILE, Bound, InstructionDef, Meeting, Param
 
 ENGINES = ("gpsimd", "vector", "scalar", "tensor", "sync")
 
@@ -38,6 +39,17 @@ def check(b: Bound):
     if tuple(b["cores"]) != (0, 1):
         yield b.err("E637", f"cores is {list(b['cores'])}; only (0, 1) is supported",
                     "cores", hint="cores: [0, 1]")
+
+
+def two_core_rules(b: Bound):
+    data = b.tile("data")
+    if data is not None and data.decl.core is not None:
+        yield b.err("E634", f"data `{data.decl.name}` is core {data.decl.core}'s private HBM; "
+                    "a barrier synchronises on shared HBM", "data")
+
+
+MEETING = Meeting(key=lambda b: ("core_barrier",), blocks_core=True, rules=two_core_rules,
+                  fence="data", wait_words="barrier")
 
 
 def engine_of(b: Bound) -> str:
@@ -73,6 +85,7 @@ SPEC = InstructionDef(
     check=check,
     engine_of=engine_of,
     not_accessed=("data",),
+    meeting=MEETING,
     cost_assumed=True,
     constraints=("E632 needs trn2/trn3 (LNC2)", "E637 cores must be [0, 1]",
                  "E634 only in a two-core program; data in shared HBM",

@@ -11,14 +11,30 @@ generated/nki.isa.sendrecv.html):
 * `dma_engine`: `dma` (the shared DMA engines, the default) or `gpsimd_dma` (GpSimd's own DMA,
   at most 1024 bytes per partition for 32-bit dtypes, 512 for 16-bit, 256 for 8-bit).
 
-Readings (the page is silent; see also checker/cores.py and runner/cores.py):
+Readings (the page is silent; the meeting-point facts are MEETING below, which the
+two-core passes checker/cores.py, runner/cores.py and schedule/cores.py apply):
 * Matching: the k-th sendrecv of pipe p on one core pairs with the k-th sendrecv of pipe p on
   the core it sends to; that one must receive from the first (E636). Sending to its own rank
-  is a local copy (dst = src) that waits for no one.
+  is a local copy (dst = src) that waits for no one. Inside runtime loops the k-th is the
+  k-th to run (occurrence), not the k-th in the file.
+* "Operations with the same pipe_id form a logical group where all operations in the group
+  must complete before any can proceed. Operations with different pipe_id values can
+  progress independently": a core that reaches a sendrecv before its partner does not stop.
+  It runs on; only its later instructions that touch this sendrecv's src or dst tensors
+  (the hardware's semaphores on the DMA's tiles) and its next sendrecv of the same pipe wait
+  for the transfer. So two cores may meet on two pipes in crossed orders (core 0: pipe 0
+  then pipe 1, core 1: pipe 1 then pipe 0) without deadlock, as long as nothing between
+  touches the pending transfer's tiles.
 * A matched pair completes as one step: both sources are read, then both destinations are
-  written (so src and dst may be the same tile, a swap). Each core's later instructions see
-  the received data; the pair orders every access before it on either core before every
-  access after it (as core_barrier does), which the race check relies on.
+  written (so src and dst may be the same tile, a swap). The transfer moves the whole tile
+  without computing on it: src elements that hold no data are not an error here (nki-library
+  sends fixed-size buffers only partly written, e.g. attention_tkg's 16-row max buffer
+  holding 4 rows); the dst elements they land in hold no data, and an instruction that
+  later reads one is E090 (runner/carried.py). Each core's later instructions see
+  the received data; the pair orders every access made before it on either core before
+  every access made after it completes (as core_barrier does), which the race check relies
+  on. A core that ran on past its pending sendrecv made those accesses before the pair
+  completed: they are concurrent with the partner's accesses before its side.
 * Cost: the transfer is a DMA of the tile's bytes (the dma_copy model) that starts once both
   cores have reached it; the core that arrives first waits (a "sendrecv" wait). gpsimd_dma
   runs on GpSimd with the same transfer time. The page gives no latency: assumed.
@@ -26,7 +42,7 @@ Readings (the page is silent; see also checker/cores.py and runner/cores.py):
 from __future__ import annotations
 
 from nkirun.isa.common import DMA_COST_FORMULA, dma_cycles, is_nc_v2
-from nkirun.isa.spec import ENUM, INT, TILE, Bound, InstructionDef, Param
+from nkirun.isa.spec import ENUM, INT, TILE, Bound, InstructionDef, Meeting, Param
 
 SBUF = frozenset({"sbuf"})
 GPSIMD_DMA_BYTES = {4: 1024, 2: 512, 1: 256}  # per partition, by dtype size
@@ -57,14 +73,59 @@ def check(b: Bound):
                         "dma_engine", hint="use dma_engine: dma, or send smaller tiles")
 
 
+def meeting_key(b: Bound):
+    """The pipe a transfer to the other core waits on; None for a copy to its own rank."""
+    return None if b["send_to_rank"] == b.inst.core else ("sendrecv", b["pipe_id"])
+
+
+def exchange(pair, m) -> None:
+    """Read what each side of a pair receives (the other's src; a send to its own rank: its
+    own src) into m.inbox, before either destination is written: the values, and which of
+    them hold data (a transfer carries unwritten elements as such: runner/carried.py)."""
+    from nkirun.runner.carried import defined
+    senders = pair if len(pair) == 1 else (pair[1], pair[0])
+    for b, sender in zip(pair, senders):
+        src = sender["src"]
+        m.inbox[b.index] = (m.view(src).copy(), defined(m, src))
+
+
+def pair_rules(sender: Bound, receiver: Bound) -> list:
+    """What `receiver`'s dst gets from `sender`'s src must fit: same dtype and shape."""
+    src, dst = sender.tile("src"), receiver.tile("dst")
+    if src is None or dst is None or (src.dtype == dst.dtype and src.shape == dst.shape):
+        return []
+    code = "E638" if src.dtype != dst.dtype else "E639"
+    return [receiver.err(code, f"dst ({dst.dtype.name} {list(dst.shape)}) receives core "
+                         f"{sender.inst.core}'s src ({src.dtype.name} {list(src.shape)}) at "
+                         f"instruction {sender.index} ({sender.op}) at {sender.loc()}; they "
+                         "must have the same dtype and shape", "dst")]
+
+
+def two_core_rules(b: Bound):
+    if b["send_to_rank"] != b["recv_from_rank"]:
+        yield b.err("E636", f"sends to core {b['send_to_rank']} but receives from core "
+                    f"{b['recv_from_rank']}; with two cores a transfer exchanges with one "
+                    "partner (or, to its own rank, copies locally)", "recv_from_rank",
+                    hint="give send_to_rank and recv_from_rank the same core")
+
+
+MEETING = Meeting(key=meeting_key, blocks_core=False, exchange=exchange,
+                  pair_rules=pair_rules, rules=two_core_rules, wait_words="sendrecv")
+
+
 def engine_of(b: Bound) -> str:
     return "gpsimd" if b.get("dma_engine") == "gpsimd_dma" else "dma"
 
 
 def execute(b: Bound, m) -> None:
-    """Writes the tile this core received (runner/cores.py reads the sender's src into
-    m.inbox first, for both cores of a pair, before either is written)."""
-    m.write(b["dst"], m.inbox.pop(b.index))
+    """Writes the tile this core received (`exchange` read the sender's src into m.inbox
+    first, for both cores of a pair, before either is written); elements the sender's src
+    held no data in hold none in dst."""
+    values, held = m.inbox.pop(b.index)
+    m.write(b["dst"], values, None, held)
+    if held is not None:
+        from nkirun.runner.carried import forget
+        forget(m, b["dst"], ~held)
 
 
 SPEC = InstructionDef(
@@ -88,15 +149,18 @@ SPEC = InstructionDef(
     semantics=(
         "Two-core programs only. Core c sends its src to the dst of core send_to_rank and "
         "receives the src of core recv_from_rank into its own dst. The k-th sendrecv of a "
-        "pipe_id on one core pairs with the k-th of that pipe on the partner; both sources "
-        "are read before either destination is written, and the pair orders everything "
-        "before it on both cores before everything after it. Same dtype and shape, SBUF "
-        "only; trn2/trn3."),
+        "pipe_id on one core pairs with the k-th of that pipe on the partner (inside runtime "
+        "loops: as they run); both sources are read before either destination is written, "
+        "and the pair orders everything before it on both cores before everything after "
+        "it completes. The core does not stop at it: only its later accesses to src/dst and its next "
+        "sendrecv of the pipe wait for the partner (pipes progress independently). Same "
+        "dtype and shape, SBUF only; trn2/trn3."),
     cost_formula=DMA_COST_FORMULA + ", starting when both cores have reached it",
     execute=execute,
     cycles=dma_cycles,
     check=check,
     engine_of=engine_of,
+    meeting=MEETING,
     cost_assumed=True,
     cost_note="no latency is documented; the dma_copy model of the tile's bytes is assumed, "
               "after both cores arrive",

@@ -56,6 +56,32 @@ ACCUMULATORS = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class Meeting:
+    """A meeting point of the two cores of an LNC2 program (sendrecv, core_barrier): how the
+    instruction pairs with one of the other core's. The passes (checker/cores.py,
+    runner/cores.py, schedule/cores.py, runner/shadow.py) know nothing more about it."""
+
+    # (Bound) -> what it waits for on the other core (the k-th arrival at a key on one core
+    # pairs with the k-th on the other), or None: it completes alone
+    key: Callable
+    # True: the core's whole stream waits for the partner (core_barrier); False: the core
+    # runs on, only its later accesses to this instruction's tensors and its next arrival
+    # at the same key wait (sendrecv: different pipes progress independently)
+    blocks_core: bool
+    # (pair of Bounds, machine) -> None, before the pair executes: what each side receives
+    # (pair: (first arrival, second arrival), or (b,) for one that completes alone)
+    exchange: Callable | None = None
+    # (one side, the other side) -> diagnostics about what they exchange (E638/E639)
+    pair_rules: Callable | None = None
+    # (Bound) -> diagnostics of the instruction in a two-core program (E634/E636)
+    rules: Callable | None = None
+    # a param named but not accessed that costing treats as a fence (core_barrier's data)
+    fence: str | None = None
+    # how a report names the wait: "core 1 <words> (after #k)"
+    wait_words: str = ""
+
+
 NAME_PARAM = Param("name", LABEL, doc="a label naming this instruction (NKI's name=) in "
                                        "traces, cost reports and messages; no effect on results")
 
@@ -105,6 +131,8 @@ class InstructionDef:
     # View params the instruction names but neither reads nor writes (core_barrier's
     # `data`: what the cores synchronise on): no dataflow, dependence or race on them.
     not_accessed: tuple[str, ...] = ()
+    # A meeting point of the two cores of an LNC2 program (Meeting above), or None.
+    meeting: Meeting | None = None
 
     def __post_init__(self) -> None:
         # NKI accepts `name=` on every instruction: the label goes into the IR (args["name"])

@@ -1,34 +1,45 @@
-"""Running a two-core (LNC2) program: both cores' streams in the order checker/cores.py
-computed (each core in program order; the cores meet at core_barrier and sendrecv).
+"""Running a two-core (LNC2) program: both cores' streams in the order checker/meet.py
+walks them (each core in program order; the cores meet at their meeting points, whose
+spec's `meeting` says what pairs and what is exchanged).
 
 The cores share the machine's buffers (every tensor has its own name; a core's SBUF, PSUM
-and private-HBM tensors are its own), but each core has its own engines, so its own
-accumulator registers and PRNG state: `steps` swaps them in as each core's instruction
-comes up. A sendrecv pair reads both sources before either destination is written
-(isa/sendrecv.py), so an exchange of two tiles in place is a swap.
+and private-HBM tensors are its own), but each core has its own engines and sequencer, so
+its own accumulator registers, PRNG state and virtual registers (register_alloc...):
+`steps` swaps them in as each core's instruction comes up. A meeting's `exchange` runs
+before the pair executes (sendrecv: both sources are read before either destination is
+written, so an exchange of two tiles in place is a swap).
+
+Runtime loops: each core walks its own loops (nkirun/control.py) on its own registers, and
+the meeting points pair by occurrence as they run; a meeting point one core reaches and the
+other never does is E642, naming both cores' positions (a loop that never ends is E661).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from nkirun.checker.cores import sync_order
+from nkirun.checker.meet import SyncOrder, meet
 from nkirun.runner.machine import Accumulator
 
-_PER_CORE = ("vector_acc", "scalar_acc", "prng")  # (prng: made on first use, hw/prng.py)
+_PER_CORE = ("vector_acc", "scalar_acc", "prng", "registers")  # (prng: made on first use)
 
 
-def steps(bound, m):
+def steps(program, bound, m):
     """Yield the bound instructions in run order, preparing the machine for each (its core's
-    registers; the tiles a sendrecv receives, in m.inbox)."""
-    order = sync_order(bound)
+    registers; what a meeting's exchange delivers, e.g. into m.inbox)."""
+    order = SyncOrder()
     state = [_fresh(m), _fresh(m)]
     m.inbox = {}
     current = None
     races = _Races.needed(bound)
-    for step in order.steps:
+    same = _SameValues.needed(program, bound)
+    m.benign = set()  # (code, loc) of check warnings the run showed harmless
+    for step in meet(_streams(program, bound, m, state), order, strict=True):
         pair = step if isinstance(step, tuple) else (step,)
-        if pair[0].op == "sendrecv":
-            _deliver(pair, m)
+        meeting = pair[0].spec.meeting
+        m.meeting = pair if meeting is not None else None  # (run --shadow pairs the same)
+        if meeting is not None and meeting.exchange is not None:
+            m.current = pair[-1]  # (what an error while exchanging names: the pair)
+            meeting.exchange(pair, m)
         for b in pair:
             core = b.inst.core
             if core != current:
@@ -39,6 +50,50 @@ def steps(bound, m):
             if races is not None:
                 m.current = b
                 races.see(b, order.epoch.get(b.index), m)
+            yield b
+            if same is not None:
+                same.after(b, m)
+
+
+def _streams(program, bound, m, state) -> tuple:
+    """Each core's instructions in the order it runs them: its list, or (runtime loops) a
+    walk of its loops on its own registers."""
+    per_core: tuple = ([], [])
+    for b in bound:
+        per_core[b.inst.core].append(b)
+    if not program.loops:
+        return per_core
+    from nkirun.control import Walk
+    from nkirun.runner.registers import unwritten
+    m.looped = frozenset(i for lp in program.loops for i in range(lp.first, lp.end))
+    m.trips = {lp.name: [] for lp in program.loops}
+    walks = []
+    for core, own in enumerate(per_core):
+        regs = state[core]["registers"]
+
+        def read(name, loop, regs=regs):
+            value = regs.get(name)
+            if value is None:
+                from nkirun.diagnostics import RunError
+                raise RunError(unwritten(name, loop))
+            return value
+
+        def write(name, value, regs=regs):
+            regs[name] = value
+
+        w = Walk(program, read, write)
+        w.trips = m.trips  # (one table for both cores: loop names are unique)
+        by_index = {b.index: b for b in own}
+        lo = min(by_index, default=0)
+        hi = max(by_index, default=-1) + 1
+        walks.append(_walk(w, by_index, lo, hi, core))
+    return tuple(walks)
+
+
+def _walk(w, by_index: dict, lo: int, hi: int, core: int):
+    for i in w.indices(hi, lo, core):
+        b = by_index.get(i)
+        if b is not None:
             yield b
 
 
@@ -61,8 +116,7 @@ class _Races:
         return None
 
     def see(self, b, epoch, m) -> None:
-        from nkirun.checker.cores import SYNC_OPS
-        if b.op in SYNC_OPS:
+        if b.spec.meeting is not None:
             return
         acc = b.accesses()
         for written, pairs in ((False, acc.reads), (True, acc.writes)):
@@ -78,6 +132,75 @@ class _Races:
                         self.reported.add(key)
                         m.warnings.append(_race(b, r.decl.name, written, ob, owritten))
                 lists[b.inst.core].append((b, written, elems))
+
+
+class _SameValues:
+    """The W630 pairs where both cores write the same shared elements in one epoch: the
+    result depends on which write lands last only if they write different values. Run
+    compares what each wrote there: different values are W633 (a race that changes the
+    result); the same values (a kernel that does not split a store between its cores, as
+    nki-library's router_topk without token sharding) make the check's W630 harmless, and
+    run drops it from its warnings (m.benign)."""
+
+    def __init__(self, pairs):
+        self.watch: dict = {}  # instruction index -> [(pair number, key)]
+        self.pairs = pairs
+        self.wrote: dict = {}  # (pair number, index) -> (elements, values)
+        for k, (late, lkey, early, ekey, _) in enumerate(pairs):
+            self.watch.setdefault(late.index, []).append((k, lkey))
+            self.watch.setdefault(early.index, []).append((k, ekey))
+
+    @classmethod
+    def needed(cls, program, bound):
+        from nkirun.checker.cores import races
+        from nkirun.checker.meet import sync_order
+        order = sync_order(bound)
+        if order.deadlock is not None:
+            return None
+        pairs: list = []
+        races(program, order, bound, pairs)
+        return cls(pairs) if pairs else None
+
+    def after(self, b, m) -> None:
+        for k, key in self.watch.get(b.index, ()):
+            r = b.args[key]
+            elems = _elements(r, m)
+            values = m.buffers[r.decl.name].reshape(-1)[elems]
+            self.wrote[(k, b.index)] = (elems, values.copy())
+            late, lkey, early, _, name = self.pairs[k]
+            other = self.wrote.get((k, early.index if b.index == late.index else late.index))
+            if other is None:
+                continue
+            _, ia, ib = np.intersect1d(elems, other[0], return_indices=True)
+            mine, theirs = values[ia], other[1][ib]
+            if mine.tobytes() == theirs.tobytes():
+                m.benign.add(where_key("W630", late.loc(lkey)))
+            else:
+                m.warnings.append(_differs(late, lkey, early, name))
+
+
+def where_key(code: str, loc) -> tuple:
+    """A diagnostic's code and place, whatever spelling of its file (a kernel's check
+    diagnostics name it as the command line did)."""
+    import os
+    return (code, os.path.abspath(loc.file) if loc and loc.file else None,
+            loc.line if loc else None, loc.column if loc else None)
+
+
+def harmless(diags, m) -> list:
+    """The diagnostics less the W630s this run showed harmless (m.benign)."""
+    benign = getattr(m, "benign", ())
+    return [d for d in diags if not benign or where_key(d.code, d.loc) not in benign]
+
+
+def _differs(b, key, ob, name):
+    from nkirun.diagnostics import warning
+    return warning("W633", f"{b.op}: both cores wrote different values to the same elements "
+                   f"of shared `{name}` (core {ob.inst.core} at instruction {ob.index} "
+                   f"({ob.op}) at {ob.loc()}): the result depends on which write landed last",
+                   b.loc(key), b.index,
+                   hint="put a core_barrier between the writes, or give each core its own "
+                        "elements")
 
 
 def _shared(r) -> bool:
@@ -103,20 +226,10 @@ def _race(b, name, written, ob, owritten):
                    hint="put a core_barrier between them, or index disjoint rows per core")
 
 
-def _deliver(pair, m) -> None:
-    """Read what each member of a sendrecv pair (or a send to its own rank) receives."""
-    if len(pair) == 1:
-        b = pair[0]
-        m.inbox[b.index] = m.read(b["src"]).copy()
-        return
-    first, second = pair
-    m.inbox[first.index] = m.read(second["src"]).copy()
-    m.inbox[second.index] = m.read(first["src"]).copy()
-
-
 def _fresh(m) -> dict:
     return {"vector_acc": Accumulator(m.vector_acc.reset_value),
-            "scalar_acc": Accumulator(m.scalar_acc.reset_value), "prng": None}
+            "scalar_acc": Accumulator(m.scalar_acc.reset_value), "prng": None,
+            "registers": {}}
 
 
 def _save(m, state: dict) -> None:

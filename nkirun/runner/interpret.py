@@ -30,14 +30,16 @@ def execute(program: Program, bound, inputs=None, after_each=None,
                              hint="lower the tensor sizes; --max-hbm-bytes (API: max_hbm_bytes=) "
                                   "bounds HBM tensors"))
     m = Machine(buffers, written)
-    if program.cores > 1:  # both cores' streams, interleaved at their meeting points
-        from nkirun.runner.cores import steps
-        bound = steps(bound, m)
     b = None
     try:
         with np.errstate(all="ignore"):  # inf/nan flow through as on hardware, silently
-            from nkirun.runner.registers import order
-            for b in order(program, bound, m):  # loops: registers.py
+            if program.cores > 1:  # both cores' streams (and loops) met at meeting points
+                from nkirun.runner.cores import steps
+                sequence = steps(program, bound, m)
+            else:
+                from nkirun.runner.registers import order
+                sequence = order(program, bound, m)  # loops: registers.py
+            for b in sequence:
                 m.current = b
                 if step is None:
                     b.spec.execute(b, m)

@@ -170,33 +170,45 @@ def _is_float_storage(a: np.ndarray) -> bool:
 
 class TwoCores:
     """The shadow of a two-core program (runner/cores.py): each core's own accumulator
-    registers and PRNG state, swapped in as its instructions come up, and the tile a
-    sendrecv receives, read from the shadow's sender before either side of the pair
-    writes."""
+    registers, PRNG state and virtual registers, swapped in as its instructions come up,
+    and what a meeting pair exchanges (its spec's `meeting.exchange`, e.g. the tile a
+    sendrecv receives), read from the shadow's sender before either side writes. The pair
+    is the one the run formed (runner/cores.py leaves it in the machine's `meeting`), so in
+    runtime loops the shadow pairs by occurrence as the run does."""
 
     def __init__(self, bound):
         self.pairs: dict = {}
         self.on = any(getattr(b.inst, "core", None) for b in bound)
         if not self.on:
             return
-        from nkirun.checker.cores import sync_order
+        from nkirun.checker.meet import sync_order
         from nkirun.runner import cores
         self.cores = cores
         for step in sync_order(bound).steps:
             pair = step if isinstance(step, tuple) else (step,)
-            if pair[0].op == "sendrecv":
+            meeting = pair[0].spec.meeting
+            if meeting is not None and meeting.exchange is not None:
                 for b in pair:
                     self.pairs[b.index] = pair
         self.state: list = []
         self.current = None
 
-    def reads(self, b) -> list[str]:
-        """The tensors b's result depends on: its reads, and for a sendrecv its partner's
-        (the tile it receives)."""
-        pair = self.pairs.get(b.index, (b,))
+    def reads(self, b, m=None) -> list[str]:
+        """The tensors b's result depends on: its reads, and for a meeting that exchanges
+        data (sendrecv) its partner's (the tile it receives)."""
+        pair = self._pair(b, m) or (b,)
         return [r.decl.name for other in pair for _, r in other.accesses().reads]
 
-    def prepare(self, b, s: Machine) -> None:
+    def _pair(self, b, m):
+        """The meeting pair b belongs to in this run (the real machine's `meeting`), or
+        the one the body-once walk found, or None."""
+        run = getattr(m, "meeting", None) if m is not None else None
+        if run is not None and any(x is b or x.index == b.index for x in run):
+            meeting = run[0].spec.meeting
+            return run if meeting.exchange is not None else None
+        return self.pairs.get(b.index)
+
+    def prepare(self, b, s: Machine, m=None) -> None:
         if not self.on:
             return
         if not self.state:
@@ -208,12 +220,13 @@ class TwoCores:
                 self.cores._save(s, self.state[self.current])
             self.cores._load(s, self.state[core])
             self.current = core
-        pair = self.pairs.get(b.index)
-        if pair is not None and b is pair[0]:  # both sources, before either is written
+        pair = self._pair(b, m)
+        if pair is not None and b.index == pair[0].index:  # both sources, before either is
+                                                           # written
             for name in (n for other in pair for n in touched(other)):
                 if name not in s.buffers and name in s.real.buffers:
                     s.enter(name)
-            self.cores._deliver(pair, s)
+            pair[0].spec.meeting.exchange(pair, s)
 
 
 def same_values(a: np.ndarray, b: np.ndarray) -> bool:
@@ -314,11 +327,13 @@ class Shadow:
         for name in names:
             if name not in s.buffers and name in m.buffers:
                 s.enter(name)
-        self.cores.prepare(b, s)
+        self.cores.prepare(b, s, m)
+        if m.registers:  # the control flow is the real run's: loop indices, bounds, offsets
+            s.registers = dict(m.registers)
         s.looped = m.looped  # (runtime loops: which instructions repeat, runner/registers.py)
         s.current, s.records = b, []
         exact = same_registers(m, s) and not any(  # (before either runs b)
-            name in self.dirty for name in self.cores.reads(b))
+            name in self.dirty for name in self.cores.reads(b, m))
         s.probing = not exact
         try:
             b.spec.execute(b, s)

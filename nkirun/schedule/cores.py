@@ -3,16 +3,17 @@
 Each core has its own engines and DMA queues (a `_Scheduler` per core for those), while
 the tensors' access history is one: a core that reads shared-HBM elements the other core
 wrote waits for that write like any data dependence. The instructions are placed in the run
-order of checker/cores.py. A synchronisation pair (core_barrier, or a sendrecv exchange)
-starts on both cores when the later of the two could start: the earlier one's wait reason
-is the other core ("core_barrier" / "sendrecv"), and the instruction it waited on is the
-one whose end let the other core's half start (so the critical path stays a chain of
-ends and starts).
+order of checker/meet.py. A meeting pair (core_barrier, or a sendrecv exchange; the spec's
+`meeting` says which) starts on both cores when the later of the two could start: the
+earlier one's wait reason is the other core (the wait kind is the instruction's name), and
+the instruction it waited on is the one whose end let the other core's half start (so the
+critical path stays a chain of ends and starts). A meeting's `fence` param (core_barrier's
+`data`) orders it after this core's accesses to that tensor.
 """
 from __future__ import annotations
 
-from nkirun.checker.cores import sync_order
-from nkirun.schedule.model import BARRIER, SENDRECV, Slot
+from nkirun.checker.meet import sync_order
+from nkirun.schedule.model import Slot
 from nkirun.schedule.scheduler import earliest_start
 
 
@@ -25,7 +26,14 @@ def schedule_cores(program, bound, target):
     per_core = (first, second)
     slots = first.sched.slots
     core_of = {b.index: b.inst.core for b in bound}
-    for step in sync_order(bound).steps:
+    order = sync_order(bound)
+    if order.deadlock is not None:  # runtime loops costed with counts that do not pair
+        from nkirun.diagnostics import RunError, error
+        d = order.deadlock
+        raise RunError(error("E642", d.message + " (with the loops' trip counts costed)",
+                             d.loc, d.instruction, hint="give both cores' loops trip counts "
+                             "under which their meeting points pair (--trip NAME=N)"))
+    for step in order.steps:
         if isinstance(step, tuple):
             _place_pair(per_core, step, core_of)
             continue
@@ -43,18 +51,23 @@ def _ready(s, b, core_of) -> tuple:
     c = s.costed.get(ckey)
     if c is None:
         c = s.costed[ckey] = _costed(b, s.target)
-        data = b.tile("data") if b.op == "core_barrier" else None
+        data = _fence(b)
         if data is not None:  # a fence on `data`: after this core's accesses to it, before
             fence = ((data.decl.name, data.box),)  # its later ones (isa/core_barrier.py)
             c = s.costed[ckey] = (c[0], fence, fence, c[3], c[4] + (data.decl.name,), *c[5:])
-    if b.op == "core_barrier":  # after this core's accesses to `data` (the other core's
-        ready, dep, kind, tensor = _own_accesses(s, c[1][0], b.inst.core, core_of)  # wait
-    else:                                                        # is the pair's own)
+    if _fence(b) is not None:  # after this core's accesses to the fenced tensor (the other
+        ready, dep, kind, tensor = _own_accesses(s, c[1][0], b.inst.core, core_of)  # core's
+    else:                                                   # wait is the pair's own)
         ready, dep, kind, tensor = s.data_ready(c[1], c[2], s.latency_factor.get(b.engine, 1.0))
     # a DMA half books its engines when placed (schedule/dma.py); an engine waits in order
     free, blocker = (0.0, None) if b.engine == "dma" else s.compute_resource(b.engine, c[3])
     start, dep, kind, tensor = earliest_start(ready, dep, kind, tensor, free, blocker)
     return start, dep, kind, tensor, c, ready
+
+
+def _fence(b):
+    meeting = b.spec.meeting
+    return b.tile(meeting.fence) if meeting is not None and meeting.fence else None
 
 
 def _own_accesses(s, fence, core: int, core_of) -> tuple:
@@ -76,7 +89,7 @@ def _place_pair(per_core, pair, core_of) -> None:
     first, second = pair
     got = [_ready(per_core[b.inst.core], b, core_of) for b in pair]
     start = max(g[0] for g in got)
-    why = BARRIER if first.op == "core_barrier" else SENDRECV
+    why = first.op  # (a wait for the other core at this meeting point: model.meeting_words)
     for b, late, (ready_at, dep, kind, tensor, c, data_at) in zip(pair, (got[1], got[0]), got):
         s = per_core[b.inst.core]
         if ready_at < start:  # this core arrived first: it waited for the other core, whose

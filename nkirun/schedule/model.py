@@ -27,10 +27,19 @@ FALLBACK_CLOCK_GHZ = 1.0
 
 # Why an instruction started when it did.
 READY, RAW, WAR, WAW, ENGINE, QUEUE = "ready", "data", "war", "waw", "engine", "dma_queue"
-# Two-core programs: waiting for the other core at a core_barrier / sendrecv (schedule/cores.py).
-BARRIER, SENDRECV = "core_barrier", "sendrecv"
 # An instruction that computes again what an earlier one computed: elided (schedule/recompute.py).
 RECOMPUTE = "recompute"
+# Two-core programs: waiting for the other core at a meeting point (schedule/cores.py): the
+# wait kind is the meeting-point instruction's name (e.g. core_barrier, sendrecv).
+
+
+def meeting_words(kind: str) -> str | None:
+    """How a report names a wait for the other core at meeting point `kind` (its spec's
+    Meeting.wait_words), or None when `kind` is no meeting point."""
+    from nkirun.isa import REGISTRY
+    plain = (READY, RAW, WAR, WAW, ENGINE, QUEUE, RECOMPUTE)
+    spec = REGISTRY.get(kind) if kind not in plain else None
+    return spec.meeting.wait_words if spec is not None and spec.meeting is not None else None
 
 
 @dataclass(slots=True)
@@ -81,7 +90,7 @@ class Slot:
         if self.wait_kind == RECOMPUTE:
             return (f"recomputes instruction {k}'s value from unchanged inputs: elided, as the "
                     "compiler's common-subexpression elimination does")
-        if self.wait_kind in (BARRIER, SENDRECV):
+        if meeting_words(self.wait_kind) is not None:
             return f"core {1 - self.core} reaching its {self.wait_kind} (after instruction {k})"
         return "ready at start"
 

@@ -134,11 +134,12 @@ def _items(console, prefix: str, items: list[str]) -> None:
 def _short(x) -> str:
     """Slot x's wait reason, compact for tables."""
     k, t = x.waited_on, x.wait_tensor
+    words = m.meeting_words(x.wait_kind)
+    if words is not None:
+        return f"core {1 - x.core} {words} (after #{k})"
     return {m.RAW: f"data from #{k} ({t})", m.WAR: f"WAR: #{k} reads {t}",
             m.WAW: f"WAW: #{k} writes {t}", m.ENGINE: f"engine busy (#{k})",
             m.QUEUE: f"DMA queues busy (#{k})",
-            m.BARRIER: f"core {1 - x.core} barrier (after #{k})",
-            m.SENDRECV: f"core {1 - x.core} sendrecv (after #{k})",
             m.RECOMPUTE: f"elided: recomputes #{k}"}.get(x.wait_kind, "ready at start")
 
 
@@ -190,7 +191,8 @@ def _summary(console, s: Schedule, color: bool) -> None:
     head.append(_time(d["total_ns"]), style="bold")
     console.print(head)
     for row in d.get("loops", ()):  # runtime loops: schedule/trips.py
-        console.print(f"loop {row['name']} (line {row['line']}): {row['iterations']:,} "
+        core = f", core {row['core']}" if "core" in row else ""
+        console.print(f"loop {row['name']} (line {row['line']}{core}): {row['iterations']:,} "
                       f"iterations in {row['entries']:,} "
                       f"{'entry' if row['entries'] == 1 else 'entries'}, trip count "
                       + {"static": "from its constant bounds", "data": "from running the data",

@@ -28,7 +28,7 @@ def expand(program, bound, trips: dict | None = None, run=None) -> tuple[list, l
     `run()`: executes the program on its data and returns the Machine (None: no data)."""
     if not program.loops:
         return bound, []
-    trips = dict(trips or {})
+    trips = _both_cores(program, dict(trips or {}))
     _check_trips(program, trips)
     dynamic = [lp for lp in program.loops if static_trips(lp) is None]
     count = max((b.index for b in bound), default=-1) + 1
@@ -46,6 +46,20 @@ def expand(program, bound, trips: dict | None = None, run=None) -> tuple[list, l
         seq = [Bound(replace(b.inst, index=k), b.spec, b.args, b.mask, b.engine, b.target)
                for k, b in enumerate(seq)]
     return seq, summary(program, counts, source)
+
+
+def _both_cores(program, trips: dict) -> dict:
+    """`--trip NAME=N` where NAME is no loop's name but the loops of both cores are
+    NAME@core0 and NAME@core1 (a kernel traced once per core): N for each of them."""
+    names = {lp.name for lp in program.loops}
+    out = {}
+    for name, n in trips.items():
+        per_core = [x for x in names if "@core" in x and x.rsplit("@core", 1)[0] == name]
+        if name in names or not per_core:
+            out[name] = n
+        else:
+            out.update({x: n for x in per_core})
+    return out
 
 
 def _from_data(program, run, dynamic):

@@ -30,6 +30,10 @@ def begin_core(b, value, loc: Loc) -> bool:
     """The instructions that follow join core `value`'s stream (the program becomes a
     two-core one); False (reported) when `value` is not a core."""
     b.cores = 2  # (also after an error: no knock-on "core in a one-core program")
+    if getattr(b, "open_loops", None):  # a loop belongs to one core's stream
+        b.diags.append(error("E652", f"a `core` line inside a {b.open_loops[-1][0]} loop: "
+                             "each core's loops must close (`end`) before the next core's "
+                             "instructions", loc, hint="put `end` before this line"))
     if isinstance(value, bool) or value not in CORES:
         b.diags.append(error("E630", f"core must be 0 or 1, got {value!r}", loc,
                              hint=LNC_HINT))

@@ -54,6 +54,7 @@ def begin(b, kind: str, fields: dict, loc: Loc) -> None:
                                  hint="e.g. for: {index: i, stop: n, body: [...]}"
                                  if kind == "for" else "e.g. while: {cond: c, body: [...]}"))
             ok = False
+    values["core"] = b.core  # (the core whose stream opened it)
     b.open_loops.append((kind, values, loc, {k: kl for k, (_, kl) in fields.items()},
                          b.count, ok))
 
@@ -97,6 +98,7 @@ def finish(b) -> tuple:
     # outermost first (equal spans: the enclosing loop first)
     loops = sorted(b.loops, key=lambda d: (d["first"], -d["end"], d["depth"]))
     base = [d.get("name") or d.get("index") or d.get("cond") for d in loops]
+    per_core = [(n, d["core"]) for n, d in zip(base, loops)]
     given: dict = {}
     out = []
     for d, name in zip(loops, base):
@@ -104,8 +106,13 @@ def finish(b) -> tuple:
         if named and name in given:
             b.diags.append(error("E652", f"two loops are named `{name}`", d["key_locs"]["name"],
                                  hint=f"the other is at line {given[name]}"))
-        if not named and base.count(name) > 1:
-            name = f"{name}@{d['loc'].line}"
+        if not named and name is not None:
+            mine = per_core.count((name, d["core"]))
+            other_core = base.count(name) > mine  # (a kernel traced once per core: both)
+            if mine > 1:  # another loop of this core shares the name
+                name = f"{name}@{d['loc'].line}"
+            if other_core:
+                name = f"{name}@core{d['core']}"
         given.setdefault(name, d["loc"].line)
         d = {k: v for k, v in d.items() if k not in ("name", "depth")}
         out.append(Loop(name=name, named=named, **d))
@@ -190,23 +197,24 @@ def text_lines(program, instruction) -> list[str]:
     return out
 
 
-def yaml_lines(program, instruction) -> list[str]:
-    """The `instructions:` entries in YAML, a loop as a block mapping with its `body`."""
+def yaml_lines(program, instruction, pad: str = "") -> list[str]:
+    """The `instructions:` entries in YAML, a loop as a block mapping with its `body`
+    (`pad`: more indentation, for a core's entries under `cores:`)."""
     from nkirun.source.write import yaml_value
     out: list[str] = []
 
     def begin_(lp, d):  # an entry at 2 + 6d blanks, its keys 4 further, its body 6
-        pad = " " * (2 + 6 * d)
-        out.append(f"{pad}- {lp.kind}:")
-        out.extend(f"{pad}    {k}: {v}" for k, v in header_items(lp, yaml_value))
-        out.append(f"{pad}    body:")
+        at = pad + " " * (2 + 6 * d)
+        out.append(f"{at}- {lp.kind}:")
+        out.extend(f"{at}    {k}: {v}" for k, v in header_items(lp, yaml_value))
+        out.append(f"{at}    body:")
 
     def end_(lp, d, empty):
         if empty:
             out[-1] += " []"
 
     def inst_(inst, d):
-        out.extend(instruction(inst, " " * (2 + 6 * d)))
+        out.extend(instruction(inst, pad + " " * (2 + 6 * d)))
 
     nested(program, inst_, begin_, end_)
     return out

@@ -119,24 +119,28 @@ def to_text(program: Program) -> str:
         for r in rows:
             head = " ".join(c.ljust(w) for c, w in zip(r[:4], widths))
             out.append(f"tensor {head} {' '.join(r[4:])}".rstrip())
-    if program.loops:  # runtime loops (one core): source/loops.py
-        from nkirun.source.loops import text_lines
-        out.append("")
-        out += text_lines(program, _text_instruction)
-        return "\n".join(out) + "\n"
+    from nkirun.source.loops import text_lines
     for core, stream in _streams(program):
-        if stream or core is not None:
+        if stream or core is not None or program.loops:
             out.append("")
         if core is not None:
             out.append(f"core {core}")
-        for inst in stream:
-            out.append(_text_instruction(inst))
+        out += text_lines(_one_core(program, core, stream), _text_instruction)
     return "\n".join(out) + "\n"
 
 
 def _text_instruction(inst: Instruction) -> str:
     args = " ".join(f"{k}={text_value(v)}" for k, v in instruction_args(inst))
     return f"{inst.op} {args}".rstrip()
+
+
+def _one_core(program: Program, core, stream) -> Program:
+    """The program with one core's instructions and loops (loops: source/loops.py)."""
+    if core is None:
+        return program
+    from dataclasses import replace
+    return replace(program, instructions=tuple(stream),
+                   loops=tuple(lp for lp in program.loops if lp.core == core))
 
 
 def _streams(program: Program):
@@ -201,11 +205,7 @@ def to_yaml(program: Program) -> str:
             if t.core is not None:
                 fields.append(f"core: {t.core}")
             out.append(f"  {(_yaml_str(t.name) + ':').ljust(width)} {{{', '.join(fields)}}}")
-    if program.loops:  # runtime loops (one core): source/loops.py
-        from nkirun.source.loops import yaml_lines
-        out.append("instructions:")
-        out += yaml_lines(program, _yaml_instruction)
-        return "\n".join(out) + "\n"
+    from nkirun.source.loops import yaml_lines
     streams = _streams(program)
     if streams[0][0] is not None:
         out.append("cores:")
@@ -216,8 +216,7 @@ def to_yaml(program: Program) -> str:
             out.append(head.replace(":", ": []", 1))
             continue
         out.append(head)
-        for inst in stream:
-            out += _yaml_instruction(inst, pad + "  ")
+        out += yaml_lines(_one_core(program, core, stream), _yaml_instruction, pad)
     return "\n".join(out) + "\n"
 
 

@@ -100,6 +100,12 @@ ELSEWHERE = {
        ("E632", "E636", "E638", "E639", "E640", "E641")},
     **{c: "isa/test_core_barrier.py::test_rules" for c in ("E634", "E637")},
     "W631": "runner/test_two_cores.py::test_indirect_writes_to_the_same_rows_race_at_run_time",
+    "E642": "runner/test_two_core_loops.py::"
+            "test_counts_that_do_not_pair_are_a_located_run_error_naming_both_cores",
+    "W633": "runner/test_two_core_loops.py::"
+            "test_both_cores_writing_the_same_values_is_harmless_and_run_says_so",
+    "W632": "runner/test_two_core_loops.py::"
+            "test_a_body_once_mismatch_in_a_loop_is_w632_and_run_decides",
     "E655": "runner/test_runtime_loops.py::test_loop_bound_never_written_is_e655_at_the_loop",
     "E657": "schedule/test_trip_counts.py::test_no_data_and_no_trip_is_e657_naming_the_loop",
     "E658": "schedule/test_trip_counts.py::test_bad_trip_is_e658",

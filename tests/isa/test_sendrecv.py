@@ -150,3 +150,39 @@ def test_run_of_a_deadlocked_program_is_an_error_not_a_hang():
     with pytest.raises(NkirunError) as e:
         run2(t, a, [], inputs={"a": np.zeros((2, 4), np.float32)})
     assert "E635" in str(e.value.diagnostics[0].code)
+
+
+def test_unwritten_partitions_travel_as_unwritten_and_only_a_later_read_is_e090():
+    """nki-library's attention_tkg sends a 16-partition buffer of which 4 rows hold data and
+    reads back only those 4: a transfer is not a read of values (hardware moves whatever
+    the pad rows hold); reading a pad row that arrived is E090, at the reader."""
+    t = {"a": empty((16, 4), "float32", core=0), "ra": empty((16, 4), "float32", core=0),
+         "b": empty((16, 4), "float32", core=1), "rb": empty((16, 4), "float32", core=1),
+         "ya": empty((4, 4), "float32", 0, output=True),
+         "yb": empty((4, 4), "float32", 1, output=True)}
+    fill = lambda name, v: {"memset": {"dst": f"{name}[0:4, :]", "value": v}}  # noqa: E731
+    a, b = exchange("a", "ra", "b", "rb")
+    use = lambda src, dst, rows: {"tensor_copy": {"dst": dst, "src": f"{src}[{rows}, :]"}}  # noqa: E731
+    out = run2(t, [fill("a", 1.0)] + a + [use("ra", "ya", "0:4")],
+               [fill("b", 2.0)] + b + [use("rb", "yb", "0:4")])
+    assert (out["ya"] == 2).all() and (out["yb"] == 1).all()
+    with pytest.raises(NkirunError) as e:
+        run2(t, [fill("a", 1.0)] + a + [use("ra", "ya", "4:8")],
+             [fill("b", 2.0)] + b + [use("rb", "yb", "0:4")])
+    d = e.value.diagnostics[0]
+    assert d.code == "E090" and "tensor_copy reads `ra` at partition 4" in d.message
+
+
+def test_a_transfer_of_unwritten_rows_over_written_ones_leaves_them_unwritten():
+    t = {"a": empty((8, 4), "float32", core=0), "ra": empty((8, 4), "float32", core=0),
+         "b": dict(empty((8, 4), "float32", core=1), fill=3.0),
+         "rb": empty((8, 4), "float32", core=1),
+         "ya": empty((8, 4), "float32", 0, output=True)}
+    a, b = exchange("a", "ra", "b", "rb")
+    core0 = [{"memset": {"dst": "a[0:2, :]", "value": 1.0}}] + a
+    core1 = [{"memset": {"dst": "rb", "value": 5.0}}] + b + [
+        {"tensor_copy": {"dst": "b", "src": "rb"}}]
+    with pytest.raises(NkirunError) as e:  # rb's rows 2..7 got a's unwritten rows
+        run2(t, core0 + [{"tensor_copy": {"dst": "ya", "src": "ra"}}], core1)
+    assert e.value.diagnostics[0].code == "E090"
+    assert "`rb` at partition 2" in e.value.diagnostics[0].message

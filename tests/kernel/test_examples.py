@@ -74,13 +74,13 @@ CASES = {
 }
 
 
-def kernel_function(name):
+def kernel_function(name, function=None):
     sys.path.insert(0, str(KERNELS))
     try:
         module = __import__(name)
     finally:
         sys.path.remove(str(KERNELS))
-    return getattr(module, name)
+    return getattr(module, function or name)
 
 
 def as_tuple(v):

@@ -204,3 +204,16 @@ def test_dump_keeps_every_iteration(tmp_path):
     assert r.exit_code == 0, r.output
     names = sorted(p.name for p in (tmp_path / "d").iterdir())
     assert "3_dma_copy" in names and "3_dma_copy_run4" in names and "3_dma_copy_run5" not in names
+
+
+def test_a_shadow_run_follows_the_runs_loop_registers():
+    """run --shadow through a runtime loop: the shadow's register reads (the loop index in
+    a scalar_offset) take the real run's values, so the float32 shadow agrees exactly."""
+    from repo_paths import PROGRAMS
+
+    from nkirun.api import shadow
+    report = shadow(str(PROGRAMS / "moe_expert_loop.yaml"))
+    assert not report.warnings, [w.message for w in report.warnings]
+    body = [r for r in report.rows if r.op == "activation"]
+    assert len(body) >= 2  # the body ran more than once
+    assert all(r.carried.abs == 0 for r in report.rows)

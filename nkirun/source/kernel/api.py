@@ -58,13 +58,16 @@ def require_valid(traced: Traced, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES):
     return bound, diags
 
 
-def run_traced(traced: Traced, bound, inputs=None, step=None,
+def run_traced(traced: Traced, bound, inputs=None, step=None, machine: list | None = None,
                uninitialized: str = "error") -> list:
     """Execute; the returned tensors' values, in return order. `step`: interpret.execute's
-    (a shadow run: runner/shadow.py); `uninitialized`: execute_freeing's."""
+    (a shadow run: runner/shadow.py); `machine`: a list the Machine is appended to;
+    `uninitialized`: execute_freeing's."""
     from nkirun.source.kernel.execute import execute_freeing
     inputs = inputs if inputs is not None else traced.inputs
     m = execute_freeing(traced, bound, inputs, step=step, uninitialized=uninitialized)
+    if machine is not None:
+        machine.append(m)
     return [output_array(m, h) for h in traced.outputs]
 
 

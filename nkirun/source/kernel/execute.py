@@ -32,7 +32,7 @@ def execute_freeing(traced, bound, inputs, observe=None, step=None,
     program = traced.program
     order = bound
     if program.cores > 1:  # two cores: the run order of both streams (runner/cores.py)
-        from nkirun.checker.cores import sync_order
+        from nkirun.checker.meet import sync_order
         order = sync_order(bound).flat()
     first, last = live_ranges(order)
     keep = {n for n, t in program.tensors.items() if t.output}
@@ -40,6 +40,8 @@ def execute_freeing(traced, bound, inputs, observe=None, step=None,
     if program.loops:  # a loop body runs again: what it touches lives through the run
         from nkirun.checker.control import touched_in_loops
         looped = touched_in_loops(program.loops, first, last)
+        if program.cores > 1:  # the loops decide how the cores interleave: keep all
+            looped = set(program.tensors)
         keep |= looped
     upfront = {}
     events: dict = {}  # position -> ([tensors to free], [tensors to allocate]) after it
