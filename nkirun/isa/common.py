@@ -3,6 +3,8 @@ accumulator protocol, free-axis flattening and the 4-D affine pattern of iota/af
 """
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from nkirun.isa.spec import Bound
@@ -220,6 +222,25 @@ def dma_execute(b: Bound, m) -> None:
         values = values.astype(np.float32)
     mask = b.mask if src.ap is None else _gather_mask(b, m, src, dst)
     m.write(dst, values.reshape(dst.shape), None, mask)
+
+
+def dma_plan(b: Bound):
+    """runner/plan.py's form of a same-dtype transfer without a mask: one copyto between
+    fixed views (an indirect or zero-step view has none: the plain path)."""
+    src, dst = b.args["src"], b.args["dst"]
+    if b.mask is not None or src.dtype.np_type != dst.dtype.np_type or \
+            dst.dtype.name == "tfloat32":
+        return None
+    return copy_plan(dst, src)
+
+
+def copy_plan(dst, src):
+    """A plan form's build of a bit copy of src into dst (same storage type)."""
+    def build(view):
+        d = view(dst)
+        s = view(src, d.shape) if d is not None else None
+        return None if s is None else partial(np.copyto, d, s)
+    return build
 
 
 def _gather_mask(b: Bound, m, src, dst):

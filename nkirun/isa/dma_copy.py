@@ -23,7 +23,7 @@ only valid with dge_mode hwdge. `dst_rmw_op` and `unique_indices` were removed i
 """
 from __future__ import annotations
 
-from nkirun.isa.common import DMA_COST_FORMULA, dma_check, dma_cycles, dma_execute, is_nc_v2
+from nkirun.isa.common import DMA_COST_FORMULA, dma_check, dma_cycles, dma_execute, dma_plan, is_nc_v2
 from nkirun.isa.dma_rules import DGE_ENGINES, engine_rule, priority_rules, single_column_index
 from nkirun.isa.spec import ENUM, INT, MASK, TILE, Bound, InstructionDef, Param
 
@@ -87,6 +87,7 @@ SPEC = InstructionDef(
         "scatters at run time; oob_mode: error (E093) or skip for an index outside it."),
     cost_formula=DMA_COST_FORMULA,
     execute=dma_execute,
+    plan=dma_plan,
     cycles=dma_cycles,
     check=check,
     same_partitions=(),

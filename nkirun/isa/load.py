@@ -1,7 +1,7 @@
 """nl.load — a DMA transfer from HBM into an on-chip tile (SBUF)."""
 from __future__ import annotations
 
-from nkirun.isa.common import DMA_COST_FORMULA, dma_check, dma_cycles, dma_execute
+from nkirun.isa.common import DMA_COST_FORMULA, dma_check, dma_cycles, dma_execute, dma_plan
 from nkirun.isa.spec import MASK, TILE, InstructionDef, Param
 
 SPEC = InstructionDef(
@@ -20,6 +20,7 @@ SPEC = InstructionDef(
                "DMA engines' casting."),
     cost_formula=DMA_COST_FORMULA,
     execute=dma_execute,
+    plan=dma_plan,
     cycles=dma_cycles,
     check=dma_check,
     same_partitions=(),

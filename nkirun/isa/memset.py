@@ -2,8 +2,11 @@
 (the nki.isa.memset documentation)."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
+from nkirun.runner.streamed import store_cast
 from nkirun.isa.spec import ENUM, INT_LIST, SCALAR, TILE, Bound, InstructionDef, Param, common_tail
 
 
@@ -29,6 +32,21 @@ def execute(b: Bound, m) -> None:
     dst = b["dst"]
     m.write(dst, np.full(dst.shape, b["value"], np.float64 if dst.dtype.is_int else np.float32),
             b.get("dtype"), b.mask)
+
+
+def plan(b: Bound):
+    """runner/plan.py's form: the fill value cast once as Machine.write casts it, then
+    copied into dst's fixed view (no mask)."""
+    if b.mask is not None:
+        return None
+    dst = b["dst"]
+
+    def build(view):
+        d = view(dst)
+        value = np.full((1,), b["value"], np.float64 if dst.dtype.is_int else np.float32)
+        fill = store_cast(value, dst.dtype, b.get("dtype"))
+        return None if d is None else partial(np.copyto, d, fill, casting="unsafe")
+    return build
 
 
 def engine_of(b: Bound) -> str:
@@ -59,6 +77,7 @@ SPEC = InstructionDef(
     semantics="Writes `value`, cast to dst's dtype, into every element of dst.",
     cost_formula="max(MIN_II, N) Vector cycles; max(MIN_II, N/2) for a 0 fill of bf16/fp16",
     execute=execute,
+    plan=plan,
     cycles=cycles,
     engine_of=engine_of,
     check=check,

@@ -133,6 +133,11 @@ class InstructionDef:
     not_accessed: tuple[str, ...] = ()
     # A meeting point of the two cores of an LNC2 program (Meeting above), or None.
     meeting: Meeting | None = None
+    # The fast form for runner/plan.py: (Bound) -> None when it does not apply, else
+    # build(view) -> a no-argument call doing what execute(b, m) does on fixed operand
+    # arrays (view(r, shape=None): r's storage without a copy, or None; build may return
+    # None). Applies only where b writes each output in full (no mask).
+    plan: Callable | None = None
 
     def __post_init__(self) -> None:
         # NKI accepts `name=` on every instruction: the label goes into the IR (args["name"])

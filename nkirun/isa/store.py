@@ -1,7 +1,7 @@
 """nl.store — a DMA transfer from an on-chip tile (SBUF or PSUM) to HBM."""
 from __future__ import annotations
 
-from nkirun.isa.common import DMA_COST_FORMULA, dma_check, dma_cycles, dma_execute
+from nkirun.isa.common import DMA_COST_FORMULA, dma_check, dma_cycles, dma_execute, dma_plan
 from nkirun.isa.spec import MASK, TILE, InstructionDef, Param
 
 SPEC = InstructionDef(
@@ -20,6 +20,7 @@ SPEC = InstructionDef(
                "source costs an extra copy on hardware (NKI inserts it)."),
     cost_formula=DMA_COST_FORMULA,
     execute=dma_execute,
+    plan=dma_plan,
     cycles=dma_cycles,
     check=dma_check,
     same_partitions=(),

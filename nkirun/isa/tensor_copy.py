@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nkirun.isa.common import flat, is_nc_v2, same_shape
+from nkirun.isa.common import copy_plan, flat, is_nc_v2, same_shape
 from nkirun.isa.spec import ENUM, TILE, Bound, InstructionDef, Param, common_tail, out_dtype
 
 PARAMS = (
@@ -47,6 +47,16 @@ def execute(b: Bound, m) -> None:
     m.write(b["dst"], x.reshape(b["dst"].shape), out, b.mask)
 
 
+def plan(b: Bound):
+    """runner/plan.py's form of a bit copy (src, the output dtype and dst share one storage
+    type, not tfloat32, no mask): one copyto between fixed views."""
+    src, dst, out = b["src"], b["dst"], out_dtype(b)
+    if b.mask is not None or _through_f32(b) or dst.dtype.name == "tfloat32" or \
+            not src.dtype.np_type == out.np_type == dst.dtype.np_type:
+        return None
+    return copy_plan(dst, src)
+
+
 def cycles(b: Bound, target) -> int:
     return max(target.min_ii, b["src"].free_size)  # [OLD-ISA] via §1.5
 
@@ -62,6 +72,7 @@ SPEC = InstructionDef(
         "otherwise; on trn1/inf2 the Scalar engine always casts through float32."),
     cost_formula="max(MIN_II, N) engine cycles (N = elements per partition of src)",
     execute=execute,
+    plan=plan,
     cycles=cycles,
     check=check,
     engine_of=engine_of,

@@ -6,6 +6,8 @@ bitwise operators need integer dtypes and act on the integer bits, with no float
 """
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from nkirun.hw import alu as ops
@@ -109,6 +111,27 @@ def execute(b: Bound, m) -> None:
     m.mark_written(dst)
 
 
+def plan(b: Bound):
+    """execute's straight-into-dst form for runner/plan.py: float32 operands and dst, no
+    mask, no other dtype=; the ufunc on views fixed when the plan is built."""
+    args = b.args
+    ufunc = _INTO.get(args["op"])
+    dst, d1, d2 = args["dst"], args["data1"], args["data2"]
+    if ufunc is None or b.mask is not None or args["dtype"] not in (None, dst.dtype) or \
+            not dst.dtype.name == d1.dtype.name == d2.dtype.name == "float32":
+        return None
+
+    def build(view):
+        a, out = view(d1, _flat_shape(d1)), view(dst, _flat_shape(d1))
+        c = view(d2, _flat_shape(d2))
+        return None if a is None or c is None or out is None else partial(ufunc, a, c, out=out)
+    return build
+
+
+def _flat_shape(r) -> tuple:
+    return (r.shape[0], r.size // r.shape[0])
+
+
 def contiguous(r) -> bool:
     """Whether the view's innermost free dimension has stride 1 in its tensor's storage."""
     if r.ap is not None:  # an access pattern: its innermost stepping free dim
@@ -149,6 +172,7 @@ SPEC = InstructionDef(
                  "add/subtract/multiply in SBUF; otherwise max(MIN_II, 2N) (N = elements per "
                  "partition)",
     execute=execute,
+    plan=plan,
     cycles=cycles,
     check=check,
     engine_of=engine_of,

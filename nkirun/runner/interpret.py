@@ -10,8 +10,12 @@ from nkirun.runner.machine import Machine
 
 
 def execute(program: Program, bound, inputs=None, after_each=None,
-            uninitialized: str = "error", step=None) -> Machine:
+            uninitialized: str = "error", step=None, plan: bool = True) -> Machine:
     """Run every instruction in order; `after_each(bound, machine)` is called after each.
+
+    Without after_each and step, a one-core program without runtime loops runs from an
+    execution plan (runner/plan.py; the same results, errors and warnings); `plan=False`
+    runs the plain loop below, the definition the plan is tested against.
 
     `step(bound, machine)`, when given, executes each instruction instead of
     `bound.spec.execute(bound, machine)` (runner/shadow.py runs a float32 shadow beside it).
@@ -20,15 +24,15 @@ def execute(program: Program, bound, inputs=None, after_each=None,
     default), "nan" or "zero" (it reads as NaN / 0; the outputs too).
     """
     from nkirun.runner.memory import refuse_if_too_large
-    refuse_if_too_large(program, inputs)
+    from nkirun.runner.plan import execute_planned, plannable
+    refuse_if_too_large(program, inputs)  # (every tensor, as if all were live at once)
+    if plan and after_each is None and step is None and plannable(program):
+        return execute_planned(program, bound, inputs, uninitialized)
     try:
         with np.errstate(all="ignore"):  # e.g. `data: [1e300]` saturates to inf in float32
             buffers, written = initial_buffers(program, inputs, uninitialized)
     except MemoryError:
-        raise RunError(error("E091", "out of memory while allocating the program's tensors",
-                             Loc(program.path),
-                             hint="lower the tensor sizes; --max-hbm-bytes (API: max_hbm_bytes=) "
-                                  "bounds HBM tensors"))
+        raise out_of_memory(program)
     m = Machine(buffers, written)
     b = None
     try:
@@ -52,14 +56,27 @@ def execute(program: Program, bound, inputs=None, after_each=None,
     except KeyboardInterrupt as stop:  # Ctrl-C / SIGTERM: the CLI says where it stopped
         stop.nkirun_at = f"#{b.index} {b.title}" if b is not None else None
         raise
-    except MemoryError:
-        raise RunError(error("E091", "out of memory while executing "
-                             f"{b.op if b else 'the program'}", b.loc() if b else None))
     except Exception as exc:
-        where = f"instruction {b.index} ({b.title}) at {b.loc()}" if b else "program start"
-        raise InternalError(where, exc) from exc
+        raise failure(exc, b) from exc
     m.current = None
     return m
+
+
+def out_of_memory(program: Program) -> RunError:
+    """E091 for a MemoryError while allocating the program's tensors."""
+    return RunError(error("E091", "out of memory while allocating the program's tensors",
+                          Loc(program.path), hint="lower the tensor sizes; --max-hbm-bytes "
+                          "(API: max_hbm_bytes=) bounds HBM tensors"))
+
+
+def failure(exc: Exception, b) -> Exception:
+    """What a run reports for an unexpected exception raised while executing b (None:
+    before the first instruction): E091 for memory, else an internal error."""
+    if isinstance(exc, MemoryError):
+        return RunError(error("E091", "out of memory while executing "
+                              f"{b.op if b else 'the program'}", b.loc() if b else None))
+    where = f"instruction {b.index} ({b.title}) at {b.loc()}" if b else "program start"
+    return InternalError(where, exc)
 
 
 def outputs(program: Program, m: Machine) -> dict[str, np.ndarray]:

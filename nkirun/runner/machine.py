@@ -15,7 +15,7 @@ from nkirun.source import indirect
 from nkirun.source.access import static_offsets, storage_elements
 from nkirun.source.operands import Resolved
 from nkirun.runner.registers import LoopState
-from nkirun.runner.streamed import last_streamed
+from nkirun.runner.streamed import last_streamed, store_cast
 
 LANES = 128  # one accumulator register per partition
 
@@ -171,13 +171,7 @@ class Machine(LoopState):
         if r.ap is not None and r.ap.overlapping:  # a zero-step dst (runner/streamed.py)
             r, values, mask = last_streamed(r, values, mask)
         dst = self.view(r)
-        v = values if values.__class__ is np.ndarray else np.asarray(values)
-        to = r.dtype
-        if out_dtype is not None and out_dtype.np_type != to.np_type:
-            v = dt.cast(v, out_dtype)
-        if not (v.dtype is to.np_type and to.name != "tfloat32") and \
-                not _numpy_cast_is_ours(v.dtype, to):  # (the first test: the usual case)
-            v = dt.cast(v, to)
+        v = store_cast(values, r.dtype, out_dtype)
         if v.shape != dst.shape:
             v = np.broadcast_to(v, dst.shape) if v.size != dst.size else v.reshape(dst.shape)
         if mask is None:
@@ -322,15 +316,6 @@ def _unwritten_hint(r: Resolved, missing: np.ndarray) -> str:
                 f"or write the other rows first; {POLICY_HINT}")
     return (f"write every element it reads first, or give `{name}` initial contents "
             f"(file/fill/data); {POLICY_HINT}")
-
-
-def _numpy_cast_is_ours(src: np.dtype, dst: dt.DType) -> bool:
-    """Whether NumPy's own cast of `src` values to dst's storage is nkirun's cast (dt.cast),
-    so that write() can cast straight into the destination without a temporary: no cast at
-    all, or float32 to a float type other than tfloat32 (both round to nearest even)."""
-    if src == dst.np_type:
-        return dst.name != "tfloat32"  # tfloat32 is float32 storage whose mantissa is rounded
-    return src == np.float32 and dst.is_float and dst.name != "tfloat32"
 
 
 def select_into(out: np.ndarray, cond: np.ndarray, a: np.ndarray, b,

@@ -165,10 +165,12 @@ def test_output_written_only_in_part(work):
 def test_out_of_memory_is_a_diagnostic(work, monkeypatch):
     """E091: a MemoryError while allocating or running is reported, not a crash."""
     import nkirun.runner.interpret
+    import nkirun.runner.plan
 
     def no_memory(*_a, **_k):
         raise MemoryError
     monkeypatch.setattr(nkirun.runner.interpret, "initial_buffers", no_memory)
+    monkeypatch.setattr(nkirun.runner.plan, "initial_buffers", no_memory)  # (the plan's)
     before = _snapshot(work / "out")
     r = invoke("run", "p.yaml", "--out", "out", cwd=work, catch_exceptions=False)
     _assert_clean_failure(r, 1, "error[E091]", False, before, work)
@@ -633,7 +635,8 @@ def _boom(b, m):
 
 def test_internal_error_exit_3(work, monkeypatch):
     from nkirun.isa import REGISTRY
-    monkeypatch.setitem(REGISTRY, "store", dataclasses.replace(REGISTRY["store"], execute=_boom))
+    monkeypatch.setitem(REGISTRY, "store", dataclasses.replace(REGISTRY["store"], execute=_boom,
+                                                                  plan=None))  # (no plan form)
     before = _snapshot(work / "out")
     r = invoke("run", "p.yaml", "--out", "out", cwd=work, catch_exceptions=False)
     assert r.exit_code == 3, r.output
@@ -649,7 +652,7 @@ def test_internal_error_traceback_only_with_debug(work):
     script = ("import dataclasses, sys\n"
               "from nkirun.isa import REGISTRY\n"
               "def boom(b, m): raise ZeroDivisionError('injected')\n"
-              "REGISTRY['store'] = dataclasses.replace(REGISTRY['store'], execute=boom)\n"
+              "REGISTRY['store'] = dataclasses.replace(REGISTRY['store'], execute=boom, plan=None)\n"
               "from nkirun.cli import main\n"
               "sys.argv = ['nkirun'] + sys.argv[1:]\n"
               "main()\n")

@@ -338,12 +338,22 @@ def test_run_frees_tiles_after_their_last_use(tmp_path):
             peak.append(len(m.buffers))
         return real(program, bnd, inputs, hook, **options)
     interp.execute = spy
-    try:
-        m = execute_freeing(traced, bound, traced.inputs)
+    try:  # an observer: the plain path
+        m = execute_freeing(traced, bound, traced.inputs, observe=lambda b, m: None)
     finally:
         interp.execute = real
     assert len(traced.program.tensors) == 503 and max(peak) <= 5
     np.testing.assert_array_equal(m.buffers[traced.outputs[0].name], 500 * x)
+    # the execution plan (runner/plan.py): the 500 tiles share one array, and with acc
+    # and out that is every array made for the run
+    from nkirun.runner.machine import Machine
+    from nkirun.runner.plan import _Planner, last_uses
+    m = Machine({"x": x.copy()}, {"x": None})
+    planner = _Planner(traced.program, bound, m, last_uses(bound, {"x", traced.outputs[0].name})[0], "error")
+    assert planner.made == 3
+    m = execute_freeing(traced, bound, traced.inputs)
+    np.testing.assert_array_equal(m.buffers[traced.outputs[0].name], 500 * x)
+    assert len(m.buffers) <= 3  # (x, out, and nothing freed left behind)
 
 
 def test_a_kernel_inside_a_package_keeps_its_relative_imports(tmp_path):

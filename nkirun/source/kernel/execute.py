@@ -3,7 +3,8 @@
 A kernel that allocates a tile per loop iteration makes a program with one tensor per
 tile. Each tensor's storage is created just before the first instruction that uses it
 and dropped right after the last one (outputs and tensors with initial contents are
-kept), so peak memory follows the live tensors, not every tensor ever allocated.
+kept), so peak memory follows the live tensors, not every tensor ever allocated. A plain
+run (no observer, no shadow, one core, no runtime loops) goes through runner/plan.py.
 """
 from __future__ import annotations
 
@@ -11,25 +12,19 @@ import itertools
 from dataclasses import replace
 
 
-def live_ranges(bound) -> tuple[dict, dict]:
-    """tensor name -> index of its first and of its last use."""
-    first, last = {}, {}
-    for i, b in enumerate(bound):
-        for n in b.names_plan()[1]:  # read or written (runtime index tensors included)
-            if n not in first:
-                first[n] = i
-            last[n] = i
-    return first, last
-
-
 def execute_freeing(traced, bound, inputs, observe=None, step=None,
                     uninitialized: str = "error"):
     """Execute; `observe(b, m)` (optional) is called after each instruction; `step`:
     interpret.execute's (run --shadow); `uninitialized`: reading an element nothing wrote
-    is E090 ("error"), or reads NaN / 0 ("nan" / "zero")."""
+    is E090 ("error"), or reads NaN / 0 ("nan" / "zero"). Without observe or step, a
+    one-core program without runtime loops runs from an execution plan (runner/plan.py:
+    slots shared by tensors whose lives do not overlap, one call per instruction)."""
     from nkirun.runner.files import fresh_buffer
     from nkirun.runner.interpret import execute
+    from nkirun.runner.plan import execute_planned, live_ranges, plannable
     program = traced.program
+    if observe is None and step is None and plannable(program):
+        return execute_planned(program, bound, inputs, uninitialized)
     order = bound
     if program.cores > 1:  # two cores: the run order of both streams (runner/cores.py)
         from nkirun.checker.meet import sync_order

@@ -1,0 +1,305 @@
+"""Running a checked program from an execution plan (the speed path of `run`, issue 14).
+
+The plain interpreter (interpret.execute) looks everything up again for every instruction:
+the operands' NumPy views, the written-element masks, the casts of Machine.write. A
+kernel that loops over small tiles spends most of its run there. `execute_planned`
+decides all of that once, before running, and then makes one call per instruction:
+
+* **Slots.** Each tensor without initial contents lives from its first to its last use
+  (`last_uses`). Tensors of one shape and storage dtype whose lives do not overlap
+  share one array (a slot is handed back after the instruction of the last use, so a
+  tensor never shares with one that instruction still reads). Memory follows what is
+  live; tensors that must outlive the run (outputs) get their own array.
+* **Tracking dropped where it is proven unneeded.** A tensor whose first access is a
+  planned instruction that writes the whole tensor (no mask, not read by that same
+  instruction) can never be read unwritten, so it is not tracked element by element.
+  Any other tensor starts as the plain path starts it (zeros and an all-False written
+  mask under uninitialized="error"; NaN/0 under "nan"/"zero"), and under "error" every
+  instruction that touches it runs the plain way, so E090 stays exact.
+* **Planned instructions.** An instruction module may give `SPEC.plan(b)`: None when its
+  fast form does not apply to b, else `build(view)` returning a zero-argument call that
+  does exactly what `execute(b, m)` would, on operand arrays fixed at build time
+  (`view(r, shape)`: r's storage as an array of `shape`, never a copy, or None). Calls
+  are shared by the instructions of one checked form (checker/intern.py) over the same
+  slots, so a 100,000-instruction loop builds a handful of them.
+* Everything else runs `spec.execute(b, m)` on the Machine, whose `buffers` then hold
+  the tensors it touches (bound before it, dropped after their last use).
+
+Programs with runtime loops or two cores, and runs that watch each instruction (`--trace`,
+`--dump`, `--shadow`, cost's trip counting), take the plain path. tests/runner/test_plan.py
+runs every example program and kernel both ways and compares outputs bit for bit and errors.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import partial
+
+import numpy as np
+
+from nkirun.diagnostics import NkirunError
+from nkirun.hw import dtypes as dt
+from nkirun.runner.files import initial_buffers
+from nkirun.runner.machine import Machine
+from nkirun.runner.memory import refuse_if_too_large
+
+
+def plannable(program) -> bool:
+    """Whether execute_planned can run `program` (else interpret.execute)."""
+    return program.cores == 1 and not program.loops
+
+
+def live_ranges(bound) -> tuple[dict, dict]:
+    """tensor name -> index of its first and of its last use."""
+    first, last = {}, {}
+    for i, b in enumerate(bound):
+        for n in b.names_plan()[1]:  # read or written (runtime index tensors included)
+            if n not in first:
+                first[n] = i
+            last[n] = i
+    return first, last
+
+
+def last_uses(bound, kept=frozenset()) -> tuple[dict, set]:
+    """(instruction index -> the tensors it uses last, leaving out those in `kept`; every
+    tensor used), in one pass backwards over the instructions. A tensor name alone where
+    only one ends there: no list per tile (a 100,000-instruction kernel would make 50,000,
+    and new containers wake the garbage collector, which then walks the whole IR)."""
+    ends: dict = {}
+    used: set = set()
+    for i in range(len(bound) - 1, -1, -1):
+        b = bound[i]
+        names = b.args.names  # (set by the checker's passes; else worked out here)
+        for n in (names if names is not None else b.names_plan()[1]):
+            if n not in used:
+                used.add(n)
+                if n not in kept:
+                    have = ends.get(i)
+                    if have is None:
+                        ends[i] = n
+                    elif have.__class__ is str:
+                        ends[i] = [have, n]
+                    else:
+                        have.append(n)
+    return ends, used
+
+
+def execute_planned(program, bound, inputs=None, uninitialized: str = "error") -> Machine:
+    """interpret.execute(program, bound, inputs, uninitialized=...) through a plan: the same
+    outputs (bit for bit), errors and warnings; the Machine keeps the outputs and the
+    tensors with initial contents."""
+    from nkirun.runner.interpret import out_of_memory
+    given = inputs or {}
+    tensors = program.tensors
+    held = [n for n, t in tensors.items() if t.init is not None or n in given]
+    ends, used = last_uses(bound, {*held, *(n for n, t in tensors.items() if t.output)})
+    upfront = {n: tensors[n] for n in (*held, *(tensors.keys() - used - set(held)))}
+    head = replace(program, tensors=upfront)
+    refuse_if_too_large(head, inputs)
+    try:
+        with np.errstate(all="ignore"):
+            buffers, written = initial_buffers(head, inputs, uninitialized)
+    except MemoryError:
+        raise out_of_memory(program)
+    m = Machine(buffers, written)
+    try:
+        plan = _Planner(program, bound, m, ends, uninitialized)
+    except MemoryError:
+        raise out_of_memory(program)
+    run_steps(plan.bs, plan.calls, m)
+    return m
+
+
+def run_steps(bs: list, calls: list, m: Machine) -> None:
+    """Make each call (bs[i]: the instruction calls[i] belongs to); an exception becomes
+    the run error interpret.execute would give."""
+    from nkirun.runner.interpret import failure
+    i = -1
+    try:
+        with np.errstate(all="ignore"):  # inf/nan flow through as on hardware, silently
+            for i, call in enumerate(calls):
+                call()
+    except NkirunError:
+        raise
+    except KeyboardInterrupt as stop:
+        b = bs[i] if i >= 0 else None
+        stop.nkirun_at = f"#{b.index} {b.title}" if b is not None else None
+        raise
+    except Exception as exc:
+        raise failure(exc, bs[i] if i >= 0 else None) from exc
+    m.current = None
+
+
+def _plain(m: Machine, b) -> None:
+    m.current = b
+    b.spec.execute(b, m)
+
+
+class _Planner:
+    """One pass over the instructions in order, building the steps: `calls`, and `bs`, the
+    instruction each call belongs to."""
+
+    def __init__(self, program, bound, m: Machine, ends: dict, policy: str):
+        self.m, self.policy = m, policy
+        self.tensors = program.tensors
+        self.arrays = dict(m.buffers)  # name -> its array (slots included)
+        self.slot_of = {n: i for i, n in enumerate(self.arrays)}  # name -> array number
+        self.tracked = {n for n, w in m.written.items() if w is not None}
+        self.bound_in_m = set(self.arrays)  # tensors the Machine holds now
+        self.free: dict = {}  # (shape, dtype name) -> (array, number)s no live tensor holds
+        self.made = 0  # arrays allocated for tensors first used during the run
+        self.forms: dict = {}  # id(form) -> _facts of the form's instructions
+        self.built: dict = {}  # (id(form), array numbers) -> call
+        self.views: dict = {}  # (array number, layout, shape) -> view
+        self.bs, self.calls = [], []  # the steps: the instruction, the call
+        self.compile(bound, ends)  # (ends: last_uses, without the kept tensors)
+
+    def compile(self, bound, ends: dict) -> None:  # long: the one hot loop, locals on purpose
+        slot_of, forms, built, tracked = self.slot_of, self.forms, self.built, self.tracked
+        tensors, free, arrays, bound_in_m = self.tensors, self.free, self.arrays, self.bound_in_m
+        slot = slot_of.__getitem__
+        add_b, add_call = self.bs.append, self.calls.append
+        for i, b in enumerate(bound):
+            args = b.args
+            names = args.names if args.names is not None else b.names_plan()[1]
+            form = args.form if b.mask is None else None
+            facts = forms.get(id(form)) if form is not None else None
+            if facts is None:
+                facts = _facts(b, names)
+                if form is not None:
+                    forms[id(form)] = facts
+            for n in names:
+                if n not in slot_of:  # its first use
+                    t = tensors[n]
+                    spare = free.get((t.shape, t.dtype.name)) if facts[1] else None
+                    if spare and not t.output and names.index(n) in facts[1]:
+                        arrays[n], slot_of[n] = spare.pop()  # (the usual tile: inline)
+                    else:
+                        self.allocate(n, b, names.index(n) in facts[1])
+            call = None
+            if facts[0] and (not tracked or tracked.isdisjoint(names)):
+                key = (id(form), *map(slot, names)) if form is not None else None
+                call = built.get(key) if key is not None else None
+                if call is None:
+                    call = b.spec.plan(b)(self.view)
+                    if key is not None and call is not None:
+                        built[key] = call
+            if call is None:
+                for n in names:
+                    if n not in self.bound_in_m:
+                        self.bind(n, b)
+                call = partial(_plain, self.m, b)
+            add_b(b)
+            add_call(call)
+            done = ends.get(i)
+            if done is not None:
+                for n in ((done,) if done.__class__ is str else done):
+                    if n in tracked or n in bound_in_m:
+                        self.release(n, b)
+                    else:  # (the usual tile: inline)
+                        t = tensors[n]
+                        kind = (t.shape, t.dtype.name)
+                        spare = free.get(kind)
+                        if spare is None:
+                            spare = free[kind] = []
+                        spare.append((arrays.pop(n), slot_of[n]))
+
+    def view(self, r, shape=None):
+        """r's storage as an array of `shape` (default r.shape) without a copy, or None."""
+        n = self.slot_of[r.decl.name]
+        arr = self.arrays[r.decl.name]
+        shape = r.shape if shape is None else shape
+        s = r.ap
+        layout = r.box if s is None else (s.byte_offset, s.byte_strides, s.shape,
+                                          s.dtype.np_type)
+        key = (n, layout, shape)
+        v = self.views.get(key, False)
+        if v is not False:
+            return v
+        if s is None:
+            a = arr[r.np_index]
+        elif s.indirect is not None or s.overlapping or not arr.flags.c_contiguous:
+            a = None
+        else:
+            a = np.ndarray(s.shape, s.dtype.np_type, buffer=arr, offset=s.byte_offset,
+                           strides=s.byte_strides)
+        if a is not None:
+            a = a.view()
+            try:
+                a.shape = shape  # raises instead of silently copying
+            except AttributeError:
+                a = None
+        self.views[key] = a
+        return a
+
+    def allocate(self, name: str, b, whole: bool) -> None:
+        """The array of a tensor first used by b (`whole`: b, planned, writes all of it
+        and does not read it); decides whether it is tracked."""
+        t = self.tensors[name]
+        spare = None if t.output else self.free.get((t.shape, t.dtype.name))
+        if spare:
+            arr, self.slot_of[name] = spare.pop()
+        else:
+            arr = np.zeros(t.shape, t.dtype.np_type)
+            self.slot_of[name] = len(self.slot_of)
+            self.made += 1
+        self.arrays[name] = arr
+        if whole:  # written in full before anything reads it: nothing to track or reset
+            if t.output:
+                self.bind(name, b)
+            return
+        if self.policy == "error":
+            self.tracked.add(name)
+        fill = np.zeros((), t.dtype.np_type)
+        if self.policy == "nan" and t.dtype.is_float:
+            fill = dt.cast(np.array(np.nan, np.float32), t.dtype)
+        # (a reused slot holds an earlier tensor's values: start it as the plain path does)
+        self.bs.append(b)
+        self.calls.append(partial(np.copyto, arr, fill))
+        if t.output or self.policy == "error":
+            self.bind(name, b)
+
+    def bind(self, name: str, b) -> None:
+        """Put the tensor into the Machine (for the plain calls) before b."""
+        self.bound_in_m.add(name)
+        shape = self.tensors[name].shape if name in self.tracked else None
+        self.bs.append(b)
+        self.calls.append(partial(_bind, self.m, name, self.arrays[name], shape))
+
+    def release(self, name: str, b) -> None:
+        """After b, the tensor's last use: its array is free for a later tensor."""
+        t = self.tensors[name]
+        self.free.setdefault((t.shape, t.dtype.name), []).append(
+            (self.arrays.pop(name), self.slot_of[name]))
+        self.tracked.discard(name)
+        if name in self.bound_in_m:
+            self.bound_in_m.discard(name)
+            self.bs.append(b)
+            self.calls.append(partial(_unbind, self.m, name))
+
+
+def _bind(m: Machine, name: str, arr, tracked_shape) -> None:
+    m.buffers[name] = arr
+    m.written[name] = None if tracked_shape is None else np.zeros(tracked_shape, bool)
+
+
+def _unbind(m: Machine, name: str) -> None:
+    m.buffers.pop(name, None)
+    m.written.pop(name, None)
+
+
+def _facts(b, names) -> tuple:
+    """(whether b is planned: its module has a plan form that applies and every view
+    addresses plain storage, the positions in `names` of the tensors b writes in full
+    without reading them) — the same for every instruction of one checked form."""
+    if b.spec.plan is None or b.spec.plan(b) is None:
+        return False, frozenset()
+    acc = b.accesses()
+    if not all(r.ap is None or r.ap.indirect is None for _, r in acc.reads) or \
+            not all(r.ap is None or (r.ap.indirect is None and not r.ap.overlapping)
+                    for _, r in acc.writes):  # (runtime indices, zero-step writes)
+        return False, frozenset()
+    read = {r.decl.name for _, r in acc.reads}
+    whole = {r.decl.name for _, r in acc.writes if r.is_whole} - read
+    if b.mask is not None:
+        whole = set()  # (not reached: the plan forms refuse masks; said for clarity)
+    return True, frozenset(i for i, n in enumerate(names) if n in whole)
