@@ -20,7 +20,7 @@ from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, TARGETS
 from nkirun.ir import ON_CHIP, Program, View
 from nkirun.isa import REGISTRY
 from nkirun.checker.bound import Bound, Operands
-from nkirun.checker.intern import Views, form_key
+from nkirun.checker.intern import Templates, Views, form_key
 from nkirun.isa.spec import param_tables, views_of
 from nkirun.source import access
 from nkirun.source.operands import resolve
@@ -37,6 +37,7 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES, fast: boo
     `fast=False` takes the plain path for every instruction (the definition; tests only)."""
     bound, diags = [], []
     views = Views() if fast else None
+    forms = Templates(program.dropped, views) if fast else None  # call-site forms
     passed: dict = {}  # interning: see the module docstring
     passed_form: dict = {}
     passed_at: dict = {}
@@ -48,17 +49,16 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES, fast: boo
     # with the keywords that did convert): their operands are still resolved and checked
     # against the per-parameter rules, so one bad keyword does not hide other errors.
     for inst in itertools.chain(program.instructions, program.partial):
+        b = forms.bind(inst, program, target) if fast else None
+        if b is not None:  # a later instruction of a call-site form that passed
+            bound.append(b)
+            continue
         like = passed_at.get(inst.repeat_of) if fast else None
         if like is not None:  # its views resolve to the same Resolved: no need to look
             like.args.shared = True
             bound.append(Bound(inst, like.spec, like.args, None, like.engine, target))
             continue
-        hit = per_op.get(inst.op)
-        if hit is None:
-            spec = REGISTRY[inst.op]
-            tables = param_tables(spec)
-            hit = per_op[inst.op] = (spec, tables.views, dict.fromkeys(tables.names))
-        spec, view_params, blank = hit
+        spec, view_params, blank = per_op.get(inst.op) or _op_tables(per_op, inst.op)
         args = blank.copy()  # every param: given values over None
         args.update(inst.args)
         ok = _resolve_views(inst, args, view_params, program, views, diags)
@@ -82,6 +82,7 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES, fast: boo
         if ok is None:  # an operand or keyword failed: b is left out
             continue
         if ok and args.get("mask") is None and same is not None:
+            forms.put(inst, b)
             passed[same] = b
             if inst.index in repeated:
                 passed_at[inst.index] = b
@@ -89,6 +90,14 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES, fast: boo
                 passed_form[form] = b
         bound.append(b)
     return bound, diags
+
+
+def _op_tables(per_op: dict, op: str) -> tuple:
+    """(spec, its view Params, {param: None}) of op, kept in per_op."""
+    spec = REGISTRY[op]
+    tables = param_tables(spec)
+    hit = per_op[op] = (spec, tables.views, dict.fromkeys(tables.names))
+    return hit
 
 
 def _apply_rules(b: Bound, ok: bool, diags: list, program: Program, max_hbm_bytes: int):

@@ -11,7 +11,9 @@ on a tensor's name, except in the words of a diagnostic. So:
   per layout: the Resolved of a known layout is the earlier one with its tensor replaced
   (`rebased`);
 * `form_key` is the value of an instruction's bound operands up to the naming of tensors:
-  two instructions with equal keys pass or fail the same rules and get the same engine.
+  two instructions with equal keys pass or fail the same rules and get the same engine;
+* `Templates` takes that from the front end when it knows it: instructions of one
+  call-site form (source/forms.py) are bound as the first of them that passed.
 
 Bind keeps the plain path (resolve every view, apply every rule) as the definition and uses
 these only to skip work whose result is known; tests/checker/test_fast_bind.py checks both
@@ -19,6 +21,8 @@ give the same bound values and diagnostics.
 """
 from __future__ import annotations
 
+from nkirun.checker.bound import Bound, Operands
+from nkirun.source.forms import FormLocs
 from nkirun.source.operands import Resolved
 
 _new = object.__new__
@@ -26,13 +30,25 @@ _RESOLVED_FIELDS = tuple(f for f in Resolved.__slots__)
 _SETTERS = tuple(getattr(Resolved, f).__set__ for f in _RESOLVED_FIELDS)
 
 
+assert _RESOLVED_FIELDS == ("decl", "np_index", "shape", "reshape", "part_start",
+                            "part_step", "box", "ap"), "update rebased"
+(_SET_DECL, _SET_NP_INDEX, _SET_SHAPE, _SET_RESHAPE, _SET_PART_START, _SET_PART_STEP,
+ _SET_BOX, _SET_AP) = _SETTERS
+
+
 def rebased(template: Resolved, decl) -> Resolved:
     """`dataclasses.replace(template, decl=decl)`, without the dataclass machinery (a trace
-    makes one per new tile). Only for templates without a runtime index (their Resolved
-    depends on other tensors)."""
+    makes one per new tile; every field set, tests/kernel/test_call_forms.py). Only for
+    templates without a runtime index (their Resolved depends on other tensors)."""
     r = _new(Resolved)
-    for name, setter in zip(_RESOLVED_FIELDS, _SETTERS):
-        setter(r, decl if name == "decl" else getattr(template, name))
+    _SET_DECL(r, decl)
+    _SET_NP_INDEX(r, template.np_index)
+    _SET_SHAPE(r, template.shape)
+    _SET_RESHAPE(r, template.reshape)
+    _SET_PART_START(r, template.part_start)
+    _SET_PART_STEP(r, template.part_step)
+    _SET_BOX(r, template.box)
+    _SET_AP(r, template.ap)
     return r
 
 
@@ -90,6 +106,71 @@ class Views:
         return hit
 
 
+class Templates:
+    """Call-site forms (source/forms.py) for one bind: per form, the first of its
+    instructions that passed every rule (`put`); a later instruction of the form is bound as
+    that template with its own tensors put in (`bind`): its rules and engine are functions
+    of values equal to the template's. The Resolved made last per layout is reused while
+    the tensor stays the same: an accumulator call after call, and a new tile that two
+    forms use through views of one layout (bind's own path shares those too)."""
+
+    def __init__(self, dropped, views: Views):
+        # id(FormLocs) -> (template Bound, per view keyword its key in `last`); the
+        # instructions keep their FormLocs, the templates their Resolved alive
+        self.by_form: dict = {}
+        # the layout token of a template Resolved (Views.token: equal tokens, equal
+        # Resolved up to the tensor), else its id -> {tensor name: Resolved} for the last
+        # few tensors (an accumulator and the new tiles beside it often share a layout)
+        self.last: dict = {}
+        self.dropped = dropped
+        self.token = views.token
+
+    def put(self, inst, b) -> None:
+        """Keep b (inst bound the plain way, passing every rule) as its form's template."""
+        locs = inst.arg_locs
+        if locs.__class__ is not FormLocs:
+            return
+        for k in locs.views:
+            r = b.args.get(k)
+            if r.__class__ is not Resolved or r.ap is not None:
+                return  # (an access pattern: its Resolved may depend on other tensors)
+        keys = [self.token.get(id(b.args[k]), id(b.args[k])) for k in locs.views]
+        for k, key in zip(locs.views, keys):
+            self.last.setdefault(key, {}).setdefault(inst.args[k].tensor, b.args[k])
+        self.by_form[id(locs)] = (b, keys)
+
+    def bind(self, inst, program, target):
+        """inst bound as its form's template, or None (no template yet, an undeclared
+        tensor, a dropped instruction: bind's own path decides)."""
+        locs = inst.arg_locs
+        hit = self.by_form.get(id(locs)) if locs.__class__ is FormLocs else None
+        if hit is None or inst.index in self.dropped:
+            return None
+        tmpl, keys = hit
+        targs = tmpl.args
+        args = Operands(targs, targs.form)
+        inst_args, last = inst.args, self.last
+        for k, key in zip(locs.views, keys):
+            name = inst_args[k].tensor
+            recent = last[key]
+            r = recent.get(name)
+            if r is None:
+                decl = program.tensors.get(name)
+                if decl is None:
+                    return None
+                if len(recent) >= _RECENT:
+                    del recent[next(iter(recent))]  # the oldest
+                r = recent[name] = rebased(targs[k], decl)
+            _dict_set(args, k, r)  # (Operands refuse changes once handed out)
+        return Bound(inst, tmpl.spec, args, None, tmpl.engine, target)
+
+
+_RECENT = 4  # tensors remembered per layout by Templates
+
+
+_dict_set = dict.__setitem__
+
+
 def form_key(op: str, values, token: dict):
     """`form_key_plain` in one pass over the values (bind calls it per instruction)."""
     decls, key = [], [op, None]
@@ -124,4 +205,4 @@ def form_key_plain(op: str, values, token: dict):
     return None if None in key else key
 
 
-__all__ = ["Views", "form_key", "form_key_plain", "rebased", "layout_key"]
+__all__ = ["Templates", "Views", "form_key", "form_key_plain", "rebased", "layout_key"]

@@ -8,6 +8,8 @@ is reported, not just the first. Nothing here names an instruction.
 """
 from __future__ import annotations
 
+import itertools
+
 from nkirun.diagnostics import Diagnostic, Loc, error, warning
 from nkirun.checker.bind import bind
 from nkirun.checker.psum import psum_hazards
@@ -91,15 +93,16 @@ def _dataflow(program: Program, bound: list[Bound], failed: set[int]) -> list[Di
     last_write: dict[str, Bound] = {}
     acc_states: dict = {}  # core -> {accumulator -> undefined / defined / clobbered}
     for b in bound:
-        reads, writes, _ = b.tensor_names()
-        for key, n in reads:
+        plan, names = b.names_plan()  # (tensor_names() without spelling it out)
+        n_reads = len(plan[0])
+        for key, n in zip(plan[0], names):  # the reads
             if n not in defined:
                 out.append(b.err("E050", f"`{key}` reads `{n}` before anything writes it", key,
                                  hint=f"give `{n}` initial contents (file, fill or data), or "
                                       "write it in an earlier instruction"))
                 defined.add(n)  # report once
             read_after[n] = True
-        for n in writes:
+        for n in names[n_reads:]:  # the writes
             defined.add(n)
             read_after[n] = False
             last_write[n] = b
@@ -141,7 +144,8 @@ def _capacity(program: Program, bound: list[Bound]) -> list[Diagnostic]:
         if t.on_chip and t.output:
             last[t.name] = n - 1
     for i, b in enumerate(bound):
-        for name in b.tensor_names()[2]:  # every on-chip tensor it reads or writes
+        plan, names = b.names_plan()
+        for name in map(names.__getitem__, plan[2]):  # each on-chip tensor it reads/writes
             first.setdefault(name, i)
             if last.get(name, i) <= i:  # an output's last use stays the end
                 last[name] = i
@@ -158,12 +162,10 @@ def _capacity(program: Program, bound: list[Bound]) -> list[Diagnostic]:
                 continue
             delta[f] += t.bytes_per_partition
             delta[last.get(name, f) + 1] -= t.bytes_per_partition
-        live = peak = peak_at = 0
-        for i in range(n):
-            live += delta[i]
-            if live > peak:
-                peak, peak_at = live, i
+        live = list(itertools.accumulate(delta[:n]))  # bytes live at each instruction
+        peak = max(live, default=0)
         if peak > cap:
+            peak_at = live.index(peak)  # the first instruction at the peak
             b = bound[peak_at]
             out.append(error("E041", f"live {buf.upper()} tensors need {peak:,} bytes per "
                              f"partition at instruction {peak_at} ({b.op}); {target.name} has "

@@ -15,6 +15,7 @@ from nkirun.source import tensor_fields
 from nkirun.source.cores import tensor_core
 from nkirun.source.tensor_fields import BUFFER_ALIASES, NAME_RE, TENSOR_KEYS  # noqa: F401
 
+SCALAR_WORDS = frozenset({"inf", "nan"})  # tensor names that would read as numbers
 TOP_KEYS = ("version", "name", "target", "tensors", "instructions", "cores")
 MAX_UNKNOWN_REPORTED = 10  # unknown keywords of one instruction reported one by one
 
@@ -154,6 +155,11 @@ class Builder:
                            hint="names are letters, digits and _, not starting with a digit "
                                 "(they become output file names)"))
             return True
+        if name.lower() in SCALAR_WORDS:  # `operand0: inf` must mean one thing only
+            d.append(error("E018", f"tensor name {name!r} is also a scalar word", loc,
+                           hint="inf and nan (any case) are numbers wherever a keyword "
+                                "takes a number; rename the tensor"))
+            return True
         if name in self.tensors or name in self.invalid_tensors:
             d.append(error("E014", f"tensor `{name}` is declared twice", loc))
             return False
@@ -243,7 +249,8 @@ class Builder:
             # Non-view values depend only on (param, value): traces repeat them endlessly.
             # (Views carry their own location, so they are not shared.)
             ckey = (name, key, raw.__class__, raw) if (
-                not p.kind.is_view and raw.__class__ in _HASHABLE) else None
+                not p.kind.is_view and raw.__class__ in _HASHABLE
+                and (raw or raw.__class__ is not float)) else None  # (-0.0 == 0.0)
             hit = converted.get(ckey) if ckey is not None else None
             if hit is not None:
                 values[key] = hit[0]

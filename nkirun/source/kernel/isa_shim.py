@@ -24,7 +24,7 @@ import types
 
 from nkirun.source.kernel import consts, legacy, legacy_affine
 from nkirun.source.kernel.session import _CURRENT, current
-from nkirun.source.kernel.unsupported import frame_loc, kernel_error, kernel_frame, unsupported
+from nkirun.source.kernel.unsupported import call_loc, kernel_error, unsupported
 
 # NKI 0.6 signatures (nki.isa API reference): the parameters in positional order,
 # `=value` for an optional one's default. `name` (every instruction's debug label) left out.
@@ -87,6 +87,7 @@ SIGNATURES = {
     "topk": "val_dst idx_dst src n",
 }
 _REQUIRED = object()
+SIMPLE_CALLS = True  # False: every call takes the general path (the plain one, for tests)
 _UNSET = object()
 NOT_INSTRUCTIONS = frozenset({"load", "store"})  # nl.load / nl.store in nkirun's table
 
@@ -128,6 +129,7 @@ class NkiInstruction:
         return f"<nki.isa.{self.op} instruction {self.index}>"
 
 
+# long: one closure per instruction over its tables, the whole call path in one place
 def make_instruction(op: str):
     from nkirun.isa import REGISTRY
     spec = REGISTRY[op]
@@ -147,10 +149,20 @@ def make_instruction(op: str):
     required = [n for n, d in sig if d is _REQUIRED]
     plans: dict = {}  # keywords given, in order -> (extras among them, `fill` minus them)
 
+    simple: dict = {}  # keywords given -> NKI defaults to fill, for keyword sets that need
+    # nothing else (see _simple_plan): their calls skip the general path's steps
+
     def instruction(*args, **kwargs):
         tracer = _CURRENT[-1] if _CURRENT else current()
-        loc = frame_loc(kernel_frame(2))
+        loc = call_loc(2)
         values = kwargs  # a fresh dict per call
+        if not args and SIMPLE_CALLS:
+            keys = tuple(kwargs)
+            fill_in = simple.get(keys)
+            if fill_in is None:
+                fill_in = simple[keys] = _simple_plan(op, keys, extras, fill, has_dst)
+            if fill_in is not False and (not has_dst or kwargs["dst"] is not None):
+                return _simple_call(tracer, op, values, fill_in, loc, tables)
         names = order
         if has_dst and "dst" not in kwargs and not _new_style(args, required, kwargs):
             names = [n for n in order if n != "dst"]  # the pre-0.2 API: returns its result
@@ -195,6 +207,38 @@ def _enum_member(keyword: str, value):
     if type(value) is int:  # not bool: True/False are never enum values
         return ENUM_VALUES[keyword].get(value, value)
     return value
+
+
+def _simple_plan(op: str, given: tuple, extras: dict, fill: list, has_dst: bool):
+    """The NKI defaults to fill for a call by keywords `given` that the general path would
+    only fill in: no NKI-only keyword, enum, `name=`, `dtype=`, `mask=` or pre-0.2 form
+    among them, and dst given when the instruction has one; else False (the general
+    path)."""
+    if (any(k in extras or k in _INT_ENUMS for k in given) or "name" in given
+            or "dtype" in given or "mask" in given or op in _LEGACY_OPS
+            or (has_dst and "dst" not in given)):
+        return False
+    return [(k, d) for k, d in fill if k not in given]
+
+
+_LEGACY_OPS = frozenset({"iota", "affine_select"})  # _legacy_forms
+
+
+def _simple_call(tracer, op: str, values: dict, fill_in: list, loc, tables):
+    """What the general path does with a call _simple_plan admits: fill in the NKI defaults,
+    record the instruction (legacy.flush and .record skipped when they have nothing to
+    do; no mask was given)."""
+    for k, d in fill_in:
+        values[k] = d
+    state = tracer.__dict__
+    if state.get("legacy_pending") is not None:
+        legacy.flush(tracer)
+    index = tracer.builder.count
+    if state.get("legacy_valid"):
+        legacy.record(tracer, op, values, loc, tables)
+    else:
+        tracer.emit(op, values, loc, tables)
+    return NkiInstruction(op, index)
 
 
 def _keyword_plan(plans: dict, given: tuple, extras: dict, fill: list) -> tuple:

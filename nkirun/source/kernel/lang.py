@@ -102,7 +102,11 @@ def ds(start, size):
 
 
 def affine_range(start, stop=None, step=1, **_directives):
-    return range(start) if stop is None else range(start, stop, step)
+    try:
+        return range(start) if stop is None else range(start, stop, step)
+    except (TypeError, ValueError) as e:  # e.g. a float bound: the kernel's mistake, located
+        raise kernel_error("E603", f"nl.affine_range/sequential_range/static_range: {e}",
+                           hint="loop bounds and step are Python ints (step not 0)") from None
 
 
 sequential_range = static_range = affine_range

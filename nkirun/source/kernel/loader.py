@@ -23,8 +23,14 @@ def _ours(filename: str) -> bool:
     return _in_nkirun(filename) or filename.startswith("<frozen")
 
 
-class KernelUsageError(TypeError):
-    """A usage error about the kernel or its parameters (exit status 2)."""
+class KernelUsageError(NkirunError, TypeError):
+    """A usage error about the kernel or its parameters (exit status 2). In the API it is a
+    TypeError, as Python's own call of the function would raise, and an NkirunError
+    carrying one E595 diagnostic, as every nkirun error does (the kernel contract)."""
+
+    def __init__(self, message: str, loc: Loc | None = None):
+        super().__init__(error("E595", message, loc or Loc()))
+        self.args = (message,)  # str(e): the message alone (the CLI's usage line)
 
 
 def is_kernel_path(program: str) -> bool:

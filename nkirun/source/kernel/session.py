@@ -25,15 +25,17 @@ from nkirun.ir import instruction_at, tensor_at, view_at
 from nkirun.isa import REGISTRY
 from nkirun.isa.spec import TILE, TILE_OR_SCALAR, ArgError, convert, param_tables
 from nkirun.source.builder import Builder
-from nkirun.source.kernel import consts
+from nkirun.source.forms import FormLocs
+from nkirun.source.kernel import call_forms, consts
 from nkirun.source.kernel.control import VirtualRegister
 from nkirun.source.kernel.tensor import _NO_INDEX, TensorRec, ndarray
-from nkirun.source.kernel.unsupported import frame_loc, kernel_error, kernel_frame
+from nkirun.source.kernel.unsupported import call_loc, kernel_error
 
 _ASSIGN = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)")
 _BAD_CHARS = re.compile(r"\W")
 _CURRENT: list = []
 _VIEW_KINDS = frozenset({TILE, TILE_OR_SCALAR})
+_INT = frozenset({int})
 _HASHABLE = frozenset({str, int, float, bool})
 
 
@@ -63,6 +65,11 @@ class Tracer:
         self.identity: dict = {}  # (n, dtype) -> identity-matrix tensor
         # (op, id(loc), keyword, ...) -> _call_site: a loop repeats the same calls
         self.sites: dict = {}
+        self.forms: dict = {}  # _form_key -> (FormLocs, the args of its first instruction)
+        # (id(call site Loc), shape, dtype, buffer, name) as given -> (shape, nl dtype,
+        # buffer, base name) of a non-shared allocation the plain path made (a loop's
+        # nl.ndarray repeats its call)
+        self.alloc_plans: dict = {}
         self.lnc = 1  # 2: a two-core trace; self.builder.core is the core being traced
         from nkirun.hw.targets import TARGETS
         consts.tile_size.sbuf_bytes_per_partition = TARGETS[target].sbuf_bytes_per_partition
@@ -76,7 +83,9 @@ class Tracer:
 
     # ---- names and tensors ---------------------------------------------------------------
     def unique(self, base: str) -> str:
-        base = _identifier(base)
+        return self._unique_identifier(_identifier(base))
+
+    def _unique_identifier(self, base: str) -> str:
         n = self.used_names.get(base)
         if n is None:
             self.used_names[base] = 0
@@ -90,6 +99,19 @@ class Tracer:
                 return name
 
     def allocate(self, shape, dtype, buffer, name="", init=None, loc=None) -> TensorRec:
+        key = None
+        if loc is None:  # (a call site's Loc lives as long as its code: keyed by its id)
+            loc = call_loc(2)
+            if shape.__class__ is tuple and name.__class__ is str and call_forms.ALLOC_PLANS:
+                key = (id(loc), shape, dtype, buffer, name)
+            try:
+                plan = self.alloc_plans.get(key)
+            except TypeError:  # an unhashable dtype or buffer: the plain path says why
+                plan = key = None
+            if plan is not None and _INT.issuperset(map(type, shape)):
+                shape, d, buf, base = plan  # what the plain path below would work out
+                return TensorRec(self._unique_identifier(base), shape, d, buf, loc, init,
+                                 self.builder.core if self.lnc > 1 else None)
         shape = (shape,) if isinstance(shape, int) else shape
         if shape.__class__ is not tuple or shape not in _SHAPES_SEEN:
             shape = _checked_shape(shape)
@@ -102,15 +124,16 @@ class Tracer:
         if buf is None:
             raise kernel_error("E603", f"nl.ndarray: unknown buffer {buffer!r}",
                                hint="nl.sbuf, nl.psum, nl.hbm, nl.shared_hbm, nl.private_hbm")
-        if loc is None:
-            loc = frame_loc(kernel_frame(2))
         if buf is consts.shared_hbm and self.instance and any(self.instance):
             return self._shared(shape, d)
-        rec = TensorRec(self.unique(str(name) if name else _source_name(loc)), shape, d, buf,
+        base = str(name) if name else _source_name(loc)
+        rec = TensorRec(self.unique(base), shape, d, buf,
                         loc, init, self.builder.core if self.lnc > 1 and
                         buf is not consts.shared_hbm else None)
         if buf is consts.shared_hbm:
             self.shared.append(rec)
+        elif key is not None and len(self.alloc_plans) < call_forms.FORMS_MAX:
+            self.alloc_plans[key] = (shape, d, buf, _identifier(base))
         return rec
 
     def _shared(self, shape, d) -> TensorRec:
@@ -143,16 +166,32 @@ class Tracer:
 
     # ---- instructions --------------------------------------------------------------------
     def emit(self, op: str, values: dict, loc: Loc, tables=None) -> None:
+        form = call_forms.form_key(op, values, loc) if call_forms.CALL_FORMS else None
+        if form is not None:
+            hit = self.forms.get(form[0])
+            if hit is not None:  # an earlier call of this form: its args, our tensors
+                locs, template = hit
+                args = template.copy()
+                for k, rec, index in form[1]:
+                    if not rec.declared:
+                        self.declare(rec)
+                    args[k] = view_at(rec.name, index, loc)
+                b = self.builder
+                b.instructions.append(instruction_at(op, args, b.count, loc, locs, None,
+                                                     b.core))
+                b.count += 1
+                return
         if tables is None:
             spec = REGISTRY.get(op)
             tables = param_tables(spec) if spec is not None else None
-        if tables is None or not self._emit_fast(op, tables, values, loc):
+        if tables is None or not self._emit_fast(op, tables, values, loc, form):
             self._emit_plain(op, values, loc)
 
-    def _emit_fast(self, op: str, tables, values: dict, loc: Loc) -> bool:
+    def _emit_fast(self, op: str, tables, values: dict, loc: Loc, form=None) -> bool:
         """The IR instruction the Builder would make from these values, built directly
         (Views from the handles, no operand text to parse); False when anything needs the
-        Builder's diagnostics (an unknown keyword, a value that does not convert)."""
+        Builder's diagnostics (an unknown keyword, a value that does not convert).
+        `form`: the call's _form_key, to remember it by (emit's shortcut)."""
         converted = self.builder._converted
         view_keys = _view_keys(tables)
         args = {}
@@ -173,7 +212,8 @@ class Tracer:
             if p is None:
                 return False
             raw = v.ir if v.__class__ is consts.Token else self.raw(v)
-            ckey = (op, key, raw.__class__, raw) if raw.__class__ in _HASHABLE else None
+            ckey = (op, key, raw.__class__, raw) if raw.__class__ in _HASHABLE and (
+                raw or raw.__class__ is not float) else None  # (-0.0 == 0.0: not keyed)
             hit = converted.get(ckey) if ckey is not None else None
             if hit is None:
                 if p.kind in _VIEW_KINDS and isinstance(raw, str):
@@ -193,8 +233,12 @@ class Tracer:
             return False
         full = tables.defaults.copy()
         full.update(args)
+        arg_locs = site[1]
+        if form is not None and len(self.forms) < call_forms.FORMS_MAX:
+            arg_locs = FormLocs(arg_locs, tuple(k for k, _, _ in form[1]))
+            self.forms[form[0]] = (arg_locs, full)  # (nothing changes an Instruction's args)
         b = self.builder
-        b.instructions.append(instruction_at(op, full, b.count, loc, site[1], None, b.core))
+        b.instructions.append(instruction_at(op, full, b.count, loc, arg_locs, None, b.core))
         b.count += 1
         return True
 
@@ -232,6 +276,10 @@ class Tracer:
         if isinstance(v, (list, tuple)):
             return [self.raw(x) for x in v]
         if hasattr(v, "item") and callable(v.item):  # a NumPy scalar
+            if getattr(v, "size", 1) != 1:  # a whole array passed where a tile goes
+                raise kernel_error("E603", f"a NumPy array of shape {list(v.shape)} is not "
+                                   "an NKI tensor", hint="allocate one with nl.ndarray and "
+                                   "fill it (or use nl.shared_constant(array))")
             return v.item()
         name = getattr(v, "__name__", None)  # np.exp and friends
         return name if isinstance(name, str) else v
@@ -266,7 +314,7 @@ def _identifier(base: str) -> str:
     hit = _IDENTIFIERS.get(base)
     if hit is None:
         hit = _BAD_CHARS.sub("_", base) or "t"
-        if hit[0].isdigit():
+        if hit[0].isdigit() or hit.lower() in ("inf", "nan"):  # not a name (E018)
             hit = "t" + hit
         if len(_IDENTIFIERS) < 10_000:
             _IDENTIFIERS[base] = hit

@@ -32,7 +32,7 @@ class TensorRec:
     """One allocated tensor: what becomes a TensorDecl when an instruction first uses it."""
 
     __slots__ = ("name", "shape", "dtype", "buffer", "loc", "init", "declared", "strides",
-                 "decl", "whole", "on_chip", "core", "compared")
+                 "decl", "whole", "on_chip", "core", "layout", "compared")
 
     def __init__(self, name, shape, dtype, buffer, loc, init=None, core=None):
         self.name, self.shape, self.dtype, self.buffer = name, shape, dtype, buffer
@@ -43,6 +43,11 @@ class TensorRec:
         self.decl = _Decl(name, shape, dtype.nkirun, self.on_chip)
         self.whole = whole_view(self.decl)  # the view of the whole tensor
         self.strides = self.whole.strides
+        # a small int naming (buffer, shape, dtype): equal for equal layouts (call_forms.py)
+        self.layout = _LAYOUT_IDS.setdefault((buffer, shape, dtype), len(_LAYOUT_IDS))
+
+
+_LAYOUT_IDS: dict = {}  # (buffer, shape, dtype) -> TensorRec.layout
 
 
 _WHOLE: dict = {}  # shape -> (strides, basic index) of the whole-tensor view
@@ -82,6 +87,7 @@ class DynSlice:
 
 
 _NO_INDEX = object()  # a handle's IR index not computed yet
+_INT = frozenset({int})
 
 
 def _new_view(rec, view: StridedView, dtype=None):
@@ -101,7 +107,7 @@ class ndarray:
 
     def __new__(cls, shape, dtype, buffer=consts.sbuf, name="", address=None, **_legacy):
         from nkirun.source.kernel.session import current
-        if shape.__class__ is tuple and any(n.__class__ is not int for n in shape):
+        if shape.__class__ is tuple and not _INT.issuperset(map(type, shape)):  # not all int
             from nkirun.source.kernel.tile_ops import block_buffer
             blocks = block_buffer(shape, dtype, buffer, name)
             if blocks is not None:

@@ -16,10 +16,23 @@ _POSITIONS: dict = {}
 def kernel_frame(depth: int = 1):
     """The innermost frame that is not nkirun's own `nki` code (the kernel's call site)."""
     f = sys._getframe(depth)
-    while f is not None and (f.f_code.co_filename.startswith(SHIM_DIR)
-                             or f.f_code.co_filename.startswith("<frozen")):
-        f = f.f_back  # nkirun's nki modules, and the import machinery they answer to
+    while f is not None:
+        inside = _INSIDE.get(f.f_code)
+        if inside is None:
+            inside = _INSIDE[f.f_code] = _is_inside(f.f_code)
+        if not inside:
+            return f
+        f = f.f_back
     return f
+
+
+def _is_inside(code) -> bool:
+    """Whether frames of `code` are nkirun's nki modules, or the import machinery they
+    answer to (kernel_frame remembers it per code object, as frame_loc its positions)."""
+    return code.co_filename.startswith(SHIM_DIR) or code.co_filename.startswith("<frozen")
+
+
+_INSIDE: dict = {}  # code object -> _is_inside(code)
 
 
 def frame_loc(f) -> Loc:
@@ -42,6 +55,29 @@ def frame_loc(f) -> Loc:
     return loc
 
 
+def call_loc(depth: int = 1) -> Loc:
+    """`frame_loc(kernel_frame(depth))` as called from the same place, in one walk (every
+    nki.isa call and nl.ndarray asks it): per code object its positions table, or None for
+    nkirun's own code (tests/kernel/test_call_forms.py compares the two)."""
+    f = sys._getframe(depth)
+    while f is not None:
+        code = f.f_code
+        table = _TABLES.get(code, _UNSEEN)
+        if table is _UNSEEN:
+            table = _TABLES[code] = None if _is_inside(code) else \
+                _POSITIONS.setdefault(code, [None] * (len(code.co_code) // 2 + 1))
+        if table is not None:
+            i = f.f_lasti // 2
+            loc = table[i] if i < len(table) else None
+            return loc if loc is not None else frame_loc(f)
+        f = f.f_back
+    return Loc()
+
+
+_TABLES: dict = {}  # code object -> its _POSITIONS table, or None when _is_inside(code)
+_UNSEEN = object()
+
+
 def here() -> Loc:
     return frame_loc(kernel_frame(2))
 
@@ -58,4 +94,5 @@ def kernel_error(code: str, message: str, hint: str | None = None,
 def unsupported(qualname: str, why: str = "") -> KernelError:
     return kernel_error("E601", f"{qualname} is not supported by nkirun"
                         + (f" ({why})" if why else ""),
-                        hint="docs/kernels.md lists the nki API nkirun provides")
+                        hint="`nkirun ops` lists the nki.isa instructions nkirun provides; "
+                             "docs/kernels.md (in nkirun's repository) the rest of its nki API")

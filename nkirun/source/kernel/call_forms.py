@@ -1,0 +1,47 @@
+"""The trace's shortcuts for a loop's repeated calls (each beside its plain path, which a
+switch here selects; tests/kernel/test_call_forms.py traces every example kernel both ways
+and compares):
+
+- `form_key`: the call-site form of an nki.isa call (source/forms.py). Session.emit builds
+  a later call of a known form from the first one's arguments with its own tensors put in.
+- allocation plans (Tracer.allocate): an `nl.ndarray` call site that allocates the same
+  shape, dtype, buffer and name again reuses what the checks worked out the first time.
+"""
+from __future__ import annotations
+
+from nkirun.diagnostics import Loc
+from nkirun.source.kernel import consts, session
+from nkirun.source.kernel.tensor import _NO_INDEX, ndarray
+
+CALL_FORMS = True  # False: every call converted afresh (the plain path, for tests)
+ALLOC_PLANS = True  # False: every allocation checked afresh (the plain path, for tests)
+FORMS_MAX = 10_000  # form and allocation-plan tables stop growing there
+_FORM_SCALARS = frozenset({str, int, float, bool, type(None), consts.Token, consts.NlDType})
+
+
+def form_key(op: str, values: dict, loc: Loc):
+    """(key, ((keyword, TensorRec, IR index), ...)) of a call: equal keys give equal
+    instructions up to tensor names (source/forms.py): the op, the call site, each
+    keyword's value — for a tensor its layout (TensorRec.layout: buffer, shape, dtype)
+    and IR index object (shared between equal views, lowered_index) —, and which operands
+    are the same tensor. None when a value is anything else (a list, a register, an access
+    pattern: converted afresh)."""
+    key = [op, id(loc)]
+    operands, recs = [], []
+    for k, v in values.items():
+        c = v.__class__
+        if c is ndarray:
+            rec, index = v._rec, v._ir
+            if index is _NO_INDEX:
+                index = v._ir = session.lowered_index(v)
+            if index is not None and index.__class__ is not tuple:
+                return None
+            operands.append((k, rec, index))
+            recs.append(rec)
+            key += (k, rec.layout, id(index))
+        elif c in _FORM_SCALARS:
+            key += (k, c, v) if v or c is not float else (k, c, repr(v))  # -0.0 == 0.0
+        else:
+            return None
+    key.append(tuple(map(recs.index, recs)))  # (TensorRecs compare by identity)
+    return tuple(key), operands

@@ -1,0 +1,191 @@
+"""Call-site forms (source/forms.py) change nothing: every example kernel, the two-core
+example and a loop kernel whose later iterations break a rule trace to the same program
+with the shortcuts as without (`call_forms.CALL_FORMS = False`: every call converted
+afresh; `call_forms.ALLOC_PLANS = False`: every nl.ndarray checked afresh;
+`isa_shim.SIMPLE_CALLS = False`: every nki.isa call through the general path), and the
+instructions bound from a form's template (checker/intern.py `Templates`) equal the
+plain path's (`bind(program, fast=False)`): diagnostics, engines, operands, read/write sets.
+"""
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+
+import numpy as np
+import pytest
+
+from nkirun.checker import intern
+from nkirun.checker.bind import bind
+from nkirun.checker.passes import validate
+from nkirun.source.forms import FormLocs
+from nkirun.source.kernel import call_forms, isa_shim
+from nkirun.source.kernel.api import trace_call
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _module(path: pathlib.Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+EXAMPLES = _module(ROOT / "tests" / "kernel" / "test_examples.py", "_examples_for_forms")
+FAST_BIND = _module(ROOT / "tests" / "checker" / "test_fast_bind.py", "_fast_bind_for_forms")
+
+
+def _cases(tmp_path):
+    for name, (arrays, args, _, _) in sorted(EXAMPLES.CASES.items()):
+        yield name, (lambda n=name, a=arrays, k=args:
+                     trace_call(EXAMPLES.kernel_function(n), (), {**a, **k}))
+    x = np.random.default_rng(1).standard_normal((256, 192)).astype(np.float32)
+    w = np.random.default_rng(2).standard_normal((1, 192)).astype(np.float32)
+    yield "rmsnorm_lnc2", lambda: trace_call(EXAMPLES.kernel_function("rmsnorm_lnc2"),
+                                             (x, w), lnc=2)
+    (tmp_path / "forms_loop_kernel.py").write_text(FAST_BIND.LOOP_KERNEL)
+    loop = _module(tmp_path / "forms_loop_kernel.py", "forms_loop_kernel").loop
+    yield "loop", lambda: trace_call(loop, (np.zeros((128, 512), np.float32), 12))
+
+
+def _instructions(program):
+    return [(i.op, i.args, i.index, i.loc, dict(i.arg_locs), i.repeat_of, i.core)
+            for i in (*program.instructions, *program.partial)]
+
+
+def _diags(diags):
+    return [(d.severity, d.code, d.message, d.loc, d.instruction, d.hint) for d in diags]
+
+
+def test_traces_with_forms_equal_the_plain_trace(tmp_path, monkeypatch):
+    seen = []
+    for name, make in _cases(tmp_path):
+        with_forms = make()
+        monkeypatch.setattr(call_forms, "CALL_FORMS", False)
+        monkeypatch.setattr(call_forms, "ALLOC_PLANS", False)
+        monkeypatch.setattr(isa_shim, "SIMPLE_CALLS", False)
+        plain = make()
+        monkeypatch.setattr(call_forms, "CALL_FORMS", True)
+        monkeypatch.setattr(call_forms, "ALLOC_PLANS", True)
+        monkeypatch.setattr(isa_shim, "SIMPLE_CALLS", True)
+        a, b = with_forms.program, plain.program
+        assert _instructions(a) == _instructions(b), name
+        assert a.tensors == b.tensors and list(a.tensors) == list(b.tensors), name
+        assert _diags(with_forms.diagnostics) == _diags(plain.diagnostics), name
+        assert _diags(validate(a)[1]) == _diags(validate(b)[1]), name
+        assert not any(i.arg_locs.__class__ is FormLocs for i in b.instructions)
+        seen.append((name, sum(i.arg_locs.__class__ is FormLocs for i in a.instructions)))
+    assert len(seen) >= 8
+    assert dict(seen)["loop"] > 30  # the loop's calls do have forms
+
+
+@pytest.fixture
+def template_uses(monkeypatch):
+    used = []
+    plain = intern.Templates.bind
+
+    def spy(self, inst, program, target):
+        b = plain(self, inst, program, target)
+        used.append(b is not None)
+        return b
+
+    monkeypatch.setattr(intern.Templates, "bind", spy)
+    return used
+
+
+def test_form_templates_bind_like_the_plain_path(tmp_path, template_uses):
+    for name, make in _cases(tmp_path):
+        program = make().program
+        fast, plain = bind(program), bind(program, fast=False)
+        assert FAST_BIND.summary(*fast) == FAST_BIND.summary(*plain), name
+    assert sum(template_uses) > 30
+
+
+def test_a_form_that_failed_has_no_template(tmp_path, template_uses):
+    """The loop's later iterations break a rule: each of those is bound and reported on
+    its own (one E063, shapes differ, per failing instruction), never taken from a
+    template."""
+    program = dict(_cases(tmp_path))["loop"]().program
+    bound, diags = bind(program)
+    bad = sorted(d.instruction for d in diags if d.code == "E063")
+    assert bad == sorted(d.instruction for d in bind(program, fast=False)[1]
+                         if d.code == "E063")
+    assert len(bad) == len(set(bad)) == 9  # iterations 3..11, the third tensor_tensor
+    assert any(template_uses)
+
+
+def test_rebased_is_dataclasses_replace(tmp_path):
+    import dataclasses
+
+    from nkirun.source.operands import Resolved
+    checked = 0
+    for _, make in _cases(tmp_path):
+        program = make().program
+        for b in bind(program, fast=False)[0][:40]:
+            for r in b.args.values():
+                if r.__class__ is Resolved:
+                    other = next(iter(program.tensors.values()))
+                    got = intern.rebased(r, other)
+                    assert got == dataclasses.replace(r, decl=other)
+                    for f in dataclasses.fields(Resolved):  # every slot set
+                        assert getattr(got, f.name) is getattr(
+                            r if f.name != "decl" else got, f.name)
+                    checked += 1
+    assert checked > 50
+
+
+def _both_locs():
+    from nkirun.source.kernel.unsupported import call_loc, frame_loc, kernel_frame
+    return call_loc(2), frame_loc(kernel_frame(2))
+
+
+def test_call_loc_is_frame_loc_of_kernel_frame():
+    seen = set()
+    for _ in range(3):  # (the second time from the tables)
+        for fast, plain in (_both_locs(), _both_locs()):
+            assert fast == plain and fast.line
+            seen.add(fast)
+    assert len(seen) == 2  # two call sites
+
+
+SIGNED_ZERO = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def zeros(x):
+    out = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+    for value in (0.0, -0.0, 0.0, -0.0):  # equal as keys, not as values
+        t = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=t, value=value)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+'''
+
+
+def test_a_negative_zero_is_not_a_positive_one(tmp_path):
+    import math
+    (tmp_path / "signed_zero_kernel.py").write_text(SIGNED_ZERO)
+    zeros = _module(tmp_path / "signed_zero_kernel.py", "signed_zero_kernel").zeros
+    program = trace_call(zeros, (np.zeros((128, 4), np.float32),)).program
+    signs = [math.copysign(1.0, i.args["value"]) for i in program.instructions
+             if i.op == "memset"]
+    assert signs == [1.0, -1.0, 1.0, -1.0]
+
+
+def test_the_builder_keeps_a_negative_zero(tmp_path):
+    """The YAML/text front ends share converted values between instructions too."""
+    import math
+
+    from nkirun.source import parse_file
+    path = tmp_path / "zeros.yaml"
+    path.write_text("version: 1\ntarget: trn2\ntensors:\n"
+                    "  a: {buffer: sbuf, shape: [128, 4], dtype: float32}\n"
+                    "  b: {buffer: sbuf, shape: [128, 4], dtype: float32}\n"
+                    "instructions:\n"
+                    "  - memset: {dst: a, value: 0.0}\n"
+                    "  - memset: {dst: b, value: -0.0}\n")
+    program, _ = parse_file(str(path))
+    assert [math.copysign(1.0, i.args["value"]) for i in program.instructions] == [1.0, -1.0]
