@@ -79,3 +79,34 @@ def test_a_bfloat16_column_in_nl_arithmetic_becomes_a_tensor_tensor(tmp_path):
     prog = nkirun.trace(nkirun_kernel(path, "column"), x, col)
     assert "tensor_scalar" not in [i.op for i in prog.instructions]
     assert not [d for d in nkirun.check(nkirun_kernel(path, "column"), x, col) if d.is_error]
+
+
+def test_double_row_gen3_with_dst_given(tmp_path):
+    """The same spelling in a call that gives dst= (the trace's fast path for simple
+    calls must not skip it)."""
+    path = write(tmp_path, """\
+        import nki
+        import nki.isa as nisa
+        import nki.language as nl
+
+        @nki.jit
+        def double_row(a, b):
+            out = nl.ndarray((a.shape[2], b.shape[2]), dtype=nl.float32, buffer=nl.shared_hbm)
+            ta = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+            tb = nl.ndarray(b.shape, dtype=b.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=ta, src=a)
+            nisa.dma_copy(dst=tb, src=b)
+            c = nl.ndarray((a.shape[2], b.shape[2]), dtype=nl.float32, buffer=nl.psum)
+            nisa.nc_matmul(dst=c, stationary=ta, moving=tb, perf_mode="double_row_gen3")
+            s = nl.ndarray(c.shape, dtype=nl.float32, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=s, src=c)
+            nisa.dma_copy(dst=out, src=s)
+            return out
+        """)
+    fp8 = ml_dtypes.float8_e4m3
+    rng = np.random.default_rng(3)
+    a = rng.integers(-8, 9, (64, 2, 16)).astype(fp8)
+    b = rng.integers(-8, 9, (64, 2, 40)).astype(fp8)
+    got = nkirun.simulate(nkirun_kernel(path, "double_row"))(a, b)
+    np.testing.assert_array_equal(
+        got, np.einsum("kli,klj->ij", a.astype(np.float64), b.astype(np.float64)))

@@ -216,6 +216,7 @@ def _simple_plan(op: str, given: tuple, extras: dict, fill: list, has_dst: bool)
     path)."""
     if (any(k in extras or k in _INT_ENUMS for k in given) or "name" in given
             or "dtype" in given or "mask" in given or op in _LEGACY_OPS
+            or "perf_mode" in given  # (its pre-0.2 spelling double_row_gen3: _legacy_forms)
             or (has_dst and "dst" not in given)):
         return False
     return [(k, d) for k, d in fill if k not in given]
