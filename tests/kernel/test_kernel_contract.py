@@ -337,11 +337,11 @@ def test_run_frees_tiles_after_their_last_use(tmp_path):
     import nkirun.runner.interpret as interp
     real = interp.execute
 
-    def spy(program, bnd, inputs=None, after_each=None):
+    def spy(program, bnd, inputs=None, after_each=None, **options):
         def hook(b, m):
             after_each(b, m)
             peak.append(len(m.buffers))
-        return real(program, bnd, inputs, hook)
+        return real(program, bnd, inputs, hook, **options)
     interp.execute = spy
     try:  # an observer: the plain path
         m = execute_freeing(traced, bound, traced.inputs, observe=lambda b, m: None)

@@ -45,11 +45,14 @@ def split_spec(spec: str) -> tuple[str, str | None]:
 
 def module_name_for(path: str) -> tuple[str, str]:
     """(dotted module name, the folder to put on sys.path): packages are walked up so that
-    the kernel's relative imports work."""
+    the kernel's relative imports work. A folder whose name is no Python identifier
+    (`neuron-team-kernels/`) cannot be imported as a package: the walk stops below it, as
+    Python would run such a file with its own folder on the path."""
     path = os.path.abspath(path)
     folder, stem = os.path.split(path)
     parts = [stem[:-3]]
-    while os.path.isfile(os.path.join(folder, "__init__.py")):
+    while os.path.isfile(os.path.join(folder, "__init__.py")) \
+            and os.path.basename(folder).isidentifier():
         folder, pkg = os.path.split(folder)
         parts.insert(0, pkg)
     return ".".join(parts), folder

@@ -61,6 +61,8 @@ def tensor_arg(value) -> TensorArg | None:
         if d is None or d.nkirun is None:
             raise KernelUsageError(f"unknown dtype {value.dtype!r}")
         return TensorArg(value.shape, d.nkirun)
+    if isinstance(value, np.generic):
+        return None  # a NumPy scalar (np.float64(0.125)) is a number, not a tensor
     if isinstance(value, np.ndarray) or (hasattr(value, "__array__") and hasattr(value, "shape")
                                          and not isinstance(value, ndarray)):
         arr = np.asarray(value)
@@ -130,6 +132,8 @@ def trace(kernel, values: dict, target: str = "trn2", grid=None, lnc: int = 1) -
         from nkirun.source.kernel.control import check_closed
         check_closed(tracer)  # a runtime loop left open (E659)
         outputs, structure = _outputs(tracer, result)
+        if result is None:  # the older API's output arguments: the parameters it writes
+            outputs, _ = _outputs(tracer, _written_parameters(tracer, call, names))
     program, diags = tracer.builder.finish()
     diags = [d for d in diags if d.code != "E004"]
     program = _mark_inputs(program, {n for p, n in names.items()
@@ -185,6 +189,20 @@ def _parameters(tracer, values, locs=None):
         else:
             call[pname] = v
     return call, inputs, names
+
+
+def _written_parameters(tracer, call: dict, names: dict) -> tuple:
+    """The tensor parameters some instruction writes, in parameter order."""
+    from nkirun.ir import View
+    from nkirun.isa import REGISTRY
+    written = set()
+    for inst in tracer.builder.instructions:
+        spec = REGISTRY.get(inst.op)
+        for p in spec.params if spec is not None else ():
+            v = inst.args.get(p.name) if p.out else None
+            if isinstance(v, View):
+                written.add(v.tensor)
+    return tuple(call[p] for p, name in names.items() if name in written)
 
 
 def _outputs(tracer, result):
