@@ -256,7 +256,9 @@ class _Scheduler:
         if c is None:
             form = b.args.form
             if form is not None and b.mask is None:
-                c = self.costed_by_form(b, form, engine)  # not kept: one per instruction
+                c = self.costed_by_form(b, form, engine)
+                if b.args.shared:  # kept only for operands several instructions share
+                    self.costed[ckey] = c
             else:
                 c = self.costed[ckey] = self.new_costed(b)
         cycles, reads, writes, extra, names, key, read_names, write_names = c
