@@ -90,8 +90,13 @@ def execute_planned(program, bound, inputs=None, uninitialized: str = "error") -
     from nkirun.runner.interpret import out_of_memory
     given = inputs or {}
     tensors = program.tensors
-    held = [n for n, t in tensors.items() if t.init is not None or n in given]
-    ends, used = last_uses(bound, {*held, *(n for n, t in tensors.items() if t.output)})
+    held, outs = [], set()  # (one pass over the tensors: a traced kernel declares 50,000s)
+    for n, t in tensors.items():
+        if t.init is not None or n in given:
+            held.append(n)
+        if t.output:
+            outs.add(n)
+    ends, used = last_uses(bound, {*held, *outs})
     upfront = {n: tensors[n] for n in (*held, *(tensors.keys() - used - set(held)))}
     head = replace(program, tensors=upfront)
     refuse_if_too_large(head, inputs)
@@ -102,7 +107,7 @@ def execute_planned(program, bound, inputs=None, uninitialized: str = "error") -
         raise out_of_memory(program)
     m = Machine(buffers, written)
     try:
-        plan = _Planner(program, bound, m, ends, uninitialized)
+        plan = _Planner(program, bound, m, ends, uninitialized, outs)
     except MemoryError:
         raise out_of_memory(program)
     run_steps(plan.bs, plan.calls, m)
@@ -153,10 +158,11 @@ class _Planner:
     """One pass over the instructions in order, building the steps: `calls`, and `bs`, the
     instruction each call belongs to."""
 
-    def __init__(self, program, bound, m: Machine, ends: dict, policy: str):
+    def __init__(self, program, bound, m: Machine, ends: dict, policy: str, outputs=None):
         self.m, self.policy = m, policy
         self.tensors = program.tensors
-        self.outputs = {n for n, t in self.tensors.items() if t.output}
+        self.outputs = ({n for n, t in self.tensors.items() if t.output} if outputs is None
+                        else outputs)
         self.free: dict = {}  # (shape, dtype name) -> entries no live tensor holds
         # name -> its entry (array, array number, the free list of its kind)
         self.arrays = {n: (a, i, self._free_list(n)) for i, (n, a) in enumerate(m.buffers.items())}
