@@ -81,12 +81,14 @@ def run(program: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: E302
 
 
 def simulate(kernel: Callable[..., Any], target: str | None = None, lnc: int = 1,
-             shadow: bool = False) -> Callable[..., Any]:
+             shadow: bool = False, uninitialized: str = "error") -> Callable[..., Any]:
     """`nkirun.simulate(kernel)(*arrays, **kwargs)` runs a kernel on NumPy arrays; `lnc=2`
     on the two cores of a logical core (trn2/trn3, like `--lnc 2`); with shadow=True the
-    call returns a ShadowReport (docs/shadow.md), outputs in `.outputs`."""
+    call returns a ShadowReport (docs/shadow.md), outputs in `.outputs`; `uninitialized`
+    "nan"/"zero" reads elements nothing wrote as NaN/0 instead of E090 (`run
+    --uninitialized`)."""
     from nkirun.source.kernel.api import simulate as simulate_kernel
-    return simulate_kernel(kernel, target, lnc, shadow)
+    return simulate_kernel(kernel, target, lnc, shadow, uninitialized)
 
 
 def trace(kernel: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

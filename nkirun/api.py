@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from nkirun.schedule.model import Schedule
     from nkirun.show.shadow_report import ShadowReport
 
-ProgramSource = Union[str, "os.PathLike[str]", Mapping[str, Any]]
+ProgramSource = Union[str, "os.PathLike[str]", Mapping[str, Any], Program]
 InputValue = Union[np.ndarray, float, int, str, "os.PathLike[str]"]
 UNINITIALIZED = ("error", "nan", "zero")
 _YAML_TEXT = re.compile(r"\s*(\{|version\s*:)")
@@ -51,6 +51,8 @@ class Checked:
 
 def _parse(program: ProgramSource, fmt: str | None):
     """(Program | None, diagnostics) from any accepted program form."""
+    if isinstance(program, Program):  # e.g. nkirun.trace(kernel, ...)'s
+        return program, []
     if isinstance(program, Mapping):
         text, name, fmt = _yaml_of(program), "<program dict>", "yaml"
     elif isinstance(program, str) and ("\n" in program or _YAML_TEXT.match(program)):
@@ -60,7 +62,8 @@ def _parse(program: ProgramSource, fmt: str | None):
         return parse_file(os.fsdecode(os.fspath(program)), fmt)
     else:
         raise TypeError("program must be a path (str or os.PathLike), the program's YAML "
-                        f"text, or a dict of its YAML form; got {type(program).__name__}")
+                        "text, a dict of its YAML form, or an nkirun Program; got "
+                        f"{type(program).__name__}")
     if fmt == "text":
         from nkirun.source.text_front import parse_text
         return parse_text(text, name, os.getcwd())
@@ -180,6 +183,7 @@ def _run(program, inputs, out, fmt, target, uninitialized, max_hbm_bytes, after_
     prog = c.program
     assert prog is not None  # require_valid raised otherwise
     _check_inputs(prog, inputs, via="inputs")
+    _require_run_time_inputs(prog, inputs)
     inputs = _load_input_files(prog, inputs)
     sh = None
     if shadowed:
@@ -210,6 +214,18 @@ def _check_inputs(program: Program, inputs, via: str = "--input") -> None:
                 "E075", f"{via} names unknown tensor `{name}`", Loc(program.path),
                 hint=did_you_mean(name, program.tensors)
                 or "the program's tensors: " + ", ".join(program.tensors)))
+
+
+def _require_run_time_inputs(program: Program, inputs) -> None:
+    """A Program traced from a kernel (nkirun.trace) knows its array parameters only by
+    shape: `run` needs their contents (E596, naming them all)."""
+    missing = [n for n, t in program.tensors.items() if t.init == "input" and n not in inputs]
+    if missing:
+        names = ", ".join(f"`{n}`" for n in missing)
+        raise NkirunError(error(
+            "E596", f"the program's run-time inputs {names} were not given",
+            program.tensors[missing[0]].loc,
+            hint="pass inputs={" + ", ".join(f"{n!r}: array" for n in missing) + "}"))
 
 
 def _load_input_files(program: Program, inputs: dict) -> dict:

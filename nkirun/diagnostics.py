@@ -55,8 +55,10 @@ class Diagnostic:
             "code": self.code,
             "message": self.message,
             "file": self.loc.file,
-            "line": self.loc.line or None,
-            "column": self.loc.column or None,
+            # always 1-based ints (the contract's type): a problem of the whole file (it is
+            # missing, or binary) sits at its start, 1:1, as ruff reports such problems
+            "line": self.loc.line or 1,
+            "column": self.loc.column or 1,
             "instruction": self.instruction,
             "hint": self.hint,
         }

@@ -257,3 +257,14 @@ class Program:
     cores: int = 1
     # Runtime loops over spans of `instructions`, outermost first (empty: straight-line).
     loops: tuple[Loop, ...] = ()
+
+    def to_yaml(self) -> str:
+        """This program as YAML (what `convert --to yaml` writes; a kernel parameter given
+        at run time has no initial contents: pass it with `run --input` / `inputs=`)."""
+        from nkirun.source.write import write_program
+        return write_program(self, "yaml")
+
+    def to_text(self) -> str:
+        """This program in the text format (`convert --to text`)."""
+        from nkirun.source.write import write_program
+        return write_program(self, "text")

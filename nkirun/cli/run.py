@@ -120,7 +120,7 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, range_r
         from nkirun.source.kernel import commands
         sys.exit(commands.run(program, out_dir, _kernel_params(
             inputs, kernel_shapes, kernel_args, grid, lnc, target), max_hbm_bytes,
-            **({"shadow": (top, fmt)} if shadow else {})))
+            **({"shadow": (top, fmt)} if shadow else {}), uninitialized=uninitialized))
     no_kernel_options(program, kernel_args, kernel_shapes, grid, lnc)
     inputs = _parse_inputs(inputs)
     _check_run_options(out_dir, dump_dir, expect_dir, rtol, atol, range_rtol, ulp, dump_after)

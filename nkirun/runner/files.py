@@ -272,14 +272,18 @@ def initial_buffers(program: Program, inputs: dict | None = None, uninitialized:
                 np.float32) if t.dtype.is_float else t.init_value, t.dtype)
             written[name] = None
         else:
-            buffers[name] = np.zeros(t.shape, t.dtype.np_type)
-            if uninitialized == "error":
-                written[name] = np.zeros(t.shape, bool)
-            else:
-                if uninitialized == "nan" and t.dtype.is_float:
-                    buffers[name][...] = dt.cast(np.array(np.nan, np.float32), t.dtype)
-                written[name] = None
+            buffers[name], written[name] = fresh_buffer(t, uninitialized)
     return buffers, written
+
+
+def fresh_buffer(t: TensorDecl, uninitialized: str = "error"):
+    """(storage, written-mask) of a tensor without initial contents, under the policy."""
+    buf = np.zeros(t.shape, t.dtype.np_type)
+    if uninitialized == "error":
+        return buf, np.zeros(t.shape, bool)
+    if uninitialized == "nan" and t.dtype.is_float:
+        buf[...] = dt.cast(np.array(np.nan, np.float32), t.dtype)
+    return buf, None
 
 
 def _check_array(arr: np.ndarray, t: TensorDecl, loc: Loc) -> np.ndarray:

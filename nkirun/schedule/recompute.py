@@ -108,15 +108,15 @@ class Recomputes:
 
     def __init__(self):
         self.versions: dict[str, int] = {}
-        self.values: dict[tuple, tuple[int, float, tuple]] = {}
+        self.values: dict[tuple, tuple[int, float, tuple, tuple]] = {}
 
     def lookup(self, key, read_names) -> tuple:
         get = self.versions.get
         rv = tuple([get(n, 0) for n in read_names])
         hit = self.values.get((key, rv))
         if hit is not None:
-            index, end, written = hit
-            if all(get(n, 0) == v for n, v in written):
+            index, end, written, versions = hit
+            if tuple([get(n, 0) for n in written]) == versions:
                 return (index, end), rv
         return None, rv  # never computed, or its result was overwritten since
 
@@ -128,6 +128,8 @@ class Recomputes:
     def store(self, key, rv, write_names, index: int, end: float) -> None:
         """Instruction `index` computed the value of `key` (read at versions `rv`), readable
         from `end`."""
-        self.wrote(write_names)
-        written = tuple((n, self.versions[n]) for n in write_names)
-        self.values[(key, rv)] = (index, end, written)
+        versions = self.versions
+        for n in write_names:
+            versions[n] = versions.get(n, 0) + 1
+        self.values[(key, rv)] = (index, end, write_names,
+                                  tuple([versions[n] for n in write_names]))

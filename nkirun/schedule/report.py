@@ -245,7 +245,7 @@ def _instructions(console, s: Schedule, color: bool, max_rows: int, palette) -> 
     if console.width < 100:  # the source line column only when there is room
         headers, rows = headers[:1] + headers[2:], [r[:1] + r[2:] for r in rows]
     _grid(console, color, "instructions", headers, rows,
-          ("#", "line", "cycles", start, end), (start, "engine"),
+          ("#", "line", "cycles", start, end), (start, end, "engine"),  # engine last
           wrap=("waited for",),
           styles=[palette.get(x.op) if color else None for x in shown])
     if len(shown) < len(s.slots):

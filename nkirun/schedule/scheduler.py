@@ -138,6 +138,7 @@ class _Scheduler:
         self.overlap_memo: dict[tuple[int, int], bool] = {}
         self.values = recompute.Recomputes() if recompute.applies(program) else None
         self.key_ids: dict[tuple, int] = {}
+        self.by_form: dict[tuple[int, str], tuple | bool] = {}
 
     def overlap(self, a, b) -> bool:
         key = (id(a), id(b))
@@ -195,15 +196,58 @@ class _Scheduler:
                 st = self.tensors[name] = _Tensor()
             st.wrote(box, end, index, lat)
 
+    def new_costed(self, b) -> tuple:
+        c = _costed(b, self.target)
+        if c[5] is not None:  # the value key as a small int: hashed once
+            c = (*c[:5], self.key_ids.setdefault(c[5], len(self.key_ids)), *c[6:])
+        return c
+
+    def costed_by_form(self, b, form, engine: str) -> tuple:
+        """`new_costed(b)` from the first instruction of b's form (checker/intern.py:
+        operands equal up to tensor names, including which operands are the same tensor):
+        cycles, DMA plan and boxes are the form's, only the names are b's. A trace's loop
+        allocates a new tile per iteration, so the per-Operands cache never hits there.
+        tests/schedule/test_cost_forms.py compares it with new_costed."""
+        fkey = (id(form), engine)  # the form dicts live as long as `bound`
+        t = self.by_form.get(fkey)
+        if t is None:
+            c = self.new_costed(b)
+            _, names = b.names_plan()
+            both = c[1] + c[2]
+            if tuple(n for n, _ in both) != names:  # not the order assumed below
+                self.by_form[fkey] = False
+                return c
+            first = {}
+            for i, n in enumerate(names):
+                first.setdefault(n, i)
+            reads_first = [first[n] for n, _ in c[1]]
+            writes_first = [first[n] for n, _ in c[2]]
+            self.by_form[fkey] = (c, len(c[1]), tuple(first.values()),
+                                  tuple(dict.fromkeys(reads_first)),
+                                  tuple(dict.fromkeys(writes_first)))
+            return c
+        if t is False:
+            return self.new_costed(b)
+        c, n_reads, uniq, uniq_reads, uniq_writes = t
+        _, names = b.names_plan()
+        reads = tuple([(names[i], box) for i, (_, box) in enumerate(c[1])])
+        writes = tuple([(names[n_reads + i], box) for i, (_, box) in enumerate(c[2])])
+        key = recompute.fast_key(b, reads)
+        if key is not None:
+            key = self.key_ids.setdefault(key, len(self.key_ids))
+        return (c[0], reads, writes, c[3], tuple([names[i] for i in uniq]), key,
+                tuple([names[i] for i in uniq_reads]), tuple([names[i] for i in uniq_writes]))
+
     def place(self, b) -> None:
         engine, index = b.engine, b.inst.index
         ckey = (b.args, engine)
         c = self.costed.get(ckey)
         if c is None:
-            c = _costed(b, self.target)
-            if c[5] is not None:  # the value key as a small int: hashed once
-                c = (*c[:5], self.key_ids.setdefault(c[5], len(self.key_ids)), *c[6:])
-            self.costed[ckey] = c
+            form = b.args.form
+            if form is not None and b.mask is None:
+                c = self.costed_by_form(b, form, engine)  # not kept: one per instruction
+            else:
+                c = self.costed[ckey] = self.new_costed(b)
         cycles, reads, writes, extra, names, key, read_names, write_names = c
         is_dma = engine == "dma"
         ready, dep, kind, dep_tensor = self.data_ready(reads, writes,

@@ -15,6 +15,7 @@ from nkirun.source import tensor_fields
 from nkirun.source.cores import tensor_core
 from nkirun.source.tensor_fields import BUFFER_ALIASES, NAME_RE, TENSOR_KEYS  # noqa: F401
 
+SCALAR_WORDS = frozenset({"inf", "nan"})  # tensor names that would read as numbers
 TOP_KEYS = ("version", "name", "target", "tensors", "instructions", "cores")
 MAX_UNKNOWN_REPORTED = 10  # unknown keywords of one instruction reported one by one
 
@@ -153,6 +154,11 @@ class Builder:
             d.append(error("E018", f"invalid tensor name {name!r}", loc,
                            hint="names are letters, digits and _, not starting with a digit "
                                 "(they become output file names)"))
+            return True
+        if name.lower() in SCALAR_WORDS:  # `operand0: inf` must mean one thing only
+            d.append(error("E018", f"tensor name {name!r} is also a scalar word", loc,
+                           hint="inf and nan (any case) are numbers wherever a keyword "
+                                "takes a number; rename the tensor"))
             return True
         if name in self.tensors or name in self.invalid_tensors:
             d.append(error("E014", f"tensor `{name}` is declared twice", loc))

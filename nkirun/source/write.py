@@ -235,9 +235,19 @@ FORMATS = {"yaml": to_yaml, "text": to_text}
 def write_program(program: Program, fmt: str, out_dir: str | None = None) -> str:
     """`program` as the text of format `fmt` ("yaml" or "text"). With `out_dir` (the folder
     the result will live in), relative data-file paths are rewritten to stay valid there."""
+    program = without_run_time_inputs(program)
     if out_dir is not None:
         program = rebase_files(program, out_dir)
     return FORMATS[fmt](program)
+
+
+def without_run_time_inputs(program: Program) -> Program:
+    """Tensors whose contents come only at run time (a kernel's array parameters, `run
+    --input`) have no initial contents in a file."""
+    if not any(t.init == "input" for t in program.tensors.values()):
+        return program
+    return replace(program, tensors={n: replace(t, init=None) if t.init == "input" else t
+                                     for n, t in program.tensors.items()})
 
 
 def rebase_files(program: Program, out_dir: str) -> Program:

@@ -184,13 +184,16 @@ def test_cost_report_fits_and_never_cuts_a_number(name, width):
     table = text.split("\ninstructions\n")[1].split("cost formulas")[0]
     rows = [ln for ln in table.splitlines() if re.match(r"\|\s*\d", ln)]
     assert len(rows) == len(s.slots)  # one row per instruction, index and cycles whole
+    header = [c.strip() for c in table.splitlines()[1].strip("|").split("|")]
+    ends = any(c.startswith("end") for c in header)  # narrow: dropped before the engine
+    assert ends or width < 80
     for x, row in zip(s.slots, rows):
         cells = [c.strip() for c in row.strip("|").split("|")]
         # the cycles column holds a DMA transfer's ns, labelled (issue 12)
         assert cells[0] == str(x.index) and (f"{x.cycles:,} ns" if x.engine == "dma"
                                              else f"{x.cycles:,}") in cells
         from nkirun.show.numbers import in_unit, time_unit
-        assert in_unit(x.end_ns, time_unit(s.total_ns)[1]) in cells
+        assert not ends or in_unit(x.end_ns, time_unit(s.total_ns)[1]) in cells
     # lists wrap between items, not inside one
     for line in text.splitlines():
         assert not re.match(r"^\d+% \(", line.strip())

@@ -13,7 +13,7 @@ from prog_helpers import invoke, write_yaml
 CONTRACT_EXAMPLE = """\
 version: 1                 # required; the format version
 name: rowmax_in_window     # optional
-target: trn2               # optional: trn1 | trn2 | inf2 (default trn2); sets memory sizes and clocks
+target: trn2               # optional: trn1 | trn2 | trn3 | inf2 (default trn2); sets memory sizes and clocks
 tensors:                   # every named buffer; one namespace
   x:     {buffer: hbm,  shape: [128, 512], dtype: float32, file: x.npy}
   lo:    {buffer: hbm,  shape: [128, 1],   dtype: float32, file: lo.npy}

@@ -64,7 +64,7 @@ def test_target_defaults_to_trn2(tmp_path):
     assert cost_json(path)["target"] == "trn2"
 
 
-@pytest.mark.parametrize("target", ["trn1", "trn2", "inf2"])
+@pytest.mark.parametrize("target", ["trn1", "trn2", "trn3", "inf2"])
 def test_each_target_checks_runs_and_costs(tmp_path, target):
     x, lo, hi = example_data(tmp_path)
     path = write_yaml(tmp_path, CONTRACT_EXAMPLE.replace("target: trn2", f"target: {target}"))

@@ -176,7 +176,7 @@ def test_cost_min_ii(tmp_path):
 
 
 # ---- float32 operand tiles (§1.3, new API) and divide (§2.2) -----------------------------------
-@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float8_e4m3", "int32", "uint8"])
+@pytest.mark.parametrize("dtype", ["float8_e4m3", "int32", "uint8"])
 @pytest.mark.parametrize("key", ["operand0", "operand1"])
 def test_arithmetic_operand_tile_must_be_float32(tmp_path, dtype, key):
     args = {"op0": "multiply", "operand0": 2.0, "op1": "add", "operand1": 1.0, key: "c"}
@@ -184,6 +184,23 @@ def test_arithmetic_operand_tile_must_be_float32(tmp_path, dtype, key):
     d = check_program(path).diagnostics
     assert dtype in d[0].message
     reported_at(path, "E227", key, only=True)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("key", ["operand0", "operand1"])
+def test_a_16_bit_float_operand_tile_warns_and_computes_exactly(tmp_path, dtype, key):
+    """W600: nki-library passes bfloat16 columns; they widen to float32 exactly."""
+    import ml_dtypes
+    np_dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.float16
+    col = np.array([[1.5], [-2.25], [0.5], [3.0]])
+    args = {"op0": "multiply", "operand0": 2.0, "op1": "add", "operand1": 1.0, key: "c"}
+    path = _ts(tmp_path, X, args, tensors={"c": sbuf(col, dtype)})
+    reported_at(path, "W600", key, only=True)
+    from nkirun.api import run
+    x = X.astype(np.float32)
+    c = col.astype(np_dtype).astype(np.float32)
+    want = x * c + 1 if key == "operand0" else x * 2 + c
+    np.testing.assert_array_equal(run(path)["y"], want)
 
 
 @pytest.mark.parametrize("data_dtype", ["float32", "bfloat16", "int32"])

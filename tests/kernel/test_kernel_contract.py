@@ -143,7 +143,11 @@ def test_kernel_exception_shows_the_kernels_frames(tmp_path):
                                         ("from nki.isa import bar", "nki.isa.bar"),
                                         ("nl.bar(t)", "nki.language.bar"),
                                         ("nl.gather_flattened(t, t)",
-                                         "nki.language.gather_flattened")])
+                                         "nki.language.gather_flattened"),
+                                        ("nki.foo()", "nki.foo"),
+                                        ("nisa.reduce_cmd.bogus", "nki.isa.reduce_cmd.bogus"),
+                                        ("nl.tile_size.bogus_fmax",
+                                         "nki.language.tile_size.bogus_fmax")])
 def test_unsupported_nki_names_are_located_errors(tmp_path, call, name):
     path = write(tmp_path, f"""\
         import nki
@@ -246,8 +250,9 @@ def test_get_nc_version_answers_the_target(tmp_path):
 
         @nki.jit
         def version():
-            gen = {nisa.nc_version.gen2: 2.0, nisa.nc_version.gen3: 3.0}[nisa.get_nc_version()]
-            assert (nisa.get_nc_version() >= nisa.nc_version.gen3) == (gen == 3.0)
+            gen = {nisa.nc_version.gen2: 2.0, nisa.nc_version.gen3: 3.0,
+                   nisa.nc_version.gen4: 4.0}[nisa.get_nc_version()]
+            assert (nisa.get_nc_version() >= nisa.nc_version.gen3) == (gen >= 3.0)
             assert nisa.nc_version.gen2 < nisa.nc_version.gen3 < nisa.nc_version.gen4
             t = nl.ndarray((1, 1), dtype=nl.float32, buffer=nl.sbuf)
             nisa.memset(dst=t, value=gen)
@@ -255,7 +260,7 @@ def test_get_nc_version_answers_the_target(tmp_path):
             nisa.dma_copy(dst=out, src=t)
             return out
         """)
-    for target, want in (("trn1", 2.0), ("trn2", 3.0), ("inf2", 2.0)):
+    for target, want in (("trn1", 2.0), ("trn2", 3.0), ("trn3", 4.0), ("inf2", 2.0)):
         r = invoke("run", path, "--target", target, "--out", tmp_path / target)
         assert r.exit_code == 0, r.output
         assert np.load(tmp_path / target / "out0.npy")[0, 0] == want
@@ -332,11 +337,11 @@ def test_run_frees_tiles_after_their_last_use(tmp_path):
     import nkirun.runner.interpret as interp
     real = interp.execute
 
-    def spy(program, bnd, inputs=None, after_each=None):
+    def spy(program, bnd, inputs=None, after_each=None, **options):
         def hook(b, m):
             after_each(b, m)
             peak.append(len(m.buffers))
-        return real(program, bnd, inputs, hook)
+        return real(program, bnd, inputs, hook, **options)
     interp.execute = spy
     try:  # an observer: the plain path
         m = execute_freeing(traced, bound, traced.inputs, observe=lambda b, m: None)

@@ -52,6 +52,23 @@ def test_plain_report_is_ascii_and_fits(name, monkeypatch):
         assert any(line.startswith(head) for line in text.splitlines()), head
 
 
+def test_narrow_instruction_table_keeps_engine_before_end_time(monkeypatch):
+    """Narrow terminals drop optional columns start, end, then engine (the UX review:
+    which engine ran an instruction matters more than when it ended)."""
+    monkeypatch.chdir(ROOT)
+    sched = api.cost("programs/causal_softmax.yaml")
+    seen = set()
+    for width in range(40, 121, 4):
+        f = io.StringIO()
+        render_report(sched, f, width=width, views=("table",))
+        header = next(line for line in f.getvalue().splitlines() if "cycles" in line)
+        cells = [c.strip() for c in header.strip("|").split("|")]
+        seen.add(tuple(cells))
+        assert "engine" in cells or not any(c.startswith("end") for c in cells), (width, cells)
+        assert max(len(line) for line in f.getvalue().splitlines()) <= width
+    assert any("engine" in c and not any(x.startswith("end") for x in c) for c in seen)
+
+
 def test_colour_report_has_colour(monkeypatch):
     monkeypatch.chdir(ROOT)
     f = io.StringIO()

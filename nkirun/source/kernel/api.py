@@ -61,14 +61,14 @@ def require_valid(traced: Traced, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES):
     return bound, diags
 
 
-def run_traced(traced: Traced, bound, inputs=None, step=None, machine: list | None = None
-               ) -> list:
+def run_traced(traced: Traced, bound, inputs=None, step=None, machine: list | None = None,
+               uninitialized: str = "error") -> list:
     """Execute; the returned tensors' values, in return order. `step`: interpret.execute's
-    (a shadow run: runner/shadow.py); `machine`: a list the Machine is appended to."""
+    (a shadow run: runner/shadow.py); `machine`: a list the Machine is appended to;
+    `uninitialized`: execute_freeing's."""
     from nkirun.source.kernel.execute import execute_freeing
     inputs = inputs if inputs is not None else traced.inputs
-    m = (execute_freeing(traced, bound, inputs) if step is None else
-         execute_freeing(traced, bound, inputs, step=step))
+    m = execute_freeing(traced, bound, inputs, step=step, uninitialized=uninitialized)
     if machine is not None:
         machine.append(m)
     return [output_array(m, h) for h in traced.outputs]
@@ -105,19 +105,41 @@ def _structure(structure, arrays):
     return structure
 
 
-def simulate(kernel, target: str | None = None, lnc: int = 1, shadow: bool = False):
+def _write_back(traced, arrays) -> None:
+    """A kernel that returns nothing writes its output arguments (the pre-0.2 API's
+    `nki.simulate_kernel(kernel, a, b, out)`): their values go into the caller's arrays,
+    where an argument was passed as a writable array of the parameter's dtype."""
+    for handle, value in zip(traced.outputs, arrays):
+        target = traced.inputs.get(handle._rec.name)
+        if isinstance(target, np.ndarray) and target.flags.writeable \
+                and target.dtype == value.dtype and target.size == value.size:
+            target.reshape(value.shape)[...] = value
+
+
+def simulate(kernel, target: str | None = None, lnc: int = 1, shadow: bool = False,
+             uninitialized: str = "error"):
     """`nkirun.simulate(kernel)(*arrays, **kwargs)`: the kernel's return structure, with
     NumPy arrays for its tensors. `lnc=2`: on the two cores of a logical core (trn2/trn3).
-    shadow=True: a ShadowReport (docs/shadow.md) whose `outputs` is that structure."""
+    shadow=True: a ShadowReport (docs/shadow.md) whose `outputs` is that structure.
+    `uninitialized`: reading an element nothing wrote is E090 ("error") or reads NaN /
+    0 ("nan" / "zero"), as `run --uninitialized`."""
+    from nkirun.api import UNINITIALIZED
+    if uninitialized not in UNINITIALIZED:
+        raise ValueError(f"uninitialized must be one of {', '.join(UNINITIALIZED)}; "
+                         f"got {uninitialized!r}")
+
     def call(*args, **kwargs):
         traced = trace_call(kernel, args, kwargs, target, lnc=lnc)
         bound, _ = require_valid(traced)
         if not shadow:
-            return _structure(traced.structure, run_traced(traced, bound))
+            arrays = run_traced(traced, bound, uninitialized=uninitialized)
+            if traced.structure is None:
+                _write_back(traced, arrays)
+            return _structure(traced.structure, arrays)
         from nkirun.runner.shadow import Shadow
         from nkirun.show.shadow_report import ShadowReport
         sh = Shadow(bound)
-        arrays = run_traced(traced, bound, step=sh.step)
+        arrays = run_traced(traced, bound, step=sh.step, uninitialized=uninitialized)
         return ShadowReport(sh.rows, _structure(traced.structure, arrays), sh.warnings)
     return call
 

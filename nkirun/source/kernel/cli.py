@@ -52,8 +52,12 @@ def kernel_options(*, inputs: bool):
 
 
 def no_kernel_options(program, kernel_args=(), kernel_shapes=(), grid=None, lnc=None):
-    if kernel_args or kernel_shapes or grid or lnc:
-        raise click.UsageError(f"--arg/--shape/--grid/--lnc apply to Python kernels "
+    """A usage error naming the kernel-only options given with a YAML/text program (check
+    and cost pass their --input in `kernel_shapes`: it too is kernel-only there)."""
+    given = [name for name, v in (("--arg", kernel_args), ("--shape/--input", kernel_shapes),
+                                  ("--grid", grid), ("--lnc", lnc)) if v]
+    if given:
+        raise click.UsageError(f"{', '.join(given)} apply to Python kernels "
                                f"(KERNEL.py::FUNCTION), not to the program {program}")
 
 

@@ -68,8 +68,10 @@ def default_out_dir(spec: str) -> str:
     return os.path.join("out", stem if func is None else f"{stem}_{func}")
 
 
-def run(spec, out_dir, params, max_hbm_bytes=None, shadow=None) -> int:
-    """`shadow`: (top N, format) for `run --shadow` (runner/shadow.py)."""
+def run(spec, out_dir, params, max_hbm_bytes=None, shadow=None,
+        uninitialized: str = "error") -> int:
+    """`shadow`: (top N, format) for `run --shadow` (runner/shadow.py); `uninitialized`:
+    `run --uninitialized`."""
     from nkirun.runner.outputs import write_outputs
     from nkirun.show.render import plural, print_diagnostics
     from nkirun.source.kernel.api import run_traced
@@ -82,7 +84,7 @@ def run(spec, out_dir, params, max_hbm_bytes=None, shadow=None) -> int:
     ran: list = []
     try:
         arrays = run_traced(traced, bound, step=sh.step if sh is not None else None,
-                            machine=ran)
+                            machine=ran, uninitialized=uninitialized)
     except NkirunError as e:
         raise relocate(e, spec) from None
     from nkirun.runner.cores import harmless  # (less the W630s the run showed harmless)

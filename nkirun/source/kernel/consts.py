@@ -135,6 +135,12 @@ class TileSize:
     def total_available_sbuf_size(self) -> int:
         return self.sbuf_bytes_per_partition
 
+    def __getattr__(self, name):  # a limit nkirun does not know: E601, not AttributeError
+        if name.startswith("_"):
+            raise AttributeError(name)
+        from nkirun.source.kernel.unsupported import unsupported
+        raise unsupported(f"nki.language.tile_size.{name}")
+
     def __repr__(self) -> str:
         return "nl.tile_size"
 

@@ -7,7 +7,12 @@ Readings (the docs name the wrapped instruction, not the exact lowering):
   `nl.copy` is `tensor_copy`; `nl.zeros/ones/full` are `memset`.
 - Element-wise: two tiles -> `tensor_tensor`; a tile and a number, or a tile and a (P, 1)
   tile -> `tensor_scalar` (`reverse0` when the tile is the second operand); a function
-  of one tile -> `activation`; `nl.negative` -> `tensor_scalar` multiply by -1.
+  of one tile -> `activation`; `nl.negative` -> `tensor_scalar` multiply by -1. A (P, 1)
+  column that is not float32 (tensor_scalar's arithmetic operand tiles are) is read
+  through a zero-step view by a `tensor_tensor` instead. Tile operators `a < b` & co. are
+  `nl.less` & co.; `nl.invert`/`nl.logical_not` are a one-operand `tensor_scalar`.
+- `nl.floor`/`nl.ceil`: NKI documents the result only; `rounding` builds it exactly from
+  documented instructions (see there).
 - Reductions -> `tensor_reduce` (`nl.mean` adds a `tensor_scalar` multiply by 1/n).
 - `nl.broadcast_to` across partitions ((1, F) -> (P, F)) copies row 0 with `dma_copy` and
   doubles the filled rows with further `dma_copy`s (1 + ceil(log2 P) DMAs, exact); along
@@ -111,17 +116,40 @@ def combination(op: str, x, y):
 
 
 def binary(op: str):
+    from nkirun.hw.alu import COMPARISONS
+    compares = op in COMPARISONS
+
     def fn(x, y, dtype=None, mask=None, **_):
         instruction, values, shape, first = combination(op, x, y)
         t = _new(shape, dtype or first)
+        if compares:
+            t._rec.compared = True
         return _result(t, instruction, dst=t, mask=mask, **values)
     fn.__name__ = op
     return fn
 
 
 def _tile_scalar(op, tile, operand, reverse):
+    if _is_tile(operand) and str(operand.dtype) != "float32" and not _bitwise(op):
+        # tensor_scalar's arithmetic operand tiles are float32: another column is read as
+        # a zero-step view along tile's free dims by a tensor_tensor (the same values)
+        col = column_broadcast(operand, tile.shape)
+        data1, data2 = (col, tile) if reverse else (tile, col)
+        return "tensor_tensor", dict(data1=data1, data2=data2, op=op), tile.shape, tile.dtype
     return ("tensor_scalar", dict(data=tile, op0=op, operand0=operand, reverse0=reverse),
             tile.shape, tile.dtype)
+
+
+def _bitwise(op: str) -> bool:
+    from nkirun.hw.alu import BITWISE, OPS
+    return getattr(OPS.get(op), "kind", None) == BITWISE
+
+
+def column_broadcast(col, shape):
+    """The (P, 1) tile `col` read as `shape` (P, F, ...): its free dims with step 0."""
+    from nkirun.source.kernel.views import with_pattern
+    (p_step, p_count), *_ = col.get_pattern()
+    return with_pattern(col, [(p_step, p_count)] + [(0, n) for n in shape[1:]], col.offset)
 
 
 def unary(func: str):
@@ -134,6 +162,56 @@ def unary(func: str):
 
 def negative(x, dtype=None, mask=None, **_):
     return binary("multiply")(x, -1.0, dtype, mask)
+
+
+def unary_alu(op: str):
+    """`nl.invert` / `nl.logical_not`: a Vector-engine ALU operator of one operand, i.e. a
+    `tensor_scalar` whose operand is 0 (the ALU operator table)."""
+    def fn(x, dtype=None, mask=None, **_):
+        t = _new(x.shape, dtype or x.dtype)
+        return _result(t, "tensor_scalar", dst=t, data=x, op0=op, operand0=0, mask=mask)
+    fn.__name__ = op
+    return fn
+
+
+# ---- rounding to an integer (nl.floor, nl.ceil) -------------------------------------------
+INTEGRAL_FROM = 2.0 ** 23  # every float32 (and narrower float) this large is an integer
+
+
+def _is_integer(dtype) -> bool:
+    return str(dtype).startswith(("int", "uint")) or str(dtype) == "bool"
+
+
+def rounding(name: str, beyond: str, fix: str):
+    """`nl.floor` (beyond "greater", fix "subtract") and `nl.ceil` ("less", "add").
+
+    NKI documents the result (NumPy's floor/ceil), not the instructions; nkirun lowers it to
+    instructions whose documented semantics give exactly that: `tensor_copy` into int32
+    (round to nearest even), then `tensor_tensor` (r > x) and r - (r > x) for floor. A float
+    result adds a `tensor_scalar` (|x| < 2**23) and a `tensor_copy_predicated` that keeps x
+    where it is already integral, infinite or NaN (where the int32 cast would saturate)."""
+    def fn(x, dtype=None, mask=None, **_):
+        out = consts.to_dtype(dtype) if dtype is not None else x.dtype
+        if _is_integer(x.dtype):
+            return copy(x, out, mask)
+        i32, f32, u8 = (consts.DTYPES[n] for n in ("int32", "float32", "uint8"))
+        nearest, past = _new(x.shape, i32), _new(x.shape, f32)
+        _emit("tensor_copy", dst=nearest, src=x, mask=mask)
+        _emit("tensor_tensor", dst=past, data1=nearest, data2=x, op=beyond, mask=mask)
+        t = _new(x.shape, out)
+        if _is_integer(out):
+            return _result(t, "tensor_tensor", dst=t, data1=nearest, data2=past, op=fix,
+                           mask=mask)
+        _emit("tensor_tensor", dst=t, data1=nearest, data2=past, op=fix, mask=mask)
+        small = _new(x.shape, u8)
+        _emit("tensor_scalar", dst=small, data=x, op0="abs", operand0=0.0, op1="less",
+              operand1=INTEGRAL_FROM, mask=mask)
+        keep = x if str(x.dtype) == str(out) else copy(x, out, mask)
+        _emit("tensor_copy_predicated", dst=t, src=keep, predicate=small, reverse_pred=True,
+              mask=mask)
+        return t
+    fn.__name__ = name
+    return fn
 
 
 # ---- reductions ----------------------------------------------------------------------------
@@ -234,9 +312,27 @@ def matmul(x, y, transpose_x=False, mask=None, **_):
 
 
 def where(condition, x, y, dtype=None, mask=None, **_):
+    """`select_reduce` when y is a number or a (P, 1) column; with a full tile y, y is
+    copied and x copied over it where the condition holds (`tensor_copy_predicated`). A
+    predicate of another dtype than the instruction takes (a float comparison result) is
+    first made uint8 by a `tensor_scalar` `not_equal` 0 (nonzero selects, exactly)."""
     t = _new(condition.shape, dtype or (x.dtype if _is_tile(x) else y.dtype))
-    return _result(t, "select_reduce", dst=t, predicate=condition, on_true=x, on_false=y,
-                   mask=mask)
+    full_y = _is_tile(y) and tuple(y.shape) != (condition.shape[0], 1)
+    allowed = ("uint8", "uint16", "uint32") if full_y else ("uint8", "uint16", "int8",
+                                                             "int16")
+    if str(condition.dtype) not in allowed:
+        pred = _new(condition.shape, consts.DTYPES["uint8"])
+        _emit("tensor_scalar", dst=pred, data=condition, op0="not_equal", operand0=0.0,
+              mask=mask)
+        condition = pred
+    if not full_y:
+        return _result(t, "select_reduce", dst=t, predicate=condition, on_true=x,
+                       on_false=y, mask=mask)
+    _emit("tensor_copy", dst=t, src=y, mask=mask)
+    if _is_tile(x) and str(x.dtype) != str(t.dtype):
+        x = copy(x, t.dtype, mask)
+    _emit("tensor_copy_predicated", dst=t, src=x, predicate=condition, mask=mask)
+    return t
 
 
 BINARY = ("add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "equal",

@@ -11,19 +11,20 @@ from __future__ import annotations
 import itertools
 from dataclasses import replace
 
-import numpy as np
 
-
-def execute_freeing(traced, bound, inputs, observe=None, step=None):
+def execute_freeing(traced, bound, inputs, observe=None, step=None,
+                    uninitialized: str = "error"):
     """Execute; `observe(b, m)` (optional) is called after each instruction; `step`:
-    interpret.execute's (run --shadow). Without either, a one-core program without
-    runtime loops runs from an execution plan (runner/plan.py: slots shared by tensors
-    whose lives do not overlap, one call per instruction)."""
+    interpret.execute's (run --shadow); `uninitialized`: reading an element nothing wrote
+    is E090 ("error"), or reads NaN / 0 ("nan" / "zero"). Without observe or step, a
+    one-core program without runtime loops runs from an execution plan (runner/plan.py:
+    slots shared by tensors whose lives do not overlap, one call per instruction)."""
+    from nkirun.runner.files import fresh_buffer
     from nkirun.runner.interpret import execute
     from nkirun.runner.plan import execute_planned, live_ranges, plannable
     program = traced.program
     if observe is None and step is None and plannable(program):
-        return execute_planned(program, bound, inputs)
+        return execute_planned(program, bound, inputs, uninitialized)
     order = bound
     if program.cores > 1:  # two cores: the run order of both streams (runner/cores.py)
         from nkirun.checker.meet import sync_order
@@ -64,10 +65,10 @@ def execute_freeing(traced, bound, inputs, observe=None, step=None):
             buffers.pop(name, None)
             written.pop(name, None)
         for t in event[1]:
-            buffers[t.name] = np.zeros(t.shape, t.dtype.np_type)
-            written[t.name] = np.zeros(t.shape, bool)
+            buffers[t.name], written[t.name] = fresh_buffer(t, uninitialized)
 
     program = replace(program, tensors=upfront)
     if step is None:
-        return execute(program, bound, inputs, after_each)
-    return execute(program, bound, inputs, after_each, step=step)  # run --shadow
+        return execute(program, bound, inputs, after_each, uninitialized=uninitialized)
+    return execute(program, bound, inputs, after_each, uninitialized=uninitialized,
+                   step=step)  # run --shadow

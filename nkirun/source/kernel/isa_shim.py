@@ -216,6 +216,7 @@ def _simple_plan(op: str, given: tuple, extras: dict, fill: list, has_dst: bool)
     path)."""
     if (any(k in extras or k in _INT_ENUMS for k in given) or "name" in given
             or "dtype" in given or "mask" in given or op in _LEGACY_OPS
+            or "perf_mode" in given  # (its pre-0.2 spelling double_row_gen3: _legacy_forms)
             or (has_dst and "dst" not in given)):
         return False
     return [(k, d) for k, d in fill if k not in given]
@@ -257,6 +258,27 @@ def _legacy_forms(op: str, values: dict) -> None:
         legacy_affine.affine_from_pred(values)  # it also read PSUM: through an SBUF copy
         from nkirun.source.kernel.convenience import _in_sbuf
         values["on_true_tile"] = _in_sbuf(values.get("on_true_tile"))
+    if op == "tensor_tensor" and "dst" not in values:
+        _broadcast_column(values)
+    if op == "nc_matmul" and values.get("perf_mode") == "double_row_gen3":
+        # the pre-0.2 spelling of double_row: the same (K, 2, M) x (K, 2, N) operands (the
+        # neuronxcc nc_matmul example's golden is einsum("kli,klj->ij"))
+        values["perf_mode"] = "double_row"
+
+
+def _broadcast_column(values: dict) -> None:
+    """Pre-0.2 `nisa.tensor_tensor(x, col, op)` with a (P, 1) `col` and a (P, F, ...) `x`
+    (nki-samples' double_row_matmul dequantizes so): the column is read along x's free
+    dims through a zero-step view, which gives each element x op col[p]."""
+    from nkirun.source.kernel.convenience import column_broadcast
+    from nkirun.source.kernel.tensor import ndarray
+    a, b = values.get("data1"), values.get("data2")
+    if not (isinstance(a, ndarray) and isinstance(b, ndarray)) or a.shape == b.shape:
+        return
+    for key, col, other in (("data2", b, a), ("data1", a, b)):
+        if col.shape == (other.shape[0], 1) and len(other.shape) >= 2:
+            values[key] = column_broadcast(col, other.shape)
+            return
 
 
 def _dtype_keyword(values: dict, ours: bool):

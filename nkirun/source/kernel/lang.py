@@ -27,11 +27,74 @@ from nkirun.source.kernel.unsupported import here, kernel_error, unsupported
 
 
 class NKIObject:
-    """Base class kernels derive their configuration objects from (NKI 0.6)."""
+    """Base class kernels derive their configuration objects from (NKI 0.6).
+
+    Readings (NKI runs the kernel's classes through its own tracer, and nki-library relies
+    on what it accepts; its tests of these kernels run under NKI):
+    - a subclass without its own `__init__` (a `@dataclass` one included: dataclasses
+      never replace an `__init__` the class already has) is built from keywords naming any
+      attribute, or positionally in field order; `attention_cte` builds `SectionParams`,
+      whose attributes are plain class attributes (no dataclass fields), by keyword;
+    - a field left out takes its default, else None: `mlp_tkg` builds its
+      `MLPTKGConstantsDimensionSizes` dataclass without `remainderIFused`;
+    - `__post_init__` runs after the fields are set, as a dataclass's would."""
 
     def __init__(self, **kwargs):
         for k, v in kwargs.items():
             setattr(self, k, v)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in cls.__dict__.get("__annotations__", {}):
+            if name not in cls.__dict__:
+                setattr(cls, name, None)  # a field without default: None (see above)
+        inherited = cls.__init__
+        if "__init__" not in cls.__dict__ and (inherited is NKIObject.__init__
+                                               or getattr(inherited, "_nki_record", False)):
+            cls.__init__ = _record_init
+
+
+def _field_names(cls) -> list:
+    import dataclasses
+    if dataclasses.is_dataclass(cls):
+        return [f.name for f in dataclasses.fields(cls)]
+    names: list = []
+    for klass in reversed(cls.__mro__):
+        names += [n for n in klass.__dict__.get("__annotations__", {}) if n not in names]
+    return names
+
+
+def _record_init(self, *args, **kwargs):
+    """An NKIObject subclass's constructor (see NKIObject's readings)."""
+    import dataclasses
+    cls = type(self)
+    names = _field_names(cls)
+    if len(args) > len(names):
+        raise TypeError(f"{cls.__name__}() takes {len(names)} positional arguments but "
+                        f"{len(args)} were given")
+    values = dict(zip(names, args))
+    for k, v in kwargs.items():
+        if k in values:
+            raise TypeError(f"{cls.__name__}() got multiple values for argument {k!r}")
+        values[k] = v
+    fields = getattr(cls, "__dataclass_fields__", {})
+    for name in names:
+        if name not in values:
+            f = fields.get(name)
+            if f is not None and f.default_factory is not dataclasses.MISSING:
+                values[name] = f.default_factory()
+            elif f is not None and f.default is not dataclasses.MISSING:
+                values[name] = f.default
+            else:
+                values[name] = getattr(cls, name, None)
+    for k, v in values.items():
+        object.__setattr__(self, k, v)  # frozen dataclasses too
+    post = getattr(self, "__post_init__", None)
+    if post is not None:
+        post()
+
+
+_record_init._nki_record = True
 
 
 def ds(start, size):
@@ -39,7 +102,11 @@ def ds(start, size):
 
 
 def affine_range(start, stop=None, step=1, **_directives):
-    return range(start) if stop is None else range(start, stop, step)
+    try:
+        return range(start) if stop is None else range(start, stop, step)
+    except (TypeError, ValueError) as e:  # e.g. a float bound: the kernel's mistake, located
+        raise kernel_error("E603", f"nl.affine_range/sequential_range/static_range: {e}",
+                           hint="loop bounds and step are Python ints (step not 0)") from None
 
 
 sequential_range = static_range = affine_range
@@ -167,7 +234,7 @@ def is_sbuf(buffer):
 _RUNTIME_LOOPS = ("dynamic_range", "fori_loop", "while_loop")
 _NOT_PROVIDED = ("rand", "random_seed", "dropout", "gather_flattened",
                  "softmax", "rms_norm", "all", "var", "prod", "fmod", "mod", "tan", "cos",
-                 "ceil", "floor", "trunc", "invert", "logical_not")
+                 "trunc")
 
 
 class _Limits:
@@ -186,6 +253,7 @@ class MemoryRegion:
 def build_module(name: str = "nki.language") -> types.ModuleType:
     m = _LangModule(name)
     m.__doc__ = "nkirun's nki.language (see docs/kernels.md)"
+    m.__path__ = []  # a package: `import nki.language.foo` reaches the finder (E601)
     ns = m.__dict__
     ns.update(consts.DTYPES)
     ns.update(consts.BUFFERS)
@@ -213,6 +281,10 @@ def build_module(name: str = "nki.language") -> types.ModuleType:
     for func in cv.UNARY:
         ns[func] = tok(func, f"nl.{func}", cv.unary(func))
     ns["copy"] = tok("copy", "nl.copy", cv.copy)
+    for op in ("invert", "logical_not"):
+        ns[op] = tok(op, f"nl.{op}", cv.unary_alu(op))
+    ns["floor"] = cv.rounding("floor", "greater", "subtract")
+    ns["ceil"] = cv.rounding("ceil", "less", "add")
     ns["negative"] = tok("negative", "nl.negative", cv.negative)
     for name_, op in (("sum", "add"), ("max", "maximum"), ("min", "minimum")):
         ns[name_] = tok(op, f"nl.{name_}", cv.reduction(op, name_))
@@ -228,4 +300,8 @@ class _LangModule(types.ModuleType):
             raise AttributeError(name)
         if name in _RUNTIME_LOOPS:
             raise unsupported(f"nki.language.{name}", "a run-time loop on registers")
+        if name in ("mod", "fmod"):
+            raise unsupported(f"nki.language.{name}", "mod is no hardware ALU instruction at "
+                              "the NKI level; the Neuron release notes list nl.mod/nl.fmod as "
+                              "failing on hardware")
         raise unsupported(f"nki.language.{name}")

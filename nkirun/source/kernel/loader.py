@@ -23,8 +23,14 @@ def _ours(filename: str) -> bool:
     return _in_nkirun(filename) or filename.startswith("<frozen")
 
 
-class KernelUsageError(TypeError):
-    """A usage error about the kernel or its parameters (exit status 2)."""
+class KernelUsageError(NkirunError, TypeError):
+    """A usage error about the kernel or its parameters (exit status 2). In the API it is a
+    TypeError, as Python's own call of the function would raise, and an NkirunError
+    carrying one E595 diagnostic, as every nkirun error does (the kernel contract)."""
+
+    def __init__(self, message: str, loc: Loc | None = None):
+        super().__init__(error("E595", message, loc or Loc()))
+        self.args = (message,)  # str(e): the message alone (the CLI's usage line)
 
 
 def is_kernel_path(program: str) -> bool:
@@ -39,11 +45,14 @@ def split_spec(spec: str) -> tuple[str, str | None]:
 
 def module_name_for(path: str) -> tuple[str, str]:
     """(dotted module name, the folder to put on sys.path): packages are walked up so that
-    the kernel's relative imports work."""
+    the kernel's relative imports work. A folder whose name is no Python identifier
+    (`neuron-team-kernels/`) cannot be imported as a package: the walk stops below it, as
+    Python would run such a file with its own folder on the path."""
     path = os.path.abspath(path)
     folder, stem = os.path.split(path)
     parts = [stem[:-3]]
-    while os.path.isfile(os.path.join(folder, "__init__.py")):
+    while os.path.isfile(os.path.join(folder, "__init__.py")) \
+            and os.path.basename(folder).isidentifier():
         folder, pkg = os.path.split(folder)
         parts.insert(0, pkg)
     return ".".join(parts), folder

@@ -37,6 +37,10 @@ class Kernel:
 
     def __getitem__(self, grid):
         grid = grid if isinstance(grid, tuple) else (grid,)
+        if any(not isinstance(g, int) or g < 1 for g in grid):
+            from nkirun.source.kernel.unsupported import kernel_error
+            raise kernel_error("E603", f"{self.__name__}[{', '.join(map(str, grid))}]: a "
+                               "launch grid is positive ints (no program instance would run)")
         return Kernel(self.func, tuple(int(g) for g in grid), self.options)
 
     def __call__(self, *args, **kwargs):
@@ -169,7 +173,9 @@ def modules() -> dict[str, types.ModuleType]:
                 "nki.collectives": collectives, "nki.typing": typing, "nki.compiler": compiler,
                 "nki.isa.constants": isa.constants}
         for name, m in mods.items():
-            _register(name, m, is_package=hasattr(m, "__path__"))
+            if not hasattr(m, "__path__"):  # `import nki.compiler.backends...`: the finder
+                m.__path__ = []             # answers E601, not a ModuleNotFoundError
+            _register(name, m, is_package=True)
         _register("neuronxcc", neuronxcc, is_package=True)
         for name, m in mods.items():  # `import neuronxcc.nki.language as nl`: the same modules
             _MODULES["neuronxcc." + name] = m

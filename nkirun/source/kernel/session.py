@@ -278,6 +278,10 @@ class Tracer:
         if isinstance(v, (list, tuple)):
             return [self.raw(x) for x in v]
         if hasattr(v, "item") and callable(v.item):  # a NumPy scalar
+            if getattr(v, "size", 1) != 1:  # a whole array passed where a tile goes
+                raise kernel_error("E603", f"a NumPy array of shape {list(v.shape)} is not "
+                                   "an NKI tensor", hint="allocate one with nl.ndarray and "
+                                   "fill it (or use nl.shared_constant(array))")
             return v.item()
         name = getattr(v, "__name__", None)  # np.exp and friends
         return name if isinstance(name, str) else v
@@ -312,7 +316,7 @@ def _identifier(base: str) -> str:
     hit = _IDENTIFIERS.get(base)
     if hit is None:
         hit = _BAD_CHARS.sub("_", base) or "t"
-        if hit[0].isdigit():
+        if hit[0].isdigit() or hit.lower() in ("inf", "nan"):  # not a name (E018)
             hit = "t" + hit
         if len(_IDENTIFIERS) < 10_000:
             _IDENTIFIERS[base] = hit

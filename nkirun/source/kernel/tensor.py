@@ -32,12 +32,13 @@ class TensorRec:
     """One allocated tensor: what becomes a TensorDecl when an instruction first uses it."""
 
     __slots__ = ("name", "shape", "dtype", "buffer", "loc", "init", "declared", "strides",
-                 "decl", "whole", "on_chip", "core", "layout")
+                 "decl", "whole", "on_chip", "core", "layout", "compared")
 
     def __init__(self, name, shape, dtype, buffer, loc, init=None, core=None):
         self.name, self.shape, self.dtype, self.buffer = name, shape, dtype, buffer
         self.loc, self.init, self.declared = loc, init, False
         self.core = core  # two-core traces: the core owning a non-shared tensor
+        self.compared = False  # the result of a comparison (no truth value: __bool__)
         self.on_chip = buffer.ir != "hbm"
         self.decl = _Decl(name, shape, dtype.nkirun, self.on_chip)
         self.whole = whole_view(self.decl)  # the view of the whole tensor
@@ -173,8 +174,14 @@ class ndarray:
                 f"buffer={self.buffer!r})")
 
     def __bool__(self):
-        raise kernel_error("E603", "a tensor has no truth value while tracing (its contents "
-                           "are only known when the program runs)")
+        # A tensor is truthy as a Python object (`if bias:` tests that one was given, as
+        # nki-library kernels do under NKI); a comparison's result has no truth value while
+        # tracing: `if a < b:` would branch on data only the run knows.
+        if self._rec.compared:
+            raise kernel_error("E603", f"the comparison result `{self.name}` has no truth "
+                               "value while tracing (its contents are only known when the "
+                               "program runs)", hint="select with nl.where, or mask with it")
+        return True
 
     # ---- indexing ------------------------------------------------------------------------
     def __getitem__(self, key):
@@ -199,6 +206,22 @@ class ndarray:
     def __truediv__(self, o): return self._arith(o, "divide")  # noqa: E704
     def __rtruediv__(self, o): return self._arith(o, "divide", True)  # noqa: E704
     def __pow__(self, o): return self._arith(o, "power")  # noqa: E704
+
+    # comparisons are nl.less & co. (1 where true, 0 elsewhere); `a < 3` and `3 > a` alike.
+    # A tile stays hashable by identity (it is a handle, not a value).
+    def __lt__(self, o): return self._arith(o, "less")  # noqa: E704
+    def __le__(self, o): return self._arith(o, "less_equal")  # noqa: E704
+    def __gt__(self, o): return self._arith(o, "greater")  # noqa: E704
+    def __ge__(self, o): return self._arith(o, "greater_equal")  # noqa: E704
+    def __eq__(self, o): return self._compare_eq(o, "equal")  # noqa: E704
+    def __ne__(self, o): return self._compare_eq(o, "not_equal")  # noqa: E704
+    __hash__ = object.__hash__
+
+    def _compare_eq(self, other, op):
+        if not isinstance(other, ndarray) and not isinstance(other, (int, float)) \
+                or isinstance(other, bool):
+            return NotImplemented  # `t == None`, `t == "x"`: Python's identity rule
+        return self._arith(other, op)
 
     def __neg__(self):
         from nkirun.source.kernel.convenience import negative

@@ -3,10 +3,12 @@ arrays, .npy files or shapes; other values as they are), running its Python with
 nkirun's `nki`, and collecting the tensors it returns as the outputs."""
 from __future__ import annotations
 
+import ast
 import contextlib
 import inspect
 import itertools
 import sys
+import textwrap
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -59,6 +61,8 @@ def tensor_arg(value) -> TensorArg | None:
         if d is None or d.nkirun is None:
             raise KernelUsageError(f"unknown dtype {value.dtype!r}")
         return TensorArg(value.shape, d.nkirun)
+    if isinstance(value, np.generic):
+        return None  # a NumPy scalar (np.float64(0.125)) is a number, not a tensor
     if isinstance(value, np.ndarray) or (hasattr(value, "__array__") and hasattr(value, "shape")
                                          and not isinstance(value, ndarray)):
         arr = np.asarray(value)
@@ -110,7 +114,7 @@ def trace(kernel, values: dict, target: str = "trn2", grid=None, lnc: int = 1) -
     tracer.lnc = lnc
     result = None
     with installed(), tracer, contextlib.redirect_stdout(sys.stderr):
-        call, inputs, names = _parameters(tracer, values)
+        call, inputs, names = _parameters(tracer, values, _parameter_locs(func, path))
         instances = list(itertools.product(*(range(g) for g in grid))) if grid else [()]
         for inst in instances:
             tracer.instance, tracer.shared_at = inst, 0
@@ -128,6 +132,8 @@ def trace(kernel, values: dict, target: str = "trn2", grid=None, lnc: int = 1) -
         from nkirun.source.kernel.control import check_closed
         check_closed(tracer)  # a runtime loop left open (E659)
         outputs, structure = _outputs(tracer, result)
+        if result is None:  # the older API's output arguments: the parameters it writes
+            outputs, _ = _outputs(tracer, _written_parameters(tracer, call, names))
     program, diags = tracer.builder.finish()
     diags = [d for d in diags if d.code != "E004"]
     program = _mark_inputs(program, {n for p, n in names.items()
@@ -149,13 +155,32 @@ def _lnc_grid(lnc: int, grid: tuple, target: str, path: str) -> tuple:
     return (lnc,)
 
 
-def _parameters(tracer, values):
+def _parameter_locs(func, path: str) -> dict:
+    """Where each parameter is named in the kernel's `def` line(s): a parameter tensor's
+    diagnostics (a bad --input file, say) point there, not into nkirun's own frames."""
+    from nkirun.diagnostics import Loc
+    try:
+        lines, first = inspect.getsourcelines(func)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError):
+        return {}
+    indent = len(lines[0]) - len(lines[0].lstrip())
+    defs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    if not defs:
+        return {}
+    a = defs[0].args
+    params = a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]
+    return {p.arg: Loc(path, first + p.lineno - 1, p.col_offset + indent + 1)
+            for p in params}
+
+
+def _parameters(tracer, values, locs=None):
     call, inputs, names = {}, {}, {}
     for pname, v in values.items():
         if isinstance(v, TensorArg):
             init = ("file", v.file) if v.file is not None else None
             rec = tracer.allocate(v.shape, consts.DTYPES[v.dtype.name], consts.shared_hbm,
-                                  pname, init=init)
+                                  pname, init=init, loc=(locs or {}).get(pname))
             tracer.shared.remove(rec)  # parameters are shared by every instance already
             call[pname] = new_tensor(rec)
             names[pname] = rec.name
@@ -164,6 +189,20 @@ def _parameters(tracer, values):
         else:
             call[pname] = v
     return call, inputs, names
+
+
+def _written_parameters(tracer, call: dict, names: dict) -> tuple:
+    """The tensor parameters some instruction writes, in parameter order."""
+    from nkirun.ir import View
+    from nkirun.isa import REGISTRY
+    written = set()
+    for inst in tracer.builder.instructions:
+        spec = REGISTRY.get(inst.op)
+        for p in spec.params if spec is not None else ():
+            v = inst.args.get(p.name) if p.out else None
+            if isinstance(v, View):
+                written.add(v.tensor)
+    return tuple(call[p] for p, name in names.items() if name in written)
 
 
 def _outputs(tracer, result):

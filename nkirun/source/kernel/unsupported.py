@@ -8,7 +8,9 @@ import sys
 from nkirun.diagnostics import Loc, NkirunError, error
 
 SHIM_DIR = os.path.dirname(os.path.abspath(__file__))
-_POSITIONS: dict = {}  # code object -> list of (line, column) by instruction index
+# (code object, its file) -> Loc by instruction index; the file is part of the key because
+# equal code objects compile from different files compare equal (co_filename is not compared)
+_POSITIONS: dict = {}
 
 
 def kernel_frame(depth: int = 1):
@@ -38,9 +40,10 @@ def frame_loc(f) -> Loc:
     if f is None:
         return Loc()
     code = f.f_code
-    table = _POSITIONS.get(code)
+    key = (code, code.co_filename)
+    table = _POSITIONS.get(key)
     if table is None:
-        table = _POSITIONS[code] = [None] * (len(code.co_code) // 2 + 1)
+        table = _POSITIONS[key] = [None] * (len(code.co_code) // 2 + 1)
     i = f.f_lasti // 2
     loc = table[i] if i < len(table) else None
     if loc is None:
@@ -91,4 +94,5 @@ def kernel_error(code: str, message: str, hint: str | None = None,
 def unsupported(qualname: str, why: str = "") -> KernelError:
     return kernel_error("E601", f"{qualname} is not supported by nkirun"
                         + (f" ({why})" if why else ""),
-                        hint="docs/kernels.md lists the nki API nkirun provides")
+                        hint="`nkirun ops` lists the nki.isa instructions nkirun provides; "
+                             "docs/kernels.md (in nkirun's repository) the rest of its nki API")
