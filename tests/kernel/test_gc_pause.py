@@ -79,3 +79,22 @@ def test_a_caller_who_disabled_the_collector_keeps_it_disabled(kernel_module):
     finally:
         gc.enable()
     assert kernel_module.SEEN == [False, False]
+
+
+def test_a_dropped_trace_is_freed_without_the_collector(kernel_module):
+    """No reference cycle holds the Tracer (and through its Builder the traced IR): the
+    program goes when the caller drops it, even while the collector is paused."""
+    from nkirun.source.kernel.api import trace_call
+    gc.collect()
+    gc.disable()
+    try:
+        traced = trace_call(kernel_module.copy, (X,))
+        del traced
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        kinds = {type(o).__name__ for o in gc.garbage}
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert not kinds & {"Tracer", "Builder", "Instruction", "TensorDecl", "View"}, kinds
