@@ -1,6 +1,8 @@
 """The scheduler: a Schedule from the bound instructions (rules in model.py's docstring)."""
 from __future__ import annotations
 
+from operator import itemgetter
+
 from nkirun.hw.cost_tables import cost_table
 from nkirun.hw.targets import TARGETS, Target
 from nkirun.isa.common import dma_cycles
@@ -98,6 +100,14 @@ def _costed(b, target: Target) -> tuple:
     write_names = tuple(dict.fromkeys(n for n, _ in writes))
     return (int(cycles), reads, writes, extra, names, recompute.fast_key(b, reads), read_names,
             write_names)
+
+
+def _picker(positions: tuple[int, ...]):
+    """names -> the tuple of names at `positions` (itemgetter, always a tuple)."""
+    if len(positions) == 1:
+        i = positions[0]
+        return lambda names: (names[i],)
+    return itemgetter(*positions) if positions else (lambda names: ())
 
 
 def earliest_start(ready, dep, kind, tensor, free, blocker) -> tuple:
@@ -220,23 +230,24 @@ class _Scheduler:
             first = {}
             for i, n in enumerate(names):
                 first.setdefault(n, i)
-            reads_first = [first[n] for n, _ in c[1]]
-            writes_first = [first[n] for n, _ in c[2]]
-            self.by_form[fkey] = (c, len(c[1]), tuple(first.values()),
-                                  tuple(dict.fromkeys(reads_first)),
-                                  tuple(dict.fromkeys(writes_first)))
+            n_reads = len(c[1])
+            self.by_form[fkey] = (
+                c, n_reads, tuple(box for _, box in c[1]), tuple(box for _, box in c[2]),
+                _picker(tuple(first.values())),
+                _picker(tuple(dict.fromkeys(first[n] for n, _ in c[1]))),
+                _picker(tuple(dict.fromkeys(first[n] for n, _ in c[2]))))
             return c
         if t is False:
             return self.new_costed(b)
-        c, n_reads, uniq, uniq_reads, uniq_writes = t
-        _, names = b.names_plan()
-        reads = tuple([(names[i], box) for i, (_, box) in enumerate(c[1])])
-        writes = tuple([(names[n_reads + i], box) for i, (_, box) in enumerate(c[2])])
+        c, n_reads, read_boxes, write_boxes, uniq, uniq_reads, uniq_writes = t
+        names = b.names_plan()[1]
+        reads = tuple(zip(names[:n_reads], read_boxes))
+        writes = tuple(zip(names[n_reads:], write_boxes))
         key = recompute.fast_key(b, reads)
         if key is not None:
             key = self.key_ids.setdefault(key, len(self.key_ids))
-        return (c[0], reads, writes, c[3], tuple([names[i] for i in uniq]), key,
-                tuple([names[i] for i in uniq_reads]), tuple([names[i] for i in uniq_writes]))
+        return (c[0], reads, writes, c[3], uniq(names), key, uniq_reads(names),
+                uniq_writes(names))
 
     def place(self, b) -> None:
         engine, index = b.engine, b.inst.index
