@@ -90,8 +90,13 @@ def execute_planned(program, bound, inputs=None, uninitialized: str = "error") -
     from nkirun.runner.interpret import out_of_memory
     given = inputs or {}
     tensors = program.tensors
-    held = [n for n, t in tensors.items() if t.init is not None or n in given]
-    ends, used = last_uses(bound, {*held, *(n for n, t in tensors.items() if t.output)})
+    held, outs = [], set()  # (one pass over the tensors: a traced kernel declares 50,000s)
+    for n, t in tensors.items():
+        if t.init is not None or n in given:
+            held.append(n)
+        if t.output:
+            outs.add(n)
+    ends, used = last_uses(bound, {*held, *outs})
     upfront = {n: tensors[n] for n in (*held, *(tensors.keys() - used - set(held)))}
     head = replace(program, tensors=upfront)
     refuse_if_too_large(head, inputs)
@@ -102,7 +107,7 @@ def execute_planned(program, bound, inputs=None, uninitialized: str = "error") -
         raise out_of_memory(program)
     m = Machine(buffers, written)
     try:
-        plan = _Planner(program, bound, m, ends, uninitialized)
+        plan = _Planner(program, bound, m, ends, uninitialized, outs)
     except MemoryError:
         raise out_of_memory(program)
     run_steps(plan.bs, plan.calls, m)
@@ -134,27 +139,48 @@ def _plain(m: Machine, b) -> None:
     b.spec.execute(b, m)
 
 
+class _Recipe:
+    """What one checked form's instructions share (checker/intern.py: equal layouts, so
+    equal tensor shapes and dtypes per position): whether they are planned, the positions
+    (in names_plan's names) of the tensors they write in full without reading, each
+    position's slot kind, and the prepared calls built so far, by the array numbers of
+    the instruction's tensors. Per instruction the compile then only looks up slots."""
+
+    __slots__ = ("planned", "whole", "kinds", "calls")
+
+    def __init__(self, b, names, tensors):
+        self.planned, self.whole = _facts(b, names)
+        self.kinds = tuple((tensors[n].shape, tensors[n].dtype.name) for n in names)
+        self.calls: dict = {}
+
+
 class _Planner:
     """One pass over the instructions in order, building the steps: `calls`, and `bs`, the
     instruction each call belongs to."""
 
-    def __init__(self, program, bound, m: Machine, ends: dict, policy: str):
+    def __init__(self, program, bound, m: Machine, ends: dict, policy: str, outputs=None):
         self.m, self.policy = m, policy
         self.tensors = program.tensors
-        self.arrays = dict(m.buffers)  # name -> its array (slots included)
-        self.slot_of = {n: i for i, n in enumerate(self.arrays)}  # name -> array number
+        self.outputs = ({n for n, t in self.tensors.items() if t.output} if outputs is None
+                        else outputs)
+        self.free: dict = {}  # (shape, dtype name) -> entries no live tensor holds
+        # name -> its entry (array, array number, the free list of its kind)
+        self.arrays = {n: (a, i, self._free_list(n)) for i, (n, a) in enumerate(m.buffers.items())}
+        self.slot_of = {n: e[1] for n, e in self.arrays.items()}  # name -> array number
         self.tracked = {n for n, w in m.written.items() if w is not None}
         self.bound_in_m = set(self.arrays)  # tensors the Machine holds now
-        self.free: dict = {}  # (shape, dtype name) -> (array, number)s no live tensor holds
         self.made = 0  # arrays allocated for tensors first used during the run
-        self.forms: dict = {}  # id(form) -> _facts of the form's instructions
-        self.built: dict = {}  # (id(form), array numbers) -> call
+        self.recipes: dict = {}  # id(form) -> _Recipe of the form's instructions
         self.views: dict = {}  # (array number, layout, shape) -> view
         self.bs, self.calls = [], []  # the steps: the instruction, the call
         self.compile(bound, ends)  # (ends: last_uses, without the kept tensors)
 
+    def _free_list(self, name: str) -> list:
+        t = self.tensors[name]
+        return self.free.setdefault((t.shape, t.dtype.name), [])
+
     def compile(self, bound, ends: dict) -> None:  # long: the one hot loop, locals on purpose
-        slot_of, forms, built, tracked = self.slot_of, self.forms, self.built, self.tracked
+        slot_of, recipes, tracked, outputs = self.slot_of, self.recipes, self.tracked, self.outputs
         tensors, free, arrays, bound_in_m = self.tensors, self.free, self.arrays, self.bound_in_m
         slot = slot_of.__getitem__
         add_b, add_call = self.bs.append, self.calls.append
@@ -162,30 +188,31 @@ class _Planner:
             args = b.args
             names = args.names if args.names is not None else b.names_plan()[1]
             form = args.form if b.mask is None else None
-            facts = forms.get(id(form)) if form is not None else None
-            if facts is None:
-                facts = _facts(b, names)
+            r = recipes.get(id(form)) if form is not None else None
+            if r is None:
+                r = _Recipe(b, names, tensors)
                 if form is not None:
-                    forms[id(form)] = facts
+                    recipes[id(form)] = r
             for n in names:
                 if n not in slot_of:  # its first use
-                    t = tensors[n]
-                    spare = free.get((t.shape, t.dtype.name)) if facts[1] else None
-                    if spare and not t.output and names.index(n) in facts[1]:
-                        arrays[n], slot_of[n] = spare.pop()  # (the usual tile: inline)
+                    p = names.index(n)
+                    spare = free.get(r.kinds[p]) if p in r.whole else None
+                    if spare and n not in outputs:
+                        e = arrays[n] = spare.pop()  # (the usual tile: inline)
+                        slot_of[n] = e[1]
                     else:
-                        self.allocate(n, b, names.index(n) in facts[1])
+                        self.allocate(n, b, p in r.whole)
             call = None
-            if facts[0] and (not tracked or tracked.isdisjoint(names)):
-                key = (id(form), *map(slot, names)) if form is not None else None
-                call = built.get(key) if key is not None else None
+            if r.planned and (not tracked or tracked.isdisjoint(names)):
+                key = tuple(map(slot, names))
+                call = r.calls.get(key)
                 if call is None:
                     call = b.spec.plan(b)(self.view)
-                    if key is not None and call is not None:
-                        built[key] = call
+                    if form is not None and call is not None:
+                        r.calls[key] = call
             if call is None:
                 for n in names:
-                    if n not in self.bound_in_m:
+                    if n not in bound_in_m:
                         self.bind(n, b)
                 call = partial(_plain, self.m, b)
             add_b(b)
@@ -196,17 +223,12 @@ class _Planner:
                     if n in tracked or n in bound_in_m:
                         self.release(n, b)
                     else:  # (the usual tile: inline)
-                        t = tensors[n]
-                        kind = (t.shape, t.dtype.name)
-                        spare = free.get(kind)
-                        if spare is None:
-                            spare = free[kind] = []
-                        spare.append((arrays.pop(n), slot_of[n]))
+                        e = arrays.pop(n)
+                        e[2].append(e)
 
     def view(self, r, shape=None):
         """r's storage as an array of `shape` (default r.shape) without a copy, or None."""
-        n = self.slot_of[r.decl.name]
-        arr = self.arrays[r.decl.name]
+        arr, n, _ = self.arrays[r.decl.name]
         shape = r.shape if shape is None else shape
         s = r.ap
         layout = r.box if s is None else (s.byte_offset, s.byte_strides, s.shape,
@@ -237,12 +259,13 @@ class _Planner:
         t = self.tensors[name]
         spare = None if t.output else self.free.get((t.shape, t.dtype.name))
         if spare:
-            arr, self.slot_of[name] = spare.pop()
+            e = spare.pop()
         else:
-            arr = np.zeros(t.shape, t.dtype.np_type)
-            self.slot_of[name] = len(self.slot_of)
+            e = (np.zeros(t.shape, t.dtype.np_type), len(self.slot_of), self._free_list(name))
             self.made += 1
-        self.arrays[name] = arr
+        self.arrays[name] = e
+        self.slot_of[name] = e[1]
+        arr = e[0]
         if whole:  # written in full before anything reads it: nothing to track or reset
             if t.output:
                 self.bind(name, b)
@@ -263,13 +286,12 @@ class _Planner:
         self.bound_in_m.add(name)
         shape = self.tensors[name].shape if name in self.tracked else None
         self.bs.append(b)
-        self.calls.append(partial(_bind, self.m, name, self.arrays[name], shape))
+        self.calls.append(partial(_bind, self.m, name, self.arrays[name][0], shape))
 
     def release(self, name: str, b) -> None:
         """After b, the tensor's last use: its array is free for a later tensor."""
-        t = self.tensors[name]
-        self.free.setdefault((t.shape, t.dtype.name), []).append(
-            (self.arrays.pop(name), self.slot_of[name]))
+        e = self.arrays.pop(name)
+        e[2].append(e)
         self.tracked.discard(name)
         if name in self.bound_in_m:
             self.bound_in_m.discard(name)

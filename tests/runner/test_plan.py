@@ -160,6 +160,42 @@ def test_slots_are_reused_only_between_tensors_of_one_shape_and_dtype(tmp_path):
     assert planner.made == 5  # y, acc, one float32 and one bf16 t slot, one s slot
 
 
+def test_one_form_on_several_slots_and_outputs_of_a_tile_kind(tmp_path):
+    """The instructions of one checked form share a recipe (_Recipe) but not a call when
+    their tiles sit in different arrays: two tiles live at once alternate between two
+    slots. Outputs of the tiles' shape and dtype, first written whole while a tile's array
+    is free, keep arrays of their own (a later tile would overwrite them)."""
+    lines = ["version: 1", "tensors:",
+             "  x: {buffer: hbm, dtype: float32, shape: [4, 8], file: x.npy}",
+             "  xs: {buffer: sbuf, dtype: float32, shape: [4, 8]}",
+             "  acc: {buffer: sbuf, dtype: float32, shape: [4, 8]}",
+             "  y0: {buffer: hbm, dtype: float32, shape: [4, 8], output: true}",
+             "  y1: {buffer: hbm, dtype: float32, shape: [4, 8], output: true}"]
+    body = ["  - dma_copy: {dst: xs, src: x}", "  - memset: {dst: acc, value: 0.5}"]
+    for i in range(7):
+        lines.append(f"  t{i}: {{buffer: sbuf, dtype: float32, shape: [4, 8]}}")
+        body.append(f"  - tensor_copy: {{dst: t{i}, src: {'acc' if i % 2 else 'xs'}}}")
+        if i:
+            body.append(f"  - tensor_tensor: {{dst: acc, data1: acc, data2: t{i - 1}, op: add}}")
+        if i == 3:
+            body.append("  - dma_copy: {dst: y0, src: t2}")
+    body += ["  - tensor_tensor: {dst: acc, data1: acc, data2: t6, op: add}",
+             "  - dma_copy: {dst: y1, src: acc}"]
+    np.save(tmp_path / "x.npy", RNG.standard_normal((4, 8)).astype(np.float32))
+    c = _program(tmp_path, "\n".join(lines + ["instructions:"] + body) + "\n")
+    plain, planned = both_ways(c.program, c.bound)
+    assert plain == planned and plain[0] != "error"
+    from nkirun.runner.files import initial_buffers
+    from nkirun.runner.machine import Machine
+    from dataclasses import replace
+    m = Machine(*initial_buffers(replace(c.program, tensors={"x": c.program.tensors["x"]})))
+    planner = _Planner(c.program, c.bound, m,
+                       last_uses(c.bound, {"x", "y0", "y1"})[0], "error")
+    adds = [r for r in planner.recipes.values() if len(r.calls) >= 2]
+    assert adds, "the accumulating add of one form runs on two tile slots"
+    assert planner.made == 6  # xs, acc, y0, y1 and two tile slots
+
+
 def test_a_masked_instruction_takes_the_plain_path_and_agrees(tmp_path):
     c = _program(tmp_path, """\
         version: 1

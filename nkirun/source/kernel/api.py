@@ -17,6 +17,7 @@ import os
 import numpy as np
 
 from nkirun.diagnostics import NkirunError, ProgramInvalid
+from nkirun.gc_policy import paused_gc
 from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, DEFAULT_TARGET, TARGETS
 from nkirun.source.kernel.trace import Traced, bind_parameters, tensor_arg, trace as _trace
 
@@ -40,13 +41,15 @@ def trace_call(kernel, args=(), kwargs=None, target=None, grid=None, lnc: int = 
     func, kgrid = _function(kernel)
     values = bind_parameters(func, args, kwargs)
     values = {k: tensor_arg(v) or v for k, v in values.items()}
-    return _trace(func, values, target or default_target(), grid or kgrid, lnc)
+    with paused_gc():  # (nkirun/gc_policy.py: the caller's collector is restored after)
+        return _trace(func, values, target or default_target(), grid or kgrid, lnc)
 
 
 def check_traced(traced: Traced, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES):
     """(bound instructions, all diagnostics sorted) for a traced kernel."""
     from nkirun.checker.passes import sort_key, validate
-    bound, more = validate(traced.program, max_hbm_bytes)
+    with paused_gc():
+        bound, more = validate(traced.program, max_hbm_bytes)
     return bound, sorted(traced.diagnostics + more, key=sort_key)
 
 

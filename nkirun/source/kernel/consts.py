@@ -15,6 +15,8 @@ Readings:
 """
 from __future__ import annotations
 
+import sys
+
 from nkirun.hw import dtypes as dt
 
 
@@ -76,7 +78,8 @@ class Buffer(str):
 
     @property
     def ir(self) -> str:
-        return "hbm" if self.endswith("hbm") else str.__str__(self)
+        # interned: each traced tile's TensorDecl keeps it (a new str per tile otherwise)
+        return "hbm" if self.endswith("hbm") else sys.intern(str.__str__(self))
 
     def __repr__(self) -> str:
         return f"nl.{str.__str__(self)}"

@@ -175,7 +175,9 @@ class Tracer:
                 for k, rec, index in form[1]:
                     if not rec.declared:
                         self.declare(rec)
-                    args[k] = view_at(rec.name, index, loc)
+                    v = args[k]  # the first call's View: shared (frozen) when it is ours
+                    if v.tensor != rec.name or v.index is not index or v.loc is not loc:
+                        args[k] = view_at(rec.name, index, loc)
                 b = self.builder
                 b.instructions.append(instruction_at(op, args, b.count, loc, locs, None,
                                                      b.core))

@@ -206,33 +206,38 @@ def _written_parameters(tracer, call: dict, names: dict) -> tuple:
 
 
 def _outputs(tracer, result):
-    outputs = []
+    """(the returned HBM tensors in order, the return structure with their positions)."""
+    outputs: list = []
+    return outputs, _output_structure(result, tracer, outputs)
 
-    def walk(v):
-        if isinstance(v, ndarray):
-            if v._rec.buffer.ir != "hbm":
-                raise NkirunError(error("E606", f"the kernel returns `{v.name}`, a "
-                                        f"{v.buffer} tensor; outputs must be HBM tensors",
-                                        v._rec.loc, hint="copy it to an nl.shared_hbm tensor "
-                                        "with nisa.dma_copy and return that"))
-            rec = v._rec
-            if not rec.declared:
-                tracer.declare(rec, output=True)
-            else:
-                decl = tracer.builder.tensors.get(rec.name)
-                if decl is not None:
-                    tracer.builder.tensors[rec.name] = replace(decl, output=True)
-            outputs.append(v)
-            return len(outputs) - 1
-        if isinstance(v, (tuple, list)):
-            return type(v)(walk(x) for x in v)
-        if isinstance(v, dict):
-            return {k: walk(x) for k, x in v.items()}
-        if v is None:
-            return None
-        raise NkirunError(error("E606", f"the kernel returns {type(v).__name__} {v!r}; "
-                                "a kernel returns tensors (one, or a tuple/list of them)"))
-    return outputs, walk(result)
+
+def _output_structure(v, tracer, outputs: list):
+    # (a module function, not a recursive closure: the closure's cell would make a cycle
+    # that keeps the tracer, its Builder and so the whole traced IR alive until the
+    # garbage collector runs, instead of freeing it when the caller drops the result)
+    if isinstance(v, ndarray):
+        if v._rec.buffer.ir != "hbm":
+            raise NkirunError(error("E606", f"the kernel returns `{v.name}`, a "
+                                    f"{v.buffer} tensor; outputs must be HBM tensors",
+                                    v._rec.loc, hint="copy it to an nl.shared_hbm tensor "
+                                    "with nisa.dma_copy and return that"))
+        rec = v._rec
+        if not rec.declared:
+            tracer.declare(rec, output=True)
+        else:
+            decl = tracer.builder.tensors.get(rec.name)
+            if decl is not None:
+                tracer.builder.tensors[rec.name] = replace(decl, output=True)
+        outputs.append(v)
+        return len(outputs) - 1
+    if isinstance(v, (tuple, list)):
+        return type(v)(_output_structure(x, tracer, outputs) for x in v)
+    if isinstance(v, dict):
+        return {k: _output_structure(x, tracer, outputs) for k, x in v.items()}
+    if v is None:
+        return None
+    raise NkirunError(error("E606", f"the kernel returns {type(v).__name__} {v!r}; "
+                            "a kernel returns tensors (one, or a tuple/list of them)"))
 
 
 def _mark_inputs(program, given):
