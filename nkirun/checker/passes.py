@@ -155,23 +155,46 @@ def _capacity(program: Program, bound: list[Bound]) -> list[Diagnostic]:
     out = []
     for buf, cap in (("sbuf", target.sbuf_bytes_per_partition),
                      ("psum", target.psum_bytes_per_partition)):
-        delta = [0] * (n + 2)  # +2: a tensor first used at 0 with no instruction left
-        for name, f in first.items():
-            t = program.tensors.get(name)  # (None: another core's, reported as E633)
-            if t is None or t.buffer != buf:
-                continue
-            delta[f] += t.bytes_per_partition
-            delta[last.get(name, f) + 1] -= t.bytes_per_partition
-        live = list(itertools.accumulate(delta[:n]))  # bytes live at each instruction
-        peak = max(live, default=0)
+        peak, peak_at = _peak_live(program, buf, first, last, n)
         if peak > cap:
-            peak_at = live.index(peak)  # the first instruction at the peak
             b = bound[peak_at]
             out.append(error("E041", f"live {buf.upper()} tensors need {peak:,} bytes per "
                              f"partition at instruction {peak_at} ({b.op}); {target.name} has "
                              f"{cap:,}", b.loc(), peak_at,
                              hint="reuse tiles or split the work into smaller tiles"))
     return out
+
+
+def _peak_live(program: Program, buf: str, first: dict, last: dict, n: int) -> tuple:
+    """(peak bytes per partition of buf's tensors live at one of instructions 0..n-1, the
+    first instruction at it). The running sum is not kept as a list (a traced kernel has
+    100,000s of instructions: those lists and their ints were its check's peak memory)."""
+    delta = [0] * (n + 2)  # +2: a tensor first used at 0 with no instruction left
+    for name, f in first.items():
+        t = program.tensors.get(name)  # (None: another core's, reported as E633)
+        if t is None or t.buffer != buf:
+            continue
+        delta[f] += t.bytes_per_partition
+        delta[last.get(name, f) + 1] -= t.bytes_per_partition
+    live = itertools.accumulate(itertools.islice(delta, n))
+    peak = max(live, default=0)
+    if peak <= 0:
+        return peak, 0
+    return peak, next(i for i, v in enumerate(itertools.accumulate(delta)) if v == peak)
+
+
+def _peak_live_plain(program: Program, buf: str, first: dict, last: dict, n: int) -> tuple:
+    """_peak_live's definition: the live bytes at every instruction (tests only)."""
+    delta = [0] * (n + 2)  # +2: a tensor first used at 0 with no instruction left
+    for name, f in first.items():
+        t = program.tensors.get(name)
+        if t is None or t.buffer != buf:
+            continue
+        delta[f] += t.bytes_per_partition
+        delta[last.get(name, f) + 1] -= t.bytes_per_partition
+    live = list(itertools.accumulate(delta[:n]))
+    peak = max(live, default=0)
+    return peak, (live.index(peak) if peak else 0)
 
 
 def validate(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES):

@@ -43,3 +43,30 @@ def test_peak_and_its_instruction_are_reported(tmp_path, target, limit):
     d, _ = reported_at(tmp_path / "p.yaml", "E041", line=11, column=5, only=True)
     assert "240,000 bytes per partition at instruction 1 (load)" in d.message
     assert f"{target} has {limit}" in d.message
+
+
+def test_peak_by_change_points_equals_the_per_instruction_definition():
+    """passes._peak_live (the live bytes only where they change) against
+    _peak_live_plain (the live bytes at every instruction): random live ranges, some
+    starting at 0, some running past the last instruction, some on another buffer or core."""
+    import random
+    from types import SimpleNamespace
+
+    from nkirun.checker.passes import _peak_live, _peak_live_plain
+    rng = random.Random(14)
+    for trial in range(300):
+        n = rng.randint(0, 12)
+        tensors, first, last = {}, {}, {}
+        for k in range(rng.randint(0, 8)):
+            name = f"t{k}"
+            if rng.random() < 0.9:  # else: another core's (not in this program's tensors)
+                tensors[name] = SimpleNamespace(buffer=rng.choice(["sbuf", "psum"]),
+                                                bytes_per_partition=rng.choice([4, 256, 1000]))
+            f = rng.randint(0, max(n - 1, 0))
+            first[name] = f
+            if rng.random() < 0.8:
+                last[name] = rng.randint(f, max(n - 1, f))
+        program = SimpleNamespace(tensors=tensors)
+        for buf in ("sbuf", "psum"):
+            assert _peak_live(program, buf, first, last, n) == \
+                _peak_live_plain(program, buf, first, last, n), (trial, buf)
