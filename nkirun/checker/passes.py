@@ -89,8 +89,9 @@ def _dataflow(program: Program, bound: list[Bound], failed: set[int]) -> list[Di
     defined = {n for n, t in program.tensors.items() if t.init is not None}
     lost = _named_by(program, failed) if failed else set()
     defined |= lost
-    read_after: dict[str, bool] = {}
-    last_write: dict[str, Bound] = {}
+    # tensor -> its last write when nothing read it since, else None (in the order the
+    # tensors first appear; one dict, not two: a traced kernel has 100,000s of tiles)
+    unread: dict[str, Bound | None] = {}
     acc_states: dict = {}  # core -> {accumulator -> undefined / defined / clobbered}
     for b in bound:
         plan, names = b.names_plan()  # (tensor_names() without spelling it out)
@@ -101,17 +102,14 @@ def _dataflow(program: Program, bound: list[Bound], failed: set[int]) -> list[Di
                                  hint=f"give `{n}` initial contents (file, fill or data), or "
                                       "write it in an earlier instruction"))
                 defined.add(n)  # report once
-            read_after[n] = True
+            unread[n] = None
         for n in names[n_reads:]:  # the writes
             defined.add(n)
-            read_after[n] = False
-            last_write[n] = b
+            unread[n] = b
         if b.spec.accumulator is not None:
             out += _acc_hazard(b, acc_states.setdefault(b.inst.core, {}))
-    for n, was_read in read_after.items():
-        t = program.tensors[n]
-        if not was_read and not t.output and n in last_write and n not in lost:
-            b = last_write[n]
+    for n, b in unread.items():
+        if b is not None and not program.tensors[n].output and n not in lost:
             if program.loops and read_in_loop(program, bound, n, b.index):
                 continue  # read again by the next iteration of the loop around the write
             out.append(warning("W051", f"`{n}` is written by {b.op} (instruction {b.index}) but "
