@@ -135,6 +135,39 @@ def _capacity(program: Program, bound: list[Bound]) -> list[Diagnostic]:
     """Peak per-partition SBUF/PSUM use over the program, tensors live first to last use."""
     target = TARGETS[program.target]
     n = len(bound)
+    if program.loops:  # a tensor used in a loop body and live before it stays live through it
+        from nkirun.checker.control import widen_live
+        first, last = _first_last(program, bound)
+        widen_live(program.loops, first, last, bound)
+        spans = ((name, f, last.get(name, f)) for name, f in first.items())
+    else:
+        spans = _spans(program, bound)
+    delta: dict = {}  # buffer -> change of its live bytes at each instruction
+    for name, f, last_use in spans:
+        t = program.tensors.get(name)  # (None: another core's, reported as E633)
+        if t is not None and t.buffer in ("sbuf", "psum"):
+            d = delta.get(t.buffer)
+            if d is None:
+                d = delta[t.buffer] = [0] * (n + 2)  # +2: used at 0 with n == 0
+            d[f] += t.bytes_per_partition
+            d[last_use + 1] -= t.bytes_per_partition
+    out = []
+    for buf, cap in (("sbuf", target.sbuf_bytes_per_partition),
+                     ("psum", target.psum_bytes_per_partition)):
+        peak, peak_at = _peak_live(delta.get(buf, ()), n)
+        if peak > cap:
+            b = bound[peak_at]
+            out.append(error("E041", f"live {buf.upper()} tensors need {peak:,} bytes per "
+                             f"partition at instruction {peak_at} ({b.op}); {target.name} has "
+                             f"{cap:,}", b.loc(), peak_at,
+                             hint="reuse tiles or split the work into smaller tiles"))
+    return out
+
+
+def _first_last(program: Program, bound: list[Bound]) -> tuple[dict, dict]:
+    """({on-chip tensor: first use}, {on-chip tensor: last use}), positions in bound; a
+    tensor with contents is live from 0, an output to the end."""
+    n = len(bound)
     first, last = {}, {}
     for t in program.tensors.values():
         if t.on_chip and (t.init is not None):
@@ -147,52 +180,45 @@ def _capacity(program: Program, bound: list[Bound]) -> list[Diagnostic]:
             first.setdefault(name, i)
             if last.get(name, i) <= i:  # an output's last use stays the end
                 last[name] = i
-    if program.loops:  # a tensor used in a loop body and live before it stays live through it
-        from nkirun.checker.control import widen_live
-        widen_live(program.loops, first, last, bound)
-    out = []
-    for buf, cap in (("sbuf", target.sbuf_bytes_per_partition),
-                     ("psum", target.psum_bytes_per_partition)):
-        peak, peak_at = _peak_live(program, buf, first, last, n)
-        if peak > cap:
-            b = bound[peak_at]
-            out.append(error("E041", f"live {buf.upper()} tensors need {peak:,} bytes per "
-                             f"partition at instruction {peak_at} ({b.op}); {target.name} has "
-                             f"{cap:,}", b.loc(), peak_at,
-                             hint="reuse tiles or split the work into smaller tiles"))
-    return out
+    return first, last
 
 
-def _peak_live(program: Program, buf: str, first: dict, last: dict, n: int) -> tuple:
-    """(peak bytes per partition of buf's tensors live at one of instructions 0..n-1, the
-    first instruction at it). The running sum is not kept as a list (a traced kernel has
-    100,000s of instructions: those lists and their ints were its check's peak memory)."""
-    delta = [0] * (n + 2)  # +2: a tensor first used at 0 with no instruction left
-    for name, f in first.items():
-        t = program.tensors.get(name)  # (None: another core's, reported as E633)
-        if t is None or t.buffer != buf:
-            continue
-        delta[f] += t.bytes_per_partition
-        delta[last.get(name, f) + 1] -= t.bytes_per_partition
-    live = itertools.accumulate(itertools.islice(delta, n))
-    peak = max(live, default=0)
+def _spans(program: Program, bound: list[Bound]):
+    """(tensor, first use, last use) of each tensor in _first_last's first, with one dict
+    rather than two: the last uses come from a backward pass that takes each tensor out of
+    `first` where it meets it (a traced kernel has 100,000s of tiles)."""
+    n = len(bound)
+    first = {t.name: 0 for t in program.tensors.values() if t.on_chip and t.init is not None}
+    for i, b in enumerate(bound):
+        plan, names = b.names_plan()
+        for name in map(names.__getitem__, plan[2]):
+            first.setdefault(name, i)
+    outputs = {t.name for t in program.tensors.values() if t.on_chip and t.output}
+    for i in range(n - 1, -1, -1):
+        plan, names = bound[i].names_plan()
+        for name in map(names.__getitem__, plan[2]):
+            f = first.pop(name, None)
+            if f is not None:
+                yield name, f, (n - 1 if name in outputs else i)
+    for name, f in first.items():  # contents, never used
+        yield name, f, (n - 1 if name in outputs else f)
+
+
+def _peak_live(delta: list, n: int) -> tuple:
+    """(the peak of the running sum of delta over instructions 0..n-1, the first
+    instruction at it); the sum is not kept as a list (a traced kernel has 100,000s of
+    instructions: those lists and their ints were its check's peak memory)."""
+    peak = max(itertools.accumulate(itertools.islice(delta, n)), default=0)
     if peak <= 0:
         return peak, 0
     return peak, next(i for i, v in enumerate(itertools.accumulate(delta)) if v == peak)
 
 
-def _peak_live_plain(program: Program, buf: str, first: dict, last: dict, n: int) -> tuple:
-    """_peak_live's definition: the live bytes at every instruction (tests only)."""
-    delta = [0] * (n + 2)  # +2: a tensor first used at 0 with no instruction left
-    for name, f in first.items():
-        t = program.tensors.get(name)
-        if t is None or t.buffer != buf:
-            continue
-        delta[f] += t.bytes_per_partition
-        delta[last.get(name, f) + 1] -= t.bytes_per_partition
+def _peak_live_plain(delta: list, n: int) -> tuple:
+    """_peak_live's definition: the running sum at every instruction (tests only)."""
     live = list(itertools.accumulate(delta[:n]))
     peak = max(live, default=0)
-    return peak, (live.index(peak) if peak else 0)
+    return peak, (live.index(peak) if peak > 0 else 0)
 
 
 def validate(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES):

@@ -45,28 +45,45 @@ def test_peak_and_its_instruction_are_reported(tmp_path, target, limit):
     assert f"{target} has {limit}" in d.message
 
 
-def test_peak_by_change_points_equals_the_per_instruction_definition():
-    """passes._peak_live (the live bytes only where they change) against
-    _peak_live_plain (the live bytes at every instruction): random live ranges, some
-    starting at 0, some running past the last instruction, some on another buffer or core."""
+def test_peak_without_lists_equals_the_per_instruction_definition():
+    """passes._peak_live (a running sum, not kept) against _peak_live_plain (the live
+    bytes at every instruction, as a list): random changes, some past the last instruction."""
     import random
-    from types import SimpleNamespace
 
     from nkirun.checker.passes import _peak_live, _peak_live_plain
     rng = random.Random(14)
-    for trial in range(300):
+    for trial in range(500):
         n = rng.randint(0, 12)
-        tensors, first, last = {}, {}, {}
-        for k in range(rng.randint(0, 8)):
-            name = f"t{k}"
-            if rng.random() < 0.9:  # else: another core's (not in this program's tensors)
-                tensors[name] = SimpleNamespace(buffer=rng.choice(["sbuf", "psum"]),
-                                                bytes_per_partition=rng.choice([4, 256, 1000]))
+        delta = [0] * (n + 2)
+        for _ in range(rng.randint(0, 8)):
             f = rng.randint(0, max(n - 1, 0))
-            first[name] = f
-            if rng.random() < 0.8:
-                last[name] = rng.randint(f, max(n - 1, f))
+            size = rng.choice([4, 256, 1000])
+            delta[f] += size
+            delta[rng.randint(f, max(n - 1, f)) + 1] -= size
+        assert _peak_live(delta, n) == _peak_live_plain(delta, n), (trial, delta)
+
+
+def test_spans_by_one_dict_equal_first_and_last_uses():
+    """passes._spans (one dict, last uses from a backward pass) against _first_last: random
+    instructions naming random tiles; some tiles have contents, some are outputs."""
+    import random
+    from types import SimpleNamespace
+
+    from nkirun.checker.passes import _first_last, _spans
+    rng = random.Random(14)
+    for trial in range(300):
+        tiles = [f"t{k}" for k in range(rng.randint(1, 6))]
+        tensors = {name: SimpleNamespace(name=name, on_chip=rng.random() < 0.9,
+                                         init=1 if rng.random() < 0.3 else None,
+                                         output=rng.random() < 0.3) for name in tiles}
+        bound = []
+        for _ in range(rng.randint(0, 10)):
+            names = tuple(rng.sample(tiles, rng.randint(0, len(tiles))))
+            on_chip = tuple(k for k, name in enumerate(names) if tensors[name].on_chip)
+            plan = ((), (), on_chip, ())
+            bound.append(SimpleNamespace(names_plan=lambda plan=plan, names=names: (plan, names)))
         program = SimpleNamespace(tensors=tensors)
-        for buf in ("sbuf", "psum"):
-            assert _peak_live(program, buf, first, last, n) == \
-                _peak_live_plain(program, buf, first, last, n), (trial, buf)
+        first, last = _first_last(program, bound)
+        plain = {(name, f, last.get(name, f)) for name, f in first.items()}
+        spans = list(_spans(program, bound))
+        assert len(spans) == len(first) and set(spans) == plain, trial
