@@ -89,22 +89,22 @@ def _dataflow(program: Program, bound: list[Bound], failed: set[int]) -> list[Di
     defined = {n for n, t in program.tensors.items() if t.init is not None}
     lost = _named_by(program, failed) if failed else set()
     defined |= lost
-    # tensor -> its last write when nothing read it since, else None (in the order the
-    # tensors first appear; one dict, not two: a traced kernel has 100,000s of tiles)
+    # tensor -> its last write when nothing read it since, else None, in the order the
+    # tensors first appear. A tensor in it is defined (written, or read and reported once):
+    # `defined` keeps only the others (one dict, not three: a traced kernel has 100,000s
+    # of tiles)
     unread: dict[str, Bound | None] = {}
     acc_states: dict = {}  # core -> {accumulator -> undefined / defined / clobbered}
     for b in bound:
         plan, names = b.names_plan()  # (tensor_names() without spelling it out)
         n_reads = len(plan[0])
         for key, n in zip(plan[0], names):  # the reads
-            if n not in defined:
+            if n not in unread and n not in defined:
                 out.append(b.err("E050", f"`{key}` reads `{n}` before anything writes it", key,
                                  hint=f"give `{n}` initial contents (file, fill or data), or "
                                       "write it in an earlier instruction"))
-                defined.add(n)  # report once
-            unread[n] = None
+            unread[n] = None  # (reported once)
         for n in names[n_reads:]:  # the writes
-            defined.add(n)
             unread[n] = b
         if b.spec.accumulator is not None:
             out += _acc_hazard(b, acc_states.setdefault(b.inst.core, {}))
