@@ -56,7 +56,7 @@ class Operands(dict):
     """An instruction's bound keyword values (Resolved views, typed scalars): a dict that
     refuses changes once built, so instructions may share it and passes may cache on it."""
 
-    __slots__ = ("form", "accesses", "plan", "names", "shared", "spelled")
+    __slots__ = ("form", "accesses", "plan", "names", "spelled")
 
     def __init__(self, values, form: dict | None = None):
         super().__init__(values)
@@ -68,8 +68,9 @@ class Operands(dict):
         self.accesses: Accesses | None = None
         self.plan: tuple | None = None  # see Bound.names_plan
         self.names: tuple | None = None
-        self.shared = False  # bound to more than one instruction (bind sets it)
-        self.spelled: tuple | None = None  # Bound.tensor_names, kept when shared
+        # Bound.tensor_names, kept when shared: None (not shared), _SHARED (shared, not
+        # spelled yet) or the tuple; one slot for both facts (100,000s of Operands)
+        self.spelled: tuple | None = None
 
     def _refuse(self, *a, **k):
         raise TypeError("bound operands are read-only (instructions share them)")
@@ -77,6 +78,21 @@ class Operands(dict):
     __setitem__ = __delitem__ = update = pop = popitem = setdefault = clear = _refuse  # type: ignore
     __ior__ = _refuse  # type: ignore
     __hash__ = object.__hash__  # identity: one interned object per distinct binding
+
+    @property
+    def shared(self) -> bool:
+        """Bound to more than one instruction (bind sets it)."""
+        return self.spelled is not None
+
+    @shared.setter
+    def shared(self, value: bool) -> None:
+        if not value:
+            self.spelled = None
+        elif self.spelled is None:
+            self.spelled = _SHARED
+
+
+_SHARED = ()  # Operands.spelled of a shared Operands whose names are not spelled out yet
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,12 +171,12 @@ class Bound:
         several instructions (the passes then loop over it once per instruction)."""
         args = self.args
         spelled = args.spelled
-        if spelled is None:
+        if spelled is None or spelled is _SHARED:
             plan, names = self.names_plan()
             n = len(plan[0])
             spelled = (tuple(zip(plan[0], names)), names[n:],
                        tuple(names[i] for i in plan[2]))
-            if args.shared:
+            if args.spelled is not None:  # shared: keep it
                 args.spelled = spelled
         return spelled
 
