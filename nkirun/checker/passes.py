@@ -139,18 +139,9 @@ def _capacity(program: Program, bound: list[Bound]) -> list[Diagnostic]:
         from nkirun.checker.control import widen_live
         first, last = _first_last(program, bound)
         widen_live(program.loops, first, last, bound)
-        spans = ((name, f, last.get(name, f)) for name, f in first.items())
+        delta = _span_deltas(program, first, last, n)
     else:
-        spans = _spans(program, bound)
-    delta: dict = {}  # buffer -> change of its live bytes at each instruction
-    for name, f, last_use in spans:
-        t = program.tensors.get(name)  # (None: another core's, reported as E633)
-        if t is not None and t.buffer in ("sbuf", "psum"):
-            d = delta.get(t.buffer)
-            if d is None:
-                d = delta[t.buffer] = [0] * (n + 2)  # +2: used at 0 with n == 0
-            d[f] += t.bytes_per_partition
-            d[last_use + 1] -= t.bytes_per_partition
+        delta = _live_deltas(program, bound)
     out = []
     for buf, cap in (("sbuf", target.sbuf_bytes_per_partition),
                      ("psum", target.psum_bytes_per_partition)):
@@ -183,25 +174,53 @@ def _first_last(program: Program, bound: list[Bound]) -> tuple[dict, dict]:
     return first, last
 
 
-def _spans(program: Program, bound: list[Bound]):
-    """(tensor, first use, last use) of each tensor in _first_last's first, with one dict
-    rather than two: the last uses come from a backward pass that takes each tensor out of
-    `first` where it meets it (a traced kernel has 100,000s of tiles)."""
-    n = len(bound)
-    first = {t.name: 0 for t in program.tensors.values() if t.on_chip and t.init is not None}
+def _add_span(delta: dict, t, f: int | None, last_use: int | None, n: int) -> None:
+    """Count tensor t live from instruction f to last_use in delta (buffer -> change of its
+    live bytes at each instruction); None: that end is counted by another call. t None:
+    another core's (reported as E633)."""
+    if t is not None and t.buffer in ("sbuf", "psum"):
+        d = delta.get(t.buffer)
+        if d is None:
+            d = delta[t.buffer] = [0] * (n + 2)  # +2: used at 0 with n == 0
+        if f is not None:
+            d[f] += t.bytes_per_partition
+        if last_use is not None:
+            d[last_use + 1] -= t.bytes_per_partition
+
+
+def _span_deltas(program: Program, first: dict, last: dict, n: int) -> dict:
+    """_add_span for each tensor of _first_last's live ranges (the definition)."""
+    delta: dict = {}
+    for name, f in first.items():
+        _add_span(delta, program.tensors.get(name), f, last.get(name, f), n)
+    return delta
+
+
+def _live_deltas(program: Program, bound: list[Bound]) -> dict:
+    """_span_deltas(program, *_first_last(program, bound), n) with one dict of names and
+    no ints kept per tensor (a traced kernel has 100,000s of tiles): a tensor's first use
+    counts where a forward pass meets it, its last use where a backward pass does."""
+    n, tensors, delta = len(bound), program.tensors, {}
+    live = {t.name: None for t in tensors.values() if t.on_chip and t.init is not None}
+    for name in live:  # contents: live from the start
+        _add_span(delta, tensors[name], 0, None, n)
     for i, b in enumerate(bound):
         plan, names = b.names_plan()
-        for name in map(names.__getitem__, plan[2]):
-            first.setdefault(name, i)
-    outputs = {t.name for t in program.tensors.values() if t.on_chip and t.output}
+        for name in map(names.__getitem__, plan[2]):  # each on-chip tensor it reads/writes
+            if name not in live:
+                live[name] = None
+                _add_span(delta, tensors.get(name), i, None, n)
+    outputs = {t.name for t in tensors.values() if t.on_chip and t.output}
+    ended = object()
     for i in range(n - 1, -1, -1):
         plan, names = bound[i].names_plan()
         for name in map(names.__getitem__, plan[2]):
-            f = first.pop(name, None)
-            if f is not None:
-                yield name, f, (n - 1 if name in outputs else i)
-    for name, f in first.items():  # contents, never used
-        yield name, f, (n - 1 if name in outputs else f)
+            if live.pop(name, ended) is not ended:  # its last use
+                end = n - 1 if name in outputs else i
+                _add_span(delta, tensors.get(name), None, end, n)
+    for name in live:  # contents, never used: live at 0 (an output to the end)
+        _add_span(delta, tensors[name], None, n - 1 if name in outputs else 0, n)
+    return delta
 
 
 def _peak_live(delta: list, n: int) -> tuple:

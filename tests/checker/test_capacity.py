@@ -63,19 +63,23 @@ def test_peak_without_lists_equals_the_per_instruction_definition():
         assert _peak_live(delta, n) == _peak_live_plain(delta, n), (trial, delta)
 
 
-def test_spans_by_one_dict_equal_first_and_last_uses():
-    """passes._spans (one dict, last uses from a backward pass) against _first_last: random
-    instructions naming random tiles; some tiles have contents, some are outputs."""
+def test_live_deltas_by_one_dict_equal_first_and_last_uses():
+    """passes._live_deltas (one dict, last uses from a backward pass) against the changes
+    of _first_last's live ranges: random instructions naming random tiles; some tiles have
+    contents, some are outputs, on either buffer, or on another core (not declared)."""
     import random
     from types import SimpleNamespace
 
-    from nkirun.checker.passes import _first_last, _spans
+    from nkirun.checker.passes import _first_last, _live_deltas, _span_deltas
     rng = random.Random(14)
     for trial in range(300):
         tiles = [f"t{k}" for k in range(rng.randint(1, 6))]
         tensors = {name: SimpleNamespace(name=name, on_chip=rng.random() < 0.9,
                                          init=1 if rng.random() < 0.3 else None,
-                                         output=rng.random() < 0.3) for name in tiles}
+                                         output=rng.random() < 0.3,
+                                         buffer=rng.choice(["sbuf", "psum"]),
+                                         bytes_per_partition=rng.choice([4, 256, 1000]))
+                   for name in tiles}
         bound = []
         for _ in range(rng.randint(0, 10)):
             names = tuple(rng.sample(tiles, rng.randint(0, len(tiles))))
@@ -83,7 +87,8 @@ def test_spans_by_one_dict_equal_first_and_last_uses():
             plan = ((), (), on_chip, ())
             bound.append(SimpleNamespace(names_plan=lambda plan=plan, names=names: (plan, names)))
         program = SimpleNamespace(tensors=tensors)
-        first, last = _first_last(program, bound)
-        plain = {(name, f, last.get(name, f)) for name, f in first.items()}
-        spans = list(_spans(program, bound))
-        assert len(spans) == len(first) and set(spans) == plain, trial
+        plain = _span_deltas(program, *_first_last(program, bound), len(bound))
+        if rng.random() < 0.2:  # one tile is another core's
+            del tensors[tiles[0]]
+            plain = _span_deltas(program, *_first_last(program, bound), len(bound))
+        assert _live_deltas(program, bound) == plain, trial
