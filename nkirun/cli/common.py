@@ -69,7 +69,7 @@ def _guard(fn):
         try:
             return fn(*args, **kwargs)
         except NkirunError as e:
-            if kwargs.get("fmt") == "json" and fn.__name__ == "run":
+            if kwargs.get("fmt") == "json" and fn.__name__ in ("run", "cost"):
                 _echo_json({"program": kwargs.get("program"), "ok": False,
                             "diagnostics": [d.as_dict() for d in e.diagnostics]})
             _fail(e, getattr(e, "lines", ()))

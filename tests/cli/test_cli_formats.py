@@ -132,8 +132,11 @@ def test_run_json_with_expect_verdict(tmp_path):
     assert bad[0]["mismatches"] == 1
 
 
-def test_run_json_error_is_json_too():
-    r = invoke("run", BAD, "--format", "json")
+@pytest.mark.parametrize("command", ["run", "cost"])
+def test_json_error_is_json_too(command):
+    """A tool reading `--format json` gets JSON for an invalid program as well (the text
+    diagnostics still go to stderr)."""
+    r = invoke(command, BAD, "--format", "json")
     assert r.exit_code == 1
     d = json.loads(r.stdout)
     assert not d["ok"] and [x["code"] for x in d["diagnostics"]] == ["E040", "E050"]
