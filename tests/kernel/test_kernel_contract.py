@@ -417,3 +417,49 @@ def test_jit_with_arguments_and_nki_simulate(tmp_path):
     np.testing.assert_array_equal(module(x), 4 * x)  # AWS's spelling: nki.simulate(kernel)
     r = invoke("check", path, "--shape", "x=float32[128,4]")
     assert r.exit_code == 0, r.output  # the only @nki.jit function, decorated with arguments
+
+
+SCALED = """\
+import enum
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+class Scale(enum.Enum):
+    ONE = 1
+    THREE = 3
+
+
+@nki.jit
+def scaled(x, scale=Scale.ONE):
+    assert isinstance(scale, Scale), scale
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.tensor_scalar(t, t, nl.multiply, float(scale.value))
+    nisa.dma_copy(dst=out, src=t)
+    return out
+"""
+
+
+@pytest.mark.parametrize("value", ["THREE", "Scale.THREE", "'THREE'", "3"])
+def test_arg_selects_an_enum_parameter_by_name_or_value(tmp_path, value):
+    """A parameter whose default is an Enum member takes a member by name or by value
+    (nki-library kernels take configuration enums such as a norm type)."""
+    path = write(tmp_path, SCALED)
+    x = np.arange(128 * 4, dtype=np.float32).reshape(128, 4)
+    np.save(tmp_path / "x.npy", x)
+    r = invoke("run", f"{path}::scaled", "--input", f"x={tmp_path / 'x.npy'}", "--arg",
+               f"scale={value}", "--out", tmp_path / "o")
+    assert r.exit_code == 0, r.output
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "out0.npy"), x * 3)
+
+
+def test_arg_enum_errors_name_the_members(tmp_path):
+    path = write(tmp_path, SCALED)
+    r = invoke("check", f"{path}::scaled", "--shape", "x=float32[128,4]", "--arg", "scale=TWO")
+    assert r.exit_code == 2 and "ONE, THREE" in r.output
+    # a bare word for a parameter that is not an Enum is still not a literal
+    r = invoke("check", f"{path}::scaled", "--shape", "x=float32[128,4]", "--arg", "x2=TWO")
+    assert r.exit_code == 2 and "literal" in r.output

@@ -62,6 +62,37 @@ def no_kernel_options(program, kernel_args=(), kernel_shapes=(), grid=None, lnc=
 
 
 # ---- parameters ---------------------------------------------------------------------------
+class _Word(str):
+    """An --arg VALUE that is a bare (dotted) name, not a literal: only an Enum parameter
+    takes it (`--arg norm=RMS_NORM` or `--arg norm=NormType.RMS_NORM`)."""
+
+
+def _enum_args(func, values: dict) -> None:
+    """--arg values for parameters whose default is an Enum member become members: by name
+    (a bare or quoted word, the class prefix optional) or by value (`--arg norm=1`)."""
+    import enum
+    import inspect
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        params = {}
+    for name, v in values.items():
+        p = params.get(name)
+        cls = type(p.default) if p is not None and isinstance(p.default, enum.Enum) else None
+        if cls is None or isinstance(v, cls):
+            if isinstance(v, _Word):
+                raise click.BadParameter(f"{name}={v}: VALUE must be a Python literal (int, "
+                                         "float, bool, None, str in quotes, tuple, list, "
+                                         "dict)", param_hint="--arg")
+            continue
+        try:
+            values[name] = cls[v.rsplit(".", 1)[-1]] if isinstance(v, str) else cls(v)
+        except (KeyError, ValueError, TypeError):
+            members = ", ".join(m.name for m in cls)
+            raise click.BadParameter(f"{name}={v}: `{name}` is a {cls.__name__}; give one of "
+                                     f"{members} (or its value)", param_hint="--arg") from None
+
+
 def _parse_args(values) -> dict:
     out = {}
     for v in values:
@@ -71,6 +102,9 @@ def _parse_args(values) -> dict:
         try:
             out[name.strip()] = ast.literal_eval(text.strip())
         except (ValueError, SyntaxError):
+            if all(w.isidentifier() for w in text.strip().split(".")):
+                out[name.strip()] = _Word(text.strip())  # an Enum member's name, maybe
+                continue
             raise click.BadParameter(f"{v!r}: VALUE must be a Python literal (int, float, "
                                      "bool, None, str in quotes, tuple, list, dict)",
                                      param_hint="--arg") from None
@@ -170,8 +204,10 @@ def trace_spec(spec, *, inputs=(), shapes=(), args=(), grid=None, lnc=None, targ
         except KernelUsageError as e:
             raise NkirunError(error("E600", str(e), Loc(path))) from None
     from nkirun.source.kernel.modules import Kernel
+    plain = func.func if isinstance(func, Kernel) else func
+    _enum_args(getattr(plain, "__wrapped__", plain), values)
     try:
-        check_names(func.func if isinstance(func, Kernel) else func, values)
+        check_names(plain, values)
     except KernelUsageError as e:
         raise click.UsageError(str(e)) from None
     try:
