@@ -22,7 +22,8 @@ What counts as the same value (`value_key`, the plain definition): the same inst
 the same engine, the same non-tensor operands, the same regions read at the same versions
 (a tensor's version counts every write to any part of it), and written regions of the same
 shape and dtype. Not elided: DMA (the tutorial's v1 shows reloads are paid), the Tensor
-engine (PSUM accumulation), random-number instructions, instructions that read nothing,
+engine (PSUM accumulation), random-number instructions (`spec.random`), instructions that
+read nothing or write no tensor (PRNG seeding),
 runtime-indexed views, and programs with runtime loops or two cores (where a version count
 per tensor is not the whole story).
 """
@@ -30,8 +31,6 @@ from __future__ import annotations
 
 from nkirun.checker.bound import views_of
 
-NEVER = frozenset({"rng", "dropout", "rand2", "set_rng_seed", "rand_set_state",
-                   "rand_get_state", "iota"})
 ENGINES = frozenset({"vector", "scalar", "gpsimd"})
 MAX_REUSE_BYTES = 2048  # per partition (fitted; see above)
 
@@ -44,10 +43,10 @@ def applies(program) -> bool:
 def value_key(b) -> tuple | None:
     """What identifies the value `b` computes, up to the versions of what it reads (None:
     never elided). Reads are (tensor, box); written operands contribute shape and dtype."""
-    if b.engine not in ENGINES or b.spec.name in NEVER or b.mask is not None:
+    if b.engine not in ENGINES or b.spec.random or b.mask is not None:
         return None
     acc = b.accesses()
-    if not acc.reads:
+    if not acc.reads or not acc.writes:  # (PRNG seeding writes only the generator's state)
         return None
     written = {k for k, _ in acc.writes}
     parts = [b.spec.name, b.engine]
