@@ -131,14 +131,18 @@ def _ln_tiles(x):
     return [(r, min(P, rows - r)) for r in range(0, rows, P)]
 
 
+def _on_every_partition(v, n):
+    """The (n,) HBM vector `v` copied to all P partitions (one zero-stride DMA)."""
+    t = nl.ndarray((P, n), dtype=v.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=v.reshape((1, n)).broadcast(0, P))
+    return t
+
+
 @nki.jit
 def layernorm_v1(x, gamma, beta, eps=1e-5):
     rows, n = x.shape
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
-    g = nl.ndarray((P, n), dtype=gamma.dtype, buffer=nl.sbuf)
-    nisa.dma_copy(dst=g, src=gamma.reshape((1, n)).broadcast(0, P))
-    bt = nl.ndarray((P, n), dtype=beta.dtype, buffer=nl.sbuf)
-    nisa.dma_copy(dst=bt, src=beta.reshape((1, n)).broadcast(0, P))
+    g, bt = _on_every_partition(gamma, n), _on_every_partition(beta, n)
     for r0, p in _ln_tiles(x):
         t = nl.ndarray((p, n), dtype=x.dtype, buffer=nl.sbuf)
         nisa.dma_copy(dst=t, src=x[r0:r0 + p, :])
@@ -166,10 +170,7 @@ def layernorm_v1(x, gamma, beta, eps=1e-5):
 def layernorm_v2(x, gamma, beta, eps=1e-5):
     rows, n = x.shape
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
-    g = nl.ndarray((P, n), dtype=gamma.dtype, buffer=nl.sbuf)
-    nisa.dma_copy(dst=g, src=gamma.reshape((1, n)).broadcast(0, P))
-    bt = nl.ndarray((P, n), dtype=beta.dtype, buffer=nl.sbuf)
-    nisa.dma_copy(dst=bt, src=beta.reshape((1, n)).broadcast(0, P))
+    g, bt = _on_every_partition(gamma, n), _on_every_partition(beta, n)
     chunks = [(c, min(512, n - c)) for c in range(0, n, 512)]  # bn_stats_fmax
     for r0, p in _ln_tiles(x):
         t = nl.ndarray((p, n), dtype=x.dtype, buffer=nl.sbuf)

@@ -23,8 +23,7 @@ the same engine, the same non-tensor operands, the same regions read at the same
 (a tensor's version counts every write to any part of it), and written regions of the same
 shape and dtype. Not elided: DMA (the tutorial's v1 shows reloads are paid), the Tensor
 engine (PSUM accumulation), random-number instructions (`spec.random`), instructions that
-read nothing or write no tensor (PRNG seeding),
-runtime-indexed views, and programs with runtime loops or two cores (where a version count
+read nothing or write no tensor (PRNG seeding), runtime-indexed views, and programs with runtime loops or two cores (where a version count
 per tensor is not the whole story).
 """
 from __future__ import annotations
