@@ -25,10 +25,6 @@ from nkirun.isa.spec import param_tables, views_of
 from nkirun.source import access
 from nkirun.source.operands import resolve
 
-# Instructions whose dst may be written through zero steps (each element keeps the last
-# value streamed to it, runner/streamed.py): activation_reduce's dst is a by-product of
-# its reduce_res, and nki-library's qkv_cte gives it a one-column [0, H] dst.
-ZERO_STEP_DST = frozenset({"activation_reduce"})
 
 
 def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES, fast: bool = True
@@ -250,7 +246,7 @@ def _param_rules(b: Bound):
                         "vector_offset), which only DMA instructions have", p.name,
                         hint="move the data with dma_copy first")
         if p.out and r.ap is not None and r.ap.overlapping and not (
-                b.op in ZERO_STEP_DST and p.name == "dst" and access.only_zero_steps(r.ap)):
+                p.zero_steps and access.only_zero_steps(r.ap)):
             yield b.err("E039", f"`{p.name}` writes through an access pattern that addresses "
                         "some element more than once (a zero or overlapping step)", p.name,
                         hint=_overlap_hint(r.ap))
@@ -298,7 +294,7 @@ def _dtype_list(names) -> str:
 
 
 def _overlap_hint(s) -> str:
-    """E039's hint (activation_reduce's dst may have zero steps: ZERO_STEP_DST)."""
+    """E039's hint (a Param with zero_steps, activation_reduce's dst, may have them)."""
     if any(st == 0 and n > 1 for st, n in zip(s.byte_strides, s.shape)):
         return ("a written view must address each element once; zero steps (broadcast) are "
                 "for operands that are read (and activation_reduce's dst); write a scratch "

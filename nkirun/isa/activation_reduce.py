@@ -17,6 +17,8 @@ Readings:
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from nkirun.hw import dtypes as dt
 from nkirun.isa import activation
 from nkirun.isa.spec import OP, TILE, Bound, InstructionDef, Param
@@ -26,7 +28,9 @@ URL = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generate
 _BY_NAME = {p.name: p for p in activation.PARAMS}
 
 PARAMS = (
-    _BY_NAME["dst"],
+    # dst is a by-product of reduce_res: nki-library's qkv_cte gives it a one-column [0, H]
+    # view, each element keeping the last value streamed to it
+    replace(_BY_NAME["dst"], zero_steps=True),
     _BY_NAME["op"],
     _BY_NAME["data"],
     Param("reduce_op", OP, required=True, choices=("add",),

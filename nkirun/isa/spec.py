@@ -38,6 +38,9 @@ class Param:
     choices: tuple | None = None  # allowed values for OP / ENUM
     per_partition: bool = False  # a (P, 1) tile: one element per partition
     doc: str = ""
+    # a written view may address elements through zero steps (each keeps the last value
+    # streamed to it, runner/streamed.py); other written views must address each once (E039)
+    zero_steps: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ Readings (where the NKI docs leave it open; docs/views.md):
     on a (1, 1) tile is used by public kernels);
   * a write through a pattern that addresses an element twice is refused (E039): NKI
     defines no order for it. Except activation_reduce's dst through zero steps only
-    (checker/bind.py ZERO_STEP_DST): each element keeps the last value streamed to it.
+    (a Param with zero_steps, isa/spec.py): each element keeps the last value streamed to it.
 """
 from __future__ import annotations
 
