@@ -40,3 +40,32 @@ def test_a_list_shape_with_par_dim_is_a_block_buffer(tmp_path):
     prog = nkirun.trace(k, x)
     sbuf = [t for t in prog.tensors.values() if t.buffer == "sbuf" and t.name.startswith("pair")]
     assert len(sbuf) == 2 and all(tuple(t.shape) == (96, 8) for t in sbuf)
+
+
+DROPOUT = """\
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def drop(x, rate):
+    out = nl.ndarray((3,) + x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    nl.store(out[0], nl.dropout(t, rate))
+    nl.store(out[1], nl.dropout(t, 0.0, dtype=nl.float32))   # casting: dropout, then a copy
+    nl.store(out[2], nl.dropout(t, 1.0))
+    return out
+"""
+
+
+def test_nl_dropout_is_nisa_dropout(tmp_path):
+    k = nkirun_kernel(write(tmp_path, DROPOUT), "drop")
+    x = (np.random.default_rng(1).random((64, 256)) + 1).astype(np.float16)
+    got = nkirun.simulate(k)(x, rate=0.25)
+    kept = got[0] != 0
+    np.testing.assert_array_equal(got[0][kept], x.astype(np.float32)[kept])  # no rescaling
+    assert 0.2 < 1 - kept.mean() < 0.3
+    np.testing.assert_array_equal(got[1], x.astype(np.float32))
+    np.testing.assert_array_equal(got[2], 0)
+    ops = [i.op for i in nkirun.trace(k, x, rate=0.25).instructions]
+    assert ops.count("dropout") == 3 and ops.count("tensor_copy") == 1

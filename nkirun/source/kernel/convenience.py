@@ -160,6 +160,18 @@ def unary(func: str):
     return fn
 
 
+def dropout(x, rate, dtype=None, mask=None, **_):
+    """`nl.dropout(x, rate)`: nisa.dropout (each element zeroed with probability `rate`, a
+    number or a (P, 1) tile; no rescaling). dropout's dst keeps x's dtype, so `dtype=`
+    another type adds a tensor_copy that casts."""
+    if dtype is None or str(dtype) == str(x.dtype):
+        t = _new(x.shape, x.dtype)
+        return _result(t, "dropout", dst=t, data=x, prob=rate, mask=mask)
+    kept = _new(x.shape, x.dtype)
+    _emit("dropout", dst=kept, data=x, prob=rate, mask=mask)
+    return copy(kept, dtype, mask)
+
+
 def negative(x, dtype=None, mask=None, **_):
     return binary("multiply")(x, -1.0, dtype, mask)
 
