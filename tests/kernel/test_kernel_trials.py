@@ -69,3 +69,30 @@ def test_nl_dropout_is_nisa_dropout(tmp_path):
     np.testing.assert_array_equal(got[2], 0)
     ops = [i.op for i in nkirun.trace(k, x, rate=0.25).instructions]
     assert ops.count("dropout") == 3 and ops.count("tensor_copy") == 1
+
+
+MASKED_CAST_TRANSPOSE = """\
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def maybe_transpose(x, flag):
+    out = nl.ndarray((x.shape[1], x.shape[0]), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)                                                  # float16
+    acc = nl.zeros((nl.par_dim(x.shape[1]), x.shape[0]), dtype=nl.float32, buffer=nl.psum)
+    # a float16 transpose into a float32 PSUM tile: its own tile, then a copy; a false
+    # mask drops both (acc keeps its zeros)
+    acc[...] = nisa.nc_transpose(t, mask=flag)
+    res = nl.copy(acc)
+    nl.store(out, res)
+    return out
+"""
+
+
+def test_a_masked_result_copied_into_another_dtype_keeps_the_mask(tmp_path):
+    k = nkirun_kernel(write(tmp_path, MASKED_CAST_TRANSPOSE), "maybe_transpose")
+    x = np.random.default_rng(2).standard_normal((64, 32)).astype(np.float16)
+    np.testing.assert_array_equal(nkirun.simulate(k)(x, flag=True), x.T.astype(np.float32))
+    np.testing.assert_array_equal(nkirun.simulate(k)(x, flag=False), 0)

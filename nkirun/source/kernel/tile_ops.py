@@ -44,11 +44,14 @@ def assign(target, key, value) -> None:
     tracer = _tracer()
     loc = here()
     p = legacy.take(tracer, value)
+    copy_mask = None
     if p is not None and (p.result.buffer is not view.buffer or p.op == "nc_transpose"
                           and str(p.result.dtype) != str(view.dtype)):
         # a PSUM result into SBUF (or back), a transpose into another dtype: computed in its
-        # own tile, then copied (nc_transpose does not cast)
+        # own tile, then copied (nc_transpose does not cast) under the same mask= (a
+        # masked-out result is no value to copy)
         tracer.legacy_pending = p
+        copy_mask = p.values.get("mask")
         p = None
     if p is not None:
         p.values["dst"] = fit(view, p.result.shape)
@@ -67,8 +70,10 @@ def assign(target, key, value) -> None:
         if _same_view(view, value):
             return  # `t[k] += x` ends by assigning t[k] to itself
         hbm = not view._rec.on_chip or not value._rec.on_chip
-        legacy.record(tracer, "dma_copy" if hbm else "tensor_copy",
-                      {"dst": fit(view, value.shape), "src": value}, loc)
+        values = {"dst": fit(view, value.shape), "src": value}
+        if copy_mask is not None:
+            values["mask"] = copy_mask
+        legacy.record(tracer, "dma_copy" if hbm else "tensor_copy", values, loc)
         return
     if isinstance(value, (int, float)) or hasattr(value, "item"):
         legacy.record(tracer, "memset", {"dst": view, "value": value}, loc)
