@@ -96,3 +96,32 @@ def test_a_masked_result_copied_into_another_dtype_keeps_the_mask(tmp_path):
     x = np.random.default_rng(2).standard_normal((64, 32)).astype(np.float16)
     np.testing.assert_array_equal(nkirun.simulate(k)(x, flag=True), x.T.astype(np.float32))
     np.testing.assert_array_equal(nkirun.simulate(k)(x, flag=False), 0)
+
+
+PARTIAL_TRANSPOSE = """\
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def rows_transposed(x, rows):
+    # x: (P, F) with only its first `rows` rows loaded; the transpose's valid columns
+    # are those rows
+    P, F = x.shape
+    out = nl.ndarray((F, rows), dtype=x.dtype, buffer=nl.shared_hbm)
+    i_p, i_f = nl.mgrid[0:P, 0:F]
+    t = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.sbuf)
+    t[...] = nl.load(x[i_p, i_f], mask=(i_p < rows))
+    tT = nl.copy(nisa.nc_transpose(t))
+    nl.store(out, value=tT[:, 0:rows])
+    return out
+"""
+
+
+def test_a_partly_written_tile_transposes_to_its_written_columns(tmp_path):
+    k = nkirun_kernel(write(tmp_path, PARTIAL_TRANSPOSE), "rows_transposed")
+    rng = np.random.default_rng(3)
+    for P, F, rows in ((128, 128, 50), (96, 64, 37), (64, 128, 64)):
+        x = rng.standard_normal((P, F)).astype(np.float32)
+        np.testing.assert_array_equal(nkirun.simulate(k)(x, rows=rows), x[:rows].T)

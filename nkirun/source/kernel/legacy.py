@@ -220,13 +220,19 @@ def record(tracer, op: str, values: dict, loc, tables=None) -> None:
         tracer.emit(op, values, loc, tables)
         return
     box = pop_mask(values)
+    flip = op == "nc_transpose" and len(values["data"].shape) == 2 == len(values["dst"].shape)
     if valid and box != "empty":
-        box = _intersect(box, _inherited(values, valid))
+        inherited = _inherited(values, valid)
+        if flip and isinstance(inherited, list):
+            inherited = inherited[::-1]  # data's written rows are the transpose's columns
+        box = _intersect(box, inherited)
     dst = values.get("dst")
     tracked = dst is not None and getattr(dst, "_rec", None) is not None \
         and dst._rec.on_chip and (not dst._rec.declared or dst._rec in valid)
     whole = dst is not None and _whole(dst)
-    if not apply_mask(values, box):
+    if flip and isinstance(box, list):  # the box is dst's; data is narrowed transposed
+        values["dst"], values["data"] = narrow(dst, box), narrow(values["data"], box[::-1])
+    elif not apply_mask(values, box):
         return
     tracer.emit(op, values, loc, tables)
     if dst is None or not dst._rec.on_chip:
