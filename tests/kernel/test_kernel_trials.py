@@ -125,3 +125,79 @@ def test_a_partly_written_tile_transposes_to_its_written_columns(tmp_path):
     for P, F, rows in ((128, 128, 50), (96, 64, 37), (64, 128, 64)):
         x = rng.standard_normal((P, F)).astype(np.float32)
         np.testing.assert_array_equal(nkirun.simulate(k)(x, rows=rows), x[:rows].T)
+
+
+BROADCASTS = """\
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def broadcasts(a, row, one, col):
+    # NKI's broadcasting in nl arithmetic: a (1, F) row and a (1, 1) element across the
+    # partitions, a (P, 1) column along the free dim, both at once
+    out = nl.ndarray((4,) + a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.load(a)
+    r = nl.load(row)
+    e = nl.load(one)
+    c = nl.load(col)
+    nl.store(out[0], nl.add(t, r))
+    nl.store(out[1], nl.subtract(e, t))
+    nl.store(out[2], nl.multiply(c, r))
+    s = nl.load(a)
+    s += r
+    nl.store(out[3], s)
+    return out
+"""
+
+
+def test_nl_arithmetic_broadcasts_rows_elements_and_columns(tmp_path):
+    k = nkirun_kernel(write(tmp_path, BROADCASTS), "broadcasts")
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((37, 20)).astype(np.float32)
+    row, one = rng.standard_normal((1, 20)).astype(np.float32), np.float32([[2.5]])
+    col = rng.standard_normal((37, 1)).astype(np.float32)
+    got = nkirun.simulate(k)(a, row, one, col)
+    np.testing.assert_array_equal(got, np.stack([a + row, one - a, col * row, a + row]))
+
+
+RETURNED_RESULTS = """\
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def returned(x):
+    # pre-0.2 instructions returning their result: its shape and dtype
+    P, F = x.shape
+    top = nl.ndarray((P, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+    replaced = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.shared_hbm)
+    where = nl.ndarray((P, 8), dtype=nl.uint32, buffer=nl.shared_hbm)
+    xT = nl.ndarray((F, P), dtype=x.dtype, buffer=nl.shared_hbm)
+    fill = nl.ndarray((P, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x[nl.mgrid[0:P, 0:F]])               # indexed with the grid object
+    m = nisa.max8(src=t)                              # (P, 8)
+    idx = nl.ndarray((P, 8), dtype=nl.uint32)
+    out = nisa.nc_match_replace8(dst_idx=idx, data=t, vals=m, imm=-1.0)  # t's dtype
+    nl.store(top, m)
+    nl.store(replaced, out)
+    nl.store(where, idx)
+    nl.store(xT, nisa.dma_transpose(t))               # (F, P)
+    nl.store(fill, nisa.memset(shape=(P, 8), value=0.5, dtype=nl.float32))
+    return top, replaced, where, xT, fill
+"""
+
+
+def test_pre02_results_take_their_documented_shapes_and_dtypes(tmp_path):
+    k = nkirun_kernel(write(tmp_path, RETURNED_RESULTS), "returned")
+    x = np.random.default_rng(5).permutation(64 * 48).reshape(64, 48).astype(np.float32)
+    top, replaced, where, xT, fill = nkirun.simulate(k)(x)
+    order = np.argsort(-x, axis=1)[:, :8]
+    np.testing.assert_array_equal(top, np.take_along_axis(x, order, 1))
+    np.testing.assert_array_equal(where, order)
+    want = x.copy()
+    np.put_along_axis(want, order, -1.0, 1)
+    np.testing.assert_array_equal(replaced, want)
+    np.testing.assert_array_equal(xT, x.T)
+    np.testing.assert_array_equal(fill, 0.5)

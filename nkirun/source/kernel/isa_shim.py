@@ -310,7 +310,9 @@ def _returning(tracer, op, values, loc, tables, dtype):
     from nkirun.source.kernel.tensor import ndarray
     shape, buffer = legacy.result_shape(op, values)
     if dtype is None:
-        first = next((v for v in values.values() if isinstance(v, ndarray)), None)
+        first = legacy.first_operand(values)  # (not an output operand such as dst_idx)
+        if first is None:
+            first = next((v for v in values.values() if isinstance(v, ndarray)), None)
         dtype = consts.DTYPES["float32"] if op == "nc_matmul" or first is None \
             else first.dtype
     result = ndarray(shape, dtype, buffer)

@@ -317,11 +317,17 @@ def take(tracer, value):
     return None
 
 
+def first_operand(values: dict):
+    """The input a result without dst= takes its shape and dtype from (not an output
+    operand such as nc_match_replace8's dst_idx), or None."""
+    return next((values[k] for k in ("data", "src", "data1", "data0", "on_true_tile",
+                                     "on_true", "stationary", "src_buffer")
+                 if hasattr(values.get(k), "shape")), None)
+
+
 def result_shape(op: str, values: dict):
     """(shape, buffer) of the result an instruction called without dst= makes."""
-    first = next((values[k] for k in ("data", "src", "data1", "data0", "on_true_tile",
-                                      "on_true", "stationary") if hasattr(values.get(k),
-                                                                         "shape")), None)
+    first = first_operand(values)
     if op == "nc_matmul":
         return (values["stationary"].shape[-1], values["moving"].shape[-1]), consts.psum
     if op == "iota" and "_legacy_shape" in values:
@@ -331,6 +337,13 @@ def result_shape(op: str, values: dict):
         vector = getattr(eng, "ir", eng) == "vector" or max(first.shape) <= 32 and \
             first.buffer is consts.psum
         return tuple(reversed(first.shape)), consts.sbuf if vector else consts.psum
+    if op == "memset" and values.get("shape") is not None:  # memset(shape, value, dtype)
+        return tuple(int(n) for n in values.pop("shape")), consts.sbuf
+    if op == "dma_transpose" and first is not None:
+        rank = len(first.shape)
+        perm = values.get("axes") or {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}.get(rank)
+        if perm is not None and len(perm) == rank:
+            return tuple(first.shape[a] for a in perm), consts.sbuf
     if first is None:
         raise kernel_error("E607", f"nki.isa.{op} without dst=: nkirun cannot tell the "
                            "result's shape", hint="allocate the result and pass dst=")
@@ -345,6 +358,8 @@ def result_shape(op: str, values: dict):
             shape = tuple(n for i, n in enumerate(shape) if i not in axes) or (shape[0],)
             if len(shape) == 1:
                 shape = shape + (1,)
+    elif op in ("max8", "nc_find_index8"):
+        shape = (shape[0], 8)
     elif op == "bn_stats":
         shape = (shape[0], 6)
     elif op == "bn_aggr":
