@@ -201,3 +201,42 @@ def test_pre02_results_take_their_documented_shapes_and_dtypes(tmp_path):
     np.testing.assert_array_equal(replaced, want)
     np.testing.assert_array_equal(xT, x.T)
     np.testing.assert_array_equal(fill, 0.5)
+
+
+BOOL_MASK = """\
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def keep_where(mask, x):
+    # a boolean mask (nl.bool_, one byte per element) selects x, else 0
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    m = nl.ndarray(mask.shape, dtype=mask.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=m, src=mask)
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    r = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=r, value=0.0)
+    nisa.tensor_copy_predicated(dst=r, src=t, predicate=m)
+    nisa.dma_copy(dst=out, src=r)
+    return out
+"""
+
+
+def test_boolean_arrays_are_byte_tensors_in_the_api_and_on_the_command_line(tmp_path):
+    from tests.kernel.test_kernel_contract import invoke
+    path = write(tmp_path, BOOL_MASK)
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((32, 40)).astype(np.float32)
+    mask = x > 0.3
+    want = np.where(mask, x, 0).astype(np.float32)
+    np.testing.assert_array_equal(nkirun.simulate(nkirun_kernel(path, "keep_where"))(mask, x),
+                                  want)
+    np.save(tmp_path / "m.npy", mask)
+    np.save(tmp_path / "x.npy", x)
+    r = invoke("run", f"{path}::keep_where", "--input", f"mask={tmp_path / 'm.npy'}",
+               "--input", f"x={tmp_path / 'x.npy'}", "--out", tmp_path / "o")
+    assert r.exit_code == 0, r.output
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "out0.npy"), want)

@@ -66,6 +66,8 @@ def tensor_arg(value) -> TensorArg | None:
     if isinstance(value, np.ndarray) or (hasattr(value, "__array__") and hasattr(value, "shape")
                                          and not isinstance(value, ndarray)):
         arr = np.asarray(value)
+        if arr.dtype == np.bool_:
+            arr = arr.view(np.uint8)  # nl.bool_ is stored as a byte (0 or 1)
         d = dt.from_numpy(arr.dtype)
         if d is None:
             raise KernelUsageError(f"arrays of dtype {arr.dtype} are not NKI tensors "
