@@ -240,3 +240,27 @@ def test_boolean_arrays_are_byte_tensors_in_the_api_and_on_the_command_line(tmp_
                "--input", f"x={tmp_path / 'x.npy'}", "--out", tmp_path / "o")
     assert r.exit_code == 0, r.output
     np.testing.assert_array_equal(np.load(tmp_path / "o" / "out0.npy"), want)
+
+
+HBM_PAR_DIM = """\
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def per_block_exp(a):
+    # nl.par_dim in an HBM shape: HBM has no partitions, so out is one (B, N, M) tensor
+    B, N, M = a.shape
+    tiles = nl.ndarray((B, nl.par_dim(N), M), dtype=a.dtype, buffer=nl.sbuf)
+    out = nl.ndarray((B, nl.par_dim(N), M), dtype=a.dtype, buffer=nl.shared_hbm)
+    for b in nl.affine_range(B):
+        tiles[b] = nl.load(a[b])
+        nl.store(out[b], value=nl.exp(tiles[b]))
+    return out
+"""
+
+
+def test_par_dim_in_an_hbm_shape_is_one_tensor(tmp_path):
+    k = nkirun_kernel(write(tmp_path, HBM_PAR_DIM), "per_block_exp")
+    a = np.random.default_rng(7).standard_normal((3, 64, 16)).astype(np.float32)
+    np.testing.assert_allclose(nkirun.simulate(k)(a), np.exp(a), rtol=2e-6)

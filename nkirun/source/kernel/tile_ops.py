@@ -185,6 +185,8 @@ def block_buffer(shape, dtype, buffer, name):
     """A BlockBuffer when `shape` has nl.par_dim after its first dim, else None."""
     if not any(isinstance(n, legacy.ParDim) for n in shape[1:]):
         return None
+    if consts.to_buffer(buffer).ir == "hbm":
+        return None  # HBM has no partitions: `(B, nl.par_dim(N), M)` there is one tensor
     from nkirun.source.kernel.tensor import ndarray
     return BlockBuffer(shape, dtype, buffer, name,
                        lambda tile: ndarray(tuple(int(n) for n in tile), dtype, buffer, name))
