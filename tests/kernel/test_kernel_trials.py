@@ -264,3 +264,38 @@ def test_par_dim_in_an_hbm_shape_is_one_tensor(tmp_path):
     k = nkirun_kernel(write(tmp_path, HBM_PAR_DIM), "per_block_exp")
     a = np.random.default_rng(7).standard_normal((3, 64, 16)).astype(np.float32)
     np.testing.assert_allclose(nkirun.simulate(k)(a), np.exp(a), rtol=2e-6)
+
+
+SEQUENCE_BOUNDS = """\
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def bounds(ids):
+    out = nl.ndarray((1, 2, ids.shape[1]), dtype=ids.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nisa.sequence_bounds(segment_ids=nl.load(ids)))  # (1, 2, n)
+    return out
+"""
+
+
+def _segment_bounds(ids):
+    n = ids.size
+    start, end = np.full(n, n), np.full(n, -1)
+    for i, v in enumerate(ids):
+        if v != 0:
+            j = i
+            while j > 0 and ids[j - 1] == v:
+                j -= 1
+            k = i
+            while k + 1 < n and ids[k + 1] == v:
+                k += 1
+            start[i], end[i] = j, k + 1
+    return np.stack([start, end])[None]
+
+
+def test_pre02_sequence_bounds_returns_starts_and_ends(tmp_path):
+    k = nkirun_kernel(write(tmp_path, SEQUENCE_BOUNDS), "bounds")
+    ids = np.array([[0, 4, 4, 1, 1, 1, 0, 0, 2, 5, 5]], np.int32)
+    np.testing.assert_array_equal(nkirun.simulate(k)(ids), _segment_bounds(ids[0]))

@@ -328,6 +328,9 @@ def first_operand(values: dict):
 def result_shape(op: str, values: dict):
     """(shape, buffer) of the result an instruction called without dst= makes."""
     first = first_operand(values)
+    if op == "sequence_bounds" and hasattr(values.get("segment_ids"), "shape"):
+        ids = values["segment_ids"].shape  # (1, n): starts and ends, (1, 2, n)
+        return (ids[0], 2) + tuple(ids[1:]), consts.sbuf
     if op == "nc_matmul":
         return (values["stationary"].shape[-1], values["moving"].shape[-1]), consts.psum
     if op == "iota" and "_legacy_shape" in values:
