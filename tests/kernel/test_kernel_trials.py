@@ -299,3 +299,22 @@ def test_pre02_sequence_bounds_returns_starts_and_ends(tmp_path):
     k = nkirun_kernel(write(tmp_path, SEQUENCE_BOUNDS), "bounds")
     ids = np.array([[0, 4, 4, 1, 1, 1, 0, 0, 2, 5, 5]], np.int32)
     np.testing.assert_array_equal(nkirun.simulate(k)(ids), _segment_bounds(ids[0]))
+
+
+STORE_NUMBER = """\
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def fill(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, 7)          # a number stored: every element 7
+    return out
+"""
+
+
+def test_storing_a_number_fills_the_tensor(tmp_path):
+    k = nkirun_kernel(write(tmp_path, STORE_NUMBER), "fill")
+    x = np.zeros((48, 9), np.int32)
+    np.testing.assert_array_equal(nkirun.simulate(k)(x), np.full((48, 9), 7, np.int32))

@@ -85,6 +85,10 @@ def load(src, dtype=None, mask=None, **_):
 
 
 def store(dst, value, mask=None, **_):
+    if _number(value):  # `nl.store(t, 100)`: NKI's docs call it a memset of t
+        tile = _new(dst.shape, dst.dtype)
+        _emit("memset", dst=tile, value=value)
+        value = tile
     if not _is_tile(value):
         raise kernel_error("E603", f"nl.store: value must be a tile, got {value!r}")
     from nkirun.source.kernel.tile_ops import fit
