@@ -85,7 +85,7 @@ def load(src, dtype=None, mask=None, **_):
 
 
 def store(dst, value, mask=None, **_):
-    if _number(value):  # `nl.store(t, 100)`: NKI's docs call it a memset of t
+    if not _is_tile(value) and _number(value):  # `nl.store(t, 100)`: a memset of t (NKI docs)
         tile = _new(dst.shape, dst.dtype)
         _emit("memset", dst=tile, value=value)
         value = tile
