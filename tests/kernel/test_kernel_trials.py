@@ -318,3 +318,30 @@ def test_storing_a_number_fills_the_tensor(tmp_path):
     k = nkirun_kernel(write(tmp_path, STORE_NUMBER), "fill")
     x = np.zeros((48, 9), np.int32)
     np.testing.assert_array_equal(nkirun.simulate(k)(x), np.full((48, 9), 7, np.int32))
+
+
+POSITIONAL_PRE02 = """\
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def replace_top8(x):
+    # pre-0.2 positional call (data, vals, imm, dst_idx): four positional arguments
+    # starting with a tile, which is no dst here (`vals` would get the number -1.0)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    m = nisa.max8(t)
+    idx = nl.ndarray((x.shape[0], 8), dtype=nl.uint32)
+    nl.store(out, nisa.nc_match_replace8(t, m, -1.0, idx))
+    return out
+"""
+
+
+def test_pre02_positional_call_is_not_read_as_a_dst_first_call(tmp_path):
+    k = nkirun_kernel(write(tmp_path, POSITIONAL_PRE02), "replace_top8")
+    x = np.random.default_rng(8).permutation(16 * 40).reshape(16, 40).astype(np.float32)
+    want = x.copy()
+    np.put_along_axis(want, np.argsort(-x, axis=1)[:, :8], -1.0, 1)
+    np.testing.assert_array_equal(nkirun.simulate(k)(x), want)

@@ -147,6 +147,8 @@ def make_instruction(op: str):
     # a tile dst may be left out (the pre-0.2 API returns the result); a register's may not
     has_dst = "dst" in ours and getattr(ours["dst"].kind, "is_view", False)
     required = [n for n, d in sig if d is _REQUIRED]
+    tiles = frozenset(n for n in required if n in ours and getattr(ours[n].kind, "name",
+                                                                   None) == "tile")
     plans: dict = {}  # keywords given, in order -> (extras among them, `fill` minus them)
 
     simple: dict = {}  # keywords given -> NKI defaults to fill, for keyword sets that need
@@ -164,7 +166,7 @@ def make_instruction(op: str):
             if fill_in is not False and (not has_dst or kwargs["dst"] is not None):
                 return _simple_call(tracer, op, values, fill_in, loc, tables)
         names = order
-        if has_dst and "dst" not in kwargs and not _new_style(args, required, kwargs):
+        if has_dst and "dst" not in kwargs and not _new_style(args, required, kwargs, tiles):
             names = [n for n in order if n != "dst"]  # the pre-0.2 API: returns its result
         if args:
             if len(args) > len(names):
@@ -294,15 +296,19 @@ def _dtype_keyword(values: dict, ours: bool):
     return d
 
 
-def _new_style(args, required, kwargs) -> bool:
-    """Whether positional `args` start with dst (NKI 0.2+) rather than leave it out."""
+def _new_style(args, required, kwargs, tiles=frozenset()) -> bool:
+    """Whether positional `args` start with dst (NKI 0.2+) rather than leave it out: they
+    must cover the required parameters, each required tile operand with a tensor (the
+    pre-0.2 `local_gather(src, index, 4, 4)` would put the number 4 in `index`)."""
     if not args:
         return False
     from nkirun.source.kernel.tensor import ndarray
     if not isinstance(args[0], ndarray):
         return False
     given = set(required[:len(args)]) | set(kwargs)
-    return all(n in given for n in required)
+    if not all(n in given for n in required):
+        return False
+    return all(isinstance(a, ndarray) for n, a in zip(required, args) if n in tiles)
 
 
 def _returning(tracer, op, values, loc, tables, dtype):
