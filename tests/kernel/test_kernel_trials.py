@@ -345,3 +345,36 @@ def test_pre02_positional_call_is_not_read_as_a_dst_first_call(tmp_path):
     want = x.copy()
     np.put_along_axis(want, np.argsort(-x, axis=1)[:, :8], -1.0, 1)
     np.testing.assert_array_equal(nkirun.simulate(k)(x), want)
+
+
+GATHER = """\
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+import neuronxcc.nki.typing as nt
+
+
+@nki.jit
+def gather_rows(x, idx):
+    if not isinstance(x, nt.tensor):           # the kernel's own type check
+        raise TypeError("x must be a tensor")
+    out = nl.ndarray(idx.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    pad = nl.ndarray((x.shape[0], 4), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    i = nl.load(idx)
+    nl.store(out, nl.gather_flattened(t, i, dtype=nl.float32))   # nc_n_gather, then a cast
+    nl.store(pad, nisa.memset((x.shape[0], 4), -2.0, x.dtype))   # pre-0.2 positional memset
+    return out, pad
+"""
+
+
+def test_gather_flattened_tensor_isinstance_and_positional_memset(tmp_path):
+    k = nkirun_kernel(write(tmp_path, GATHER), "gather_rows")
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((24, 3, 10)).astype(np.float16)
+    idx = rng.integers(0, 30, (24, 7)).astype(np.uint32)
+    got, pad = nkirun.simulate(k)(x, idx)
+    np.testing.assert_array_equal(got, np.take_along_axis(x.reshape(24, 30), idx.astype(np.int64),
+                                                           1).astype(np.float32))
+    np.testing.assert_array_equal(pad, np.full((24, 4), -2.0, np.float16))

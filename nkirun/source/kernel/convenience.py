@@ -200,6 +200,20 @@ def dropout(x, rate, dtype=None, mask=None, **_):
     return copy(kept, dtype, mask)
 
 
+def gather_flattened(data, indices, axis=0, dtype=None, mask=None, **_):
+    """`nl.gather_flattened(data, indices)`: nisa.nc_n_gather (its documented successor):
+    per partition, the elements of data's flattened free dims at the uint32 `indices`,
+    shaped like indices; `dtype=` another type adds a casting tensor_copy."""
+    if axis not in (0, None):
+        raise kernel_error("E603", f"nl.gather_flattened: axis={axis!r}; nkirun gathers "
+                           "along the flattened free dims (axis 0, the default)")
+    t = _new(indices.shape, data.dtype)
+    if dtype is None or str(dtype) == str(data.dtype):
+        return _result(t, "nc_n_gather", dst=t, data=data, indices=indices, mask=mask)
+    _emit("nc_n_gather", dst=t, data=data, indices=indices, mask=mask)
+    return copy(t, dtype, mask)
+
+
 def negative(x, dtype=None, mask=None, **_):
     return binary("multiply")(x, -1.0, dtype, mask)
 

@@ -168,6 +168,8 @@ def make_instruction(op: str):
         names = order
         if has_dst and "dst" not in kwargs and not _new_style(args, required, kwargs, tiles):
             names = [n for n in order if n != "dst"]  # the pre-0.2 API: returns its result
+            if op == "memset" and args and isinstance(args[0], (tuple, list)):
+                names = ["shape", "value", "dtype"]  # pre-0.2 memset(shape, value, dtype)
         if args:
             if len(args) > len(names):
                 raise kernel_error("E603", f"nki.isa.{op} takes at most {len(names)} "

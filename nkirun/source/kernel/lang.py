@@ -232,7 +232,7 @@ def is_sbuf(buffer):
 
 
 _RUNTIME_LOOPS = ("dynamic_range", "fori_loop", "while_loop")
-_NOT_PROVIDED = ("rand", "random_seed", "gather_flattened",
+_NOT_PROVIDED = ("rand", "random_seed",
                  "softmax", "rms_norm", "all", "var", "prod", "fmod", "mod", "tan", "cos",
                  "trunc")
 
@@ -287,6 +287,7 @@ def build_module(name: str = "nki.language") -> types.ModuleType:
     ns["ceil"] = cv.rounding("ceil", "less", "add")
     ns["negative"] = tok("negative", "nl.negative", cv.negative)
     ns["dropout"] = cv.dropout
+    ns["gather_flattened"] = cv.gather_flattened
     for name_, op in (("sum", "add"), ("max", "maximum"), ("min", "minimum")):
         ns[name_] = tok(op, f"nl.{name_}", cv.reduction(op, name_))
     for op in ("abs_max", "abs_min", "invert", "logical_not", "bypass", "identity", "prelu",

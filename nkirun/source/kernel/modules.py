@@ -130,11 +130,22 @@ class _NoReorder:
         return False
 
 
-class _TensorType:
-    """`nki.typing.tensor[...]` annotations (not evaluated on locals; usable on globals)."""
+class _Annotation:
+    """`nki.typing.scalar[...]`-style annotations (not evaluated on locals; usable on
+    globals)."""
 
     def __class_getitem__(cls, item):
         return cls
+
+
+class _IsTensor(type):
+    def __instancecheck__(cls, obj):  # `isinstance(x, nt.tensor)`: the kernel's own checks
+        from nkirun.source.kernel.tensor import ndarray
+        return isinstance(obj, ndarray)
+
+
+class _TensorType(_Annotation, metaclass=_IsTensor):
+    """`nki.typing.tensor[...]` / `nki.tensor`: an annotation, and the type of tensors."""
 
 
 class _Package(types.ModuleType):
@@ -159,7 +170,8 @@ def modules() -> dict[str, types.ModuleType]:
         nki.tensor = _TensorType  # `x: nki.tensor` annotations (pre-0.2)
         nki.baremetal = nki.benchmark = nki.profile = _same_kernel
         typing = _Package("nki.typing")
-        typing.tensor = typing.mutable_tensor = typing.scalar = _TensorType
+        typing.tensor = typing.mutable_tensor = _TensorType
+        typing.scalar = _Annotation
         compiler = _Package("nki.compiler")
         compiler.skip_middle_end_transformations = _passthrough
         compiler.sbuf, compiler.psum = _Allocators(consts.sbuf), _Allocators(consts.psum)
