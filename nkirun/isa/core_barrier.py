@@ -43,7 +43,7 @@ def check(b: Bound):
 
 def two_core_rules(b: Bound):
     data = b.tile("data")
-    if data is not None and data.decl.core is not None:
+    if data is not None and data.decl.core is not None and not data.decl.on_chip:  # (E040)
         yield b.err("E634", f"data `{data.decl.name}` is core {data.decl.core}'s private HBM; "
                     "a barrier synchronises on shared HBM", "data")
 
