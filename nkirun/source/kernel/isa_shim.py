@@ -166,7 +166,7 @@ def make_instruction(op: str):
             if fill_in is not False and (not has_dst or kwargs["dst"] is not None):
                 return _simple_call(tracer, op, values, fill_in, loc, tables)
         names = order
-        if has_dst and "dst" not in kwargs and not _new_style(args, required, kwargs, tiles):
+        if has_dst and "dst" not in kwargs and not legacy.dst_first(args, required, kwargs, tiles):
             names = [n for n in order if n != "dst"]  # the pre-0.2 API: returns its result
             if op == "memset" and args and isinstance(args[0], (tuple, list)):
                 names = ["shape", "value", "dtype"]  # pre-0.2 memset(shape, value, dtype)
@@ -296,21 +296,6 @@ def _dtype_keyword(values: dict, ours: bool):
     if not ours:
         values.pop("dtype", None)
     return d
-
-
-def _new_style(args, required, kwargs, tiles=frozenset()) -> bool:
-    """Whether positional `args` start with dst (NKI 0.2+) rather than leave it out: they
-    must cover the required parameters, each required tile operand with a tensor (the
-    pre-0.2 `local_gather(src, index, 4, 4)` would put the number 4 in `index`)."""
-    if not args:
-        return False
-    from nkirun.source.kernel.tensor import ndarray
-    if not isinstance(args[0], ndarray):
-        return False
-    given = set(required[:len(args)]) | set(kwargs)
-    if not all(n in given for n in required):
-        return False
-    return all(isinstance(a, ndarray) for n, a in zip(required, args) if n in tiles)
 
 
 def _returning(tracer, op, values, loc, tables, dtype):

@@ -317,6 +317,21 @@ def take(tracer, value):
     return None
 
 
+def dst_first(args, required, kwargs, tiles=frozenset()) -> bool:
+    """Whether positional `args` start with dst (NKI 0.2+) rather than leave it out: they
+    must cover the required parameters, each required tile operand with a tensor (the
+    pre-0.2 `local_gather(src, index, 4, 4)` would put the number 4 in `index`)."""
+    if not args:
+        return False
+    from nkirun.source.kernel.tensor import ndarray
+    if not isinstance(args[0], ndarray):
+        return False
+    given = set(required[:len(args)]) | set(kwargs)
+    if not all(n in given for n in required):
+        return False
+    return all(isinstance(a, ndarray) for n, a in zip(required, args) if n in tiles)
+
+
 def first_operand(values: dict):
     """The input a result without dst= takes its shape and dtype from (not an output
     operand such as nc_match_replace8's dst_idx), or None."""
