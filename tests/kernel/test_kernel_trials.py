@@ -378,3 +378,37 @@ def test_gather_flattened_tensor_isinstance_and_positional_memset(tmp_path):
     np.testing.assert_array_equal(got, np.take_along_axis(x.reshape(24, 30), idx.astype(np.int64),
                                                            1).astype(np.float32))
     np.testing.assert_array_equal(pad, np.full((24, 4), -2.0, np.float16))
+
+
+LOOP_SCRATCH = """\
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def row_sums(x):
+    out = nl.ndarray((x.shape[0], 4), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.ndarray((x.shape[0], 4), dtype=nl.float32, buffer=nl.sbuf)
+    for j in nl.affine_range(4):
+        t = nl.ndarray((x.shape[0], 32), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x[:, j * 32:(j + 1) * 32])
+        squares = nl.ndarray((x.shape[0], 32), dtype=nl.float32, buffer=nl.sbuf)  # never read
+        nisa.activation_reduce(dst=squares, op=nl.square, data=t, reduce_op=nl.add,
+                               reduce_res=acc[:, j:j + 1])
+    nisa.dma_copy(dst=out, src=acc)
+    return out
+"""
+
+
+def test_a_warning_on_tensors_allocated_in_a_loop_is_shown_once(tmp_path):
+    import json
+    from tests.kernel.test_kernel_contract import invoke
+    path = write(tmp_path, LOOP_SCRATCH)
+    r = invoke("check", f"{path}::row_sums", "--shape", "x=float32[64,128]")
+    assert r.exit_code == 0, r.output
+    # squares, squares_1, ... are one allocation in a loop: one W051, then "3 more"
+    assert r.output.count("warning[W051]") == 1
+    assert "... and 3 more like this at line 14" in r.output
+    r = invoke("check", f"{path}::row_sums", "--shape", "x=float32[64,128]", "--format", "json")
+    assert [d["code"] for d in json.loads(r.output)["diagnostics"]].count("W051") == 4
