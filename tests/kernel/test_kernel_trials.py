@@ -412,3 +412,33 @@ def test_a_warning_on_tensors_allocated_in_a_loop_is_shown_once(tmp_path):
     assert "... and 3 more like this at line 14" in r.output
     r = invoke("check", f"{path}::row_sums", "--shape", "x=float32[64,128]", "--format", "json")
     assert [d["code"] for d in json.loads(r.output)["diagnostics"]].count("W051") == 4
+
+
+RAND = """\
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def draws():
+    # nl.rand: uniform in [0, 1); its max8 and where the max8 values are (uint32 indices)
+    vals = nl.ndarray((64, 256), dtype=nl.float32, buffer=nl.shared_hbm)
+    where = nl.ndarray((64, 8), dtype=nl.uint32, buffer=nl.shared_hbm)
+    r = nl.rand((64, 256))
+    top = nisa.max8(src=r)
+    nl.store(vals, r)
+    nl.store(where, nisa.nc_find_index8(data=r, vals=top))
+    return vals, where
+"""
+
+
+def test_nl_rand_is_uniform_in_0_1_and_find_index8_returns_uint32(tmp_path):
+    k = nkirun_kernel(write(tmp_path, RAND), "draws")
+    vals, where = nkirun.simulate(k)()
+    assert vals.min() >= 0 and vals.max() < 1 and abs(vals.mean() - 0.5) < 0.02
+    assert len(np.unique(vals)) > 0.99 * vals.size        # 24 random bits per value
+    assert np.all(vals * 2 ** 24 == np.floor(vals * 2 ** 24))
+    np.testing.assert_array_equal(where, np.argsort(-vals, axis=1, kind="stable")[:, :8])
+    ops = [i.op for i in nkirun.trace(k).instructions]
+    assert ops.count("rng") == 1

@@ -188,32 +188,6 @@ def unary(func: str):
     return fn
 
 
-def dropout(x, rate, dtype=None, mask=None, **_):
-    """`nl.dropout(x, rate)`: nisa.dropout (each element zeroed with probability `rate`, a
-    number or a (P, 1) tile; no rescaling). dropout's dst keeps x's dtype, so `dtype=`
-    another type adds a tensor_copy that casts."""
-    if dtype is None or str(dtype) == str(x.dtype):
-        t = _new(x.shape, x.dtype)
-        return _result(t, "dropout", dst=t, data=x, prob=rate, mask=mask)
-    kept = _new(x.shape, x.dtype)
-    _emit("dropout", dst=kept, data=x, prob=rate, mask=mask)
-    return copy(kept, dtype, mask)
-
-
-def gather_flattened(data, indices, axis=0, dtype=None, mask=None, **_):
-    """`nl.gather_flattened(data, indices)`: nisa.nc_n_gather (its documented successor):
-    per partition, the elements of data's flattened free dims at the uint32 `indices`,
-    shaped like indices; `dtype=` another type adds a casting tensor_copy."""
-    if axis not in (0, None):
-        raise kernel_error("E603", f"nl.gather_flattened: axis={axis!r}; nkirun gathers "
-                           "along the flattened free dims (axis 0, the default)")
-    t = _new(indices.shape, data.dtype)
-    if dtype is None or str(dtype) == str(data.dtype):
-        return _result(t, "nc_n_gather", dst=t, data=data, indices=indices, mask=mask)
-    _emit("nc_n_gather", dst=t, data=data, indices=indices, mask=mask)
-    return copy(t, dtype, mask)
-
-
 def negative(x, dtype=None, mask=None, **_):
     return binary("multiply")(x, -1.0, dtype, mask)
 

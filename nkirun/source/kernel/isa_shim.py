@@ -306,8 +306,8 @@ def _returning(tracer, op, values, loc, tables, dtype):
         first = legacy.first_operand(values)  # (not an output operand such as dst_idx)
         if first is None:
             first = next((v for v in values.values() if isinstance(v, ndarray)), None)
-        dtype = consts.DTYPES["float32"] if op == "nc_matmul" or first is None \
-            else first.dtype
+        dtype = consts.DTYPES["uint32" if op == "nc_find_index8" else "float32"] \
+            if op in ("nc_matmul", "nc_find_index8") or first is None else first.dtype
     result = ndarray(shape, dtype, buffer)
     values["dst"] = result
     return legacy.defer(tracer, result, op, values, loc, tables)
