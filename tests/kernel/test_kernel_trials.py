@@ -442,3 +442,27 @@ def test_nl_rand_is_uniform_in_0_1_and_find_index8_returns_uint32(tmp_path):
     np.testing.assert_array_equal(where, np.argsort(-vals, axis=1, kind="stable")[:, :8])
     ops = [i.op for i in nkirun.trace(k).instructions]
     assert ops.count("rng") == 1
+
+
+BLOCK_VIEW = """\
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def scale_bytes(x):
+    # per block, a float32 column; stored as its four bytes through a dtype view of the blocks
+    out = nl.ndarray((2, x.shape[1], 4), dtype=nl.uint8, buffer=nl.shared_hbm)
+    cols = nl.ndarray((2, nl.par_dim(x.shape[1]), 1), dtype=nl.float32, buffer=nl.sbuf)
+    for b in range(2):
+        cols[b] = nl.load(x[b:b + 1, :].reshape((x.shape[1], 1)))
+    for b in range(2):
+        nl.store(out[b], value=cols.view(nl.uint8)[b, :, :4])
+    return out
+"""
+
+
+def test_a_block_buffer_has_a_dtype_view(tmp_path):
+    k = nkirun_kernel(write(tmp_path, BLOCK_VIEW), "scale_bytes")
+    x = np.random.default_rng(10).standard_normal((2, 40)).astype(np.float32)
+    np.testing.assert_array_equal(nkirun.simulate(k)(x), x.reshape(2, 40, 1).view(np.uint8))

@@ -177,6 +177,16 @@ class BlockBuffer:
         tile, rest = self._split(key)
         tile[rest if rest else ...] = value
 
+    def view(self, dtype):
+        """Every block reinterpreted as `dtype` (`t.view(nl.float8_e4m3)` of float32 blocks:
+        four bytes per element), as a block buffer of those views."""
+        out = object.__new__(BlockBuffer)
+        out.tiles = [t.view(dtype) for t in self.tiles]
+        out.blocks, out.name = self.blocks, self.name
+        out.shape, out.dtype = self.blocks + tuple(out.tiles[0].shape), out.tiles[0].dtype
+        out.buffer = self.buffer
+        return out
+
     def __repr__(self) -> str:
         return f"nl.ndarray(name={self.name!r}, shape={self.shape}, blocks={self.blocks})"
 
