@@ -466,3 +466,21 @@ def test_a_block_buffer_has_a_dtype_view(tmp_path):
     k = nkirun_kernel(write(tmp_path, BLOCK_VIEW), "scale_bytes")
     x = np.random.default_rng(10).standard_normal((2, 40)).astype(np.float32)
     np.testing.assert_array_equal(nkirun.simulate(k)(x), x.reshape(2, 40, 1).view(np.uint8))
+
+
+def test_a_block_buffer_method_nkirun_lacks_is_a_located_e601(tmp_path):
+    from tests.kernel.test_kernel_contract import invoke
+    path = write(tmp_path, """\
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def k(x):
+    blocks = nl.ndarray((2, nl.par_dim(4), 8), dtype=nl.float32, buffer=nl.sbuf)
+    flat = blocks.reshape((2, 32))
+    return x
+""")
+    r = invoke("check", f"{path}::k", "--shape", "x=float32[4,8]")
+    assert r.exit_code == 1 and "k.py:8:12: error[E601]" in r.output
+    assert "NkiTensor.reshape on a block buffer" in r.output and "Traceback" not in r.output

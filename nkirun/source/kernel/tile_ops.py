@@ -177,6 +177,13 @@ class BlockBuffer:
         tile, rest = self._split(key)
         tile[rest if rest else ...] = value
 
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        from nkirun.source.kernel.unsupported import unsupported
+        raise unsupported(f"nki.language.NkiTensor.{name} on a block buffer (index a block "
+                          f"first: buf[i].{name})")
+
     def view(self, dtype):
         """Every block reinterpreted as `dtype` (`t.view(nl.float8_e4m3)` of float32 blocks:
         four bytes per element), as a block buffer of those views."""
