@@ -484,3 +484,43 @@ def k(x):
     r = invoke("check", f"{path}::k", "--shape", "x=float32[4,8]")
     assert r.exit_code == 1 and "k.py:8:12: error[E601]" in r.output
     assert "NkiTensor.reshape on a block buffer" in r.output and "Traceback" not in r.output
+
+
+LAZY_ZEROS = """\
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def blocks(x, rows):
+    # 48 float32 PSUM blocks of 512 bytes a partition (24 KiB if all were live at once, PSUM
+    # holds 16 KiB): each is overwritten by a transpose before it is read, so its zero fill
+    # is never needed. `acc` blocks are accumulated into and partly written: they keep zeros.
+    P, F = x.shape
+    out = nl.ndarray((48, F, P), dtype=nl.float32, buffer=nl.shared_hbm)
+    sums = nl.ndarray((2, P, F), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    tp = nl.zeros((48, nl.par_dim(F), P), dtype=nl.float32, buffer=nl.psum)
+    for b in range(48):
+        tp[b] = nisa.nc_transpose(t)
+        nl.store(out[b], value=nl.copy(tp[b]))
+    acc = nl.zeros((2, nl.par_dim(P), F), dtype=nl.float32, buffer=nl.sbuf)
+    acc[0] += t
+    i_p, i_f = nl.mgrid[0:P, 0:F]
+    acc[1] = nl.load(x[i_p, i_f], mask=(i_p < rows))
+    nl.store(sums[0], value=acc[0])
+    nl.store(sums[1], value=acc[1])
+    return out, sums
+"""
+
+
+def test_a_zero_filled_block_buffer_fills_each_block_at_its_first_use(tmp_path):
+    k = nkirun_kernel(write(tmp_path, LAZY_ZEROS), "blocks")
+    x = np.random.default_rng(11).standard_normal((128, 128)).astype(np.float32)
+    out, sums = nkirun.simulate(k)(x, rows=50)
+    np.testing.assert_array_equal(out, np.broadcast_to(x.T, (48, 128, 128)))
+    np.testing.assert_array_equal(sums[0], x)
+    np.testing.assert_array_equal(sums[1], np.where(np.arange(128)[:, None] < 50, x, 0))
+    ops = [i.op for i in nkirun.trace(k, x, rows=50).instructions]
+    assert ops.count("memset") == 2   # only the two `acc` blocks need their zeros

@@ -55,9 +55,8 @@ def _number(x) -> bool:
 # ---- memory ----------------------------------------------------------------------------
 def full(shape, fill_value, dtype, buffer=consts.sbuf, name="", mask=None, **_):
     t = _new((shape,) if isinstance(shape, int) else shape, dtype, buffer, name)
-    if not isinstance(t, ndarray):  # a legacy block buffer
-        for tile in t.tiles:
-            _emit("memset", dst=tile, value=fill_value)
+    if not isinstance(t, ndarray):  # a legacy block buffer: each block filled at first use
+        t.fill_lazily(fill_value, here())
         return t
     return _result(t, "memset", dst=t, value=fill_value, mask=mask)
 

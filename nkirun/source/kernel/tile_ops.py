@@ -144,12 +144,31 @@ class BlockBuffer:
             count *= n
         self.tiles = [make(self.shape[k:]) for _ in range(count)]
         self.name = self.tiles[0].name
+        self.unfilled, self.fill = set(), None
+
+    def fill_lazily(self, value, loc) -> None:
+        """`nl.zeros`/`nl.full` of a block buffer: each block's memset is recorded when the
+        block is first used, and not at all when that use overwrites the whole block (a
+        compiler sinks such initialisation, so 64 PSUM blocks are not all live at once)."""
+        self.fill, self.fill_loc = value, loc
+        self.unfilled = set(range(len(self.tiles)))
+
+    def _filled(self, flat: int) -> None:
+        if flat in self.unfilled:  # (not flushing a pending result: it may be bound for here)
+            self.unfilled.discard(flat)
+            legacy.record(_tracer(), "memset", {"dst": self.tiles[flat], "value": self.fill},
+                          self.fill_loc)
 
     @property
     def ndim(self) -> int:
         return len(self.shape)
 
     def _split(self, key):
+        flat, rest = self._index(key)
+        self._filled(flat)
+        return self.tiles[flat], rest
+
+    def _index(self, key):
         key = list(key) if isinstance(key, tuple) else [key]
         flat = 0
         for axis, n in enumerate(self.blocks):
@@ -167,15 +186,18 @@ class BlockBuffer:
                 raise kernel_error("E603", f"block index {i} is out of bounds for size {n}")
             flat = flat * n + i
         rest = key[len(self.blocks):]
-        return self.tiles[flat], tuple(rest)
+        return flat, tuple(rest)
 
     def __getitem__(self, key):
         tile, rest = self._split(key)
         return tile[rest] if rest else tile
 
     def __setitem__(self, key, value):
-        tile, rest = self._split(key)
-        tile[rest if rest else ...] = value
+        flat, rest = self._index(key)
+        if flat in self.unfilled and _overwrites(rest, value):
+            self.unfilled.discard(flat)  # its fill would never be read
+        self._filled(flat)
+        self.tiles[flat][rest if rest else ...] = value
 
     def __getattr__(self, name):
         if name.startswith("__"):
@@ -187,7 +209,10 @@ class BlockBuffer:
     def view(self, dtype):
         """Every block reinterpreted as `dtype` (`t.view(nl.float8_e4m3)` of float32 blocks:
         four bytes per element), as a block buffer of those views."""
+        for flat in sorted(self.unfilled):
+            self._filled(flat)
         out = object.__new__(BlockBuffer)
+        out.unfilled, out.fill = set(), None
         out.tiles = [t.view(dtype) for t in self.tiles]
         out.blocks, out.name = self.blocks, self.name
         out.shape, out.dtype = self.blocks + tuple(out.tiles[0].shape), out.tiles[0].dtype
@@ -196,6 +221,20 @@ class BlockBuffer:
 
     def __repr__(self) -> str:
         return f"nl.ndarray(name={self.name!r}, shape={self.shape}, blocks={self.blocks})"
+
+
+def _overwrites(rest, value) -> bool:
+    """Whether `block[rest] = value` writes every element of the block: the whole block,
+    from an unmasked result or tile that is not itself partly written (legacy.py)."""
+    if any(not (k is Ellipsis or isinstance(k, slice) and k == slice(None)) for k in rest):
+        return False
+    tracer = _tracer()
+    valid = tracer.__dict__.get("legacy_valid") or {}
+    p = getattr(tracer, "legacy_pending", None)
+    if p is not None and p.result is value:
+        return p.values.get("mask") is None and not any(
+            getattr(v, "_rec", None) in valid for v in p.values.values())
+    return getattr(value, "_rec", None) is not None and value._rec not in valid
 
 
 def block_buffer(shape, dtype, buffer, name):
