@@ -524,3 +524,41 @@ def test_a_zero_filled_block_buffer_fills_each_block_at_its_first_use(tmp_path):
     np.testing.assert_array_equal(sums[1], np.where(np.arange(128)[:, None] < 50, x, 0))
     ops = [i.op for i in nkirun.trace(k, x, rows=50).instructions]
     assert ops.count("memset") == 2   # only the two `acc` blocks need their zeros
+
+
+REPLICA_GROUP = """\
+from typing import Optional
+
+import nki
+import nki.collectives as ncc
+import nki.isa as nisa
+import nki.language as nl
+from nki.collectives import ReplicaGroup
+
+
+@nki.jit
+def maybe_gather(x, group: Optional[ReplicaGroup] = None):
+    # imports ReplicaGroup for its multi-rank path; with one rank it only copies
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    if group is not None:
+        ncc.all_gather(dsts=[t], srcs=[t], replica_group=group, collective_dim=1)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+"""
+
+
+def test_replica_group_imports_and_the_collectives_stay_e601(tmp_path):
+    k = nkirun_kernel(write(tmp_path, REPLICA_GROUP), "maybe_gather")
+    x = np.arange(64, dtype=np.float32).reshape(8, 8)
+    np.testing.assert_array_equal(nkirun.simulate(k)(x), x)
+    from nkirun.source.kernel.modules import ReplicaGroup  # what the kernel's import gives
+    group = ReplicaGroup([[0, 1]])
+    assert group.rank_lists == [[0, 1]]
+    try:
+        nkirun.simulate(k)(x, group=group)
+    except nkirun.NkirunError as e:
+        assert "E601" in str(e) and "all_gather" in str(e)
+    else:
+        raise AssertionError("a collective must be refused")
