@@ -562,3 +562,41 @@ def test_replica_group_imports_and_the_collectives_stay_e601(tmp_path):
         assert "E601" in str(e) and "all_gather" in str(e)
     else:
         raise AssertionError("a collective must be refused")
+
+
+PER_LAYER = """\
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def layers(x, weights, biases):
+    # per-layer parameters passed as lists of tensors (None where a layer has no bias)
+    P, F = x.shape
+    out = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.shared_hbm)
+    cur = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=cur, src=x)
+    for w, b in zip(weights, biases):
+        wt = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=wt, src=w)
+        nisa.tensor_tensor(dst=cur, data1=cur, data2=wt, op=nl.multiply)
+        if b is not None:
+            bt = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=bt, src=b)
+            nisa.tensor_tensor(dst=cur, data1=cur, data2=bt, op=nl.add)
+    nisa.dma_copy(dst=out, src=cur)
+    return out
+"""
+
+
+def test_lists_of_arrays_are_lists_of_hbm_tensors(tmp_path):
+    k = nkirun_kernel(write(tmp_path, PER_LAYER), "layers")
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((16, 8)).astype(np.float32)
+    ws = [rng.standard_normal((16, 8)).astype(np.float32) for _ in range(3)]
+    bs = [rng.standard_normal((16, 8)).astype(np.float32), None, None]
+    want = (x * ws[0] + bs[0]) * ws[1] * ws[2]
+    np.testing.assert_allclose(nkirun.simulate(k)(x, ws, bs), want, rtol=1e-6)
+    prog = nkirun.trace(k, x, ws, tuple(bs))
+    assert {"weights_0", "weights_1", "weights_2", "biases_0"} <= set(prog.tensors)
