@@ -23,6 +23,7 @@ from nkirun.hw import dtypes as dt
 from nkirun.hw.alu import COMPARISONS
 from nkirun.isa.common import (COMPARE_UFUNCS, flat, float32_scalar, pattern_rules, pattern_terms,
                      same_shape)
+from nkirun.isa.removed import NKI_020
 from nkirun.isa.spec import (INT, MASK, OP, PATTERN, SCALAR, TILE, Bound, InstructionDef, NkiApi,
                              Param)
 
@@ -101,5 +102,7 @@ SPEC = InstructionDef(
     on_false_value: fp32.min
     cmp_op: greater_equal""",
     nki=NkiApi("dst pattern channel_multiplier on_true_tile on_false_value cmp_op=equal "
-               "offset=0", legacy=("predicate",)),  # pre-0.2 `pred=` (a boolean array)
+               "offset=0", legacy=("predicate",),  # pre-0.2 `pred=` (a boolean array)
+               removed=(("pred", NKI_020, "give the affine predicate as pattern, "
+                                          "channel_multiplier, offset and cmp_op"),)),
 )

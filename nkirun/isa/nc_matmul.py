@@ -43,6 +43,7 @@ from nkirun.hw import dtypes as dt
 from nkirun.hw.cost_tables import cost_table
 from nkirun.isa import matmul_modes as modes
 from nkirun.isa.common import flat
+from nkirun.isa.removed import NKI_020_228
 from nkirun.isa.spec import BOOL, ENUM, INT_LIST, MASK, TILE, Bound, InstructionDef, NkiApi, Param
 
 IN_DTYPES = frozenset({"float8_e4m3", "float8_e5m2", "bfloat16", "float16", "tfloat32",
@@ -176,5 +177,7 @@ SPEC = InstructionDef(
                aliases=(("perf_mode", "double_row_gen3", "double_row"),),
                result=lambda v, first: ((v["stationary"].shape[-1], v["moving"].shape[-1]),
                                         "psum"),
-               result_dtype="float32", accumulate="accumulate"),
+               result_dtype="float32", accumulate="accumulate",
+               removed=(("psumAccumulateFlag", NKI_020_228, "remove it (it had no effect)"),
+                        ("is_moving_zero", NKI_020_228, "it was renamed is_moving_onezero"))),
 )

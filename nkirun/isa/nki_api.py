@@ -17,6 +17,7 @@ docs/instructions.md lists the signatures.
   `result` the tile a call without `dst=` allocates, `result_dtype` its dtype when it is
   not the inputs'; `recast` and `accumulate` how assigning that result into a tile
   (`t[...] = r`, `t[...] += r`) is recorded.
+* `removed` — keywords NKI removed or renamed, with the release (isa/removed.py).
 """
 from __future__ import annotations
 
@@ -47,6 +48,9 @@ class NkiApi:
     # the keyword that makes the instruction add into dst: `t[...] = r` sets it False when
     # not given, `psum[...] += r` leaves it to the instruction's own rule
     accumulate: str = ""
+    # keywords NKI removed or renamed: (keyword, the release, what to write instead); the
+    # front end's E390 (isa/removed.py)
+    removed: tuple[tuple[str, str, str], ...] = ()
 
 
 @lru_cache(maxsize=None)

@@ -30,7 +30,7 @@ SPEC = InstructionDef(
     name="register_alloc",
     engine=ENGINE,
     params=(
-        Param("dst", REGISTER, required=True, out=True,
+        Param("dst", REGISTER, required=True, out=True, declares=True,
               doc="the name of the register this allocates (NKI returns it)"),
         Param("x", REGISTER_OR_INT, doc="optional initial value, an int32 immediate"),
     ),

@@ -41,6 +41,9 @@ class Param:
     # a written view may address elements through zero steps (each keeps the last value
     # streamed to it, runner/streamed.py); other written views must address each once (E039)
     zero_steps: bool = False
+    # a register operand that declares the register it names (register_alloc's dst;
+    # checker/registers.py): it is not a use of the register
+    declares: bool = False
 
 
 @dataclass(frozen=True, slots=True)

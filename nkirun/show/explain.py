@@ -255,14 +255,10 @@ def render_ops_rich(rows: list[dict], console) -> None:
     console.print(t)
 
 
-NKI_DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
-
-
 def docs_url(op: str) -> str:
-    """The public NKI documentation page of an instruction (`load`/`store` are
-    nki.language functions, the rest nki.isa instructions)."""
-    module = "nki.language" if op in ("load", "store") else "nki.isa"
-    return f"{NKI_DOCS}{module}.{op}.html"
+    """The public NKI documentation page of an instruction (its spec's `page_url`: load and
+    store are nki.language functions, the rest nki.isa instructions)."""
+    return REGISTRY[op].page_url
 
 
 def explain_code(text: str, fmt: str) -> int:
