@@ -2,8 +2,10 @@
 (`nkirun/isa/__init__.py` MODULES, read when the name is first used, so instructions
 other modules add appear without a change here), the enums and the target queries.
 
-Each call maps its positional arguments by NKI 0.6's signature order, records the
-instruction with its NKI keyword names into the trace, located at the calling line.
+Each call maps its positional arguments by NKI 0.6's signature order (the instruction's
+`SPEC.nki.signature`, isa/nki_api.py), records the instruction with its NKI keyword names
+into the trace, located at the calling line. Nothing here names an instruction: what is
+particular to one (its pre-0.2 forms, a front-end function) is its spec's `nki`.
 
 Readings:
 - An NKI keyword that nkirun's instruction does not have is dropped when it holds NKI's
@@ -22,11 +24,10 @@ from __future__ import annotations
 
 import types
 
+from nkirun.isa.nki_api import REQUIRED as _REQUIRED, UNSET as _UNSET, parameters
 from nkirun.source.kernel import consts, legacy, legacy_affine
 from nkirun.source.kernel.session import _CURRENT, current
 from nkirun.source.kernel.unsupported import call_loc, kernel_error, unsupported
-
-from nkirun.isa.nki_api import REQUIRED as _REQUIRED, UNSET as _UNSET, parameters
 
 SIMPLE_CALLS = True  # False: every call takes the general path (the plain one, for tests)
 
