@@ -123,3 +123,13 @@ def test_a_pre_02_form_needs_only_the_spec(tmp_path, monkeypatch):
         np.testing.assert_array_equal(got, x * col)
     finally:
         vars(nisa).pop("tt_copy", None)
+
+
+def test_explain_and_the_docs_show_the_kernel_call():
+    from nkirun.show.explain import describe, render_text
+    from nkirun.show.instruction_docs import instructions_page
+    d = describe(REGISTRY["range_select"])
+    assert d["nki_call"].startswith("nki.isa.range_select(dst, on_true_tile, comp_op0, ")
+    assert f"in a Python kernel: {d['nki_call']}" in " ".join(render_text(d).split())
+    assert describe(REGISTRY["load"])["nki_call"] is None
+    assert "* `nki.isa.topk(val_dst, idx_dst, src, n)`" in instructions_page()
