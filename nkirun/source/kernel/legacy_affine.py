@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from nkirun.isa import REGISTRY
 from nkirun.source.kernel.legacy import affine, is_index_array
 from nkirun.source.kernel.unsupported import kernel_error
 
@@ -116,19 +117,19 @@ FORMS = {
     "predicate": (_predicate, True),
     "column_broadcast": (_column_broadcast, False),  # only without dst=
 }
-_ADAPTERS: dict = {}  # op -> its adapters, the alias rewrites included
+_ADAPTERS: dict = {}  # op -> (its spec, its adapters: the forms, then the alias rewrites)
 
 
 def adapters(op: str) -> tuple:
-    """The adapters of `op`'s pre-0.2 forms and value aliases, built once per op."""
+    """The adapters of `op`'s pre-0.2 forms and value aliases, built once per spec (tests
+    may substitute one)."""
+    spec = REGISTRY.get(op)
     hit = _ADAPTERS.get(op)
-    if hit is None:
-        from nkirun.isa import REGISTRY
-        api = REGISTRY[op].nki
-        hit = tuple(FORMS[name][0] for name in api.legacy) + tuple(
-            _alias(*a) for a in api.aliases)
-        _ADAPTERS[op] = hit
-    return hit
+    if hit is None or hit[0] is not spec:
+        api = spec.nki
+        hit = _ADAPTERS[op] = (spec, tuple(FORMS[name][0] for name in api.legacy)
+                               + tuple(_alias(*a) for a in api.aliases))
+    return hit[1]
 
 
 def _alias(keyword: str, old: str, new: str):
@@ -141,7 +142,6 @@ def _alias(keyword: str, old: str, new: str):
 def general_only(op: str, given: tuple) -> bool:
     """Whether a call of `op` by the keywords `given` may hold a pre-0.2 form (or an old
     spelling of a value): isa_shim then takes its general path."""
-    from nkirun.isa import REGISTRY
     api = REGISTRY[op].nki
     return any(FORMS[name][1] for name in api.legacy) or \
         any(keyword in given for keyword, _, _ in api.aliases)
