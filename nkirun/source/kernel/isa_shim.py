@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import types
 
+from nkirun.isa import REGISTRY
 from nkirun.isa.nki_api import REQUIRED as _REQUIRED, UNSET as _UNSET, parameters
 from nkirun.source.kernel import consts, legacy, legacy_affine
 from nkirun.source.kernel.session import _CURRENT, current
@@ -204,7 +205,6 @@ def _new_style(args, required, kwargs) -> bool:
 
 def _returning(tracer, op, values, loc, tables, dtype):
     """A pre-0.2 call without dst=: allocate the result and return it (legacy.py)."""
-    from nkirun.isa import REGISTRY
     from nkirun.source.kernel.tensor import ndarray
     shape, buffer = legacy.result_shape(op, values)
     if dtype is None:
@@ -282,7 +282,6 @@ class _IsaModule(types.ModuleType):
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
-        from nkirun.isa import REGISTRY
         if name in REGISTRY and REGISTRY[name].nki.module == "nki.isa":
             fn = _front_end(REGISTRY[name].nki.front_end) or make_instruction(name)
             setattr(self, name, fn)
@@ -290,7 +289,6 @@ class _IsaModule(types.ModuleType):
         raise unsupported(f"nki.isa.{name}")
 
     def __dir__(self):
-        from nkirun.isa import REGISTRY
         return sorted(set(super().__dir__())
                       | {n for n in REGISTRY if REGISTRY[n].nki.module == "nki.isa"})
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from nkirun.isa import REGISTRY
 from nkirun.source.kernel import consts
 from nkirun.source.kernel.unsupported import kernel_error
 
@@ -322,7 +323,6 @@ def result_shape(op: str, values: dict):
     if first is None:
         raise kernel_error("E607", f"nki.isa.{op} without dst=: nkirun cannot tell the "
                            "result's shape", hint="allocate the result and pass dst=")
-    from nkirun.isa import REGISTRY
     rule = REGISTRY[op].nki.result
     if rule is None:
         return tuple(first.shape), consts.sbuf

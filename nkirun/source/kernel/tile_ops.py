@@ -3,6 +3,7 @@
 (`nl.ndarray((B, nl.par_dim(P), F))`: B tiles of (P, F))."""
 from __future__ import annotations
 
+from nkirun.isa import REGISTRY
 from nkirun.source.kernel import consts, legacy
 from nkirun.source.kernel.unsupported import here, kernel_error
 
@@ -38,7 +39,6 @@ def _api(pending):
     """How NKI's API spells the pending instruction (its SPEC.nki), or None."""
     if pending is None:
         return None
-    from nkirun.isa import REGISTRY
     return REGISTRY[pending.op].nki
 
 
