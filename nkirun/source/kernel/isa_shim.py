@@ -206,10 +206,11 @@ def _new_style(args, required, kwargs) -> bool:
 def _returning(tracer, op, values, loc, tables, dtype):
     """A pre-0.2 call without dst=: allocate the result and return it (legacy.py)."""
     from nkirun.source.kernel.tensor import ndarray
-    shape, buffer = legacy.result_shape(op, values)
+    api = REGISTRY[op].nki  # the result's shape, buffer and dtype when not the inputs'
+    shape, buffer = legacy.result_shape(op, values, api.result)
     if dtype is None:
         first = next((v for v in values.values() if isinstance(v, ndarray)), None)
-        fixed = REGISTRY[op].nki.result_dtype  # (nc_matmul: float32, PSUM's)
+        fixed = api.result_dtype  # (nc_matmul: float32, PSUM's)
         dtype = consts.DTYPES[fixed or "float32"] if fixed or first is None \
             else first.dtype
     result = ndarray(shape, dtype, buffer)

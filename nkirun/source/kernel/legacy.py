@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from nkirun.isa import REGISTRY
 from nkirun.source.kernel import consts
 from nkirun.source.kernel.unsupported import kernel_error
 
@@ -312,9 +311,10 @@ def take(tracer, value):
     return None
 
 
-def result_shape(op: str, values: dict):
+def result_shape(op: str, values: dict, rule=None):
     """(shape, buffer) of the result an instruction called without dst= makes: the first
-    input's shape in SBUF, unless the instruction's spec says otherwise (SPEC.nki.result)."""
+    input's shape in SBUF, unless the instruction's spec says otherwise (`rule`: its
+    SPEC.nki.result)."""
     if "_legacy_shape" in values:  # an index expression's shape (legacy_affine.FORMS)
         return values.pop("_legacy_shape"), consts.sbuf
     first = next((values[k] for k in ("data", "src", "data1", "data0", "on_true_tile",
@@ -323,7 +323,6 @@ def result_shape(op: str, values: dict):
     if first is None:
         raise kernel_error("E607", f"nki.isa.{op} without dst=: nkirun cannot tell the "
                            "result's shape", hint="allocate the result and pass dst=")
-    rule = REGISTRY[op].nki.result
     if rule is None:
         return tuple(first.shape), consts.sbuf
     shape, buffer = rule(values, first)

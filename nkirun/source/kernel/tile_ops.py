@@ -53,7 +53,8 @@ def assign(target, key, value) -> None:
     loc = here()
     p = legacy.take(tracer, value)
     api = _api(p)
-    recast = api.recast if api is not None and str(p.result.dtype) != str(view.dtype) else ""
+    recast = api.recast if api is not None and api.recast \
+        and str(p.result.dtype) != str(view.dtype) else ""
     if p is not None and (p.result.buffer is not view.buffer or recast == "copy"):
         # a PSUM result into SBUF (or back), a result into another dtype that its
         # instruction does not cast (nc_transpose): computed in its own tile, then copied
