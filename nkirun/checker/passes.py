@@ -17,6 +17,7 @@ from nkirun.checker.registers import uses_registers
 from nkirun.checker.control import read_in_loop
 from nkirun.ir import Program, View
 from nkirun.isa.spec import ACCUMULATORS, Bound
+from nkirun.hw.dtypes import NCV4_ONLY
 from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, TARGETS
 
 
@@ -25,6 +26,12 @@ def _tensor_rules(program: Program, max_hbm_bytes: int) -> list[Diagnostic]:
     out = []
     for t in program.tensors.values():
         shape_loc = t.key_locs.get("shape", t.loc)
+        if t.dtype.name in NCV4_ONLY and target.version < 4:
+            out.append(error("E680", f"tensor `{t.name}` is {t.dtype.name}, which only "
+                             f"NeuronCore-v4 (trn3) has; {target.name} is NeuronCore-v"
+                             f"{target.version} (the NKI compiler refuses it there: NCC_EVRF051)",
+                             t.key_locs.get("dtype", t.loc),
+                             hint="use --target trn3, or float8_e4m3 (its max is 240, not 448)"))
         if t.on_chip and t.partitions > target.partitions:
             out.append(error("E017", f"tensor `{t.name}`: {t.buffer} partition dimension is "
                              f"{t.partitions}, at most {target.partitions} allowed", shape_loc,

@@ -10,6 +10,11 @@ Every value is computed in float32 and then cast to the destination type:
 floats with round-to-nearest-even (ml_dtypes / NumPy), tfloat32 as float32 with a
 10-bit mantissa, integers with round-half-even and saturation (NaN becomes 0),
 which is what NKI 0.6 documents for fp32 -> int on hardware.
+
+Reading (float8_e4m3fn): NKI documents only the format (no inf, NaN is 0bS1111111, so the
+largest value is 448) and that it is native on trn3 alone; a cast to it follows ml_dtypes,
+which NKI's own simulator uses to store fp8 values: round to nearest even, a value that
+rounds past 448 (|x| >= 464), an infinity or a NaN becomes NaN (no saturation).
 """
 from __future__ import annotations
 
@@ -45,6 +50,8 @@ DTYPES: dict[str, DType] = {d.name: d for d in [
     _d("bfloat16", ml_dtypes.bfloat16, True, 41),
     _d("float8_e4m3", ml_dtypes.float8_e4m3, True, 20),
     _d("float8_e5m2", ml_dtypes.float8_e5m2, True, 21),
+    # OCP fp8 (NeuronCore-v4 only: NCV4_ONLY): no inf, max 448, NaN is S.1111.111
+    _d("float8_e4m3fn", ml_dtypes.float8_e4m3fn, True, 22),
     _d("int8", np.int8, False, 10),
     _d("uint8", np.uint8, False, 10),
     _d("int16", np.int16, False, 12),
@@ -66,6 +73,10 @@ ALIASES = {
     "fp8_e4m3": "float8_e4m3", "fp8_e5m2": "float8_e5m2",
     "float8e4": "float8_e4m3", "float8e5": "float8_e5m2",
 }
+
+# dtypes only NeuronCore-v4 (trn3) stores and computes with: the NKI compiler refuses an
+# F8E4M3FN operand on trn1/trn2 (error NCC_EVRF051)
+NCV4_ONLY = frozenset({"float8_e4m3fn"})
 
 FLOAT_NAMES = frozenset(n for n, d in DTYPES.items() if d.is_float)
 INT_NAMES = frozenset(n for n, d in DTYPES.items() if not d.is_float and d.packed == 1)

@@ -140,7 +140,8 @@ def _read_mx(f, shape, fortran: bool, decl: TensorDecl, form: str, bad) -> np.nd
 
 # np.save writes ml_dtypes arrays as raw bytes (bfloat16 '<V2', float8_e4m3 '<V1',
 # float8_e5m2 '<f1'): for these declared dtypes, raw bytes of the same width are accepted.
-_SAVED_RAW = frozenset({"bfloat16", "float8_e4m3", "float8_e5m2", "float8_e8m0fnu"})
+_SAVED_RAW = frozenset({"bfloat16", "float8_e4m3", "float8_e4m3fn", "float8_e5m2",
+                        "float8_e8m0fnu"})
 _MAX_HEADER = 10_000  # NumPy's own default limit for .npy headers
 # ml_dtypes' float8_e5m2 is saved with descr '<f1', which NumPy cannot read back: it
 # is read as raw bytes, and accepted for float8_e5m2 only.

@@ -47,3 +47,57 @@ def test_the_ampersand_mask_spelling_runs(tmp_path):
     want = x.copy()
     want[:2, :3] *= -1
     np.testing.assert_array_equal(got, want)
+
+
+E4M3FN_ROUND_TRIP = """\
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def to_e4m3fn(x):
+    q_out = nl.ndarray(x.shape, dtype=nl.float8_e4m3fn, buffer=nl.shared_hbm)
+    back = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    q = nl.ndarray(x.shape, dtype=nl.float8_e4m3fn, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=q, src=t)
+    w = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=w, data=q, op0=nl.multiply, operand0=2.0)
+    nisa.dma_copy(dst=q_out, src=q)
+    nisa.dma_copy(dst=back, src=w)
+    return q_out, back
+"""
+
+# (input, its float8_e4m3fn value) worked out by hand from the format: 4 exponent bits
+# (bias 7), 3 mantissa bits, no infinity, S.1111.111 is NaN, so 448 = 1.75 * 2**8 is the
+# largest value; rounding to nearest even, with the NaN code as the step past 448.
+E4M3FN_CASES = [
+    (0.0, 0.0), (1.0, 1.0), (448.0, 448.0), (449.0, 448.0),
+    (464.0, 448.0),            # the tie between 448 (mantissa 110) and 480 (the NaN code)
+    (465.0, np.nan), (1e6, np.nan), (np.inf, np.nan), (-np.inf, np.nan), (np.nan, np.nan),
+    (-300.0, -288.0),          # steps of 32 in [256, 512)
+    (2.0 ** -9, 2.0 ** -9),    # the smallest subnormal
+    (2.0 ** -10, 0.0),         # half of it: a tie, to the even 0
+    (1.0625, 1.0), (1.1875, 1.25), (-0.015625, -0.015625),
+]
+
+
+def test_float8_e4m3fn_on_trn3_rounds_to_nearest_even_with_nan_past_448(tmp_path):
+    k = nkirun_kernel(write(tmp_path, E4M3FN_ROUND_TRIP), "to_e4m3fn")
+    x = np.array([c[0] for c in E4M3FN_CASES], np.float32).reshape(1, -1)
+    want = np.array([c[1] for c in E4M3FN_CASES], np.float32).reshape(1, -1)
+    q, back = nkirun.simulate(k, target="trn3")(x)
+    assert q.dtype.name == "float8_e4m3fn"
+    np.testing.assert_array_equal(q.astype(np.float32), want)  # NaN where NaN
+    np.testing.assert_array_equal(back, want * 2)
+
+
+def test_float8_e4m3fn_before_trn3_is_e680_at_the_allocation(tmp_path):
+    k = nkirun_kernel(write(tmp_path, E4M3FN_ROUND_TRIP), "to_e4m3fn")
+    x = np.ones((2, 3), np.float32)
+    for target in ("trn1", "trn2"):
+        with pytest.raises(NkirunError) as e:
+            nkirun.simulate(k, target=target)(x)
+        assert "E680" in str(e.value) and "k.py:8:" in str(e.value)
