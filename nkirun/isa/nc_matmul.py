@@ -7,7 +7,8 @@ generated from https://github.com/aws-neuron/aws-neuron-sdk/blob/81ce03ae/nki/ap
   moving (K, N) give dst (M, N); K <= 128 and equal, M <= 128 (gemm_stationary_fmax),
   N <= 512 (gemm_moving_fmax, one PSUM bank of fp32) on NC-v2/v3.
 * stationary and moving in SBUF, dst in PSUM; dst float32 on NC-v2/v3 (every nkirun target).
-* inputs fp8_e4m3/fp8_e5m2/bf16/fp16/tf32/fp32; if either is fp32/tf32 both must be.
+* inputs fp8_e4m3/fp8_e5m2/bf16/fp16/tf32/fp32 (NeuronCore-v4 adds fp8_e4m3fn, not to be mixed
+  with fp8_e4m3: the nc_matmul page of the latest release); if either is fp32/tf32 both must be.
 * accumulation is always float32. "Accumulation mode": accumulate=False overwrites dst,
   True adds into its PSUM contents, None (the default) is auto-detected: "the first write
   to a PSUM location overwrites, and subsequent writes to the same location accumulate".
@@ -46,8 +47,8 @@ from nkirun.isa.common import flat
 from nkirun.isa.removed import NKI_020_228
 from nkirun.isa.spec import BOOL, ENUM, INT_LIST, MASK, TILE, Bound, InstructionDef, NkiApi, Param
 
-IN_DTYPES = frozenset({"float8_e4m3", "float8_e5m2", "bfloat16", "float16", "tfloat32",
-                       "float32"})
+IN_DTYPES = frozenset({"float8_e4m3", "float8_e4m3fn", "float8_e5m2", "bfloat16", "float16",
+                       "tfloat32", "float32"})
 FP32ISH = frozenset({"float32", "tfloat32"})
 PMAX, STATIONARY_FMAX, MOVING_FMAX = 128, 128, 512  # tile_size constants (§5)
 
@@ -104,6 +105,9 @@ def check(b: Bound):
         yield b.err("E273", f"stationary is {a} and moving is {c}: if either is float32/"
                     "tfloat32 both must be", "moving" if a in FP32ISH else "stationary",
                     hint="cast the other operand with tensor_copy first")
+    if {a, c} == {"float8_e4m3", "float8_e4m3fn"}:  # NC-v4's OCP fp8 does not meet the old one
+        yield b.err("E681", "stationary and moving mix float8_e4m3 with float8_e4m3fn",
+                    "moving", hint="give both operands the same fp8 type (tensor_copy)")
 
 
 def reads_out(b: Bound) -> tuple[str, ...]:

@@ -101,3 +101,41 @@ def test_float8_e4m3fn_before_trn3_is_e680_at_the_allocation(tmp_path):
         with pytest.raises(NkirunError) as e:
             nkirun.simulate(k, target=target)(x)
         assert "E680" in str(e.value) and "k.py:8:" in str(e.value)
+
+
+E4M3FN_MATMUL = """\
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def fp8_matmul(a_t, b):
+    k, m = a_t.shape
+    n = b.shape[1]
+    out = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.shared_hbm)
+    a8 = nl.ndarray((k, m), dtype=nl.float8_e4m3fn, buffer=nl.sbuf)
+    b8 = nl.ndarray((k, n), dtype=nl.float8_e4m3fn, buffer=nl.sbuf)
+    nisa.dma_copy(dst=a8, src=a_t)
+    nisa.dma_copy(dst=b8, src=b)
+    acc = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=acc, stationary=a8, moving=b8)
+    res = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=res, src=acc)
+    nisa.dma_copy(dst=out, src=res)
+    return out
+"""
+
+
+def test_an_e4m3fn_matmul_on_trn3_sums_the_rounded_operands(tmp_path):
+    k = nkirun_kernel(write(tmp_path, E4M3FN_MATMUL), "fp8_matmul")
+    rng = np.random.default_rng(7)
+    # values on the e4m3fn grid (integers up to 16 are exact: 3 mantissa bits below 16
+    # need multiples of 2 above 8), plus 300 (-> 288) so the load's rounding shows
+    a_t = rng.integers(-8, 9, (37, 5)).astype(np.float32)
+    b = rng.integers(-8, 9, (37, 11)).astype(np.float32)
+    b[0, 0] = 300.0
+    got = nkirun.simulate(k, target="trn3")(a_t, b)
+    b_rounded = b.copy()
+    b_rounded[0, 0] = 288.0
+    np.testing.assert_allclose(got, a_t.T.astype(np.float64) @ b_rounded, rtol=0, atol=1e-3)
