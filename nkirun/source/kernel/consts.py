@@ -5,8 +5,8 @@ Readings:
 - NKI 0.6 types dtypes as plain strings (`DType = str`), so an nkirun dtype is a `str`
   subclass whose value is its name: `str(nl.float32) == "float32"`, hashable, and it
   compares equal to its name. `nl.bool_` is stored as a byte (its documentation), so it
-  is nkirun's uint8; NKI dtypes nkirun cannot compute with (x4 packed, e8m0, e4m3fn)
-  exist as names and are refused, located, when a tensor is allocated with them.
+  is nkirun's uint8; every other NKI dtype is nkirun's of the same name (float8_e4m3fn
+  on trn3 only: E680), and a dtype NKI lacks (float64) is refused, located (E605).
 - Buffers are `str` subclasses too; `nl.hbm` is documented as an alias of `private_hbm`
   and is the same object. Kernel parameters live in `shared_hbm`.
 - `tile_size` values are the documented NeuronCore limits (pmax 128, PSUM bank 2 KiB =
