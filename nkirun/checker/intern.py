@@ -22,7 +22,7 @@ give the same bound values and diagnostics.
 from __future__ import annotations
 
 from nkirun.checker.bound import Bound, Operands
-from nkirun.source.forms import FormLocs
+from nkirun.source.forms import FormArgs, FormLocs
 from nkirun.source.operands import Resolved
 
 _new = object.__new__
@@ -150,8 +150,9 @@ class Templates:
         targs = tmpl.args
         args = Operands(targs, targs.form)
         inst_args, last = inst.args, self.last
-        for k, key in zip(locs.views, keys):
-            name = inst_args[k].tensor
+        names = inst_args.names if inst_args.__class__ is FormArgs else \
+            [inst_args[k].tensor for k in locs.views]
+        for k, key, name in zip(locs.views, keys, names):
             recent = last[key]
             r = recent.get(name)
             if r is None:

@@ -4,16 +4,21 @@ and compares):
 
 - `form_key`: the call-site form of an nki.isa call (source/forms.py). Session.emit builds
   a later call of a known form from the first one's arguments with its own tensors put in.
+- `record`: such a call's instruction keeps its tensor names, not an args dict of its own
+  (`FormArgs`, source/forms.py; FORM_ARGS = False: the dict, spelled out).
 - allocation plans (Tracer.allocate): an `nl.ndarray` call site that allocates the same
   shape, dtype, buffer and name again reuses what the checks worked out the first time.
 """
 from __future__ import annotations
 
 from nkirun.diagnostics import Loc
+from nkirun.ir import instruction_at
+from nkirun.source.forms import FormArgs
 from nkirun.source.kernel import consts, session
 from nkirun.source.kernel.tensor import _NO_INDEX, ndarray
 
 CALL_FORMS = True  # False: every call converted afresh (the plain path, for tests)
+FORM_ARGS = True  # False: a later call of a form gets its own args dict (the plain path)
 ALLOC_PLANS = True  # False: every allocation checked afresh (the plain path, for tests)
 FORMS_MAX = 10_000  # form and allocation-plan tables stop growing there
 _FORM_SCALARS = frozenset({str, int, float, bool, type(None), consts.Token, consts.NlDType})
@@ -45,3 +50,20 @@ def form_key(op: str, values: dict, loc: Loc):
             return None
     key.append(tuple(map(recs.index, recs)))  # (TensorRecs compare by identity)
     return tuple(key), operands
+
+
+def record(tracer, op: str, locs, recs, loc: Loc) -> None:
+    """Record a call of the known form `locs` (a FormLocs) whose tensor operands are the
+    TensorRecs `recs` (in locs.views order): the form's first instruction with these
+    tensors, as FormArgs (the plain path: its args dict spelled out)."""
+    names = []
+    for rec in recs:
+        if not rec.declared:
+            tracer.declare(rec)
+        names.append(rec.name)
+    args = FormArgs(locs, tuple(names))
+    if not FORM_ARGS:
+        args = args.spelled()
+    b = tracer.builder
+    b.instructions.append(instruction_at(op, args, b.count, loc, locs, None, b.core))
+    b.count += 1
