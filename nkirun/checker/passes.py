@@ -96,7 +96,7 @@ def _dataflow(program: Program, bound: list[Bound], failed: set[int]) -> list[Di
     unread: dict[str, Bound | None] = {}
     acc_states: dict = {}  # core -> {accumulator -> undefined / defined / clobbered}
     for b in bound:
-        plan, names = b.names_plan()  # (tensor_names() without spelling it out)
+        plan, names = _names_plan(b)  # (tensor_names() without spelling it out)
         n_reads = len(plan[0])
         for key, n in zip(plan[0], names):  # the reads
             if n not in unread and n not in defined:
@@ -182,10 +182,34 @@ def _add_span(delta: dict, t, f: int | None, last_use: int | None, n: int) -> No
         d = delta.get(t.buffer)
         if d is None:
             d = delta[t.buffer] = [0] * (n + 2)  # +2: used at 0 with n == 0
+        size = _bytes_per_partition(t)
         if f is not None:
-            d[f] += t.bytes_per_partition
+            d[f] += size
         if last_use is not None:
-            d[last_use + 1] -= t.bytes_per_partition
+            d[last_use + 1] -= size
+
+
+def _bytes_per_partition(t) -> int:
+    """t.bytes_per_partition, remembered per (shape, itemsize): a traced kernel's tiles
+    share a few."""
+    key = (t.shape, t.dtype.itemsize)
+    size = _SIZES.get(key)
+    if size is None:
+        size = t.bytes_per_partition
+        if len(_SIZES) < 10_000:
+            _SIZES[key] = size
+    return size
+
+
+_SIZES: dict = {}
+
+
+def _names_plan(b: Bound) -> tuple:
+    """b.names_plan(), read straight from its Operands once computed (the passes ask for
+    each instruction's, 100,000s of times)."""
+    args = b.args
+    names = args.names
+    return b.names_plan() if names is None else (args.plan, names)
 
 
 def _span_deltas(program: Program, first: dict, last: dict, n: int) -> dict:
@@ -205,7 +229,7 @@ def _live_deltas(program: Program, bound: list[Bound]) -> dict:
     for name in live:  # contents: live from the start
         _add_span(delta, tensors[name], 0, None, n)
     for i, b in enumerate(bound):
-        plan, names = b.names_plan()
+        plan, names = _names_plan(b)
         for name in map(names.__getitem__, plan[2]):  # each on-chip tensor it reads/writes
             if name not in live:
                 live[name] = None
@@ -213,7 +237,7 @@ def _live_deltas(program: Program, bound: list[Bound]) -> dict:
     outputs = {t.name for t in tensors.values() if t.on_chip and t.output}
     ended = object()
     for i in range(n - 1, -1, -1):
-        plan, names = bound[i].names_plan()
+        plan, names = _names_plan(bound[i])
         for name in map(names.__getitem__, plan[2]):
             if live.pop(name, ended) is not ended:  # its last use
                 end = n - 1 if name in outputs else i

@@ -25,14 +25,14 @@ _FORM_SCALARS = frozenset({str, int, float, bool, type(None), consts.Token, cons
 
 
 def form_key(op: str, values: dict, loc: Loc):
-    """(key, ((keyword, TensorRec, IR index), ...)) of a call: equal keys give equal
-    instructions up to tensor names (source/forms.py): the op, the call site, each
-    keyword's value — for a tensor its layout (TensorRec.layout: buffer, shape, dtype)
-    and IR index object (shared between equal views, lowered_index) —, and which operands
-    are the same tensor. None when a value is anything else (a list, a register, an access
+    """(key, [TensorRec, ...]) of a call: equal keys give equal instructions up to tensor
+    names (source/forms.py): the op, the call site, each keyword's value — for a tensor its
+    layout (TensorRec.layout: buffer, shape, dtype) and IR index object (shared between
+    equal views, lowered_index) —, and which operands are the same tensor; the tensors in
+    call order. None when a value is anything else (a list, a register, an access
     pattern: converted afresh)."""
     key = [op, id(loc)]
-    operands, recs = [], []
+    recs = []
     for k, v in values.items():
         c = v.__class__
         if c is ndarray:
@@ -41,7 +41,6 @@ def form_key(op: str, values: dict, loc: Loc):
                 index = v._ir = session.lowered_index(v)
             if index is not None and index.__class__ is not tuple:
                 return None
-            operands.append((k, rec, index))
             recs.append(rec)
             key += (k, rec.layout, id(index))
         elif c in _FORM_SCALARS:
@@ -49,7 +48,7 @@ def form_key(op: str, values: dict, loc: Loc):
         else:
             return None
     key.append(tuple(map(recs.index, recs)))  # (TensorRecs compare by identity)
-    return tuple(key), operands
+    return tuple(key), recs
 
 
 def record(tracer, op: str, locs, recs, loc: Loc) -> None:

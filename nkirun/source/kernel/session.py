@@ -151,8 +151,8 @@ class Tracer:
         if rec.init is None and not output and rec.name not in self.builder.tensors:
             # allocate() checked the shape, dtype, buffer and name: the Builder's checks of
             # a YAML declaration cannot fail here
-            self.builder.tensors[rec.name] = tensor_at(rec.name, rec.buffer.ir, rec.shape,
-                                                       rec.dtype.nkirun, loc, rec.core)
+            self.builder.tensors[rec.name] = tensor_at(rec.name, _BUFFER_IR[rec.buffer],
+                                                       rec.shape, rec.decl.dtype, loc, rec.core)
             return
         fields = {"buffer": (rec.buffer.ir, loc, loc), "shape": (list(rec.shape), loc, loc),
                   "dtype": (rec.dtype.nkirun.name, loc, loc)}
@@ -171,7 +171,7 @@ class Tracer:
         if form is not None:
             locs = self.forms.get(form[0])
             if locs is not None:  # an earlier call of this form: its args, our tensors
-                call_forms.record(self, op, locs, [rec for _, rec, _ in form[1]], loc)
+                call_forms.record(self, op, locs, form[1], loc)
                 return
         if tables is None:
             spec = REGISTRY.get(op)
@@ -228,7 +228,7 @@ class Tracer:
         arg_locs = site[1]
         if form is not None and len(self.forms) < call_forms.FORMS_MAX:
             # (nothing changes an Instruction's args: the form's later ones share them)
-            arg_locs = FormLocs(arg_locs, tuple(k for k, _, _ in form[1]), full)
+            arg_locs = FormLocs(arg_locs, _tensor_keywords(values), full)
             self.forms[form[0]] = arg_locs
         b = self.builder
         b.instructions.append(instruction_at(op, full, b.count, loc, arg_locs, None, b.core))
@@ -281,7 +281,16 @@ class Tracer:
         self.builder.diags.append(error(code, message, loc, hint=hint))
 
 
+_BUFFER_IR = {b: b.ir for b in consts.BUFFERS.values()}  # Buffer -> its IR name
+
+
 _VIEW_KEYS: dict = {}  # id(ParamTables) -> (tables, the keywords that take a tile)
+
+
+def _tensor_keywords(values: dict) -> tuple:
+    """The keywords holding a traced tensor's view, in call order (a form's `views`: the
+    tensors call_forms.form_key lists)."""
+    return tuple(k for k, v in values.items() if v.__class__ is ndarray)
 
 
 def _view_keys(tables) -> frozenset:
