@@ -115,8 +115,8 @@ class Templates:
     forms use through views of one layout (bind's own path shares those too)."""
 
     def __init__(self, dropped, views: Views):
-        # id(FormLocs) -> (template Bound, per view keyword its key in `last`); the
-        # instructions keep their FormLocs, the templates their Resolved alive
+        # id(FormLocs) -> (template Bound, per view keyword (keyword, its dict in `last`,
+        # the template's Resolved)); the instructions keep their FormLocs alive
         self.by_form: dict = {}
         # the layout token of a template Resolved (Views.token: equal tokens, equal
         # Resolved up to the tensor), else its id -> {tensor name: Resolved} for the last
@@ -137,7 +137,9 @@ class Templates:
         keys = [self.token.get(id(b.args[k]), id(b.args[k])) for k in locs.views]
         for k, key in zip(locs.views, keys):
             self.last.setdefault(key, {}).setdefault(inst.args[k].tensor, b.args[k])
-        self.by_form[id(locs)] = (b, keys)
+        # per view keyword: (keyword, its `last` dict, the template's Resolved)
+        self.by_form[id(locs)] = (b, tuple((k, self.last[key], b.args[k])
+                                           for k, key in zip(locs.views, keys)))
 
     def bind(self, inst, program, target):
         """inst bound as its form's template, or None (no template yet, an undeclared
@@ -146,14 +148,12 @@ class Templates:
         hit = self.by_form.get(id(locs)) if locs.__class__ is FormLocs else None
         if hit is None or inst.index in self.dropped:
             return None
-        tmpl, keys = hit
-        targs = tmpl.args
-        args = operands_like(targs)
-        inst_args, last = inst.args, self.last
+        tmpl, views = hit
+        args = operands_like(tmpl.args)
+        inst_args = inst.args
         names = inst_args.names if inst_args.__class__ is FormArgs else \
             [inst_args[k].tensor for k in locs.views]
-        for k, key, name in zip(locs.views, keys, names):
-            recent = last[key]
+        for (k, recent, template), name in zip(views, names):
             r = recent.get(name)
             if r is None:
                 decl = program.tensors.get(name)
@@ -161,7 +161,7 @@ class Templates:
                     return None
                 if len(recent) >= _RECENT:
                     del recent[next(iter(recent))]  # the oldest
-                r = recent[name] = rebased(targs[k], decl)
+                r = recent[name] = rebased(template, decl)
             _dict_set(args, k, r)  # (Operands refuse changes once handed out)
         return bound_at(inst, tmpl.spec, args, tmpl.engine, target)
 

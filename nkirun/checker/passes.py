@@ -229,7 +229,11 @@ def _live_deltas(program: Program, bound: list[Bound]) -> dict:
     for name in live:  # contents: live from the start
         _add_span(delta, tensors[name], 0, None, n)
     for i, b in enumerate(bound):
-        plan, names = _names_plan(b)
+        args = b.args  # (b.names_plan(), read from its Operands: 100,000s of them)
+        names = args.names
+        plan = args.plan if names is not None else None
+        if plan is None:
+            plan, names = b.names_plan()
         for name in map(names.__getitem__, plan[2]):  # each on-chip tensor it reads/writes
             if name not in live:
                 live[name] = None
@@ -237,7 +241,8 @@ def _live_deltas(program: Program, bound: list[Bound]) -> dict:
     outputs = {t.name for t in tensors.values() if t.on_chip and t.output}
     ended = object()
     for i in range(n - 1, -1, -1):
-        plan, names = _names_plan(bound[i])
+        args = bound[i].args  # (names_plan() was computed by the forward pass)
+        plan, names = args.plan, args.names
         for name in map(names.__getitem__, plan[2]):
             if live.pop(name, ended) is not ended:  # its last use
                 end = n - 1 if name in outputs else i

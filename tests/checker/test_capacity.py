@@ -89,7 +89,7 @@ def test_live_deltas_by_one_dict_equal_first_and_last_uses():
             on_chip = tuple(k for k, name in enumerate(names) if tensors[name].on_chip)
             plan = ((), (), on_chip, ())
             bound.append(SimpleNamespace(names_plan=lambda plan=plan, names=names: (plan, names),
-                                         args=SimpleNamespace(names=None)))
+                                         args=SimpleNamespace(names=names, plan=plan)))
         program = SimpleNamespace(tensors=tensors)
         plain = _span_deltas(program, *_first_last(program, bound), len(bound))
         if rng.random() < 0.2:  # one tile is another core's

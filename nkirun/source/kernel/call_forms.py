@@ -66,3 +66,16 @@ def record(tracer, op: str, locs, recs, loc: Loc) -> None:
     b = tracer.builder
     b.instructions.append(instruction_at(op, args, b.count, loc, locs, None, b.core))
     b.count += 1
+
+
+def known_call(tracer, op: str, values: dict, loc: Loc):
+    """Tracer.emit's shortcut for a call of a known form, called directly: True when it
+    recorded the call, else the call's form_key (None: no form) for Tracer.emit."""
+    if not CALL_FORMS:
+        return None
+    form = form_key(op, values, loc)
+    locs = tracer.forms.get(form[0]) if form is not None else None
+    if locs is None:
+        return form
+    record(tracer, op, locs, form[1], loc)
+    return True

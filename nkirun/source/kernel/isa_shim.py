@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import types
 
-from nkirun.source.kernel import consts, legacy, legacy_affine
+from nkirun.source.kernel import call_forms, consts, legacy, legacy_affine
 from nkirun.source.kernel.session import _CURRENT, current
 from nkirun.source.kernel.unsupported import call_loc, kernel_error, unsupported
 
@@ -237,8 +237,8 @@ def _simple_call(tracer, op: str, values: dict, fill_in: list, loc, tables):
     index = tracer.builder.count
     if state.get("legacy_valid"):
         legacy.record(tracer, op, values, loc, tables)
-    else:
-        tracer.emit(op, values, loc, tables)
+    elif (form := call_forms.known_call(tracer, op, values, loc)) is not True:
+        tracer.emit(op, values, loc, tables, form)  # (a new form, or none)
     return NkiInstruction(op, index)
 
 

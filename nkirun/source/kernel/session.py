@@ -38,6 +38,7 @@ _CURRENT: list = TRACERS  # (tensor.py's: nl.ndarray reads it)
 _VIEW_KINDS = frozenset({TILE, TILE_OR_SCALAR})
 _INT = frozenset({int})
 _HASHABLE = frozenset({str, int, float, bool})
+_UNSET = object()
 
 
 def current() -> "Tracer":
@@ -166,8 +167,10 @@ class Tracer:
         rec.declared = True
 
     # ---- instructions --------------------------------------------------------------------
-    def emit(self, op: str, values: dict, loc: Loc, tables=None) -> None:
-        form = call_forms.form_key(op, values, loc) if call_forms.CALL_FORMS else None
+    def emit(self, op: str, values: dict, loc: Loc, tables=None, form=_UNSET) -> None:
+        """Record an nki.isa call (`form`: its call_forms.form_key when already worked out)."""
+        if form is _UNSET:
+            form = call_forms.form_key(op, values, loc) if call_forms.CALL_FORMS else None
         if form is not None:
             locs = self.forms.get(form[0])
             if locs is not None:  # an earlier call of this form: its args, our tensors
