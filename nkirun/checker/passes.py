@@ -96,7 +96,11 @@ def _dataflow(program: Program, bound: list[Bound], failed: set[int]) -> list[Di
     unread: dict[str, Bound | None] = {}
     acc_states: dict = {}  # core -> {accumulator -> undefined / defined / clobbered}
     for b in bound:
-        plan, names = _names_plan(b)  # (tensor_names() without spelling it out)
+        args = b.args  # (b.names_plan(), read from its Operands: 100,000s of them)
+        names = args.names
+        plan = args.plan if names is not None else None
+        if plan is None:
+            plan, names = b.names_plan()  # (tensor_names() without spelling it out)
         n_reads = len(plan[0])
         for key, n in zip(plan[0], names):  # the reads
             if n not in unread and n not in defined:
@@ -202,14 +206,6 @@ def _bytes_per_partition(t) -> int:
 
 
 _SIZES: dict = {}
-
-
-def _names_plan(b: Bound) -> tuple:
-    """b.names_plan(), read straight from its Operands once computed (the passes ask for
-    each instruction's, 100,000s of times)."""
-    args = b.args
-    names = args.names
-    return b.names_plan() if names is None else (args.plan, names)
 
 
 def _span_deltas(program: Program, first: dict, last: dict, n: int) -> dict:

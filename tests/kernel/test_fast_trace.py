@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nkirun.source.kernel import session
+from nkirun.source.kernel import session, views
 from nkirun.source.kernel.api import trace_call
 from nkirun.source.kernel.session import ir_index
 
@@ -41,11 +41,12 @@ def test_lowered_index_is_ir_index(tmp_path, monkeypatch):
         return got
 
     monkeypatch.setattr(session, "lowered_index", spy)
+    monkeypatch.setattr(views, "_LAYOUTS", {})  # (t[key]'s memo hands out indices it holds)
     (tmp_path / "views_kernel.py").write_text(KERNEL)
     monkeypatch.syspath_prepend(str(tmp_path))
     import views_kernel
     program = trace_call(views_kernel.views, (np.zeros((128, 128), np.float32),)).program
-    assert len(seen) >= 12
+    assert len(seen) >= 8  # (t[key] remembered per layout hands out its index: fewer calls)
     for got, want in seen:
         assert got == want
     insts = program.instructions

@@ -26,24 +26,35 @@ def index_view(t, key):
     hk = _hashable_key(key)
     if hk is None or v.indirect is not None:
         return index_view_plain(t, key)
+    rec = t._rec
     memo = (v.shape, v.strides, v.offset, v.dtype.name, v.basic, v.tail, v.decl.on_chip,
-            v.dtype is v.decl.dtype, hk)
+            v.dtype is v.decl.dtype, hk, rec.layout)
     hit = _LAYOUTS.get(memo)
     if hit is None:
         out = index_view_plain(t, key)
         w = out._v
         if len(_LAYOUTS) >= _LAYOUTS_MAX:
             _LAYOUTS.clear()
-        _LAYOUTS[memo] = (w.shape, w.strides, w.offset, w.basic, w.tail)
+        if t._dtype is rec.dtype and w.indirect is None and LOWERED_INDEX:
+            from nkirun.source.kernel.session import lowered_index
+            try:
+                out._ir = lowered_index(out)  # (a function of the memo key: rec.layout in it)
+            except ViewError:  # (left to the instruction that uses the view, as before)
+                pass
+        _LAYOUTS[memo] = (w.shape, w.strides, w.offset, w.basic, w.tail, out._ir)
         return out
     w = _new_strided(StridedView)
     w.decl, w.dtype, w.indirect = v.decl, v.dtype, None
-    w.shape, w.strides, w.offset, w.basic, w.tail = hit
-    return _new_view(t._rec, w, t._dtype)
+    w.shape, w.strides, w.offset, w.basic, w.tail, index = hit
+    h = _new_view(rec, w, t._dtype)
+    h._ir = index
+    return h
 
 
-# (view layout, hashable key) -> (shape, strides, offset, basic, tail) of the indexed view
+# (view layout, hashable key, tensor layout) -> (shape, strides, offset, basic, tail) of the
+# indexed view, and its IR index (session.lowered_index) when it has the tensor's dtype
 _LAYOUTS: dict = {}
+LOWERED_INDEX = True  # False: the IR index worked out when an instruction first uses it
 _LAYOUTS_MAX = 100_000
 _SLICE_END = frozenset({int, type(None)})
 _new_strided = object.__new__
