@@ -147,3 +147,20 @@ def test_example_kernels_bind_like_the_plain_path():
         assert not [d for d in diags if d.is_error], name
         names.append(name)
     assert len(names) >= 6
+
+
+def test_operands_like_and_bound_at_are_the_constructors():
+    from nkirun.checker.bound import Bound, Operands
+    from nkirun.checker.intern import bound_at, operands_like
+    from nkirun.isa import REGISTRY
+    template = Operands({"dst": 1, "value": 2.0, "name": None}, {"names_plan": ()})
+    template.shared = True
+    fast, plain = operands_like(template), Operands(template, template.form)
+    assert fast == plain and type(fast) is Operands and fast.form is template.form
+    for slot in Operands.__slots__:
+        assert getattr(fast, slot) == getattr(plain, slot), slot
+    with pytest.raises(TypeError):
+        fast["dst"] = 3  # read-only as ever
+    spec = REGISTRY["memset"]
+    assert bound_at("inst", spec, fast, "vector", "trn2") == Bound("inst", spec, fast, None,
+                                                                   "vector", "trn2")
