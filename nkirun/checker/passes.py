@@ -21,32 +21,47 @@ from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, TARGETS
 
 
 def _tensor_rules(program: Program, max_hbm_bytes: int) -> list[Diagnostic]:
+    """The size rules of each tensor (E017, E041, W042, E043), then of HBM as a whole.
+    They read a tensor's buffer, shape and itemsize only: a layout that passed them is
+    not checked again (a traced kernel declares 100,000s of tiles of a few layouts)."""
     target = TARGETS[program.target]
     out = []
+    passed = set()  # (buffer, shape, itemsize) of tensors that passed
     for t in program.tensors.values():
-        shape_loc = t.key_locs.get("shape", t.loc)
-        if t.on_chip and t.partitions > target.partitions:
-            out.append(error("E017", f"tensor `{t.name}`: {t.buffer} partition dimension is "
-                             f"{t.partitions}, at most {target.partitions} allowed", shape_loc,
-                             hint="tile the partition dimension in chunks of 128"))
-        elif t.on_chip:
-            cap = (target.sbuf_bytes_per_partition if t.buffer == "sbuf"
-                   else target.psum_bytes_per_partition)
-            if t.bytes_per_partition > cap:
-                out.append(error("E041", f"tensor `{t.name}` needs {t.bytes_per_partition} bytes "
-                                 f"per partition; {t.buffer} has {cap} on {target.name}",
-                                 shape_loc, hint="split it into smaller tiles"))
-            elif t.buffer == "psum" and t.bytes_per_partition > target.psum_bank_bytes:
-                out.append(warning("W042", f"tensor `{t.name}` uses {t.bytes_per_partition} bytes "
-                                   f"per partition, more than one {target.psum_bank_bytes}-byte "
-                                   "PSUM bank", shape_loc,
-                                   hint="instructions such as nc_matmul write one bank (512 "
-                                        "fp32) at a time"))
-        elif t.nbytes > max_hbm_bytes:
-            out.append(error("E043", f"tensor `{t.name}` is {t.nbytes:,} bytes, over the "
-                             f"{max_hbm_bytes:,}-byte HBM limit", shape_loc,
-                             hint="raise the limit with --max-hbm-bytes if this is intended"))
+        layout = (t.buffer, t.shape, t.dtype.itemsize)
+        if layout in passed:
+            continue
+        n = len(out)
+        _one_tensor_rules(t, target, max_hbm_bytes, out)
+        if len(out) == n:
+            passed.add(layout)
     return out + _hbm_total(program, max_hbm_bytes)
+
+
+def _one_tensor_rules(t, target, max_hbm_bytes: int, out: list) -> None:
+    """The rules of one tensor (_tensor_rules), appended to `out`."""
+    shape_loc = t.key_locs.get("shape", t.loc)
+    if t.on_chip and t.partitions > target.partitions:
+        out.append(error("E017", f"tensor `{t.name}`: {t.buffer} partition dimension is "
+                         f"{t.partitions}, at most {target.partitions} allowed", shape_loc,
+                         hint="tile the partition dimension in chunks of 128"))
+    elif t.on_chip:
+        cap = (target.sbuf_bytes_per_partition if t.buffer == "sbuf"
+               else target.psum_bytes_per_partition)
+        if t.bytes_per_partition > cap:
+            out.append(error("E041", f"tensor `{t.name}` needs {t.bytes_per_partition} bytes "
+                             f"per partition; {t.buffer} has {cap} on {target.name}",
+                             shape_loc, hint="split it into smaller tiles"))
+        elif t.buffer == "psum" and t.bytes_per_partition > target.psum_bank_bytes:
+            out.append(warning("W042", f"tensor `{t.name}` uses {t.bytes_per_partition} bytes "
+                               f"per partition, more than one {target.psum_bank_bytes}-byte "
+                               "PSUM bank", shape_loc,
+                               hint="instructions such as nc_matmul write one bank (512 "
+                                    "fp32) at a time"))
+    elif t.nbytes > max_hbm_bytes:
+        out.append(error("E043", f"tensor `{t.name}` is {t.nbytes:,} bytes, over the "
+                         f"{max_hbm_bytes:,}-byte HBM limit", shape_loc,
+                         hint="raise the limit with --max-hbm-bytes if this is intended"))
 
 
 def _hbm_total(program: Program, max_hbm_bytes: int) -> list[Diagnostic]:

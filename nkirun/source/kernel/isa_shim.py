@@ -119,6 +119,8 @@ def signature(op: str, spec) -> list[tuple[str, object]]:
 class NkiInstruction:
     """What an instruction call returns (NKI 0.6): `.depends_on()` has no effect here."""
 
+    __slots__ = ("op", "index")
+
     def __init__(self, op: str, index: int):
         self.op, self.index = op, index
 
@@ -228,11 +230,10 @@ _LEGACY_OPS = frozenset({"iota", "affine_select"})  # _legacy_forms
 def _simple_call(tracer, op: str, values: dict, fill_in: list, loc, tables):
     """What the general path does with a call _simple_plan admits: fill in the NKI defaults,
     record the instruction (legacy.flush and .record skipped when they have nothing to
-    do; no mask was given)."""
+    do; no mask was given; a call of a known form straight from call_forms)."""
     for k, d in fill_in:
         values[k] = d
-    state = tracer.__dict__
-    if state.get("legacy_pending") is not None:
+    if (state := tracer.__dict__).get("legacy_pending") is not None:
         legacy.flush(tracer)
     index = tracer.builder.count
     if state.get("legacy_valid"):
