@@ -149,7 +149,10 @@ class Templates:
         if hit is None or inst.index in self.dropped:
             return None
         tmpl, views = hit
-        args = operands_like(tmpl.args)
+        args = _dict_new(Operands)  # Operands(tmpl.args, tmpl.args.form), without its
+        _dict_update(args, tmpl.args)  # __init__'s call (once per instruction)
+        args.form, args.accesses, args.plan, args.names, args.spelled = \
+            tmpl.args.form, None, None, None, None
         inst_args = inst.args
         names = inst_args.names if inst_args.__class__ is FormArgs else \
             [inst_args[k].tensor for k in locs.views]
@@ -163,7 +166,10 @@ class Templates:
                     del recent[next(iter(recent))]  # the oldest
                 r = recent[name] = rebased(template, decl)
             _dict_set(args, k, r)  # (Operands refuse changes once handed out)
-        return bound_at(inst, tmpl.spec, args, tmpl.engine, target)
+        b = _new(Bound)  # Bound(inst, tmpl.spec, args, None, tmpl.engine, target), fast
+        b.inst, b.spec, b.args, b.mask, b.engine, b.target = \
+            inst, tmpl.spec, args, None, tmpl.engine, target
+        return b
 
 
 _RECENT = 4  # tensors remembered per layout by Templates
@@ -172,22 +178,6 @@ _RECENT = 4  # tensors remembered per layout by Templates
 _dict_set = dict.__setitem__
 _dict_new = dict.__new__
 _dict_update = dict.update
-
-
-def operands_like(template: Operands) -> Operands:
-    """`Operands(template, template.form)` (the plain definition), without the call of its
-    __init__: Templates make one per instruction (tests/checker/test_fast_bind.py)."""
-    o = _dict_new(Operands)
-    _dict_update(o, template)
-    o.form, o.accesses, o.plan, o.names, o.spelled = template.form, None, None, None, None
-    return o
-
-
-def bound_at(inst, spec, args: Operands, engine: str, target) -> Bound:
-    """`Bound(inst, spec, args, None, engine, target)` (the plain definition), fast."""
-    b = _new(Bound)
-    b.inst, b.spec, b.args, b.mask, b.engine, b.target = inst, spec, args, None, engine, target
-    return b
 
 
 def form_key(op: str, values, token: dict):

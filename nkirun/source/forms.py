@@ -37,50 +37,69 @@ class FormLocs(dict):
     __hash__ = object.__hash__  # identity: the form
 
 
-class FormArgs:
+_tuple_new = tuple.__new__
+_item = tuple.__getitem__
+_REST = slice(1, None)
+
+
+class FormArgs(tuple):
     """The `args` of a later instruction of form `form`: the form's template with the tensor
     names `names` (one per `form.views` keyword) put in. A read-only mapping equal to the
     dict `spelled()` gives; each read spells what it returns (nothing here is kept: a trace
-    holds 100,000s of these)."""
+    holds 100,000s of these). Stored as the tuple (form, *names): one small object per
+    instruction (`new`), its tuple methods replaced by the mapping's."""
 
-    __slots__ = ("form", "names")
+    __slots__ = ()
 
-    def __init__(self, form: FormLocs, names: tuple):
-        self.form, self.names = form, names
+    def __new__(cls, form: FormLocs, names):
+        return _tuple_new(cls, (form, *names))
+
+    @staticmethod
+    def new(items: list) -> "FormArgs":
+        """FormArgs(items[0], items[1:]), from the list [form, *names] as is."""
+        return _tuple_new(FormArgs, items)
+
+    @property
+    def form(self) -> FormLocs:
+        return _item(self, 0)
+
+    @property
+    def names(self) -> tuple:
+        return _item(self, _REST)
 
     def spelled(self) -> dict:
         """The args dict this stands for (what the plain trace gives the instruction)."""
-        form = self.form
+        form = _item(self, 0)
         d = form.template.copy()
-        for k, name in zip(form.views, self.names):
+        for k, name in zip(form.views, _item(self, _REST)):
             v = d[k]
             if v.tensor != name:
                 d[k] = view_at(name, v.index, v.loc)
         return d
 
     def __getitem__(self, key):
-        form = self.form
+        form = _item(self, 0)
         v = form.template[key]
         if key in form.views:
-            name = self.names[form.views.index(key)]
+            name = _item(self, form.views.index(key) + 1)
             if v.tensor != name:
                 return view_at(name, v.index, v.loc)
         return v
 
     def get(self, key, default=None):
-        return self[key] if key in self.form.template else default
+        return self[key] if key in _item(self, 0).template else default
 
     def __contains__(self, key) -> bool:
-        return key in self.form.template
+        return key in _item(self, 0).template
 
     def __iter__(self):
-        return iter(self.form.template)
+        return iter(_item(self, 0).template)
 
     def __len__(self) -> int:
-        return len(self.form.template)
+        return len(_item(self, 0).template)
 
     def keys(self):
-        return self.form.template.keys()
+        return _item(self, 0).template.keys()
 
     def values(self):
         return self.spelled().values()
@@ -95,6 +114,10 @@ class FormArgs:
         if other.__class__ is FormArgs:
             other = other.spelled()
         return self.spelled() == other if isinstance(other, dict) else NotImplemented
+
+    def __ne__(self, other) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
 
     __hash__ = None  # type: ignore[assignment]  (a dict's value semantics)
 

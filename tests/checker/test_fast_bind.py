@@ -149,18 +149,39 @@ def test_example_kernels_bind_like_the_plain_path():
     assert len(names) >= 6
 
 
-def test_operands_like_and_bound_at_are_the_constructors():
+def test_template_bound_objects_are_the_constructors(tmp_path):
+    """Templates build each Operands and Bound without their __init__: every slot and
+    field as the constructors set them."""
+    import dataclasses
+
     from nkirun.checker.bound import Bound, Operands
-    from nkirun.checker.intern import bound_at, operands_like
-    from nkirun.isa import REGISTRY
-    template = Operands({"dst": 1, "value": 2.0, "name": None}, {"names_plan": ()})
-    template.shared = True
-    fast, plain = operands_like(template), Operands(template, template.form)
-    assert fast == plain and type(fast) is Operands and fast.form is template.form
-    for slot in Operands.__slots__:
-        assert getattr(fast, slot) == getattr(plain, slot), slot
-    with pytest.raises(TypeError):
-        fast["dst"] = 3  # read-only as ever
-    spec = REGISTRY["memset"]
-    assert bound_at("inst", spec, fast, "vector", "trn2") == Bound("inst", spec, fast, None,
-                                                                   "vector", "trn2")
+    from nkirun.checker.intern import Templates
+    made = []
+    plain_bind = Templates.bind
+
+    def spy(self, inst, program, target):
+        b = plain_bind(self, inst, program, target)
+        if b is not None:
+            made.append(b)
+        return b
+
+    (tmp_path / "tb_kernel.py").write_text(LOOP_KERNEL)
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("tb_kernel", tmp_path / "tb_kernel.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    program = trace_call(module.loop, (np.zeros((128, 512), np.float32), 12)).program
+    Templates.bind = spy
+    try:
+        bind(program)
+    finally:
+        Templates.bind = plain_bind
+    assert len(made) > 20
+    for b in made:
+        want = Operands(dict(b.args), b.args.form)
+        assert type(b.args) is Operands and b.args == want
+        for slot in Operands.__slots__:
+            assert getattr(b.args, slot) == getattr(want, slot), slot
+        again = Bound(b.inst, b.spec, b.args, None, b.engine, b.target)
+        for f in dataclasses.fields(Bound):
+            assert getattr(b, f.name) is getattr(again, f.name), f.name

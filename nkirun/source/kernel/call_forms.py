@@ -55,14 +55,12 @@ def record(tracer, op: str, locs, recs, loc: Loc) -> None:
     """Record a call of the known form `locs` (a FormLocs) whose tensor operands are the
     TensorRecs `recs` (in locs.views order): the form's first instruction with these
     tensors, as FormArgs (the plain path: its args dict spelled out)."""
-    names = []
+    items = [locs]
     for rec in recs:
         if not rec.declared:
             tracer.declare(rec)
-        names.append(rec.name)
-    args = FormArgs(locs, tuple(names))
-    if not FORM_ARGS:
-        args = args.spelled()
+        items.append(rec.name)
+    args = FormArgs.new(items) if FORM_ARGS else FormArgs.new(items).spelled()
     b = tracer.builder
     b.instructions.append(instruction_at(op, args, b.count, loc, locs, None, b.core))
     b.count += 1
