@@ -14,7 +14,7 @@ from __future__ import annotations
 from nkirun.diagnostics import Loc
 from nkirun.ir import instruction_at
 from nkirun.source.forms import FormArgs
-from nkirun.source.kernel import consts, session
+from nkirun.source.kernel import consts, legacy, session
 from nkirun.source.kernel.tensor import _NO_INDEX, ndarray
 
 CALL_FORMS = True  # False: every call converted afresh (the plain path, for tests)
@@ -66,14 +66,24 @@ def record(tracer, op: str, locs, recs, loc: Loc) -> None:
     b.count += 1
 
 
-def known_call(tracer, op: str, values: dict, loc: Loc):
-    """Tracer.emit's shortcut for a call of a known form, called directly: True when it
-    recorded the call, else the call's form_key (None: no form) for Tracer.emit."""
-    if not CALL_FORMS:
-        return None
-    form = form_key(op, values, loc)
+def simple_call(tracer, op: str, values: dict, fill_in: list, loc: Loc, tables) -> int:
+    """What the general path of an nki.isa call (isa_shim) does with a call its
+    `_simple_plan` admits: fill in the NKI defaults `fill_in`, record the instruction
+    (legacy.flush and .record skipped when they have nothing to do: no mask was given; a
+    call of a known form recorded here, not by Tracer.emit). Returns its index."""
+    for k, d in fill_in:
+        values[k] = d
+    state = tracer.__dict__
+    if state.get("legacy_pending") is not None:
+        legacy.flush(tracer)
+    index = tracer.builder.count
+    if state.get("legacy_valid"):
+        legacy.record(tracer, op, values, loc, tables)
+        return index
+    form = form_key(op, values, loc) if CALL_FORMS else None
     locs = tracer.forms.get(form[0]) if form is not None else None
-    if locs is None:
-        return form
-    record(tracer, op, locs, form[1], loc)
-    return True
+    if locs is None:  # a new form, or none
+        tracer.emit(op, values, loc, tables, form)
+    else:
+        record(tracer, op, locs, form[1], loc)
+    return index

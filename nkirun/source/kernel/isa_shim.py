@@ -164,7 +164,8 @@ def make_instruction(op: str):
             if fill_in is None:
                 fill_in = simple[keys] = _simple_plan(op, keys, extras, fill, has_dst)
             if fill_in is not False and (not has_dst or kwargs["dst"] is not None):
-                return _simple_call(tracer, op, values, fill_in, loc, tables)
+                return NkiInstruction(op, call_forms.simple_call(tracer, op, values, fill_in,
+                                                                 loc, tables))
         names = order
         if has_dst and "dst" not in kwargs and not _new_style(args, required, kwargs):
             names = [n for n in order if n != "dst"]  # the pre-0.2 API: returns its result
@@ -225,22 +226,6 @@ def _simple_plan(op: str, given: tuple, extras: dict, fill: list, has_dst: bool)
 
 
 _LEGACY_OPS = frozenset({"iota", "affine_select"})  # _legacy_forms
-
-
-def _simple_call(tracer, op: str, values: dict, fill_in: list, loc, tables):
-    """What the general path does with a call _simple_plan admits: fill in the NKI defaults,
-    record the instruction (legacy.flush and .record skipped when they have nothing to
-    do; no mask was given; a call of a known form straight from call_forms)."""
-    for k, d in fill_in:
-        values[k] = d
-    if (state := tracer.__dict__).get("legacy_pending") is not None:
-        legacy.flush(tracer)
-    index = tracer.builder.count
-    if state.get("legacy_valid"):
-        legacy.record(tracer, op, values, loc, tables)
-    elif (form := call_forms.known_call(tracer, op, values, loc)) is not True:
-        tracer.emit(op, values, loc, tables, form)  # (a new form, or none)
-    return NkiInstruction(op, index)
 
 
 def _keyword_plan(plans: dict, given: tuple, extras: dict, fill: list) -> tuple:
