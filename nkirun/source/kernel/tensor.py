@@ -220,8 +220,7 @@ class ndarray:
 
     # ---- indexing ------------------------------------------------------------------------
     def __getitem__(self, key):
-        from nkirun.source.kernel.views import index_view
-        return index_view(self, key)
+        return (_index_view or _load_index_view())(self, key)
 
     def __setitem__(self, key, value):
         from nkirun.source.kernel.tile_ops import assign
@@ -342,3 +341,14 @@ def _method(t, name, *args, nl_dtype=None):
 
 
 NkiTensor = ndarray
+
+
+
+_index_view = None  # views.index_view (views.py builds on this module: imported on first use)
+
+
+def _load_index_view():
+    global _index_view
+    from nkirun.source.kernel.views import index_view
+    _index_view = index_view
+    return index_view
