@@ -12,7 +12,7 @@ and compares):
 from __future__ import annotations
 
 from nkirun.diagnostics import Loc
-from nkirun.ir import instruction_at
+from nkirun.ir import _INST_SET, Instruction
 from nkirun.source.forms import FormArgs
 from nkirun.source.kernel import consts, legacy, session
 from nkirun.source.kernel.tensor import _NO_INDEX, ndarray
@@ -60,10 +60,25 @@ def record(tracer, op: str, locs, recs, loc: Loc) -> None:
         if not rec.declared:
             tracer.declare(rec)
         items.append(rec.name)
-    args = FormArgs.new(items) if FORM_ARGS else FormArgs.new(items).spelled()
+    args = _tuple_new(FormArgs, items)  # (FormArgs.new, inline: once per instruction)
+    if not FORM_ARGS:
+        args = args.spelled()
     b = tracer.builder
-    b.instructions.append(instruction_at(op, args, b.count, loc, locs, None, b.core))
+    inst = _new(Instruction)  # instruction_at(op, args, b.count, loc, locs, None, b.core)
+    set_op, set_args, set_index, set_loc, set_arg_locs, set_repeat_of, set_core = _INST_SET
+    set_op(inst, op)
+    set_args(inst, args)
+    set_index(inst, b.count)
+    set_loc(inst, loc)
+    set_arg_locs(inst, locs)
+    set_repeat_of(inst, None)
+    set_core(inst, b.core)
+    b.instructions.append(inst)
     b.count += 1
+
+
+_tuple_new = tuple.__new__
+_new = object.__new__
 
 
 def simple_call(tracer, op: str, values: dict, fill_in: list, loc: Loc, tables) -> int:

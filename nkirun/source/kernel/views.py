@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from nkirun.source.kernel import consts
-from nkirun.source.kernel.tensor import _new_view
+from nkirun.source.kernel.tensor import _new_view, ndarray
 from nkirun.source.kernel.unsupported import kernel_error, unsupported
 from nkirun.source.reshape import ViewError
 from nkirun.source.strided import StridedView
@@ -46,8 +46,8 @@ def index_view(t, key):
     w = _new_strided(StridedView)
     w.decl, w.dtype, w.indirect = v.decl, v.dtype, None
     w.shape, w.strides, w.offset, w.basic, w.tail, index = hit
-    h = _new_view(rec, w, t._dtype)
-    h._ir = index
+    h = _new_handle(ndarray)  # _new_view(rec, w, t._dtype) with its IR index, inline
+    h._rec, h._v, h._dtype, h._ir = rec, w, t._dtype, index
     return h
 
 
@@ -57,7 +57,7 @@ _LAYOUTS: dict = {}
 LOWERED_INDEX = True  # False: the IR index worked out when an instruction first uses it
 _LAYOUTS_MAX = 100_000
 _SLICE_END = frozenset({int, type(None)})
-_new_strided = object.__new__
+_new_strided = _new_handle = object.__new__
 
 
 def _hashable_key(key):
