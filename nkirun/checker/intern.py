@@ -137,9 +137,14 @@ class Templates:
         keys = [self.token.get(id(b.args[k]), id(b.args[k])) for k in locs.views]
         for k, key in zip(locs.views, keys):
             self.last.setdefault(key, {}).setdefault(inst.args[k].tensor, b.args[k])
-        # per view keyword: (keyword, its `last` dict, the template's Resolved)
+        # per view keyword: (keyword, its `last` dict, the template's Resolved); and the
+        # template's names_plan with, per name in it, the position of its keyword in
+        # locs.views (an instance's names are its own tensors' there: Bound.names_plan)
+        plan = b.names_plan()[0]
+        at = tuple(locs.views.index(k) for k in plan[3]) if plan[1] is not None and all(
+            k in locs.views for k in plan[3]) else None
         self.by_form[id(locs)] = (b, tuple((k, self.last[key], b.args[k])
-                                           for k, key in zip(locs.views, keys)))
+                                           for k, key in zip(locs.views, keys)), plan, at)
 
     def bind(self, inst, program, target):
         """inst bound as its form's template, or None (no template yet, an undeclared
@@ -148,7 +153,7 @@ class Templates:
         hit = self.by_form.get(id(locs)) if locs.__class__ is FormLocs else None
         if hit is None or inst.index in self.dropped:
             return None
-        tmpl, views = hit
+        tmpl, views, plan, at = hit
         args = _dict_new(Operands)  # Operands(tmpl.args, tmpl.args.form), without its
         _dict_update(args, tmpl.args)  # __init__'s call (once per instruction)
         args.form, args.accesses, args.plan, args.names, args.spelled = \
@@ -166,6 +171,8 @@ class Templates:
                     del recent[next(iter(recent))]  # the oldest
                 r = recent[name] = rebased(template, decl)
             _dict_set(args, k, r)  # (Operands refuse changes once handed out)
+        if at is not None:  # names_plan() of these operands, known already
+            args.plan, args.names = plan, tuple(map(names.__getitem__, at))
         b = _new(Bound)  # Bound(inst, tmpl.spec, args, None, tmpl.engine, target), fast
         b.inst, b.spec, b.args, b.mask, b.engine, b.target = \
             inst, tmpl.spec, args, None, tmpl.engine, target
