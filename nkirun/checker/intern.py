@@ -159,8 +159,8 @@ class Templates:
         args.form, args.accesses, args.plan, args.names, args.spelled = \
             tmpl.args.form, None, None, None, None
         inst_args = inst.args
-        names = inst_args.names if inst_args.__class__ is FormArgs else \
-            [inst_args[k].tensor for k in locs.views]
+        names = _form_names(inst_args, _NAMES) if inst_args.__class__ is FormArgs else \
+            [inst_args[k].tensor for k in locs.views]  # (_form_names: FormArgs.names)
         for (k, recent, template), name in zip(views, names):
             r = recent.get(name)
             if r is None:
@@ -183,6 +183,7 @@ _RECENT = 4  # tensors remembered per layout by Templates
 
 
 _dict_set = dict.__setitem__
+_form_names, _NAMES = tuple.__getitem__, slice(1, None)  # FormArgs (form, *names)
 _dict_new = dict.__new__
 _dict_update = dict.update
 
