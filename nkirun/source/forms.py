@@ -47,17 +47,12 @@ class FormArgs(tuple):
     names `names` (one per `form.views` keyword) put in. A read-only mapping equal to the
     dict `spelled()` gives; each read spells what it returns (nothing here is kept: a trace
     holds 100,000s of these). Stored as the tuple (form, *names): one small object per
-    instruction (`new`), its tuple methods replaced by the mapping's."""
+    instruction, its tuple methods replaced by the mapping's."""
 
     __slots__ = ()
 
     def __new__(cls, form: FormLocs, names):
         return _tuple_new(cls, (form, *names))
-
-    @staticmethod
-    def new(items: list) -> "FormArgs":
-        """FormArgs(items[0], items[1:]), from the list [form, *names] as is."""
-        return _tuple_new(FormArgs, items)
 
     @property
     def form(self) -> FormLocs:

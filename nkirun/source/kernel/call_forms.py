@@ -6,6 +6,8 @@ and compares):
   a later call of a known form from the first one's arguments with its own tensors put in.
 - `record`: such a call's instruction keeps its tensor names, not an args dict of its own
   (`FormArgs`, source/forms.py; FORM_ARGS = False: the dict, spelled out).
+- `simple_call`: a keyword-only nki.isa call (isa_shim's SIMPLE_CALLS) goes from the
+  wrapper straight to its form's lookup and `record`, without Tracer.emit.
 - allocation plans (Tracer.allocate): an `nl.ndarray` call site that allocates the same
   shape, dtype, buffer and name again reuses what the checks worked out the first time.
 """
@@ -60,7 +62,7 @@ def record(tracer, op: str, locs, recs, loc: Loc) -> None:
         if not rec.declared:
             tracer.declare(rec)
         items.append(rec.name)
-    args = _tuple_new(FormArgs, items)  # (FormArgs.new, inline: once per instruction)
+    args = _tuple_new(FormArgs, items)  # FormArgs(locs, names), from the list as is
     if not FORM_ARGS:
         args = args.spelled()
     b = tracer.builder
