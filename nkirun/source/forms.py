@@ -118,3 +118,6 @@ class FormArgs(tuple):
 
     def __repr__(self) -> str:
         return repr(self.spelled())
+
+    def __reduce__(self):  # pickle and copy: the dict it stands for
+        return dict, (self.spelled(),)

@@ -117,6 +117,9 @@ def test_form_args_read_as_their_dict(tmp_path):
             with pytest.raises(KeyError):
                 args["no such keyword"]
             assert repr(args) == repr(plain)
+            import copy
+            import pickle
+            assert pickle.loads(pickle.dumps(args)) == plain == copy.deepcopy(args)
             checked += 1
     assert checked > 30
 
