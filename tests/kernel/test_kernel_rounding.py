@@ -209,9 +209,7 @@ def test_mod_and_fmod_follow_the_documented_sign_rules(tmp_path, p):
     assert {d.loc.line for d in warned} >= {_line_of(src, "nl.mod(a, b)")}
 
 
-def test_mod_in_a_program_warns_and_runs(tmp_path):
-    prog = tmp_path / "m.yaml"
-    prog.write_text("""version: 1
+MOD_PROGRAM = """version: 1
 tensors:
   x: {buffer: sbuf, shape: [2, 3], dtype: float32, data: [[-7, 7, 5.5], [-7, 0, 1]]}
   y: {buffer: sbuf, shape: [2, 3], dtype: float32}
@@ -219,7 +217,12 @@ tensors:
 instructions:
   - tensor_scalar: {dst: y, data: x, op0: np.remainder, operand0: -3.0}
   - store: {dst: o, src: y}
-""")
+"""
+
+
+def test_mod_in_a_program_warns_and_runs(tmp_path):
+    prog = tmp_path / "m.yaml"
+    prog.write_text(MOD_PROGRAM)
     assert [d.code for d in nkirun.check(str(prog))] == ["W602"]
     out = nkirun.run(str(prog))["o"]
     want = np.array([[-1.0, -2.0, -0.5], [-1.0, -0.0, -2.0]], np.float32)
