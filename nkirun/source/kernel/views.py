@@ -68,7 +68,7 @@ def index_view_plain(t, key):
     """`t[key]` through StridedView (the plain definition index_view memoises)."""
     items = key if key.__class__ is tuple else (key,)
     if not all(k.__class__ in _PLAIN for k in items):
-        if any(k.__class__ is _ARRAY for k in items):
+        if any(isinstance(k, _ARRAY) for k in items):
             return _advanced(t, list(items))
         items = tuple(_plain(k, t) for k in items)
     try:
@@ -152,7 +152,7 @@ def with_pattern(t, pattern, offset):
 def _advanced(t, items):
     """t indexed with nl.arange/nl.mgrid index arrays (legacy.py)."""
     from nkirun.source.kernel.legacy import advanced_pattern
-    items = [k.__index__() if hasattr(k, "__index__") and k.__class__ is not _ARRAY else k
+    items = [k.__index__() if hasattr(k, "__index__") and not isinstance(k, _ARRAY) else k
              for k in items]
     if len(items) != t.ndim:
         raise kernel_error("E603", f"an index with index arrays needs one item per dim "
