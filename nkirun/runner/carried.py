@@ -39,3 +39,159 @@ def forget(m, r, missing: np.ndarray) -> None:
         elems = storage_elements(r).reshape(r.shape + (-1,))[missing]
     flat[elems.reshape(-1)] = False
     m._unwritten[name] = int(w.size - np.count_nonzero(w))  # (rare: a plain recount)
+
+
+# ---- instructions that read elements nothing wrote ---------------------------------------
+# Under the default policy ("error") an instruction may read elements nothing wrote, as
+# kernels correct on hardware do (a transpose of a partly written tile whose garbage rows
+# are never read back): the values it computes from them are garbage too, and so are
+# marked unwritten. The run stops (E090, at the read that started it) only when such a
+# value is needed: by an output at the end of the run, as an index (indirect DMA), or in a
+# register (loop bounds, branches). Policy "strict" stops at the read itself.
+#
+# Which results depend on the unwritten elements is found by running the instruction
+# once per fill of those elements with these bytes (0, all ones = NaN / -1, a middle value,
+# +-huge): a written element whose bytes differ between the runs depends on them. Every
+# instruction is tried this way, whatever its semantics; a dependence no fill shows (a
+# garbage value compared for equality with one particular number) goes unseen.
+FILLS = (0x00, 0xFF, 0x41, 0x7E, 0xFE)
+
+
+class Replan(Exception):
+    """Raised in a planned run (runner/plan.py) when garbage lands in a tensor the plan
+    does not track: the run restarts on the plain path, which tracks every tensor."""
+
+
+def execute_one(b, m, run, last=None) -> None:
+    """Execute b (`run()`; `last()`: the final run, when it must differ, e.g. a shadow
+    run's step), carrying unwritten inputs into unwritten results under the "error"
+    policy (module comment above)."""
+    if not m.carry or b.spec.meeting is not None or not _reads_unwritten(b, m):
+        (last or run)()  # (a meeting's exchange moves unwritten elements itself: above)
+        return
+    _carry(b, m, run, last or run)
+
+
+def _reads_unwritten(b, m) -> bool:
+    written = m.written
+    for _, r in b.accesses().reads:
+        w = written.get(r.decl.name)
+        if w is not None and not m._selected_written(r, w).all():
+            return True
+    return False
+
+
+def _carry(b, m, run, last) -> None:  # long: snapshot, the runs, then the comparison
+    acc = b.accesses()
+    names = sorted({r.decl.name for _, r in acc.writes})
+    saved = {n: m.buffers[n].copy() for n in names}
+    saved_w = {n: None if m.written.get(n) is None else m.written[n].copy() for n in names}
+    saved_left = {n: m._unwritten.get(n) for n in names}
+    accs = (m.vector_acc, m.scalar_acc)
+    saved_acc = [(a.value.copy(), a.defined.copy()) for a in accs]
+    n_warn = len(m.warnings)
+    results = []
+    for k, fill in enumerate(FILLS):
+        if k:  # back to the state before the instruction
+            for n in names:
+                np.copyto(m.buffers[n], saved[n])
+                if saved_w[n] is None:
+                    m.written[n] = None
+                    m._unwritten.pop(n, None)
+                else:
+                    m.written[n] = saved_w[n].copy()
+                    m._unwritten[n] = saved_left[n]
+            for a, (v, d) in zip(accs, saved_acc):
+                np.copyto(a.value, v)
+                np.copyto(a.defined, d)
+            del m.warnings[n_warn:]  # (each run warns alike: keep the last run's)
+        _fill_unwritten(m, acc.reads, fill)
+        m.lenient = True
+        try:
+            (last if k == len(FILLS) - 1 else run)()
+        finally:
+            m.lenient = False
+        results.append(([m.buffers[n].copy() for n in names],
+                        [a.value.copy() for a in accs]))
+    origin = _origin(b, m, acc.reads)
+    for i, n in enumerate(names):
+        differs = _differs([r[0][i] for r in results])
+        if differs.any():
+            if m.planned and saved_w[n] is None:
+                raise Replan()
+            _mark_garbage(m, n, differs, origin)
+    for a, vals in zip(accs, zip(*(r[1] for r in results))):
+        lanes = _differs(list(vals)).reshape(-1)
+        a.defined[lanes] = False  # (a later `reduce` onto them is W052)
+
+
+def _fill_unwritten(m, reads, fill: int) -> None:
+    for _, r in reads:
+        w = m.written.get(r.decl.name)
+        if w is not None:
+            buf = m.buffers[r.decl.name]
+            raw = buf.reshape(-1).view(np.uint8).reshape(buf.size, buf.itemsize)
+            raw[~w.reshape(-1)] = fill
+
+
+def _differs(arrays: list) -> np.ndarray:
+    """Which elements' bytes differ between the arrays (all of one shape and dtype)."""
+    first = arrays[0]
+    size = first.itemsize
+    out = np.zeros(first.size, bool)
+    base = np.ascontiguousarray(first).reshape(-1).view(np.uint8).reshape(-1, size)
+    for a in arrays[1:]:
+        raw = np.ascontiguousarray(a).reshape(-1).view(np.uint8).reshape(-1, size)
+        out |= (raw != base).any(axis=1)
+    return out.reshape(first.shape)
+
+
+def _origin(b, m, reads):
+    """The read that started the garbage b computes on: an earlier one carried into a
+    tensor b reads, else b's own first read of an unwritten element, as (instruction,
+    tensor, where in it)."""
+    from nkirun.runner.machine import _first_missing, _unwritten_hint
+    for _, r in reads:
+        o = m.garbage.get(r.decl.name)
+        if o is not None:
+            return o
+    for _, r in reads:
+        w = m.written.get(r.decl.name)
+        if w is None:
+            continue
+        sel = m._selected_written(r, w)
+        if not sel.all():
+            off = m.indirect_rows(r)[0] if r.ap is not None and r.ap.indirect is not None \
+                else None
+            missing = ~sel.reshape(sel.shape if r.ap is None else r.shape)
+            at = _first_missing(r, missing, sel.shape, off)
+            where = (f"partition {at[0]}, free index {tuple(at[1:])}" if r.decl.on_chip
+                     else f"index {tuple(at)}")
+            where += (f" before anything wrote it ({int(missing.sum())} of the "
+                      f"{missing.size} elements it reads are unwritten)")
+            return (b, r.decl.name, where, _unwritten_hint(r, missing.reshape(r.shape)))
+    return None
+
+
+def _mark_garbage(m, name: str, elements: np.ndarray, origin) -> None:
+    w = m.written.get(name)
+    if w is None:
+        w = m.written[name] = np.ones(elements.shape, bool)
+    w[elements] = False
+    m._unwritten[name] = int(w.size - np.count_nonzero(w))
+    if origin is not None:
+        m.garbage.setdefault(name, origin)
+
+
+def garbage_error(m, name: str, index: tuple, what: str):
+    """The E090 for garbage reaching `what` (an output, ...) in tensor `name` at `index`,
+    located at the read that started it; None when no read did (never written at all)."""
+    from nkirun.diagnostics import RunError, error
+    origin = m.garbage.get(name)
+    if origin is None:
+        return None
+    b, tensor, where, hint = origin
+    return RunError(error(
+        "E090", f"{b.op} reads `{tensor}` at {where}; values computed from them reach "
+        f"{what} `{name}` at index {index}", b.loc(), b.index,
+        hint=hint))

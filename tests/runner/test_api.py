@@ -72,7 +72,7 @@ def test_api_errors_use_api_wording_and_name_the_file():
     with pytest.raises(nkirun.NkirunError) as e:
         nkirun.run(ROWMAX, inputs={"x": ROOT / "nope.npy"})
     assert "--input" not in str(e.value) and "input file" in str(e.value)
-    with pytest.raises(ValueError, match="uninitialized must be one of error, nan, zero"):
+    with pytest.raises(ValueError, match="uninitialized must be one of error, strict, nan, zero"):
         nkirun.run(ROWMAX, uninitialized="garbage")
     with pytest.raises(TypeError, match="inputs must be a dict"):
         nkirun.run(ROWMAX, inputs=[X])

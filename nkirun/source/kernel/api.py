@@ -89,6 +89,10 @@ def output_array(m, handle) -> np.ndarray:
             strides=tuple(s * w.itemsize for s in handle.strides), writeable=False)
         if not wv.all():
             bad = tuple(int(i) for i in np.argwhere(~wv)[0])
+            from nkirun.runner.carried import garbage_error
+            carried = garbage_error(m, rec.name, bad, "returned tensor")
+            if carried is not None:
+                raise carried
             raise RunError(error("E092", f"output `{rec.name}` was never written at index "
                                  f"{bad}", rec.loc, hint="write every element of a returned "
                                  "tensor"))
