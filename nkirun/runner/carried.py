@@ -100,7 +100,10 @@ def _carry(b, m, run, last) -> None:  # long: snapshot, the runs, then the compa
                     m._unwritten.pop(n, None)
                 else:
                     m.written[n] = saved_w[n].copy()
-                    m._unwritten[n] = saved_left[n]
+                    if saved_left[n] is None:
+                        m._unwritten.pop(n, None)
+                    else:
+                        m._unwritten[n] = saved_left[n]
             for a, (v, d) in zip(accs, saved_acc):
                 np.copyto(a.value, v)
                 np.copyto(a.defined, d)
