@@ -1,0 +1,123 @@
+"""Reads of elements nothing wrote under the default policy (runner/carried.py): the values
+computed from them are unwritten too, and the run stops (E090, at the read that started
+it) only when one reaches an output, an index or a register. `strict` stops at the read;
+`nan` / `zero` read NaN / 0. Each case is checked against the values NumPy gives for the
+written part."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from prog_helpers import out, sbuf, tmp, write_program
+
+from nkirun.api import run
+from nkirun.diagnostics import NkirunError
+
+RNG = np.random.default_rng(90)
+
+
+def _partly_written(P=8, F=6, written=3):
+    """t: rows 0..written-1 loaded from x; then u = t * 2 + t over every row."""
+    x = RNG.standard_normal((P, F)).astype(np.float32)
+    tensors = {"x": sbuf(x, buffer="hbm"), "t": tmp((P, F), "float32"),
+               "u": tmp((P, F), "float32"), "v": tmp((P, F), "float32")}
+    steps = [{"load": {"dst": f"t[0:{written}, :]", "src": f"x[0:{written}, :]"}},
+             {"tensor_scalar": {"dst": "u", "data": "t", "op0": "multiply", "operand0": 2.0}},
+             {"tensor_tensor": {"dst": "v", "data1": "u", "data2": "t", "op": "add"}}]
+    return x, tensors, steps
+
+
+@pytest.mark.parametrize("P,F,written", [(2, 1, 1), (8, 6, 3), (37, 5, 36), (128, 33, 64)])
+def test_garbage_that_never_reaches_an_output_is_harmless(tmp_path, P, F, written):
+    x, tensors, steps = _partly_written(P, F, written)
+    tensors["y"] = out((written, F), "float32", "hbm")
+    steps.append({"store": {"dst": "y", "src": f"v[0:{written}, :]"}})
+    got = run(write_program(tmp_path, tensors, steps))
+    np.testing.assert_array_equal(got["y"], x[:written] * np.float32(2) + x[:written])
+    with pytest.raises(NkirunError) as e:  # strict: at the first read (the multiply)
+        run(write_program(tmp_path, tensors, steps), uninitialized="strict")
+    d = e.value.diagnostics[0]
+    assert d.code == "E090" and d.instruction == 1 and "reads `t`" in d.message
+
+
+def test_garbage_reaching_an_output_is_e090_at_the_read_that_started_it(tmp_path):
+    x, tensors, steps = _partly_written()
+    tensors["y"] = out((8, 6), "float32", "hbm")
+    steps.append({"store": {"dst": "y", "src": "v"}})
+    with pytest.raises(NkirunError) as e:
+        run(write_program(tmp_path, tensors, steps))
+    (d,) = e.value.diagnostics
+    assert d.code == "E090" and d.instruction == 1  # the multiply read t's rows 3..7
+    assert "tensor_scalar reads `t` at partition 3, free index (0,)" in d.message
+    assert "reach output `y` at index (3, 0)" in d.message
+    assert "t[0:3" in d.hint  # the written rows, as for a strict E090
+
+
+def test_a_transpose_moves_garbage_to_columns_and_a_copy_of_the_written_ones_runs(tmp_path):
+    """find_nonzero_indices' pattern: a tile written in one row, transposed, and only the
+    column of that row read back."""
+    x = RNG.standard_normal((1, 16)).astype(np.float32)
+    tensors = {"x": sbuf(x, buffer="hbm"), "t": tmp((16, 16), "float32"),
+               "tp": tmp((16, 16), "float32", "psum"), "s": tmp((16, 1), "float32"),
+               "y": out((16, 1), "float32", "hbm")}
+    steps = [{"load": {"dst": "t[0:1, :]", "src": "x"}},
+             {"nc_transpose": {"dst": "tp", "data": "t"}},
+             {"tensor_copy": {"dst": "s", "src": "tp[:, 0:1]"}},
+             {"store": {"dst": "y", "src": "s"}}]
+    got = run(write_program(tmp_path, tensors, steps))
+    np.testing.assert_array_equal(got["y"], x.T)
+    steps[2]["tensor_copy"]["src"] = "tp[:, 1:2]"  # a column of garbage
+    with pytest.raises(NkirunError) as e:
+        run(write_program(tmp_path, tensors, steps))
+    assert e.value.diagnostics[0].code == "E090" and "nc_transpose reads `t`" in \
+        e.value.diagnostics[0].message
+
+
+def test_a_row_reduction_of_garbage_rows_stays_in_those_rows(tmp_path):
+    x, tensors, steps = _partly_written(8, 6, 5)
+    tensors.update(r=tmp((8, 1), "float32"), y=out((5, 1), "float32", "hbm"))
+    steps += [{"tensor_reduce": {"dst": "r", "data": "v", "op": "add", "axis": 1}},
+              {"store": {"dst": "y", "src": "r[0:5, :]"}}]
+    got = run(write_program(tmp_path, tensors, steps))
+    np.testing.assert_allclose(got["y"], (x[:5] * 3).sum(axis=1, keepdims=True), rtol=1e-6)
+
+
+def test_garbage_scaled_by_zero_is_still_garbage(tmp_path):
+    """Unwritten memory may hold NaN or inf (NKI's simulator fills new tiles with NaN), and
+    NaN * 0 is NaN: a product with 0 does not clean garbage."""
+    x, tensors, steps = _partly_written(4, 4, 2)
+    steps[1]["tensor_scalar"]["operand0"] = 0.0
+    tensors["y"] = out((4, 4), "float32", "hbm")
+    steps = steps[:2] + [{"store": {"dst": "y", "src": "u"}}]
+    with pytest.raises(NkirunError) as e:
+        run(write_program(tmp_path, tensors, steps))
+    assert e.value.diagnostics[0].code == "E090"
+    got = run(write_program(tmp_path, tensors, steps), uninitialized="zero")
+    np.testing.assert_array_equal(got["y"], np.zeros((4, 4), np.float32))
+
+
+def test_garbage_as_an_indirect_index_stops_at_once(tmp_path):
+    data = RNG.standard_normal((10, 4)).astype(np.float32)
+    tensors = {"d": sbuf(data, buffer="hbm"), "ih": sbuf(np.array([[1], [2]], np.int32),
+                                                       buffer="hbm"),
+               "i": tmp((4, 1), "int32"), "t": tmp((4, 4), "float32"),
+               "y": out((2, 4), "float32", "hbm")}
+    steps = [{"dma_copy": {"dst": "i[0:2, :]", "src": "ih"}},  # rows 2, 3 of the index unset
+             {"dma_copy": {"dst": "t", "src": "d.ap([[4, 4], [1, 4]], vector_offset=i)"}},
+             {"store": {"dst": "y", "src": "t[0:2, :]"}}]
+    with pytest.raises(NkirunError) as e:
+        run(write_program(tmp_path, tensors, steps))
+    d = e.value.diagnostics[0]
+    assert d.code == "E090" and d.instruction == 1 and "`i`" in d.message
+
+
+def test_garbage_loaded_into_a_register_stops_at_once(tmp_path):
+    tensors = {"c": tmp((1, 2), "int32"), "y": out((1, 1), "int32", "hbm")}
+    steps = [{"memset": {"dst": "c[:, 0:1]", "value": 3}},
+             {"register_alloc": {"dst": "r"}},
+             {"register_load": {"dst": "r", "src": "c[:, 1:2]"}},
+             {"store": {"dst": "y", "src": "c[:, 0:1]"}}]
+    prog = write_program(tmp_path, tensors, steps)
+    with pytest.raises(NkirunError) as e:
+        run(prog)
+    d = e.value.diagnostics[0]
+    assert d.code == "E090" and d.instruction == 2 and "register_load reads `c`" in d.message
