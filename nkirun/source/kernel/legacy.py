@@ -179,8 +179,10 @@ def narrow(v, box):
             key.append(slice(None))
     if not changed:
         return v
+    from nkirun.source.kernel.legacy_gather import narrowed
     from nkirun.source.kernel.views import index_view
-    return index_view(v, tuple(key))
+    g = narrowed(v, tuple(key))  # an indirect view: its index tile narrows with it
+    return g if g is not None else index_view(v, tuple(key))
 
 
 class _Box:
