@@ -87,32 +87,14 @@ def _reads_unwritten(b, m) -> bool:
     return False
 
 
-def _carry(b, m, run, last) -> None:  # long: snapshot, the runs, then the comparison
+def _carry(b, m, run, last) -> None:
     acc = b.accesses()
-    names = sorted({r.decl.name for _, r in acc.writes})
-    saved = {n: m.buffers[n].copy() for n in names}
-    saved_w = {n: None if m.written.get(n) is None else m.written[n].copy() for n in names}
-    saved_left = {n: m._unwritten.get(n) for n in names}
-    accs = (m.vector_acc, m.scalar_acc)
-    saved_acc = [(a.value.copy(), a.defined.copy()) for a in accs]
+    snap = _Snapshot(m, acc.writes)
     n_warn = len(m.warnings)
     results = []
     for k, fill in enumerate(FILLS):
         if k:  # back to the state before the instruction
-            for n in names:
-                np.copyto(m.buffers[n], saved[n])
-                if saved_w[n] is None:
-                    m.written[n] = None
-                    m._unwritten.pop(n, None)
-                else:
-                    m.written[n] = saved_w[n].copy()
-                    if saved_left[n] is None:
-                        m._unwritten.pop(n, None)
-                    else:
-                        m._unwritten[n] = saved_left[n]
-            for a, (v, d) in zip(accs, saved_acc):
-                np.copyto(a.value, v)
-                np.copyto(a.defined, d)
+            snap.restore()
             del m.warnings[n_warn:]  # (each run warns alike: keep the last run's)
         _fill_unwritten(m, acc.reads, fill)
         m.lenient = True
@@ -120,18 +102,66 @@ def _carry(b, m, run, last) -> None:  # long: snapshot, the runs, then the compa
             (last if k == len(FILLS) - 1 else run)()
         finally:
             m.lenient = False
-        results.append(([m.buffers[n].copy() for n in names],
-                        [a.value.copy() for a in accs]))
+        results.append(snap.now())
     origin = _origin(b, m, acc.reads)
-    for i, n in enumerate(names):
+    for i, (n, index) in enumerate(snap.regions):
         differs = _differs([r[0][i] for r in results])
         if differs.any():
-            if m.planned and saved_w[n] is None:
+            if m.planned and snap.masks[i][0] is None:
                 raise Replan()
-            _mark_garbage(m, n, differs, origin)
-    for a, vals in zip(accs, zip(*(r[1] for r in results))):
+            _mark_garbage(m, n, index, differs, origin)
+    for a, vals in zip(snap.accs, zip(*(r[1] for r in results))):
         lanes = _differs(list(vals)).reshape(-1)
         a.defined[lanes] = False  # (a later `reduce` onto them is W052)
+
+
+class _Snapshot:
+    """What an instruction may change, saved before it runs: the regions of the tensors
+    it writes (a plain view's box; the whole tensor for an access pattern, which may
+    address any element), their written-masks and counts, the accumulators."""
+
+    def __init__(self, m, writes):
+        self.m = m
+        seen, self.regions = set(), []
+        for _, r in writes:
+            index = None if r.ap is not None else tuple(  # (ints as slices: a view)
+                slice(k, k + 1) if isinstance(k, (int, np.integer)) else k
+                for k in (r.np_index if isinstance(r.np_index, tuple) else (r.np_index,)))
+            key = (r.decl.name, repr(index))
+            if key not in seen:
+                seen.add(key)
+                self.regions.append((r.decl.name, index))
+        self.values = [self._region(n, i).copy() for n, i in self.regions]
+        self.masks = []
+        for n, i in self.regions:
+            w = m.written.get(n)
+            self.masks.append((w, None if w is None else (w if i is None else w[i]).copy(),
+                               m._unwritten.get(n)))
+        self.accs = (m.vector_acc, m.scalar_acc)
+        self.acc_values = [(a.value.copy(), a.defined.copy()) for a in self.accs]
+
+    def _region(self, name, index):
+        buf = self.m.buffers[name]
+        return buf if index is None else buf[index]
+
+    def now(self) -> tuple:
+        return ([self._region(n, i).copy() for n, i in self.regions],
+                [a.value.copy() for a in self.accs])
+
+    def restore(self) -> None:
+        m = self.m
+        for (n, i), v, (w, part, left) in zip(self.regions, self.values, self.masks):
+            np.copyto(self._region(n, i), v)
+            if w is not None and part is not None:
+                (w if i is None else w[i])[...] = part
+            m.written[n] = w
+            if left is None:
+                m._unwritten.pop(n, None)
+            else:
+                m._unwritten[n] = left
+        for a, (v, d) in zip(self.accs, self.acc_values):
+            np.copyto(a.value, v)
+            np.copyto(a.defined, d)
 
 
 def _fill_unwritten(m, reads, fill: int) -> None:
@@ -182,11 +212,14 @@ def _origin(b, m, reads):
     return None
 
 
-def _mark_garbage(m, name: str, elements: np.ndarray, origin) -> None:
+def _mark_garbage(m, name: str, index, elements: np.ndarray, origin) -> None:
+    """The `elements` (bool, of the region `index` of the tensor; None: all of it) hold
+    garbage now: unwritten."""
     w = m.written.get(name)
     if w is None:
-        w = m.written[name] = np.ones(elements.shape, bool)
-    w[elements] = False
+        w = m.written[name] = np.ones(m.buffers[name].shape, bool)
+    region = w if index is None else w[index]
+    region[elements.reshape(region.shape)] = False
     m._unwritten[name] = int(w.size - np.count_nonzero(w))
     if origin is not None:
         m.garbage.setdefault(name, origin)

@@ -121,3 +121,21 @@ def test_garbage_loaded_into_a_register_stops_at_once(tmp_path):
         run(prog)
     d = e.value.diagnostics[0]
     assert d.code == "E090" and d.instruction == 2 and "register_load reads `c`" in d.message
+
+
+def test_garbage_stored_element_by_element_into_a_larger_output(tmp_path):
+    """Writes through an integer index (one row of an HBM tensor) carry garbage too: the
+    written elements are unwritten afterwards, the rest of the output untouched."""
+    x, tensors, steps = _partly_written(4, 3, 2)
+    tensors["y"] = sbuf(np.zeros((4, 3), np.float32), buffer="hbm", output=True)
+    steps += [{"store": {"dst": "y[0, 1:2]", "src": "v[0:1, 1:2]"}},   # written: fine
+              {"store": {"dst": "y[3, 2:3]", "src": "v[3:4, 2:3]"}}]   # garbage
+    with pytest.raises(NkirunError) as e:
+        run(write_program(tmp_path, tensors, steps))
+    d = e.value.diagnostics[0]
+    assert d.code == "E090" and "reach output `y` at index (3, 2)" in d.message
+    steps.pop()
+    got = run(write_program(tmp_path, tensors, steps))
+    want = np.zeros((4, 3), np.float32)
+    want[0, 1] = x[0, 1] * 3
+    np.testing.assert_array_equal(got["y"], want)
