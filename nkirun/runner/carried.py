@@ -208,7 +208,8 @@ def _origin(b, m, reads):
                      else f"index {tuple(at)}")
             where += (f" before anything wrote it ({int(missing.sum())} of the "
                       f"{missing.size} elements it reads are unwritten)")
-            return (b, r.decl.name, where, _unwritten_hint(r, missing.reshape(r.shape)))
+            return (b, r.decl.name, where,
+                    _unwritten_hint(r, missing.reshape(r.shape), policy=False))
     return None
 
 

@@ -175,7 +175,7 @@ class Machine(LoopState):
         raise RunError(error(
             "E090", f"{b.op if b else 'instruction'} reads `{r.decl.name}` at {where} before "
             f"anything wrote it ({n} of the {missing.size} elements it reads are unwritten)",
-            b.loc() if b else None, b.index if b else None, hint=_unwritten_hint(r, missing)))
+            b.loc() if b else None, b.index if b else None, hint=_unwritten_hint(r, missing, strict=not self.carry)))
 
     # ---- writes ----------------------------------------------------------------------------
     def write(self, r: Resolved, values, out_dtype: dt.DType | None = None, mask=None) -> None:
@@ -307,14 +307,21 @@ class Machine(LoopState):
             self._unwritten[name] = left
 
 
+STRICT_HINT = ("or, if hardware would compute on garbage there harmlessly, run without "
+               "--uninitialized strict: the default carries it and stops only where it is "
+               "used (an output, an index, a register)")
 POLICY_HINT = ("or, if hardware would compute on garbage there harmlessly, run with "
                "--uninitialized nan|zero (API: uninitialized=\"nan\"/\"zero\")")
 
 
-def _unwritten_hint(r: Resolved, missing: np.ndarray) -> str:
+def _unwritten_hint(r: Resolved, missing: np.ndarray, policy: bool = True,
+                    strict: bool = False) -> str:
     """What to do about an E090: when the view's written partitions are one block and the
     others hold nothing, slice the operand to that block (the usual cause: a tile
-    computed on all 128 partitions of which only the first rows were loaded)."""
+    computed on all 128 partitions of which only the first rows were loaded). `policy`:
+    also name --uninitialized (not when the garbage reached an output: runner/carried.py);
+    `strict`: the run stopped at the read (--uninitialized strict)."""
+    tail = f"; {STRICT_HINT if strict else POLICY_HINT}" if policy else ""
     name = r.decl.name
     rows = missing.reshape(missing.shape[0], -1)
     empty, full = rows.all(axis=1), ~rows.any(axis=1)
@@ -326,9 +333,9 @@ def _unwritten_hint(r: Resolved, missing: np.ndarray) -> str:
         step = f":{r.part_step}" if r.part_step != 1 else ""
         return (f"only partitions {lo}..{hi - 1} of `{name}` hold data here: slice this "
                 f"instruction's operands to those rows (`{name}[{lo}:{hi}{step}, ...]`), "
-                f"or write the other rows first; {POLICY_HINT}")
+                f"or write the other rows first{tail}")
     return (f"write every element it reads first, or give `{name}` initial contents "
-            f"(file/fill/data); {POLICY_HINT}")
+            f"(file/fill/data){tail}")
 
 
 def select_into(out: np.ndarray, cond: np.ndarray, a: np.ndarray, b,

@@ -139,3 +139,21 @@ def test_garbage_stored_element_by_element_into_a_larger_output(tmp_path):
     want = np.zeros((4, 3), np.float32)
     want[0, 1] = x[0, 1] * 3
     np.testing.assert_array_equal(got["y"], want)
+
+
+def test_the_command_line_policies(tmp_path):
+    from prog_helpers import invoke
+    x, tensors, steps = _partly_written()
+    tensors["y"] = out((3, 6), "float32", "hbm")
+    steps.append({"store": {"dst": "y", "src": "v[0:3, :]"}})
+    path = write_program(tmp_path, tensors, steps)
+    r = invoke("run", path, "--out", tmp_path / "o")
+    assert r.exit_code == 0, r.output
+    r = invoke("run", path, "--out", tmp_path / "o2", "--uninitialized", "strict")
+    assert r.exit_code == 1 and "E090" in r.output + r.stderr
+    steps[-1]["store"] = {"dst": "y", "src": "v[2:5, :]"}  # rows 3, 4 are garbage
+    path = write_program(tmp_path, tensors, steps)
+    r = invoke("run", path, "--out", tmp_path / "o3")
+    text = r.output + r.stderr
+    assert r.exit_code == 1 and "E090" in text and "reach output `y`" in text
+    assert "--uninitialized" not in text  # (NaN or 0 would not make this output right)
