@@ -1,13 +1,17 @@
-"""Moving elements that hold no data: what a transfer carries besides values.
+"""Elements that hold no data, carried as such instead of read as values.
 
 A transfer between the cores (sendrecv) moves a whole tile. nki-library kernels send
 fixed-size buffers of which only some partitions were written (attention_tkg exchanges a
 16-partition max buffer holding 4 rows): on hardware the other partitions carry whatever
 SBUF held, and nothing reads them. So a transfer does not read its source's elements as
 values (no E090 there): the destination's elements whose source held no data hold no data
-either, and reading one of them later is E090, at the instruction that does.
+either. Any other instruction that reads unwritten elements is run on fills of them, and
+what it writes that depends on them holds no data either (below). The run stops (E090)
+only where such an element is needed.
 """
 from __future__ import annotations
+
+import copy
 
 import numpy as np
 
@@ -118,7 +122,8 @@ def _carry(b, m, run, last) -> None:
 class _Snapshot:
     """What an instruction may change, saved before it runs: the regions of the tensors
     it writes (a plain view's box; the whole tensor for an access pattern, which may
-    address any element), their written-masks and counts, the accumulators."""
+    address any element), their written-masks and counts, the accumulators, the random
+    number generators."""
 
     def __init__(self, m, writes):
         self.m = m
@@ -139,6 +144,7 @@ class _Snapshot:
                                m._unwritten.get(n)))
         self.accs = (m.vector_acc, m.scalar_acc)
         self.acc_values = [(a.value.copy(), a.defined.copy()) for a in self.accs]
+        self.prng = copy.deepcopy(getattr(m, "prng", None))  # (hw/prng.py: drawn from)
 
     def _region(self, name, index):
         buf = self.m.buffers[name]
@@ -162,6 +168,7 @@ class _Snapshot:
         for a, (v, d) in zip(self.accs, self.acc_values):
             np.copyto(a.value, v)
             np.copyto(a.defined, d)
+        m.prng = copy.deepcopy(self.prng)
 
 
 def _fill_unwritten(m, reads, fill: int) -> None:

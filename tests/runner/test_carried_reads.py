@@ -157,3 +157,19 @@ def test_the_command_line_policies(tmp_path):
     text = r.output + r.stderr
     assert r.exit_code == 1 and "E090" in text and "reach output `y`" in text
     assert "--uninitialized" not in text  # (NaN or 0 would not make this output right)
+
+
+def test_a_random_instruction_draws_once_whatever_garbage_it_reads(tmp_path):
+    """Running an instruction on several fills restores the random number generators
+    between the runs: the written rows get exactly the numbers of a run without garbage."""
+    def prog(written):
+        tensors = {"lo": tmp((8, 1), "float32"), "r": tmp((8, 16), "float32"),
+                   "y": out((4, 16), "float32", "hbm")}
+        steps = [{"memset": {"dst": f"lo[0:{written}, :]", "value": -1.0}},
+                 {"rand2": {"dst": "r", "min": "lo", "max": 1.0}},
+                 {"rand2": {"dst": "r", "min": -1.0, "max": 1.0}},  # draws again after
+                 {"store": {"dst": "y", "src": "r[0:4, :]"}}]
+        return write_program(tmp_path, tensors, steps, target="trn3")
+    clean = run(prog(8))["y"]
+    carried = run(prog(4))["y"]
+    np.testing.assert_array_equal(carried, clean)
