@@ -15,6 +15,7 @@ import copy
 
 import numpy as np
 
+from nkirun.diagnostics import NkirunError
 from nkirun.source.access import storage_elements
 
 
@@ -104,6 +105,12 @@ def _carry(b, m, run, last) -> None:
         m.lenient = True
         try:
             (last if k == len(FILLS) - 1 else run)()
+        except NkirunError:  # the garbage made it fail (an index, a value it refuses)
+            m.lenient = False
+            snap.restore()
+            for _, r in acc.reads:  # the E090 of its first unwritten read
+                m._check_defined(r)
+            raise
         finally:
             m.lenient = False
         results.append(snap.now())

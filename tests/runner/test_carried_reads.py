@@ -173,3 +173,18 @@ def test_a_random_instruction_draws_once_whatever_garbage_it_reads(tmp_path):
     clean = run(prog(8))["y"]
     carried = run(prog(4))["y"]
     np.testing.assert_array_equal(carried, clean)
+
+
+def test_garbage_that_makes_an_instruction_fail_is_e090_at_its_read(tmp_path):
+    """nc_n_gather's indices are values it checks (E423 past the data): garbage indices make
+    some fill fail, which is reported as the unwritten read it is."""
+    data = RNG.standard_normal((4, 8)).astype(np.float32)
+    tensors = {"d": sbuf(data), "i": tmp((4, 2), "uint32"), "g": tmp((4, 2), "float32"),
+               "y": out((2, 2), "float32", "hbm")}
+    steps = [{"memset": {"dst": "i[0:2, :]", "value": 3}},
+             {"nc_n_gather": {"dst": "g", "data": "d", "indices": "i"}},
+             {"store": {"dst": "y", "src": "g[0:2, :]"}}]
+    with pytest.raises(NkirunError) as e:
+        run(write_program(tmp_path, tensors, steps))
+    d = e.value.diagnostics[0]
+    assert d.code == "E090" and d.instruction == 1 and "reads `i`" in d.message
