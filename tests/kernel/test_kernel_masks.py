@@ -158,6 +158,7 @@ def test_convert_keeps_the_predicate_and_runs_the_same(tmp_path):
     ("(ip < 8) | (jf < 4)", "`&`"),
     ("~(jf <= ip)", "`&`"),
     ("(jf % 2 == 0)", "affine"),
+    ("(ip < 8) and (jf < 4)", "`&`"),
     ("(ip * ip < jf)", "affine"),
 ])
 def test_what_nki_rejects_is_a_located_e608(tmp_path, mask, why):

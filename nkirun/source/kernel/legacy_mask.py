@@ -71,6 +71,13 @@ class Mask(np.ndarray):
     def __array_finalize__(self, obj):
         self.conds = None  # a slice or copy is a plain boolean array
 
+    def __bool__(self):
+        if self.size == 1:
+            return bool(self.reshape(-1)[0])
+        raise kernel_error("E608", "a comparison of index arrays has no truth value: a mask "
+                           "joins its comparisons with `&` (Python's `and` / `or` ask for one)",
+                           hint="write (a < b) & (c < d)")
+
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         plain = [_plain(x) for x in inputs]
         if "out" in kwargs:
