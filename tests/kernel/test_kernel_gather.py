@@ -131,3 +131,16 @@ def bad(data):
         nkirun.check(nkirun_kernel(path, "bad"), np.ones((10, 8), np.float32))
     d = e.value.diagnostics[0]
     assert d.code == "E607" and "integer" in d.message
+
+
+def test_convert_keeps_the_gather(path, tmp_path):
+    rng = np.random.default_rng(9)
+    data = rng.standard_normal((2, 9, 5)).astype(np.float32)
+    k = nkirun_kernel(path, "computed")
+    prog = nkirun.trace(k, data, total=130)
+    text = prog.to_text()
+    assert "vector_offset=" in text and "mask=" not in text  # (a rectangle: narrowed)
+    p = tmp_path / "computed.nkis"
+    p.write_text(text)
+    got = list(nkirun.run(str(p), inputs={"data": data}).values())[0]
+    np.testing.assert_array_equal(got, nkirun.simulate(k)(data, total=130))
