@@ -42,10 +42,8 @@ class Machine(LoopState):
         self.scalar_acc = Accumulator(0.0)
         self.warnings: list = []  # run-time Diagnostics (e.g. undefined behaviour hit)
         self.current = None  # the Bound being executed, for error messages
-        # reading unwritten elements (runner/carried.py): carry them into unwritten
-        # results (the "error" policy) instead of stopping at the read ("strict")
-        self.carry = False
-        self.lenient = False  # True while carried.py runs an instruction on fills
+        self.carry = False  # unwritten reads carried into results (runner/carried.py)
+        self.lenient = False  # reads need not check (carried.py runs the instruction)
         self.planned = False  # a planned run (runner/plan.py)
         self.garbage: dict = {}  # tensor -> the read its unwritten results come from
         self.init_loop_state()  # registers and runtime loops: runner/registers.py
@@ -76,7 +74,7 @@ class Machine(LoopState):
         """Byte offsets of an indirect view's elements from its index's current values, and
         which partitions stay in bounds ((P,) bool; None: all). E093 under oob_mode=error."""
         ind = r.ap.indirect
-        values = (self.read_strict(ind.index) if ind.register is None
+        values = (self.read(ind.index, strict=True) if ind.register is None
                   else np.array([self.register(ind.register)], np.int64))
         b = self.current
         mode = b.get("oob_mode") if b is not None and hasattr(b, "get") else None
@@ -121,18 +119,12 @@ class Machine(LoopState):
         off = self.indirect_rows(r)[0] if r.ap.indirect is not None else None
         return w.reshape(-1)[storage_elements(r, off)].all(axis=-1)
 
-    def read(self, r: Resolved, rows: np.ndarray | None = None) -> np.ndarray:
+    def read(self, r: Resolved, rows: np.ndarray | None = None, strict=False) -> np.ndarray:
         """The operand; `rows` ((P,) bool): only these partitions must hold data (a masked
-        instruction that never reads the other partitions of this operand)."""
-        if self.written.get(r.decl.name) is not None and not self.lenient:
+        instruction that never reads the other partitions of this operand). `strict`: it
+        must hold data whatever the policy (an index, a register's value: carried.py)."""
+        if self.written.get(r.decl.name) is not None and (strict or not self.lenient):
             self._check_defined(r, rows)  # (else every element holds data)
-        return self.view(r)
-
-    def read_strict(self, r: Resolved) -> np.ndarray:
-        """A read whose value must hold data whatever the policy: an index, a register's
-        value (runner/carried.py: garbage may flow into values, never into addresses)."""
-        if self.written.get(r.decl.name) is not None:
-            self._check_defined(r)
         return self.view(r)
 
     def held(self, r: Resolved) -> np.ndarray | None:
@@ -175,7 +167,8 @@ class Machine(LoopState):
         raise RunError(error(
             "E090", f"{b.op if b else 'instruction'} reads `{r.decl.name}` at {where} before "
             f"anything wrote it ({n} of the {missing.size} elements it reads are unwritten)",
-            b.loc() if b else None, b.index if b else None, hint=_unwritten_hint(r, missing, strict=not self.carry)))
+            b.loc() if b else None, b.index if b else None,
+            hint=_unwritten_hint(r, missing, strict=not self.carry)))
 
     # ---- writes ----------------------------------------------------------------------------
     def write(self, r: Resolved, values, out_dtype: dt.DType | None = None, mask=None) -> None:
