@@ -188,3 +188,12 @@ def test_garbage_that_makes_an_instruction_fail_is_e090_at_its_read(tmp_path):
         run(write_program(tmp_path, tensors, steps))
     d = e.value.diagnostics[0]
     assert d.code == "E090" and d.instruction == 1 and "reads `i`" in d.message
+
+
+def test_a_shadow_run_carries_garbage_the_same_way(tmp_path):
+    from nkirun.api import shadow
+    x, tensors, steps = _partly_written(8, 6, 3)
+    tensors["y"] = out((3, 6), "float32", "hbm")
+    steps.append({"store": {"dst": "y", "src": "v[0:3, :]"}})
+    report = shadow(write_program(tmp_path, tensors, steps))
+    np.testing.assert_array_equal(report.outputs["y"], x[:3] * np.float32(2) + x[:3])
