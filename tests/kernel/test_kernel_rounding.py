@@ -291,3 +291,17 @@ def test_where_with_comparison_results_and_full_tiles(tmp_path, p, f):
             np.where(x < y, x, -1.0), np.where(x != 0, y, x)]
     for i, (g, w) in enumerate(zip(got, want)):
         np.testing.assert_array_equal(g, w.astype(np.float32), err_msg=f"result {i}")
+
+
+def test_mod_of_int32_tiles_follows_the_divisor_sign(tmp_path):
+    path = write(tmp_path, HEAD + """
+@nki.jit
+def imod(x, k):
+    a = nl.load(x)
+    return out_of(nl.mod(a, k, dtype=nl.int32)), out_of(nl.fmod(a, k, dtype=nl.int32))
+""")
+    x = np.array([[-7, -6, -1, 0, 1, 5, 6, 7, 1000001, -1000001]], np.int32)
+    for k in (3, -3):
+        m, f = nkirun.simulate(nkirun_kernel(path, "imod"))(x, k=k)
+        np.testing.assert_array_equal(m, [[int(v) % k for v in x[0]]])  # Python: divisor sign
+        np.testing.assert_array_equal(f, [[int(np.fmod(int(v), k)) for v in x[0]]])
