@@ -238,17 +238,27 @@ def _mark_garbage(m, name: str, index, elements: np.ndarray, origin) -> None:
     m._unwritten[name] = int(w.size - np.count_nonzero(w))
     if origin is not None:
         m.garbage.setdefault(name, origin)
+        held = m.garbage_at.get(name)
+        if held is None:
+            held = m.garbage_at[name] = np.zeros(w.shape, bool)
+        (held if index is None else held[index])[elements.reshape(region.shape)] = True
 
 
-def garbage_error(m, name: str, index: tuple, what: str):
-    """The E090 for garbage reaching `what` (an output, ...) in tensor `name` at `index`,
-    located at the read that started it; None when no read did (never written at all)."""
+def garbage_error(m, name: str, what: str, region=None):
+    """The E090 for garbage reaching `what` (an output, ...): tensor `name` (seen through
+    `region`, a function from a tensor-shaped array to the part that matters) holds an
+    unwritten element that some instruction computed from unwritten memory. Located at the
+    read that started it; None when the unwritten elements are only never written."""
     from nkirun.diagnostics import RunError, error
-    origin = m.garbage.get(name)
-    if origin is None:
+    origin, held, w = m.garbage.get(name), m.garbage_at.get(name), m.written.get(name)
+    if origin is None or held is None or w is None:
         return None
+    region = region or (lambda a: a)
+    bad = np.argwhere(region(held) & ~region(w))
+    if not len(bad):
+        return None
+    index = tuple(int(i) for i in bad[0])
     b, tensor, where, hint = origin
     return RunError(error(
         "E090", f"{b.op} reads `{tensor}` at {where}; values computed from them reach "
-        f"{what} `{name}` at index {index}", b.loc(), b.index,
-        hint=hint))
+        f"{what} `{name}` at index {index}", b.loc(), b.index, hint=hint))

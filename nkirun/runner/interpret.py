@@ -97,7 +97,7 @@ def outputs(program: Program, m: Machine) -> dict[str, np.ndarray]:
         w = m.written.get(name)
         if w is not None and not w.all():
             bad = tuple(int(i) for i in np.argwhere(~w)[0])
-            carried = garbage_error(m, name, bad, "output")
+            carried = garbage_error(m, name, "output")
             if carried is not None:
                 raise carried
             raise RunError(error("E092", f"output `{name}` was never written at index {bad}",

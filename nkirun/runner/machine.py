@@ -46,6 +46,7 @@ class Machine(LoopState):
         self.lenient = False  # reads need not check (carried.py runs the instruction)
         self.planned = False  # a planned run (runner/plan.py)
         self.garbage: dict = {}  # tensor -> the read its unwritten results come from
+        self.garbage_at: dict = {}  # tensor -> bool: the elements that came from one
         self.init_loop_state()  # registers and runtime loops: runner/registers.py
 
     # ---- reads -----------------------------------------------------------------------------

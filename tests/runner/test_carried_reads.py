@@ -197,3 +197,18 @@ def test_a_shadow_run_carries_garbage_the_same_way(tmp_path):
     steps.append({"store": {"dst": "y", "src": "v[0:3, :]"}})
     report = shadow(write_program(tmp_path, tensors, steps))
     np.testing.assert_array_equal(report.outputs["y"], x[:3] * np.float32(2) + x[:3])
+
+
+def test_an_output_with_garbage_and_never_written_elements_names_each_rightly(tmp_path):
+    x, tensors, steps = _partly_written(8, 6, 3)
+    tensors["y"] = out((8, 6), "float32", "hbm")
+    steps += [{"store": {"dst": "y[0:3, :]", "src": "v[0:3, :]"}},
+              {"store": {"dst": "y[5:6, :]", "src": "v[3:4, :]"}}]  # garbage into row 5
+    with pytest.raises(NkirunError) as e:
+        run(write_program(tmp_path, tensors, steps))
+    d = e.value.diagnostics[0]  # rows 3, 4 were never written: the garbage is at row 5
+    assert d.code == "E090" and "reach output `y` at index (5, 0)" in d.message
+    steps.pop()  # rows 3..7 never written, no garbage
+    with pytest.raises(NkirunError) as e:
+        run(write_program(tmp_path, tensors, steps))
+    assert e.value.diagnostics[0].code == "E092"
