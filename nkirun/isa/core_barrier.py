@@ -26,7 +26,7 @@ Readings:
 from __future__ import annotations
 
 from nkirun.isa.common import is_nc_v2
-from nkirun.isa.spec import ENUM, INT_LIST, TILE, Bound, InstructionDef, Meeting, Param
+from nkirun.isa.spec import ENUM, INT_LIST, TILE, Bound, InstructionDef, Meeting, NkiApi, Param
 
 ENGINES = ("gpsimd", "vector", "scalar", "tensor", "sync")
 
@@ -93,4 +93,5 @@ SPEC = InstructionDef(
     source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
            "nki.isa.core_barrier.html",
     example="- core_barrier: {data: shared, cores: [0, 1]}",
+    nki=NkiApi("data cores engine=gpsimd"),
 )

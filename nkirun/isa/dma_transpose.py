@@ -38,7 +38,7 @@ import numpy as np
 from nkirun.isa.common import dma_cycles
 from nkirun.isa.dma_rules import (hwdge_target_rule, indirect_of, indirect_transpose_rules,
                                    priority_rules)
-from nkirun.isa.spec import ENUM, INT, INT_LIST, TILE, Bound, InstructionDef, Param
+from nkirun.isa.spec import ENUM, INT, INT_LIST, TILE, Bound, InstructionDef, NkiApi, Param
 
 PERMUTATIONS = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
 HBM_TO_SBUF_EFFICIENCY, SBUF_TO_SBUF_EFFICIENCY = 0.9, 0.5
@@ -176,4 +176,5 @@ SPEC = InstructionDef(
     source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
            "nki.isa.dma_transpose.html",
     example="- dma_transpose: {dst: kT, src: k_hbm}",
+    nki=NkiApi("dst src axes=None priority=None dge_mode=unknown oob_mode=error"),
 )

@@ -7,7 +7,8 @@ from functools import partial
 import numpy as np
 
 from nkirun.runner.streamed import store_cast
-from nkirun.isa.spec import ENUM, INT_LIST, SCALAR, TILE, Bound, InstructionDef, Param, common_tail
+from nkirun.isa.spec import (ENUM, INT_LIST, SCALAR, TILE, Bound, InstructionDef, NkiApi, Param,
+                             common_tail)
 
 
 def check(b: Bound):
@@ -84,4 +85,5 @@ SPEC = InstructionDef(
     packed_copy=True,
     source="the nki.isa.memset documentation",
     example="- memset: {dst: acc, value: 0.0}",
+    nki=NkiApi("dst value engine=unknown"),
 )

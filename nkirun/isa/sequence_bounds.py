@@ -23,7 +23,7 @@ import numpy as np
 
 from nkirun.diagnostics import RunError
 from nkirun.isa.common import flat
-from nkirun.isa.spec import TILE, Bound, InstructionDef, Param
+from nkirun.isa.spec import TILE, Bound, InstructionDef, NkiApi, Param
 
 ID_DTYPES = frozenset({"float32", "int32"})
 SBUF = frozenset({"sbuf"})
@@ -96,4 +96,5 @@ SPEC = InstructionDef(
     source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
            "nki.isa.sequence_bounds.html",
     example="- sequence_bounds: {dst: bounds, segment_ids: ids}",
+    nki=NkiApi("dst segment_ids"),
 )

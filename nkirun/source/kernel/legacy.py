@@ -331,38 +331,19 @@ def take(tracer, value):
     return None
 
 
-def result_shape(op: str, values: dict):
-    """(shape, buffer) of the result an instruction called without dst= makes."""
+def result_shape(op: str, values: dict, rule=None):
+    """(shape, buffer) of the result an instruction called without dst= makes: the first
+    input's shape in SBUF, unless the instruction's spec says otherwise (`rule`: its
+    SPEC.nki.result)."""
+    if "_legacy_shape" in values:  # an index expression's shape (legacy_affine.FORMS)
+        return values.pop("_legacy_shape"), consts.sbuf
     first = next((values[k] for k in ("data", "src", "data1", "data0", "on_true_tile",
                                       "on_true", "stationary") if hasattr(values.get(k),
                                                                          "shape")), None)
-    if op == "nc_matmul":
-        return (values["stationary"].shape[-1], values["moving"].shape[-1]), consts.psum
-    if op == "iota" and "_legacy_shape" in values:
-        return values.pop("_legacy_shape"), consts.sbuf
-    if op == "nc_transpose":
-        eng = values.get("engine")
-        vector = getattr(eng, "ir", eng) == "vector" or max(first.shape) <= 32 and \
-            first.buffer is consts.psum
-        return tuple(reversed(first.shape)), consts.sbuf if vector else consts.psum
     if first is None:
         raise kernel_error("E607", f"nki.isa.{op} without dst=: nkirun cannot tell the "
                            "result's shape", hint="allocate the result and pass dst=")
-    shape = tuple(first.shape)
-    if op in ("tensor_reduce",):
-        axes = values.get("axis")
-        axes = [axes] if isinstance(axes, int) else list(axes or ())
-        axes = [a + len(shape) if a < 0 else a for a in axes]
-        if values.get("keepdims"):
-            shape = tuple(1 if i in axes else n for i, n in enumerate(shape))
-        else:
-            shape = tuple(n for i, n in enumerate(shape) if i not in axes) or (shape[0],)
-            if len(shape) == 1:
-                shape = shape + (1,)
-    elif op == "bn_stats":
-        shape = (shape[0], 6)
-    elif op == "bn_aggr":
-        shape = (shape[0], 2)
-    elif op == "tensor_partition_reduce":
-        shape = (1,) + shape[1:]
-    return shape, consts.sbuf
+    if rule is None:
+        return tuple(first.shape), consts.sbuf
+    shape, buffer = rule(values, first)
+    return tuple(shape), consts.BUFFERS[buffer]

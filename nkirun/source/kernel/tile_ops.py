@@ -3,6 +3,7 @@
 (`nl.ndarray((B, nl.par_dim(P), F))`: B tiles of (P, F))."""
 from __future__ import annotations
 
+from nkirun.isa import REGISTRY
 from nkirun.source.kernel import consts, legacy
 from nkirun.source.kernel.unsupported import here, kernel_error
 
@@ -34,6 +35,13 @@ def fit(view, shape):
     return with_pattern(view, pattern, view.offset)
 
 
+def _api(pending):
+    """How NKI's API spells the pending instruction (its SPEC.nki), or None."""
+    if pending is None:
+        return None
+    return REGISTRY[pending.op].nki
+
+
 def _same_view(a, b) -> bool:
     return a._rec is b._rec and a.offset == b.offset and a.get_pattern() == b.get_pattern()
 
@@ -44,18 +52,20 @@ def assign(target, key, value) -> None:
     tracer = _tracer()
     loc = here()
     p = legacy.take(tracer, value)
-    if p is not None and (p.result.buffer is not view.buffer or p.op == "nc_transpose"
-                          and str(p.result.dtype) != str(view.dtype)):
-        # a PSUM result into SBUF (or back), a transpose into another dtype: computed in its
-        # own tile, then copied (nc_transpose does not cast)
+    api = _api(p)
+    recast = api.recast if api is not None and api.recast \
+        and str(p.result.dtype) != str(view.dtype) else ""
+    if p is not None and (p.result.buffer is not view.buffer or recast == "copy"):
+        # a PSUM result into SBUF (or back), a result into another dtype that its
+        # instruction does not cast (nc_transpose): computed in its own tile, then copied
         tracer.legacy_pending = p
         p = None
     if p is not None:
         p.values["dst"] = fit(view, p.result.shape)
-        if p.op == "load" and str(view.dtype) != str(p.values["src"].dtype):
-            p.op = "dma_copy"  # a load into another dtype: the casting DMA (as nl.load's)
-        if p.op == "nc_matmul" and p.values.get("accumulate") is None:
-            p.values["accumulate"] = False  # `=` overwrites the PSUM tile
+        if recast:
+            p.op = recast  # an instruction that casts instead (load: dma_copy)
+        if api.accumulate and p.values.get(api.accumulate) is None:
+            p.values[api.accumulate] = False  # `=` overwrites the PSUM tile
         legacy.flush(tracer)
         legacy.record(tracer, p.op, p.values, p.loc, p.tables)
         return
@@ -81,8 +91,7 @@ def inplace(target, other, op: str):
     """`target op= other` (target a view): the result written into target."""
     tracer = _tracer()
     p = legacy.take(tracer, other)
-    if p is not None and p.op == "nc_matmul" and op == "add" \
-            and target.buffer is consts.psum:
+    if p is not None and _api(p).accumulate and op == "add" and target.buffer is consts.psum:
         p.values["dst"] = fit(target, p.result.shape)  # accumulate: the auto rule
         legacy.flush(tracer)
         legacy.record(tracer, p.op, p.values, p.loc, p.tables)
