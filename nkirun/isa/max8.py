@@ -22,6 +22,7 @@ import numpy as np
 from nkirun.checker.mask import MaskError, evaluate, hide, rows_mask
 from nkirun.isa.fast.top8 import top8
 from nkirun.isa.common import flat
+from nkirun.isa.nki_api import per_partition
 from nkirun.isa.spec import MASK, TILE, Bound, InstructionDef, NkiApi, Param, common_tail, out_dtype
 
 K = 8  # values per partition
@@ -104,5 +105,5 @@ SPEC = InstructionDef(
               "engine; Vector is assumed (the nki.isa.max8 documentation)",
     source="the nki.isa.max8 documentation; the nki.isa.max8 documentation examples",
     example="- max8: {dst: top, src: t}",
-    nki=NkiApi("dst src"),
+    nki=NkiApi("dst src", result=per_partition(8)),  # pre-0.2: the (P, 8) maxima
 )

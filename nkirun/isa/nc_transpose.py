@@ -105,5 +105,5 @@ SPEC = InstructionDef(
     same_partitions=(),  # dst has data's free size as its partitions
     source="the nki.isa.nc_transpose documentation",
     example="- nc_transpose: {dst: tT, data: t}   # t: sbuf [128, 64] -> tT: psum [64, 128]",
-    nki=NkiApi("dst data engine=unknown", result=_transposed, recast="copy"),  # (no cast)
+    nki=NkiApi("dst data engine=unknown", result=_transposed, recast="copy", transposes=True),  # (no cast)
 )

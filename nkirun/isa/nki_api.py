@@ -51,6 +51,12 @@ class NkiApi:
     # keywords NKI removed or renamed: (keyword, the release, what to write instead); the
     # front end's E390 (isa/removed.py)
     removed: tuple[tuple[str, str, str], ...] = ()
+    # the result's axes are the input's reversed (a 2-D transpose): a mask's rectangle and
+    # the written rectangle of a partly written input are narrowed transposed (legacy.py)
+    transposes: bool = False
+    # the pre-0.2 positional order when a call leaves dst out and it is not the signature
+    # without dst (memset(shape, value, dtype): `shape` goes to `result`)
+    legacy_signature: str = ""
 
 
 @lru_cache(maxsize=None)

@@ -184,6 +184,8 @@ def _npy_header(name: str, path: str, want=None, notes: list | None = None):
         d = dt.DTYPES["float8_e5m2"]
     elif dtype.kind == "V":
         d = dt.DTYPES.get(_RAW_DEFAULT.get(dtype.itemsize, ""))
+    elif dtype == np.bool_:
+        d = dt.DTYPES["uint8"]  # nl.bool_ is stored as a byte (0 or 1)
     else:
         d = dt.from_numpy(dtype.newbyteorder("="))
     if d is None:

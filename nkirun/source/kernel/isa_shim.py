@@ -73,6 +73,9 @@ def make_instruction(op: str):
     # a tile dst may be left out (the pre-0.2 API returns the result); a register's may not
     has_dst = "dst" in ours and getattr(ours["dst"].kind, "is_view", False)
     required = [n for n, d in sig if d is _REQUIRED]
+    tiles = frozenset(n for n in required if n in ours and getattr(ours[n].kind, "name",
+                                                                   None) == "tile")
+    legacy_order = spec.nki.legacy_signature.split() or [n for n in order if n != "dst"]
     plans: dict = {}  # keywords given, in order -> (extras among them, `fill` minus them)
 
     simple: dict = {}  # keywords given -> NKI defaults to fill, for keyword sets that need
@@ -90,8 +93,9 @@ def make_instruction(op: str):
             if fill_in is not False and (not has_dst or kwargs["dst"] is not None):
                 return _simple_call(tracer, op, values, fill_in, loc, tables)
         names = order
-        if has_dst and "dst" not in kwargs and not _new_style(args, required, kwargs):
-            names = [n for n in order if n != "dst"]  # the pre-0.2 API: returns its result
+        if has_dst and "dst" not in kwargs and \
+                not legacy.dst_first(args, required, kwargs, tiles):
+            names = legacy_order  # the pre-0.2 API: returns its result
         if args:
             if len(args) > len(names):
                 raise kernel_error("E603", f"nki.isa.{op} takes at most {len(names)} "
@@ -192,24 +196,15 @@ def _dtype_keyword(values: dict, ours: bool):
     return d
 
 
-def _new_style(args, required, kwargs) -> bool:
-    """Whether positional `args` start with dst (NKI 0.2+) rather than leave it out."""
-    if not args:
-        return False
-    from nkirun.source.kernel.tensor import ndarray
-    if not isinstance(args[0], ndarray):
-        return False
-    given = set(required[:len(args)]) | set(kwargs)
-    return all(n in given for n in required)
-
-
 def _returning(tracer, op, values, loc, tables, dtype):
     """A pre-0.2 call without dst=: allocate the result and return it (legacy.py)."""
     from nkirun.source.kernel.tensor import ndarray
     api = REGISTRY[op].nki  # the result's shape, buffer and dtype when not the inputs'
     shape, buffer = legacy.result_shape(op, values, api.result)
     if dtype is None:
-        first = next((v for v in values.values() if isinstance(v, ndarray)), None)
+        first = legacy.first_operand(values)  # (not an output operand such as dst_idx)
+        if first is None:
+            first = next((v for v in values.values() if isinstance(v, ndarray)), None)
         fixed = api.result_dtype  # (nc_matmul: float32, PSUM's)
         dtype = consts.DTYPES[fixed or "float32"] if fixed or first is None \
             else first.dtype

@@ -223,13 +223,19 @@ def record(tracer, op: str, values: dict, loc, tables=None) -> None:
         return
     box = pop_mask(values)
     pred = box if box.__class__ is Predicate else None
+    flip = _transposes(op) and len(values["data"].shape) == 2 == len(values["dst"].shape)
     if valid and box != "empty":
-        box = _intersect(box, _inherited(values, valid))
+        inherited = _inherited(values, valid)
+        if flip and isinstance(inherited, list):
+            inherited = inherited[::-1]  # data's written rows are the transpose's columns
+        box = _intersect(box, inherited)
     dst = values.get("dst")
     tracked = dst is not None and getattr(dst, "_rec", None) is not None \
         and dst._rec.on_chip and (not dst._rec.declared or dst._rec in valid)
     whole = dst is not None and _whole(dst)
-    if not apply_mask(values, box):
+    if flip and isinstance(box, list):  # the box is dst's; data is narrowed transposed
+        values["dst"], values["data"] = narrow(dst, box), narrow(values["data"], box[::-1])
+    elif not apply_mask(values, box):
         return
     if pred is not None:
         _element_mask(op, values, pred, box)
@@ -262,6 +268,12 @@ def _element_mask(op: str, values: dict, pred, box) -> None:
     text = predicate_text(pred, box, tuple(space.shape))
     if text is not None:
         values["mask"] = text
+
+
+def _transposes(op: str) -> bool:
+    from nkirun.isa import REGISTRY
+    spec = REGISTRY.get(op)
+    return spec is not None and spec.nki.transposes
 
 
 def _intersect(box, inherited):
@@ -331,19 +343,43 @@ def take(tracer, value):
     return None
 
 
+def dst_first(args, required, kwargs, tiles=frozenset()) -> bool:
+    """Whether positional `args` start with dst (NKI 0.2+) rather than leave it out: they
+    must cover the required parameters, each required tile operand with a tensor (the
+    pre-0.2 `local_gather(src, index, 4, 4)` would put the number 4 in `index`)."""
+    if not args:
+        return False
+    from nkirun.source.kernel.tensor import ndarray
+    if not isinstance(args[0], ndarray):
+        return False
+    given = set(required[:len(args)]) | set(kwargs)
+    if not all(n in given for n in required):
+        return False
+    return all(isinstance(a, ndarray) for n, a in zip(required, args) if n in tiles)
+
+
+def first_operand(values: dict):
+    """The input a result without dst= takes its shape and dtype from (not an output
+    operand such as nc_match_replace8's dst_idx), or None."""
+    return next((values[k] for k in ("data", "src", "data1", "data0", "on_true_tile",
+                                     "on_true", "stationary", "src_buffer", "segment_ids")
+                 if hasattr(values.get(k), "shape")), None)
+
+
 def result_shape(op: str, values: dict, rule=None):
     """(shape, buffer) of the result an instruction called without dst= makes: the first
     input's shape in SBUF, unless the instruction's spec says otherwise (`rule`: its
-    SPEC.nki.result)."""
+    SPEC.nki.result; it is also asked when there is no input tile, as for the pre-0.2
+    `memset(shape, value, dtype)`, and answers None when it cannot tell)."""
     if "_legacy_shape" in values:  # an index expression's shape (legacy_affine.FORMS)
         return values.pop("_legacy_shape"), consts.sbuf
-    first = next((values[k] for k in ("data", "src", "data1", "data0", "on_true_tile",
-                                      "on_true", "stationary") if hasattr(values.get(k),
-                                                                         "shape")), None)
-    if first is None:
+    first = first_operand(values)
+    got = rule(values, first) if rule is not None and (first is not None
+                                                      or "shape" in values) else None
+    if got is None and first is None:
         raise kernel_error("E607", f"nki.isa.{op} without dst=: nkirun cannot tell the "
                            "result's shape", hint="allocate the result and pass dst=")
-    if rule is None:
+    if got is None:
         return tuple(first.shape), consts.sbuf
-    shape, buffer = rule(values, first)
+    shape, buffer = got
     return tuple(shape), consts.BUFFERS[buffer]
