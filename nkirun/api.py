@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 ProgramSource = Union[str, "os.PathLike[str]", Mapping[str, Any], Program]
 InputValue = Union[np.ndarray, float, int, str, "os.PathLike[str]"]
-UNINITIALIZED = ("error", "nan", "zero")
+UNINITIALIZED = ("error", "strict", "nan", "zero")
 _YAML_TEXT = re.compile(r"\s*(\{|version\s*:)")
 
 

@@ -72,9 +72,10 @@ def default_out_dir(program: str) -> str:
 @click.option("--shadow-top", type=click.IntRange(min=1), default=None, metavar="N",
               help="with --shadow: how many instructions the \"most added error\" summary "
                    "names [default: 5]")
-@click.option("--uninitialized", type=click.Choice(["error", "nan", "zero"]), default="error",
-              show_default=True, help="reading an element nothing wrote: an error (E090), "
-              "or it reads as NaN / 0 (the outputs too)")
+@click.option("--uninitialized", type=click.Choice(["error", "strict", "nan", "zero"]), default="error",
+              show_default=True, help="reading an element nothing wrote: error = its garbage "
+              "is carried, E090 when it reaches an output, an index or a register; strict = "
+              "E090 at the read; nan / zero = it reads as NaN / 0 (the outputs too)")
 @_program_format_option
 @_target_option
 @kernel_options(inputs=False)

@@ -263,8 +263,8 @@ class Spy:
     def __setattr__(self, name, value):  # e.g. the PRNG registers live on the machine
         setattr(self._m, name, value)
 
-    def read(self, r, rows=None):
-        x = self._m.read(r, rows)
+    def read(self, r, rows=None, strict=False):
+        x = self._m.read(r, rows, strict)
         self._stats.inputs.append(x)
         return x
 

@@ -84,17 +84,20 @@ def run_traced(traced: Traced, bound, inputs=None, step=None, machine: list | No
 def output_array(m, handle) -> np.ndarray:
     from nkirun.diagnostics import RunError, error
     rec = handle._rec
-    buf, w = m.buffers[rec.name], m.written.get(rec.name)
-    flat = buf.reshape(-1)
-    item = flat.itemsize
-    view = np.lib.stride_tricks.as_strided(
-        flat[handle.offset:], shape=handle.shape,
-        strides=tuple(s * item for s in handle.strides), writeable=False)
+    w = m.written.get(rec.name)
+
+    def seen(a):  # the returned view of a tensor-shaped array
+        return np.lib.stride_tricks.as_strided(
+            a.reshape(-1)[handle.offset:], shape=handle.shape,
+            strides=tuple(s * a.itemsize for s in handle.strides), writeable=False)
+    view = seen(m.buffers[rec.name])
     if w is not None:
-        wv = np.lib.stride_tricks.as_strided(
-            w.reshape(-1)[handle.offset:], shape=handle.shape,
-            strides=tuple(s * w.itemsize for s in handle.strides), writeable=False)
+        wv = seen(w)
         if not wv.all():
+            from nkirun.runner.carried import garbage_error
+            carried = garbage_error(m, rec.name, "returned tensor", seen)
+            if carried is not None:
+                raise carried
             bad = tuple(int(i) for i in np.argwhere(~wv)[0])
             raise RunError(error("E092", f"output `{rec.name}` was never written at index "
                                  f"{bad}", rec.loc, hint="write every element of a returned "

@@ -242,6 +242,8 @@ class ndarray:
     def __truediv__(self, o): return self._arith(o, "divide")  # noqa: E704
     def __rtruediv__(self, o): return self._arith(o, "divide", True)  # noqa: E704
     def __pow__(self, o): return self._arith(o, "power")  # noqa: E704
+    def __mod__(self, o): return self._arith(o, "mod")  # noqa: E704
+    def __rmod__(self, o): return self._arith(o, "mod", True)  # noqa: E704
 
     # comparisons are nl.less & co. (1 where true, 0 elsewhere); `a < 3` and `3 > a` alike.
     # A tile stays hashable by identity (it is a handle, not a value).

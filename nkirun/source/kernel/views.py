@@ -80,7 +80,8 @@ def index_view_plain(t, key):
     items = key if key.__class__ is tuple else tuple(key) if isinstance(key, tuple) \
         else (key,)  # a tuple subclass: `t[nl.mgrid[0:P, 0:F]]` indexes with the grids
     if not all(k.__class__ in _PLAIN for k in items):
-        if any(k.__class__ is _ARRAY for k in items):
+        if any(isinstance(k, _ARRAY) for k in items) or \
+                any(hasattr(k, "_rec") for k in items) and not t._rec.on_chip:
             return _advanced(t, list(items))
         items = tuple(_plain(k, t) for k in items)
     try:
@@ -164,7 +165,11 @@ def with_pattern(t, pattern, offset):
 def _advanced(t, items):
     """t indexed with nl.arange/nl.mgrid index arrays (legacy.py)."""
     from nkirun.source.kernel.legacy import advanced_pattern
-    items = [k.__index__() if hasattr(k, "__index__") and k.__class__ is not _ARRAY else k
+    tiles = [i for i, k in enumerate(items) if hasattr(k, "_rec")]
+    if tiles:  # a runtime index tile: an indirect DMA (legacy_gather.py)
+        from nkirun.source.kernel.legacy_gather import gather
+        return gather(t, items, tiles)
+    items = [k.__index__() if hasattr(k, "__index__") and not isinstance(k, _ARRAY) else k
              for k in items]
     if len(items) != t.ndim:
         raise kernel_error("E603", f"an index with index arrays needs one item per dim "
