@@ -37,8 +37,15 @@ import numpy as np
 from nkirun.diagnostics import NkirunError, warning
 from nkirun.hw import dtypes as dt
 from nkirun.runner.machine import Machine, select_into
+from nkirun.runner import shadow_native
 from nkirun.runner.streamed import last_streamed
-from nkirun.runner.shadow_bits import as_f32, rounded_f32, rounds_on_bits, stored
+from nkirun.runner.shadow_bits import (
+    as_f32,
+    real_cast,
+    rounded_f32,
+    rounds_on_bits,
+    stored,
+)
 from nkirun.runner.shadow_metrics import (
     Row,
     WriteStats,
@@ -86,6 +93,7 @@ class ShadowMachine(Machine):
         self.records: list = []
         self.probing = True  # False while the real run's inputs equal the shadow's
         self.fast = True  # False: no shortcuts of Shadow.fast (for the tests)
+        self.native = False  # True: shadow_native's C passes (Shadow.native)
 
     def enter(self, name: str) -> None:
         """Bring tensor `name` in from the real machine (first use). Storage nothing has
@@ -139,7 +147,10 @@ class ShadowMachine(Machine):
         rounds = r.dtype.name != "float32" or (out_dtype is not None
                                                and out_dtype.name != "float32")
         # (with the real run's inputs equal to these, the real stores are the probe)
-        probe = rounded_f32(v, out_dtype, r.dtype) if rounds and self.probing else None
+        on_bits = rounds and self.probing and rounds_on_bits(v, out_dtype, r.dtype)
+        probe = (shadow_native.ROUND_BF16 if on_bits and self.native  # (rounded in C,
+                 else rounded_f32(v, out_dtype, r.dtype)               # as it compares)
+                 if rounds and self.probing else None)
         dst = self.view(r)
         v32 = as_f32(v)
         if v32.shape != dst.shape:
@@ -152,9 +163,7 @@ class ShadowMachine(Machine):
         if r.ap is not None and r.ap.indirect is not None:
             self._scatter(r, dst, mask)
         self.records.append((r, v32, v32 if probe is None else probe, mask,
-                             rounds or v.dtype.kind != "f",
-                             self.fast and probe is not None
-                             and rounds_on_bits(v, out_dtype, r.dtype)))
+                             rounds or v.dtype.kind != "f", self.fast and on_bits))
 
     def write_select(self, r, cond, on_true, on_false, out_dtype=None, mask=None, regular=None):
         out = np.empty(np.broadcast_shapes(cond.shape, on_true.shape), on_true.dtype)
@@ -279,8 +288,15 @@ class Spy:
         if v.dtype.kind in "fiu" and r.dtype.is_float and r.dtype.packed == 1:
             if v.dtype.kind != "f":
                 v = v.astype(np.float64)
-            post, post32 = stored(v, out_dtype, r.dtype)
-            self._stats.count(r, v, post, out_dtype, r.dtype, mask, post32)
+            if self._stats.native and mask is None and rounds_on_bits(v, out_dtype, r.dtype):
+                post, counts = shadow_native.store_bf16(v)  # (cast and counts: one pass)
+                self._stats.count(r, v, post, out_dtype, r.dtype, None, counts=counts)
+            elif self._stats.native:
+                post = real_cast(v, out_dtype, r.dtype)  # (C reads it as stored)
+                self._stats.count(r, v, post, out_dtype, r.dtype, mask)
+            else:
+                post, post32 = stored(v, out_dtype, r.dtype)
+                self._stats.count(r, v, post, out_dtype, r.dtype, mask, post32)
             self._m.write(r, post, None, mask)
         else:
             self._m.write(r, v, out_dtype, mask)
@@ -298,6 +314,9 @@ class Shadow:
     # measured at the store, fresh storage entering with its values): the tests in
     # tests/runner/test_shadow_bits.py check that both ways give one report
     fast = True
+    # False: the NumPy definitions even where the C module (shadow_native) was built; it
+    # is also off when NKIRUN_SHADOW_NUMPY=1 (tests/runner/test_shadow_native.py)
+    native = True
 
     def __init__(self, bound, on_row=None):
         self.keep_dtype = reinterpreted(bound)
@@ -310,6 +329,12 @@ class Shadow:
         self._stopped = False
         self.pool: dict = {}  # scratch arrays for the comparisons, freed with the Shadow
         self.cores = TwoCores(bound)  # a two-core program: per-core registers, sendrecv
+        self.uses_native = self.native and shadow_native.available()
+
+    @property
+    def backend(self) -> str:
+        """Which comparison this shadow runs: "native" (the C module) or "numpy"."""
+        return "native" if self.uses_native else "numpy"
 
     def step(self, b, m: Machine) -> None:
         if self._stopped:
@@ -319,6 +344,7 @@ class Shadow:
         if s is None:
             s = self.machine = ShadowMachine(m, self.keep_dtype)
             s.fast = self.fast
+            s.native = self.uses_native
         for name in self._previous:  # a kernel frees storage after its last use
             if name not in m.buffers:
                 s.buffers.pop(name, None)
@@ -341,7 +367,8 @@ class Shadow:
             self._stop(b, e)
             b.spec.execute(b, m)
             return
-        stats = WriteStats(pool=self.pool, loss_deferred=exact and self.fast)
+        stats = WriteStats(pool=self.pool, loss_deferred=exact and self.fast,
+                           native=s.native)
         b.spec.execute(b, Spy(m, stats))
         row = compare(b, m, s, s.records, stats, exact, self.dirty)
         self.rows.append(row)

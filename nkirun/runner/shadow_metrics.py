@@ -27,7 +27,9 @@ from dataclasses import dataclass, field
 import ml_dtypes
 import numpy as np
 
-from nkirun.runner.shadow_bits import BF16, as_f32, bf16_rounding_ulps
+from nkirun.hw.dtypes import DTYPES
+from nkirun.runner import shadow_native
+from nkirun.runner.shadow_bits import BF16, as_f32, bf16_rounding_ulps, rounded_f32
 
 FP8 = ("float8_e4m3", "float8_e5m2")
 
@@ -84,15 +86,23 @@ def scratch(pool: dict, n: int, dtype, k: int = 0) -> np.ndarray:
 
 
 def errors(xs: list, ref: np.ndarray, d, pool: dict | None = None,
-           rounding: int | None = None) -> list[Err]:
+           rounding: int | None = None, native: bool = False) -> list[Err]:
     """abs/rel/ULP error of each x in xs against ref (same size), measured in dtype d (the
     rel and ULP denominators, which depend on ref alone, computed once for all).
     `rounding`: the index of an x that is ref (float32) rounded to bfloat16 by its store
-    (shadow_bits.rounds_on_bits): its ULP error is read from ref's bits, no division."""
+    (shadow_bits.rounds_on_bits): its ULP error is read from ref's bits, no division. An
+    x may be shadow_native.ROUND_BF16 (that rounding, not computed yet). `native`: one C
+    pass (shadow_native.errors) when it reads these arrays; the same numbers."""
     n = ref.size
     if n == 0:
         return [Err() for _ in xs]
     floating = d.is_float and d.packed == 1
+    if native and floating:
+        f = fmt(d)
+        got = shadow_native.errors(xs, ref, f.nmant, f.tiny)
+        if got is not None:
+            return [Err(a, rel, ulp, at) for a, at, rel, ulp in got]
+    xs = [_probe_of(ref) if isinstance(x, str) else x for x in xs]
     wide = np.dtype(np.float32 if floating else np.float64)
     ref = np.asarray(ref).reshape(-1)
     if ref.dtype != wide:
@@ -115,6 +125,11 @@ def errors(xs: list, ref: np.ndarray, d, pool: dict | None = None,
         np.divide(diff, scales[0], out=diff)  # (in place: diff's last use, one array fewer)
         out.append(Err(float(top), float(diff.max()), ulp, at))
     return out
+
+
+def _probe_of(ref: np.ndarray) -> np.ndarray:
+    """shadow_native.ROUND_BF16 spelled out: float32 ref rounded to bfloat16 (as float32)."""
+    return rounded_f32(np.asarray(ref, np.float32), None, DTYPES["bfloat16"])
 
 
 def plain_errors(xs: list, ref: np.ndarray, d) -> list[Err]:
@@ -203,22 +218,34 @@ class WriteStats:
     seen: set = field(default_factory=set)  # id(Resolved)s stored to (rounding ones)
     real32: dict = field(default_factory=dict)  # id(Resolved) -> stored values, float32
     pool: dict = field(default_factory=dict)  # scratch arrays (the run's)
+    native: bool = False  # shadow_native's one-pass counts where it reads the arrays
 
     def count(self, r, pre: np.ndarray, post: np.ndarray, out_dtype, dst, mask,
-              post32: np.ndarray | None = None) -> None:
+              post32: np.ndarray | None = None, counts: tuple | None = None) -> None:
         """One store of values `pre` (as computed) kept as `post` (as stored) into r
-        (`post32`: post as float32 values, when already known)."""
+        (`post32`: post as float32 values, when already known; `counts`: what
+        shadow_native.store gave for them, when it ran)."""
         uncast = post is pre  # (real_cast returns its argument when there is no cast)
         if mask is not None:
             if mask.size != pre.size:
                 return self.count(r, pre, post, out_dtype, dst, None, post32)
             sel = mask.reshape(pre.shape)
             pre, post = pre[sel], np.asarray(post)[sel]
-            post32 = None if post32 is None else post32[sel]
+            post32, counts = None if post32 is None else post32[sel], None
+        rounding = not (dst.name == "float32" and (out_dtype is None
+                                                   or out_dtype.name == "float32"))
+        fp8 = [t for t in (out_dtype, dst) if t is not None and t.name in FP8]
+        limit = float(ml_dtypes.finfo(fp8[0].np_type).max) if fp8 else 0.0
+        if self.native and rounding and not uncast and counts is None:
+            counts = shadow_native.store(pre, post, limit if fp8 else np.inf)
+        if counts is not None:  # C read post as stored: no float32 copy of it
+            if mask is None and (r.ap is None or r.ap.indirect is None):
+                self.real32[id(r)] = post  # what the real run holds there
+            return self._counted(id(r), counts, fp8, limit)
         post32 = as_f32(post) if post32 is None else post32
         if mask is None and (r.ap is None or r.ap.indirect is None):
             self.real32[id(r)] = post32  # what the real run holds there (no 2nd conversion)
-        if dst.name == "float32" and (out_dtype is None or out_dtype.name == "float32"):
+        if not rounding:
             if post32.size and np.isnan(post32.max()):  # nothing to round: only NaNs
                 self._nans(post32)
             return
@@ -243,12 +270,27 @@ class WriteStats:
         zeros_post = zeros(post32, self.pool)
         if zeros_post:  # a zero computed stays zero: the others underflowed
             self.underflow += int(zeros_post - zeros(pre, self.pool))
-        fp8 = [t for t in (out_dtype, dst) if t is not None and t.name in FP8]
-        limit = float(ml_dtypes.finfo(fp8[0].np_type).max) if fp8 else 0.0
         if fp8 and n and (not finite or max(-lo, hi) >= limit):  # (else |pre| <= limit:
             big = np.abs(pre) > limit  # the cast is monotone and keeps the limit exactly)
             self.fp8_saturated += int(np.count_nonzero(big & np.isfinite(pre)))
         return None
+
+    def _counted(self, key: int, counts: tuple, fp8: list, limit: float) -> None:
+        """count()'s bookkeeping from shadow_native.store's numbers (the same readings: its
+        loss is measured at the store, never deferred, since it costs nothing here)."""
+        nan, overflow, zeros_post, zeros_pre, big, loss, saturated = counts
+        finite = np.isfinite(big)  # (NaN when a NaN was stored)
+        if not finite:
+            self._nans_counted(nan)
+            self.overflow += overflow
+        self.seen.add(key)
+        if key in self.deferred:
+            self.store_abs = max(self.store_abs, self._lost(*self.deferred.pop(key)))
+        self.store_abs = max(self.store_abs, loss)
+        if zeros_post:
+            self.underflow += zeros_post - zeros_pre
+        if fp8 and (not finite or big >= limit):
+            self.fp8_saturated += saturated
 
     def settle(self, keys) -> None:
         """Measure the deferred losses of these stores (id(Resolved)s) at the store."""
@@ -257,6 +299,7 @@ class WriteStats:
 
     def _lost(self, pre: np.ndarray, post32: np.ndarray) -> float:
         """max |post32 - pre| (equal values and NaN against NaN: 0; others NaN/inf: inf)."""
+        post32 = as_f32(post32)
         lost = scratch(self.pool, post32.size, np.float32, 2).reshape(post32.shape)
         np.subtract(post32, pre, out=lost, casting="unsafe")
         np.abs(lost, out=lost)
@@ -268,7 +311,9 @@ class WriteStats:
         return float(top)
 
     def _nans(self, post32: np.ndarray) -> None:
-        nan = int(np.count_nonzero(np.isnan(post32)))
+        self._nans_counted(int(np.count_nonzero(np.isnan(post32))))
+
+    def _nans_counted(self, nan: int) -> None:
         if nan and self.nan_read is None:  # the inputs, before this first NaN store
             self.nan_read = sum(int(np.count_nonzero(np.isnan(as_f32(a))))
                                 for a in self.inputs if a.dtype.kind == "f" or a.dtype == BF16
@@ -323,7 +368,10 @@ def coords(r, flat: int, m=None) -> tuple[int, ...]:
 
 
 def _picked(a, sel, shape=None) -> np.ndarray:
-    """a flattened (broadcast to `shape` first when it is smaller), the selected elements."""
+    """a flattened (broadcast to `shape` first when it is smaller), the selected elements
+    (shadow_native.ROUND_BF16 stands for itself: it is computed from the shadow's)."""
+    if isinstance(a, str):
+        return a
     a = np.asarray(a)
     if shape is not None and a.size != int(np.prod(shape)):
         a = np.broadcast_to(a, shape)
@@ -362,7 +410,7 @@ def compare(b, m, s, records, stats: WriteStats, exact_inputs: bool = False,
         added_too = rounds and not exact_inputs
         both = errors([_picked(real, sel)] + ([_picked(probe, sel, r.shape)] if added_too
                                                else []), _picked(shadow, sel), r.dtype,
-                      stats.pool, 1 if added_too and rounding else None)
+                      stats.pool, 1 if added_too and rounding else None, stats.native)
         c = both[0]
         if stats.deferred.pop(id(r), None) is not None:  # (exact inputs: its loss is c)
             stats.store_abs = max(stats.store_abs, c.abs)
