@@ -143,14 +143,22 @@ def plain_errors(xs: list, ref: np.ndarray, d) -> list[Err]:
     for x in xs:
         top, at, _ = _abs_errors(np.asarray(x).reshape(-1), ref, diff := np.empty_like(ref),
                                  wide)
-        rel = diff / np.fmax(np.abs(ref), wide.type(f.tiny))
+        den = at_least(np.abs(ref), wide.type(f.tiny))
+        rel = diff / den
         # the spacing at |ref| (a NaN shadow's: the subnormal step), at least that step
-        spacing = np.fmax((np.fmax(np.abs(ref), f.tiny).view(np.uint32) & np.uint32(
+        spacing = np.fmax((den.astype(np.float32).view(np.uint32) & np.uint32(
             0x7F800000)).view(np.float32) * np.float32(np.ldexp(1.0, -f.nmant)), f.step) \
             if f.nmant else None
         ulp = (diff / spacing).max() if f.nmant else top
         out.append(Err(float(top), float(rel.max()), float(ulp), at) if top else Err(at=0))
     return out
+
+
+def at_least(a: np.ndarray, tiny) -> np.ndarray:
+    """max(a, tiny) element by element, any NaN of a (quiet or signaling) giving tiny: what
+    np.fmax means, but NumPy's vectorised fmax returns a signaling NaN as it is on some
+    CPUs, so the NaN case is spelled out."""
+    return np.where(np.isnan(a) | (a < tiny), tiny, a).astype(a.dtype, copy=False)
 
 
 def _abs_errors(x, ref, diff, wide) -> tuple[float, int, bool]:
@@ -182,6 +190,8 @@ def _scales(ref, f: _Format, wide, n: int, pool: dict):
     np.abs(ref, out=rel)
     if not rel.min() >= f.tiny:  # (a reduction costs a fraction of a written pass)
         np.fmax(rel, wide.type(f.tiny), out=rel)  # fmax: a NaN shadow element scales by tiny
+        if np.isnan(rel.max()):  # (NumPy's SIMD fmax keeps a signaling NaN, sometimes)
+            rel[np.isnan(rel)] = wide.type(f.tiny)
     if not f.nmant:
         return rel, None
     ulp = scratch(pool, n, np.float32, 3)

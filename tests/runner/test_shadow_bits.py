@@ -27,6 +27,14 @@ SPECIAL = [0x00000000, 0x80000000, 0x00000001, 0x807FFFFF, 0x00800000, 0x3F80800
 QUICK = settings(max_examples=150, deadline=None, derandomize=True, database=None)
 
 
+@pytest.fixture(autouse=True)
+def numpy_comparisons(monkeypatch):
+    """These tests are about the NumPy paths: the C comparison (when built) stays off here
+    (tests/runner/test_shadow_native.py compares it with them)."""
+    from nkirun.runner.shadow import Shadow
+    monkeypatch.setattr(Shadow, "native", False)
+
+
 def _bits(n_max: int = 64):
     """float32 arrays from bit patterns: mostly random, some special."""
     word = st.one_of(st.integers(0, 2 ** 32 - 1), st.sampled_from(SPECIAL),

@@ -1,0 +1,213 @@
+"""The compiled shadow comparison (runner/_shadow_native.c via runner/shadow_native.py)
+against the NumPy definitions beside it: the same errors, counts, casts and reports, bit
+for bit, on raw bit patterns (NaN payloads, infinities, signed zeros, subnormals, values
+that round to infinity, fp8 saturation). Skipped where the module was not built, except
+test_native_module_is_built_where_required, which CI runs with NKIRUN_REQUIRE_NATIVE=1
+wherever a C compiler exists, so a build that silently lost the module fails."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import pathlib
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nkirun.hw.dtypes import DTYPES
+from nkirun.runner import shadow_native
+from nkirun.runner.shadow_bits import as_f32, real_cast, rounded_f32
+from nkirun.runner.shadow_metrics import WriteStats, errors, plain_errors
+
+BUILT = shadow_native._c is not None
+needs_native = pytest.mark.skipif(not BUILT, reason="the C module was not built here")
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+FLOATS = ["float32", "bfloat16", "float16", "tfloat32", "float8_e4m3", "float8_e5m2"]
+SPECIAL = [0x00000000, 0x80000000, 0x00000001, 0x807FFFFF, 0x00800000, 0x3F808000,
+           0x3F818000, 0x7F7F8000, 0x7F7F7FFF, 0xFF7FFFFF, 0x7F800000, 0xFF800000,
+           0x7FC00000, 0x7F800001, 0xFFA00001, 0x7FBFFFFF, 0x3F800000, 0xBF800000,
+           0x47800000, 0x477FF000, 0x43700000, 0x43780000, 0xC3740000, 0x47600000,
+           0x47700000, 0xC7680000, 0x3C800000, 0x3B000000, 0x33800000]
+SPECIAL_F = np.array(SPECIAL, np.uint32).view(np.float32)
+BITS = settings(max_examples=200, deadline=None, derandomize=True, database=None)
+
+
+def _bits(n_max: int = 80):
+    """float32 arrays from bit patterns: random words, special values (NaN payloads,
+    infinities, fp8 limits), O(1) values, subnormals and the smallest normals."""
+    word = st.one_of(st.integers(0, 2 ** 32 - 1), st.sampled_from(SPECIAL),
+                     st.integers(0x3E000000, 0x41000000), st.integers(0, 0x00FFFFFF),
+                     st.integers(0x80000000, 0x80FFFFFF))
+    return st.lists(word, min_size=1, max_size=n_max).map(
+        lambda w: np.array(w, np.uint64).astype(np.uint32).view(np.float32))
+
+
+def _tuple(e) -> np.ndarray:
+    return np.array([e.abs, e.rel, e.ulp, e.at], np.float64)
+
+
+def _same(a, b) -> bool:
+    return np.array_equal(_tuple(a), _tuple(b), equal_nan=True)
+
+
+def test_native_module_is_built_where_required():
+    """CI sets NKIRUN_REQUIRE_NATIVE=1 when a C compiler is present (.ci/run): the install
+    must then have built the module, or this fails instead of the suite skipping."""
+    if os.environ.get("NKIRUN_REQUIRE_NATIVE", "") in ("", "0"):
+        pytest.skip("NKIRUN_REQUIRE_NATIVE is not set")
+    assert BUILT, "nkirun.runner._shadow_native was not built (pip install -e . with a C compiler)"
+    assert shadow_native.backend() == "native" or os.environ.get("NKIRUN_SHADOW_NUMPY")
+
+
+@needs_native
+@BITS
+@given(_bits(), st.sampled_from(FLOATS), st.integers(0, 2 ** 32 - 1), st.booleans(),
+       st.booleans())
+def test_native_errors_equal_numpy_on_any_bits(ref, name, seed, flip, stored_type):
+    """The run's version: the shadow cast to the output dtype (in that dtype, as the real
+    run holds it, or widened to float32), nudged by ULPs, sign-flipped, or replaced by
+    special values; the added error's probe as C rounds it (ROUND_BF16) or spelled out."""
+    d = DTYPES[name]
+    rng = np.random.default_rng(seed)
+    with np.errstate(all="ignore"):
+        x = as_f32(real_cast(ref, None, d))
+        x = x * np.float32(1 + 2.0 ** -6 * rng.integers(-3, 4, ref.size))
+        if flip:
+            x[rng.random(ref.size) < 0.3] *= -1
+        x[rng.random(ref.size) < 0.15] = rng.choice(SPECIAL_F, 1)
+        if stored_type and d.name != "tfloat32":
+            x = real_cast(x, None, d)  # bfloat16/float16/fp8 elements, read by C as such
+        probe = rounded_f32(ref, None, DTYPES["bfloat16"])
+        for xs in ([x, shadow_native.ROUND_BF16], [x, probe], [x]):
+            native = errors(xs, ref, d, {}, native=True)
+            numpy = errors(xs, ref, d, {}, native=False)
+            plain = plain_errors([probe if isinstance(v, str) else v for v in xs], ref, d)
+            for a, b, c in zip(native, numpy, plain):
+                assert _same(a, b) and _same(b, c), (xs, _tuple(a), _tuple(b), _tuple(c))
+
+
+@needs_native
+def test_native_errors_take_the_numpy_path_for_types_c_does_not_read():
+    ref = np.array([1.0, 2.5, -3.0], np.float32)
+    assert shadow_native.errors([ref.astype(np.float64)], ref, 7, 2.0 ** -126) is None
+    got = errors([ref.astype(np.float64) + 0.25], ref, DTYPES["bfloat16"], {}, native=True)
+    assert _same(got[0], plain_errors([ref + np.float32(0.25)], ref, DTYPES["bfloat16"])[0])
+
+
+class _View:  # what count() needs of a Resolved
+    ap = None
+
+
+def _counts(stats: WriteStats) -> tuple:
+    return (stats.overflow, stats.underflow, stats.fp8_saturated, stats.nan_written,
+            stats.nan_born, stats.store_abs)
+
+
+@needs_native
+@BITS
+@given(_bits(), st.sampled_from(FLOATS), st.sampled_from([None] + FLOATS), st.booleans())
+def test_native_store_counts_equal_numpy(pre, dst, out, masked):
+    """WriteStats.count with C's one pass against the NumPy passes: overflow, underflow,
+    fp8 saturation, NaNs, the loss; whole stores and masked ones."""
+    dst, out = DTYPES[dst], None if out is None else DTYPES[out]
+    mask = (np.arange(pre.size) % 3 != 1) if masked else None
+    got = []
+    for native in (True, False):
+        with np.errstate(all="ignore"):
+            stats = WriteStats(pool={}, native=native, inputs=[pre])
+            stats.count(_View(), pre, real_cast(pre, out, dst), out, dst, mask)
+        got.append(_counts(stats))
+    assert np.array_equal(np.array(got[0], float), np.array(got[1], float), equal_nan=True), got
+
+
+@needs_native
+@BITS
+@given(_bits(), st.booleans())
+def test_fused_bfloat16_store_is_ml_dtypes_cast_and_its_counts(pre, into_fp8_limit):
+    """store_bf16: the bits ml_dtypes' cast gives (NaN included: the quiet NaN with the
+    sign kept) and the counts of the cast it did."""
+    limit = 240.0 if into_fp8_limit else np.inf
+    post, counts = shadow_native.store_bf16(pre, limit)
+    with np.errstate(all="ignore"):
+        want = pre.astype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(post.view(np.uint16), want.view(np.uint16))
+    again = shadow_native.store(pre, want, limit)
+    assert np.array_equal(np.array(counts, float), np.array(again, float), equal_nan=True)
+    d = DTYPES["bfloat16"]
+    fused, numpy = WriteStats(pool={}, native=True), WriteStats(pool={}, native=False)
+    with np.errstate(all="ignore"):
+        fused.count(_View(), pre, post, None, d, None, counts=counts)
+        numpy.count(_View(), pre, want, None, d, None)
+    assert np.array_equal(np.array(_counts(fused), float), np.array(_counts(numpy), float),
+                          equal_nan=True)
+
+
+def test_the_backend_is_reported():
+    from nkirun.runner.shadow import Shadow
+    assert shadow_native.backend() in ("native", "numpy")
+    assert Shadow([]).backend == shadow_native.backend()
+
+
+def _rows(rep) -> list:
+    return [dataclasses.asdict(r) for r in rep.rows]
+
+
+def _same_rows(a: list, b: list) -> None:
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        for k in x:
+            same = x[k] == y[k] or (isinstance(x[k], float) and np.isnan(x[k])
+                                    and np.isnan(y[k]))
+            assert same, (x["instruction"], x["op"], k, x[k], y[k])
+
+
+def _both(run, monkeypatch) -> None:
+    """The report with C and with NumPy (Shadow.native off): field for field the same."""
+    from nkirun.runner.shadow import Shadow
+    monkeypatch.setattr(Shadow, "native", True)
+    native = run()
+    assert native.backend == "native"
+    monkeypatch.setattr(Shadow, "native", False)
+    numpy = run()
+    assert numpy.backend == "numpy"
+    _same_rows(_rows(native), _rows(numpy))
+
+
+@needs_native
+@pytest.mark.parametrize("program", sorted(p.name for p in (ROOT / "programs").iterdir()
+                                           if p.suffix in (".yaml", ".nkis")))
+def test_native_and_numpy_shadow_give_one_report(program, monkeypatch):
+    from nkirun import run
+    _both(lambda: run(ROOT / "programs" / program, shadow=True), monkeypatch)
+
+
+@needs_native
+@pytest.mark.parametrize("name", __import__("nkirun.isa", fromlist=["MODULES"]).MODULES)
+def test_native_and_numpy_shadow_agree_on_every_instruction_example(tmp_path, name,
+                                                                    monkeypatch):
+    from spec_examples import example_program
+
+    from nkirun import run
+    path = example_program(tmp_path, name)
+    _both(lambda: run(path, shadow=True), monkeypatch)
+
+
+@needs_native
+@pytest.mark.parametrize("kernel", ["rmsnorm", "attention_bf16"])
+def test_native_and_numpy_shadow_agree_on_the_bf16_kernels(kernel, monkeypatch):
+    import importlib.util
+
+    import nkirun
+    src = ROOT / "programs" / "kernels" / f"{kernel}.py"
+    spec = importlib.util.spec_from_file_location(f"kn_{kernel}", src)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rng = np.random.default_rng(7)
+    bf = ml_dtypes.bfloat16
+    args = ([rng.standard_normal((256, 96)).astype(bf), rng.standard_normal((1, 96)).astype(bf)]
+            if kernel == "rmsnorm" else
+            [rng.standard_normal(s).astype(bf) for s in ((64, 128), (64, 128), (128, 64))])
+    fn = getattr(mod, kernel)
+    _both(lambda: nkirun.simulate(fn, shadow=True)(*args), monkeypatch)
