@@ -36,9 +36,8 @@ import numpy as np
 
 from nkirun.diagnostics import NkirunError, warning
 from nkirun.hw import dtypes as dt
-from nkirun.runner.machine import Machine, select_into
 from nkirun.runner import shadow_native
-from nkirun.runner.streamed import last_streamed
+from nkirun.runner.machine import Machine, select_into
 from nkirun.runner.shadow_bits import (
     as_f32,
     real_cast,
@@ -46,11 +45,9 @@ from nkirun.runner.shadow_bits import (
     rounds_on_bits,
     stored,
 )
-from nkirun.runner.shadow_metrics import (
-    Row,
-    WriteStats,
-    compare,
-)
+from nkirun.runner.shadow_metrics import Row, compare
+from nkirun.runner.shadow_stores import WriteStats
+from nkirun.runner.streamed import last_streamed
 from nkirun.source.operands import Resolved
 
 F32 = np.dtype(np.float32)

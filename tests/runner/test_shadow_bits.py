@@ -18,7 +18,8 @@ from nkirun.runner.shadow_bits import (
     real_cast,
     rounded_f32,
 )
-from nkirun.runner.shadow_metrics import WriteStats, errors, plain_errors
+from nkirun.runner.shadow_metrics import errors, plain_errors
+from nkirun.runner.shadow_stores import WriteStats
 
 FLOATS = ["float32", "bfloat16", "float16", "float8_e4m3", "float8_e5m2"]
 SPECIAL = [0x00000000, 0x80000000, 0x00000001, 0x807FFFFF, 0x00800000, 0x3F808000,

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from nkirun.hw.dtypes import DTYPES
 from nkirun.runner import shadow_native
 from nkirun.runner.shadow_bits import as_f32, real_cast, rounded_f32
-from nkirun.runner.shadow_metrics import WriteStats, errors, plain_errors
+from nkirun.runner.shadow_metrics import errors, plain_errors
+from nkirun.runner.shadow_stores import WriteStats
 
 BUILT = shadow_native._c is not None
 needs_native = pytest.mark.skipif(not BUILT, reason="the C module was not built here")
