@@ -169,9 +169,15 @@ class ShadowMachine(Machine):
         return out
 
 
+_FLOAT_STORAGE: dict = {}  # NumPy dtype -> whether it is shadowed (from_numpy is a scan)
+
+
 def _is_float_storage(a: np.ndarray) -> bool:
-    d = dt.from_numpy(a.dtype)
-    return d is not None and shadowed_dtype(d)
+    got = _FLOAT_STORAGE.get(a.dtype)
+    if got is None:
+        d = dt.from_numpy(a.dtype)
+        got = _FLOAT_STORAGE[a.dtype] = d is not None and shadowed_dtype(d)
+    return got
 
 
 class TwoCores:

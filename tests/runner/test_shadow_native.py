@@ -212,3 +212,34 @@ def test_native_and_numpy_shadow_agree_on_the_bf16_kernels(kernel, monkeypatch):
             [rng.standard_normal(s).astype(bf) for s in ((64, 128), (64, 128), (128, 64))])
     fn = getattr(mod, kernel)
     _both(lambda: nkirun.simulate(fn, shadow=True)(*args), monkeypatch)
+
+
+def test_peak_coordinates_equal_their_definition():
+    """coords (one element's offset from an access pattern's strides, Python's divmod)
+    against plain_coords (every element's offset, NumPy's unravel), on every view the
+    example programs' and the bf16 kernels' instructions read or write."""
+    import importlib.util
+
+    from nkirun import api
+    from nkirun.runner.shadow_metrics import coords, plain_coords
+    from nkirun.source.kernel.api import require_valid, trace_call
+    bounds = [api.require_valid(p).bound for p in sorted((ROOT / "programs").iterdir())
+              if p.suffix in (".yaml", ".nkis")]
+    bf = ml_dtypes.bfloat16
+    for kernel, args in (("rmsnorm", [np.ones((256, 96), bf), np.ones((1, 96), bf)]),
+                         ("attention_bf16", [np.ones(s, bf) for s in
+                                             ((64, 128), (64, 128), (128, 64))])):
+        spec = importlib.util.spec_from_file_location(
+            f"kc_{kernel}", ROOT / "programs" / "kernels" / f"{kernel}.py")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        bounds.append(require_valid(trace_call(getattr(mod, kernel), args))[0])
+    rng = np.random.default_rng(3)
+    patterns = 0
+    for bound in bounds:
+        for b in bound:
+            for _, r in b.accesses().reads + b.accesses().writes:
+                for k in {0, r.size - 1, *rng.integers(0, r.size, 5).tolist()}:
+                    assert coords(r, k) == plain_coords(r, k), (b.op, r.decl.name, k)
+                patterns += r.ap is not None
+    assert patterns  # (some views are access patterns)
