@@ -292,8 +292,11 @@ class Spy:
             if v.dtype.kind != "f":
                 v = v.astype(np.float64)
             if self._stats.native and mask is None and rounds_on_bits(v, out_dtype, r.dtype):
-                post, counts = shadow_native.store_bf16(v)  # (cast and counts: one pass)
+                into = self._into(r, v)  # (cast and counts in one pass, straight into dst
+                post, counts = shadow_native.store_bf16(v, out=into)  # where it can be)
                 self._stats.count(r, v, post, out_dtype, r.dtype, None, counts=counts)
+                if into is not None:
+                    return self._m.mark_written(r, None)
             elif self._stats.native:
                 post = real_cast(v, out_dtype, r.dtype)  # (C reads it as stored)
                 self._stats.count(r, v, post, out_dtype, r.dtype, mask)
@@ -307,6 +310,16 @@ class Spy:
     def write_select(self, r, cond, on_true, on_false, out_dtype=None, mask=None, regular=None):
         return ShadowMachine.write_select(self, r, cond, on_true, on_false, out_dtype, mask,
                                           regular)
+
+    def _into(self, r, v: np.ndarray) -> np.ndarray | None:
+        """r's bfloat16 storage as a contiguous array of v's shape that a store may fill
+        directly (what Machine.write would write there), or None: a view that scatters
+        (indirect), streams (zero-step), broadcasts or is strided goes through write()."""
+        if r.ap is not None and (r.ap.indirect is not None or r.ap.overlapping) \
+                or v.size != r.size or not v.flags.c_contiguous:
+            return None
+        into = self._m.direct_view(r, v.shape)
+        return into if into is not None and into.flags.c_contiguous else None
 
 
 class Shadow:

@@ -83,10 +83,10 @@ def store(pre: np.ndarray, post: np.ndarray, limit: float):
     return _c.store(np.ascontiguousarray(pre).reshape(-1), k[1], k[0], k[2], 0, limit)
 
 
-def store_bf16(pre: np.ndarray, limit: float = np.inf):
+def store_bf16(pre: np.ndarray, limit: float = np.inf, out: np.ndarray | None = None):
     """pre (float32) rounded to bfloat16 as ml_dtypes rounds, and store()'s counts, in one
-    pass."""
-    post = np.empty(pre.shape, _BF16_T)
+    pass; written into `out` (contiguous bfloat16, pre's size) when given."""
+    post = np.empty(pre.shape, _BF16_T) if out is None else out
     counts = _c.store(np.ascontiguousarray(pre).reshape(-1), post.reshape(-1).view(np.uint16),
                       _BF16, None, 1, limit)
     return post, counts
