@@ -374,8 +374,9 @@ class Shadow:
             s.registers = dict(m.registers)
         s.looped = m.looped  # (runtime loops: which instructions repeat, runner/registers.py)
         s.current, s.records = b, []
-        exact = same_registers(m, s) and not any(  # (before either runs b)
-            name in self.dirty for name in self.cores.reads(b, m))
+        dirty = self.dirty  # (before either runs b; the registers only when that matters)
+        exact = not (dirty and any(name in dirty for name in self.cores.reads(b, m))) \
+            and same_registers(m, s)
         s.probing = not exact
         try:
             b.spec.execute(b, s)

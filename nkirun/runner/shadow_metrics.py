@@ -287,6 +287,11 @@ def _picked(a, sel, shape=None) -> np.ndarray:
     return a if sel is None else a[sel]
 
 
+def _position(k: int, sel) -> int:
+    """The view position of the k-th compared element (of those `sel` selects)."""
+    return k if sel is None else int(np.flatnonzero(sel)[k])
+
+
 def compare(b, m, s, records, stats, exact_inputs: bool = False,
             dirty: set | None = None) -> Row:
     """The Row of instruction b: its stores on the real machine m against the shadow s
@@ -313,35 +318,35 @@ def compare(b, m, s, records, stats, exact_inputs: bool = False,
             if mask is None and r.is_whole:
                 dirty.discard(r.decl.name)
             continue
-        real = stats.real32.get(id(r))
-        real = m.view(r) if real is None or real.size != r.size else real
-        shadow = np.asarray(stored).reshape(r.shape)
-        sel = mask.reshape(-1) if mask is not None and mask.size == shadow.size else None
+        key, name, shape = id(r), r.decl.name, r.shape
+        real = stats.real32.get(key)
+        real = m.view(r) if real is None or real.size != stored.size else real
+        sel = (mask.reshape(-1) if mask is not None and mask.size == stored.size
+               else None)
         added_too = rounds and not exact_inputs
-        both = errors([_picked(real, sel)] + ([_picked(probe, sel, r.shape)] if added_too
-                                               else []), _picked(shadow, sel), r.dtype,
-                      stats.pool, 1 if added_too and rounding else None, stats.native)
+        xs = [_picked(real, sel)]
+        if added_too:
+            xs.append(_picked(probe, sel, shape))
+        both = errors(xs, _picked(stored, sel), r.dtype, stats.pool,
+                      1 if added_too and rounding else None, stats.native)
         c = both[0]
-        if stats.deferred.pop(id(r), None) is not None:  # (exact inputs: its loss is c)
+        if stats.deferred.pop(key, None) is not None:  # (exact inputs: its loss is c)
             stats.store_abs = max(stats.store_abs, c.abs)
         a = both[1] if added_too else Err(c.abs, c.rel, c.ulp, c.at) if exact_inputs \
             else Err(at=0)
         if c.abs > 0:
-            dirty.add(r.decl.name)
+            dirty.add(name)
         elif mask is None and r.is_whole:
-            dirty.discard(r.decl.name)
-
-        def where(k: int, sel=sel) -> int:  # the view position of the k-th compared element
-            return k if sel is None else int(np.flatnonzero(sel)[k])
+            dirty.discard(name)
         row.added = merged(row.added, a)
         if row.added is a and a.abs > 0:
-            row.added_tensor, row.added_index = r.decl.name, coords(r, where(a.at), m)
+            row.added_tensor, row.added_index = name, coords(r, _position(a.at, sel), m)
         row.carried = merged(row.carried, c)
         if row.carried is c and c.abs > 0:
-            k = where(c.at)
-            row.tensor, row.index, row.dtype = r.decl.name, coords(r, k, m), r.dtype.name
+            k = _position(c.at, sel)
+            row.tensor, row.index, row.dtype = name, coords(r, k, m), r.dtype.name
             row.value = float(np.asarray(real).reshape(-1)[k])
-            row.shadow = float(shadow.reshape(-1)[k])
+            row.shadow = float(np.asarray(stored).reshape(-1)[k])
     if stats.deferred:  # (a record not compared: packed MX data)
         stats.settle(stats.deferred.keys())
     row.overflow, row.underflow = stats.overflow, stats.underflow
