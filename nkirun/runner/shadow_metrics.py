@@ -247,23 +247,34 @@ def coords(r, flat: int, m=None) -> tuple[int, ...]:
             off = s.byte_offset + sum(i * t for i, t in zip(_unravel(flat, s.shape),
                                                             s.byte_strides))
         return _unravel(off // r.decl.dtype.itemsize, r.decl.shape)
-    index = tuple(r.np_index) + (slice(None),) * (len(r.decl.shape) - len(r.np_index))
-    sel_shape = tuple(c for (_, c, _), ix in zip(r.box, index) if isinstance(ix, slice))
-    inner = iter(_unravel(flat, sel_shape))
-    return tuple(int(ix) if not isinstance(ix, slice) else s + next(inner) * t
-                 for (s, _, t), ix in zip(r.box, index))
+    box, index = r.box, r.np_index  # (dims past the index: whole slices)
+    sliced = [k >= len(index) or isinstance(index[k], slice) for k in range(len(box))]
+    inner = _unravel(flat, [c for (_, c, _), cut in zip(box, sliced) if cut])
+    out, j = [], 0
+    for (start, _, step), cut, k in zip(box, sliced, range(len(box))):
+        if cut:
+            out.append(start + inner[j] * step)
+            j += 1
+        else:
+            out.append(int(index[k]))
+    return tuple(out)
 
 
 def plain_coords(r, flat: int, m=None) -> tuple[int, ...]:
-    """coords by its definition: every element's offset (static_offsets), then NumPy's
-    unravel (tests/runner/test_shadow_native.py compares the two)."""
+    """coords by its definition: every element's offset (static_offsets) or the view's
+    NumPy index, then NumPy's unravel (tests/runner/test_shadow_native.py compares the
+    two)."""
     if r.ap is not None:
         from nkirun.source.access import static_offsets
         off = (m.indirect_rows(r)[0] if r.ap.indirect is not None and m is not None
                else static_offsets(r))
         at = int(np.asarray(off).reshape(-1)[flat]) // r.decl.dtype.itemsize
         return tuple(int(i) for i in np.unravel_index(at, r.decl.shape))
-    return coords(r, flat, m)
+    index = tuple(r.np_index) + (slice(None),) * (len(r.decl.shape) - len(r.np_index))
+    sel_shape = tuple(c for (_, c, _), ix in zip(r.box, index) if isinstance(ix, slice))
+    inner = iter(int(i) for i in np.unravel_index(flat, sel_shape)) if sel_shape else iter(())
+    return tuple(int(ix) if not isinstance(ix, slice) else s + next(inner) * t
+                 for (s, _, t), ix in zip(r.box, index))
 
 
 def _unravel(k: int, shape) -> tuple[int, ...]:

@@ -42,22 +42,22 @@ def backend() -> str:
     return "native" if available() else "numpy"
 
 
+_KINDS = {np.dtype(np.float32): (_F32, None), _BF16_T: (_BF16, np.uint16),
+          np.dtype(np.float16): (_F16, np.uint16),
+          **{t: (_TABLE8, np.uint8) for t in _TABLES}}
+
+
 def kind(a) -> tuple[int, np.ndarray, np.ndarray | None] | None:
     """(C's element kind, a flat contiguous array of a's bits, the fp8 table) or None when
     C does not read a's type."""
     if isinstance(a, str):
         return (_ROUND, None, None) if a == ROUND_BF16 else None
     a = np.asarray(a)
-    t = a.dtype
-    if t == np.float32:
-        return _F32, np.ascontiguousarray(a).reshape(-1), None
-    if t == _BF16_T or t == np.float16:
-        return (_BF16 if t == _BF16_T else _F16,
-                np.ascontiguousarray(a).reshape(-1).view(np.uint16), None)
-    table = _TABLES.get(t)
-    if table is not None:
-        return _TABLE8, np.ascontiguousarray(a).reshape(-1).view(np.uint8), table
-    return None
+    k = _KINDS.get(a.dtype)
+    if k is None:
+        return None
+    flat = (a if a.flags.c_contiguous else np.ascontiguousarray(a)).reshape(-1)
+    return k[0], flat if k[1] is None else flat.view(k[1]), _TABLES.get(a.dtype)
 
 
 def errors(xs: list, ref: np.ndarray, nmant: int, tiny: float):
@@ -66,7 +66,9 @@ def errors(xs: list, ref: np.ndarray, nmant: int, tiny: float):
     kinds = [kind(x) for x in xs]
     if any(k is None for k in kinds) or not 1 <= len(xs) <= 2:
         return None
-    ref = np.ascontiguousarray(ref, dtype=np.float32).reshape(-1)
+    if ref.dtype != np.float32 or not ref.flags.c_contiguous:
+        ref = np.ascontiguousarray(ref, dtype=np.float32)
+    ref = ref.reshape(-1)
     (k1, a1, t1), (k2, a2, t2) = kinds[0], kinds[1] if len(xs) == 2 else (-1, None, None)
     if t1 is not None and t2 is not None and t1 is not t2:
         return None  # (two different fp8 tables: never happens, one output dtype)
