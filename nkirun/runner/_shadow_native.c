@@ -200,6 +200,61 @@ INLINE void acc_block(Acc *a, float *d, float *q, const Scales *s, int kind, con
     if (ulp > a->ulp) a->ulp = ulp;
 }
 
+/* The usual block in one loop: x of kind float32, bfloat16 or the bfloat16 rounding of
+ * ref, every difference finite and every 1 / scale a float. Then the same values as
+ * acc_block (the same float operations, element by element), with no array written.
+ * Returns 0 (nothing done) when the block needs acc_block. */
+#define FUSED_LOOP(LOAD)                                                                \
+    for (Py_ssize_t j = 0; j < m; j++) {                                                \
+        float rj = r[j], ar = fabsf(rj);                                                \
+        float den = ar >= tiny ? ar : tiny;                                             \
+        uint32_t e = bits_of(den) >> 23;                                                \
+        float rcp = f_of(((254u + un - e) & 0xFFu) << 23);                              \
+        small |= (e < un) | (e > 253u + un);                                            \
+        float d = fabsf((LOAD) - rj);                                                   \
+        uint32_t db = bits_of(d), qb = bits_of(d / den), ub = bits_of(d * rcp);         \
+        dmax = db > dmax ? db : dmax;                                                   \
+        rmax = qb > rmax ? qb : rmax;                                                   \
+        umax = ub > umax ? ub : umax;                                                   \
+    }
+
+INLINE float round_bf16_f(float v)
+{
+    uint32_t b = bits_of(v);
+    uint32_t rounded = (b + 0x7FFFu + ((b >> 16) & 1u)) & 0xFFFF0000u;
+    uint32_t nan = (b & 0x80000000u) | 0x7FC00000u;
+    return f_of((b & 0x7FFFFFFFu) > 0x7F800000u ? nan : rounded);
+}
+
+INLINE int fused_block(Acc *a, int kind, const void *x, Py_ssize_t i0, const float *r,
+                       Py_ssize_t m, float tiny, int nmant)
+{
+    uint32_t dmax = 0, rmax = 0, umax = 0, small = 0, un = (uint32_t)nmant;
+    if (kind == K_F32) {
+        const float *p = (const float *)x + i0;
+        FUSED_LOOP(p[j])
+    } else if (kind == K_BF16) {
+        const uint16_t *p = (const uint16_t *)x + i0;
+        FUSED_LOOP(f_of((uint32_t)p[j] << 16))
+    } else if (kind == K_ROUND_BF16) {
+        FUSED_LOOP(round_bf16_f(rj))
+    } else {
+        return 0;
+    }
+    if (dmax >= 0x7F800000u || small)
+        return 0;
+    if (dmax == 0)
+        return 1;
+    if (f_of(dmax) > a->top) {
+        Py_ssize_t j = 0;
+        while (bits_of(fabsf(load(kind, x, i0 + j, NULL, r[j]) - r[j])) != dmax) j++;
+        a->top = f_of(dmax); a->at = i0 + j;
+    }
+    if (rmax > a->rel) a->rel = rmax;
+    if (umax > a->ulp) a->ulp = umax;
+    return 1;
+}
+
 WIDEST static void run_errors(Acc *a1, Acc *a2, Scales *sc, float *d, float *q,
                               const float *r, Py_ssize_t n, int k1, const void *x1,
                               int k2, const void *x2, const float *table, float tiny,
@@ -207,10 +262,16 @@ WIDEST static void run_errors(Acc *a1, Acc *a2, Scales *sc, float *d, float *q,
 {
     for (Py_ssize_t i0 = 0; i0 < n; i0 += BLK) {
         Py_ssize_t m = n - i0 < BLK ? n - i0 : BLK;
-        scales_of(sc, r + i0, m, tiny, nmant);
-        block_diff(d, k1, x1, i0, r + i0, m, table);
-        acc_block(a1, d, q, sc, k1, x1, i0, r + i0, m, table);
-        if (k2 >= 0) {
+        int scaled = 0; /* sc holds this block's scales */
+        if (!fused_block(a1, k1, x1, i0, r + i0, m, tiny, nmant)) {
+            scales_of(sc, r + i0, m, tiny, nmant);
+            scaled = 1;
+            block_diff(d, k1, x1, i0, r + i0, m, table);
+            acc_block(a1, d, q, sc, k1, x1, i0, r + i0, m, table);
+        }
+        if (k2 >= 0 && !fused_block(a2, k2, x2, i0, r + i0, m, tiny, nmant)) {
+            if (!scaled)
+                scales_of(sc, r + i0, m, tiny, nmant);
             block_diff(d, k2, x2, i0, r + i0, m, table);
             acc_block(a2, d, q, sc, k2, x2, i0, r + i0, m, table);
         }
@@ -296,7 +357,7 @@ typedef struct {
 WIDEST static void run_store(StoreCounts *c, const float *pre, void *post, int kind,
                              const float *table, int cast, float limit, Py_ssize_t n)
 {
-    float sv[BLK], dv[BLK];
+    float sv[BLK];
     uint32_t big = 0, loss = 0;
     for (Py_ssize_t i0 = 0; i0 < n; i0 += BLK) {
         Py_ssize_t m = n - i0 < BLK ? n - i0 : BLK;
@@ -320,7 +381,8 @@ WIDEST static void run_store(StoreCounts *c, const float *pre, void *post, int k
             for (Py_ssize_t j = 0; j < m; j++) sv[j] = load(kind, post, i0 + j, table, 0.0f);
         }
         int32_t nan = 0, overflow = 0, zpost = 0, zpre = 0, sat = 0;
-        for (Py_ssize_t j = 0; j < m; j++) {
+        uint32_t top = 0;
+        for (Py_ssize_t j = 0; j < m; j++) { /* one pass: the counts, |post|, the loss */
             float s = sv[j], x = v[j];
             int32_t finite_x = fabsf(x) <= FLT_MAX;
             nan += s != s;
@@ -328,21 +390,18 @@ WIDEST static void run_store(StoreCounts *c, const float *pre, void *post, int k
             zpost += s == 0.0f;
             zpre += x == 0.0f;
             sat += finite_x & (fabsf(x) > limit);
-        }
-        for (Py_ssize_t j = 0; j < m; j++) {
-            uint32_t b = bits_of(sv[j]) & 0x7FFFFFFFu; /* |s|: a NaN orders above inf */
+            uint32_t b = bits_of(s) & 0x7FFFFFFFu; /* |s|: a NaN orders above inf */
             big = b > big ? b : big;
+            uint32_t l = bits_of(fabsf(s - x));
+            top = l > top ? l : top;
         }
-        for (Py_ssize_t j = 0; j < m; j++)
-            dv[j] = fabsf(sv[j] - v[j]);
         c->nan += nan; c->overflow += overflow; c->zpost += zpost; c->zpre += zpre;
         c->sat += sat;
-        uint32_t top = max_bits(dv, m);
         if (top >= 0x7F800000u) { /* inf or NaN differences: the readings one by one */
             top = 0;
             for (Py_ssize_t j = 0; j < m; j++) {
-                uint32_t b = bits_of(abs_error(sv[j], v[j]));
-                top = b > top ? b : top;
+                uint32_t l = bits_of(abs_error(sv[j], v[j]));
+                top = l > top ? l : top;
             }
         }
         loss = top > loss ? top : loss;
