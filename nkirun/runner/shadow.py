@@ -90,6 +90,7 @@ class ShadowMachine(Machine):
         self.records: list = []
         self.probing = True  # False while the real run's inputs equal the shadow's
         self.fast = True  # False: no shortcuts of Shadow.fast (for the tests)
+        self.spare: dict = {}  # shape -> float32 arrays of freed shadowed tiles
         self.native = False  # True: shadow_native's C passes (Shadow.native)
 
     def enter(self, name: str) -> None:
@@ -100,7 +101,9 @@ class ShadowMachine(Machine):
         w = self.real.written.get(name)
         blank = self.fast and w is not None and not w.any()
         if name not in self.keep_dtype and _is_float_storage(src):
-            self.buffers[name] = np.empty(src.shape, F32) if blank else src.astype(F32)
+            spare = self.spare.get(src.shape) if blank else None  # (a freed tile's array:
+            self.buffers[name] = (spare.pop() if spare  # fresh large arrays fault pages in)
+                                  else np.empty(src.shape, F32) if blank else src.astype(F32))
             self.shadowed.add(name)
         else:
             self.buffers[name] = np.empty_like(src) if blank else src.copy()
@@ -363,7 +366,9 @@ class Shadow:
             s.native = self.uses_native
         for name in self._previous:  # a kernel frees storage after its last use
             if name not in m.buffers:
-                s.buffers.pop(name, None)
+                freed = s.buffers.pop(name, None)
+                if name in s.shadowed and freed is not None and self.fast:
+                    s.spare.setdefault(freed.shape, []).append(freed)  # (for a new tile)
                 s.shadowed.discard(name)
         names = self._previous = touched(b)
         for name in names:
