@@ -75,14 +75,30 @@ def reinterpreted(bound) -> set[str]:
     return out
 
 
+def never_written(bound) -> set[str]:
+    """Tensors the instructions read but none writes (e.g. a kernel's inputs): their values
+    are the same in both runs throughout, so the shadow can read the real machine's array
+    instead of a float32 copy of it (the same values, widened where they are read). The
+    tensors of a meeting (sendrecv's exchange) are left out: it writes outside `writes`."""
+    read, written = set(), set()
+    for b in bound:
+        acc = b.accesses()
+        read.update(r.decl.name for _, r in acc.reads)
+        written.update(r.decl.name for _, r in acc.writes)
+        if b.spec.meeting is not None:
+            written.update(r.decl.name for _, r in acc.reads)
+    return read - written
+
+
 class ShadowMachine(Machine):
     """The float32 machine. Its `written` is the real machine's (shared, never changed
     here); shadowed tensors are float32 arrays of the declared shape."""
 
-    def __init__(self, real: Machine, keep_dtype: set[str]):
+    def __init__(self, real: Machine, keep_dtype: set[str], shared: frozenset = frozenset()):
         super().__init__({}, real.written)
         self.real = real
         self.keep_dtype = keep_dtype
+        self.shared = shared  # never written: the real machine's array is used as it is
         self.shadowed: set[str] = set()
         # per store of the current instruction: (Resolved, the values stored here, the
         # probe: what the real dtypes would keep of them, mask, whether the store rounds,
@@ -98,6 +114,9 @@ class ShadowMachine(Machine):
         written yet (a kernel's fresh tile) brings no values: an element is read only
         after a write, or the real run stops at E090."""
         src = self.real.buffers[name]
+        if name in self.shared:
+            self.buffers[name] = src
+            return
         w = self.real.written.get(name)
         blank = self.fast and w is not None and not w.any()
         if name not in self.keep_dtype and _is_float_storage(src):
@@ -339,6 +358,7 @@ class Shadow:
 
     def __init__(self, bound, on_row=None):
         self.keep_dtype = reinterpreted(bound)
+        self.shared = frozenset(never_written(bound)) if self.fast else frozenset()
         self.rows: list[Row] = []
         self.warnings: list = []
         self.machine: ShadowMachine | None = None
@@ -361,7 +381,7 @@ class Shadow:
             return
         s = self.machine
         if s is None:
-            s = self.machine = ShadowMachine(m, self.keep_dtype)
+            s = self.machine = ShadowMachine(m, self.keep_dtype, self.shared)
             s.fast = self.fast
             s.native = self.uses_native
         for name in self._previous:  # a kernel frees storage after its last use
