@@ -78,15 +78,13 @@ def reinterpreted(bound) -> set[str]:
 def never_written(bound) -> set[str]:
     """Tensors the instructions read but none writes (e.g. a kernel's inputs): their values
     are the same in both runs throughout, so the shadow can read the real machine's array
-    instead of a float32 copy of it (the same values, widened where they are read). The
-    tensors of a meeting (sendrecv's exchange) are left out: it writes outside `writes`."""
+    instead of a float32 copy of it (the same values, widened where they are read). Not
+    for two-core programs (TwoCores.on): a meeting's exchange writes outside `writes`."""
     read, written = set(), set()
     for b in bound:
         acc = b.accesses()
         read.update(r.decl.name for _, r in acc.reads)
         written.update(r.decl.name for _, r in acc.writes)
-        if b.spec.meeting is not None:
-            written.update(r.decl.name for _, r in acc.reads)
     return read - written
 
 
@@ -358,7 +356,6 @@ class Shadow:
 
     def __init__(self, bound, on_row=None):
         self.keep_dtype = reinterpreted(bound)
-        self.shared = frozenset(never_written(bound)) if self.fast else frozenset()
         self.rows: list[Row] = []
         self.warnings: list = []
         self.machine: ShadowMachine | None = None
@@ -368,6 +365,8 @@ class Shadow:
         self._stopped = False
         self.pool: dict = {}  # scratch arrays for the comparisons, freed with the Shadow
         self.cores = TwoCores(bound)  # a two-core program: per-core registers, sendrecv
+        self.shared = (frozenset(never_written(bound)) if self.fast and not self.cores.on
+                       else frozenset())
         self.uses_native = self.native and shadow_native.available()
 
     @property
