@@ -37,16 +37,14 @@ import numpy as np
 from nkirun.diagnostics import NkirunError, warning
 from nkirun.hw import dtypes as dt
 from nkirun.runner import shadow_native
-from nkirun.runner.machine import Machine, select_into
+from nkirun.runner.machine import Machine
 from nkirun.runner.shadow_bits import (
     as_f32,
-    real_cast,
     rounded_f32,
     rounds_on_bits,
-    stored,
 )
-from nkirun.runner.shadow_metrics import Row, compare
-from nkirun.runner.shadow_stores import WriteStats
+from nkirun.runner.shadow_metrics import Row, compare, resolve_places
+from nkirun.runner.shadow_stores import Spy, WriteStats, write_selected
 from nkirun.runner.streamed import last_streamed
 from nkirun.source.operands import Resolved
 
@@ -183,10 +181,7 @@ class ShadowMachine(Machine):
                              rounds or v.dtype.kind != "f", self.fast and on_bits))
 
     def write_select(self, r, cond, on_true, on_false, out_dtype=None, mask=None, regular=None):
-        out = np.empty(np.broadcast_shapes(cond.shape, on_true.shape), on_true.dtype)
-        select_into(out, cond, on_true, on_false, regular)
-        self.write(r, out.reshape(r.shape), out_dtype, mask)
-        return out
+        return write_selected(self, r, cond, on_true, on_false, out_dtype, mask, regular)
 
 
 _FLOAT_STORAGE: dict = {}  # NumPy dtype -> whether it is shadowed (from_numpy is a scan)
@@ -281,67 +276,6 @@ def same_registers(m: Machine, s: Machine) -> bool:
     return pm.keys() == ps.keys() and all(np.array_equal(pm[k].state, ps[k].state) for k in pm)
 
 
-class Spy:
-    """The real machine as an instruction sees it, with its stores counted (overflow,
-    underflow, NaN, fp8 saturation: the values before and after the output cast)."""
-
-    def __init__(self, m: Machine, stats: WriteStats):
-        object.__setattr__(self, "_m", m)
-        object.__setattr__(self, "_stats", stats)
-
-    def __getattr__(self, name):
-        return getattr(self._m, name)
-
-    def __setattr__(self, name, value):  # e.g. the PRNG registers live on the machine
-        setattr(self._m, name, value)
-
-    def read(self, r, rows=None):
-        x = self._m.read(r, rows)
-        self._stats.inputs.append(x)
-        return x
-
-    def read_f32(self, r, rows=None):
-        return dt.to_f32(self.read(r, rows))
-
-    def direct_view(self, r, shape):
-        return None
-
-    def write(self, r, values, out_dtype=None, mask=None) -> None:
-        v = np.asarray(values)
-        if v.dtype.kind in "fiu" and r.dtype.is_float and r.dtype.packed == 1:
-            if v.dtype.kind != "f":
-                v = v.astype(np.float64)
-            if self._stats.native and mask is None and rounds_on_bits(v, out_dtype, r.dtype):
-                into = self._into(r, v)  # (cast and counts in one pass, straight into dst
-                post, counts = shadow_native.store_bf16(v, out=into)  # where it can be)
-                self._stats.count(r, v, post, out_dtype, r.dtype, None, counts=counts)
-                if into is not None:
-                    return self._m.mark_written(r, None)
-            elif self._stats.native:
-                post = real_cast(v, out_dtype, r.dtype)  # (C reads it as stored)
-                self._stats.count(r, v, post, out_dtype, r.dtype, mask)
-            else:
-                post, post32 = stored(v, out_dtype, r.dtype)
-                self._stats.count(r, v, post, out_dtype, r.dtype, mask, post32)
-            self._m.write(r, post, None, mask)
-        else:
-            self._m.write(r, v, out_dtype, mask)
-
-    def write_select(self, r, cond, on_true, on_false, out_dtype=None, mask=None, regular=None):
-        return ShadowMachine.write_select(self, r, cond, on_true, on_false, out_dtype, mask,
-                                          regular)
-
-    def _into(self, r, v: np.ndarray) -> np.ndarray | None:
-        """r's bfloat16 storage as a contiguous array of v's shape that a store may fill
-        directly (what Machine.write would write there), or None: a view that scatters
-        (indirect), streams (zero-step), broadcasts or is strided goes through write()."""
-        if r.ap is not None and (r.ap.indirect is not None or r.ap.overlapping) \
-                or v.size != r.size or not v.flags.c_contiguous:
-            return None
-        into = self._m.direct_view(r, v.shape)
-        return into if into is not None and into.flags.c_contiguous else None
-
-
 class Shadow:
     """Runs the shadow alongside interpret.execute (pass `step=shadow.step`) and collects
     one Row per instruction; `on_row(row)` is called as each one finishes (--trace)."""
@@ -356,7 +290,8 @@ class Shadow:
 
     def __init__(self, bound, on_row=None):
         self.keep_dtype = reinterpreted(bound)
-        self.rows: list[Row] = []
+        self._rows: list[Row] = []
+        self._later: dict = {}  # peak coordinates to fill in (shadow_metrics._place)
         self.warnings: list = []
         self.machine: ShadowMachine | None = None
         self.on_row = on_row
@@ -411,10 +346,18 @@ class Shadow:
         stats = WriteStats(pool=self.pool, loss_deferred=exact and self.fast,
                            native=s.native)
         b.spec.execute(b, Spy(m, stats))
-        row = compare(b, m, s, s.records, stats, exact, self.dirty)
-        self.rows.append(row)
+        row = compare(b, m, s, s.records, stats, exact, self.dirty, self._later)
+        self._rows.append(row)
         if self.on_row is not None:
+            resolve_places(self._later)
             self.on_row(row)
+
+    @property
+    def rows(self) -> list[Row]:
+        """One Row per instruction run so far."""
+        if self._later:
+            resolve_places(self._later)
+        return self._rows
 
     def _stop(self, b, e: NkirunError) -> None:
         self._stopped = True

@@ -303,15 +303,35 @@ def _position(k: int, sel) -> int:
     return k if sel is None else int(np.flatnonzero(sel)[k])
 
 
+def _place(row: Row, attr: str, r, k: int, m, later: dict | None) -> None:
+    """row.<attr> = coords(r, k, m), now, or when `later` is resolved (resolve_places):
+    the coordinates of a view without index values depend on nothing that changes, and
+    most peaks are replaced or never looked at before the report is read."""
+    if later is None or r.ap is not None and r.ap.indirect is not None:
+        setattr(row, attr, coords(r, k, m))
+        if later is not None:
+            later.pop((id(row), attr), None)
+    else:
+        later[(id(row), attr)] = (row, attr, r, k)
+
+
+def resolve_places(later: dict) -> None:
+    """Fill in the coordinates _place left for later."""
+    for row, attr, r, k in later.values():
+        setattr(row, attr, coords(r, k))
+    later.clear()
+
+
 def compare(b, m, s, records, stats, exact_inputs: bool = False,
-            dirty: set | None = None) -> Row:
+            dirty: set | None = None, later: dict | None = None) -> Row:
     """The Row of instruction b: its stores on the real machine m against the shadow s
     (`stats`: the shadow_stores.WriteStats of its real stores).
 
     `exact_inputs`: every tensor b read holds the same values in both runs. Then a store
     that rounds nothing (float32 in, float32 out) is exact, and a rounding store's real
     value is its probe (carried = added): the shortcuts that keep the shadow cheap.
-    `dirty` (tensor names whose shadow differs) is updated from what b stored.
+    `dirty` (tensor names whose shadow differs) is updated from what b stored; `later`:
+    where the peaks' coordinates may wait (_place).
     """
     loc = b.loc()
     row = Row(b.index, b.op, b.engine, loc.file, loc.line, loc.column, Err(), Err())
@@ -351,14 +371,22 @@ def compare(b, m, s, records, stats, exact_inputs: bool = False,
             dirty.discard(name)
         row.added = merged(row.added, a)
         if row.added is a and a.abs > 0:
-            row.added_tensor, row.added_index = name, coords(r, _position(a.at, sel), m)
+            row.added_tensor = name
+            _place(row, "added_index", r, _position(a.at, sel), m, later)
         row.carried = merged(row.carried, c)
         if row.carried is c and c.abs > 0:
             k = _position(c.at, sel)
-            row.tensor, row.index, row.dtype = name, coords(r, k, m), r.dtype.name
+            row.tensor, row.dtype = name, r.dtype.name
+            _place(row, "index", r, k, m, later)
             row.value = float(np.asarray(real).reshape(-1)[k])
             row.shadow = float(np.asarray(stored).reshape(-1)[k])
-    if stats.deferred:  # (a record not compared: packed MX data)
+    return _with_events(row, stats)
+
+
+def _with_events(row: Row, stats) -> Row:
+    """row with the events and the loss of its real stores (what is still deferred, e.g.
+    a record not compared, packed MX data, measured now)."""
+    if stats.deferred:
         stats.settle(stats.deferred.keys())
     row.overflow, row.underflow = stats.overflow, stats.underflow
     row.nan_born, row.fp8_saturated = stats.nan_born, stats.fp8_saturated

@@ -2,7 +2,8 @@
 to one instruction's values (overflow, underflow, fp8 saturation, NaNs born, the loss), the
 readings of shadow_metrics' module docstring (docs/shadow.md). The counts come from NumPy
 passes or, where the C module was built, from shadow_native.store's one pass (the same
-numbers: tests/runner/test_shadow_native.py)."""
+numbers: tests/runner/test_shadow_native.py). `Spy` is the real machine as an instruction
+sees it during a shadow run, its stores counted here."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -10,8 +11,10 @@ from dataclasses import dataclass, field
 import ml_dtypes
 import numpy as np
 
+from nkirun.hw import dtypes as dt
 from nkirun.runner import shadow_native
-from nkirun.runner.shadow_bits import BF16, as_f32
+from nkirun.runner.machine import Machine, select_into
+from nkirun.runner.shadow_bits import BF16, as_f32, real_cast, rounds_on_bits, stored
 from nkirun.runner.shadow_metrics import FP8, scratch, zeros
 
 
@@ -138,3 +141,72 @@ class WriteStats:
     @property
     def nan_born(self) -> int:
         return max(0, self.nan_written - (self.nan_read or 0))
+
+
+def write_selected(m, r, cond, on_true, on_false, out_dtype, mask, regular):
+    """Machine.write_select through m.write (so the shadow records, and the Spy counts, the
+    store): the selection into a fresh array, then one write."""
+    out = np.empty(np.broadcast_shapes(cond.shape, on_true.shape), on_true.dtype)
+    select_into(out, cond, on_true, on_false, regular)
+    m.write(r, out.reshape(r.shape), out_dtype, mask)
+    return out
+
+
+class Spy:
+    """The real machine as an instruction sees it, with its stores counted (overflow,
+    underflow, NaN, fp8 saturation: the values before and after the output cast)."""
+
+    def __init__(self, m: Machine, stats: WriteStats):
+        object.__setattr__(self, "_m", m)
+        object.__setattr__(self, "_stats", stats)
+
+    def __getattr__(self, name):
+        return getattr(self._m, name)
+
+    def __setattr__(self, name, value):  # e.g. the PRNG registers live on the machine
+        setattr(self._m, name, value)
+
+    def read(self, r, rows=None):
+        x = self._m.read(r, rows)
+        self._stats.inputs.append(x)
+        return x
+
+    def read_f32(self, r, rows=None):
+        return dt.to_f32(self.read(r, rows))
+
+    def direct_view(self, r, shape):
+        return None
+
+    def write(self, r, values, out_dtype=None, mask=None) -> None:
+        v = np.asarray(values)
+        if v.dtype.kind in "fiu" and r.dtype.is_float and r.dtype.packed == 1:
+            if v.dtype.kind != "f":
+                v = v.astype(np.float64)
+            if self._stats.native and mask is None and rounds_on_bits(v, out_dtype, r.dtype):
+                into = self._into(r, v)  # (cast and counts in one pass, straight into dst
+                post, counts = shadow_native.store_bf16(v, out=into)  # where it can be)
+                self._stats.count(r, v, post, out_dtype, r.dtype, None, counts=counts)
+                if into is not None:
+                    return self._m.mark_written(r, None)
+            elif self._stats.native:
+                post = real_cast(v, out_dtype, r.dtype)  # (C reads it as stored)
+                self._stats.count(r, v, post, out_dtype, r.dtype, mask)
+            else:
+                post, post32 = stored(v, out_dtype, r.dtype)
+                self._stats.count(r, v, post, out_dtype, r.dtype, mask, post32)
+            self._m.write(r, post, None, mask)
+        else:
+            self._m.write(r, v, out_dtype, mask)
+
+    def write_select(self, r, cond, on_true, on_false, out_dtype=None, mask=None, regular=None):
+        return write_selected(self, r, cond, on_true, on_false, out_dtype, mask, regular)
+
+    def _into(self, r, v: np.ndarray) -> np.ndarray | None:
+        """r's bfloat16 storage as a contiguous array of v's shape that a store may fill
+        directly (what Machine.write would write there), or None: a view that scatters
+        (indirect), streams (zero-step), broadcasts or is strided goes through write()."""
+        if r.ap is not None and (r.ap.indirect is not None or r.ap.overlapping) \
+                or v.size != r.size or not v.flags.c_contiguous:
+            return None
+        into = self._m.direct_view(r, v.shape)
+        return into if into is not None and into.flags.c_contiguous else None

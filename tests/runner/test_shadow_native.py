@@ -6,9 +6,7 @@ test_native_module_is_built_where_required, which CI runs with NKIRUN_REQUIRE_NA
 wherever a C compiler exists, so a build that silently lost the module fails."""
 from __future__ import annotations
 
-import dataclasses
 import os
-import pathlib
 
 import ml_dtypes
 import numpy as np
@@ -18,13 +16,13 @@ from hypothesis import strategies as st
 
 from nkirun.hw.dtypes import DTYPES
 from nkirun.runner import shadow_native
-from nkirun.runner.shadow_bits import as_f32, real_cast, rounded_f32
+from nkirun.runner.shadow_bits import real_cast, rounded_f32
 from nkirun.runner.shadow_metrics import errors, plain_errors
 from nkirun.runner.shadow_stores import WriteStats
+from tests.runner.shadow_helpers import ROOT, bf16_kernel, perturbed, rows, same_rows
 
 BUILT = shadow_native._c is not None
 needs_native = pytest.mark.skipif(not BUILT, reason="the C module was not built here")
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 FLOATS = ["float32", "bfloat16", "float16", "tfloat32", "float8_e4m3", "float8_e5m2"]
 SPECIAL = [0x00000000, 0x80000000, 0x00000001, 0x807FFFFF, 0x00800000, 0x3F808000,
            0x3F818000, 0x7F7F8000, 0x7F7F7FFF, 0xFF7FFFFF, 0x7F800000, 0xFF800000,
@@ -71,13 +69,8 @@ def test_native_errors_equal_numpy_on_any_bits(ref, name, seed, flip, stored_typ
     run holds it, or widened to float32), nudged by ULPs, sign-flipped, or replaced by
     special values; the added error's probe as C rounds it (ROUND_BF16) or spelled out."""
     d = DTYPES[name]
-    rng = np.random.default_rng(seed)
+    x = perturbed(ref, d, seed, flip, SPECIAL_F, 0.15)
     with np.errstate(all="ignore"):
-        x = as_f32(real_cast(ref, None, d))
-        x = x * np.float32(1 + 2.0 ** -6 * rng.integers(-3, 4, ref.size))
-        if flip:
-            x[rng.random(ref.size) < 0.3] *= -1
-        x[rng.random(ref.size) < 0.15] = rng.choice(SPECIAL_F, 1)
         if stored_type and d.name != "tfloat32":
             x = real_cast(x, None, d)  # bfloat16/float16/fp8 elements, read by C as such
         probe = rounded_f32(ref, None, DTYPES["bfloat16"])
@@ -151,19 +144,6 @@ def test_the_backend_is_reported():
     assert Shadow([]).backend == shadow_native.backend()
 
 
-def _rows(rep) -> list:
-    return [dataclasses.asdict(r) for r in rep.rows]
-
-
-def _same_rows(a: list, b: list) -> None:
-    assert len(a) == len(b)
-    for x, y in zip(a, b):
-        for k in x:
-            same = x[k] == y[k] or (isinstance(x[k], float) and np.isnan(x[k])
-                                    and np.isnan(y[k]))
-            assert same, (x["instruction"], x["op"], k, x[k], y[k])
-
-
 def _both(run, monkeypatch) -> None:
     """The report with C and with NumPy (Shadow.native off): field for field the same."""
     from nkirun.runner.shadow import Shadow
@@ -173,7 +153,7 @@ def _both(run, monkeypatch) -> None:
     monkeypatch.setattr(Shadow, "native", False)
     numpy = run()
     assert numpy.backend == "numpy"
-    _same_rows(_rows(native), _rows(numpy))
+    same_rows(rows(native), rows(numpy))
     _same_outputs(native.outputs, numpy.outputs)
 
 
@@ -191,7 +171,7 @@ def _same_outputs(a, b) -> None:
         assert a.dtype == b.dtype and a.shape == b.shape
         assert a.tobytes() == b.tobytes()
     else:
-        assert a == b or (a != a and b != b)
+        assert a == b or (np.isnan(a) and np.isnan(b))
 
 
 @needs_native
@@ -216,19 +196,8 @@ def test_native_and_numpy_shadow_agree_on_every_instruction_example(tmp_path, na
 @needs_native
 @pytest.mark.parametrize("kernel", ["rmsnorm", "attention_bf16"])
 def test_native_and_numpy_shadow_agree_on_the_bf16_kernels(kernel, monkeypatch):
-    import importlib.util
-
     import nkirun
-    src = ROOT / "programs" / "kernels" / f"{kernel}.py"
-    spec = importlib.util.spec_from_file_location(f"kn_{kernel}", src)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    rng = np.random.default_rng(7)
-    bf = ml_dtypes.bfloat16
-    args = ([rng.standard_normal((256, 96)).astype(bf), rng.standard_normal((1, 96)).astype(bf)]
-            if kernel == "rmsnorm" else
-            [rng.standard_normal(s).astype(bf) for s in ((64, 128), (64, 128), (128, 64))])
-    fn = getattr(mod, kernel)
+    fn, args = bf16_kernel(kernel, 7)
     _both(lambda: nkirun.simulate(fn, shadow=True)(*args), monkeypatch)
 
 
@@ -236,22 +205,14 @@ def test_peak_coordinates_equal_their_definition():
     """coords (one element's offset from an access pattern's strides, Python's divmod)
     against plain_coords (every element's offset, NumPy's unravel), on every view the
     example programs' and the bf16 kernels' instructions read or write."""
-    import importlib.util
-
     from nkirun import api
     from nkirun.runner.shadow_metrics import coords, plain_coords
     from nkirun.source.kernel.api import require_valid, trace_call
     bounds = [api.require_valid(p).bound for p in sorted((ROOT / "programs").iterdir())
               if p.suffix in (".yaml", ".nkis")]
-    bf = ml_dtypes.bfloat16
-    for kernel, args in (("rmsnorm", [np.ones((256, 96), bf), np.ones((1, 96), bf)]),
-                         ("attention_bf16", [np.ones(s, bf) for s in
-                                             ((64, 128), (64, 128), (128, 64))])):
-        spec = importlib.util.spec_from_file_location(
-            f"kc_{kernel}", ROOT / "programs" / "kernels" / f"{kernel}.py")
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        bounds.append(require_valid(trace_call(getattr(mod, kernel), args))[0])
+    for kernel in ("rmsnorm", "attention_bf16"):
+        fn, args = bf16_kernel(kernel, 3)
+        bounds.append(require_valid(trace_call(fn, args))[0])
     rng = np.random.default_rng(3)
     patterns = 0
     for bound in bounds:
