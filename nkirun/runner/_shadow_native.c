@@ -12,12 +12,13 @@
  * Readings that must match NumPy exactly:
  * - abs = |x - ref| in float32; where that is not finite: 0 if x == ref or both are NaN,
  *   else inf. The peak is the first element of the largest abs (np.argmax).
- * - rel = abs / fmax(|ref|, tiny) and ulp = abs / (the exponent bits of that denominator
- *   times 2^-nmant), both float32 divisions; their maxima propagate NaN (np.max). The
- *   maxima are found without dividing per element: products of two float32 values are
- *   exact in double, so d1 / n1 > d2 / n2 is decided exactly by d1 * n2 > d2 * n1, and the
- *   rounding of the one division done at the end is monotone (max of rounded = rounded
- *   max). A division by a power of two is exact in double before its one rounding.
+ * - rel = abs / max(|ref|, tiny) (any NaN ref: tiny) and ulp = abs / (the exponent bits
+ *   of that denominator times 2^-nmant), both float32 divisions, element by element as
+ *   NumPy does them; their maxima propagate NaN (np.max: inf / inf against an infinite
+ *   ref). The maxima of these non-negative floats are taken as integer maxima of their
+ *   bits (the same order, and a loop GCC vectorises). The ULP division by a power of two
+ *   is a multiplication by its reciprocal where that is a float: both are the correctly
+ *   rounded value of the same exact quotient.
  * Compiled without -ffast-math (NaN and signed-zero semantics matter); float arithmetic
  * is IEEE single precision on every target CPython supports (FLT_EVAL_METHOD 0 on SSE2).
  */
@@ -29,10 +30,13 @@
 #include <string.h>
 
 /* The loops are written for the compiler to vectorise; where GCC can pick the widest
- * vectors at load time (ifunc: x86-64 Linux), the hot functions are compiled for AVX-512,
- * AVX2 and the baseline, and the CPU chooses. The arithmetic is the same IEEE single
- * precision in each (no FMA contraction: -ffp-contract=off). */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+ * vectors at load time (ifunc: x86-64 Linux with glibc), the hot functions are compiled
+ * for AVX-512, AVX2 and the baseline, and the CPU chooses; elsewhere the baseline only.
+ * The arithmetic is the same IEEE single precision in each (no FMA contraction:
+ * -ffp-contract=off). -DSHADOW_NATIVE_BASELINE builds the baseline alone (to test it). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) \
+    && !defined(SHADOW_NATIVE_BASELINE) \
+    && defined(__GLIBC__)
 #define WIDEST __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define WIDEST
