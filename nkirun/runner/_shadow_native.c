@@ -41,7 +41,11 @@
 #else
 #define WIDEST
 #endif
-#define INLINE static inline __attribute__((always_inline))
+#if defined(__GNUC__) || defined(__clang__)
+#define INLINE static inline __attribute__((always_inline)) /* (into each clone) */
+#else
+#define INLINE static __inline
+#endif
 
 enum { K_F32 = 0, K_BF16 = 1, K_F16 = 2, K_TABLE8 = 3, K_ROUND_BF16 = 4 };
 
