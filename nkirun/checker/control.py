@@ -20,14 +20,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from nkirun.checker.registers import declared
+from nkirun.checker.registers import declared, declaring
 from nkirun.control import enclosing, static_trips
 from nkirun.diagnostics import RunError, error, warning
 from nkirun.ir import Program, Register
-
-# The register each register instruction writes (its `dst`); everything else reads.
-WRITES = frozenset({"register_alloc", "register_move", "register_load"})
-
 
 def check_control(program: Program, bound) -> list:
     if program.cores > 1:  # each core has its own registers and walks its own loops
@@ -43,9 +39,9 @@ def check_control(program: Program, bound) -> list:
     for b in bound:
         for key, v in b.args.items():
             if isinstance(v, Register):
-                if key == "dst" and b.op in WRITES:
+                if b.spec.param(key).out:  # the register it writes; others read
                     writes.setdefault(v.name, []).append(b.index)
-                if b.op != "register_alloc":
+                if declaring(b.op) is None:
                     out.extend(_declared_before(v.name, b.index, b.loc(key), b.op, regs,
                                                 program))
         out.extend(_indexed_views(program, b, regs))

@@ -29,7 +29,8 @@ from nkirun.isa import accumulators as accs
 from nkirun.isa import activation
 from nkirun.isa.activation import ACTIVATIONS, ALIASES, evaluate, warn_outside_valid_range
 from nkirun.isa.common import flat, needs_nc_v4, same_shape, scratch_of
-from nkirun.isa.spec import (BOOL, ENUM, OP, TILE, TILE_OR_SCALAR, Bound, InstructionDef, Param)
+from nkirun.isa.spec import (BOOL, ENUM, OP, TILE, TILE_OR_SCALAR, Bound, InstructionDef, NkiApi,
+                             Param)
 
 URL = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.isa.activate2.html"
 PAIRS = (("multiply", "add"), ("multiply", "subtract"), ("multiply", "bypass"),
@@ -151,4 +152,6 @@ SPEC = InstructionDef(
     reduce_op: maximum
     reduce_cmd: reset_reduce
     reduce_res: row_max""",
+    nki=NkiApi("dst op data imm0 imm1 op0 op1 relu_param=0.0 reverse0=False reverse1=False "
+               "reduce_op=None reduce_res=None reduce_cmd=idle"),
 )

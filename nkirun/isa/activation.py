@@ -21,8 +21,8 @@ from nkirun.hw.activation_functions import (  # noqa: F401  (ACTIVATIONS, ALIASE
 from nkirun.diagnostics import warning
 from nkirun.isa import accumulators as accs
 from nkirun.isa.common import flat, is_nc_v2, same_shape
-from nkirun.isa.spec import (ENUM, OP, REDUCE_CMDS, TILE, TILE_OR_SCALAR, Bound, InstructionDef, Param,
-                   common_tail, out_dtype)
+from nkirun.isa.spec import (ENUM, OP, REDUCE_CMDS, TILE, TILE_OR_SCALAR, Bound, InstructionDef,
+                             NkiApi, Param, common_tail, out_dtype)
 
 
 # ---- the instruction --------------------------------------------------------------------------
@@ -139,4 +139,5 @@ SPEC = InstructionDef(
     reduce_op: add
     reduce_cmd: reset_reduce
     reduce_res: rowsum""",
+    nki=NkiApi("dst op data bias=None scale=1.0 reduce_op=None reduce_res=None reduce_cmd=idle"),
 )

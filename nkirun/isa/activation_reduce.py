@@ -21,7 +21,7 @@ from dataclasses import replace
 
 from nkirun.hw import dtypes as dt
 from nkirun.isa import activation
-from nkirun.isa.spec import OP, TILE, Bound, InstructionDef, Param
+from nkirun.isa.spec import OP, TILE, Bound, InstructionDef, NkiApi, Param
 
 URL = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
        "nki.isa.activation_reduce.html")
@@ -75,4 +75,5 @@ SPEC = InstructionDef(
     reduce_op: add
     reduce_res: rowsum
     bias: neg_max""",
+    nki=NkiApi("dst op data reduce_op reduce_res bias=None scale=1.0"),
 )

@@ -23,7 +23,9 @@ from nkirun.hw import dtypes as dt
 from nkirun.hw.alu import COMPARISONS
 from nkirun.isa.common import (COMPARE_UFUNCS, flat, float32_scalar, pattern_rules, pattern_terms,
                      same_shape)
-from nkirun.isa.spec import INT, MASK, OP, PATTERN, SCALAR, TILE, Bound, InstructionDef, Param
+from nkirun.isa.removed import NKI_020
+from nkirun.isa.spec import (INT, MASK, OP, PATTERN, SCALAR, TILE, Bound, InstructionDef, NkiApi,
+                             Param)
 
 SBUF = frozenset({"sbuf"})  # page 002: "The output dst tile must be in SBUF" (input too)
 
@@ -99,4 +101,8 @@ SPEC = InstructionDef(
     on_true_tile: scores
     on_false_value: fp32.min
     cmp_op: greater_equal""",
+    nki=NkiApi("dst pattern channel_multiplier on_true_tile on_false_value cmp_op=equal "
+               "offset=0", legacy=("predicate",),  # pre-0.2 `pred=` (a boolean array)
+               removed=(("pred", NKI_020, "give the affine predicate as pattern, "
+                                          "channel_multiplier, offset and cmp_op"),)),
 )

@@ -18,7 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from nkirun.isa.common import flat
-from nkirun.isa.spec import DTYPE, TILE, Bound, InstructionDef, Param, out_dtype
+from nkirun.isa.nki_api import per_partition
+from nkirun.isa.spec import DTYPE, TILE, Bound, InstructionDef, NkiApi, Param, out_dtype
 
 URL = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.isa.bn_stats.html"
 FMAX = 512  # nl.tile_size.bn_stats_fmax
@@ -88,4 +89,5 @@ SPEC = InstructionDef(
 - bn_stats:
     dst: stats
     data: x""",
+    nki=NkiApi("dst data", result=per_partition(6)),
 )

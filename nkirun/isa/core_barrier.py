@@ -14,6 +14,9 @@ Readings:
   Unlike a sendrecv, the barrier stops its core's stream until the other core arrives. It orders every access before it on both cores before every access after
   it: the race check (checker/cores.py) and the run order rely on that. The values of `data`
   are not changed.
+* `data` in SBUF or PSUM (nki-library's `router_topk`, reached from `moe_block_tkg` with
+  tokens sharded, passes its SBUF affinities) is a warning (W680), not an error: the page
+  asks for shared HBM, but the barrier's meaning does not depend on `data`.
 * `data` is not read or written (no dataflow or race on it), but in the cost model the
   barrier is a fence on it: it starts after this core's earlier accesses to `data` have
   finished (the writes it signals), and this core's later accesses to `data` start after
@@ -26,7 +29,7 @@ Readings:
 from __future__ import annotations
 
 from nkirun.isa.common import is_nc_v2
-from nkirun.isa.spec import ENUM, INT_LIST, TILE, Bound, InstructionDef, Meeting, Param
+from nkirun.isa.spec import ENUM, INT_LIST, TILE, Bound, InstructionDef, Meeting, NkiApi, Param
 
 ENGINES = ("gpsimd", "vector", "scalar", "tensor", "sync")
 
@@ -39,11 +42,18 @@ def check(b: Bound):
     if tuple(b["cores"]) != (0, 1):
         yield b.err("E637", f"cores is {list(b['cores'])}; only (0, 1) is supported",
                     "cores", hint="cores: [0, 1]")
+    data = b.tile("data")
+    if data is not None and data.decl.on_chip:
+        yield b.warn("W680", f"core_barrier: data `{data.decl.name}` is in "
+                     f"{data.decl.buffer.upper()}; the documentation asks for the shared-HBM "
+                     "tensor the cores synchronise on. nkirun synchronises the cores all the "
+                     "same (data is never read or written)", "data",
+                     hint="pass the shared HBM tensor both cores write")
 
 
 def two_core_rules(b: Bound):
     data = b.tile("data")
-    if data is not None and data.decl.core is not None:
+    if data is not None and data.decl.core is not None and not data.decl.on_chip:  # (E040)
         yield b.err("E634", f"data `{data.decl.name}` is core {data.decl.core}'s private HBM; "
                     "a barrier synchronises on shared HBM", "data")
 
@@ -68,8 +78,9 @@ SPEC = InstructionDef(
     name="core_barrier",
     engine="gpsimd",
     params=(
-        Param("data", TILE, required=True, buffers=frozenset({"hbm"}),
-              doc="the shared-HBM tensor both cores synchronise on (not changed)"),
+        Param("data", TILE, required=True, buffers=frozenset({"hbm", "sbuf", "psum"}),
+              doc="the shared-HBM tensor both cores synchronise on (not changed; on chip: "
+                  "W680)"),
         Param("cores", INT_LIST, required=True, doc="the cores to synchronise: [0, 1]"),
         Param("engine", ENUM, default="gpsimd", choices=ENGINES,
               doc="the engine that waits (the others run on)"),
@@ -88,9 +99,11 @@ SPEC = InstructionDef(
     meeting=MEETING,
     cost_assumed=True,
     constraints=("E632 needs trn2/trn3 (LNC2)", "E637 cores must be [0, 1]",
-                 "E634 only in a two-core program; data in shared HBM",
+                 "E634 only in a two-core program; data not a core's private HBM",
+                 "W680 data on chip (the page asks for shared HBM)",
                  "E635 a barrier the other core never reaches is a deadlock"),
     source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
            "nki.isa.core_barrier.html",
     example="- core_barrier: {data: shared, cores: [0, 1]}",
+    nki=NkiApi("data cores engine=gpsimd"),
 )

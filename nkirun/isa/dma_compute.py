@@ -37,7 +37,7 @@ from nkirun.isa.common import dma_cycles
 from nkirun.diagnostics import warning
 from nkirun.isa.dma_rules import core_version, indirect_of, is_rmw, rmw_rules, single_column_index
 from nkirun.isa.spec import BOOL, ENUM, NUMBER_LIST, OP, TILE, TILE_LIST, Bound, InstructionDef, \
-    Param
+    NkiApi, Param
 
 DMA_BUFFERS = frozenset({"hbm", "sbuf"})
 MAX_SOURCES = 16
@@ -162,4 +162,5 @@ SPEC = InstructionDef(
     source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
            "nki.isa.dma_compute.html",
     example="- dma_compute: {dst: acc, srcs: [acc, part], reduce_op: add}",
+    nki=NkiApi("dst srcs reduce_op scales=None unique_indices=True oob_mode=error"),
 )

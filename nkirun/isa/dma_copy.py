@@ -25,7 +25,8 @@ from __future__ import annotations
 
 from nkirun.isa.common import DMA_COST_FORMULA, dma_check, dma_cycles, dma_execute, dma_plan, is_nc_v2
 from nkirun.isa.dma_rules import DGE_ENGINES, engine_rule, priority_rules, single_column_index
-from nkirun.isa.spec import ENUM, INT, MASK, TILE, Bound, InstructionDef, Param
+from nkirun.isa.removed import NKI_030
+from nkirun.isa.spec import ENUM, INT, MASK, TILE, Bound, InstructionDef, NkiApi, Param
 
 DMA_BUFFERS = frozenset({"hbm", "sbuf"})  # reading PSUM by DMA is unsupported (§1.16 [MIG])
 
@@ -95,4 +96,8 @@ SPEC = InstructionDef(
     source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
            "nki.isa.dma_copy.html",
     example="- dma_copy: {dst: out_hbm, src: tile}",
+    nki=NkiApi("dst src priority=None oob_mode=error dge_mode=unknown engine=unknown",
+               removed=(("dst_rmw_op", NKI_030, "accumulate with dma_compute: {dst: d, srcs: "
+                                                "[d, s], reduce_op: add}"),
+                        ("unique_indices", NKI_030, "dma_compute takes unique_indices"))),
 )

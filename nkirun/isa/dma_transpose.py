@@ -38,7 +38,7 @@ import numpy as np
 from nkirun.isa.common import dma_cycles
 from nkirun.isa.dma_rules import (hwdge_target_rule, indirect_of, indirect_transpose_rules,
                                    priority_rules)
-from nkirun.isa.spec import ENUM, INT, INT_LIST, TILE, Bound, InstructionDef, Param
+from nkirun.isa.spec import ENUM, INT, INT_LIST, TILE, Bound, InstructionDef, NkiApi, Param
 
 PERMUTATIONS = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
 HBM_TO_SBUF_EFFICIENCY, SBUF_TO_SBUF_EFFICIENCY = 0.9, 0.5
@@ -151,6 +151,15 @@ def streamed_bytes(b: Bound) -> float:
     return src.size * src.dtype.itemsize / eff
 
 
+def _permuted(values, first):
+    """The pre-0.2 result of a call without dst= (NkiApi.result): src permuted by `axes`,
+    or by the default permutation of its rank, in SBUF."""
+    perm = values.get("axes") or PERMUTATIONS.get(len(first.shape))
+    if perm is None or len(perm) != len(first.shape):
+        return None
+    return tuple(first.shape[a] for a in perm), "sbuf"
+
+
 SPEC = InstructionDef(
     name="dma_transpose",
     engine="dma",
@@ -176,4 +185,6 @@ SPEC = InstructionDef(
     source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
            "nki.isa.dma_transpose.html",
     example="- dma_transpose: {dst: kT, src: k_hbm}",
+    nki=NkiApi("dst src axes=None priority=None dge_mode=unknown oob_mode=error",
+               result=_permuted),
 )

@@ -23,7 +23,7 @@ import numpy as np
 from nkirun.hw.dtypes import FLOAT_NAMES
 from nkirun.hw.prng import draw_bits, uniform01
 from nkirun.isa.common import flat
-from nkirun.isa.spec import TILE, TILE_OR_SCALAR, Bound, InstructionDef, Param
+from nkirun.isa.spec import TILE, TILE_OR_SCALAR, Bound, InstructionDef, NkiApi, Param
 
 PARAMS = (
     Param("dst", TILE, required=True, out=True, doc="output tile, data's dtype and shape"),
@@ -90,4 +90,5 @@ SPEC = InstructionDef(
     source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
            "nki.isa.dropout.html",
     example="- dropout: {dst: y, data: x, prob: 0.1}",
+    nki=NkiApi("dst data prob"),
 )

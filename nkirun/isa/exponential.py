@@ -21,7 +21,7 @@ from nkirun.hw import dtypes as dt
 from nkirun.isa import accumulators as accs
 from nkirun.isa.activation import evaluate
 from nkirun.isa.common import flat, needs_nc_v4, same_shape
-from nkirun.isa.spec import ENUM, TILE, TILE_OR_SCALAR, Bound, InstructionDef, Param
+from nkirun.isa.spec import ENUM, TILE, TILE_OR_SCALAR, Bound, InstructionDef, NkiApi, Param
 
 URL = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.isa.exponential.html"
 F32 = frozenset({"float32"})
@@ -103,4 +103,5 @@ SPEC = InstructionDef(
     max_value: row_max
     reduce_cmd: reset_reduce
     reduce_res: rowsum""",
+    nki=NkiApi("dst src max_value=0.0 reduce_res=None reduce_cmd=idle reduce_init=0.0"),
 )

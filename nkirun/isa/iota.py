@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from nkirun.isa.common import pattern_rules, pattern_values
-from nkirun.isa.spec import DTYPE, INT, MASK, PATTERN, TILE, Bound, InstructionDef, Param
+from nkirun.isa.removed import NKI_020
+from nkirun.isa.spec import DTYPE, INT, MASK, PATTERN, TILE, Bound, InstructionDef, NkiApi, Param
 
 
 def check(b: Bound):
@@ -54,4 +55,8 @@ SPEC = InstructionDef(
     check=check,
     source="the nki.isa.iota documentation",
     example="- iota: {dst: idx, pattern: [[1, 512]], offset: 0, channel_multiplier: 512}",
+    nki=NkiApi("dst pattern offset=0 channel_multiplier=0",
+               legacy=("index_expression",),  # pre-0.2 `iota(expr, dtype)`
+               removed=(("expr", NKI_020, "give the affine expression as pattern, offset and "
+                                          "channel_multiplier"),)),
 )

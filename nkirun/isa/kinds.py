@@ -120,11 +120,13 @@ def op_names(allowed) -> list[str]:
 
 
 class Kind:
-    """One parameter kind. `is_view`: bound to a resolved tensor view (a tile operand)."""
+    """One parameter kind. `is_view`: bound to a resolved tensor view (a tile operand);
+    `is_register`: a register name (isa/registers.py)."""
 
     name = ""
     text = ""
     is_view = False
+    is_register = False
 
     def convert(self, p, value: Any, loc: Loc) -> Any:
         raise NotImplementedError

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from nkirun.isa.common import DMA_COST_FORMULA, dma_check, dma_cycles, dma_execute, dma_plan
-from nkirun.isa.spec import MASK, TILE, InstructionDef, Param
+from nkirun.isa.spec import MASK, TILE, InstructionDef, NkiApi, Param
 
 SPEC = InstructionDef(
     name="load",
@@ -27,4 +27,6 @@ SPEC = InstructionDef(
     packed_copy=True,
     source="the nki.isa.load documentation",
     example="- load: {dst: t, src: x}",
+    # nl.load's result assigned into a tile of another dtype is a dma_copy, as nl.load(dtype=)
+    nki=NkiApi(module="nki.language", recast="dma_copy"),
 )

@@ -32,7 +32,7 @@ import numpy as np
 
 from nkirun.diagnostics import RunError
 from nkirun.isa.common import flat, gather_into
-from nkirun.isa.spec import INT, TILE, Bound, InstructionDef, Param
+from nkirun.isa.spec import INT, TILE, Bound, InstructionDef, NkiApi, Param
 
 CORE_PARTITIONS = 16
 ELEMS_PER_IDX = (1, 2, 4, 8, 16, 32)
@@ -138,4 +138,5 @@ SPEC = InstructionDef(
            "nki.isa.local_gather.html",
     example="- local_gather: {dst: g, src_buffer: table, index: idx, num_elem_per_idx: 4, "
             "num_valid_indices: 64}",
+    nki=NkiApi("dst src_buffer index num_elem_per_idx=1 num_valid_indices=None"),
 )

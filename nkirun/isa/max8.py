@@ -22,7 +22,8 @@ import numpy as np
 from nkirun.checker.mask import MaskError, evaluate, hide, rows_mask
 from nkirun.isa.fast.top8 import top8
 from nkirun.isa.common import flat
-from nkirun.isa.spec import MASK, TILE, Bound, InstructionDef, Param, common_tail, out_dtype
+from nkirun.isa.nki_api import per_partition
+from nkirun.isa.spec import MASK, TILE, Bound, InstructionDef, NkiApi, Param, common_tail, out_dtype
 
 K = 8  # values per partition
 MAX_N = 16384  # §1.12: "between 8 and 16,384 inclusive"
@@ -104,4 +105,5 @@ SPEC = InstructionDef(
               "engine; Vector is assumed (the nki.isa.max8 documentation)",
     source="the nki.isa.max8 documentation; the nki.isa.max8 documentation examples",
     example="- max8: {dst: top, src: t}",
+    nki=NkiApi("dst src", result=per_partition(8)),  # pre-0.2: the (P, 8) maxima
 )

@@ -7,7 +7,8 @@ from functools import partial
 import numpy as np
 
 from nkirun.runner.streamed import store_cast
-from nkirun.isa.spec import ENUM, INT_LIST, SCALAR, TILE, Bound, InstructionDef, Param, common_tail
+from nkirun.isa.spec import (ENUM, INT_LIST, SCALAR, TILE, Bound, InstructionDef, NkiApi, Param,
+                             common_tail)
 
 
 def check(b: Bound):
@@ -61,6 +62,12 @@ def cycles(b: Bound, target) -> int:
     return max(target.min_ii, n)
 
 
+def _named_shape(values, first):
+    """The pre-0.2 `memset(shape, value, dtype)` (NkiApi.result): the tile it names."""
+    shape = values.pop("shape", None)
+    return None if shape is None else (tuple(int(n) for n in shape), "sbuf")
+
+
 SPEC = InstructionDef(
     name="memset",
     engine="vector",
@@ -84,4 +91,6 @@ SPEC = InstructionDef(
     packed_copy=True,
     source="the nki.isa.memset documentation",
     example="- memset: {dst: acc, value: 0.0}",
+    nki=NkiApi("dst value engine=unknown", result=_named_shape,
+               legacy_signature="shape value dtype"),
 )

@@ -20,7 +20,8 @@ import numpy as np
 from nkirun.hw import dtypes as dt
 from nkirun.checker.mask import rows_mask
 from nkirun.isa.common import flat
-from nkirun.isa.spec import DTYPE, MASK, TILE, Bound, InstructionDef, Param
+from nkirun.isa.nki_api import per_partition
+from nkirun.isa.spec import DTYPE, MASK, TILE, Bound, InstructionDef, NkiApi, Param
 
 INDEX_DTYPES = frozenset({"uint16", "uint32"})
 MIN_N, MAX_N = 8, 16384
@@ -110,5 +111,6 @@ SPEC = InstructionDef(
     example="""\
 - max8: {dst: top, src: t}
 - nc_find_index8: {dst: idx, data: t, vals: top}""",
+    nki=NkiApi("dst data vals", result=per_partition(8), result_dtype="uint32"),
 )
 

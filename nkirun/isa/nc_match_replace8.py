@@ -31,10 +31,10 @@ from nkirun.diagnostics import warning
 from nkirun.checker.mask import active_rows, rows_mask
 from nkirun.isa.common import flat, float32_scalar
 from nkirun.isa.fast.match_replace import match_replace8
-from nkirun.isa.spec import MASK, SCALAR, TILE, Bound, InstructionDef, Param, common_tail, out_dtype
+from nkirun.isa.spec import (MASK, SCALAR, TILE, Bound, InstructionDef, NkiApi, Param, common_tail,
+                             out_dtype)
 
-K = 8
-MAX_N = 16384  # page 003
+K, MAX_N = 8, 16384  # values per partition, data elements per partition (page 003)
 MAX_DATA_DIMS, MAX_VALS_DIMS = 5, 3  # page 003
 SHOW = 3  # partitions named in a run-time warning
 
@@ -88,8 +88,7 @@ def definition(x: np.ndarray, v: np.ndarray, imm: np.float32,
     """The page's loop, the definition `fast.match_replace.match_replace8` must equal:
     per partition, each of the 8 vals in order replaces the first element of `x` that
     currently equals it (x: (P, N) float32, modified in place). Returns (indices, found)."""
-    indices = np.zeros(v.shape, np.int64)
-    found = np.zeros(v.shape, bool)
+    indices, found = np.zeros(v.shape, np.int64), np.zeros(v.shape, bool)
     for p in range(x.shape[0]):
         for j in range(v.shape[1]):
             hits = np.flatnonzero((x[p] == v[p, j]) & (True if valid is None else valid[p]))
@@ -197,4 +196,5 @@ SPEC = InstructionDef(
     example="""\
 - max8: {dst: top, src: t}
 - nc_match_replace8: {dst: t, data: t, vals: top, imm: -inf, dst_idx: idx}""",
+    nki=NkiApi("dst data vals imm dst_idx=None"),
 )

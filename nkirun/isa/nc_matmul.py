@@ -43,7 +43,8 @@ from nkirun.hw import dtypes as dt
 from nkirun.hw.cost_tables import cost_table
 from nkirun.isa import matmul_modes as modes
 from nkirun.isa.common import flat
-from nkirun.isa.spec import BOOL, ENUM, INT_LIST, MASK, TILE, Bound, InstructionDef, Param
+from nkirun.isa.removed import NKI_020_228
+from nkirun.isa.spec import BOOL, ENUM, INT_LIST, MASK, TILE, Bound, InstructionDef, NkiApi, Param
 
 IN_DTYPES = frozenset({"float8_e4m3", "float8_e5m2", "bfloat16", "float16", "tfloat32",
                        "float32"})
@@ -168,4 +169,15 @@ SPEC = InstructionDef(
     example="""\
 - nc_matmul: {dst: acc, stationary: aT, moving: b}      # first write: overwrites
 - nc_matmul: {dst: acc, stationary: aT2, moving: b2}    # later writes accumulate""",
+    nki=NkiApi("dst stationary moving is_stationary_onezero=False is_moving_onezero=False "
+               "is_transpose=False accumulate=None tile_position=() tile_size=() "
+               "perf_mode=none",
+               # double_row_gen3: the pre-0.2 spelling of double_row, the same (K, 2, M) x
+               # (K, 2, N) operands (the neuronxcc example's golden is einsum("kli,klj->ij"))
+               aliases=(("perf_mode", "double_row_gen3", "double_row"),),
+               result=lambda v, first: ((v["stationary"].shape[-1], v["moving"].shape[-1]),
+                                        "psum"),
+               result_dtype="float32", accumulate="accumulate",
+               removed=(("psumAccumulateFlag", NKI_020_228, "remove it (it had no effect)"),
+                        ("is_moving_zero", NKI_020_228, "it was renamed is_moving_onezero"))),
 )

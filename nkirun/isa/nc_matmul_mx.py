@@ -33,7 +33,7 @@ import numpy as np
 from nkirun.hw import mx
 from nkirun.isa.common import flat, require_core
 from nkirun.isa.quantize_mx import quadrant_rules, scale_rules
-from nkirun.isa.spec import BOOL, INT_LIST, TILE, Bound, InstructionDef, Param
+from nkirun.isa.spec import BOOL, INT_LIST, TILE, Bound, InstructionDef, NkiApi, Param
 
 SBUF = frozenset({"sbuf"})
 X4 = frozenset(mx.X4_NAMES)
@@ -180,4 +180,6 @@ SPEC = InstructionDef(
            "nki.isa.nc_matmul_mx.html",
     example="- nc_matmul_mx: {dst: acc, stationary: wq, moving: xq, stationary_scale: ws, "
             "moving_scale: xs}",
+    nki=NkiApi("dst stationary moving stationary_scale moving_scale tile_position=None "
+               "tile_size=None accumulate=None"),
 )

@@ -27,7 +27,7 @@ import numpy as np
 
 from nkirun.diagnostics import RunError
 from nkirun.isa.common import flat, gather_into
-from nkirun.isa.spec import TILE, Bound, InstructionDef, Param
+from nkirun.isa.spec import TILE, Bound, InstructionDef, NkiApi, Param
 
 SBUF = frozenset({"sbuf"})
 GROUP = 512  # elements per partition one underlying instruction covers
@@ -96,4 +96,5 @@ SPEC = InstructionDef(
     source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
            "nki.isa.nc_n_gather.html",
     example="- nc_n_gather: {dst: picked, data: scores, indices: idx}",
+    nki=NkiApi("dst data indices"),
 )

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nkirun.isa.spec import INT_LIST, TILE, Bound, InstructionDef, Param
+from nkirun.isa.spec import INT_LIST, TILE, Bound, InstructionDef, NkiApi, Param
 
 QUADRANT = 32
 KEEP = 255  # "output partition [i] will be unmodified"
@@ -140,4 +140,5 @@ SPEC = InstructionDef(
     src: a[0:1, :]
     shuffle_mask: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
                    0, 0, 0, 0, 0, 0]""",
+    nki=NkiApi("dst src shuffle_mask"),
 )

@@ -14,7 +14,7 @@ NC-v2 (trn1/inf2) NaN/Inf may differ on hardware (§1.15), which nkirun does not
 from __future__ import annotations
 
 from nkirun.isa.common import flat
-from nkirun.isa.spec import ENUM, MASK, TILE, Bound, InstructionDef, Param
+from nkirun.isa.spec import ENUM, MASK, TILE, Bound, InstructionDef, NkiApi, Param
 
 LIMITS = {"tensor": 128, "vector": 32}  # max partitions and max elements per partition
 
@@ -38,6 +38,15 @@ def engine_of(b: Bound) -> str:
     if data is not None and dst is not None and data.buffer == "sbuf" and dst.buffer == "psum":
         return "tensor"
     return "vector"
+
+
+def _transposed(values: dict, first):
+    """The pre-0.2 result of a call without dst= (NkiApi.result): SBUF where the Vector
+    engine transposes (engine=vector, or a PSUM tile of at most 32 x 32), else PSUM."""
+    engine = values.get("engine")
+    vector = getattr(engine, "ir", engine) == "vector" or max(first.shape) <= 32 and \
+        first.buffer == "psum"
+    return tuple(reversed(first.shape)), "sbuf" if vector else "psum"
 
 
 def check(b: Bound):
@@ -96,4 +105,5 @@ SPEC = InstructionDef(
     same_partitions=(),  # dst has data's free size as its partitions
     source="the nki.isa.nc_transpose documentation",
     example="- nc_transpose: {dst: tT, data: t}   # t: sbuf [128, 64] -> tT: psum [64, 128]",
+    nki=NkiApi("dst data engine=unknown", result=_transposed, recast="copy", transposes=True),  # (no cast)
 )

@@ -26,7 +26,7 @@ import numpy as np
 
 from nkirun.isa.common import INT32_MAX, INT32_MIN, flat
 from nkirun.isa.dma_rules import core_version, target_name
-from nkirun.isa.spec import INT, TILE, Bound, InstructionDef, Param
+from nkirun.isa.spec import INT, TILE, Bound, InstructionDef, NkiApi, Param
 
 CORE_PARTITIONS = 16
 SBUF = frozenset({"sbuf"})
@@ -145,4 +145,5 @@ SPEC = InstructionDef(
     source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
            "nki.isa.nonzero_with_count.html",
     example="- nonzero_with_count: {dst: found, src: flags, index_offset: 0, padding_val: -1}",
+    nki=NkiApi("dst src index_offset=0 padding_val=-1"),
 )

@@ -30,7 +30,7 @@ import numpy as np
 
 from nkirun.hw import mx
 from nkirun.isa.common import flat, require_core
-from nkirun.isa.spec import TILE, Bound, InstructionDef, Param
+from nkirun.isa.spec import TILE, Bound, InstructionDef, NkiApi, Param
 
 SBUF = frozenset({"sbuf"})
 PARAMS = (
@@ -154,4 +154,5 @@ SPEC = InstructionDef(
     source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
            "nki.isa.quantize_mx.html",
     example="- quantize_mx: {dst: xq, src: x, dst_scale: xs}",
+    nki=NkiApi("dst src dst_scale"),
 )

@@ -24,7 +24,7 @@ import numpy as np
 
 from nkirun.hw.prng import draw_bits, uniform01
 from nkirun.isa.common import float32_scalar, require_core
-from nkirun.isa.spec import TILE, TILE_OR_SCALAR, Bound, InstructionDef, Param
+from nkirun.isa.spec import TILE, TILE_OR_SCALAR, Bound, InstructionDef, NkiApi, Param
 
 OUT_DTYPES = frozenset({"float8_e4m3", "float8_e5m2", "float16", "bfloat16", "float32",
                         "tfloat32", "int8", "int16", "int32", "uint8", "uint16", "uint32"})
@@ -90,4 +90,5 @@ SPEC = InstructionDef(
     source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
            "nki.isa.rand2.html",
     example="- rand2: {dst: noise, min: -1.0, max: 1.0}",
+    nki=NkiApi("dst min max"),
 )

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from nkirun.hw.prng import lanes_of, machine_prng, note_model
 from nkirun.isa.rand_set_state import GENERATIONS, U32, state_rules, state_spec
-from nkirun.isa.spec import TILE, Bound, Param
+from nkirun.isa.spec import TILE, Bound, NkiApi, Param
 
 
 def check(b: Bound):
@@ -51,4 +51,5 @@ SPEC = state_spec(
          "Vector engine"),
         "the states are nkirun's model's, not the hardware's (W580 at run time)",
     ),
+    nki=NkiApi("dst engine=gpsimd"),
 )

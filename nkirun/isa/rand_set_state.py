@@ -19,7 +19,7 @@ import numpy as np
 
 from nkirun.hw.prng import STREAMS, WORDS, lanes_of, machine_prng
 from nkirun.isa.common import require_core
-from nkirun.isa.spec import ENUM, TILE, Bound, InstructionDef, Param
+from nkirun.isa.spec import ENUM, TILE, Bound, InstructionDef, NkiApi, Param
 
 ENGINES = ("gpsimd", "vector")
 U32 = frozenset({"uint32"})
@@ -94,4 +94,5 @@ SPEC = state_spec(
         GENERATIONS,
         "src_seeds holds 6 uint32 per partition (gpsimd) or 24 (vector) (E560)",
     ),
+    nki=NkiApi("src_seeds engine=gpsimd"),
 )

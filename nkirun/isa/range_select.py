@@ -12,8 +12,8 @@ from nkirun.hw import dtypes as dt
 from nkirun.hw.alu import FP32_MIN
 from nkirun.isa import accumulators as accs
 from nkirun.isa.common import COMPARE_UFUNCS, flat, same_shape
-from nkirun.isa.spec import (ENUM, INT, OP, REDUCE_CMDS, SCALAR, TILE, Bound, InstructionDef, Param,
-                   common_tail, out_dtype)
+from nkirun.isa.spec import (ENUM, INT, OP, REDUCE_CMDS, SCALAR, TILE, Bound, InstructionDef,
+                             NkiApi, Param, common_tail, out_dtype)
 
 COMPARE_OPS = ("equal", "less", "less_equal", "greater", "greater_equal")
 INDEX_LIMIT = 2**24  # the index comparison is done in fp32
@@ -121,4 +121,6 @@ SPEC = InstructionDef(
     reduce_op: max
     range_start: 0
     on_false_value: fp32.min""",
+    nki=NkiApi("dst on_true_tile comp_op0 comp_op1 bound0 bound1 reduce_cmd=reset_reduce "
+               "reduce_res=None reduce_op=maximum range_start=0 on_false_value=..."),
 )

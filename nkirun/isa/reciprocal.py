@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from nkirun.isa.common import flat, same_shape
-from nkirun.isa.spec import TILE, Bound, InstructionDef, Param, common_tail, out_dtype
+from nkirun.isa.spec import TILE, Bound, InstructionDef, NkiApi, Param, common_tail, out_dtype
 
 URL = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.isa.reciprocal.html"
 
@@ -61,4 +61,5 @@ SPEC = InstructionDef(
 - reciprocal:
     dst: inv
     data: x""",
+    nki=NkiApi("dst data"),
 )

@@ -9,7 +9,7 @@ Allocating a name again (e.g. in a loop body) re-initialises the same register.
 from __future__ import annotations
 
 from nkirun.isa.registers import ENGINE, MOVE_CYCLES, REGISTER, REGISTER_OR_INT
-from nkirun.isa.spec import Bound, InstructionDef, Param
+from nkirun.isa.spec import Bound, InstructionDef, NkiApi, Param
 
 
 def execute(b: Bound, m) -> None:
@@ -30,7 +30,7 @@ SPEC = InstructionDef(
     name="register_alloc",
     engine=ENGINE,
     params=(
-        Param("dst", REGISTER, required=True, out=True,
+        Param("dst", REGISTER, required=True, out=True, declares=True,
               doc="the name of the register this allocates (NKI returns it)"),
         Param("x", REGISTER_OR_INT, doc="optional initial value, an int32 immediate"),
     ),
@@ -46,4 +46,5 @@ SPEC = InstructionDef(
     constraints=("E653 `x` is an integer that fits in int32",),
     example=("- register_alloc: {dst: n, x: 5}\n"
              "- register_store: {dst: out, src: n}"),
+    nki=NkiApi(front_end="nkirun.source.kernel.control:register_alloc"),  # returns it
 )

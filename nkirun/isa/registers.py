@@ -34,7 +34,7 @@ MEMORY_CYCLES = 64  # assumed: a 32-bit read or write through the memory system
 
 
 class RegisterKind(Kind):
-    name, text = "register", "register"
+    name, text, is_register = "register", "register", True
 
     def convert(self, p, value, loc: Loc):
         if isinstance(value, str) and NAME.fullmatch(value.strip()):

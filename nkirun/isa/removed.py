@@ -1,8 +1,10 @@
-"""Keywords and instructions that NKI removed or renamed, with the release that did it.
+"""Keywords and instructions that NKI removed or renamed, with the release that did it: the
+releases, the instructions NKI removed (they have no module), and the lookup of a removed
+keyword (an instruction's own are its spec's `nki.removed`, isa/nki_api.py).
 
-The front end looks here only when a keyword or an instruction is unknown (an error path:
-nothing here is imported at start-up), so that a kernel written for an older NKI gets a
-message naming the release and the replacement instead of a bare "unknown keyword".
+The front end looks here only when a keyword or an instruction is unknown, so that a
+kernel written for an older NKI gets a message naming the release and the replacement
+instead of a bare "unknown keyword".
 
 Sources: the NKI release notes (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/
 release-notes/components/nki.html) and the migration guides. NKI 0.2.0 shipped with Neuron
@@ -18,27 +20,6 @@ NKI_020_228 = "NKI 0.2.0 (Neuron SDK 2.28)"
 NKI_030 = "NKI 0.3.0 (Neuron SDK 2.29)"
 NKI_040 = "NKI 0.4.0 (Neuron SDK 2.30)"
 
-# instruction -> keyword -> (release that removed it, what to write instead)
-KEYWORDS = {
-    "dma_copy": {
-        "dst_rmw_op": (NKI_030, "accumulate with dma_compute: {dst: d, srcs: [d, s], "
-                                "reduce_op: add}"),
-        "unique_indices": (NKI_030, "dma_compute takes unique_indices"),
-    },
-    "nc_matmul": {
-        "psumAccumulateFlag": (NKI_020_228, "remove it (it had no effect)"),
-        "is_moving_zero": (NKI_020_228, "it was renamed is_moving_onezero"),
-    },
-    "affine_select": {
-        "pred": (NKI_020, "give the affine predicate as pattern, channel_multiplier, offset "
-                          "and cmp_op"),
-    },
-    "iota": {
-        "expr": (NKI_020, "give the affine expression as pattern, offset and "
-                          "channel_multiplier"),
-    },
-}
-
 # instruction -> (release that removed it, what to write instead)
 INSTRUCTIONS = {
     "tensor_copy_dynamic_src": (NKI_040, "use tensor_copy with a dynamically offset view "
@@ -49,8 +30,14 @@ INSTRUCTIONS = {
 
 
 def removed_keyword(op: str, key: str) -> tuple[str, str] | None:
-    """(release, advice) when NKI removed or renamed `op`'s keyword `key`, else None."""
-    return KEYWORDS.get(op, {}).get(key)
+    """(release, advice) when NKI removed or renamed `op`'s keyword `key` (its spec's
+    `nki.removed`), else None."""
+    from nkirun.isa import REGISTRY
+    spec = REGISTRY.get(op)
+    for keyword, release, advice in spec.nki.removed if spec is not None else ():
+        if keyword == key:
+            return release, advice
+    return None
 
 
 def removed_instruction(op: str) -> tuple[str, str] | None:

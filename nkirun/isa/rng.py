@@ -22,7 +22,7 @@ import numpy as np
 
 from nkirun.hw.prng import draw_bits
 from nkirun.isa.common import require_core
-from nkirun.isa.spec import ENUM, TILE, Bound, InstructionDef, Param
+from nkirun.isa.spec import ENUM, TILE, Bound, InstructionDef, NkiApi, Param
 
 INT_DTYPES = frozenset({"int8", "int16", "int32", "uint8", "uint16", "uint32"})
 PARAMS = (
@@ -84,4 +84,5 @@ SPEC = InstructionDef(
     source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
            "nki.isa.rng.html",
     example="- rng: {dst: bits}",
+    nki=NkiApi("dst engine=vector"),
 )

@@ -21,7 +21,7 @@ import numpy as np
 from nkirun.hw import alu as ops
 from nkirun.isa.common import (flat, same_shape, scratch_of, unary_operand_zero,
                                vector_arith_ops)
-from nkirun.isa.spec import (BOOL, OP, TILE, TILE_OR_SCALAR, Bound, InstructionDef, Param,
+from nkirun.isa.spec import (BOOL, OP, TILE, TILE_OR_SCALAR, Bound, InstructionDef, NkiApi, Param,
                              common_tail, out_dtype)
 
 URL = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
@@ -110,4 +110,5 @@ SPEC = InstructionDef(
     operand0: row_mean
     op1: multiply
     operand1: gamma""",
+    nki=NkiApi("dst data op0 operand0 op1 operand1 reverse0=False reverse1=False"),
 )

@@ -19,8 +19,8 @@ import numpy as np
 from nkirun.hw import dtypes as dt
 from nkirun.isa import accumulators as accs
 from nkirun.isa.common import flat, float32_scalar, same_shape
-from nkirun.isa.spec import (BOOL, ENUM, OP, REDUCE_CMDS, TILE, TILE_OR_SCALAR, Bound, InstructionDef,
-                   Param, common_tail, out_dtype)
+from nkirun.isa.spec import (BOOL, ENUM, OP, REDUCE_CMDS, TILE, TILE_OR_SCALAR, Bound,
+                             InstructionDef, NkiApi, Param, common_tail, out_dtype)
 
 PREDICATE_DTYPES = frozenset({"int8", "uint8", "int16", "uint16"})  # page 001
 ON_TRUE_DTYPES = frozenset(dt.DTYPES) - {"tfloat32", "int32", "uint32"}  # page 001
@@ -101,4 +101,6 @@ SPEC = InstructionDef(
     reduce_cmd: reset_reduce
     reduce_res: m
     reduce_op: max""",
+    nki=NkiApi("dst predicate on_true on_false reduce_res=None reduce_cmd=idle "
+               "reduce_op=maximum reverse_pred=False"),
 )

@@ -42,7 +42,7 @@ two-core passes checker/cores.py, runner/cores.py and schedule/cores.py apply):
 from __future__ import annotations
 
 from nkirun.isa.common import DMA_COST_FORMULA, dma_cycles, is_nc_v2
-from nkirun.isa.spec import ENUM, INT, TILE, Bound, InstructionDef, Meeting, Param
+from nkirun.isa.spec import ENUM, INT, TILE, Bound, InstructionDef, Meeting, NkiApi, Param
 
 SBUF = frozenset({"sbuf"})
 GPSIMD_DMA_BYTES = {4: 1024, 2: 512, 1: 256}  # per partition, by dtype size
@@ -172,4 +172,5 @@ SPEC = InstructionDef(
            "nki.isa.sendrecv.html",
     example="- sendrecv: {src: mine, dst: theirs, send_to_rank: 1, recv_from_rank: 1, "
             "pipe_id: 0}",
+    nki=NkiApi("src dst send_to_rank recv_from_rank pipe_id dma_engine=dma"),
 )

@@ -23,7 +23,7 @@ import numpy as np
 
 from nkirun.diagnostics import RunError
 from nkirun.isa.common import flat
-from nkirun.isa.spec import TILE, Bound, InstructionDef, Param
+from nkirun.isa.spec import TILE, Bound, InstructionDef, NkiApi, Param
 
 ID_DTYPES = frozenset({"float32", "int32"})
 SBUF = frozenset({"sbuf"})
@@ -77,6 +77,11 @@ def cycles(b: Bound, target) -> int:
     return target.gpsimd_start + 2 * b["segment_ids"].free_size
 
 
+def _bounds_shape(values, first):
+    """The pre-0.2 result (NkiApi.result): (1, 2, n) starts and ends for (1, n) ids."""
+    return (first.shape[0], 2) + tuple(first.shape[1:]), "sbuf"
+
+
 SPEC = InstructionDef(
     name="sequence_bounds",
     engine="gpsimd",
@@ -96,4 +101,5 @@ SPEC = InstructionDef(
     source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
            "nki.isa.sequence_bounds.html",
     example="- sequence_bounds: {dst: bounds, segment_ids: ids}",
+    nki=NkiApi("dst segment_ids", result=_bounds_shape),
 )

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from nkirun.hw.prng import machine_prng
-from nkirun.isa.spec import TILE, Bound, InstructionDef, Param
+from nkirun.isa.spec import TILE, Bound, InstructionDef, NkiApi, Param
 
 SEED_DTYPES = frozenset({"int32", "uint32", "float32"})
 
@@ -61,4 +61,5 @@ SPEC = InstructionDef(
     source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
            "nki.isa.set_rng_seed.html",
     example="- set_rng_seed: {src_seeds: seed}",
+    nki=NkiApi("src_seeds"),
 )

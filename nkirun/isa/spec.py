@@ -16,11 +16,11 @@ from nkirun.checker.bound import Bound, views_of  # noqa: F401  (re-exported for
 from nkirun.isa.kinds import (  # noqa: F401  (the kinds, re-exported for instruction modules)
     BOOL, DTYPE, ENUM, ENUM_PREFIXES, INT, INT_LIST, LABEL, MASK, NUMBER_LIST, OP, PATTERN, SCALAR,
     TILE, TILE_LIST, TILE_OR_SCALAR, ArgError, Kind)
+from nkirun.isa.nki_api import NkiApi  # noqa: F401  (re-exported for instruction modules)
 
 REDUCE_CMDS = ("idle", "reset", "reduce", "reset_reduce")  # (+ load_reduce: isa/accumulators.py)
 # NKI's generated API pages (https://awsdocs-neuron.readthedocs-hosted.com, NKI 0.6).
 NKI_API_PAGES = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated"
-LANGUAGE_FUNCTIONS = frozenset({"load", "store"})  # nl.load / nl.store, not nki.isa
 
 # Prefixes stripped from instruction names (nisa.iota)
 NAME_PREFIXES = ("nki.isa.", "nisa.", "nl.", "nki.language.", "isa.")
@@ -41,6 +41,9 @@ class Param:
     # a written view may address elements through zero steps (each keeps the last value
     # streamed to it, runner/streamed.py); other written views must address each once (E039)
     zero_steps: bool = False
+    # a register operand that declares the register it names (register_alloc's dst;
+    # checker/registers.py): it is not a use of the register
+    declares: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +144,9 @@ class InstructionDef:
     # arrays (view(r, shape=None): r's storage without a copy, or None; build may return
     # None). Applies only where b writes each output in full (no mask).
     plan: Callable | None = None
+    # How NKI's Python API spells it (isa/nki_api.py): the NKI 0.6 signature, nki.isa or
+    # nki.language, the pre-0.2 call forms; the kernel front end reads only this.
+    nki: NkiApi = NkiApi()
 
     def __post_init__(self) -> None:
         # NKI accepts `name=` on every instruction: the label goes into the IR (args["name"])
@@ -160,9 +166,9 @@ class InstructionDef:
 
     @property
     def page_url(self) -> str:
-        """The instruction's public NKI API page (load/store are nki.language functions)."""
-        module = "nki.language" if self.name in LANGUAGE_FUNCTIONS else "nki.isa"
-        return f"{NKI_API_PAGES}/{module}.{self.name}.html"
+        """The instruction's public NKI API page (`nki.module`: load/store are nki.language
+        functions)."""
+        return f"{NKI_API_PAGES}/{self.nki.module}.{self.name}.html"
 
 
 def convert(p: Param, value: Any, loc: Loc) -> Any:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from nkirun.isa.common import DMA_COST_FORMULA, dma_check, dma_cycles, dma_execute, dma_plan
-from nkirun.isa.spec import MASK, TILE, InstructionDef, Param
+from nkirun.isa.spec import MASK, TILE, InstructionDef, NkiApi, Param
 
 SPEC = InstructionDef(
     name="store",
@@ -28,4 +28,5 @@ SPEC = InstructionDef(
     packed_copy=True,
     source="the nki.isa.store documentation",
     example="- store: {dst: y, src: t}",
+    nki=NkiApi(module="nki.language"),
 )

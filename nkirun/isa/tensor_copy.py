@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from nkirun.isa.common import copy_plan, flat, is_nc_v2, same_shape
-from nkirun.isa.spec import ENUM, TILE, Bound, InstructionDef, Param, common_tail, out_dtype
+from nkirun.isa.spec import ENUM, TILE, Bound, InstructionDef, NkiApi, Param, common_tail, out_dtype
 
 PARAMS = (
     Param("dst", TILE, required=True, out=True,
@@ -79,4 +79,5 @@ SPEC = InstructionDef(
     packed_copy=True,
     source="the nki.isa.tensor_copy documentation",
     example="- tensor_copy: {dst: y, src: acc, engine: vector}",
+    nki=NkiApi("dst src engine=unknown"),
 )

@@ -18,7 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from nkirun.isa.common import same_shape
-from nkirun.isa.spec import BOOL, TILE, TILE_OR_SCALAR, Bound, InstructionDef, Param, common_tail
+from nkirun.isa.spec import (BOOL, TILE, TILE_OR_SCALAR, Bound, InstructionDef, NkiApi, Param,
+                             common_tail)
 
 URL = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
        "nki.isa.tensor_copy_predicated.html")
@@ -94,4 +95,5 @@ SPEC = InstructionDef(
     dst: acc
     src: candidate
     predicate: better""",
+    nki=NkiApi("dst src predicate reverse_pred=False"),
 )

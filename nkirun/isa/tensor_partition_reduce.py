@@ -20,7 +20,8 @@ import numpy as np
 
 from nkirun.hw import alu as ops
 from nkirun.isa.common import flat
-from nkirun.isa.spec import OP, TILE, Bound, InstructionDef, Param, common_tail, out_dtype
+from nkirun.isa.nki_api import across_partitions
+from nkirun.isa.spec import OP, TILE, Bound, InstructionDef, NkiApi, Param, common_tail, out_dtype
 
 URL = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
        "nki.isa.tensor_partition_reduce.html")
@@ -95,4 +96,5 @@ SPEC = InstructionDef(
     dst: colsum
     op: add
     data: x""",
+    nki=NkiApi("dst op data", result=across_partitions),
 )

@@ -11,8 +11,8 @@ import numpy as np
 from nkirun.hw import alu as ops
 from nkirun.checker.mask import fold_input
 from nkirun.isa.common import fold_free
-from nkirun.isa.spec import (BOOL, INT_LIST, OP, TILE, Bound, InstructionDef, Param, common_tail,
-                   out_dtype)
+from nkirun.isa.spec import (BOOL, INT_LIST, OP, TILE, Bound, InstructionDef, NkiApi, Param,
+                             common_tail, out_dtype)
 
 # "Legal reduction op" = Y in the operator table (the nki.isa.tensor_reduce documentation [OLD-SHARED])
 REDUCE_OPS = tuple(n for n, o in ops.OPS.items() if o.reducible)
@@ -40,11 +40,22 @@ def reduced_axes(b: Bound) -> tuple[int, ...] | None:
 
 
 def result_shape(b: Bound, axes) -> tuple[int, ...]:
-    shape = b["data"].shape
-    if b["keepdims"]:
+    return _reduced_shape(b["data"].shape, axes, b["keepdims"])
+
+
+def _reduced_shape(shape, axes, keepdims) -> tuple[int, ...]:
+    if keepdims:
         return tuple(1 if i in axes else s for i, s in enumerate(shape))
-    kept = tuple(s for i, s in enumerate(shape) if i not in axes)
+    kept = tuple(s for i, s in enumerate(shape) if i not in axes) or (shape[0],)
     return kept if len(kept) > 1 else kept + (1,)  # on-chip tiles stay 2-D: (P, 1)
+
+
+def _reduced(values: dict, first):
+    """The pre-0.2 result of a call without dst= (NkiApi.result)."""
+    shape, axes = tuple(first.shape), values.get("axis")
+    axes = [axes] if isinstance(axes, int) else list(axes or ())
+    axes = [a + len(shape) if a < 0 else a for a in axes]
+    return _reduced_shape(shape, axes, values.get("keepdims")), "sbuf"
 
 
 def check(b: Bound):
@@ -154,4 +165,5 @@ SPEC = InstructionDef(
     source="the nki.isa.tensor_reduce documentation, §2.2 (reducible operators)",
     mask_on="data",
     example="- tensor_reduce: {dst: rowmax, op: maximum, data: scores, axis: 1}",
+    nki=NkiApi("dst op data axis negate=False keepdims=False", result=_reduced),
 )

@@ -11,8 +11,8 @@ import numpy as np
 
 from nkirun.hw import alu as ops
 from nkirun.isa.common import flat, is_nc_v2, same_shape
-from nkirun.isa.spec import (BOOL, ENUM, OP, TILE, TILE_OR_SCALAR, Bound, InstructionDef, Param,
-                   common_tail, out_dtype)
+from nkirun.isa.spec import (BOOL, ENUM, OP, TILE, TILE_OR_SCALAR, Bound, InstructionDef, NkiApi,
+                             Param, common_tail, out_dtype)
 
 # §1.3 [OLD-ISA][NEW-ISA]: the only (op0, op1) pairs the Scalar engine runs (trn2 on)
 SCALAR_ENGINE_PAIRS = (("multiply", "add"), ("multiply", None), ("add", None))
@@ -192,4 +192,6 @@ SPEC = InstructionDef(
     operand0: scale_col
     op1: add
     operand1: 2.5""",
+    nki=NkiApi("dst data op0 operand0 reverse0=False op1=None operand1=None reverse1=False "
+               "engine=unknown"),
 )

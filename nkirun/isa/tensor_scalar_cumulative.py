@@ -27,7 +27,7 @@ from nkirun.hw import alu as ops
 from nkirun.isa import accumulators as accs
 from nkirun.isa.common import (flat, same_shape, scratch_of, unary_operand_zero,
                                vector_arith_ops)
-from nkirun.isa.spec import ENUM, OP, TILE, TILE_OR_SCALAR, Bound, InstructionDef, Param
+from nkirun.isa.spec import ENUM, OP, TILE, TILE_OR_SCALAR, Bound, InstructionDef, NkiApi, Param
 
 URL = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
        "nki.isa.tensor_scalar_cumulative.html")
@@ -133,4 +133,5 @@ SPEC = InstructionDef(
     imm0: 1.0
     op1: add
     reduce_cmd: reset_reduce""",
+    nki=NkiApi("dst src op0 op1 imm0 imm1=None reduce_cmd=reset_reduce"),
 )

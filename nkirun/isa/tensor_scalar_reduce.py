@@ -27,7 +27,7 @@ from nkirun.isa import accumulators as accs
 from nkirun.isa.common import (flat, same_shape, scratch_of, unary_operand_zero,
                                vector_arith_ops)
 from nkirun.isa.spec import (BOOL, DTYPE, ENUM, OP, TILE, TILE_OR_SCALAR, Bound, InstructionDef,
-                             Param, out_dtype)
+                             NkiApi, Param, out_dtype)
 
 URL = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
        "nki.isa.tensor_scalar_reduce.html")
@@ -128,4 +128,6 @@ SPEC = InstructionDef(
     operand0: 0.5
     reduce_op: add
     reduce_res: rowsum""",
+    nki=NkiApi("dst data op0 operand0 reduce_op reduce_res=None reverse0=False "
+               "reduce_cmd=reset_reduce reduce_init=None reduce_res_negate=False"),
 )

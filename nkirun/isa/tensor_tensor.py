@@ -12,7 +12,8 @@ import numpy as np
 
 from nkirun.hw import alu as ops
 from nkirun.isa.common import flat, same_shape
-from nkirun.isa.spec import ENUM, OP, TILE, Bound, InstructionDef, Param, common_tail, out_dtype
+from nkirun.isa.spec import (ENUM, OP, TILE, Bound, InstructionDef, NkiApi, Param, common_tail,
+                             out_dtype)
 
 BINARY_OPS = tuple(n for n in ops.OPS if n not in ops.UNARY)
 INT32 = ("int32", "uint32")
@@ -178,4 +179,6 @@ SPEC = InstructionDef(
     engine_of=engine_of,
     source="the nki.isa.tensor_tensor documentation, §2.2 (operators)",
     example="- tensor_tensor: {dst: c, data1: a, data2: b, op: multiply}",
+    # pre-0.2 `tensor_tensor(x, col, op)` without dst=: a (P, 1) col read along x's free dims
+    nki=NkiApi("dst data1 data2 op engine=unknown", legacy=("column_broadcast",)),
 )

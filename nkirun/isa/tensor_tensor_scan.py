@@ -36,8 +36,8 @@ from nkirun.hw import alu as ops
 from nkirun.checker.mask import active_rows
 from nkirun.isa.common import flat, float32_scalar, same_shape
 from nkirun.isa.fast.scan import scan
-from nkirun.isa.spec import BOOL, OP, TILE, TILE_OR_SCALAR, Bound, InstructionDef, Param, common_tail, \
-    out_dtype
+from nkirun.isa.spec import (BOOL, OP, TILE, TILE_OR_SCALAR, Bound, InstructionDef, NkiApi, Param,
+                             common_tail, out_dtype)
 
 SCAN_OPS = tuple(n for n in ops.ARITHMETIC
                  if n in ("add", "subtract", "multiply", "maximum", "minimum"))
@@ -134,4 +134,5 @@ SPEC = InstructionDef(
     initial: "c[:, 511]"
     op0: multiply
     op1: add""",
+    nki=NkiApi("dst data0 data1 initial op0 op1 reverse0=False reverse1=False"),
 )

@@ -30,7 +30,7 @@ import math
 import numpy as np
 
 from nkirun.hw import dtypes as dt
-from nkirun.isa.spec import INT, TILE, Bound, InstructionDef, Param
+from nkirun.isa.spec import INT, TILE, Bound, InstructionDef, NkiApi, Param
 
 GROUP = 16
 SBUF = frozenset({"sbuf"})
@@ -128,4 +128,5 @@ SPEC = InstructionDef(
     source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
            "nki.isa.topk.html",
     example="- topk: {val_dst: top_v, idx_dst: top_i, src: snake, n: 42}",
+    nki=NkiApi("val_dst idx_dst src n"),
 )

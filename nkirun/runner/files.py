@@ -213,6 +213,8 @@ def _accepted_dtype(got: np.dtype, decl: TensorDecl, bad) -> np.dtype:
                   hint="save a plain array of the declared dtype")
     if got == want or (got.kind != "V" and got.newbyteorder("=") == want):
         return got  # exact, or the same type in the other byte order
+    if decl.dtype.name == "uint8" and got == np.bool_:
+        return got  # booleans: nl.bool_ is stored as a byte (0 or 1)
     if decl.dtype.name == "float8_e8m0fnu" and got == np.uint8:
         return got  # MX scales: uint8 holds the same bits (docs/mx-and-random.md)
     if got.kind == "V" and raw_ok:  # ml_dtypes arrays are saved as raw bytes

@@ -8,6 +8,7 @@ import math
 from nkirun.hw import alu as ops
 from nkirun.isa import REGISTRY
 from nkirun.isa import spec as S
+from nkirun.isa.nki_api import signature_text
 
 
 
@@ -112,6 +113,7 @@ def describe(spec: S.InstructionDef) -> dict:
         "name": spec.name, "summary": spec.summary, "engine": spec.engine,
         "engine_selectable": spec.engine_of is not None,
         "signature": signature(spec),
+        "nki_call": signature_text(spec.name, spec.nki) or None,  # positional order
         "params": [param_info(p) for p in spec.params],
         "constraints": constraints(spec),
         "semantics": spec.semantics,
@@ -154,8 +156,10 @@ def _rules(d: dict) -> list[str]:
 
 def render_text(d: dict) -> str:
     engine = d["engine"] + (" (selectable with `engine:`)" if d["engine_selectable"] else "")
-    out = [f"{d['name']} — {d['summary']}", "", f"  {d['signature']}", "",
-           f"engine: {engine}", "", "parameters:"]
+    out = [f"{d['name']} — {d['summary']}", "", f"  {d['signature']}"]
+    if d.get("nki_call"):
+        out.append(f"  in a Python kernel: {d['nki_call']}")
+    out += ["", f"engine: {engine}", "", "parameters:"]
     out += [f"  {_param_line(p)}" for p in d["params"]]
     if _rules(d):
         out += ["", "rules:"] + [f"  - {c}" for c in _rules(d)]
@@ -194,6 +198,8 @@ def render_rich(d: dict, console) -> None:
     console.print(f"[bold]{d['name']}[/bold] — {escape(d['summary'])}")
     console.print()
     para(d["signature"], "cyan")
+    if d.get("nki_call"):
+        para(f"in a Python kernel: {d['nki_call']}")
     console.print()
     console.print(f"engine: [bold]{d['engine']}[/bold]"
                   + (" (selectable with `engine:`)" if d["engine_selectable"] else ""))
@@ -255,14 +261,10 @@ def render_ops_rich(rows: list[dict], console) -> None:
     console.print(t)
 
 
-NKI_DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
-
-
 def docs_url(op: str) -> str:
-    """The public NKI documentation page of an instruction (`load`/`store` are
-    nki.language functions, the rest nki.isa instructions)."""
-    module = "nki.language" if op in ("load", "store") else "nki.isa"
-    return f"{NKI_DOCS}{module}.{op}.html"
+    """The public NKI documentation page of an instruction (its spec's `page_url`: load and
+    store are nki.language functions, the rest nki.isa instructions)."""
+    return REGISTRY[op].page_url
 
 
 def explain_code(text: str, fmt: str) -> int:

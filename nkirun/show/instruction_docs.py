@@ -3,6 +3,7 @@ adding an instruction module updates it (tests/test_instruction_docs.py keeps th
 files equal to this output):
 
 * docs/instructions.md — one row per instruction: engine, summary, mask operand, NKI page;
+  then each instruction's NKI 0.6 call in its positional order (SPEC.nki.signature);
 * README.md — the instruction list between its `instructions` markers;
 * docs/masks.md — which operand's indices `mask=` refers to, between its markers.
 
@@ -41,7 +42,23 @@ def instructions_page() -> str:
         mask = f"`{s.mask_on}`" if s.param("mask") is not None else "—"
         rows.append(f"| `{name}` | {ENGINE_TITLE.get(s.engine, s.engine)} | {s.summary} | "
                     f"{mask} | [{s.page_url.rsplit('/', 1)[1]}]({s.page_url}) |")
-    return "\n".join(rows) + "\n"
+    return "\n".join(rows + ["", *signatures()]) + "\n"
+
+
+def signatures() -> list[str]:
+    """The NKI 0.6 call of each instruction (SPEC.nki.signature), in its positional order."""
+    from nkirun.isa.nki_api import signature_text
+    rows = ["## Calls from Python kernels", "",
+            "A kernel's `nki.isa` call maps its positional arguments in NKI 0.6's order, "
+            "shown here with NKI's defaults (`...`: nkirun's own default applies); `name=` "
+            "is accepted everywhere. Instructions not listed take their keywords in the "
+            "order `nkirun explain OP` shows; `load` and `store` are `nl.load`/`nl.store`.",
+            ""]
+    for name in MODULES:
+        text = signature_text(name, REGISTRY[name].nki)
+        if text:
+            rows.append(f"* `{text}`")
+    return rows
 
 
 def readme_list() -> str:

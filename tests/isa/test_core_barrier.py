@@ -72,6 +72,12 @@ def test_rules():
     t["priv"] = empty((4, 4), "float32", buffer="hbm", core=0)
     private = {"core_barrier": {"data": "priv", "cores": [0, 1]}}
     assert "E634" in codes2(t, w0 + [private], w1 + [BARRIER])
+    # an SBUF tensor (nki-library's router_topk passes one): a warning, the cores still meet
+    t["tile"] = empty((4, 4), "float32", buffer="sbuf", core=0)
+    on_chip = {"core_barrier": {"data": "tile", "cores": [0, 1]}}
+    got = codes2(t, w0 + [on_chip], w1 + [BARRIER])
+    assert "W680" in got and "E634" not in got and "E040" not in got
+    assert "E635" in codes2(t, w0 + [on_chip, on_chip], w1 + [BARRIER])
     assert "E632" in codes2(t, w0 + [BARRIER], w1 + [BARRIER], target="trn1")
 
 

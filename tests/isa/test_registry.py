@@ -102,7 +102,7 @@ ELSEWHERE = {
     # two cores (LNC2): the rules of sendrecv/core_barrier and the run-time race
     **{c: "isa/test_sendrecv.py::test_rules" for c in
        ("E632", "E636", "E638", "E639", "E640", "E641")},
-    **{c: "isa/test_core_barrier.py::test_rules" for c in ("E634", "E637")},
+    **{c: "isa/test_core_barrier.py::test_rules" for c in ("E634", "E637", "W680")},
     "W631": "runner/test_two_cores.py::test_indirect_writes_to_the_same_rows_race_at_run_time",
     "E642": "runner/test_two_core_loops.py::"
             "test_counts_that_do_not_pair_are_a_located_run_error_naming_both_cores",

@@ -158,6 +158,8 @@ def _npy_header(name: str, path: str):
         d = dt.DTYPES["float8_e5m2"]
     elif dtype.kind == "V":
         d = {2: dt.DTYPES["bfloat16"], 1: dt.DTYPES["float8_e4m3"]}.get(dtype.itemsize)
+    elif dtype == np.bool_:
+        d = dt.DTYPES["uint8"]  # nl.bool_ is stored as a byte (0 or 1)
     else:
         d = dt.from_numpy(dtype.newbyteorder("="))
     if d is None:

@@ -55,9 +55,8 @@ def _number(x) -> bool:
 # ---- memory ----------------------------------------------------------------------------
 def full(shape, fill_value, dtype, buffer=consts.sbuf, name="", mask=None, **_):
     t = _new((shape,) if isinstance(shape, int) else shape, dtype, buffer, name)
-    if not isinstance(t, ndarray):  # a legacy block buffer
-        for tile in t.tiles:
-            _emit("memset", dst=tile, value=fill_value)
+    if not isinstance(t, ndarray):  # a legacy block buffer: each block filled at first use
+        t.fill_lazily(fill_value, here())
         return t
     return _result(t, "memset", dst=t, value=fill_value, mask=mask)
 
@@ -85,6 +84,10 @@ def load(src, dtype=None, mask=None, **_):
 
 
 def store(dst, value, mask=None, **_):
+    if not _is_tile(value) and _number(value):  # `nl.store(t, 100)`: a memset of t (NKI docs)
+        tile = _new(dst.shape, dst.dtype)
+        _emit("memset", dst=tile, value=value)
+        value = tile
     if not _is_tile(value):
         raise kernel_error("E603", f"nl.store: value must be a tile, got {value!r}")
     from nkirun.source.kernel.tile_ops import fit
@@ -106,13 +109,37 @@ def combination(op: str, x, y):
             return _tile_scalar(op, x, y, False)
         if x.shape == (y.shape[0], 1):
             return _tile_scalar(op, y, x, True)
+        shape = _broadcast_shape(x.shape, y.shape)
+        if shape is not None:  # NKI's broadcasting: one partition across P, then columns
+            return combination(op, _across_partitions(x, shape),
+                               _across_partitions(y, shape))
         raise kernel_error("E603", f"nl.{op}: shapes {list(x.shape)} and {list(y.shape)} "
-                           "do not match (nor is one a (P, 1) column)")
+                           "do not broadcast (nkirun broadcasts a one-partition tile across "
+                           "partitions and a (P, 1) column along a 2-D tile's free dim)")
     if _is_tile(x) and _number(y):
         return _tile_scalar(op, x, y, False)
     if _is_tile(y) and _number(x):
         return _tile_scalar(op, y, x, True)
     raise kernel_error("E603", f"nl.{op} needs at least one tile, got {x!r} and {y!r}")
+
+
+def _broadcast_shape(a: tuple, b: tuple):
+    """The 2-D shape two tile shapes broadcast to (NumPy's rule), or None."""
+    if len(a) != 2 or len(b) != 2:
+        return None
+    if any(m != n and 1 not in (m, n) for m, n in zip(a, b)):
+        return None
+    return tuple(max(m, n) for m, n in zip(a, b))
+
+
+def _across_partitions(t, shape):
+    """t, a one-partition tile, copied to every partition of `shape` (broadcast_to's DMA);
+    a (P, 1) column stays a column (tensor_scalar's operand)."""
+    if t.shape[0] == 1 and shape[0] > 1:
+        t = broadcast_to(t, (shape[0],) + tuple(t.shape[1:]))
+    if tuple(t.shape) not in (shape, (shape[0], 1)):
+        t = broadcast_to(t, shape)
+    return t
 
 
 def binary(op: str):

@@ -2,8 +2,10 @@
 (`nkirun/isa/__init__.py` MODULES, read when the name is first used, so instructions
 other modules add appear without a change here), the enums and the target queries.
 
-Each call maps its positional arguments by NKI 0.6's signature order, records the
-instruction with its NKI keyword names into the trace, located at the calling line.
+Each call maps its positional arguments by NKI 0.6's signature order (the instruction's
+`SPEC.nki.signature`, isa/nki_api.py), records the instruction with its NKI keyword names
+into the trace, located at the calling line. Nothing here names an instruction: what is
+particular to one (its pre-0.2 forms, a front-end function) is its spec's `nki`.
 
 Readings:
 - An NKI keyword that nkirun's instruction does not have is dropped when it holds NKI's
@@ -22,98 +24,22 @@ from __future__ import annotations
 
 import types
 
+from nkirun.isa import REGISTRY
+from nkirun.isa.nki_api import REQUIRED as _REQUIRED, UNSET as _UNSET, parameters
 from nkirun.source.kernel import consts, legacy, legacy_affine
 from nkirun.source.kernel.session import _CURRENT, current
 from nkirun.source.kernel.unsupported import call_loc, kernel_error, unsupported
 
-# NKI 0.6 signatures (nki.isa API reference): the parameters in positional order,
-# `=value` for an optional one's default. `name` (every instruction's debug label) left out.
-SIGNATURES = {
-    "dma_copy": "dst src priority=None oob_mode=error dge_mode=unknown engine=unknown",
-    "tensor_copy": "dst src engine=unknown",
-    "memset": "dst value engine=unknown",
-    "tensor_copy_predicated": "dst src predicate reverse_pred=False",
-    "nc_matmul": "dst stationary moving is_stationary_onezero=False is_moving_onezero=False "
-                 "is_transpose=False accumulate=None tile_position=() tile_size=() "
-                 "perf_mode=none",
-    "nc_matmul_mx": "dst stationary moving stationary_scale moving_scale tile_position=None "
-                    "tile_size=None accumulate=None",
-    "nc_transpose": "dst data engine=unknown",
-    "dma_transpose": "dst src axes=None priority=None dge_mode=unknown oob_mode=error",
-    "tensor_tensor": "dst data1 data2 op engine=unknown",
-    "tensor_scalar": "dst data op0 operand0 reverse0=False op1=None operand1=None "
-                     "reverse1=False engine=unknown",
-    "tensor_reduce": "dst op data axis negate=False keepdims=False",
-    "tensor_partition_reduce": "dst op data",
-    "tensor_scalar_cumulative": "dst src op0 op1 imm0 imm1=None reduce_cmd=reset_reduce",
-    "activation": "dst op data bias=None scale=1.0 reduce_op=None reduce_res=None "
-                  "reduce_cmd=idle",
-    "activation_reduce": "dst op data reduce_op reduce_res bias=None scale=1.0",
-    "activate2": "dst op data imm0 imm1 op0 op1 relu_param=0.0 reverse0=False reverse1=False "
-                 "reduce_op=None reduce_res=None reduce_cmd=idle",
-    "iota": "dst pattern offset=0 channel_multiplier=0",
-    "affine_select": "dst pattern channel_multiplier on_true_tile on_false_value cmp_op=equal "
-                     "offset=0",
-    "local_gather": "dst src_buffer index num_elem_per_idx=1 num_valid_indices=None",
-    "nc_n_gather": "dst data indices",
-    "bn_stats": "dst data",
-    "bn_aggr": "dst data",
-    "tensor_tensor_scan": "dst data0 data1 initial op0 op1 reverse0=False reverse1=False",
-    "nc_stream_shuffle": "dst src shuffle_mask",
-    "rng": "dst engine=vector",
-    "dropout": "dst data prob",
-    "set_rng_seed": "src_seeds",
-    "rand_set_state": "src_seeds engine=gpsimd",
-    "rand_get_state": "dst engine=gpsimd",
-    "rand2": "dst min max",
-    "exponential": "dst src max_value=0.0 reduce_res=None reduce_cmd=idle reduce_init=0.0",
-    "reciprocal": "dst data",
-    "max8": "dst src",
-    "sequence_bounds": "dst segment_ids",
-    "scalar_tensor_tensor": "dst data op0 operand0 op1 operand1 reverse0=False reverse1=False",
-    "tensor_scalar_reduce": "dst data op0 operand0 reduce_op reduce_res=None reverse0=False "
-                            "reduce_cmd=reset_reduce reduce_init=None reduce_res_negate=False",
-    "core_barrier": "data cores engine=gpsimd",
-    "dma_compute": "dst srcs reduce_op scales=None unique_indices=True oob_mode=error",
-    "quantize_mx": "dst src dst_scale",
-    "range_select": "dst on_true_tile comp_op0 comp_op1 bound0 bound1 reduce_cmd=reset_reduce "
-                    "reduce_res=None reduce_op=maximum range_start=0 on_false_value=...",
-    "select_reduce": "dst predicate on_true on_false reduce_res=None reduce_cmd=idle "
-                     "reduce_op=maximum reverse_pred=False",
-    "sendrecv": "src dst send_to_rank recv_from_rank pipe_id dma_engine=dma",
-    "nc_find_index8": "dst data vals",
-    "nc_match_replace8": "dst data vals imm dst_idx=None",
-    "nonzero_with_count": "dst src index_offset=0 padding_val=-1",
-    "topk": "val_dst idx_dst src n",
-}
-_REQUIRED = object()
 SIMPLE_CALLS = True  # False: every call takes the general path (the plain one, for tests)
-_UNSET = object()
-NOT_INSTRUCTIONS = frozenset({"load", "store"})  # nl.load / nl.store in nkirun's table
-
-
-def _default(text: str):
-    if text == "...":
-        return _UNSET
-    try:
-        import ast
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return text  # an enum member or operator name, as nkirun spells it
 
 
 def signature(op: str, spec) -> list[tuple[str, object]]:
-    """(name, NKI default or _REQUIRED) in NKI's positional order; nkirun's own order for an
-    instruction NKI 0.6 does not document."""
-    text = SIGNATURES.get(op)
-    if text is None:
+    """(name, NKI default or _REQUIRED) in NKI's positional order (`spec.nki.signature`,
+    parsed once); nkirun's own order for an instruction NKI 0.6 does not document."""
+    if not spec.nki.signature:
         return [(p.name, _REQUIRED if p.required else p.default) for p in spec.params
                 if p.name not in ("mask", "dtype")]
-    out = []
-    for part in text.split():
-        name, eq, value = part.partition("=")
-        out.append((name, _default(value) if eq else _REQUIRED))
-    return out
+    return list(parameters(spec.nki.signature))
 
 
 class NkiInstruction:
@@ -147,6 +73,9 @@ def make_instruction(op: str):
     # a tile dst may be left out (the pre-0.2 API returns the result); a register's may not
     has_dst = "dst" in ours and getattr(ours["dst"].kind, "is_view", False)
     required = [n for n, d in sig if d is _REQUIRED]
+    tiles = frozenset(n for n in required if n in ours and getattr(ours[n].kind, "name",
+                                                                   None) == "tile")
+    legacy_order = spec.nki.legacy_signature.split() or [n for n in order if n != "dst"]
     plans: dict = {}  # keywords given, in order -> (extras among them, `fill` minus them)
 
     simple: dict = {}  # keywords given -> NKI defaults to fill, for keyword sets that need
@@ -164,8 +93,9 @@ def make_instruction(op: str):
             if fill_in is not False and (not has_dst or kwargs["dst"] is not None):
                 return _simple_call(tracer, op, values, fill_in, loc, tables)
         names = order
-        if has_dst and "dst" not in kwargs and not _new_style(args, required, kwargs):
-            names = [n for n in order if n != "dst"]  # the pre-0.2 API: returns its result
+        if has_dst and "dst" not in kwargs and \
+                not legacy.dst_first(args, required, kwargs, tiles):
+            names = legacy_order  # the pre-0.2 API: returns its result
         if args:
             if len(args) > len(names):
                 raise kernel_error("E603", f"nki.isa.{op} takes at most {len(names)} "
@@ -215,14 +145,11 @@ def _simple_plan(op: str, given: tuple, extras: dict, fill: list, has_dst: bool)
     among them, and dst given when the instruction has one; else False (the general
     path)."""
     if (any(k in extras or k in _INT_ENUMS for k in given) or "name" in given
-            or "dtype" in given or "mask" in given or op in _LEGACY_OPS
-            or "perf_mode" in given  # (its pre-0.2 spelling double_row_gen3: _legacy_forms)
+            or "dtype" in given or "mask" in given
+            or legacy_affine.general_only(op, given)  # a pre-0.2 form may hide there
             or (has_dst and "dst" not in given)):
         return False
     return [(k, d) for k, d in fill if k not in given]
-
-
-_LEGACY_OPS = frozenset({"iota", "affine_select"})  # _legacy_forms
 
 
 def _simple_call(tracer, op: str, values: dict, fill_in: list, loc, tables):
@@ -251,34 +178,9 @@ def _keyword_plan(plans: dict, given: tuple, extras: dict, fill: list) -> tuple:
 
 
 def _legacy_forms(op: str, values: dict) -> None:
-    """The pre-0.2 forms taking index expressions (legacy_affine.py)."""
-    if op == "iota" and legacy.is_index_array(values.get("pattern")):
-        legacy_affine.iota_from_expr(values)  # iota(expr, dtype)
-    if op == "affine_select" and "pred" in values:
-        legacy_affine.affine_from_pred(values)  # it also read PSUM: through an SBUF copy
-        from nkirun.source.kernel.convenience import _in_sbuf
-        values["on_true_tile"] = _in_sbuf(values.get("on_true_tile"))
-    if op == "tensor_tensor" and "dst" not in values:
-        _broadcast_column(values)
-    if op == "nc_matmul" and values.get("perf_mode") == "double_row_gen3":
-        # the pre-0.2 spelling of double_row: the same (K, 2, M) x (K, 2, N) operands (the
-        # neuronxcc nc_matmul example's golden is einsum("kli,klj->ij"))
-        values["perf_mode"] = "double_row"
-
-
-def _broadcast_column(values: dict) -> None:
-    """Pre-0.2 `nisa.tensor_tensor(x, col, op)` with a (P, 1) `col` and a (P, F, ...) `x`
-    (nki-samples' double_row_matmul dequantizes so): the column is read along x's free
-    dims through a zero-step view, which gives each element x op col[p]."""
-    from nkirun.source.kernel.convenience import column_broadcast
-    from nkirun.source.kernel.tensor import ndarray
-    a, b = values.get("data1"), values.get("data2")
-    if not (isinstance(a, ndarray) and isinstance(b, ndarray)) or a.shape == b.shape:
-        return
-    for key, col, other in (("data2", b, a), ("data1", a, b)):
-        if col.shape == (other.shape[0], 1) and len(other.shape) >= 2:
-            values[key] = column_broadcast(col, other.shape)
-            return
+    """The pre-0.2 forms the instruction's spec names (legacy_affine.py)."""
+    for adapt in legacy_affine.adapters(op):
+        adapt(values)
 
 
 def _dtype_keyword(values: dict, ours: bool):
@@ -294,24 +196,17 @@ def _dtype_keyword(values: dict, ours: bool):
     return d
 
 
-def _new_style(args, required, kwargs) -> bool:
-    """Whether positional `args` start with dst (NKI 0.2+) rather than leave it out."""
-    if not args:
-        return False
-    from nkirun.source.kernel.tensor import ndarray
-    if not isinstance(args[0], ndarray):
-        return False
-    given = set(required[:len(args)]) | set(kwargs)
-    return all(n in given for n in required)
-
-
 def _returning(tracer, op, values, loc, tables, dtype):
     """A pre-0.2 call without dst=: allocate the result and return it (legacy.py)."""
     from nkirun.source.kernel.tensor import ndarray
-    shape, buffer = legacy.result_shape(op, values)
+    api = REGISTRY[op].nki  # the result's shape, buffer and dtype when not the inputs'
+    shape, buffer = legacy.result_shape(op, values, api.result)
     if dtype is None:
-        first = next((v for v in values.values() if isinstance(v, ndarray)), None)
-        dtype = consts.DTYPES["float32"] if op == "nc_matmul" or first is None \
+        first = legacy.first_operand(values)  # (not an output operand such as dst_idx)
+        if first is None:
+            first = next((v for v in values.values() if isinstance(v, ndarray)), None)
+        fixed = api.result_dtype  # (nc_matmul: float32, PSUM's)
+        dtype = consts.DTYPES[fixed or "float32"] if fixed or first is None \
             else first.dtype
     result = ndarray(shape, dtype, buffer)
     values["dst"] = result
@@ -383,17 +278,22 @@ class _IsaModule(types.ModuleType):
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
-        from nkirun.isa import REGISTRY
-        if name == "register_alloc":  # returns the register it allocates (kernel/control.py)
-            from nkirun.source.kernel.control import register_alloc
-            setattr(self, name, register_alloc)
-            return register_alloc
-        if name in REGISTRY and name not in NOT_INSTRUCTIONS:
-            fn = make_instruction(name)
+        if name in REGISTRY and REGISTRY[name].nki.module == "nki.isa":
+            fn = _front_end(REGISTRY[name].nki.front_end) or make_instruction(name)
             setattr(self, name, fn)
             return fn
         raise unsupported(f"nki.isa.{name}")
 
     def __dir__(self):
-        from nkirun.isa import REGISTRY
-        return sorted(set(super().__dir__()) | (set(REGISTRY) - NOT_INSTRUCTIONS))
+        return sorted(set(super().__dir__())
+                      | {n for n in REGISTRY if REGISTRY[n].nki.module == "nki.isa"})
+
+
+def _front_end(path: str):
+    """The kernel front-end function `package.module:function` (NkiApi.front_end), or None:
+    register_alloc returns the register it allocates (kernel/control.py)."""
+    if not path:
+        return None
+    from importlib import import_module
+    module, _, function = path.partition(":")
+    return getattr(import_module(module), function)

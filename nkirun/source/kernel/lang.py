@@ -21,7 +21,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from nkirun.source.kernel import consts, convenience as cv, legacy
+from nkirun.source.kernel import consts, convenience as cv, legacy, nl_wrappers as nw
 from nkirun.source.kernel.tensor import DynSlice, ndarray
 from nkirun.source.kernel.unsupported import here, kernel_error, unsupported
 
@@ -232,7 +232,7 @@ def is_sbuf(buffer):
 
 
 _RUNTIME_LOOPS = ("dynamic_range", "fori_loop", "while_loop")
-_NOT_PROVIDED = ("rand", "random_seed", "dropout", "gather_flattened",
+_NOT_PROVIDED = ("random_seed",
                  "softmax", "rms_norm", "all", "var", "prod", "fmod", "mod", "tan", "cos",
                  "trunc")
 
@@ -286,6 +286,9 @@ def build_module(name: str = "nki.language") -> types.ModuleType:
     ns["floor"] = cv.rounding("floor", "greater", "subtract")
     ns["ceil"] = cv.rounding("ceil", "less", "add")
     ns["negative"] = tok("negative", "nl.negative", cv.negative)
+    ns["dropout"] = nw.dropout
+    ns["gather_flattened"] = nw.gather_flattened
+    ns["rand"] = nw.rand
     for name_, op in (("sum", "add"), ("max", "maximum"), ("min", "minimum")):
         ns[name_] = tok(op, f"nl.{name_}", cv.reduction(op, name_))
     for op in ("abs_max", "abs_min", "invert", "logical_not", "bypass", "identity", "prelu",

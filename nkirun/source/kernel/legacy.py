@@ -220,13 +220,19 @@ def record(tracer, op: str, values: dict, loc, tables=None) -> None:
         tracer.emit(op, values, loc, tables)
         return
     box = pop_mask(values)
+    flip = _transposes(op) and len(values["data"].shape) == 2 == len(values["dst"].shape)
     if valid and box != "empty":
-        box = _intersect(box, _inherited(values, valid))
+        inherited = _inherited(values, valid)
+        if flip and isinstance(inherited, list):
+            inherited = inherited[::-1]  # data's written rows are the transpose's columns
+        box = _intersect(box, inherited)
     dst = values.get("dst")
     tracked = dst is not None and getattr(dst, "_rec", None) is not None \
         and dst._rec.on_chip and (not dst._rec.declared or dst._rec in valid)
     whole = dst is not None and _whole(dst)
-    if not apply_mask(values, box):
+    if flip and isinstance(box, list):  # the box is dst's; data is narrowed transposed
+        values["dst"], values["data"] = narrow(dst, box), narrow(values["data"], box[::-1])
+    elif not apply_mask(values, box):
         return
     tracer.emit(op, values, loc, tables)
     if dst is None or not dst._rec.on_chip:
@@ -242,6 +248,12 @@ def record(tracer, op: str, values: dict, loc, tables=None) -> None:
         p0 = dst.offset // rec.strides[0]  # a view: remember the partitions written
         valid[rec] = [(p0 + box[0][0], p0 + box[0][1], rec.shape[0])] + \
             [(0, n, n) for n in rec.shape[1:]]
+
+
+def _transposes(op: str) -> bool:
+    from nkirun.isa import REGISTRY
+    spec = REGISTRY.get(op)
+    return spec is not None and spec.nki.transposes
 
 
 def _intersect(box, inherited):
@@ -311,38 +323,43 @@ def take(tracer, value):
     return None
 
 
-def result_shape(op: str, values: dict):
-    """(shape, buffer) of the result an instruction called without dst= makes."""
-    first = next((values[k] for k in ("data", "src", "data1", "data0", "on_true_tile",
-                                      "on_true", "stationary") if hasattr(values.get(k),
-                                                                         "shape")), None)
-    if op == "nc_matmul":
-        return (values["stationary"].shape[-1], values["moving"].shape[-1]), consts.psum
-    if op == "iota" and "_legacy_shape" in values:
+def dst_first(args, required, kwargs, tiles=frozenset()) -> bool:
+    """Whether positional `args` start with dst (NKI 0.2+) rather than leave it out: they
+    must cover the required parameters, each required tile operand with a tensor (the
+    pre-0.2 `local_gather(src, index, 4, 4)` would put the number 4 in `index`)."""
+    if not args:
+        return False
+    from nkirun.source.kernel.tensor import ndarray
+    if not isinstance(args[0], ndarray):
+        return False
+    given = set(required[:len(args)]) | set(kwargs)
+    if not all(n in given for n in required):
+        return False
+    return all(isinstance(a, ndarray) for n, a in zip(required, args) if n in tiles)
+
+
+def first_operand(values: dict):
+    """The input a result without dst= takes its shape and dtype from (not an output
+    operand such as nc_match_replace8's dst_idx), or None."""
+    return next((values[k] for k in ("data", "src", "data1", "data0", "on_true_tile",
+                                     "on_true", "stationary", "src_buffer", "segment_ids")
+                 if hasattr(values.get(k), "shape")), None)
+
+
+def result_shape(op: str, values: dict, rule=None):
+    """(shape, buffer) of the result an instruction called without dst= makes: the first
+    input's shape in SBUF, unless the instruction's spec says otherwise (`rule`: its
+    SPEC.nki.result; it is also asked when there is no input tile, as for the pre-0.2
+    `memset(shape, value, dtype)`, and answers None when it cannot tell)."""
+    if "_legacy_shape" in values:  # an index expression's shape (legacy_affine.FORMS)
         return values.pop("_legacy_shape"), consts.sbuf
-    if op == "nc_transpose":
-        eng = values.get("engine")
-        vector = getattr(eng, "ir", eng) == "vector" or max(first.shape) <= 32 and \
-            first.buffer is consts.psum
-        return tuple(reversed(first.shape)), consts.sbuf if vector else consts.psum
-    if first is None:
+    first = first_operand(values)
+    got = rule(values, first) if rule is not None and (first is not None
+                                                      or "shape" in values) else None
+    if got is None and first is None:
         raise kernel_error("E607", f"nki.isa.{op} without dst=: nkirun cannot tell the "
                            "result's shape", hint="allocate the result and pass dst=")
-    shape = tuple(first.shape)
-    if op in ("tensor_reduce",):
-        axes = values.get("axis")
-        axes = [axes] if isinstance(axes, int) else list(axes or ())
-        axes = [a + len(shape) if a < 0 else a for a in axes]
-        if values.get("keepdims"):
-            shape = tuple(1 if i in axes else n for i, n in enumerate(shape))
-        else:
-            shape = tuple(n for i, n in enumerate(shape) if i not in axes) or (shape[0],)
-            if len(shape) == 1:
-                shape = shape + (1,)
-    elif op == "bn_stats":
-        shape = (shape[0], 6)
-    elif op == "bn_aggr":
-        shape = (shape[0], 2)
-    elif op == "tensor_partition_reduce":
-        shape = (1,) + shape[1:]
-    return shape, consts.sbuf
+    if got is None:
+        return tuple(first.shape), consts.sbuf
+    shape, buffer = got
+    return tuple(shape), consts.BUFFERS[buffer]

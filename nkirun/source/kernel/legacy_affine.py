@@ -1,5 +1,8 @@
-"""The pre-0.2 instructions that took index expressions (legacy.py): `affine_select(pred=)`
-and `iota(expr)`, turned into the affine patterns nki.isa's instructions take.
+"""The pre-0.2 call forms (legacy.py) of instructions, turned into the keywords nki.isa's
+instructions take. An instruction names the forms it accepts in its spec
+(`SPEC.nki.legacy`, isa/nki_api.py), and the old spellings of a keyword's value
+(`SPEC.nki.aliases`); FORMS below holds each form's adapter, so nothing here names an
+instruction.
 
 Readings: `pred` is the boolean array of a comparison of index expressions (`q_pos >=
 k_pos`); nkirun finds `offset + m * p + c * f >= 0` (c = +1 or -1) that gives exactly that
@@ -10,7 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from nkirun.source.kernel.legacy import affine
+from nkirun.isa import REGISTRY
+from nkirun.source.kernel.legacy import affine, is_index_array
 from nkirun.source.kernel.unsupported import kernel_error
 
 
@@ -72,3 +76,72 @@ def iota_from_expr(values: dict) -> None:
     c, coefs = fit
     values.update(pattern=[[k, n] for k, n in zip(coefs[1:], shape[1:])], offset=c,
                   channel_multiplier=coefs[0], _legacy_shape=shape)
+
+
+# ---- the forms an instruction's spec names (SPEC.nki.legacy) ------------------------------
+def _index_expression(values: dict) -> None:
+    """`iota(expr, dtype)`: the pattern given as an index expression."""
+    if is_index_array(values.get("pattern")):
+        iota_from_expr(values)
+
+
+def _predicate(values: dict) -> None:
+    """`affine_select(pred=..., on_true_tile=..., on_false_value=...)`."""
+    if "pred" in values:
+        affine_from_pred(values)  # it also read PSUM: through an SBUF copy
+        from nkirun.source.kernel.convenience import _in_sbuf
+        values["on_true_tile"] = _in_sbuf(values.get("on_true_tile"))
+
+
+def _column_broadcast(values: dict) -> None:
+    """Pre-0.2 `nisa.tensor_tensor(x, col, op)` with a (P, 1) `col` and a (P, F, ...) `x`
+    (nki-samples' double_row_matmul dequantizes so): the column is read along x's free
+    dims through a zero-step view, which gives each element x op col[p]."""
+    if "dst" in values:
+        return
+    from nkirun.source.kernel.convenience import column_broadcast
+    from nkirun.source.kernel.tensor import ndarray
+    a, b = values.get("data1"), values.get("data2")
+    if not (isinstance(a, ndarray) and isinstance(b, ndarray)) or a.shape == b.shape:
+        return
+    for key, col, other in (("data2", b, a), ("data1", a, b)):
+        if col.shape == (other.shape[0], 1) and len(other.shape) >= 2:
+            values[key] = column_broadcast(col, other.shape)
+            return
+
+
+# name -> (adapter, whether a keyword-only call may hold the form: such an instruction's
+# calls all take isa_shim's general path)
+FORMS = {
+    "index_expression": (_index_expression, True),
+    "predicate": (_predicate, True),
+    "column_broadcast": (_column_broadcast, False),  # only without dst=
+}
+_ADAPTERS: dict = {}  # op -> (its spec, its adapters: the forms, then the alias rewrites)
+
+
+def adapters(op: str) -> tuple:
+    """The adapters of `op`'s pre-0.2 forms and value aliases, built once per spec (tests
+    may substitute one)."""
+    spec = REGISTRY.get(op)
+    hit = _ADAPTERS.get(op)
+    if hit is None or hit[0] is not spec:
+        api = spec.nki
+        hit = _ADAPTERS[op] = (spec, tuple(FORMS[name][0] for name in api.legacy)
+                               + tuple(_alias(*a) for a in api.aliases))
+    return hit[1]
+
+
+def _alias(keyword: str, old: str, new: str):
+    def rename(values: dict) -> None:
+        if values.get(keyword) == old:
+            values[keyword] = new
+    return rename
+
+
+def general_only(op: str, given: tuple) -> bool:
+    """Whether a call of `op` by the keywords `given` may hold a pre-0.2 form (or an old
+    spelling of a value): isa_shim then takes its general path."""
+    api = REGISTRY[op].nki
+    return any(FORMS[name][1] for name in api.legacy) or \
+        any(keyword in given for keyword, _, _ in api.aliases)

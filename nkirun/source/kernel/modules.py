@@ -130,11 +130,34 @@ class _NoReorder:
         return False
 
 
-class _TensorType:
-    """`nki.typing.tensor[...]` annotations (not evaluated on locals; usable on globals)."""
+class _Annotation:
+    """`nki.typing.scalar[...]`-style annotations (not evaluated on locals; usable on
+    globals)."""
 
     def __class_getitem__(cls, item):
         return cls
+
+
+class _IsTensor(type):
+    def __instancecheck__(cls, obj):  # `isinstance(x, nt.tensor)`: the kernel's own checks
+        from nkirun.source.kernel.tensor import ndarray
+        return isinstance(obj, ndarray)
+
+
+class _TensorType(_Annotation, metaclass=_IsTensor):
+    """`nki.typing.tensor[...]` / `nki.tensor`: an annotation, and the type of tensors."""
+
+
+class ReplicaGroup:
+    """`nki.collectives.ReplicaGroup`: the ranks a collective runs on, as lists of ranks.
+    Kernels import it and take one as a parameter; nkirun runs one NeuronCore (or one LNC2
+    pair), so the collectives themselves are E601 and this only holds the lists."""
+
+    def __init__(self, rank_lists=()):
+        self.rank_lists = [list(r) for r in rank_lists]
+
+    def __repr__(self) -> str:
+        return f"ReplicaGroup({self.rank_lists})"
 
 
 class _Package(types.ModuleType):
@@ -152,6 +175,7 @@ def modules() -> dict[str, types.ModuleType]:
         nki.__doc__ = "nkirun's nki package (see docs/kernels.md)"
         isa, language = isa_shim.build_module(), lang.build_module()
         collectives = _Package("nki.collectives")
+        collectives.ReplicaGroup = ReplicaGroup  # a description only: the collectives are E601
         nki.isa, nki.language, nki.collectives = isa, language, collectives
         nki.jit, nki.simulate, nki.Kernel = jit, _simulate, Kernel
         nki.dtype = consts.NlDType
@@ -159,7 +183,8 @@ def modules() -> dict[str, types.ModuleType]:
         nki.tensor = _TensorType  # `x: nki.tensor` annotations (pre-0.2)
         nki.baremetal = nki.benchmark = nki.profile = _same_kernel
         typing = _Package("nki.typing")
-        typing.tensor = typing.mutable_tensor = typing.scalar = _TensorType
+        typing.tensor = typing.mutable_tensor = _TensorType
+        typing.scalar = _Annotation
         compiler = _Package("nki.compiler")
         compiler.skip_middle_end_transformations = _passthrough
         compiler.sbuf, compiler.psum = _Allocators(consts.sbuf), _Allocators(consts.psum)

@@ -107,6 +107,8 @@ class ndarray:
 
     def __new__(cls, shape, dtype, buffer=consts.sbuf, name="", address=None, **_legacy):
         from nkirun.source.kernel.session import current
+        if shape.__class__ is list:
+            shape = tuple(shape)  # `[2] + [nl.par_dim(P), F]`: a list names a shape too
         if shape.__class__ is tuple and not _INT.issuperset(map(type, shape)):  # not all int
             from nkirun.source.kernel.tile_ops import block_buffer
             blocks = block_buffer(shape, dtype, buffer, name)

@@ -3,6 +3,7 @@
 (`nl.ndarray((B, nl.par_dim(P), F))`: B tiles of (P, F))."""
 from __future__ import annotations
 
+from nkirun.isa import REGISTRY
 from nkirun.source.kernel import consts, legacy
 from nkirun.source.kernel.unsupported import here, kernel_error
 
@@ -34,6 +35,13 @@ def fit(view, shape):
     return with_pattern(view, pattern, view.offset)
 
 
+def _api(pending):
+    """How NKI's API spells the pending instruction (its SPEC.nki), or None."""
+    if pending is None:
+        return None
+    return REGISTRY[pending.op].nki
+
+
 def _same_view(a, b) -> bool:
     return a._rec is b._rec and a.offset == b.offset and a.get_pattern() == b.get_pattern()
 
@@ -44,18 +52,23 @@ def assign(target, key, value) -> None:
     tracer = _tracer()
     loc = here()
     p = legacy.take(tracer, value)
-    if p is not None and (p.result.buffer is not view.buffer or p.op == "nc_transpose"
-                          and str(p.result.dtype) != str(view.dtype)):
-        # a PSUM result into SBUF (or back), a transpose into another dtype: computed in its
-        # own tile, then copied (nc_transpose does not cast)
+    copy_mask = None
+    api = _api(p)
+    recast = api.recast if api is not None and api.recast \
+        and str(p.result.dtype) != str(view.dtype) else ""
+    if p is not None and (p.result.buffer is not view.buffer or recast == "copy"):
+        # a PSUM result into SBUF (or back), a result into another dtype that its
+        # instruction does not cast (nc_transpose): computed in its own tile, then copied
+        # under the same mask= (a masked-out result is no value to copy)
         tracer.legacy_pending = p
+        copy_mask = p.values.get("mask")
         p = None
     if p is not None:
         p.values["dst"] = fit(view, p.result.shape)
-        if p.op == "load" and str(view.dtype) != str(p.values["src"].dtype):
-            p.op = "dma_copy"  # a load into another dtype: the casting DMA (as nl.load's)
-        if p.op == "nc_matmul" and p.values.get("accumulate") is None:
-            p.values["accumulate"] = False  # `=` overwrites the PSUM tile
+        if recast:
+            p.op = recast  # an instruction that casts instead (load: dma_copy)
+        if api.accumulate and p.values.get(api.accumulate) is None:
+            p.values[api.accumulate] = False  # `=` overwrites the PSUM tile
         legacy.flush(tracer)
         legacy.record(tracer, p.op, p.values, p.loc, p.tables)
         return
@@ -67,8 +80,10 @@ def assign(target, key, value) -> None:
         if _same_view(view, value):
             return  # `t[k] += x` ends by assigning t[k] to itself
         hbm = not view._rec.on_chip or not value._rec.on_chip
-        legacy.record(tracer, "dma_copy" if hbm else "tensor_copy",
-                      {"dst": fit(view, value.shape), "src": value}, loc)
+        values = {"dst": fit(view, value.shape), "src": value}
+        if copy_mask is not None:
+            values["mask"] = copy_mask
+        legacy.record(tracer, "dma_copy" if hbm else "tensor_copy", values, loc)
         return
     if isinstance(value, (int, float)) or hasattr(value, "item"):
         legacy.record(tracer, "memset", {"dst": view, "value": value}, loc)
@@ -81,8 +96,7 @@ def inplace(target, other, op: str):
     """`target op= other` (target a view): the result written into target."""
     tracer = _tracer()
     p = legacy.take(tracer, other)
-    if p is not None and p.op == "nc_matmul" and op == "add" \
-            and target.buffer is consts.psum:
+    if p is not None and _api(p).accumulate and op == "add" and target.buffer is consts.psum:
         p.values["dst"] = fit(target, p.result.shape)  # accumulate: the auto rule
         legacy.flush(tracer)
         legacy.record(tracer, p.op, p.values, p.loc, p.tables)
@@ -139,12 +153,31 @@ class BlockBuffer:
             count *= n
         self.tiles = [make(self.shape[k:]) for _ in range(count)]
         self.name = self.tiles[0].name
+        self.unfilled, self.fill = set(), None
+
+    def fill_lazily(self, value, loc) -> None:
+        """`nl.zeros`/`nl.full` of a block buffer: each block's memset is recorded when the
+        block is first used, and not at all when that use overwrites the whole block (a
+        compiler sinks such initialisation, so 64 PSUM blocks are not all live at once)."""
+        self.fill, self.fill_loc = value, loc
+        self.unfilled = set(range(len(self.tiles)))
+
+    def _filled(self, flat: int) -> None:
+        if flat in self.unfilled:  # (not flushing a pending result: it may be bound for here)
+            self.unfilled.discard(flat)
+            legacy.record(_tracer(), "memset", {"dst": self.tiles[flat], "value": self.fill},
+                          self.fill_loc)
 
     @property
     def ndim(self) -> int:
         return len(self.shape)
 
     def _split(self, key):
+        flat, rest = self._index(key)
+        self._filled(flat)
+        return self.tiles[flat], rest
+
+    def _index(self, key):
         key = list(key) if isinstance(key, tuple) else [key]
         flat = 0
         for axis, n in enumerate(self.blocks):
@@ -162,24 +195,63 @@ class BlockBuffer:
                 raise kernel_error("E603", f"block index {i} is out of bounds for size {n}")
             flat = flat * n + i
         rest = key[len(self.blocks):]
-        return self.tiles[flat], tuple(rest)
+        return flat, tuple(rest)
 
     def __getitem__(self, key):
         tile, rest = self._split(key)
         return tile[rest] if rest else tile
 
     def __setitem__(self, key, value):
-        tile, rest = self._split(key)
-        tile[rest if rest else ...] = value
+        flat, rest = self._index(key)
+        if flat in self.unfilled and _overwrites(rest, value):
+            self.unfilled.discard(flat)  # its fill would never be read
+        self._filled(flat)
+        self.tiles[flat][rest if rest else ...] = value
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        from nkirun.source.kernel.unsupported import unsupported
+        raise unsupported(f"nki.language.NkiTensor.{name} on a block buffer (index a block "
+                          f"first: buf[i].{name})")
+
+    def view(self, dtype):
+        """Every block reinterpreted as `dtype` (`t.view(nl.float8_e4m3)` of float32 blocks:
+        four bytes per element), as a block buffer of those views."""
+        for flat in sorted(self.unfilled):
+            self._filled(flat)
+        out = object.__new__(BlockBuffer)
+        out.unfilled, out.fill = set(), None
+        out.tiles = [t.view(dtype) for t in self.tiles]
+        out.blocks, out.name = self.blocks, self.name
+        out.shape, out.dtype = self.blocks + tuple(out.tiles[0].shape), out.tiles[0].dtype
+        out.buffer = self.buffer
+        return out
 
     def __repr__(self) -> str:
         return f"nl.ndarray(name={self.name!r}, shape={self.shape}, blocks={self.blocks})"
+
+
+def _overwrites(rest, value) -> bool:
+    """Whether `block[rest] = value` writes every element of the block: the whole block,
+    from an unmasked result or tile that is not itself partly written (legacy.py)."""
+    if any(not (k is Ellipsis or isinstance(k, slice) and k == slice(None)) for k in rest):
+        return False
+    tracer = _tracer()
+    valid = tracer.__dict__.get("legacy_valid") or {}
+    p = getattr(tracer, "legacy_pending", None)
+    if p is not None and p.result is value:
+        return p.values.get("mask") is None and not any(
+            getattr(v, "_rec", None) in valid for v in p.values.values())
+    return getattr(value, "_rec", None) is not None and value._rec not in valid
 
 
 def block_buffer(shape, dtype, buffer, name):
     """A BlockBuffer when `shape` has nl.par_dim after its first dim, else None."""
     if not any(isinstance(n, legacy.ParDim) for n in shape[1:]):
         return None
+    if consts.to_buffer(buffer).ir == "hbm":
+        return None  # HBM has no partitions: `(B, nl.par_dim(N), M)` there is one tensor
     from nkirun.source.kernel.tensor import ndarray
     return BlockBuffer(shape, dtype, buffer, name,
                        lambda tile: ndarray(tuple(int(n) for n in tile), dtype, buffer, name))

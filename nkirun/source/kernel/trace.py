@@ -66,6 +66,8 @@ def tensor_arg(value) -> TensorArg | None:
     if isinstance(value, np.ndarray) or (hasattr(value, "__array__") and hasattr(value, "shape")
                                          and not isinstance(value, ndarray)):
         arr = np.asarray(value)
+        if arr.dtype == np.bool_:
+            arr = arr.view(np.uint8)  # nl.bool_ is stored as a byte (0 or 1)
         d = dt.from_numpy(arr.dtype)
         if d is None:
             raise KernelUsageError(f"arrays of dtype {arr.dtype} are not NKI tensors "
@@ -114,7 +116,7 @@ def trace(kernel, values: dict, target: str = "trn2", grid=None, lnc: int = 1) -
     tracer.lnc = lnc
     result = None
     with installed(), tracer, contextlib.redirect_stdout(sys.stderr):
-        call, inputs, names = _parameters(tracer, values, _parameter_locs(func, path))
+        call, inputs, names, handles = _parameters(tracer, values, _parameter_locs(func, path))
         instances = list(itertools.product(*(range(g) for g in grid))) if grid else [()]
         for inst in instances:
             tracer.instance, tracer.shared_at = inst, 0
@@ -133,11 +135,10 @@ def trace(kernel, values: dict, target: str = "trn2", grid=None, lnc: int = 1) -
         check_closed(tracer)  # a runtime loop left open (E659)
         outputs, structure = _outputs(tracer, result)
         if result is None:  # the older API's output arguments: the parameters it writes
-            outputs, _ = _outputs(tracer, _written_parameters(tracer, call, names))
+            outputs, _ = _outputs(tracer, _written_parameters(tracer, handles, names))
     program, diags = tracer.builder.finish()
     diags = [d for d in diags if d.code != "E004"]
-    program = _mark_inputs(program, {n for p, n in names.items()
-                                     if values[p].file is None})
+    program = _mark_inputs(program, set(names.values()))  # (a file's init stays "file")
     return Traced(program, diags, outputs, structure, inputs, names)
 
 
@@ -175,23 +176,34 @@ def _parameter_locs(func, path: str) -> dict:
 
 
 def _parameters(tracer, values, locs=None):
-    call, inputs, names = {}, {}, {}
+    """(the call's arguments, input arrays by tensor name, {key: tensor name}, {key:
+    handle}) for the parameters; a list or tuple of arrays (nki-library's per-layer
+    weights) is one HBM tensor per array, named `param_0`, `param_1`, ..."""
+    call, inputs, names, handles = {}, {}, {}, {}
+
+    def tensor(key, v, loc):
+        init = ("file", v.file) if v.file is not None else None
+        rec = tracer.allocate(v.shape, consts.DTYPES[v.dtype.name], consts.shared_hbm, key,
+                              init=init, loc=loc)
+        tracer.shared.remove(rec)  # parameters are shared by every instance already
+        handles[key], names[key] = new_tensor(rec), rec.name
+        if v.array is not None:
+            inputs[rec.name] = v.array
+        return handles[key]
+
     for pname, v in values.items():
+        loc = (locs or {}).get(pname)
         if isinstance(v, TensorArg):
-            init = ("file", v.file) if v.file is not None else None
-            rec = tracer.allocate(v.shape, consts.DTYPES[v.dtype.name], consts.shared_hbm,
-                                  pname, init=init, loc=(locs or {}).get(pname))
-            tracer.shared.remove(rec)  # parameters are shared by every instance already
-            call[pname] = new_tensor(rec)
-            names[pname] = rec.name
-            if v.array is not None:
-                inputs[rec.name] = v.array
+            call[pname] = tensor(pname, v, loc)
+        elif isinstance(v, (list, tuple)) and any(isinstance(x, TensorArg) for x in v):
+            call[pname] = type(v)(tensor(f"{pname}_{i}", x, loc) if isinstance(x, TensorArg)
+                                  else x for i, x in enumerate(v))
         else:
             call[pname] = v
-    return call, inputs, names
+    return call, inputs, names, handles
 
 
-def _written_parameters(tracer, call: dict, names: dict) -> tuple:
+def _written_parameters(tracer, handles: dict, names: dict) -> tuple:
     """The tensor parameters some instruction writes, in parameter order."""
     from nkirun.ir import View
     from nkirun.isa import REGISTRY
@@ -202,7 +214,7 @@ def _written_parameters(tracer, call: dict, names: dict) -> tuple:
             v = inst.args.get(p.name) if p.out else None
             if isinstance(v, View):
                 written.add(v.tensor)
-    return tuple(call[p] for p, name in names.items() if name in written)
+    return tuple(handles[p] for p, name in names.items() if name in written)
 
 
 def _outputs(tracer, result):

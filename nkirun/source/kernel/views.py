@@ -66,7 +66,8 @@ def _hashable_key(key):
 
 def index_view_plain(t, key):
     """`t[key]` through StridedView (the plain definition index_view memoises)."""
-    items = key if key.__class__ is tuple else (key,)
+    items = key if key.__class__ is tuple else tuple(key) if isinstance(key, tuple) \
+        else (key,)  # a tuple subclass: `t[nl.mgrid[0:P, 0:F]]` indexes with the grids
     if not all(k.__class__ in _PLAIN for k in items):
         if any(k.__class__ is _ARRAY for k in items):
             return _advanced(t, list(items))
