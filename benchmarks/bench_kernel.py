@@ -13,6 +13,12 @@ Times (CPU seconds, best of the repeats):
 
 Target (issue 14): trace + check <= 15 us per instruction beyond the kernel's own Python.
 
+Memory (target: peak RSS <= the kernel's peak live bytes + 150 MB): `fresh_rss_mb` is the
+peak RSS of a fresh process that imports nkirun and does ONE trace and check (a
+subprocess, `--rss-child`), beside the live bytes (x, acc, out and one tile); the
+whole-process peak of this run (several traces, a run) is `peak_rss_mb`. Each repeat drops
+the previous result before the next starts, so no two traces are alive at once.
+
     python benchmarks/bench_kernel.py [-n 100000] [--repeat 3] [--json PATH]
 """
 from __future__ import annotations
@@ -21,6 +27,7 @@ import argparse
 import json
 import os
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -79,10 +86,43 @@ def null_nki():
 def best(fn, repeat):
     times, result = [], None
     for _ in range(repeat):
+        result = None  # (the previous result goes before the next run starts)
         t0 = time.process_time()
         result = fn()
         times.append(time.process_time() - t0)
     return min(times), result
+
+
+def _kernel_file() -> str:
+    """KERNEL written as stream_kernel.py in a new folder on sys.path (not imported yet)."""
+    folder = tempfile.mkdtemp()
+    with open(os.path.join(folder, "stream_kernel.py"), "w") as f:
+        f.write(KERNEL)
+    sys.path.insert(0, folder)
+    return os.path.join(folder, "stream_kernel.py")
+
+
+def rss_child(reps: int) -> int:
+    """One trace and check in this (fresh) process: its peak RSS, as JSON on stdout."""
+    import numpy as np
+    import nkirun  # noqa: F401 - installs the nki fallback finder
+    from nkirun.source.kernel.api import check_traced, trace_call
+    _kernel_file()
+    import stream_kernel as kernel
+    x = np.random.default_rng(0).random((128, 512), dtype=np.float32)
+    imports = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    traced = trace_call(kernel.stream, (x, reps))
+    _, diags = check_traced(traced)
+    assert not [d for d in diags if d.is_error], diags[:3]
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"imports_rss_mb": imports, "fresh_rss_mb": peak}))
+    return 0
+
+
+def fresh_rss(reps: int) -> dict:
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--rss-child",
+                          str(reps)], check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def main(argv=None) -> int:
@@ -90,16 +130,17 @@ def main(argv=None) -> int:
     ap.add_argument("-n", type=int, default=100_000, help="instructions (about)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--rss-child", type=int, default=None, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    if a.rss_child is not None:
+        return rss_child(a.rss_child)
     reps = (a.n - 2) // 2
+    memory = fresh_rss(reps)  # (first: a fresh process, before this one grows)
     import numpy as np
     import nkirun  # noqa: F401 - installs the nki fallback finder
     from nkirun.source.kernel.api import check_traced, run_traced, trace_call
-    folder = tempfile.mkdtemp()
-    path = os.path.join(folder, "stream_kernel.py")
-    with open(path, "w") as f:
-        f.write(KERNEL)
     x = np.random.default_rng(0).random((128, 512), dtype=np.float32)
+    path = _kernel_file()
 
     saved = {k: sys.modules.pop(k) for k in list(sys.modules) if k.split(".")[0] == "nki"}
     sys.modules.update(null_nki())
@@ -110,7 +151,6 @@ def main(argv=None) -> int:
         del sys.modules[k]
     sys.modules.update(saved)
 
-    sys.path.insert(0, folder)
     import stream_kernel
     t_trace, traced = best(lambda: trace_call(stream_kernel.stream, (x, reps)), a.repeat)
     t_check, (bound, diags) = best(lambda: check_traced(traced), a.repeat)
@@ -129,10 +169,12 @@ def main(argv=None) -> int:
     n = len(traced.program.instructions)
     extra_us = (t_trace + t_check - baseline) / n * 1e6
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    live_mb = (x.nbytes + 3 * 128 * 64 * 4) / 2**20  # x, acc, out and one tile at a time
     result = {"instructions": n, "kernel_python_s": baseline, "trace_s": t_trace,
               "check_s": t_check, "run_s": t_run, "numpy_loop_s": t_np,
               "us_per_instruction_beyond_kernel_python": extra_us,
-              "run_over_numpy": t_run / t_np, "peak_rss_mb": rss_mb}
+              "run_over_numpy": t_run / t_np, **memory, "peak_live_mb": live_mb,
+              "fresh_rss_target_mb": live_mb + 150, "peak_rss_mb": rss_mb}
     for k, v in result.items():
         print(f"{k:42s} {v:,.3f}" if isinstance(v, float) else f"{k:42s} {v:,}")
     if a.json:

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 ProgramSource = Union[str, "os.PathLike[str]", Mapping[str, Any], Program]
 InputValue = Union[np.ndarray, float, int, str, "os.PathLike[str]"]
-UNINITIALIZED = ("error", "nan", "zero")
+UNINITIALIZED = ("error", "strict", "nan", "zero")
 _YAML_TEXT = re.compile(r"\s*(\{|version\s*:)")
 
 
@@ -163,7 +163,7 @@ def shadow(program: ProgramSource, inputs: Mapping[str, InputValue] | None = Non
     from nkirun.show.shadow_report import ShadowReport
     result, sh = _run(program, inputs, out, fmt, target, uninitialized, max_hbm_bytes,
                       after_each, shadowed=True)
-    return ShadowReport(sh.rows, result, sh.warnings)
+    return ShadowReport(sh.rows, result, sh.warnings, sh.backend)
 
 
 def _run(program, inputs, out, fmt, target, uninitialized, max_hbm_bytes, after_each,

@@ -203,9 +203,18 @@ def tensor_at(name: str, buffer: str, shape: tuple, dtype: DType, loc: Loc,
     """`TensorDecl(name, buffer, shape, dtype, None, None, False, loc, {}, core)`, fast (see
     above): a traced kernel declares a tensor per tile it allocates."""
     t = _new(TensorDecl)
-    for setter, value in zip(_DECL_SET, (name, buffer, shape, dtype, None, None, False, loc,
-                                         _NO_KEY_LOCS, core)):
-        setter(t, value)
+    set_name, set_buffer, set_shape, set_dtype, set_init, set_init_value, set_output, \
+        set_loc, set_key_locs, set_core = _DECL_SET
+    set_name(t, name)
+    set_buffer(t, buffer)
+    set_shape(t, shape)
+    set_dtype(t, dtype)
+    set_init(t, None)
+    set_init_value(t, None)
+    set_output(t, False)
+    set_loc(t, loc)
+    set_key_locs(t, _NO_KEY_LOCS)
+    set_core(t, core)
     return t
 
 

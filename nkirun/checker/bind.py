@@ -16,6 +16,7 @@ import dataclasses
 import itertools
 
 from nkirun.diagnostics import Diagnostic, error
+from nkirun.hw.alu import NOT_ON_HARDWARE
 from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, TARGETS
 from nkirun.ir import ON_CHIP, Program, View
 from nkirun.isa import REGISTRY
@@ -109,6 +110,14 @@ def _apply_rules(b: Bound, ok: bool, diags: list, program: Program, max_hbm_byte
     if len(diags) == n0 and spec.check is not None:
         diags.extend(spec.check(b))
     passed = len(diags) == n0
+    for name in _op_params(spec):
+        if b.get(name) in NOT_ON_HARDWARE:
+            diags.append(b.warn("W602", f"`{name}` {b.get(name)}: NKI documents nl.mod / "
+                                "nl.fmod, but its release notes say modulo is no hardware "
+                                "instruction (they fail when compiled for Trainium); nkirun "
+                                "computes NumPy's", name,
+                                hint="fine for a simulation; a kernel meant for hardware "
+                                     "needs another way to compute it"))
     if b.get("mask") is not None and _fits(b.tile(spec.mask_on), program, max_hbm_bytes):
         # (a mask is an array the size of its tile: never built over a refused tensor)
         from nkirun.checker.mask import compile_mask
@@ -215,6 +224,16 @@ def _resolve(view: View, decl, program: Program):
 
 def _with_instruction(d: Diagnostic, op: str, index: int) -> Diagnostic:
     return Diagnostic(d.severity, d.code, f"{op}: {d.message}", d.loc, index, d.hint)
+
+
+_OP_PARAMS: dict = {}  # instruction -> its operator keywords (op, op0, ...)
+
+
+def _op_params(spec) -> tuple:
+    hit = _OP_PARAMS.get(spec.name)
+    if hit is None:
+        hit = _OP_PARAMS[spec.name] = tuple(p.name for p in spec.params if p.kind.name == "op")
+    return hit
 
 
 def _param_rules(b: Bound):

@@ -157,7 +157,7 @@ class Bound:
             form = args.form
             plan = form.get("names_plan") if form is not None else None
             if plan is not None and plan[1] is not None:  # _names_of, by the keywords
-                args.names = tuple(args[k].decl.name for k in plan[3])
+                args.names = tuple([args[k].decl.name for k in plan[3]])
             else:
                 plan, args.names = _names_of(args, self.accesses())
                 if form is not None:

@@ -22,7 +22,7 @@ give the same bound values and diagnostics.
 from __future__ import annotations
 
 from nkirun.checker.bound import Bound, Operands
-from nkirun.source.forms import FormLocs
+from nkirun.source.forms import FormArgs, FormLocs
 from nkirun.source.operands import Resolved
 
 _new = object.__new__
@@ -115,8 +115,8 @@ class Templates:
     forms use through views of one layout (bind's own path shares those too)."""
 
     def __init__(self, dropped, views: Views):
-        # id(FormLocs) -> (template Bound, per view keyword its key in `last`); the
-        # instructions keep their FormLocs, the templates their Resolved alive
+        # id(FormLocs) -> (template Bound, per view keyword (keyword, its dict in `last`,
+        # the template's Resolved)); the instructions keep their FormLocs alive
         self.by_form: dict = {}
         # the layout token of a template Resolved (Views.token: equal tokens, equal
         # Resolved up to the tensor), else its id -> {tensor name: Resolved} for the last
@@ -137,7 +137,14 @@ class Templates:
         keys = [self.token.get(id(b.args[k]), id(b.args[k])) for k in locs.views]
         for k, key in zip(locs.views, keys):
             self.last.setdefault(key, {}).setdefault(inst.args[k].tensor, b.args[k])
-        self.by_form[id(locs)] = (b, keys)
+        # per view keyword: (keyword, its `last` dict, the template's Resolved); and the
+        # template's names_plan with, per name in it, the position of its keyword in
+        # locs.views (an instance's names are its own tensors' there: Bound.names_plan)
+        plan = b.names_plan()[0]
+        at = tuple(locs.views.index(k) for k in plan[3]) if plan[1] is not None and all(
+            k in locs.views for k in plan[3]) else None
+        self.by_form[id(locs)] = (b, tuple((k, self.last[key], b.args[k])
+                                           for k, key in zip(locs.views, keys)), plan, at)
 
     def bind(self, inst, program, target):
         """inst bound as its form's template, or None (no template yet, an undeclared
@@ -146,13 +153,15 @@ class Templates:
         hit = self.by_form.get(id(locs)) if locs.__class__ is FormLocs else None
         if hit is None or inst.index in self.dropped:
             return None
-        tmpl, keys = hit
-        targs = tmpl.args
-        args = Operands(targs, targs.form)
-        inst_args, last = inst.args, self.last
-        for k, key in zip(locs.views, keys):
-            name = inst_args[k].tensor
-            recent = last[key]
+        tmpl, views, plan, at = hit
+        args = _dict_new(Operands)  # Operands(tmpl.args, tmpl.args.form), without its
+        _dict_update(args, tmpl.args)  # __init__'s call (once per instruction)
+        args.form, args.accesses, args.plan, args.names, args.spelled = \
+            tmpl.args.form, None, None, None, None
+        inst_args = inst.args
+        names = _form_names(inst_args, _NAMES) if inst_args.__class__ is FormArgs else \
+            [inst_args[k].tensor for k in locs.views]  # (_form_names: FormArgs.names)
+        for (k, recent, template), name in zip(views, names):
             r = recent.get(name)
             if r is None:
                 decl = program.tensors.get(name)
@@ -160,15 +169,23 @@ class Templates:
                     return None
                 if len(recent) >= _RECENT:
                     del recent[next(iter(recent))]  # the oldest
-                r = recent[name] = rebased(targs[k], decl)
+                r = recent[name] = rebased(template, decl)
             _dict_set(args, k, r)  # (Operands refuse changes once handed out)
-        return Bound(inst, tmpl.spec, args, None, tmpl.engine, target)
+        if at is not None:  # names_plan() of these operands, known already
+            args.plan, args.names = plan, tuple(map(names.__getitem__, at))
+        b = _new(Bound)  # Bound(inst, tmpl.spec, args, None, tmpl.engine, target), fast
+        b.inst, b.spec, b.args, b.mask, b.engine, b.target = \
+            inst, tmpl.spec, args, None, tmpl.engine, target
+        return b
 
 
 _RECENT = 4  # tensors remembered per layout by Templates
 
 
 _dict_set = dict.__setitem__
+_form_names, _NAMES = tuple.__getitem__, slice(1, None)  # FormArgs (form, *names)
+_dict_new = dict.__new__
+_dict_update = dict.update
 
 
 def form_key(op: str, values, token: dict):

@@ -22,38 +22,54 @@ from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, TARGETS
 
 
 def _tensor_rules(program: Program, max_hbm_bytes: int) -> list[Diagnostic]:
+    """A dtype the target lacks (E680, per tensor); the size rules of each tensor (E017,
+    E041, W042, E043), then of HBM as a whole.
+    The size rules read a tensor's buffer, shape and itemsize only: a layout that passed is
+    not checked again (a traced kernel declares 100,000s of tiles of a few layouts)."""
     target = TARGETS[program.target]
     out = []
+    passed = set()  # (buffer, shape, itemsize) of tensors that passed
     for t in program.tensors.values():
-        shape_loc = t.key_locs.get("shape", t.loc)
         if t.dtype.name in NCV4_ONLY and target.version < 4:
             out.append(error("E680", f"tensor `{t.name}` is {t.dtype.name}, which only "
                              f"NeuronCore-v4 (trn3) has; {target.name} is NeuronCore-v"
                              f"{target.version} (the NKI compiler refuses it there: NCC_EVRF051)",
                              t.key_locs.get("dtype", t.loc),
                              hint="use --target trn3, or float8_e4m3 (its max is 240, not 448)"))
-        if t.on_chip and t.partitions > target.partitions:
-            out.append(error("E017", f"tensor `{t.name}`: {t.buffer} partition dimension is "
-                             f"{t.partitions}, at most {target.partitions} allowed", shape_loc,
-                             hint="tile the partition dimension in chunks of 128"))
-        elif t.on_chip:
-            cap = (target.sbuf_bytes_per_partition if t.buffer == "sbuf"
-                   else target.psum_bytes_per_partition)
-            if t.bytes_per_partition > cap:
-                out.append(error("E041", f"tensor `{t.name}` needs {t.bytes_per_partition} bytes "
-                                 f"per partition; {t.buffer} has {cap} on {target.name}",
-                                 shape_loc, hint="split it into smaller tiles"))
-            elif t.buffer == "psum" and t.bytes_per_partition > target.psum_bank_bytes:
-                out.append(warning("W042", f"tensor `{t.name}` uses {t.bytes_per_partition} bytes "
-                                   f"per partition, more than one {target.psum_bank_bytes}-byte "
-                                   "PSUM bank", shape_loc,
-                                   hint="instructions such as nc_matmul write one bank (512 "
-                                        "fp32) at a time"))
-        elif t.nbytes > max_hbm_bytes:
-            out.append(error("E043", f"tensor `{t.name}` is {t.nbytes:,} bytes, over the "
-                             f"{max_hbm_bytes:,}-byte HBM limit", shape_loc,
-                             hint="raise the limit with --max-hbm-bytes if this is intended"))
+        layout = (t.buffer, t.shape, t.dtype.itemsize)
+        if layout in passed:
+            continue
+        n = len(out)
+        _one_tensor_rules(t, target, max_hbm_bytes, out)
+        if len(out) == n:
+            passed.add(layout)
     return out + _hbm_total(program, max_hbm_bytes)
+
+
+def _one_tensor_rules(t, target, max_hbm_bytes: int, out: list) -> None:
+    """The rules of one tensor (_tensor_rules), appended to `out`."""
+    shape_loc = t.key_locs.get("shape", t.loc)
+    if t.on_chip and t.partitions > target.partitions:
+        out.append(error("E017", f"tensor `{t.name}`: {t.buffer} partition dimension is "
+                         f"{t.partitions}, at most {target.partitions} allowed", shape_loc,
+                         hint="tile the partition dimension in chunks of 128"))
+    elif t.on_chip:
+        cap = (target.sbuf_bytes_per_partition if t.buffer == "sbuf"
+               else target.psum_bytes_per_partition)
+        if t.bytes_per_partition > cap:
+            out.append(error("E041", f"tensor `{t.name}` needs {t.bytes_per_partition} bytes "
+                             f"per partition; {t.buffer} has {cap} on {target.name}",
+                             shape_loc, hint="split it into smaller tiles"))
+        elif t.buffer == "psum" and t.bytes_per_partition > target.psum_bank_bytes:
+            out.append(warning("W042", f"tensor `{t.name}` uses {t.bytes_per_partition} bytes "
+                               f"per partition, more than one {target.psum_bank_bytes}-byte "
+                               "PSUM bank", shape_loc,
+                               hint="instructions such as nc_matmul write one bank (512 "
+                                    "fp32) at a time"))
+    elif t.nbytes > max_hbm_bytes:
+        out.append(error("E043", f"tensor `{t.name}` is {t.nbytes:,} bytes, over the "
+                         f"{max_hbm_bytes:,}-byte HBM limit", shape_loc,
+                         hint="raise the limit with --max-hbm-bytes if this is intended"))
 
 
 def _hbm_total(program: Program, max_hbm_bytes: int) -> list[Diagnostic]:
@@ -103,7 +119,11 @@ def _dataflow(program: Program, bound: list[Bound], failed: set[int]) -> list[Di
     unread: dict[str, Bound | None] = {}
     acc_states: dict = {}  # core -> {accumulator -> undefined / defined / clobbered}
     for b in bound:
-        plan, names = b.names_plan()  # (tensor_names() without spelling it out)
+        args = b.args  # (b.names_plan(), read from its Operands: 100,000s of them)
+        names = args.names
+        plan = args.plan if names is not None else None
+        if plan is None:
+            plan, names = b.names_plan()  # (tensor_names() without spelling it out)
         n_reads = len(plan[0])
         for key, n in zip(plan[0], names):  # the reads
             if n not in unread and n not in defined:
@@ -189,10 +209,26 @@ def _add_span(delta: dict, t, f: int | None, last_use: int | None, n: int) -> No
         d = delta.get(t.buffer)
         if d is None:
             d = delta[t.buffer] = [0] * (n + 2)  # +2: used at 0 with n == 0
+        size = _bytes_per_partition(t)
         if f is not None:
-            d[f] += t.bytes_per_partition
+            d[f] += size
         if last_use is not None:
-            d[last_use + 1] -= t.bytes_per_partition
+            d[last_use + 1] -= size
+
+
+def _bytes_per_partition(t) -> int:
+    """t.bytes_per_partition, remembered per (shape, itemsize): a traced kernel's tiles
+    share a few."""
+    key = (t.shape, t.dtype.itemsize)
+    size = _SIZES.get(key)
+    if size is None:
+        size = t.bytes_per_partition
+        if len(_SIZES) < 10_000:
+            _SIZES[key] = size
+    return size
+
+
+_SIZES: dict = {}
 
 
 def _span_deltas(program: Program, first: dict, last: dict, n: int) -> dict:
@@ -212,7 +248,11 @@ def _live_deltas(program: Program, bound: list[Bound]) -> dict:
     for name in live:  # contents: live from the start
         _add_span(delta, tensors[name], 0, None, n)
     for i, b in enumerate(bound):
-        plan, names = b.names_plan()
+        args = b.args  # (b.names_plan(), read from its Operands: 100,000s of them)
+        names = args.names
+        plan = args.plan if names is not None else None
+        if plan is None:
+            plan, names = b.names_plan()
         for name in map(names.__getitem__, plan[2]):  # each on-chip tensor it reads/writes
             if name not in live:
                 live[name] = None
@@ -220,7 +260,8 @@ def _live_deltas(program: Program, bound: list[Bound]) -> dict:
     outputs = {t.name for t in tensors.values() if t.on_chip and t.output}
     ended = object()
     for i in range(n - 1, -1, -1):
-        plan, names = bound[i].names_plan()
+        args = bound[i].args  # (names_plan() was computed by the forward pass)
+        plan, names = args.plan, args.names
         for name in map(names.__getitem__, plan[2]):
             if live.pop(name, ended) is not ended:  # its last use
                 end = n - 1 if name in outputs else i

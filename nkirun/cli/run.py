@@ -72,9 +72,10 @@ def default_out_dir(program: str) -> str:
 @click.option("--shadow-top", type=click.IntRange(min=1), default=None, metavar="N",
               help="with --shadow: how many instructions the \"most added error\" summary "
                    "names [default: 5]")
-@click.option("--uninitialized", type=click.Choice(["error", "nan", "zero"]), default="error",
-              show_default=True, help="reading an element nothing wrote: an error (E090), "
-              "or it reads as NaN / 0 (the outputs too)")
+@click.option("--uninitialized", type=click.Choice(["error", "strict", "nan", "zero"]), default="error",
+              show_default=True, help="reading an element nothing wrote: error = its garbage "
+              "is carried, E090 when it reaches an output, an index or a register; strict = "
+              "E090 at the read; nan / zero = it reads as NaN / 0 (the outputs too)")
 @_program_format_option
 @_target_option
 @kernel_options(inputs=False)
@@ -217,7 +218,7 @@ def _execute(c, inputs, trace, dump_dir, dump_after, uninitialized, shadow=False
                    trace_extra=trace_extra(sh)) as hook:
             m = execute(c.program, c.bound, inputs, hook, uninitialized, step=sh.step)
         result = outputs(c.program, m)
-        return m, result, ShadowReport(sh.rows, result, sh.warnings)
+        return m, result, ShadowReport(sh.rows, result, sh.warnings, sh.backend)
     with watch(c.program, c.bound, trace, dump_dir, dump_after) as hook:
         m = execute(c.program, c.bound, inputs, hook, uninitialized)
     return m, outputs(c.program, m), None

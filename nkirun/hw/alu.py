@@ -39,6 +39,19 @@ def _divide(a, b):
     return np.divide(a, b, dtype=np.float32)
 
 
+def _mod(a, b):
+    # nki.language.mod: "the same sign as the divisor", like numpy.mod (x - floor(x/y)*y,
+    # computed exactly); a zero divisor or an infinite dividend gives NaN
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.mod(np.asarray(a, np.float32), np.asarray(b, np.float32))
+
+
+def _fmod(a, b):
+    # nki.language.fmod: "the same sign as the dividend", like numpy.fmod (C's fmod)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.fmod(np.asarray(a, np.float32), np.asarray(b, np.float32))
+
+
 def _rsqrt(a, b=None):
     return (np.float32(1) / np.sqrt(a)).astype(np.float32)
 
@@ -69,6 +82,8 @@ OPS: dict[str, AluOp] = {o.name: o for o in [
     AluOp("maximum", ARITH, np.maximum, True, np.maximum.reduce, -np.inf),
     AluOp("minimum", ARITH, np.minimum, True, np.minimum.reduce, np.inf),
     AluOp("power", ARITH, np.power),
+    AluOp("mod", ARITH, _mod),
+    AluOp("fmod", ARITH, _fmod),
     AluOp("abs", ARITH, _abs),
     AluOp("rsqrt", ARITH, _rsqrt),
     AluOp("reciprocal", ARITH, _reciprocal),
@@ -102,11 +117,16 @@ OPS: dict[str, AluOp] = {o.name: o for o in [
           identity=0.0),
 ]}
 
+# Operators NKI documents (nki.language.mod / fmod) but whose release notes say are no
+# hardware instruction: "these APIs work in simulation but fail when compiled for
+# Trainium" (W602 where a program uses one).
+NOT_ON_HARDWARE = frozenset({"mod", "fmod"})
+
 # Spellings from the seeds and NumPy that name the same operator.
 ALIASES = {
     "max": "maximum", "amax": "maximum", "min": "minimum", "amin": "minimum",
     "sum": "add", "mult": "multiply", "mul": "multiply", "sub": "subtract",
-    "true_divide": "divide", "bitwise_not": "invert", "pow": "power",
+    "true_divide": "divide", "remainder": "mod", "bitwise_not": "invert", "pow": "power",
     "is_equal": "equal", "is_gt": "greater", "is_ge": "greater_equal",
     "is_lt": "less", "is_le": "less_equal",
 }

@@ -12,8 +12,9 @@ Indirect addressing (NKI 0.6 dma_copy docstring): src or dst may be an access pa
 `vector_offset=idx` (a (P, 1) SBUF index: partition p moves row idx[p] of the HBM tensor;
 gather or scatter) or `scalar_offset=s, indirect_dim=d` (one index for every partition);
 source/indirect.py. oob_mode says what an index outside the tensor does: error (E093, the
-default) or skip (that partition's row, or the whole scalar-indexed transfer, is not
-moved; dst keeps its values). Static views are bounds-checked before the run (E031/E038).
+default) or skip (each row — one index of the pattern's first entry — that would
+leave the tensor is not moved, with vector and scalar offsets alike; dst keeps its values
+there). Static views are bounds-checked before the run (E031/E038).
 
 NKI 0.6 keywords (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/
 nki.isa.dma_copy.html): `priority` 0-3 is a NeuronCore-v4 QoS level (no effect on values);

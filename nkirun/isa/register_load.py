@@ -10,7 +10,7 @@ from nkirun.runner.registers import to_int32
 
 
 def execute(b: Bound, m) -> None:
-    value = m.read(b["src"]).reshape(-1)[0]
+    value = m.read(b["src"], strict=True).reshape(-1)[0]  # (garbage: E090 here)
     m.registers[b["dst"].name] = to_int32(value)
 
 

@@ -241,15 +241,16 @@ def _accepted_dtype(got: np.dtype, decl: TensorDecl, bad) -> np.dtype:
     raise bad("E073", f"has dtype {shown}, declared {decl.dtype.name}", hint=hint)
 
 
-UNINITIALIZED = ("error", "nan", "zero")
+UNINITIALIZED = ("error", "strict", "nan", "zero")
 
 
 def initial_buffers(program: Program, inputs: dict | None = None, uninitialized: str = "error"):
     """Allocate every tensor with its initial contents: (buffers, written-masks).
 
     A tensor with no initial contents is tracked element by element (written-mask) under
-    the `error` policy (reading an unwritten element is E090); under `nan` / `zero` it
-    starts as NaN (0 for integer dtypes, which have no NaN) / 0 and is not tracked."""
+    the `error` and `strict` policies (runner/carried.py: reading an unwritten element
+    is E090 when its garbage is needed / at once); under `nan` / `zero` it starts as NaN
+    (0 for integer dtypes, which have no NaN) / 0 and is not tracked."""
     inputs = inputs or {}
     buffers, written = {}, {}
     for name, t in program.tensors.items():
@@ -282,7 +283,7 @@ def initial_buffers(program: Program, inputs: dict | None = None, uninitialized:
 def fresh_buffer(t: TensorDecl, uninitialized: str = "error"):
     """(storage, written-mask) of a tensor without initial contents, under the policy."""
     buf = np.zeros(t.shape, t.dtype.np_type)
-    if uninitialized == "error":
+    if uninitialized in ("error", "strict"):
         return buf, np.zeros(t.shape, bool)
     if uninitialized == "nan" and t.dtype.is_float:
         buf[...] = dt.cast(np.array(np.nan, np.float32), t.dtype)

@@ -5,6 +5,9 @@ import numpy as np
 
 from nkirun.diagnostics import InternalError, Loc, NkirunError, RunError, error
 from nkirun.ir import Program
+from functools import partial
+
+from nkirun.runner.carried import execute_one, garbage_error
 from nkirun.runner.files import initial_buffers
 from nkirun.runner.machine import Machine
 
@@ -20,8 +23,10 @@ def execute(program: Program, bound, inputs=None, after_each=None,
     `step(bound, machine)`, when given, executes each instruction instead of
     `bound.spec.execute(bound, machine)` (runner/shadow.py runs a float32 shadow beside it).
 
-    `uninitialized`: what reading an element nothing wrote does — "error" (E090, the
-    default), "nan" or "zero" (it reads as NaN / 0; the outputs too).
+    `uninitialized`: what reading an element nothing wrote does — "error" (the default:
+    the results computed from it are unwritten too, E090 when one is needed:
+    runner/carried.py), "strict" (E090 at the read), "nan" or "zero" (it reads as NaN /
+    0; the outputs too).
     """
     from nkirun.runner.memory import refuse_if_too_large
     from nkirun.runner.plan import execute_planned, plannable
@@ -34,6 +39,7 @@ def execute(program: Program, bound, inputs=None, after_each=None,
     except MemoryError:
         raise out_of_memory(program)
     m = Machine(buffers, written)
+    m.carry = uninitialized == "error"
     b = None
     try:
         with np.errstate(all="ignore"):  # inf/nan flow through as on hardware, silently
@@ -45,7 +51,10 @@ def execute(program: Program, bound, inputs=None, after_each=None,
                 sequence = order(program, bound, m)  # loops: registers.py
             for b in sequence:
                 m.current = b
-                if step is None:
+                if m.carry:  # (unwritten reads carried into unwritten results)
+                    execute_one(b, m, partial(b.spec.execute, b, m),
+                                None if step is None else partial(step, b, m))
+                elif step is None:
                     b.spec.execute(b, m)
                 else:
                     step(b, m)
@@ -88,6 +97,9 @@ def outputs(program: Program, m: Machine) -> dict[str, np.ndarray]:
         w = m.written.get(name)
         if w is not None and not w.all():
             bad = tuple(int(i) for i in np.argwhere(~w)[0])
+            carried = garbage_error(m, name, "output")
+            if carried is not None:
+                raise carried
             raise RunError(error("E092", f"output `{name}` was never written at index {bad}",
                                  t.loc, hint="store into every element of an output tensor"))
         result[name] = m.buffers[name]

@@ -42,6 +42,11 @@ class Machine(LoopState):
         self.scalar_acc = Accumulator(0.0)
         self.warnings: list = []  # run-time Diagnostics (e.g. undefined behaviour hit)
         self.current = None  # the Bound being executed, for error messages
+        self.carry = False  # unwritten reads carried into results (runner/carried.py)
+        self.lenient = False  # reads need not check (carried.py runs the instruction)
+        self.planned = False  # a planned run (runner/plan.py)
+        self.garbage: dict = {}  # tensor -> the read its unwritten results come from
+        self.garbage_at: dict = {}  # tensor -> bool: the elements that came from one
         self.init_loop_state()  # registers and runtime loops: runner/registers.py
 
     # ---- reads -----------------------------------------------------------------------------
@@ -70,7 +75,7 @@ class Machine(LoopState):
         """Byte offsets of an indirect view's elements from its index's current values, and
         which partitions stay in bounds ((P,) bool; None: all). E093 under oob_mode=error."""
         ind = r.ap.indirect
-        values = (self.read(ind.index) if ind.register is None
+        values = (self.read(ind.index, strict=True) if ind.register is None
                   else np.array([self.register(ind.register)], np.int64))
         b = self.current
         mode = b.get("oob_mode") if b is not None and hasattr(b, "get") else None
@@ -115,11 +120,12 @@ class Machine(LoopState):
         off = self.indirect_rows(r)[0] if r.ap.indirect is not None else None
         return w.reshape(-1)[storage_elements(r, off)].all(axis=-1)
 
-    def read(self, r: Resolved, rows: np.ndarray | None = None) -> np.ndarray:
+    def read(self, r: Resolved, rows: np.ndarray | None = None, strict=False) -> np.ndarray:
         """The operand; `rows` ((P,) bool): only these partitions must hold data (a masked
-        instruction that never reads the other partitions of this operand)."""
-        if self.written.get(r.decl.name) is not None:  # (else every element holds data)
-            self._check_defined(r, rows)
+        instruction that never reads the other partitions of this operand). `strict`: it
+        must hold data whatever the policy (an index, a register's value: carried.py)."""
+        if self.written.get(r.decl.name) is not None and (strict or not self.lenient):
+            self._check_defined(r, rows)  # (else every element holds data)
         return self.view(r)
 
     def held(self, r: Resolved) -> np.ndarray | None:
@@ -162,7 +168,8 @@ class Machine(LoopState):
         raise RunError(error(
             "E090", f"{b.op if b else 'instruction'} reads `{r.decl.name}` at {where} before "
             f"anything wrote it ({n} of the {missing.size} elements it reads are unwritten)",
-            b.loc() if b else None, b.index if b else None, hint=_unwritten_hint(r, missing)))
+            b.loc() if b else None, b.index if b else None,
+            hint=_unwritten_hint(r, missing, strict=not self.carry)))
 
     # ---- writes ----------------------------------------------------------------------------
     def write(self, r: Resolved, values, out_dtype: dt.DType | None = None, mask=None) -> None:
@@ -294,14 +301,21 @@ class Machine(LoopState):
             self._unwritten[name] = left
 
 
+STRICT_HINT = ("or, if hardware would compute on garbage there harmlessly, run without "
+               "--uninitialized strict: the default carries it and stops only where it is "
+               "used (an output, an index, a register)")
 POLICY_HINT = ("or, if hardware would compute on garbage there harmlessly, run with "
                "--uninitialized nan|zero (API: uninitialized=\"nan\"/\"zero\")")
 
 
-def _unwritten_hint(r: Resolved, missing: np.ndarray) -> str:
+def _unwritten_hint(r: Resolved, missing: np.ndarray, policy: bool = True,
+                    strict: bool = False) -> str:
     """What to do about an E090: when the view's written partitions are one block and the
     others hold nothing, slice the operand to that block (the usual cause: a tile
-    computed on all 128 partitions of which only the first rows were loaded)."""
+    computed on all 128 partitions of which only the first rows were loaded). `policy`:
+    also name --uninitialized (not when the garbage reached an output: runner/carried.py);
+    `strict`: the run stopped at the read (--uninitialized strict)."""
+    tail = f"; {STRICT_HINT if strict else POLICY_HINT}" if policy else ""
     name = r.decl.name
     rows = missing.reshape(missing.shape[0], -1)
     empty, full = rows.all(axis=1), ~rows.any(axis=1)
@@ -313,9 +327,9 @@ def _unwritten_hint(r: Resolved, missing: np.ndarray) -> str:
         step = f":{r.part_step}" if r.part_step != 1 else ""
         return (f"only partitions {lo}..{hi - 1} of `{name}` hold data here: slice this "
                 f"instruction's operands to those rows (`{name}[{lo}:{hi}{step}, ...]`), "
-                f"or write the other rows first; {POLICY_HINT}")
+                f"or write the other rows first{tail}")
     return (f"write every element it reads first, or give `{name}` initial contents "
-            f"(file/fill/data); {POLICY_HINT}")
+            f"(file/fill/data){tail}")
 
 
 def select_into(out: np.ndarray, cond: np.ndarray, a: np.ndarray, b,

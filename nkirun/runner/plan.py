@@ -38,6 +38,7 @@ import numpy as np
 
 from nkirun.diagnostics import NkirunError
 from nkirun.hw import dtypes as dt
+from nkirun.runner.carried import Replan, execute_one
 from nkirun.runner.files import initial_buffers
 from nkirun.runner.machine import Machine
 from nkirun.runner.memory import refuse_if_too_large
@@ -106,11 +107,16 @@ def execute_planned(program, bound, inputs=None, uninitialized: str = "error") -
     except MemoryError:
         raise out_of_memory(program)
     m = Machine(buffers, written)
+    m.carry, m.planned = uninitialized == "error", True
     try:
         plan = _Planner(program, bound, m, ends, uninitialized, outs)
     except MemoryError:
         raise out_of_memory(program)
-    run_steps(plan.bs, plan.calls, m)
+    try:
+        run_steps(plan.bs, plan.calls, m)
+    except Replan:  # garbage reached a tensor the plan does not track: run it plainly
+        from nkirun.runner.interpret import execute
+        return execute(program, bound, inputs, uninitialized=uninitialized, plan=False)
     return m
 
 
@@ -123,7 +129,7 @@ def run_steps(bs: list, calls: list, m: Machine) -> None:
         with np.errstate(all="ignore"):  # inf/nan flow through as on hardware, silently
             for i, call in enumerate(calls):
                 call()
-    except NkirunError:
+    except (NkirunError, Replan):
         raise
     except KeyboardInterrupt as stop:
         b = bs[i] if i >= 0 else None
@@ -136,7 +142,10 @@ def run_steps(bs: list, calls: list, m: Machine) -> None:
 
 def _plain(m: Machine, b) -> None:
     m.current = b
-    b.spec.execute(b, m)
+    if m.carry:
+        execute_one(b, m, partial(b.spec.execute, b, m))
+    else:
+        b.spec.execute(b, m)
 
 
 class _Recipe:
@@ -270,7 +279,7 @@ class _Planner:
             if t.output:
                 self.bind(name, b)
             return
-        if self.policy == "error":
+        if self.policy in ("error", "strict"):
             self.tracked.add(name)
         fill = np.zeros((), t.dtype.np_type)
         if self.policy == "nan" and t.dtype.is_float:
@@ -278,7 +287,7 @@ class _Planner:
         # (a reused slot holds an earlier tensor's values: start it as the plain path does)
         self.bs.append(b)
         self.calls.append(partial(np.copyto, arr, fill))
-        if t.output or self.policy == "error":
+        if t.output or self.policy in ("error", "strict"):
             self.bind(name, b)
 
     def bind(self, name: str, b) -> None:

@@ -15,14 +15,22 @@ where for vector_offset idx = idx[k0] replaces the first entry's own step (each 
 gets its own row), and for scalar_offset idx is the one value and every entry steps as
 written. Which elements an index selects is known only at run time: the checker bounds the
 pattern with index 0, the scheduler assumes the whole tensor is touched, and the run checks
-every address (oob_mode=error: E093; skip: the out-of-bounds partitions, or the whole
-scalar-indexed transfer, are not copied).
+every address (oob_mode=error: E093; skip: the rows that leave the tensor are not
+copied, below).
 
 A vector_offset index is (P, 1); dma_transpose's indirect form also takes a 2-D (I0, I1)
 index whose columns are read one after another (`indices.T.flatten()[:P]`, its NKI page).
 
 Readings: duplicate indices in a vector scatter write the same row more than once; the
 highest partition's value is kept (NumPy assignment order; NKI does not say).
+oob_mode=skip "skip[s] the DMA transfer for a given dynamic address or index when it is
+out of bound" (nki.isa.dma_copy): the unit a transfer moves or skips is one row, i.e. one
+index along the pattern's first entry (a partition of the on-chip side). With
+vector_offset a row is out of bounds when its own index sends it outside the tensor; with
+scalar_offset every row shares the index, and the rows whose addresses stay inside the
+tensor are moved while those that leave it are skipped (nki-library's indexed_flatten
+writes blocks at a dynamic offset this way: its reference keeps the blocks that fit).
+A row partly outside the tensor is skipped whole.
 """
 from __future__ import annotations
 
@@ -101,8 +109,8 @@ def bind_index(r, tensors: dict, resolve, registers=frozenset()):
 
 
 def offsets(r, index_values: np.ndarray, static: np.ndarray, oob_mode: str, where):
-    """Byte offsets of every element for these index values, and which partitions (vector)
-    or whether the transfer (scalar) stays in bounds: (offsets, keep) with keep a (P,) bool
+    """Byte offsets of every element for these index values, and which rows (one per index
+    of the pattern's first entry) stay in bounds: (offsets, keep) with keep a (P,) bool
     array, or None when everything is in bounds. Raises E093 for oob_mode=error."""
     ind, isz, nbytes = r.ap.indirect, r.ap.dtype.itemsize, r.decl.nbytes
     idx = index_values.astype(np.int64)
@@ -126,5 +134,4 @@ def offsets(r, index_values: np.ndarray, static: np.ndarray, oob_mode: str, wher
             + f") addresses outside `{r.decl.name}`",
             b.loc() if b else None, b.index if b else None,
             hint="oob_mode: skip leaves out-of-bounds transfers out"))
-    keep = ~rows if ind.per_partition else np.zeros(bad.shape[0], bool)
-    return np.where(bad, 0, off), keep
+    return np.where(bad, 0, off), ~rows

@@ -74,18 +74,22 @@ def test_live_deltas_by_one_dict_equal_first_and_last_uses():
     rng = random.Random(14)
     for trial in range(300):
         tiles = [f"t{k}" for k in range(rng.randint(1, 6))]
+        sizes = {name: rng.choice([4, 256, 1000]) for name in tiles}
         tensors = {name: SimpleNamespace(name=name, on_chip=rng.random() < 0.9,
                                          init=1 if rng.random() < 0.3 else None,
                                          output=rng.random() < 0.3,
                                          buffer=rng.choice(["sbuf", "psum"]),
-                                         bytes_per_partition=rng.choice([4, 256, 1000]))
+                                         bytes_per_partition=sizes[name],
+                                         shape=(1, sizes[name]),
+                                         dtype=SimpleNamespace(itemsize=1))
                    for name in tiles}
         bound = []
         for _ in range(rng.randint(0, 10)):
             names = tuple(rng.sample(tiles, rng.randint(0, len(tiles))))
             on_chip = tuple(k for k, name in enumerate(names) if tensors[name].on_chip)
             plan = ((), (), on_chip, ())
-            bound.append(SimpleNamespace(names_plan=lambda plan=plan, names=names: (plan, names)))
+            bound.append(SimpleNamespace(names_plan=lambda plan=plan, names=names: (plan, names),
+                                         args=SimpleNamespace(names=names, plan=plan)))
         program = SimpleNamespace(tensors=tensors)
         plain = _span_deltas(program, *_first_last(program, bound), len(bound))
         if rng.random() < 0.2:  # one tile is another core's

@@ -147,3 +147,46 @@ def test_example_kernels_bind_like_the_plain_path():
         assert not [d for d in diags if d.is_error], name
         names.append(name)
     assert len(names) >= 6
+
+
+def test_template_bound_objects_are_the_constructors(tmp_path):
+    """Templates build each Operands and Bound without their __init__: every slot and
+    field as the constructors set them."""
+    import dataclasses
+
+    from nkirun.checker.bound import Bound, Operands
+    from nkirun.checker.intern import Templates
+    made = []
+    plain_bind = Templates.bind
+
+    def spy(self, inst, program, target):
+        b = plain_bind(self, inst, program, target)
+        if b is not None:
+            made.append(b)
+        return b
+
+    (tmp_path / "tb_kernel.py").write_text(LOOP_KERNEL)
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("tb_kernel", tmp_path / "tb_kernel.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    program = trace_call(module.loop, (np.zeros((128, 512), np.float32), 12)).program
+    Templates.bind = spy
+    try:
+        bind(program)
+    finally:
+        Templates.bind = plain_bind
+    assert len(made) > 20
+    for b in made:
+        want = Operands(dict(b.args), b.args.form)
+        assert type(b.args) is Operands and b.args == want
+        for slot in Operands.__slots__:
+            if slot not in ("plan", "names"):  # (set ahead: names_plan below)
+                assert getattr(b.args, slot) == getattr(want, slot), slot
+        again = Bound(b.inst, b.spec, b.args, None, b.engine, b.target)
+        for f in dataclasses.fields(Bound):
+            assert getattr(b, f.name) is getattr(again, f.name), f.name
+        fresh = Bound(b.inst, b.spec, Operands(dict(b.args), None), None, b.engine, b.target)
+        if b.args.names is not None:  # what names_plan() would have worked out
+            assert (b.args.plan, b.args.names) == fresh.names_plan()
+    assert sum(b.args.names is not None for b in made) > 20

@@ -114,6 +114,9 @@ ELSEWHERE = {
     "E657": "schedule/test_trip_counts.py::test_no_data_and_no_trip_is_e657_naming_the_loop",
     "E658": "schedule/test_trip_counts.py::test_bad_trip_is_e658",
     "E659": "kernel/test_kernel_loops.py::test_register_misuse_is_e659",
+    "W601": "kernel/test_input_dtypes.py::"
+            "test_raw_one_byte_file_without_dtype_warns_and_reads_e4m3",
+    "W602": "kernel/test_kernel_rounding.py::test_mod_in_a_program_warns_and_runs",
     "E661": "runner/test_runtime_loops.py::test_endless_while_loop_stops_with_e661",
 }
 

@@ -183,6 +183,10 @@ def test_a_transfer_of_unwritten_rows_over_written_ones_leaves_them_unwritten():
     core1 = [{"memset": {"dst": "rb", "value": 5.0}}] + b + [
         {"tensor_copy": {"dst": "b", "src": "rb"}}]
     with pytest.raises(NkirunError) as e:  # rb's rows 2..7 got a's unwritten rows
-        run2(t, core0 + [{"tensor_copy": {"dst": "ya", "src": "ra"}}], core1)
+        run2(t, core0 + [{"tensor_copy": {"dst": "ya", "src": "ra"}}], core1,
+             uninitialized="strict")
     assert e.value.diagnostics[0].code == "E090"
     assert "`rb` at partition 2" in e.value.diagnostics[0].message
+    # by default the copy carries them into `b`, which no output reads: the run succeeds
+    got = run2(t, core0 + [{"tensor_copy": {"dst": "ya", "src": "ra"}}], core1)
+    np.testing.assert_array_equal(got["ya"], np.full((8, 4), 3.0, np.float32))

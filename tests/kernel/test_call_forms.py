@@ -2,9 +2,12 @@
 example and a loop kernel whose later iterations break a rule trace to the same program
 with the shortcuts as without (`call_forms.CALL_FORMS = False`: every call converted
 afresh; `call_forms.ALLOC_PLANS = False`: every nl.ndarray checked afresh;
-`isa_shim.SIMPLE_CALLS = False`: every nki.isa call through the general path), and the
-instructions bound from a form's template (checker/intern.py `Templates`) equal the
-plain path's (`bind(program, fast=False)`): diagnostics, engines, operands, read/write sets.
+`isa_shim.SIMPLE_CALLS = False`: every nki.isa call through the general path;
+`call_forms.FORM_ARGS = False`: every instruction with an args dict of its own;
+`views.LOWERED_INDEX = False`: a view's IR index worked out at its first use), run to the
+same results, and the instructions bound from a form's template (checker/intern.py
+`Templates`) equal the plain path's (`bind(program, fast=False)`): diagnostics, engines,
+operands, read/write sets.
 """
 from __future__ import annotations
 
@@ -17,9 +20,9 @@ import pytest
 from nkirun.checker import intern
 from nkirun.checker.bind import bind
 from nkirun.checker.passes import validate
-from nkirun.source.forms import FormLocs
-from nkirun.source.kernel import call_forms, isa_shim
-from nkirun.source.kernel.api import trace_call
+from nkirun.source.forms import FormArgs, FormLocs
+from nkirun.source.kernel import call_forms, isa_shim, views
+from nkirun.source.kernel.api import check_traced, run_traced, trace_call
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -57,26 +60,68 @@ def _diags(diags):
     return [(d.severity, d.code, d.message, d.loc, d.instruction, d.hint) for d in diags]
 
 
+SWITCHES = ((call_forms, "CALL_FORMS"), (call_forms, "ALLOC_PLANS"), (call_forms, "FORM_ARGS"),
+            (isa_shim, "SIMPLE_CALLS"), (views, "LOWERED_INDEX"))
+
+
+def _plain_switches(monkeypatch, on: bool) -> None:
+    for module, name in SWITCHES:
+        monkeypatch.setattr(module, name, on)
+
+
+def _results(traced):
+    bound, diags = check_traced(traced)
+    if any(d.is_error for d in diags):
+        return None
+    return [a.tobytes() for a in run_traced(traced, bound)]
+
+
 def test_traces_with_forms_equal_the_plain_trace(tmp_path, monkeypatch):
     seen = []
     for name, make in _cases(tmp_path):
+        views._LAYOUTS.clear()  # (t[key]'s memo: made on this trace's first calls)
         with_forms = make()
-        monkeypatch.setattr(call_forms, "CALL_FORMS", False)
-        monkeypatch.setattr(call_forms, "ALLOC_PLANS", False)
-        monkeypatch.setattr(isa_shim, "SIMPLE_CALLS", False)
+        _plain_switches(monkeypatch, False)
         plain = make()
-        monkeypatch.setattr(call_forms, "CALL_FORMS", True)
-        monkeypatch.setattr(call_forms, "ALLOC_PLANS", True)
-        monkeypatch.setattr(isa_shim, "SIMPLE_CALLS", True)
+        _plain_switches(monkeypatch, True)
         a, b = with_forms.program, plain.program
         assert _instructions(a) == _instructions(b), name
         assert a.tensors == b.tensors and list(a.tensors) == list(b.tensors), name
         assert _diags(with_forms.diagnostics) == _diags(plain.diagnostics), name
         assert _diags(validate(a)[1]) == _diags(validate(b)[1]), name
+        assert _results(with_forms) == _results(plain), name
         assert not any(i.arg_locs.__class__ is FormLocs for i in b.instructions)
-        seen.append((name, sum(i.arg_locs.__class__ is FormLocs for i in a.instructions)))
+        assert not any(i.args.__class__ is FormArgs for i in b.instructions)
+        seen.append((name, sum(i.args.__class__ is FormArgs for i in a.instructions)))
     assert len(seen) >= 8
     assert dict(seen)["loop"] > 30  # the loop's calls do have forms
+
+
+def test_form_args_read_as_their_dict(tmp_path):
+    """Every way the IR's readers read an instruction's args gives what the dict it stands
+    for gives (the writer, the checker's plain path, --trace)."""
+    checked = 0
+    for _, make in _cases(tmp_path):
+        for inst in make().program.instructions:
+            args = inst.args
+            if args.__class__ is not FormArgs:
+                continue
+            plain = args.spelled()
+            assert args == plain and plain == args and dict(args) == plain
+            assert list(args) == list(plain) and len(args) == len(plain)
+            assert list(args.items()) == list(plain.items()) and args.copy() == plain
+            assert list(args.keys()) == list(plain) and list(args.values()) == list(plain.values())
+            for k in plain:
+                assert k in args and args[k] == plain[k] and args.get(k) == plain[k]
+            assert "no such keyword" not in args and args.get("no such keyword", 3) == 3
+            with pytest.raises(KeyError):
+                args["no such keyword"]
+            assert repr(args) == repr(plain)
+            import copy
+            import pickle
+            assert pickle.loads(pickle.dumps(args)) == plain == copy.deepcopy(args)
+            checked += 1
+    assert checked > 30
 
 
 @pytest.fixture

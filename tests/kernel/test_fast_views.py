@@ -11,6 +11,7 @@ import pytest
 from nkirun.source.kernel import tensor as tensor_mod
 from nkirun.source.kernel import views
 from nkirun.source.kernel.api import trace_call
+from nkirun.source.kernel.session import ir_index
 from nkirun.source.strided import StridedView
 
 FIELDS = StridedView.__slots__
@@ -58,6 +59,8 @@ def test_index_view_is_plain(n_items):
                 got = views.index_view(t, key)
                 assert got._rec is want._rec and got._dtype is want._dtype
                 assert same_view(got._v, want._v), (t, key)
+                if got._ir is not tensor_mod._NO_INDEX:  # the IR index it hands out
+                    assert got._ir == ir_index(want), (t, key)
 
 
 def test_hashable_key_keeps_apart_what_differs():

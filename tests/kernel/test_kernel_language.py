@@ -205,17 +205,20 @@ PARTLY_WRITTEN = """\
 
 
 def test_uninitialized_policy_applies_to_kernels(tmp_path):
-    """run --uninitialized / simulate(uninitialized=): tiles allocated on first use read
-    unwritten elements as 0 / NaN instead of E090."""
+    """The transpose computes garbage rows that never reach the output: the default policy
+    carries them as unwritten and the run succeeds; `strict` stops at the read (E090);
+    run --uninitialized / simulate(uninitialized=) zero / nan read them as 0 / NaN."""
     from click.testing import CliRunner
     from nkirun.cli import cli
     from nkirun.diagnostics import NkirunError
     path = write(tmp_path, PARTLY_WRITTEN)
     x = np.array([[1, 2, 3, 4]], np.float32)
     k = nkirun_kernel(path, "k")
+    np.testing.assert_array_equal(nkirun.simulate(k)(x), x.T)
     with pytest.raises(NkirunError) as e:
-        nkirun.simulate(k)(x)
+        nkirun.simulate(k, uninitialized="strict")(x)
     assert e.value.diagnostics[0].code == "E090"
+    assert "nc_transpose reads `t`" in e.value.diagnostics[0].message
     for policy in ("zero", "nan"):
         np.testing.assert_array_equal(nkirun.simulate(k, uninitialized=policy)(x), x.T)
     with pytest.raises(ValueError):

@@ -1,5 +1,5 @@
 """`nl.floor` / `nl.ceil` (several instructions, docs/kernels.md), tile comparison operators
-(`a < b`, `a == 3`: `nl.less` & co.), `nl.invert` / `nl.logical_not`, and `nl.mod` refused,
+(`a < b`, `a == 3`: `nl.less` & co.), `nl.invert` / `nl.logical_not`, `nl.mod` / `nl.fmod`,
 each against NumPy."""
 from __future__ import annotations
 
@@ -147,18 +147,87 @@ def keyed(x):
     np.testing.assert_array_equal(nkirun.simulate(nkirun_kernel(path, "keyed"))(x), x)
 
 
-def test_mod_is_refused_with_the_reason(tmp_path):
-    path = write(tmp_path, HEAD + """
+MODULO = HEAD + """
 @nki.jit
-def modulo(x):
+def modulo(x, y, k=3.0):
     a = nl.load(x)
-    return out_of(nl.mod(a, 3))
-""")
-    with pytest.raises(NkirunError) as e:
-        nkirun.simulate(nkirun_kernel(path, "modulo"))(np.ones((4, 4), np.float32))
-    d = e.value.diagnostics[0]
-    assert d.code == "E601" and "nki.language.mod" in d.message and "hardware" in d.message
-    assert (d.loc.file, d.loc.line) == (path, _line_of(open(path).read(), "nl.mod("))
+    b = nl.load(y)
+    return (out_of(nl.mod(a, b)), out_of(nl.fmod(a, b)), out_of(nl.mod(a, k)),
+            out_of(nl.fmod(a, k)), out_of(a % b))
+"""
+
+# signs of both operands, exact multiples (signed zeros), tiny and huge ratios, zero
+# divisors, infinities and NaN on either side
+MOD_X = np.array([7.0, -7.0, 7.0, -7.0, 6.0, -6.0, 0.0, -0.0, 5.5, -5.5, 1e30, -1e30, 3.0,
+                  3.0, np.inf, -np.inf, 3.0, -3.0, np.nan, 2.0, 1e-30, 0.1], np.float32)
+MOD_Y = np.array([3.0, 3.0, -3.0, -3.0, 3.0, -3.0, 3.0, 3.0, 0.25, 2.0, 7.0, 7.0, 0.0,
+                  -0.0, 3.0, 3.0, np.inf, np.inf, 2.0, np.nan, 3.0, 1e-30], np.float32)
+
+
+def _py_mod(a: float, b: float) -> float:
+    """The divisor-signed remainder, from math.fmod (exact) and the sign rule, written
+    independently of numpy.mod."""
+    import math
+    if b == 0 or math.isnan(a) or math.isnan(b) or math.isinf(a):
+        return math.nan
+    if math.isinf(b):
+        return a if a == 0 or (a > 0) == (b > 0) else b  # a, or a + b = +-inf
+    r = math.fmod(a, b)
+    if r != 0 and (r < 0) != (b < 0):
+        r += b
+    return r if r != 0 else math.copysign(0.0, b)
+
+
+def _py_fmod(a: float, b: float) -> float:
+    import math
+    if b == 0 or math.isnan(a) or math.isnan(b) or math.isinf(a):
+        return math.nan
+    return math.fmod(a, b)
+
+
+@pytest.mark.parametrize("p", [1, 37, 128])
+def test_mod_and_fmod_follow_the_documented_sign_rules(tmp_path, p):
+    """nki.language.mod: the sign of the divisor (Python's x % y); fmod: the sign of the
+    dividend (C's fmod); both W602 (the release notes: no hardware instruction)."""
+    k = nkirun_kernel(write(tmp_path, MODULO), "modulo")
+    n = MOD_X.size
+    x = np.resize(MOD_X, (p, n)).astype(np.float32)
+    y = np.resize(MOD_Y, (p, n)).astype(np.float32)
+    got_mod, got_fmod, mod3, fmod3, pct = nkirun.simulate(k)(x, y)
+    want_mod = np.vectorize(_py_mod, otypes=[np.float32])(x, y)
+    want_fmod = np.vectorize(_py_fmod, otypes=[np.float32])(x, y)
+    for got, want in ((got_mod, want_mod), (got_fmod, want_fmod), (pct, want_mod)):
+        np.testing.assert_array_equal(got, want)  # NaN where NaN
+        num = ~np.isnan(want)
+        assert np.array_equal(np.signbit(got[num]), np.signbit(want[num]))  # signed zeros
+    np.testing.assert_array_equal(mod3, np.vectorize(_py_mod, otypes=[np.float32])(x, 3.0))
+    np.testing.assert_array_equal(fmod3, np.vectorize(_py_fmod, otypes=[np.float32])(x, 3.0))
+    diags = nkirun.check(k, x, y)
+    warned = [d for d in diags if d.code == "W602"]
+    assert len(warned) >= 2 and all("hardware" in d.message for d in warned)
+    src = open(write(tmp_path, MODULO)).read()
+    assert {d.loc.line for d in warned} >= {_line_of(src, "nl.mod(a, b)")}
+
+
+MOD_PROGRAM = """version: 1
+tensors:
+  x: {buffer: sbuf, shape: [2, 3], dtype: float32, data: [[-7, 7, 5.5], [-7, 0, 1]]}
+  y: {buffer: sbuf, shape: [2, 3], dtype: float32}
+  o: {buffer: hbm, shape: [2, 3], dtype: float32, output: true}
+instructions:
+  - tensor_scalar: {dst: y, data: x, op0: np.remainder, operand0: -3.0}
+  - store: {dst: o, src: y}
+"""
+
+
+def test_mod_in_a_program_warns_and_runs(tmp_path):
+    prog = tmp_path / "m.yaml"
+    prog.write_text(MOD_PROGRAM)
+    assert [d.code for d in nkirun.check(str(prog))] == ["W602"]
+    out = nkirun.run(str(prog))["o"]
+    want = np.array([[-1.0, -2.0, -0.5], [-1.0, -0.0, -2.0]], np.float32)
+    np.testing.assert_array_equal(out, want)
+    assert np.array_equal(np.signbit(out), np.signbit(want))
 
 
 def test_two_copies_of_one_kernel_each_locate_in_their_own_file(tmp_path):
@@ -222,3 +291,17 @@ def test_where_with_comparison_results_and_full_tiles(tmp_path, p, f):
             np.where(x < y, x, -1.0), np.where(x != 0, y, x)]
     for i, (g, w) in enumerate(zip(got, want)):
         np.testing.assert_array_equal(g, w.astype(np.float32), err_msg=f"result {i}")
+
+
+def test_mod_of_int32_tiles_follows_the_divisor_sign(tmp_path):
+    path = write(tmp_path, HEAD + """
+@nki.jit
+def imod(x, k):
+    a = nl.load(x)
+    return out_of(nl.mod(a, k, dtype=nl.int32)), out_of(nl.fmod(a, k, dtype=nl.int32))
+""")
+    x = np.array([[-7, -6, -1, 0, 1, 5, 6, 7, 1000001, -1000001]], np.int32)
+    for k in (3, -3):
+        m, f = nkirun.simulate(nkirun_kernel(path, "imod"))(x, k=k)
+        np.testing.assert_array_equal(m, [[int(v) % k for v in x[0]]])  # Python: divisor sign
+        np.testing.assert_array_equal(f, [[int(np.fmod(int(v), k)) for v in x[0]]])

@@ -72,7 +72,7 @@ def test_api_errors_use_api_wording_and_name_the_file():
     with pytest.raises(nkirun.NkirunError) as e:
         nkirun.run(ROWMAX, inputs={"x": ROOT / "nope.npy"})
     assert "--input" not in str(e.value) and "input file" in str(e.value)
-    with pytest.raises(ValueError, match="uninitialized must be one of error, nan, zero"):
+    with pytest.raises(ValueError, match="uninitialized must be one of error, strict, nan, zero"):
         nkirun.run(ROWMAX, uninitialized="garbage")
     with pytest.raises(TypeError, match="inputs must be a dict"):
         nkirun.run(ROWMAX, inputs=[X])
@@ -166,12 +166,19 @@ HALF = {"version": 1, "tensors": {
 
 
 def test_e090_hint_names_the_row_slice():
+    # the garbage reaches output y: E090 at the read that started it, which the hint
+    # fixes (--uninitialized nan|zero would not make y right)
     with pytest.raises(nkirun.NkirunError) as e:
         nkirun.run(HALF)
     (d,) = e.value.diagnostics
-    assert d.code == "E090" and "partition 64" in d.message
+    assert d.code == "E090" and "partition 64" in d.message and "reach output `y`" in d.message
     assert "only partitions 0..63 of `t` hold data here" in d.hint
-    assert "`t[0:64, ...]`" in d.hint and "--uninitialized nan|zero" in d.hint
+    assert "`t[0:64, ...]`" in d.hint and "--uninitialized" not in d.hint
+    with pytest.raises(nkirun.NkirunError) as e:  # strict: at the read, naming the policies
+        nkirun.run(HALF, uninitialized="strict")
+    (d,) = e.value.diagnostics
+    assert d.code == "E090" and "`t[0:64, ...]`" in d.hint
+    assert "without --uninitialized strict" in d.hint
 
 
 @pytest.mark.parametrize("policy,fill", [("nan", np.nan), ("zero", 0.0)])

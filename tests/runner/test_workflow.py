@@ -156,11 +156,17 @@ def test_trace_one_line_per_instruction_and_first_nan_inf(tmp_path):
 
 def test_trace_shows_how_far_a_failing_run_got(tmp_path):
     c, x = _masked_program(tmp_path, store_mask=None)  # store reads unwritten rows of t
-    r = invoke("run", c.program.path, "--out", tmp_path / "o", "--trace")
+    r = invoke("run", c.program.path, "--out", tmp_path / "o", "--trace",
+               "--uninitialized", "strict")  # (stops at the read itself)
     assert r.exit_code == 1
     assert "#0 load" in r.stderr and "#1 memset" in r.stderr and "#2 failed" in r.stderr
     assert "E090" in r.stderr
     assert not (tmp_path / "o").exists()
+    # by default the garbage is carried into the output, which the run then refuses,
+    # naming the read that started it
+    r = invoke("run", c.program.path, "--out", tmp_path / "o", "--trace")
+    assert r.exit_code == 1 and "E090" in r.stderr and "reach output" in r.stderr
+    assert "#2 store" in r.stderr and not (tmp_path / "o").exists()
 
 
 def test_trace_rich_table_and_masked_stats():
@@ -241,7 +247,7 @@ def _masked_program(tmp_path=None, store_mask="p < 2", read="t"):
 def _run_error(c, x):
     from nkirun.runner.interpret import execute
     with pytest.raises(NkirunError) as e:
-        execute(c.program, c.bound, None if x is None else {"x": x})
+        execute(c.program, c.bound, None if x is None else {"x": x}, uninitialized="strict")
     (d,) = e.value.diagnostics
     return d
 

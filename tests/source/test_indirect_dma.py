@@ -172,3 +172,41 @@ def test_scatter_with_skip_leaves_out_of_bounds_rows_out(tmp_path):
     with pytest.raises(NkirunError) as e:
         run_program(tmp_path, tensors, [{"dma_copy": inst}])
     assert e.value.diagnostics[0].code == "E093" and "index 7" in e.value.diagnostics[0].message
+
+
+@pytest.mark.parametrize("start", [0, 5, 8, 9, 12, -2])
+def test_scalar_offset_skip_moves_the_rows_that_fit(tmp_path, start):
+    """oob_mode skip with one index for all rows: each row (partition) past the tensor's
+    end is skipped, the rows that fit are written (nki-library's indexed_flatten writes
+    blocks at a dynamic offset so); error mode stops at the first row outside."""
+    P, F, R = 4, 3, 10
+    src = RNG.standard_normal((P, F)).astype(np.float32)
+    base = np.full((R, F), 7, np.float32)
+    tensors = {"s": sbuf(src), "i": sbuf(np.array([[start]], np.int32)),
+               "o": sbuf(base, buffer="hbm", output=True)}
+    inst = {"dst": f"o.ap([[{F}, {P}], [1, {F}]], scalar_offset=i, indirect_dim=0)",
+            "src": "s", "oob_mode": "skip"}
+    got = run_program(tmp_path, tensors, [{"dma_copy": inst}])
+    want = base.copy()
+    for p in range(P):  # independent reference: row start + p lands when inside [0, R)
+        if 0 <= start + p < R:
+            want[start + p] = src[p]
+    np.testing.assert_array_equal(got["o"], want)
+    if not 0 <= start <= R - P:
+        del inst["oob_mode"]
+        with pytest.raises(NkirunError) as e:
+            run_program(tmp_path, tensors, [{"dma_copy": inst}])
+        assert e.value.diagnostics[0].code == "E093"
+
+
+def test_scalar_offset_skip_on_a_gather_keeps_the_rows_it_skips(tmp_path):
+    data = RNG.standard_normal((6, 5)).astype(np.float32)
+    tensors = {"d": sbuf(data, buffer="hbm"), "i": sbuf(np.array([[4]], np.int32)),
+               "t": sbuf(np.full((4, 5), -1, np.float32)), "y": out((4, 5), "float32", "hbm")}
+    got = run_program(tmp_path, tensors, [
+        {"dma_copy": {"dst": "t", "src": "d.ap([[5, 4], [1, 5]], scalar_offset=i, "
+                      "indirect_dim=0)", "oob_mode": "skip"}},
+        {"dma_copy": {"dst": "y", "src": "t"}}])
+    want = np.full((4, 5), -1, np.float32)
+    want[:2] = data[4:6]  # rows 4, 5 fit; 6, 7 do not
+    np.testing.assert_array_equal(got["y"], want)

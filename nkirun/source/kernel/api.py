@@ -84,17 +84,20 @@ def run_traced(traced: Traced, bound, inputs=None, step=None, machine: list | No
 def output_array(m, handle) -> np.ndarray:
     from nkirun.diagnostics import RunError, error
     rec = handle._rec
-    buf, w = m.buffers[rec.name], m.written.get(rec.name)
-    flat = buf.reshape(-1)
-    item = flat.itemsize
-    view = np.lib.stride_tricks.as_strided(
-        flat[handle.offset:], shape=handle.shape,
-        strides=tuple(s * item for s in handle.strides), writeable=False)
+    w = m.written.get(rec.name)
+
+    def seen(a):  # the returned view of a tensor-shaped array
+        return np.lib.stride_tricks.as_strided(
+            a.reshape(-1)[handle.offset:], shape=handle.shape,
+            strides=tuple(s * a.itemsize for s in handle.strides), writeable=False)
+    view = seen(m.buffers[rec.name])
     if w is not None:
-        wv = np.lib.stride_tricks.as_strided(
-            w.reshape(-1)[handle.offset:], shape=handle.shape,
-            strides=tuple(s * w.itemsize for s in handle.strides), writeable=False)
+        wv = seen(w)
         if not wv.all():
+            from nkirun.runner.carried import garbage_error
+            carried = garbage_error(m, rec.name, "returned tensor", seen)
+            if carried is not None:
+                raise carried
             bad = tuple(int(i) for i in np.argwhere(~wv)[0])
             raise RunError(error("E092", f"output `{rec.name}` was never written at index "
                                  f"{bad}", rec.loc, hint="write every element of a returned "
@@ -147,7 +150,8 @@ def simulate(kernel, target: str | None = None, lnc: int = 1, shadow: bool = Fal
         from nkirun.show.shadow_report import ShadowReport
         sh = Shadow(bound)
         arrays = run_traced(traced, bound, step=sh.step, uninitialized=uninitialized)
-        return ShadowReport(sh.rows, _structure(traced.structure, arrays), sh.warnings)
+        return ShadowReport(sh.rows, _structure(traced.structure, arrays), sh.warnings,
+                            sh.backend)
     return call
 
 

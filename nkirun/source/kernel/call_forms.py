@@ -4,30 +4,37 @@ and compares):
 
 - `form_key`: the call-site form of an nki.isa call (source/forms.py). Session.emit builds
   a later call of a known form from the first one's arguments with its own tensors put in.
+- `record`: such a call's instruction keeps its tensor names, not an args dict of its own
+  (`FormArgs`, source/forms.py; FORM_ARGS = False: the dict, spelled out).
+- `simple_call`: a keyword-only nki.isa call (isa_shim's SIMPLE_CALLS) goes from the
+  wrapper straight to its form's lookup and `record`, without Tracer.emit.
 - allocation plans (Tracer.allocate): an `nl.ndarray` call site that allocates the same
   shape, dtype, buffer and name again reuses what the checks worked out the first time.
 """
 from __future__ import annotations
 
 from nkirun.diagnostics import Loc
-from nkirun.source.kernel import consts, session
+from nkirun.ir import _INST_SET, Instruction
+from nkirun.source.forms import FormArgs
+from nkirun.source.kernel import consts, legacy, session
 from nkirun.source.kernel.tensor import _NO_INDEX, ndarray
 
 CALL_FORMS = True  # False: every call converted afresh (the plain path, for tests)
+FORM_ARGS = True  # False: a later call of a form gets its own args dict (the plain path)
 ALLOC_PLANS = True  # False: every allocation checked afresh (the plain path, for tests)
 FORMS_MAX = 10_000  # form and allocation-plan tables stop growing there
 _FORM_SCALARS = frozenset({str, int, float, bool, type(None), consts.Token, consts.NlDType})
 
 
 def form_key(op: str, values: dict, loc: Loc):
-    """(key, ((keyword, TensorRec, IR index), ...)) of a call: equal keys give equal
-    instructions up to tensor names (source/forms.py): the op, the call site, each
-    keyword's value — for a tensor its layout (TensorRec.layout: buffer, shape, dtype)
-    and IR index object (shared between equal views, lowered_index) —, and which operands
-    are the same tensor. None when a value is anything else (a list, a register, an access
+    """(key, [TensorRec, ...]) of a call: equal keys give equal instructions up to tensor
+    names (source/forms.py): the op, the call site, each keyword's value — for a tensor its
+    layout (TensorRec.layout: buffer, shape, dtype) and IR index object (shared between
+    equal views, lowered_index) —, and which operands are the same tensor; the tensors in
+    call order. None when a value is anything else (a list, a register, an access
     pattern: converted afresh)."""
     key = [op, id(loc)]
-    operands, recs = [], []
+    recs = []
     for k, v in values.items():
         c = v.__class__
         if c is ndarray:
@@ -36,7 +43,6 @@ def form_key(op: str, values: dict, loc: Loc):
                 index = v._ir = session.lowered_index(v)
             if index is not None and index.__class__ is not tuple:
                 return None
-            operands.append((k, rec, index))
             recs.append(rec)
             key += (k, rec.layout, id(index))
         elif c in _FORM_SCALARS:
@@ -44,4 +50,57 @@ def form_key(op: str, values: dict, loc: Loc):
         else:
             return None
     key.append(tuple(map(recs.index, recs)))  # (TensorRecs compare by identity)
-    return tuple(key), operands
+    return tuple(key), recs
+
+
+def record(tracer, op: str, locs, recs, loc: Loc) -> None:
+    """Record a call of the known form `locs` (a FormLocs) whose tensor operands are the
+    TensorRecs `recs` (in locs.views order): the form's first instruction with these
+    tensors, as FormArgs (the plain path: its args dict spelled out)."""
+    items = [locs]
+    for rec in recs:
+        if not rec.declared:
+            tracer.declare(rec)
+        items.append(rec.name)
+    args = _tuple_new(FormArgs, items)  # FormArgs(locs, names), from the list as is
+    if not FORM_ARGS:
+        args = args.spelled()
+    b = tracer.builder
+    inst = _new(Instruction)  # instruction_at(op, args, b.count, loc, locs, None, b.core)
+    set_op, set_args, set_index, set_loc, set_arg_locs, set_repeat_of, set_core = _INST_SET
+    set_op(inst, op)
+    set_args(inst, args)
+    set_index(inst, b.count)
+    set_loc(inst, loc)
+    set_arg_locs(inst, locs)
+    set_repeat_of(inst, None)
+    set_core(inst, b.core)
+    b.instructions.append(inst)
+    b.count += 1
+
+
+_tuple_new = tuple.__new__
+_new = object.__new__
+
+
+def simple_call(tracer, op: str, values: dict, fill_in: list, loc: Loc, tables) -> int:
+    """What the general path of an nki.isa call (isa_shim) does with a call its
+    `_simple_plan` admits: fill in the NKI defaults `fill_in`, record the instruction
+    (legacy.flush and .record skipped when they have nothing to do: no mask was given; a
+    call of a known form recorded here, not by Tracer.emit). Returns its index."""
+    for k, d in fill_in:
+        values[k] = d
+    state = tracer.__dict__
+    if state.get("legacy_pending") is not None:
+        legacy.flush(tracer)
+    index = tracer.builder.count
+    if state.get("legacy_valid"):
+        legacy.record(tracer, op, values, loc, tables)
+        return index
+    form = form_key(op, values, loc) if CALL_FORMS else None
+    locs = tracer.forms.get(form[0]) if form is not None else None
+    if locs is None:  # a new form, or none
+        tracer.emit(op, values, loc, tables, form)
+    else:
+        record(tracer, op, locs, form[1], loc)
+    return index

@@ -20,7 +20,7 @@ from dataclasses import replace
 
 import click
 
-from nkirun.diagnostics import Loc, NkirunError, error
+from nkirun.diagnostics import Loc, NkirunError, error, warning
 from nkirun.source.kernel.loader import KernelUsageError, split_spec
 
 _SHAPE = re.compile(r"^\s*([A-Za-z_]\w*)\s*=\s*([A-Za-z_][\w.]*)\s*\[([\d\s,]*)\]\s*$")
@@ -126,19 +126,45 @@ def _parse_shapes(values) -> dict:
     return out
 
 
-def _parse_inputs(values) -> dict:
+def _parse_inputs(values, notes: list | None = None) -> dict:
+    """--input NAME=PATH.npy[:DTYPE] -> TensorArg per parameter; warnings go to `notes`."""
     from nkirun.source.kernel.trace import TensorArg
     out = {}
     for v in values:
         name, sep, path = v.partition("=")
         if not sep or not name.strip() or not path:
-            raise click.BadParameter(f"{v!r}: expected NAME=PATH.npy", param_hint="--input")
-        shape, dtype = _npy_header(name.strip(), path)
+            raise click.BadParameter(f"{v!r}: expected NAME=PATH.npy[:DTYPE]",
+                                     param_hint="--input")
+        path, want = _dtype_suffix(path)
+        shape, dtype = _npy_header(name.strip(), path, want, notes)
         out[name.strip()] = TensorArg(shape, dtype, file=path)
     return out
 
 
-def _npy_header(name: str, path: str):
+def _dtype_suffix(path: str):
+    """(path, NlDType or None): a trailing `:DTYPE` naming an NKI dtype is the dtype the
+    file's values are in (np.save writes several ml_dtypes types with one header)."""
+    from nkirun.source.kernel import consts
+    head, sep, tail = path.rpartition(":")
+    if not sep or not head or os.path.exists(path):
+        return path, None
+    d = consts.DTYPES.get(tail.strip())
+    if d is None:
+        if re.fullmatch(r"[A-Za-z_]\w*", tail.strip()) and not os.path.exists(path):
+            raise click.BadParameter(f"{path!r}: `{tail}` is no NKI dtype; after the file, "
+                                     ":DTYPE names the values' dtype (e.g. "
+                                     ":float8_e8m0fnu)", param_hint="--input")
+        return path, None
+    return head, d
+
+
+# np.save writes every 1-byte ml_dtypes type but float8_e5m2 as raw bytes '|V1', and
+# bfloat16 as '<V2': the header does not say which type the bytes are.
+_RAW_DEFAULT = {1: "float8_e4m3", 2: "bfloat16"}
+
+
+def _npy_header(name: str, path: str, want=None, notes: list | None = None):
+    """(shape, nkirun DType) of an --input file; `want`: the `:DTYPE` suffix, if any."""
     from nkirun.hw import dtypes as dt
     from nkirun.runner.files import _read_header
     import numpy as np
@@ -157,7 +183,7 @@ def _npy_header(name: str, path: str):
     if e5m2:
         d = dt.DTYPES["float8_e5m2"]
     elif dtype.kind == "V":
-        d = {2: dt.DTYPES["bfloat16"], 1: dt.DTYPES["float8_e4m3"]}.get(dtype.itemsize)
+        d = dt.DTYPES.get(_RAW_DEFAULT.get(dtype.itemsize, ""))
     elif dtype == np.bool_:
         d = dt.DTYPES["uint8"]  # nl.bool_ is stored as a byte (0 or 1)
     else:
@@ -165,7 +191,35 @@ def _npy_header(name: str, path: str):
     if d is None:
         raise NkirunError(error("E073", f"--input {name}: {path} has dtype {dtype}, not an "
                                 "NKI dtype", loc, hint="allowed: " + ", ".join(dt.DTYPES)))
+    if want is not None:
+        d = _suffix_dtype(name, path, want, d, raw=dtype.kind == "V")
+    elif dtype.kind == "V" and dtype.itemsize == 1 and notes is not None:
+        notes.append(warning(
+            "W601", f"--input {name}: {path} holds raw 1-byte values (descr {dtype.str!r}), "
+            f"read as {d.name}; np.save writes float8_e4m3, float8_e4m3fn and "
+            "float8_e8m0fnu arrays with this same header", loc,
+            hint=f"name the dtype after the file: --input {name}={path}:float8_e8m0fnu "
+                 f"(or :{d.name} to confirm)"))
     return tuple(shape) or (1,), d
+
+
+def _suffix_dtype(name: str, path: str, want, got, raw: bool):
+    """The dtype `:DTYPE` names, if the file's header can hold it (E073 otherwise): raw
+    bytes of its size (an ml_dtypes array np.save wrote), its own dtype, or uint8 bits of
+    float8_e8m0fnu (MX scales)."""
+    d = want.nkirun
+    loc = Loc(path)
+    if d is None or d.packed != 1 and d.name != got.name:
+        raise NkirunError(error("E073", f"--input {name}: {path}:{want}: nkirun does not "
+                                f"load {want} files", loc))
+    if d.name == got.name or (raw and d.itemsize == got.itemsize and not d.is_int) \
+            or (d.name == "float8_e8m0fnu" and got.name == "uint8"):
+        return d
+    raise NkirunError(error(
+        "E073", f"--input {name}: {path} holds "
+        f"{f'{got.itemsize}-byte raw values' if raw else got.name}, not {want}", loc,
+        hint=f"save the array as {want} (an ml_dtypes.{want} array with np.save), or "
+             "drop the :DTYPE suffix"))
 
 
 def _grid(grid, lnc) -> tuple:
@@ -189,7 +243,8 @@ def trace_spec(spec, *, inputs=(), shapes=(), args=(), grid=None, lnc=None, targ
     from nkirun.source.kernel.modules import installed
     from nkirun.source.kernel.trace import check_names, trace
     path, func_name = split_spec(spec)
-    values = {**_parse_inputs(inputs), **_parse_shapes(shapes)}
+    notes: list = []  # warnings about the inputs (W601)
+    values = {**_parse_inputs(inputs, notes), **_parse_shapes(shapes)}
     for name, v in _parse_args(args).items():
         if name in values:
             raise click.UsageError(f"parameter `{name}` is given twice")
@@ -216,7 +271,7 @@ def trace_spec(spec, *, inputs=(), shapes=(), args=(), grid=None, lnc=None, targ
         traced = trace(func, values, target or default_target(), _grid(grid, lnc), lnc or 1)
     except KernelUsageError as e:
         raise click.UsageError(str(e)) from None
-    traced.diagnostics = [_user_path(d, path) for d in traced.diagnostics]
+    traced.diagnostics = notes + [_user_path(d, path) for d in traced.diagnostics]
     traced.program = replace(traced.program, path=path)  # as the user named it
     return traced
 

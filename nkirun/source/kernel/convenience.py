@@ -365,7 +365,7 @@ def where(condition, x, y, dtype=None, mask=None, **_):
 BINARY = ("add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "equal",
           "not_equal", "less", "less_equal", "greater", "greater_equal", "bitwise_and",
           "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "logical_and",
-          "logical_or", "logical_xor")
+          "logical_or", "logical_xor", "mod", "fmod")
 UNARY = ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu", "gelu_dx",
          "gelu_apprx_tanh", "gelu_apprx_sigmoid", "silu", "silu_dx", "softplus", "mish", "erf",
          "erf_dx", "sign", "abs", "square", "reciprocal", "sin", "arctan")

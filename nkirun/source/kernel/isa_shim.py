@@ -26,7 +26,7 @@ import types
 
 from nkirun.isa import REGISTRY
 from nkirun.isa.nki_api import REQUIRED as _REQUIRED, UNSET as _UNSET, parameters
-from nkirun.source.kernel import consts, legacy, legacy_affine
+from nkirun.source.kernel import call_forms, consts, legacy, legacy_affine
 from nkirun.source.kernel.session import _CURRENT, current
 from nkirun.source.kernel.unsupported import call_loc, kernel_error, unsupported
 
@@ -44,6 +44,8 @@ def signature(op: str, spec) -> list[tuple[str, object]]:
 
 class NkiInstruction:
     """What an instruction call returns (NKI 0.6): `.depends_on()` has no effect here."""
+
+    __slots__ = ("op", "index")
 
     def __init__(self, op: str, index: int):
         self.op, self.index = op, index
@@ -91,7 +93,8 @@ def make_instruction(op: str):
             if fill_in is None:
                 fill_in = simple[keys] = _simple_plan(op, keys, extras, fill, has_dst)
             if fill_in is not False and (not has_dst or kwargs["dst"] is not None):
-                return _simple_call(tracer, op, values, fill_in, loc, tables)
+                return NkiInstruction(op, call_forms.simple_call(tracer, op, values, fill_in,
+                                                                 loc, tables))
         names = order
         if has_dst and "dst" not in kwargs and \
                 not legacy.dst_first(args, required, kwargs, tiles):
@@ -150,23 +153,6 @@ def _simple_plan(op: str, given: tuple, extras: dict, fill: list, has_dst: bool)
             or (has_dst and "dst" not in given)):
         return False
     return [(k, d) for k, d in fill if k not in given]
-
-
-def _simple_call(tracer, op: str, values: dict, fill_in: list, loc, tables):
-    """What the general path does with a call _simple_plan admits: fill in the NKI defaults,
-    record the instruction (legacy.flush and .record skipped when they have nothing to
-    do; no mask was given)."""
-    for k, d in fill_in:
-        values[k] = d
-    state = tracer.__dict__
-    if state.get("legacy_pending") is not None:
-        legacy.flush(tracer)
-    index = tracer.builder.count
-    if state.get("legacy_valid"):
-        legacy.record(tracer, op, values, loc, tables)
-    else:
-        tracer.emit(op, values, loc, tables)
-    return NkiInstruction(op, index)
 
 
 def _keyword_plan(plans: dict, given: tuple, extras: dict, fill: list) -> tuple:

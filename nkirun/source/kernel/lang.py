@@ -233,7 +233,7 @@ def is_sbuf(buffer):
 
 _RUNTIME_LOOPS = ("dynamic_range", "fori_loop", "while_loop")
 _NOT_PROVIDED = ("random_seed",
-                 "softmax", "rms_norm", "all", "var", "prod", "fmod", "mod", "tan", "cos",
+                 "softmax", "rms_norm", "all", "var", "prod", "tan", "cos",
                  "trunc")
 
 
@@ -303,8 +303,4 @@ class _LangModule(types.ModuleType):
             raise AttributeError(name)
         if name in _RUNTIME_LOOPS:
             raise unsupported(f"nki.language.{name}", "a run-time loop on registers")
-        if name in ("mod", "fmod"):
-            raise unsupported(f"nki.language.{name}", "mod is no hardware ALU instruction at "
-                              "the NKI level; the Neuron release notes list nl.mod/nl.fmod as "
-                              "failing on hardware")
         raise unsupported(f"nki.language.{name}")

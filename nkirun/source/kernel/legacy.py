@@ -11,10 +11,12 @@ How nkirun reads them:
   makes the view `[[sum_d k_da * stride_d, n_a] ...]` with offset `sum_d c_d * stride_d`.
   A non-affine index (`i // 2`), or index arrays mixed with slices, is E607.
 - `mask=` is a boolean array (a comparison of index expressions) over the instruction's
-  iteration space (its `dst` shape). It must select a rectangle (E608 otherwise): every
-  operand whose dim `a` has the mask's size there is narrowed to the rectangle on that dim;
-  an all-true mask changes nothing and an all-false mask drops the instruction. Elements a
-  mask leaves out are not written (reading them later is the dataflow check's business).
+  iteration space (its `dst` shape). Every operand whose dim `a` has the mask's size there
+  is narrowed to the smallest rectangle holding the selected elements; an all-true mask
+  changes nothing and an all-false mask drops the instruction. A mask that selects no
+  rectangle (a triangle, a bound on a flattened index) also becomes the IR's element
+  predicate over that rectangle (legacy_mask.py). Elements a mask leaves out are not
+  written (reading them later is the dataflow check's business).
 - An instruction or `nl` function called without `dst` allocates its result (SBUF, or
   PSUM for nc_matmul/nc_transpose) and returns it. The call is recorded lazily: when the
   next thing the kernel does is assigning the result into a tile (`out[i] = nl.exp(x)`),
@@ -30,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from nkirun.source.kernel import consts
+from nkirun.source.kernel.legacy_mask import Predicate, index_array, predicate, predicate_text
 from nkirun.source.kernel.unsupported import kernel_error
 
 
@@ -42,7 +45,7 @@ def par_dim(n):
 
 
 def arange(start, stop=None, step=1):
-    return np.arange(start, stop, step) if stop is not None else np.arange(start)
+    return index_array(np.arange(start, stop, step) if stop is not None else np.arange(start))
 
 
 class Grid(tuple):
@@ -68,7 +71,7 @@ class Grid(tuple):
 class _MGrid:
     def __getitem__(self, key):
         key = key if isinstance(key, tuple) else (key,)
-        return Grid(np.ogrid[key])
+        return Grid(index_array(g) for g in np.ogrid[key])
 
 
 mgrid = _MGrid()
@@ -148,10 +151,7 @@ def mask_box(mask):
         box.append((int(hit[0]), int(hit[-1]) + 1, m.shape[a]))
     inside = m[tuple(slice(lo, hi) for lo, hi, _ in box)]
     if not inside.all() or int(m.sum()) != inside.size:
-        raise kernel_error("E608", "the mask does not select a rectangle of the iteration "
-                           "space; nkirun narrows each operand to the rectangle a mask "
-                           "selects", hint="split the instruction so each part's mask is "
-                           "a rectangle (e.g. a bound per dim)")
+        return predicate(box, mask)  # no rectangle: an element predicate (legacy_mask.py)
     return box
 
 
@@ -179,8 +179,10 @@ def narrow(v, box):
             key.append(slice(None))
     if not changed:
         return v
+    from nkirun.source.kernel.legacy_gather import narrowed
     from nkirun.source.kernel.views import index_view
-    return index_view(v, tuple(key))
+    g = narrowed(v, tuple(key))  # an indirect view: its index tile narrows with it
+    return g if g is not None else index_view(v, tuple(key))
 
 
 class _Box:
@@ -220,6 +222,7 @@ def record(tracer, op: str, values: dict, loc, tables=None) -> None:
         tracer.emit(op, values, loc, tables)
         return
     box = pop_mask(values)
+    pred = box if box.__class__ is Predicate else None
     flip = _transposes(op) and len(values["data"].shape) == 2 == len(values["dst"].shape)
     if valid and box != "empty":
         inherited = _inherited(values, valid)
@@ -234,6 +237,8 @@ def record(tracer, op: str, values: dict, loc, tables=None) -> None:
         values["dst"], values["data"] = narrow(dst, box), narrow(values["data"], box[::-1])
     elif not apply_mask(values, box):
         return
+    if pred is not None:
+        _element_mask(op, values, pred, box)
     tracer.emit(op, values, loc, tables)
     if dst is None or not dst._rec.on_chip:
         return
@@ -248,6 +253,21 @@ def record(tracer, op: str, values: dict, loc, tables=None) -> None:
         p0 = dst.offset // rec.strides[0]  # a view: remember the partitions written
         valid[rec] = [(p0 + box[0][0], p0 + box[0][1], rec.shape[0])] + \
             [(0, n, n) for n in rec.shape[1:]]
+
+
+def _element_mask(op: str, values: dict, pred, box) -> None:
+    """Give the instruction the IR predicate of a non-rectangular mask, over its `mask_on`
+    operand (already narrowed to `box`)."""
+    from nkirun.isa import REGISTRY
+    spec = REGISTRY[op]
+    space = values.get(spec.mask_on)
+    if not any(p.name == "mask" for p in spec.params) or not hasattr(space, "shape"):
+        raise kernel_error("E608", f"nki.isa.{op} takes no mask= in nkirun, so a mask that "
+                           "is no rectangle cannot apply to it",
+                           hint="split it into instructions whose masks are rectangles")
+    text = predicate_text(pred, box, tuple(space.shape))
+    if text is not None:
+        values["mask"] = text
 
 
 def _transposes(op: str) -> bool:

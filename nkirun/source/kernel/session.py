@@ -28,15 +28,17 @@ from nkirun.source.builder import Builder
 from nkirun.source.forms import FormLocs
 from nkirun.source.kernel import call_forms, consts
 from nkirun.source.kernel.control import VirtualRegister
-from nkirun.source.kernel.tensor import _NO_INDEX, TensorRec, ndarray
+from nkirun.source.kernel.tensor import TRACERS, _NO_INDEX, TensorRec, ndarray, rec_kind, \
+    rec_of_kind
 from nkirun.source.kernel.unsupported import call_loc, kernel_error
 
 _ASSIGN = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)")
 _BAD_CHARS = re.compile(r"\W")
-_CURRENT: list = []
+_CURRENT: list = TRACERS  # (tensor.py's: nl.ndarray reads it)
 _VIEW_KINDS = frozenset({TILE, TILE_OR_SCALAR})
 _INT = frozenset({int})
 _HASHABLE = frozenset({str, int, float, bool})
+_UNSET = object()
 
 
 def current() -> "Tracer":
@@ -65,7 +67,7 @@ class Tracer:
         self.identity: dict = {}  # (n, dtype) -> identity-matrix tensor
         # (op, id(loc), keyword, ...) -> _call_site: a loop repeats the same calls
         self.sites: dict = {}
-        self.forms: dict = {}  # _form_key -> (FormLocs, the args of its first instruction)
+        self.forms: dict = {}  # call_forms.form_key -> FormLocs (its template: the args)
         # (id(call site Loc), shape, dtype, buffer, name) as given -> (shape, nl dtype,
         # buffer, base name) of a non-shared allocation the plain path made (a loop's
         # nl.ndarray repeats its call)
@@ -108,10 +110,10 @@ class Tracer:
                 plan = self.alloc_plans.get(key)
             except TypeError:  # an unhashable dtype or buffer: the plain path says why
                 plan = key = None
-            if plan is not None and _INT.issuperset(map(type, shape)):
-                shape, d, buf, base = plan  # what the plain path below would work out
-                return TensorRec(self._unique_identifier(base), shape, d, buf, loc, init,
-                                 self.builder.core if self.lnc > 1 else None)
+            if plan is not None and _INT.issuperset(map(type, shape)) and init is None:
+                # what the plain path below would work out
+                return rec_of_kind(self._unique_identifier(plan[0]), plan[1], loc,
+                                   self.builder.core if self.lnc > 1 else None)
         shape = (shape,) if isinstance(shape, int) else shape
         if shape.__class__ is not tuple or shape not in _SHAPES_SEEN:
             shape = _checked_shape(shape)
@@ -133,7 +135,7 @@ class Tracer:
         if buf is consts.shared_hbm:
             self.shared.append(rec)
         elif key is not None and len(self.alloc_plans) < call_forms.FORMS_MAX:
-            self.alloc_plans[key] = (shape, d, buf, _identifier(base))
+            self.alloc_plans[key] = (_identifier(base), rec_kind(rec))
         return rec
 
     def _shared(self, shape, d) -> TensorRec:
@@ -150,8 +152,8 @@ class Tracer:
         if rec.init is None and not output and rec.name not in self.builder.tensors:
             # allocate() checked the shape, dtype, buffer and name: the Builder's checks of
             # a YAML declaration cannot fail here
-            self.builder.tensors[rec.name] = tensor_at(rec.name, rec.buffer.ir, rec.shape,
-                                                       rec.dtype.nkirun, loc, rec.core)
+            self.builder.tensors[rec.name] = tensor_at(rec.name, _BUFFER_IR[rec.buffer],
+                                                       rec.shape, rec.decl.dtype, loc, rec.core)
             return
         fields = {"buffer": (rec.buffer.ir, loc, loc), "shape": (list(rec.shape), loc, loc),
                   "dtype": (rec.dtype.nkirun.name, loc, loc)}
@@ -165,23 +167,14 @@ class Tracer:
         rec.declared = True
 
     # ---- instructions --------------------------------------------------------------------
-    def emit(self, op: str, values: dict, loc: Loc, tables=None) -> None:
-        form = call_forms.form_key(op, values, loc) if call_forms.CALL_FORMS else None
+    def emit(self, op: str, values: dict, loc: Loc, tables=None, form=_UNSET) -> None:
+        """Record an nki.isa call (`form`: its call_forms.form_key when already worked out)."""
+        if form is _UNSET:
+            form = call_forms.form_key(op, values, loc) if call_forms.CALL_FORMS else None
         if form is not None:
-            hit = self.forms.get(form[0])
-            if hit is not None:  # an earlier call of this form: its args, our tensors
-                locs, template = hit
-                args = template.copy()
-                for k, rec, index in form[1]:
-                    if not rec.declared:
-                        self.declare(rec)
-                    v = args[k]  # the first call's View: shared (frozen) when it is ours
-                    if v.tensor != rec.name or v.index is not index or v.loc is not loc:
-                        args[k] = view_at(rec.name, index, loc)
-                b = self.builder
-                b.instructions.append(instruction_at(op, args, b.count, loc, locs, None,
-                                                     b.core))
-                b.count += 1
+            locs = self.forms.get(form[0])
+            if locs is not None:  # an earlier call of this form: its args, our tensors
+                call_forms.record(self, op, locs, form[1], loc)
                 return
         if tables is None:
             spec = REGISTRY.get(op)
@@ -237,8 +230,9 @@ class Tracer:
         full.update(args)
         arg_locs = site[1]
         if form is not None and len(self.forms) < call_forms.FORMS_MAX:
-            arg_locs = FormLocs(arg_locs, tuple(k for k, _, _ in form[1]))
-            self.forms[form[0]] = (arg_locs, full)  # (nothing changes an Instruction's args)
+            # (nothing changes an Instruction's args: the form's later ones share them)
+            arg_locs = FormLocs(arg_locs, _tensor_keywords(values), full)
+            self.forms[form[0]] = arg_locs
         b = self.builder
         b.instructions.append(instruction_at(op, full, b.count, loc, arg_locs, None, b.core))
         b.count += 1
@@ -290,7 +284,16 @@ class Tracer:
         self.builder.diags.append(error(code, message, loc, hint=hint))
 
 
+_BUFFER_IR = {b: b.ir for b in consts.BUFFERS.values()}  # Buffer -> its IR name
+
+
 _VIEW_KEYS: dict = {}  # id(ParamTables) -> (tables, the keywords that take a tile)
+
+
+def _tensor_keywords(values: dict) -> tuple:
+    """The keywords holding a traced tensor's view, in call order (a form's `views`: the
+    tensors call_forms.form_key lists)."""
+    return tuple(k for k, v in values.items() if v.__class__ is ndarray)
 
 
 def _view_keys(tables) -> frozenset:

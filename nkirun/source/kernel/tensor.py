@@ -50,6 +50,34 @@ class TensorRec:
 _LAYOUT_IDS: dict = {}  # (buffer, shape, dtype) -> TensorRec.layout
 
 
+def rec_kind(rec: TensorRec) -> tuple:
+    """What a TensorRec takes from its buffer, shape and dtype alone (rec_of_kind's input:
+    a loop allocates tiles of one layout over and over)."""
+    return (rec.shape, rec.dtype, rec.buffer, rec.on_chip, rec.decl.dtype, rec.whole.strides,
+            rec.whole.basic, rec.layout)
+
+
+_new = object.__new__
+
+
+def rec_of_kind(name: str, kind: tuple, loc, core=None) -> TensorRec:
+    """`TensorRec(name, shape, dtype, buffer, loc, None, core)` (the plain definition) for
+    the layout `kind` (rec_kind of an earlier TensorRec of that buffer, shape and dtype),
+    every slot filled without working the layout out again
+    (tests/kernel/test_fast_trace.py compares the slots)."""
+    shape, dtype, buffer, on_chip, nkirun_dtype, strides, basic, layout = kind
+    r = _new(TensorRec)
+    r.name, r.shape, r.dtype, r.buffer, r.loc, r.init, r.declared = \
+        name, shape, dtype, buffer, loc, None, False
+    r.core, r.compared, r.on_chip, r.strides, r.layout = core, False, on_chip, strides, layout
+    d = r.decl = _new(_Decl)
+    d.name, d.shape, d.dtype, d.on_chip = name, shape, nkirun_dtype, on_chip
+    w = r.whole = _new(StridedView)
+    w.decl, w.shape, w.strides, w.offset, w.dtype, w.basic, w.tail, w.indirect = \
+        d, shape, strides, 0, nkirun_dtype, basic, False, None
+    return r
+
+
 _WHOLE: dict = {}  # shape -> (strides, basic index) of the whole-tensor view
 
 
@@ -86,6 +114,14 @@ class DynSlice:
         return f"nl.ds({self.start}, {self.size})"
 
 
+TRACERS: list = []  # the traces under way, innermost last (session._CURRENT)
+
+
+def _current():
+    from nkirun.source.kernel.session import current
+    return current()  # (no trace under way: its error)
+
+
 _NO_INDEX = object()  # a handle's IR index not computed yet
 _INT = frozenset({int})
 
@@ -106,7 +142,6 @@ class ndarray:
     __slots__ = ("_rec", "_v", "_dtype", "_ir", "__weakref__")
 
     def __new__(cls, shape, dtype, buffer=consts.sbuf, name="", address=None, **_legacy):
-        from nkirun.source.kernel.session import current
         if shape.__class__ is list:
             shape = tuple(shape)  # `[2] + [nl.par_dim(P), F]`: a list names a shape too
         if shape.__class__ is tuple and not _INT.issuperset(map(type, shape)):  # not all int
@@ -115,9 +150,9 @@ class ndarray:
             if blocks is not None:
                 return blocks
             shape = tuple(int(n) if isinstance(n, int) else n for n in shape)  # nl.par_dim
-        rec = current().allocate(shape, dtype, buffer, name)
-        v = _new_view(rec, rec.whole)
-        v._ir = None  # the whole tensor
+        rec = (TRACERS[-1] if TRACERS else _current()).allocate(shape, dtype, buffer, name)
+        v = _new(ndarray)
+        v._rec, v._v, v._dtype, v._ir = rec, rec.whole, rec.dtype, None  # the whole tensor
         return v
 
     # ---- attributes ----------------------------------------------------------------------
@@ -187,8 +222,7 @@ class ndarray:
 
     # ---- indexing ------------------------------------------------------------------------
     def __getitem__(self, key):
-        from nkirun.source.kernel.views import index_view
-        return index_view(self, key)
+        return (_index_view or _load_index_view())(self, key)
 
     def __setitem__(self, key, value):
         from nkirun.source.kernel.tile_ops import assign
@@ -208,6 +242,8 @@ class ndarray:
     def __truediv__(self, o): return self._arith(o, "divide")  # noqa: E704
     def __rtruediv__(self, o): return self._arith(o, "divide", True)  # noqa: E704
     def __pow__(self, o): return self._arith(o, "power")  # noqa: E704
+    def __mod__(self, o): return self._arith(o, "mod")  # noqa: E704
+    def __rmod__(self, o): return self._arith(o, "mod", True)  # noqa: E704
 
     # comparisons are nl.less & co. (1 where true, 0 elsewhere); `a < 3` and `3 > a` alike.
     # A tile stays hashable by identity (it is a handle, not a value).
@@ -309,3 +345,14 @@ def _method(t, name, *args, nl_dtype=None):
 
 
 NkiTensor = ndarray
+
+
+
+_index_view = None  # views.index_view (views.py builds on this module: imported on first use)
+
+
+def _load_index_view():
+    global _index_view
+    from nkirun.source.kernel.views import index_view
+    _index_view = index_view
+    return index_view

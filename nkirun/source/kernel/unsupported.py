@@ -57,15 +57,16 @@ def frame_loc(f) -> Loc:
 
 def call_loc(depth: int = 1) -> Loc:
     """`frame_loc(kernel_frame(depth))` as called from the same place, in one walk (every
-    nki.isa call and nl.ndarray asks it): per code object its positions table, or None for
-    nkirun's own code (tests/kernel/test_call_forms.py compares the two)."""
+    nki.isa call and nl.ndarray asks it): per code object its positions table (frame_loc's,
+    which it fills), or None for nkirun's own code (tests/kernel/test_call_forms.py
+    compares the two)."""
     f = sys._getframe(depth)
     while f is not None:
         code = f.f_code
-        table = _TABLES.get(code, _UNSEEN)
-        if table is _UNSEEN:
-            table = _TABLES[code] = None if _is_inside(code) else \
-                _POSITIONS.setdefault(code, [None] * (len(code.co_code) // 2 + 1))
+        hit = _TABLES.get(id(code))
+        if hit is None or hit[0] is not code:
+            hit = _TABLES[id(code)] = (code, _table_of(code))
+        table = hit[1]
         if table is not None:
             i = f.f_lasti // 2
             loc = table[i] if i < len(table) else None
@@ -74,8 +75,15 @@ def call_loc(depth: int = 1) -> Loc:
     return Loc()
 
 
-_TABLES: dict = {}  # code object -> its _POSITIONS table, or None when _is_inside(code)
-_UNSEEN = object()
+def _table_of(code):
+    """frame_loc's positions table of `code` (None for nkirun's own code)."""
+    if _is_inside(code):
+        return None
+    return _POSITIONS.setdefault((code, code.co_filename), [None] * (len(code.co_code) // 2 + 1))
+
+
+# id(code object) -> (the code object, kept alive so the id stays its own; _table_of(code))
+_TABLES: dict = {}
 
 
 def here() -> Loc:

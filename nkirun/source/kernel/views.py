@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from nkirun.source.kernel import consts
-from nkirun.source.kernel.tensor import _new_view
+from nkirun.source.kernel.tensor import _new_view, ndarray
 from nkirun.source.kernel.unsupported import kernel_error, unsupported
 from nkirun.source.reshape import ViewError
 from nkirun.source.strided import StridedView
@@ -26,27 +26,38 @@ def index_view(t, key):
     hk = _hashable_key(key)
     if hk is None or v.indirect is not None:
         return index_view_plain(t, key)
+    rec = t._rec
     memo = (v.shape, v.strides, v.offset, v.dtype.name, v.basic, v.tail, v.decl.on_chip,
-            v.dtype is v.decl.dtype, hk)
+            v.dtype is v.decl.dtype, hk, rec.layout)
     hit = _LAYOUTS.get(memo)
     if hit is None:
         out = index_view_plain(t, key)
         w = out._v
         if len(_LAYOUTS) >= _LAYOUTS_MAX:
             _LAYOUTS.clear()
-        _LAYOUTS[memo] = (w.shape, w.strides, w.offset, w.basic, w.tail)
+        if t._dtype is rec.dtype and w.indirect is None and LOWERED_INDEX:
+            from nkirun.source.kernel.session import lowered_index
+            try:
+                out._ir = lowered_index(out)  # (a function of the memo key: rec.layout in it)
+            except ViewError:  # (left to the instruction that uses the view, as before)
+                pass
+        _LAYOUTS[memo] = (w.shape, w.strides, w.offset, w.basic, w.tail, out._ir)
         return out
     w = _new_strided(StridedView)
     w.decl, w.dtype, w.indirect = v.decl, v.dtype, None
-    w.shape, w.strides, w.offset, w.basic, w.tail = hit
-    return _new_view(t._rec, w, t._dtype)
+    w.shape, w.strides, w.offset, w.basic, w.tail, index = hit
+    h = _new_handle(ndarray)  # _new_view(rec, w, t._dtype) with its IR index, inline
+    h._rec, h._v, h._dtype, h._ir = rec, w, t._dtype, index
+    return h
 
 
-# (view layout, hashable key) -> (shape, strides, offset, basic, tail) of the indexed view
+# (view layout, hashable key, tensor layout) -> (shape, strides, offset, basic, tail) of the
+# indexed view, and its IR index (session.lowered_index) when it has the tensor's dtype
 _LAYOUTS: dict = {}
+LOWERED_INDEX = True  # False: the IR index worked out when an instruction first uses it
 _LAYOUTS_MAX = 100_000
 _SLICE_END = frozenset({int, type(None)})
-_new_strided = object.__new__
+_new_strided = _new_handle = object.__new__
 
 
 def _hashable_key(key):
@@ -69,7 +80,8 @@ def index_view_plain(t, key):
     items = key if key.__class__ is tuple else tuple(key) if isinstance(key, tuple) \
         else (key,)  # a tuple subclass: `t[nl.mgrid[0:P, 0:F]]` indexes with the grids
     if not all(k.__class__ in _PLAIN for k in items):
-        if any(k.__class__ is _ARRAY for k in items):
+        if any(isinstance(k, _ARRAY) for k in items) or \
+                any(hasattr(k, "_rec") for k in items) and not t._rec.on_chip:
             return _advanced(t, list(items))
         items = tuple(_plain(k, t) for k in items)
     try:
@@ -153,7 +165,11 @@ def with_pattern(t, pattern, offset):
 def _advanced(t, items):
     """t indexed with nl.arange/nl.mgrid index arrays (legacy.py)."""
     from nkirun.source.kernel.legacy import advanced_pattern
-    items = [k.__index__() if hasattr(k, "__index__") and k.__class__ is not _ARRAY else k
+    tiles = [i for i, k in enumerate(items) if hasattr(k, "_rec")]
+    if tiles:  # a runtime index tile: an indirect DMA (legacy_gather.py)
+        from nkirun.source.kernel.legacy_gather import gather
+        return gather(t, items, tiles)
+    items = [k.__index__() if hasattr(k, "__index__") and not isinstance(k, _ARRAY) else k
              for k in items]
     if len(items) != t.ndim:
         raise kernel_error("E603", f"an index with index arrays needs one item per dim "

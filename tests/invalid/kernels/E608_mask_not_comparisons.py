@@ -1,4 +1,4 @@
-# expect: E608 at 12
+# expect: E608 at 13
 # args: --shape x=float32[128,64]
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
@@ -9,6 +9,7 @@ def kernel(x):
     out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
     ip = nl.arange(128)[:, None]
     jf = nl.arange(64)[None, :]
-    tile = nl.load(x[ip, jf], mask=(jf <= ip))  # a triangle
+    # NKI joins mask comparisons with `&` only: `|` makes no mask (two rectangles)
+    tile = nl.load(x[ip, jf], mask=(ip < 8) | (jf < 4))
     nl.store(out[ip, jf], value=tile)
     return out

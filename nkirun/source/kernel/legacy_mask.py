@@ -1,0 +1,199 @@
+"""Pre-0.2 `mask=` predicates that are no rectangle (legacy.py reads rectangles itself).
+
+NKI's masking page: a mask is a comparison (`a < b`) or several joined by `&`, each side
+an affine expression of `nl.arange()` (also of loop variables and `nl.program_id()`,
+which are plain numbers while the kernel is traced). A masked instruction computes and
+writes only the elements where the predicate holds; the others are neither read nor
+written. Masks such as `(i_p < n) & (i_f < m)` select a rectangle and narrow the operands
+(legacy.py); a triangle (`i_f <= i_p`) or a bound on a flattened index (`i_p * F + i_f <
+n`) does not.
+
+How nkirun reads them:
+- `nl.arange` / `nl.mgrid` give `IndexArray`s (integer NumPy arrays). A comparison with
+  one gives a `Mask`: the boolean array, plus each comparison as (`lhs - rhs` over the
+  comparison's broadcast shape, operator). `&` of Masks keeps every comparison; any other
+  combination (`|`, `~`, Python `and`) leaves a plain boolean array, which is fine for a
+  rectangle and E608 otherwise (NKI allows only `&`).
+- A non-rectangular Mask becomes the instruction's element predicate: the operands are
+  narrowed to the smallest rectangle holding every selected element (as for a rectangle),
+  and the IR's `mask:` string (docs/masks.md) says which elements of that rectangle the
+  instruction computes, in the index names of the instruction's `mask_on` operand (`p` the
+  partition, `f0`, `f1`, ... its free dims). The mask's axes are the operand's dims in
+  order (the partition dim first), as for rectangles. Each comparison must be affine in
+  the mask's axes (its `lhs - rhs` is `c + sum k_a * i_a`), else E608.
+- The rectangle is what `cost` charges (NKI lowers a masked instruction to one over a
+  smaller tile; the elements of the rectangle outside the predicate still pass through
+  the engine): an upper bound for a triangle.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from nkirun.source.kernel.unsupported import kernel_error
+
+_COMPARE = {np.less: "<", np.less_equal: "<=", np.greater: ">", np.greater_equal: ">=",
+            np.equal: "==", np.not_equal: "!="}
+_AND = (np.bitwise_and, np.logical_and)
+
+
+def _plain(x):
+    return x.view(np.ndarray) if isinstance(x, np.ndarray) and type(x) is not np.ndarray \
+        else x
+
+
+class IndexArray(np.ndarray):
+    """An integer index array (`nl.arange`, `nl.mgrid`): NumPy arithmetic, and comparisons
+    that remember what they compared (a Mask)."""
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        plain = [_plain(x) for x in inputs]
+        if "out" in kwargs:
+            kwargs["out"] = tuple(_plain(o) for o in kwargs["out"])
+        out = getattr(ufunc, method)(*plain, **kwargs)
+        if method != "__call__" or "out" in kwargs or not isinstance(out, np.ndarray):
+            return out
+        if ufunc in _COMPARE and len(plain) == 2:
+            return Mask.of(out, [(_difference(*plain), _COMPARE[ufunc])])
+        return out.view(IndexArray) if out.dtype.kind in "iu" else out
+
+
+class Mask(np.ndarray):
+    """A boolean array made by comparing index expressions, with the comparisons."""
+
+    conds = None  # [(lhs - rhs array or None, operator)]; None: not comparisons alone
+
+    @classmethod
+    def of(cls, values: np.ndarray, conds):
+        m = values.view(cls)
+        m.conds = conds
+        return m
+
+    def __array_finalize__(self, obj):
+        self.conds = None  # a slice or copy is a plain boolean array
+
+    def __bool__(self):
+        if self.size == 1:
+            return bool(self.reshape(-1)[0])
+        raise kernel_error("E608", "a comparison of index arrays has no truth value: a mask "
+                           "joins its comparisons with `&` (Python's `and` / `or` ask for one)",
+                           hint="write (a < b) & (c < d)")
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        plain = [_plain(x) for x in inputs]
+        if "out" in kwargs:
+            kwargs["out"] = tuple(_plain(o) for o in kwargs["out"])
+        out = getattr(ufunc, method)(*plain, **kwargs)
+        if ufunc in _AND and method == "__call__" and "out" not in kwargs \
+                and all(_conds(x) is not None for x in inputs):
+            return Mask.of(out, [c for x in inputs for c in _conds(x)])
+        return out
+
+
+def _conds(x):
+    if isinstance(x, Mask):
+        return x.conds
+    if x is True or isinstance(x, np.bool_) and bool(x):
+        return []  # `& True` adds nothing
+    return None
+
+
+def _difference(a, b):
+    """lhs - rhs of a comparison, as exact integers where both sides are (else floats)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype.kind in "iub" and b.dtype.kind in "iub":
+        return np.subtract(a, b, dtype=np.int64)
+    return np.subtract(a, b, dtype=np.float64)
+
+
+def index_array(arr: np.ndarray) -> IndexArray:
+    return np.asarray(arr).view(IndexArray)
+
+
+# ---- a non-rectangular mask -> the IR's predicate ------------------------------------------
+class Predicate(list):
+    """The bounding box of a non-rectangular mask (a list of (start, stop, size) per mask
+    axis, as legacy.mask_box gives for rectangles), the mask, and its comparisons as
+    (c, per-axis coefficients, operator): `c + sum k_a * i_a OP 0`. Built at the call that
+    gives the mask, so its errors point there."""
+
+    def __init__(self, box, mask: np.ndarray, conds):
+        super().__init__(box)
+        self.mask = np.asarray(mask)
+        if conds is None:
+            raise kernel_error("E608", "a mask that is no rectangle must be comparisons of "
+                               "index expressions joined by `&` (NKI's rule; `|`, `~` and "
+                               "`and` make no mask)", hint="write it as (a < b) & (c >= d)")
+        self.fits = [_fit(diff, op, self.mask.ndim) for diff, op in conds]
+
+
+def predicate(box, mask) -> Predicate:
+    return Predicate(box, mask, getattr(mask, "conds", None))
+
+
+def _fit(diff, op, ndim: int):
+    from nkirun.source.kernel.legacy import affine
+    d = np.asarray(diff)
+    if d.dtype.kind == "f":
+        if not np.array_equal(d, np.round(d)):
+            raise kernel_error("E608", "a mask compares an index with a non-integer value; "
+                               "nkirun writes masks over integer indices",
+                               hint="compare with an int (i < 3 rather than i < 2.5)")
+        d = d.astype(np.int64)
+    if d.ndim > ndim:
+        raise kernel_error("E608", "a comparison of the mask has more dims than the mask")
+    d = d.reshape((1,) * (ndim - d.ndim) + d.shape)  # (NumPy broadcasting: right-aligned)
+    fit = affine(d, d.shape)
+    if fit is None:
+        raise kernel_error("E608", "a side of a mask comparison is not affine in the index "
+                           "arrays (NKI's rule: affine expressions of nl.arange)",
+                           hint="compare expressions like i_p * 128 + i_f with bounds")
+    return fit[0], fit[1], op
+
+
+_OPS = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
+        "==": np.equal, "!=": np.not_equal}
+
+
+def predicate_text(pred: Predicate, box, space_shape) -> str | None:
+    """The IR `mask:` string of `pred` over the instruction's `mask_on` operand, whose
+    shape is `space_shape` once narrowed to `box` (the final rectangle: pred's own, or
+    less). None when the predicate holds on the whole box (a rectangle after all). A
+    comparison that holds on the whole box (a bound the narrowing already applies) is
+    left out."""
+    if pred.mask[tuple(slice(lo, hi) for lo, hi, _ in box)].all():
+        return None
+    terms = [_condition(c, coefs, op, box, space_shape) for c, coefs, op in pred.fits
+             if not _holds_on(c, coefs, op, box)]
+    return " & ".join(terms)
+
+
+def _holds_on(c, coefs, op, box) -> bool:
+    value = c
+    for a, k in enumerate(coefs):
+        if k:
+            lo, hi, _ = box[a]
+            value = value + k * np.arange(lo, hi).reshape([-1 if i == a else 1
+                                                           for i in range(len(box))])
+    return bool(np.all(_OPS[op](value, 0)))
+
+
+def _condition(c, coefs, op, box, space_shape) -> str:
+    """One comparison `c + sum k_a * i_a OP 0` in the operand's index names, shifted to the
+    box (i_a = lo_a + the operand's index along dim a): `f0 - p <= 0`."""
+    text = ""
+    for a, k in enumerate(coefs):
+        if not k:
+            continue
+        lo, hi, _ = box[a]
+        if a >= len(space_shape) or space_shape[a] != hi - lo:
+            raise kernel_error("E608", f"the mask's axis {a} ({box[a][2]} indices) does not "
+                               f"match the instruction's operand {list(space_shape)}",
+                               hint="index the mask like the instruction's result tile")
+        c += k * lo
+        name = "p" if a == 0 else f"f{a - 1}"
+        term = name if abs(k) == 1 else f"{abs(k)}*{name}"
+        text += (f"-{term}" if k < 0 else term) if not text else \
+            (f" - {term}" if k < 0 else f" + {term}")
+    if c:
+        text += f" - {-c}" if c < 0 else f" + {c}"
+    return f"{text} {op} 0"
