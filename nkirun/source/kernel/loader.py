@@ -100,13 +100,6 @@ def find_function(module, path: str, func: str | None):
     return getattr(module, jitted[0])
 
 
-# `ix < n and iy < m` on nl.arange/nl.mgrid index arrays: Python's `and`/`or`/`not` ask
-# one truth value of an array of them. NKI documents masks combined with `&` and `|`.
-_ARRAY_TRUTH = (" (a comparison of nl.arange/nl.mgrid index arrays is an array of truth "
-                "values: `and`, `or`, `not` and `if` cannot take it; combine masks with `&` "
-                "and `|`, e.g. mask=(ix < n) & (iy < m))")
-
-
 def kernel_exception(exc: BaseException) -> Exception:
     """E602 for an exception the kernel's own code raised: its message and the kernel's
     frames (file:line and source line; nkirun's frames left out). An exception raised
@@ -126,7 +119,5 @@ def kernel_exception(exc: BaseException) -> Exception:
         frames, lines = [], [f"  {exc.filename}:{exc.lineno}" + (
             f"\n    {exc.text.strip()}" if exc.text else "")]
     message = f"the kernel raised {type(exc).__name__}" + (f": {exc}" if str(exc) else "")
-    if isinstance(exc, ValueError) and "truth value of an array" in str(exc):
-        message += _ARRAY_TRUTH
     hint = "kernel traceback (most recent call last):\n" + "\n".join(lines) if lines else None
     return NkirunError(error("E602", message, loc, hint=hint))
