@@ -64,9 +64,10 @@ def check(b: Bound):
     res, dst = b.tile("reduce_res"), b.tile("dst")
     out = b.get("dtype") or (dst.dtype if dst else None)
     if res is not None and out is not None and res.dtype.name != "float32" \
-            and out.name in ("bfloat16", "float16", "float8_e4m3", "float8_e5m2"):
+            and out.name in ("bfloat16", "float16", "float8_e4m3", "float8_e4m3fn", "float8_e5m2"):
         yield b.warn("W103", f"reduce_res is {res.dtype.name} while the output is {out.name}: "
-                     "fully unselected rows become -inf, and a later `x - max` gives NaN",
+                     "fully unselected rows become -inf (NaN in float8_e4m3fn), and a later "
+                     "`x - max` gives NaN",
                      "reduce_res", hint="declare reduce_res as float32 (the page's numerical "
                                          "stability note)")
 

@@ -33,8 +33,9 @@ URL = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generate
        "nki.isa.tensor_scalar_cumulative.html")
 F32 = frozenset({"float32"})
 # "BF16, FP16, FP32, FP8, UINT8, UINT16, INT8, INT16"; INT32/UINT32 are an ISA limitation
-DTYPES = frozenset({"bfloat16", "float16", "float32", "float8_e4m3", "float8_e5m2", "uint8",
-                    "uint16", "int8", "int16"})
+# (FP8: float8_e4m3fn too, on trn3, the only target that has it)
+DTYPES = frozenset({"bfloat16", "float16", "float32", "float8_e4m3", "float8_e4m3fn",
+                    "float8_e5m2", "uint8", "uint16", "int8", "int16"})
 OP0_CHOICES = vector_arith_ops()
 SCANS = {"add": np.add, "multiply": np.multiply, "maximum": np.maximum, "minimum": np.minimum}
 
