@@ -75,8 +75,10 @@ def test_suffix_that_does_not_fit_the_file_is_e073(tmp_path):
     k, x = _setup(tmp_path, np.zeros((2, 4), ml_dtypes.float8_e8m0fnu))
     r = _run("check", k, "--input", f"x={x}:bfloat16")  # 2-byte type, 1-byte raw file
     assert r.exit_code == 1 and "E073" in r.output and "1-byte raw values" in r.output
-    r = _run("check", k, "--input", f"x={x}:float8_e4m3fn")  # an NKI type nkirun lacks
-    assert r.exit_code == 1 and "E073" in r.output
+    r = _run("check", k, "--input", f"x={x}:float8_e4m3fn")  # 1-byte raw: read, but trn3's
+    assert r.exit_code == 1 and "E680" in r.output and "E073" not in r.output
+    r = _run("check", k, "--input", f"x={x}:float8_e4m3fn", "--target", "trn3")
+    assert r.exit_code == 0, r.output
     f32 = tmp_path / "f.npy"
     np.save(f32, np.zeros((2, 4), np.float32))
     r = _run("check", k, "--input", f"x={f32}:int32")  # a typed file keeps its type
