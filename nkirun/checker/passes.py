@@ -234,11 +234,15 @@ def _span_deltas(program: Program, first: dict, last: dict, n: int) -> dict:
 def _live_deltas(program: Program, bound: list[Bound]) -> dict:
     """_span_deltas(program, *_first_last(program, bound), n) with one dict of names and
     no ints kept per tensor (a traced kernel has 100,000s of tiles): a tensor's first use
-    counts where a forward pass meets it, its last use where a backward pass does."""
-    n, tensors, delta = len(bound), program.tensors, {}
-    live = {t.name: None for t in tensors.values() if t.on_chip and t.init is not None}
-    for name in live:  # contents: live from the start
-        _add_span(delta, tensors[name], 0, None, n)
+    counts where a forward pass meets it, its last use where a backward pass does. The
+    dict holds per tensor its span (_span: its buffer's changes, its bytes per partition;
+    None: not counted), found once per layout, so the backward pass looks nothing up."""
+    n, tensors, delta, spans = len(bound), program.tensors, {}, {}
+    live = {t.name: _span(delta, spans, t, n) for t in tensors.values()
+            if t.on_chip and t.init is not None}
+    for span in live.values():  # contents: live from the start
+        if span is not None:
+            span[0][0] += span[1]
     for i, b in enumerate(bound):
         args = b.args  # (b.names_plan(), read from its Operands: 100,000s of them)
         names = args.names
@@ -247,20 +251,37 @@ def _live_deltas(program: Program, bound: list[Bound]) -> dict:
             plan, names = b.names_plan()
         for name in map(names.__getitem__, plan[2]):  # each on-chip tensor it reads/writes
             if name not in live:
-                live[name] = None
-                _add_span(delta, tensors.get(name), i, None, n)
+                span = live[name] = _span(delta, spans, tensors.get(name), n)
+                if span is not None:
+                    span[0][i] += span[1]
     outputs = {t.name for t in tensors.values() if t.on_chip and t.output}
     ended = object()
     for i in range(n - 1, -1, -1):
         args = bound[i].args  # (names_plan() was computed by the forward pass)
         plan, names = args.plan, args.names
         for name in map(names.__getitem__, plan[2]):
-            if live.pop(name, ended) is not ended:  # its last use
-                end = n - 1 if name in outputs else i
-                _add_span(delta, tensors.get(name), None, end, n)
-    for name in live:  # contents, never used: live at 0 (an output to the end)
-        _add_span(delta, tensors[name], None, n - 1 if name in outputs else 0, n)
+            span = live.pop(name, ended)
+            if span is not ended and span is not None:  # its last use
+                span[0][(n if name in outputs else i + 1)] -= span[1]
+    for name, span in live.items():  # contents, never used: live at 0 (an output to the end)
+        if span is not None:
+            span[0][n if name in outputs else 1] -= span[1]
     return delta
+
+
+def _span(delta: dict, spans: dict, t, n: int):
+    """(delta's list for t's buffer, t's bytes per partition) as _add_span counts them, one
+    tuple per layout (kept in spans); None when _add_span does not count t."""
+    if t is None or t.buffer not in ("sbuf", "psum"):
+        return None
+    key = (t.buffer, t.shape, t.dtype.itemsize)
+    span = spans.get(key)
+    if span is None:
+        d = delta.get(t.buffer)
+        if d is None:
+            d = delta[t.buffer] = [0] * (n + 2)  # +2: used at 0 with n == 0
+        span = spans[key] = (d, _bytes_per_partition(t))
+    return span
 
 
 def _peak_live(delta: list, n: int) -> tuple:
