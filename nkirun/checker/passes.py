@@ -17,6 +17,7 @@ from nkirun.checker.registers import uses_registers
 from nkirun.checker.control import read_in_loop
 from nkirun.ir import Program, View
 from nkirun.isa.spec import ACCUMULATORS, Bound
+from nkirun.checker.bound import FormBound, raw_args
 from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, TARGETS
 
 
@@ -111,7 +112,7 @@ def _dataflow(program: Program, bound: list[Bound], failed: set[int]) -> list[Di
     unread: dict[str, Bound | None] = {}
     acc_states: dict = {}  # core -> {accumulator -> undefined / defined / clobbered}
     for b in bound:
-        args = b.args  # (b.names_plan(), read from its Operands: 100,000s of them)
+        args = raw_args(b) if b.__class__ is FormBound else b.args  # (names_plan())
         names = args.names
         plan = args.plan if names is not None else None
         if plan is None:
@@ -244,7 +245,7 @@ def _live_deltas(program: Program, bound: list[Bound]) -> dict:
         if span is not None:
             span[0][0] += span[1]
     for i, b in enumerate(bound):
-        args = b.args  # (b.names_plan(), read from its Operands: 100,000s of them)
+        args = raw_args(b) if b.__class__ is FormBound else b.args  # (names_plan())
         names = args.names
         plan = args.plan if names is not None else None
         if plan is None:
@@ -257,7 +258,8 @@ def _live_deltas(program: Program, bound: list[Bound]) -> dict:
     outputs = {t.name for t in tensors.values() if t.on_chip and t.output}
     ended = object()
     for i in range(n - 1, -1, -1):
-        args = bound[i].args  # (names_plan() was computed by the forward pass)
+        b = bound[i]  # (names_plan() was computed by the forward pass)
+        args = raw_args(b) if b.__class__ is FormBound else b.args
         plan, names = args.plan, args.names
         for name in map(names.__getitem__, plan[2]):
             span = live.pop(name, ended)
