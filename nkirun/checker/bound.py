@@ -206,34 +206,14 @@ class Bound:
         return warning(code, f"{self.title}: {message}", self.loc(key), self.index, hint)
 
 
-class PendingOperands:
-    """The Operands of an instance of a call-site form before anything reads them as a
-    dict (checker/intern.py `Templates`): the template's Operands and this instance's
-    Resolved views, by keyword; `names`, `plan` and `form` are those the Operands will
-    have, read without it by the passes and the run's plan (`raw_args`)."""
-
-    __slots__ = ("template", "keys", "views", "names", "plan", "form")
-
-    def operands(self) -> Operands:
-        """The Operands: Operands(template, template.form) with the views put in, every
-        slot as bind's own path leaves it once names_plan() has run."""
-        args = _dict_new(Operands)
-        _dict_update(args, self.template)
-        args.form, args.accesses, args.plan, args.names, args.spelled = \
-            self.form, None, self.plan, self.names, None
-        for k, r in zip(self.keys, self.views):
-            _dict_set(args, k, r)
-        return args
-
-
-_dict_new, _dict_update, _dict_set = dict.__new__, dict.update, dict.__setitem__
 _ARGS_SLOT = Bound.__dict__["args"]  # Bound's own `args` slot (FormBound's property aside)
 raw_args = _ARGS_SLOT.__get__  # b's Operands, or a FormBound's PendingOperands as is
 _set_args = _ARGS_SLOT.__set__
 
 
 class FormBound(Bound):
-    """A Bound whose `args` slot holds PendingOperands: the Operands are made when
+    """A Bound whose `args` slot holds checker/intern.py's PendingOperands (`names`,
+    `plan`, `form` and `operands()`): the Operands are made when
     something first reads `args`, and the Bound then becomes a plain Bound (its class
     switched: later reads cost nothing). Most instances of a traced loop's forms are only
     ever read through `raw_args` (checker passes, the run's plan)."""
@@ -243,7 +223,7 @@ class FormBound(Bound):
     @property
     def args(self) -> Operands:
         args = raw_args(self)
-        if args.__class__ is PendingOperands:
+        if args.__class__ is not Operands:  # (PendingOperands)
             args = args.operands()
             _set_args(self, args)
         self.__class__ = Bound
