@@ -15,7 +15,7 @@ from nkirun.checker.bind import bind
 from nkirun.checker.psum import psum_hazards
 from nkirun.checker.registers import uses_registers
 from nkirun.checker.control import read_in_loop
-from nkirun.ir import Program, View
+from nkirun.ir import ON_CHIP, Program, View
 from nkirun.isa.spec import ACCUMULATORS, Bound
 from nkirun.checker.bound import FormBound, raw_args
 from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, TARGETS
@@ -68,7 +68,7 @@ def _one_tensor_rules(t, target, max_hbm_bytes: int, out: list) -> None:
 def _hbm_total(program: Program, max_hbm_bytes: int) -> list[Diagnostic]:
     """The limit bounds all HBM tensors together too: each may fit while their sum, which
     a run allocates at once, does not."""
-    hbm = [t for t in program.tensors.values() if not t.on_chip]
+    hbm = [t for t in program.tensors.values() if t.buffer not in ON_CHIP]  # (not on_chip)
     total = sum(t.nbytes for t in hbm)
     if total <= max_hbm_bytes or any(t.nbytes > max_hbm_bytes for t in hbm):
         return []
@@ -240,7 +240,7 @@ def _live_deltas(program: Program, bound: list[Bound]) -> dict:
     None: not counted), found once per layout, so the backward pass looks nothing up."""
     n, tensors, delta, spans = len(bound), program.tensors, {}, {}
     live = {t.name: _span(delta, spans, t, n) for t in tensors.values()
-            if t.on_chip and t.init is not None}
+            if t.init is not None and t.on_chip}  # (tiles have no contents: one test)
     for span in live.values():  # contents: live from the start
         if span is not None:
             span[0][0] += span[1]
@@ -255,7 +255,7 @@ def _live_deltas(program: Program, bound: list[Bound]) -> dict:
                 span = live[name] = _span(delta, spans, tensors.get(name), n)
                 if span is not None:
                     span[0][i] += span[1]
-    outputs = {t.name for t in tensors.values() if t.on_chip and t.output}
+    outputs = {t.name for t in tensors.values() if t.output and t.on_chip}
     ended = object()
     for i in range(n - 1, -1, -1):
         b = bound[i]  # (names_plan() was computed by the forward pass)
