@@ -9,7 +9,10 @@ checked once, outside the timing, so only execution counts):
   elementwise a bf16 chain of Vector instructions on (128, F) tiles (the worst case: the
               shadow's comparisons are as large as the arithmetic they check)
 
-    python benchmarks/bench_shadow.py [--repeat 15] [--json PATH] [--clock cpu]
+    python benchmarks/bench_shadow.py [--repeat 15] [--json PATH] [--clock cpu] [--numpy]
+
+--numpy runs the comparisons with NumPy even where the compiled module was built
+(Shadow.native off); the first line says which one ran.
 
 --clock cpu times this process's CPU time instead of wall time: on a loaded shared
 machine wall time mostly measures the other jobs (BLAS is one thread here, so CPU time
@@ -87,9 +90,14 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--json", default=None)
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall")
+    ap.add_argument("--numpy", action="store_true", help="NumPy comparisons (no C module)")
     args = ap.parse_args()
     from nkirun.runner.interpret import execute
     from nkirun.runner.shadow import Shadow
+    if args.numpy:
+        Shadow.native = False
+    backend = getattr(Shadow([]), "backend", "numpy")
+    print(f"comparison backend: {backend}")
     from nkirun.source.kernel.api import run_traced
     rng = np.random.default_rng(1)
     bf = ml_dtypes.bfloat16
@@ -108,7 +116,7 @@ def main() -> None:
                         lambda: execute(ew.program, ew.bound, ew_inputs,
                                         step=Shadow(ew.bound).step)),
     }
-    report = {}
+    report = {"backend": backend}
     for name, (plain, shadow) in cases.items():
         tp, ts = _best_pair(plain, shadow, args.repeat,
                             time.process_time if args.clock == "cpu" else time.perf_counter)

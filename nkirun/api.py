@@ -163,7 +163,7 @@ def shadow(program: ProgramSource, inputs: Mapping[str, InputValue] | None = Non
     from nkirun.show.shadow_report import ShadowReport
     result, sh = _run(program, inputs, out, fmt, target, uninitialized, max_hbm_bytes,
                       after_each, shadowed=True)
-    return ShadowReport(sh.rows, result, sh.warnings)
+    return ShadowReport(sh.rows, result, sh.warnings, sh.backend)
 
 
 def _run(program, inputs, out, fmt, target, uninitialized, max_hbm_bytes, after_each,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import importlib.machinery
 import re
 import tomllib
 
@@ -99,8 +100,10 @@ def test_the_long_function_rule_sees_the_marker(tmp_path):
 def test_package_data_ships_every_data_file():
     patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
         "package-data"]["nkirun"]
+    compiled = tuple(importlib.machinery.EXTENSION_SUFFIXES)  # (built, not shipped data)
     data = [p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*")
-            if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts]
+            if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts
+            and not p.name.endswith(compiled)]
     assert "codes.json" in data
     missing = [d for d in data if not any(fnmatch.fnmatch(d, pat) for pat in patterns)]
     assert not missing, f"data files not in pyproject.toml's package-data: {missing}"

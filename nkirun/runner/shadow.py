@@ -36,14 +36,16 @@ import numpy as np
 
 from nkirun.diagnostics import NkirunError, warning
 from nkirun.hw import dtypes as dt
-from nkirun.runner.machine import Machine, select_into
-from nkirun.runner.streamed import last_streamed
-from nkirun.runner.shadow_bits import as_f32, rounded_f32, rounds_on_bits, stored
-from nkirun.runner.shadow_metrics import (
-    Row,
-    WriteStats,
-    compare,
+from nkirun.runner import shadow_native
+from nkirun.runner.machine import Machine
+from nkirun.runner.shadow_bits import (
+    as_f32,
+    rounded_f32,
+    rounds_on_bits,
 )
+from nkirun.runner.shadow_metrics import Row, compare, resolve_places
+from nkirun.runner.shadow_stores import Spy, WriteStats, write_selected
+from nkirun.runner.streamed import last_streamed
 from nkirun.source.operands import Resolved
 
 F32 = np.dtype(np.float32)
@@ -71,14 +73,28 @@ def reinterpreted(bound) -> set[str]:
     return out
 
 
+def never_written(bound) -> set[str]:
+    """Tensors the instructions read but none writes (e.g. a kernel's inputs): their values
+    are the same in both runs throughout, so the shadow can read the real machine's array
+    instead of a float32 copy of it (the same values, widened where they are read). Not
+    for two-core programs (TwoCores.on): a meeting's exchange writes outside `writes`."""
+    read, written = set(), set()
+    for b in bound:
+        acc = b.accesses()
+        read.update(r.decl.name for _, r in acc.reads)
+        written.update(r.decl.name for _, r in acc.writes)
+    return read - written
+
+
 class ShadowMachine(Machine):
     """The float32 machine. Its `written` is the real machine's (shared, never changed
     here); shadowed tensors are float32 arrays of the declared shape."""
 
-    def __init__(self, real: Machine, keep_dtype: set[str]):
+    def __init__(self, real: Machine, keep_dtype: set[str], shared: frozenset = frozenset()):
         super().__init__({}, real.written)
         self.real = real
         self.keep_dtype = keep_dtype
+        self.shared = shared  # never written: the real machine's array is used as it is
         self.shadowed: set[str] = set()
         # per store of the current instruction: (Resolved, the values stored here, the
         # probe: what the real dtypes would keep of them, mask, whether the store rounds,
@@ -86,16 +102,23 @@ class ShadowMachine(Machine):
         self.records: list = []
         self.probing = True  # False while the real run's inputs equal the shadow's
         self.fast = True  # False: no shortcuts of Shadow.fast (for the tests)
+        self.spare: dict = {}  # shape -> float32 arrays of freed shadowed tiles
+        self.native = False  # True: shadow_native's C passes (Shadow.native)
 
     def enter(self, name: str) -> None:
         """Bring tensor `name` in from the real machine (first use). Storage nothing has
         written yet (a kernel's fresh tile) brings no values: an element is read only
         after a write, or the real run stops at E090."""
         src = self.real.buffers[name]
+        if name in self.shared:
+            self.buffers[name] = src
+            return
         w = self.real.written.get(name)
         blank = self.fast and w is not None and not w.any()
         if name not in self.keep_dtype and _is_float_storage(src):
-            self.buffers[name] = np.empty(src.shape, F32) if blank else src.astype(F32)
+            spare = self.spare.get(src.shape) if blank else None  # (a freed tile's array:
+            self.buffers[name] = (spare.pop() if spare  # fresh large arrays fault pages in)
+                                  else np.empty(src.shape, F32) if blank else src.astype(F32))
             self.shadowed.add(name)
         else:
             self.buffers[name] = np.empty_like(src) if blank else src.copy()
@@ -139,7 +162,10 @@ class ShadowMachine(Machine):
         rounds = r.dtype.name != "float32" or (out_dtype is not None
                                                and out_dtype.name != "float32")
         # (with the real run's inputs equal to these, the real stores are the probe)
-        probe = rounded_f32(v, out_dtype, r.dtype) if rounds and self.probing else None
+        on_bits = rounds and self.probing and rounds_on_bits(v, out_dtype, r.dtype)
+        probe = (shadow_native.ROUND_BF16 if on_bits and self.native  # (rounded in C,
+                 else rounded_f32(v, out_dtype, r.dtype)               # as it compares)
+                 if rounds and self.probing else None)
         dst = self.view(r)
         v32 = as_f32(v)
         if v32.shape != dst.shape:
@@ -152,20 +178,21 @@ class ShadowMachine(Machine):
         if r.ap is not None and r.ap.indirect is not None:
             self._scatter(r, dst, mask)
         self.records.append((r, v32, v32 if probe is None else probe, mask,
-                             rounds or v.dtype.kind != "f",
-                             self.fast and probe is not None
-                             and rounds_on_bits(v, out_dtype, r.dtype)))
+                             rounds or v.dtype.kind != "f", self.fast and on_bits))
 
     def write_select(self, r, cond, on_true, on_false, out_dtype=None, mask=None, regular=None):
-        out = np.empty(np.broadcast_shapes(cond.shape, on_true.shape), on_true.dtype)
-        select_into(out, cond, on_true, on_false, regular)
-        self.write(r, out.reshape(r.shape), out_dtype, mask)
-        return out
+        return write_selected(self, r, cond, on_true, on_false, out_dtype, mask, regular)
+
+
+_FLOAT_STORAGE: dict = {}  # NumPy dtype -> whether it is shadowed (from_numpy is a scan)
 
 
 def _is_float_storage(a: np.ndarray) -> bool:
-    d = dt.from_numpy(a.dtype)
-    return d is not None and shadowed_dtype(d)
+    got = _FLOAT_STORAGE.get(a.dtype)
+    if got is None:
+        d = dt.from_numpy(a.dtype)
+        got = _FLOAT_STORAGE[a.dtype] = d is not None and shadowed_dtype(d)
+    return got
 
 
 class TwoCores:
@@ -249,47 +276,6 @@ def same_registers(m: Machine, s: Machine) -> bool:
     return pm.keys() == ps.keys() and all(np.array_equal(pm[k].state, ps[k].state) for k in pm)
 
 
-class Spy:
-    """The real machine as an instruction sees it, with its stores counted (overflow,
-    underflow, NaN, fp8 saturation: the values before and after the output cast)."""
-
-    def __init__(self, m: Machine, stats: WriteStats):
-        object.__setattr__(self, "_m", m)
-        object.__setattr__(self, "_stats", stats)
-
-    def __getattr__(self, name):
-        return getattr(self._m, name)
-
-    def __setattr__(self, name, value):  # e.g. the PRNG registers live on the machine
-        setattr(self._m, name, value)
-
-    def read(self, r, rows=None, strict=False):
-        x = self._m.read(r, rows, strict)
-        self._stats.inputs.append(x)
-        return x
-
-    def read_f32(self, r, rows=None):
-        return dt.to_f32(self.read(r, rows))
-
-    def direct_view(self, r, shape):
-        return None
-
-    def write(self, r, values, out_dtype=None, mask=None) -> None:
-        v = np.asarray(values)
-        if v.dtype.kind in "fiu" and r.dtype.is_float and r.dtype.packed == 1:
-            if v.dtype.kind != "f":
-                v = v.astype(np.float64)
-            post, post32 = stored(v, out_dtype, r.dtype)
-            self._stats.count(r, v, post, out_dtype, r.dtype, mask, post32)
-            self._m.write(r, post, None, mask)
-        else:
-            self._m.write(r, v, out_dtype, mask)
-
-    def write_select(self, r, cond, on_true, on_false, out_dtype=None, mask=None, regular=None):
-        return ShadowMachine.write_select(self, r, cond, on_true, on_false, out_dtype, mask,
-                                          regular)
-
-
 class Shadow:
     """Runs the shadow alongside interpret.execute (pass `step=shadow.step`) and collects
     one Row per instruction; `on_row(row)` is called as each one finishes (--trace)."""
@@ -298,10 +284,14 @@ class Shadow:
     # measured at the store, fresh storage entering with its values): the tests in
     # tests/runner/test_shadow_bits.py check that both ways give one report
     fast = True
+    # False: the NumPy definitions even where the C module (shadow_native) was built; it
+    # is also off when NKIRUN_SHADOW_NUMPY=1 (tests/runner/test_shadow_native.py)
+    native = True
 
     def __init__(self, bound, on_row=None):
         self.keep_dtype = reinterpreted(bound)
-        self.rows: list[Row] = []
+        self._rows: list[Row] = []
+        self._later: dict = {}  # peak coordinates to fill in (shadow_metrics._place)
         self.warnings: list = []
         self.machine: ShadowMachine | None = None
         self.on_row = on_row
@@ -310,6 +300,14 @@ class Shadow:
         self._stopped = False
         self.pool: dict = {}  # scratch arrays for the comparisons, freed with the Shadow
         self.cores = TwoCores(bound)  # a two-core program: per-core registers, sendrecv
+        self.shared = (frozenset(never_written(bound)) if self.fast and not self.cores.on
+                       else frozenset())
+        self.uses_native = self.native and shadow_native.available()
+
+    @property
+    def backend(self) -> str:
+        """Which comparison this shadow runs: "native" (the C module) or "numpy"."""
+        return "native" if self.uses_native else "numpy"
 
     def step(self, b, m: Machine) -> None:
         if self._stopped:
@@ -317,11 +315,14 @@ class Shadow:
             return
         s = self.machine
         if s is None:
-            s = self.machine = ShadowMachine(m, self.keep_dtype)
+            s = self.machine = ShadowMachine(m, self.keep_dtype, self.shared)
             s.fast = self.fast
+            s.native = self.uses_native
         for name in self._previous:  # a kernel frees storage after its last use
             if name not in m.buffers:
-                s.buffers.pop(name, None)
+                freed = s.buffers.pop(name, None)
+                if name in s.shadowed and freed is not None and self.fast:
+                    s.spare.setdefault(freed.shape, []).append(freed)  # (for a new tile)
                 s.shadowed.discard(name)
         names = self._previous = touched(b)
         for name in names:
@@ -332,8 +333,9 @@ class Shadow:
             s.registers = dict(m.registers)
         s.looped = m.looped  # (runtime loops: which instructions repeat, runner/registers.py)
         s.current, s.records = b, []
-        exact = same_registers(m, s) and not any(  # (before either runs b)
-            name in self.dirty for name in self.cores.reads(b, m))
+        dirty = self.dirty  # (before either runs b; the registers only when that matters)
+        exact = not (dirty and any(name in dirty for name in self.cores.reads(b, m))) \
+            and same_registers(m, s)
         s.probing = not exact
         try:
             b.spec.execute(b, s)
@@ -341,12 +343,21 @@ class Shadow:
             self._stop(b, e)
             b.spec.execute(b, m)
             return
-        stats = WriteStats(pool=self.pool, loss_deferred=exact and self.fast)
+        stats = WriteStats(pool=self.pool, loss_deferred=exact and self.fast,
+                           native=s.native)
         b.spec.execute(b, Spy(m, stats))
-        row = compare(b, m, s, s.records, stats, exact, self.dirty)
-        self.rows.append(row)
+        row = compare(b, m, s, s.records, stats, exact, self.dirty, self._later)
+        self._rows.append(row)
         if self.on_row is not None:
+            resolve_places(self._later)
             self.on_row(row)
+
+    @property
+    def rows(self) -> list[Row]:
+        """One Row per instruction run so far."""
+        if self._later:
+            resolve_places(self._later)
+        return self._rows
 
     def _stop(self, b, e: NkirunError) -> None:
         self._stopped = True

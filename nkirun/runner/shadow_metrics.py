@@ -22,12 +22,14 @@ Readings (docs/shadow.md):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import ml_dtypes
 import numpy as np
 
-from nkirun.runner.shadow_bits import BF16, as_f32, bf16_rounding_ulps
+from nkirun.hw.dtypes import DTYPES
+from nkirun.runner import shadow_native
+from nkirun.runner.shadow_bits import BF16, as_f32, bf16_rounding_ulps, rounded_f32
 
 FP8 = ("float8_e4m3", "float8_e5m2")
 
@@ -84,15 +86,23 @@ def scratch(pool: dict, n: int, dtype, k: int = 0) -> np.ndarray:
 
 
 def errors(xs: list, ref: np.ndarray, d, pool: dict | None = None,
-           rounding: int | None = None) -> list[Err]:
+           rounding: int | None = None, native: bool = False) -> list[Err]:
     """abs/rel/ULP error of each x in xs against ref (same size), measured in dtype d (the
     rel and ULP denominators, which depend on ref alone, computed once for all).
     `rounding`: the index of an x that is ref (float32) rounded to bfloat16 by its store
-    (shadow_bits.rounds_on_bits): its ULP error is read from ref's bits, no division."""
+    (shadow_bits.rounds_on_bits): its ULP error is read from ref's bits, no division. An
+    x may be shadow_native.ROUND_BF16 (that rounding, not computed yet). `native`: one C
+    pass (shadow_native.errors) when it reads these arrays; the same numbers."""
     n = ref.size
     if n == 0:
         return [Err() for _ in xs]
     floating = d.is_float and d.packed == 1
+    if native and floating:
+        f = fmt(d)
+        got = shadow_native.errors(xs, ref, f.nmant, f.tiny)
+        if got is not None:
+            return [Err(a, rel, ulp, at) for a, at, rel, ulp in got]
+    xs = [_probe_of(ref) if isinstance(x, str) else x for x in xs]
     wide = np.dtype(np.float32 if floating else np.float64)
     ref = np.asarray(ref).reshape(-1)
     if ref.dtype != wide:
@@ -117,6 +127,11 @@ def errors(xs: list, ref: np.ndarray, d, pool: dict | None = None,
     return out
 
 
+def _probe_of(ref: np.ndarray) -> np.ndarray:
+    """shadow_native.ROUND_BF16 spelled out: float32 ref rounded to bfloat16 (as float32)."""
+    return rounded_f32(np.asarray(ref, np.float32), None, DTYPES["bfloat16"])
+
+
 def plain_errors(xs: list, ref: np.ndarray, d) -> list[Err]:
     """The definitions `errors` computes, one array expression each with fresh arrays
     (kept to test the shared-scratch path against: tests/runner/test_shadow_metrics.py)."""
@@ -128,14 +143,22 @@ def plain_errors(xs: list, ref: np.ndarray, d) -> list[Err]:
     for x in xs:
         top, at, _ = _abs_errors(np.asarray(x).reshape(-1), ref, diff := np.empty_like(ref),
                                  wide)
-        rel = diff / np.fmax(np.abs(ref), wide.type(f.tiny))
+        den = at_least(np.abs(ref), wide.type(f.tiny))
+        rel = diff / den
         # the spacing at |ref| (a NaN shadow's: the subnormal step), at least that step
-        spacing = np.fmax((np.fmax(np.abs(ref), f.tiny).view(np.uint32) & np.uint32(
+        spacing = np.fmax((den.astype(np.float32).view(np.uint32) & np.uint32(
             0x7F800000)).view(np.float32) * np.float32(np.ldexp(1.0, -f.nmant)), f.step) \
             if f.nmant else None
         ulp = (diff / spacing).max() if f.nmant else top
         out.append(Err(float(top), float(rel.max()), float(ulp), at) if top else Err(at=0))
     return out
+
+
+def at_least(a: np.ndarray, tiny) -> np.ndarray:
+    """max(a, tiny) element by element, any NaN of a (quiet or signaling) giving tiny: what
+    np.fmax means, but NumPy's vectorised fmax returns a signaling NaN as it is on some
+    CPUs, so the NaN case is spelled out."""
+    return np.where(np.isnan(a) | (a < tiny), tiny, a).astype(a.dtype, copy=False)
 
 
 def _abs_errors(x, ref, diff, wide) -> tuple[float, int, bool]:
@@ -167,6 +190,8 @@ def _scales(ref, f: _Format, wide, n: int, pool: dict):
     np.abs(ref, out=rel)
     if not rel.min() >= f.tiny:  # (a reduction costs a fraction of a written pass)
         np.fmax(rel, wide.type(f.tiny), out=rel)  # fmax: a NaN shadow element scales by tiny
+        if np.isnan(rel.max()):  # (NumPy's SIMD fmax keeps a signaling NaN, sometimes)
+            rel[np.isnan(rel)] = wide.type(f.tiny)
     if not f.nmant:
         return rel, None
     ulp = scratch(pool, n, np.float32, 3)
@@ -183,101 +208,6 @@ def zeros(a: np.ndarray, pool: dict) -> int:
         return a.size - int(np.count_nonzero(a))
     return int(np.count_nonzero(np.equal(a, 0, out=scratch(pool, a.size, bool, 4).reshape(
         a.shape))))
-
-
-@dataclass
-class WriteStats:
-    """What the real run's stores of one instruction did at their output casts."""
-
-    inputs: list = field(default_factory=list)  # the arrays it read (for NaN born)
-    overflow: int = 0
-    underflow: int = 0
-    fp8_saturated: int = 0
-    nan_written: int = 0
-    nan_read: int | None = None
-    store_abs: float = 0.0  # the largest |stored - computed| (what the casts lost)
-    # True: the inputs agree with the shadow's, so a float32 store's loss is its carried
-    # error, which compare() measures anyway; `deferred` counts the stores left to it
-    loss_deferred: bool = False
-    deferred: dict = field(default_factory=dict)  # id(Resolved) -> (computed, stored)
-    seen: set = field(default_factory=set)  # id(Resolved)s stored to (rounding ones)
-    real32: dict = field(default_factory=dict)  # id(Resolved) -> stored values, float32
-    pool: dict = field(default_factory=dict)  # scratch arrays (the run's)
-
-    def count(self, r, pre: np.ndarray, post: np.ndarray, out_dtype, dst, mask,
-              post32: np.ndarray | None = None) -> None:
-        """One store of values `pre` (as computed) kept as `post` (as stored) into r
-        (`post32`: post as float32 values, when already known)."""
-        uncast = post is pre  # (real_cast returns its argument when there is no cast)
-        if mask is not None:
-            if mask.size != pre.size:
-                return self.count(r, pre, post, out_dtype, dst, None, post32)
-            sel = mask.reshape(pre.shape)
-            pre, post = pre[sel], np.asarray(post)[sel]
-            post32 = None if post32 is None else post32[sel]
-        post32 = as_f32(post) if post32 is None else post32
-        if mask is None and (r.ap is None or r.ap.indirect is None):
-            self.real32[id(r)] = post32  # what the real run holds there (no 2nd conversion)
-        if dst.name == "float32" and (out_dtype is None or out_dtype.name == "float32"):
-            if post32.size and np.isnan(post32.max()):  # nothing to round: only NaNs
-                self._nans(post32)
-            return
-        n = post32.size
-        lo, hi = (float(post32.min()), float(post32.max())) if n else (0.0, 0.0)
-        finite = np.isfinite(lo) and np.isfinite(hi)  # (min and max propagate a NaN)
-        if not finite:  # inf or NaN stored: count them
-            self._nans(post32)
-            self.overflow += int(np.count_nonzero(np.isinf(post32) & np.isfinite(pre)))
-        key = id(r)
-        again = key in self.seen  # a view stored twice: compare() cannot tell the stores
-        self.seen.add(key)  # apart, so each is measured here
-        if key in self.deferred:
-            self.store_abs = max(self.store_abs, self._lost(*self.deferred.pop(key)))
-        if uncast:  # the values stored are those computed: nothing lost, nothing new
-            return None  # (NaNs aside, counted above)
-        if self.loss_deferred and not again and pre.dtype == np.float32 and \
-                self.real32.get(key) is post32:
-            self.deferred[key] = (pre, post32)  # compare() measures it: the carried error
-        else:
-            self.store_abs = max(self.store_abs, self._lost(pre, post32))
-        zeros_post = zeros(post32, self.pool)
-        if zeros_post:  # a zero computed stays zero: the others underflowed
-            self.underflow += int(zeros_post - zeros(pre, self.pool))
-        fp8 = [t for t in (out_dtype, dst) if t is not None and t.name in FP8]
-        limit = float(ml_dtypes.finfo(fp8[0].np_type).max) if fp8 else 0.0
-        if fp8 and n and (not finite or max(-lo, hi) >= limit):  # (else |pre| <= limit:
-            big = np.abs(pre) > limit  # the cast is monotone and keeps the limit exactly)
-            self.fp8_saturated += int(np.count_nonzero(big & np.isfinite(pre)))
-        return None
-
-    def settle(self, keys) -> None:
-        """Measure the deferred losses of these stores (id(Resolved)s) at the store."""
-        for key in list(keys):
-            self.store_abs = max(self.store_abs, self._lost(*self.deferred.pop(key)))
-
-    def _lost(self, pre: np.ndarray, post32: np.ndarray) -> float:
-        """max |post32 - pre| (equal values and NaN against NaN: 0; others NaN/inf: inf)."""
-        lost = scratch(self.pool, post32.size, np.float32, 2).reshape(post32.shape)
-        np.subtract(post32, pre, out=lost, casting="unsafe")
-        np.abs(lost, out=lost)
-        top = lost.max() if lost.size else 0.0
-        if not np.isfinite(top):
-            lost[(post32 == pre) | np.isnan(post32) & np.isnan(pre)] = 0
-            lost[np.isnan(lost)] = np.inf
-            top = lost.max()
-        return float(top)
-
-    def _nans(self, post32: np.ndarray) -> None:
-        nan = int(np.count_nonzero(np.isnan(post32)))
-        if nan and self.nan_read is None:  # the inputs, before this first NaN store
-            self.nan_read = sum(int(np.count_nonzero(np.isnan(as_f32(a))))
-                                for a in self.inputs if a.dtype.kind == "f" or a.dtype == BF16
-                                or "float8" in a.dtype.name)
-        self.nan_written += nan
-
-    @property
-    def nan_born(self) -> int:
-        return max(0, self.nan_written - (self.nan_read or 0))
 
 
 @dataclass
@@ -310,6 +240,31 @@ def coords(r, flat: int, m=None) -> tuple[int, ...]:
     """Tensor coordinates of element `flat` of view r (in r.shape order); `m`: the machine
     whose index values place an indirect view's elements."""
     if r.ap is not None:
+        s = r.ap
+        if s.indirect is not None and m is not None:
+            off = int(np.asarray(m.indirect_rows(r)[0]).reshape(-1)[flat])
+        else:  # the one element's byte offset (static_offsets(r) gives every element's)
+            off = s.byte_offset + sum(i * t for i, t in zip(_unravel(flat, s.shape),
+                                                            s.byte_strides))
+        return _unravel(off // r.decl.dtype.itemsize, r.decl.shape)
+    box, index = r.box, r.np_index  # (dims past the index: whole slices)
+    sliced = [k >= len(index) or isinstance(index[k], slice) for k in range(len(box))]
+    inner = _unravel(flat, [c for (_, c, _), cut in zip(box, sliced) if cut])
+    out, j = [], 0
+    for (start, _, step), cut, k in zip(box, sliced, range(len(box))):
+        if cut:
+            out.append(start + inner[j] * step)
+            j += 1
+        else:
+            out.append(int(index[k]))
+    return tuple(out)
+
+
+def plain_coords(r, flat: int, m=None) -> tuple[int, ...]:
+    """coords by its definition: every element's offset (static_offsets) or the view's
+    NumPy index, then NumPy's unravel (tests/runner/test_shadow_native.py compares the
+    two)."""
+    if r.ap is not None:
         from nkirun.source.access import static_offsets
         off = (m.indirect_rows(r)[0] if r.ap.indirect is not None and m is not None
                else static_offsets(r))
@@ -322,8 +277,20 @@ def coords(r, flat: int, m=None) -> tuple[int, ...]:
                  for (s, _, t), ix in zip(r.box, index))
 
 
+def _unravel(k: int, shape) -> tuple[int, ...]:
+    """np.unravel_index(k, shape) as Python ints (k within the shape)."""
+    out = []
+    for n in reversed(tuple(shape)):
+        k, i = divmod(int(k), int(n))
+        out.append(i)
+    return tuple(reversed(out))
+
+
 def _picked(a, sel, shape=None) -> np.ndarray:
-    """a flattened (broadcast to `shape` first when it is smaller), the selected elements."""
+    """a flattened (broadcast to `shape` first when it is smaller), the selected elements
+    (shadow_native.ROUND_BF16 stands for itself: it is computed from the shadow's)."""
+    if isinstance(a, str):
+        return a
     a = np.asarray(a)
     if shape is not None and a.size != int(np.prod(shape)):
         a = np.broadcast_to(a, shape)
@@ -331,19 +298,46 @@ def _picked(a, sel, shape=None) -> np.ndarray:
     return a if sel is None else a[sel]
 
 
-def compare(b, m, s, records, stats: WriteStats, exact_inputs: bool = False,
-            dirty: set | None = None) -> Row:
-    """The Row of instruction b: its stores on the real machine m against the shadow s.
+def _position(k: int, sel) -> int:
+    """The view position of the k-th compared element (of those `sel` selects)."""
+    return k if sel is None else int(np.flatnonzero(sel)[k])
+
+
+def _place(row: Row, attr: str, r, k: int, m, later: dict | None) -> None:
+    """row.<attr> = coords(r, k, m), now, or when `later` is resolved (resolve_places):
+    the coordinates of a view without index values depend on nothing that changes, and
+    most peaks are replaced or never looked at before the report is read."""
+    if later is None or r.ap is not None and r.ap.indirect is not None:
+        setattr(row, attr, coords(r, k, m))
+        if later is not None:
+            later.pop((id(row), attr), None)
+    else:
+        later[(id(row), attr)] = (row, attr, r, k)
+
+
+def resolve_places(later: dict) -> None:
+    """Fill in the coordinates _place left for later."""
+    for row, attr, r, k in later.values():
+        setattr(row, attr, coords(r, k))
+    later.clear()
+
+
+def compare(b, m, s, records, stats, exact_inputs: bool = False,
+            dirty: set | None = None, later: dict | None = None) -> Row:
+    """The Row of instruction b: its stores on the real machine m against the shadow s
+    (`stats`: the shadow_stores.WriteStats of its real stores).
 
     `exact_inputs`: every tensor b read holds the same values in both runs. Then a store
     that rounds nothing (float32 in, float32 out) is exact, and a rounding store's real
     value is its probe (carried = added): the shortcuts that keep the shadow cheap.
-    `dirty` (tensor names whose shadow differs) is updated from what b stored.
+    `dirty` (tensor names whose shadow differs) is updated from what b stored; `later`:
+    where the peaks' coordinates may wait (_place).
     """
     loc = b.loc()
     row = Row(b.index, b.op, b.engine, loc.file, loc.line, loc.column, Err(), Err())
     dirty = set() if dirty is None else dirty
-    stats.settle(stats.deferred.keys() - {id(rec[0]) for rec in records})  # (zero-step dst)
+    if stats.deferred:  # (zero-step dst)
+        stats.settle(stats.deferred.keys() - {id(rec[0]) for rec in records})
     for r, stored, probe, mask, rounds, rounding in records:
         if r.dtype.packed > 1:
             dirty.add(r.decl.name)
@@ -355,36 +349,45 @@ def compare(b, m, s, records, stats: WriteStats, exact_inputs: bool = False,
             if mask is None and r.is_whole:
                 dirty.discard(r.decl.name)
             continue
-        real = stats.real32.get(id(r))
-        real = m.view(r) if real is None or real.size != r.size else real
-        shadow = np.asarray(stored).reshape(r.shape)
-        sel = mask.reshape(-1) if mask is not None and mask.size == shadow.size else None
+        key, name, shape = id(r), r.decl.name, r.shape
+        real = stats.real32.get(key)
+        real = m.view(r) if real is None or real.size != stored.size else real
+        sel = (mask.reshape(-1) if mask is not None and mask.size == stored.size
+               else None)
         added_too = rounds and not exact_inputs
-        both = errors([_picked(real, sel)] + ([_picked(probe, sel, r.shape)] if added_too
-                                               else []), _picked(shadow, sel), r.dtype,
-                      stats.pool, 1 if added_too and rounding else None)
+        xs = [_picked(real, sel)]
+        if added_too:
+            xs.append(_picked(probe, sel, shape))
+        both = errors(xs, _picked(stored, sel), r.dtype, stats.pool,
+                      1 if added_too and rounding else None, stats.native)
         c = both[0]
-        if stats.deferred.pop(id(r), None) is not None:  # (exact inputs: its loss is c)
+        if stats.deferred.pop(key, None) is not None:  # (exact inputs: its loss is c)
             stats.store_abs = max(stats.store_abs, c.abs)
         a = both[1] if added_too else Err(c.abs, c.rel, c.ulp, c.at) if exact_inputs \
             else Err(at=0)
         if c.abs > 0:
-            dirty.add(r.decl.name)
+            dirty.add(name)
         elif mask is None and r.is_whole:
-            dirty.discard(r.decl.name)
-
-        def where(k: int, sel=sel) -> int:  # the view position of the k-th compared element
-            return k if sel is None else int(np.flatnonzero(sel)[k])
+            dirty.discard(name)
         row.added = merged(row.added, a)
         if row.added is a and a.abs > 0:
-            row.added_tensor, row.added_index = r.decl.name, coords(r, where(a.at), m)
+            row.added_tensor = name
+            _place(row, "added_index", r, _position(a.at, sel), m, later)
         row.carried = merged(row.carried, c)
         if row.carried is c and c.abs > 0:
-            k = where(c.at)
-            row.tensor, row.index, row.dtype = r.decl.name, coords(r, k, m), r.dtype.name
+            k = _position(c.at, sel)
+            row.tensor, row.dtype = name, r.dtype.name
+            _place(row, "index", r, k, m, later)
             row.value = float(np.asarray(real).reshape(-1)[k])
-            row.shadow = float(shadow.reshape(-1)[k])
-    stats.settle(stats.deferred.keys())  # (a record not compared: packed MX data)
+            row.shadow = float(np.asarray(stored).reshape(-1)[k])
+    return _with_events(row, stats)
+
+
+def _with_events(row: Row, stats) -> Row:
+    """row with the events and the loss of its real stores (what is still deferred, e.g.
+    a record not compared, packed MX data, measured now)."""
+    if stats.deferred:
+        stats.settle(stats.deferred.keys())
     row.overflow, row.underflow = stats.overflow, stats.underflow
     row.nan_born, row.fp8_saturated = stats.nan_born, stats.fp8_saturated
     row.store_abs = stats.store_abs

@@ -68,6 +68,7 @@ class ShadowReport:
     rows: list[Row]
     outputs: dict = field(default_factory=dict)
     warnings: list = field(default_factory=list)
+    backend: str = "numpy"  # which comparison ran: "native" (C) or "numpy" (docs/shadow.md)
 
     def top(self, n: int = 5) -> list[Row]:
         return top(self.rows, n)
@@ -75,7 +76,8 @@ class ShadowReport:
     def as_json(self, n: int = 5) -> dict:
         return {"shadow": [row_json(r) for r in self.rows],
                 "shadow_top": [r.instruction for r in self.top(n)],
-                "shadow_warnings": [w.as_dict() for w in self.warnings]}
+                "shadow_warnings": [w.as_dict() for w in self.warnings],
+                "shadow_backend": self.backend}
 
     def __getitem__(self, key: str):
         """report["shadow"], report["shadow_top"], ...: the `--format json` fields (and
@@ -224,7 +226,7 @@ def kernel_shadow_output(spec, traced, shadow, result, written, n: int, fmt: str
     import sys
 
     from nkirun.show.render import plural, print_diagnostics, use_color
-    report = ShadowReport(shadow.rows, result, shadow.warnings)
+    report = ShadowReport(shadow.rows, result, shadow.warnings, shadow.backend)
     print_diagnostics(report.warnings, (), sys.stderr)
     if fmt == "json":
         doc = {"program": spec, "ok": True, "instructions": len(traced.program.instructions),

@@ -18,13 +18,23 @@ from nkirun.runner.shadow_bits import (
     real_cast,
     rounded_f32,
 )
-from nkirun.runner.shadow_metrics import WriteStats, errors, plain_errors
+from nkirun.runner.shadow_metrics import errors, plain_errors
+from nkirun.runner.shadow_stores import WriteStats
+from tests.runner.shadow_helpers import bf16_kernel, perturbed, rows, same_rows
 
 FLOATS = ["float32", "bfloat16", "float16", "float8_e4m3", "float8_e5m2"]
 SPECIAL = [0x00000000, 0x80000000, 0x00000001, 0x807FFFFF, 0x00800000, 0x3F808000,
            0x3F818000, 0x7F7F8000, 0x7F7F7FFF, 0xFF7FFFFF, 0x7F800000, 0xFF800000,
            0x7FC00000, 0x7F800001, 0x3F800000, 0xBF800000, 0x47800000, 0x477FF000]
 QUICK = settings(max_examples=150, deadline=None, derandomize=True, database=None)
+
+
+@pytest.fixture(autouse=True)
+def numpy_comparisons(monkeypatch):
+    """These tests are about the NumPy paths: the C comparison (when built) stays off here
+    (tests/runner/test_shadow_native.py compares it with them)."""
+    from nkirun.runner.shadow import Shadow
+    monkeypatch.setattr(Shadow, "native", False)
 
 
 def _bits(n_max: int = 64):
@@ -67,13 +77,8 @@ def test_fast_errors_equal_plain_definitions_on_any_bits(ref, name, seed, flip):
     division) against plain_errors: the run's version is the shadow rounded to the dtype,
     nudged by a few ULPs, sign-flipped, or replaced by special values."""
     d = DTYPES[name]
-    rng = np.random.default_rng(seed)
+    x = perturbed(ref, d, seed, flip, SPECIAL_F, 0.1)
     with np.errstate(all="ignore"):
-        x = as_f32(real_cast(ref, None, d))
-        x = x * np.float32(1 + 2.0 ** -6 * rng.integers(-3, 4, ref.size))
-        if flip:
-            x[rng.random(ref.size) < 0.3] *= -1
-        x[rng.random(ref.size) < 0.1] = rng.choice(SPECIAL_F, 1)
         fast, plain = errors([x, ref.copy()], ref, d, {}), plain_errors([x, ref], ref, d)
     for a, b in zip(fast, plain):
         got, want = (a.abs, a.rel, a.ulp, a.at), (b.abs, b.rel, b.ulp, b.at)
@@ -153,21 +158,6 @@ def test_a_value_just_beyond_the_fp8_limit_that_rounds_back_to_it_is_saturated(n
     assert stats.fp8_saturated == plain_counts(pre, None, d)[2] == 1
 
 
-def _rows(rep) -> list:
-    import dataclasses
-    return [dataclasses.asdict(r) for r in rep.rows]
-
-
-def _same_rows(a: list, b: list) -> None:
-    assert len(a) == len(b)
-    for x, y in zip(a, b):
-        assert x.keys() == y.keys()
-        for k in x:
-            same = x[k] == y[k] or (isinstance(x[k], float) and np.isnan(x[k])
-                                    and np.isnan(y[k]))
-            assert same, (x["instruction"], x["op"], k, x[k], y[k])
-
-
 def _programs():
     import pathlib
     root = pathlib.Path(__file__).resolve().parents[2] / "programs"
@@ -183,9 +173,9 @@ def test_fast_and_plain_shadow_give_one_report(program, monkeypatch):
     from nkirun import run
     from nkirun.runner.shadow import Shadow
     path = pathlib.Path(__file__).resolve().parents[2] / "programs" / program
-    fast = _rows(run(path, shadow=True))
+    fast = rows(run(path, shadow=True))
     monkeypatch.setattr(Shadow, "fast", False)
-    _same_rows(fast, _rows(run(path, shadow=True)))
+    same_rows(fast, rows(run(path, shadow=True)))
 
 
 @pytest.mark.parametrize("name", __import__("nkirun.isa", fromlist=["MODULES"]).MODULES)
@@ -196,31 +186,19 @@ def test_fast_and_plain_shadow_agree_on_every_instruction_example(tmp_path, name
     from nkirun import run
     from nkirun.runner.shadow import Shadow
     path = example_program(tmp_path, name)
-    fast = _rows(run(path, shadow=True))
+    fast = rows(run(path, shadow=True))
     monkeypatch.setattr(Shadow, "fast", False)
-    _same_rows(fast, _rows(run(path, shadow=True)))
+    same_rows(fast, rows(run(path, shadow=True)))
 
 
 @pytest.mark.parametrize("kernel", ["rmsnorm", "attention_bf16"])
 def test_fast_and_plain_shadow_agree_on_the_bf16_kernels(kernel, monkeypatch):
-    import importlib.util
-    import pathlib
-
     import nkirun
     from nkirun.runner.shadow import Shadow
-    src = pathlib.Path(__file__).resolve().parents[2] / "programs" / "kernels" / f"{kernel}.py"
-    spec = importlib.util.spec_from_file_location(f"k_{kernel}", src)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    rng = np.random.default_rng(5)
-    bf = ml_dtypes.bfloat16
-    args = ([rng.standard_normal((256, 96)).astype(bf), rng.standard_normal((1, 96)).astype(bf)]
-            if kernel == "rmsnorm" else
-            [rng.standard_normal(s).astype(bf) for s in ((64, 128), (64, 128), (128, 64))])
-    fn = getattr(mod, kernel)
-    fast = _rows(nkirun.simulate(fn, shadow=True)(*args))
+    fn, args = bf16_kernel(kernel, 5)
+    fast = rows(nkirun.simulate(fn, shadow=True)(*args))
     monkeypatch.setattr(Shadow, "fast", False)
-    _same_rows(fast, _rows(nkirun.simulate(fn, shadow=True)(*args)))
+    same_rows(fast, rows(nkirun.simulate(fn, shadow=True)(*args)))
 
 
 @pytest.mark.parametrize("fast", [True, False])
@@ -270,7 +248,7 @@ def test_a_deferred_store_loss_through_a_zero_step_dst_is_still_measured(tmp_pat
     act = next(r for r in fast.rows if r.op == "activation_reduce")
     assert act.store_abs > 0 and act.carried.abs > 0
     monkeypatch.setattr(Shadow, "fast", False)
-    _same_rows(_rows(fast), _rows(nkirun.simulate(mod.square_sums, shadow=True)(x)))
+    same_rows(rows(fast), rows(nkirun.simulate(mod.square_sums, shadow=True)(x)))
 
 
 def test_a_view_stored_twice_has_both_losses_measured_at_the_stores():

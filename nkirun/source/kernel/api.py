@@ -150,7 +150,8 @@ def simulate(kernel, target: str | None = None, lnc: int = 1, shadow: bool = Fal
         from nkirun.show.shadow_report import ShadowReport
         sh = Shadow(bound)
         arrays = run_traced(traced, bound, step=sh.step, uninitialized=uninitialized)
-        return ShadowReport(sh.rows, _structure(traced.structure, arrays), sh.warnings)
+        return ShadowReport(sh.rows, _structure(traced.structure, arrays), sh.warnings,
+                            sh.backend)
     return call
 
 
