@@ -204,3 +204,32 @@ class Bound:
     def warn(self, code: str, message: str, key: str | None = None, hint: str | None = None
              ) -> Diagnostic:
         return warning(code, f"{self.title}: {message}", self.loc(key), self.index, hint)
+
+
+_ARGS_SLOT = Bound.__dict__["args"]  # Bound's own `args` slot (FormBound's property aside)
+raw_args = _ARGS_SLOT.__get__  # b's Operands, or a FormBound's PendingOperands as is
+_set_args = _ARGS_SLOT.__set__
+
+
+class FormBound(Bound):
+    """A Bound whose `args` slot holds checker/intern.py's PendingOperands (`names`,
+    `plan`, `form` and `operands()`): the Operands are made when
+    something first reads `args`, and the Bound then becomes a plain Bound (its class
+    switched: later reads cost nothing). Most instances of a traced loop's forms are only
+    ever read through `raw_args` (checker passes, the run's plan)."""
+
+    __slots__ = ()
+
+    @property
+    def args(self) -> Operands:
+        args = raw_args(self)
+        if args.__class__ is not Operands:  # (PendingOperands)
+            args = args.operands()
+            _set_args(self, args)
+        self.__class__ = Bound
+        return args
+
+    @args.setter
+    def args(self, value) -> None:
+        _set_args(self, value)
+        self.__class__ = Bound

@@ -21,7 +21,7 @@ give the same bound values and diagnostics.
 """
 from __future__ import annotations
 
-from nkirun.checker.bound import Bound, Operands
+from nkirun.checker.bound import Bound, FormBound, Operands, _set_args
 from nkirun.source.forms import FormArgs, FormLocs
 from nkirun.source.operands import Resolved
 
@@ -154,38 +154,60 @@ class Templates:
         if hit is None or inst.index in self.dropped:
             return None
         tmpl, views, plan, at = hit
-        args = _dict_new(Operands)  # Operands(tmpl.args, tmpl.args.form), without its
-        _dict_update(args, tmpl.args)  # __init__'s call (once per instruction)
-        args.form, args.accesses, args.plan, args.names, args.spelled = \
-            tmpl.args.form, None, None, None, None
         inst_args = inst.args
         names = _form_names(inst_args, _NAMES) if inst_args.__class__ is FormArgs else \
             [inst_args[k].tensor for k in locs.views]  # (_form_names: FormArgs.names)
-        for (k, recent, template), name in zip(views, names):
-            r = recent.get(name)
-            if r is None:
-                decl = program.tensors.get(name)
-                if decl is None:
-                    return None
-                if len(recent) >= _RECENT:
-                    del recent[next(iter(recent))]  # the oldest
-                r = recent[name] = rebased(template, decl)
-            _dict_set(args, k, r)  # (Operands refuse changes once handed out)
-        if at is not None:  # names_plan() of these operands, known already
-            args.plan, args.names = plan, tuple(map(names.__getitem__, at))
-        b = _new(Bound)  # Bound(inst, tmpl.spec, args, None, tmpl.engine, target), fast
-        b.inst, b.spec, b.args, b.mask, b.engine, b.target = \
-            inst, tmpl.spec, args, None, tmpl.engine, target
+        if not all(map(program.tensors.__contains__, names)):
+            return None
+        args = _new(PendingOperands)  # the template's Operands with these tensors' views
+        args.template, args.views, args.tensors, args.names_in, args.form = \
+            tmpl.args, views, program.tensors, names, tmpl.args.form
+        # names_plan() of these operands, when known already
+        args.plan, args.names = (plan, tuple(map(names.__getitem__, at))) if at is not None \
+            else (None, None)
+        if at is None or not LAZY_OPERANDS:
+            args, b = args.operands(), _new(Bound)
+        else:
+            b = _new(FormBound)  # its Operands made when something reads b.args
+        _set_args(b, args)  # Bound(inst, tmpl.spec, args, None, tmpl.engine, target), fast
+        b.inst, b.spec, b.mask, b.engine, b.target = inst, tmpl.spec, None, tmpl.engine, target
         return b
 
 
+class PendingOperands:
+    """The Operands of an instance of a call-site form before anything reads them as a
+    dict (a FormBound's, checker/bound.py): its form's template Operands and view
+    keywords (Templates.by_form), its tensors' names; `names`, `plan` and `form` are those
+    the Operands will have, read without them by the passes and the run's plan."""
+
+    __slots__ = ("template", "views", "tensors", "names_in", "names", "plan", "form")
+
+    def operands(self) -> Operands:
+        """The Operands: Operands(template, template.form) with this instance's views put
+        in — the Resolved made last for its tensor and layout (Templates.last), else the
+        template's rebased onto its tensor — every slot as bind's own path leaves it once
+        names_plan() has run."""
+        args = _dict_new(Operands)
+        _dict_update(args, self.template)
+        args.form, args.accesses, args.plan, args.names, args.spelled = \
+            self.form, None, self.plan, self.names, None
+        tensors = self.tensors
+        for (k, recent, template), name in zip(self.views, self.names_in):
+            r = recent.get(name)
+            if r is None:
+                if len(recent) >= _RECENT:
+                    del recent[next(iter(recent))]  # the oldest
+                r = recent[name] = rebased(template, tensors[name])
+            _dict_set(args, k, r)  # (Operands refuse changes once handed out)
+        return args
+
+
+_dict_new, _dict_update, _dict_set = dict.__new__, dict.update, dict.__setitem__
+LAZY_OPERANDS = True  # False: every instance's Operands made here (the plain path)
 _RECENT = 4  # tensors remembered per layout by Templates
 
 
-_dict_set = dict.__setitem__
 _form_names, _NAMES = tuple.__getitem__, slice(1, None)  # FormArgs (form, *names)
-_dict_new = dict.__new__
-_dict_update = dict.update
 
 
 def form_key(op: str, values, token: dict):

@@ -15,9 +15,10 @@ from nkirun.checker.bind import bind
 from nkirun.checker.psum import psum_hazards
 from nkirun.checker.registers import uses_registers
 from nkirun.checker.control import read_in_loop
-from nkirun.ir import Program, View
+from nkirun.ir import ON_CHIP, Program, View
 from nkirun.isa.spec import ACCUMULATORS, Bound
 from nkirun.hw.dtypes import NCV4_ONLY
+from nkirun.checker.bound import FormBound, raw_args
 from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, TARGETS
 
 
@@ -29,8 +30,9 @@ def _tensor_rules(program: Program, max_hbm_bytes: int) -> list[Diagnostic]:
     target = TARGETS[program.target]
     out = []
     passed = set()  # (buffer, shape, itemsize) of tensors that passed
+    before_v4 = target.version < 4
     for t in program.tensors.values():
-        if t.dtype.name in NCV4_ONLY and target.version < 4:
+        if before_v4 and t.dtype.name in NCV4_ONLY:
             out.append(error("E680", f"tensor `{t.name}` is {t.dtype.name}, which only "
                              f"NeuronCore-v4 (trn3) has; {target.name} is NeuronCore-v"
                              f"{target.version} (the NKI compiler refuses it there: NCC_EVRF051)",
@@ -75,7 +77,7 @@ def _one_tensor_rules(t, target, max_hbm_bytes: int, out: list) -> None:
 def _hbm_total(program: Program, max_hbm_bytes: int) -> list[Diagnostic]:
     """The limit bounds all HBM tensors together too: each may fit while their sum, which
     a run allocates at once, does not."""
-    hbm = [t for t in program.tensors.values() if not t.on_chip]
+    hbm = [t for t in program.tensors.values() if t.buffer not in ON_CHIP]  # (not on_chip)
     total = sum(t.nbytes for t in hbm)
     if total <= max_hbm_bytes or any(t.nbytes > max_hbm_bytes for t in hbm):
         return []
@@ -119,7 +121,7 @@ def _dataflow(program: Program, bound: list[Bound], failed: set[int]) -> list[Di
     unread: dict[str, Bound | None] = {}
     acc_states: dict = {}  # core -> {accumulator -> undefined / defined / clobbered}
     for b in bound:
-        args = b.args  # (b.names_plan(), read from its Operands: 100,000s of them)
+        args = raw_args(b) if b.__class__ is FormBound else b.args  # (names_plan())
         names = args.names
         plan = args.plan if names is not None else None
         if plan is None:
@@ -242,33 +244,55 @@ def _span_deltas(program: Program, first: dict, last: dict, n: int) -> dict:
 def _live_deltas(program: Program, bound: list[Bound]) -> dict:
     """_span_deltas(program, *_first_last(program, bound), n) with one dict of names and
     no ints kept per tensor (a traced kernel has 100,000s of tiles): a tensor's first use
-    counts where a forward pass meets it, its last use where a backward pass does."""
-    n, tensors, delta = len(bound), program.tensors, {}
-    live = {t.name: None for t in tensors.values() if t.on_chip and t.init is not None}
-    for name in live:  # contents: live from the start
-        _add_span(delta, tensors[name], 0, None, n)
+    counts where a forward pass meets it, its last use where a backward pass does. The
+    dict holds per tensor its span (_span: its buffer's changes, its bytes per partition;
+    None: not counted), found once per layout, so the backward pass looks nothing up."""
+    n, tensors, delta, spans = len(bound), program.tensors, {}, {}
+    live = {t.name: _span(delta, spans, t, n) for t in tensors.values()
+            if t.init is not None and t.on_chip}  # (tiles have no contents: one test)
+    for span in live.values():  # contents: live from the start
+        if span is not None:
+            span[0][0] += span[1]
     for i, b in enumerate(bound):
-        args = b.args  # (b.names_plan(), read from its Operands: 100,000s of them)
+        args = raw_args(b) if b.__class__ is FormBound else b.args  # (names_plan())
         names = args.names
         plan = args.plan if names is not None else None
         if plan is None:
             plan, names = b.names_plan()
         for name in map(names.__getitem__, plan[2]):  # each on-chip tensor it reads/writes
             if name not in live:
-                live[name] = None
-                _add_span(delta, tensors.get(name), i, None, n)
-    outputs = {t.name for t in tensors.values() if t.on_chip and t.output}
+                span = live[name] = _span(delta, spans, tensors.get(name), n)
+                if span is not None:
+                    span[0][i] += span[1]
+    outputs = {t.name for t in tensors.values() if t.output and t.on_chip}
     ended = object()
     for i in range(n - 1, -1, -1):
-        args = bound[i].args  # (names_plan() was computed by the forward pass)
+        b = bound[i]  # (names_plan() was computed by the forward pass)
+        args = raw_args(b) if b.__class__ is FormBound else b.args
         plan, names = args.plan, args.names
         for name in map(names.__getitem__, plan[2]):
-            if live.pop(name, ended) is not ended:  # its last use
-                end = n - 1 if name in outputs else i
-                _add_span(delta, tensors.get(name), None, end, n)
-    for name in live:  # contents, never used: live at 0 (an output to the end)
-        _add_span(delta, tensors[name], None, n - 1 if name in outputs else 0, n)
+            span = live.pop(name, ended)
+            if span is not ended and span is not None:  # its last use
+                span[0][(n if name in outputs else i + 1)] -= span[1]
+    for name, span in live.items():  # contents, never used: live at 0 (an output to the end)
+        if span is not None:
+            span[0][n if name in outputs else 1] -= span[1]
     return delta
+
+
+def _span(delta: dict, spans: dict, t, n: int):
+    """(delta's list for t's buffer, t's bytes per partition) as _add_span counts them, one
+    tuple per layout (kept in spans); None when _add_span does not count t."""
+    if t is None or t.buffer not in ("sbuf", "psum"):
+        return None
+    key = (t.buffer, t.shape, t.dtype.itemsize)
+    span = spans.get(key)
+    if span is None:
+        d = delta.get(t.buffer)
+        if d is None:
+            d = delta[t.buffer] = [0] * (n + 2)  # +2: used at 0 with n == 0
+        span = spans[key] = (d, _bytes_per_partition(t))
+    return span
 
 
 def _peak_live(delta: list, n: int) -> tuple:

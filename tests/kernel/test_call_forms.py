@@ -4,7 +4,8 @@ with the shortcuts as without (`call_forms.CALL_FORMS = False`: every call conve
 afresh; `call_forms.ALLOC_PLANS = False`: every nl.ndarray checked afresh;
 `isa_shim.SIMPLE_CALLS = False`: every nki.isa call through the general path;
 `call_forms.FORM_ARGS = False`: every instruction with an args dict of its own;
-`views.LOWERED_INDEX = False`: a view's IR index worked out at its first use), run to the
+`views.LOWERED_INDEX = False`: a view's IR index worked out at its first use;
+`intern.LAZY_OPERANDS = False`: every bound instruction's Operands made by bind), run to the
 same results, and the instructions bound from a form's template (checker/intern.py
 `Templates`) equal the plain path's (`bind(program, fast=False)`): diagnostics, engines,
 operands, read/write sets.
@@ -61,7 +62,7 @@ def _diags(diags):
 
 
 SWITCHES = ((call_forms, "CALL_FORMS"), (call_forms, "ALLOC_PLANS"), (call_forms, "FORM_ARGS"),
-            (isa_shim, "SIMPLE_CALLS"), (views, "LOWERED_INDEX"))
+            (isa_shim, "SIMPLE_CALLS"), (views, "LOWERED_INDEX"), (intern, "LAZY_OPERANDS"))
 
 
 def _plain_switches(monkeypatch, on: bool) -> None:
@@ -234,3 +235,38 @@ def test_the_builder_keeps_a_negative_zero(tmp_path):
                     "  - memset: {dst: b, value: -0.0}\n")
     program, _ = parse_file(str(path))
     assert [math.copysign(1.0, i.args["value"]) for i in program.instructions] == [1.0, -1.0]
+
+
+def test_form_bounds_answer_as_their_operands(tmp_path, monkeypatch):
+    """A FormBound (checker/bound.py) holds PendingOperands until `args` is read: its
+    names, plan and form are those of the Operands it then makes, which equal the Operands
+    bind makes with LAZY_OPERANDS off and the plain path's; names_plan() of a fresh Bound
+    over them (computed, not kept) agrees; after the read it is a plain Bound. With the
+    switch off, check and run give the same diagnostics and results."""
+    from nkirun.checker.bound import Bound, FormBound, raw_args
+    lazy_seen = 0
+    for name, make in _cases(tmp_path):
+        traced = make()
+        lazy, diags = check_traced(traced)
+        pending = [(b, raw_args(b)) for b in lazy if b.__class__ is FormBound]
+        lazy_seen += len(pending)
+        monkeypatch.setattr(intern, "LAZY_OPERANDS", False)
+        eager, eager_diags = check_traced(traced)
+        monkeypatch.setattr(intern, "LAZY_OPERANDS", True)
+        assert not any(b.__class__ is FormBound for b in eager), name
+        assert _diags(diags) == _diags(eager_diags), name
+        for b, p in pending:
+            ops = b.args
+            assert b.__class__ is Bound and raw_args(b) is ops and b.args is ops
+            assert (ops.names, ops.plan, ops.form) == (p.names, p.plan, p.form)
+            fresh = Bound(b.inst, b.spec, intern.Operands(dict(ops)), None, b.engine, b.target)
+            assert fresh.names_plan() == (p.plan, p.names), name
+        assert FAST_BIND.summary(lazy, []) == FAST_BIND.summary(eager, []), name
+        for b, e in zip(lazy, eager):
+            assert (b.args.names, b.args.plan, b.args.form) == \
+                (e.args.names, e.args.plan, e.args.form), name
+        if not any(d.is_error for d in diags):
+            again, _ = check_traced(traced)  # (a fresh one: run reads them lazily)
+            assert [a.tobytes() for a in run_traced(traced, again)] == \
+                [a.tobytes() for a in run_traced(traced, eager)], name
+    assert lazy_seen > 30
