@@ -32,6 +32,8 @@ Readings:
 """
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from nkirun.diagnostics import NkirunError, warning
@@ -44,7 +46,7 @@ from nkirun.runner.shadow_bits import (
     rounds_on_bits,
 )
 from nkirun.runner.shadow_metrics import Row, compare, resolve_places
-from nkirun.runner.shadow_stores import Spy, WriteStats, write_selected
+from nkirun.runner.shadow_stores import Spy, WriteStats, mirrorable, write_selected
 from nkirun.runner.streamed import last_streamed
 from nkirun.source.operands import Resolved
 
@@ -276,6 +278,15 @@ def same_registers(m: Machine, s: Machine) -> bool:
     return pm.keys() == ps.keys() and all(np.array_equal(pm[k].state, ps[k].state) for k in pm)
 
 
+def same_state(m: Machine, s: Machine) -> None:
+    """s's accumulator registers and PRNG states := m's (after a mirrored instruction:
+    what the shadow's own execution would have left there, from the same values)."""
+    for a, c in ((m.vector_acc, s.vector_acc), (m.scalar_acc, s.scalar_acc)):
+        c.value, c.defined = a.value.copy(), a.defined.copy()
+    if getattr(m, "prng", None):
+        s.prng = copy.deepcopy(m.prng)
+
+
 class Shadow:
     """Runs the shadow alongside interpret.execute (pass `step=shadow.step`) and collects
     one Row per instruction; `on_row(row)` is called as each one finishes (--trace)."""
@@ -287,6 +298,9 @@ class Shadow:
     # False: the NumPy definitions even where the C module (shadow_native) was built; it
     # is also off when NKIRUN_SHADOW_NUMPY=1 (tests/runner/test_shadow_native.py)
     native = True
+    # False: the shadow executes every instruction itself; True: one whose inputs agree
+    # with the real run's takes the real run's values instead (shadow_stores.mirrorable)
+    mirror = True
 
     def __init__(self, bound, on_row=None):
         self.keep_dtype = reinterpreted(bound)
@@ -337,15 +351,19 @@ class Shadow:
         exact = not (dirty and any(name in dirty for name in self.cores.reads(b, m))) \
             and same_registers(m, s)
         s.probing = not exact
-        try:
-            b.spec.execute(b, s)
-        except NkirunError as e:
-            self._stop(b, e)
-            b.spec.execute(b, m)
-            return
+        mirror = exact and self.mirror and self.fast and not self.cores.on and mirrorable(b, s)
+        if not mirror:
+            try:
+                b.spec.execute(b, s)
+            except NkirunError as e:
+                self._stop(b, e)
+                b.spec.execute(b, m)
+                return
         stats = WriteStats(pool=self.pool, loss_deferred=exact and self.fast,
-                           native=s.native)
+                           native=s.native, mirror=s if mirror else None)
         b.spec.execute(b, Spy(m, stats))
+        if mirror:
+            same_state(m, s)
         row = compare(b, m, s, s.records, stats, exact, self.dirty, self._later)
         self._rows.append(row)
         if self.on_row is not None:

@@ -1,0 +1,115 @@
+"""The mirrored shadow step (shadow_stores.mirrorable): an instruction whose inputs agree
+in both runs takes the real run's values instead of executing a second time. Checked
+against the shadow executing every instruction itself (Shadow.mirror off): the same rows,
+field for field, and the same float32 shadow contents at the end."""
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+import pytest
+
+from tests.runner.shadow_helpers import bf16_kernel, rows, same_rows
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def shadows(monkeypatch):
+    """The Shadow objects created while the test runs, and how many steps mirrored."""
+    from nkirun.runner import shadow, shadow_stores
+    made, mirrored = [], []
+    init = shadow.Shadow.__init__
+
+    def remember(self, *a, **k):
+        init(self, *a, **k)
+        made.append(self)
+    monkeypatch.setattr(shadow.Shadow, "__init__", remember)
+
+    def counted(b, s):
+        ok = shadow_stores.mirrorable(b, s)
+        mirrored.append(ok)
+        return ok
+    monkeypatch.setattr(shadow, "mirrorable", counted)
+    return made, mirrored
+
+
+def _both(run, shadows, monkeypatch) -> int:
+    """run() with the mirror on, then off: one report and one shadow state; returns how
+    many instructions the first run mirrored."""
+    from nkirun.runner.shadow import Shadow
+    made, mirrored = shadows
+    on = rows(run())
+    count = sum(mirrored)
+    monkeypatch.setattr(Shadow, "mirror", False)
+    off = rows(run())
+    same_rows(on, off)
+    a, b = made[-2].machine, made[-1].machine
+    if a is None or b is None:
+        assert a is b
+        return count
+    assert a.buffers.keys() == b.buffers.keys()
+    for name in a.buffers:
+        x, y = a.buffers[name], b.buffers[name]
+        assert x.dtype == y.dtype and x.shape == y.shape, name
+        if name in a.shadowed:  # (only what the run wrote: fresh tiles start as garbage)
+            w = a.real.written.get(name)
+            sel = Ellipsis if w is None else w
+            assert np.array_equal(x[sel], y[sel], equal_nan=True), name
+    return count
+
+
+@pytest.mark.parametrize("name", __import__("nkirun.isa", fromlist=["MODULES"]).MODULES)
+def test_mirrored_shadow_equals_executed_on_every_instruction_example(tmp_path, name,
+                                                                      shadows, monkeypatch):
+    from spec_examples import example_program
+
+    from nkirun import run
+    path = example_program(tmp_path, name)
+    _both(lambda: run(path, shadow=True), shadows, monkeypatch)
+
+
+def _programs():
+    return sorted(p.name for p in (ROOT / "programs").iterdir()
+                  if p.suffix in (".yaml", ".nkis"))
+
+
+@pytest.mark.parametrize("program", _programs())
+def test_mirrored_shadow_equals_executed_on_every_example_program(program, shadows,
+                                                                  monkeypatch):
+    from nkirun import run
+    _both(lambda: run(ROOT / "programs" / program, shadow=True), shadows, monkeypatch)
+
+
+@pytest.mark.parametrize("kernel", ["rmsnorm", "attention_bf16"])
+def test_mirrored_shadow_equals_executed_on_the_bf16_kernels(kernel, shadows, monkeypatch):
+    import nkirun
+    fn, args = bf16_kernel(kernel, 3)
+    n = _both(lambda: nkirun.simulate(fn, shadow=True)(*args), shadows, monkeypatch)
+    assert n > 0  # (the comparison is not vacuous: some instructions were mirrored)
+
+
+def test_mirror_needs_reads_in_the_real_dtype_and_stores_through_write():
+    from nkirun import api
+    from nkirun.isa import REGISTRY
+    from nkirun.runner.machine import Machine
+    from nkirun.runner.shadow import ShadowMachine
+    from nkirun.runner.shadow_stores import mirrorable, stores_through_write
+    src = ("version: 1\ntensors:\n"
+           "  x: {buffer: sbuf, shape: [4, 8], dtype: float32, fill: 1}\n"
+           "  h: {buffer: sbuf, shape: [4, 8], dtype: bfloat16, fill: 1}\n"
+           "  y: {buffer: sbuf, shape: [4, 8], dtype: float32, output: true}\n"
+           "instructions:\n"
+           "  - tensor_scalar: {dst: y, data: x, op0: multiply, operand0: 3.0}\n"
+           "  - tensor_scalar: {dst: y, data: h, op0: multiply, operand0: 3.0}\n")
+    c = api.require_valid(src)
+    real = Machine({"x": np.ones((4, 8), np.float32),
+                    "h": np.ones((4, 8), np.dtype("bfloat16")),
+                    "y": np.zeros((4, 8), np.float32)}, {})
+    s = ShadowMachine(real, set())
+    for name in ("x", "h", "y"):
+        s.enter(name)
+    assert mirrorable(c.bound[0], s)  # float32 read: the same array in both runs
+    assert not mirrorable(c.bound[1], s)  # bfloat16 read: the shadow's is float32
+    assert stores_through_write(REGISTRY["tensor_scalar"])
+    assert not stores_through_write(REGISTRY["nc_match_replace8"])  # (changes dst in place)
