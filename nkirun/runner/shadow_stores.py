@@ -6,6 +6,7 @@ numbers: tests/runner/test_shadow_native.py). `Spy` is the real machine as an in
 sees it during a shadow run, its stores counted here."""
 from __future__ import annotations
 
+import copy
 import inspect
 import re
 import sys
@@ -251,3 +252,12 @@ def stores_through_write(spec) -> bool:
             got = False
         _THROUGH_WRITE[spec.name] = got
     return got
+
+
+def same_state(m: Machine, s: Machine) -> None:
+    """s's accumulator registers and PRNG states := m's (after a mirrored instruction:
+    what the shadow's own execution would have left there, from the same values)."""
+    for a, c in ((m.vector_acc, s.vector_acc), (m.scalar_acc, s.scalar_acc)):
+        c.value, c.defined = a.value.copy(), a.defined.copy()
+    if getattr(m, "prng", None):
+        s.prng = copy.deepcopy(m.prng)

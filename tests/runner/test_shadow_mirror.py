@@ -1,7 +1,9 @@
-"""The mirrored shadow step (shadow_stores.mirrorable): an instruction whose inputs agree
-in both runs takes the real run's values instead of executing a second time. Checked
-against the shadow executing every instruction itself (Shadow.mirror off): the same rows,
-field for field, and the same float32 shadow contents at the end."""
+"""Two shortcuts of the shadow against their plain forms: the mirrored step
+(shadow_stores.mirrorable: an instruction whose inputs agree in both runs takes the real
+run's values instead of executing a second time; plain: Shadow.mirror off) and adopted
+stores (ShadowMachine._adoptable: a fresh whole-tensor result becomes the tensor's storage
+instead of being copied there; plain: never adopted). Each gives the same rows, field for
+field, and the same float32 shadow contents at the end."""
 from __future__ import annotations
 
 import pathlib
@@ -35,13 +37,14 @@ def shadows(monkeypatch):
 
 
 def _both(run, shadows, monkeypatch) -> int:
-    """run() with the mirror on, then off: one report and one shadow state; returns how
-    many instructions the first run mirrored."""
-    from nkirun.runner.shadow import Shadow
+    """run() with the mirror and adoption on, then off: one report and one shadow state;
+    returns how many instructions the first run mirrored."""
+    from nkirun.runner.shadow import Shadow, ShadowMachine
     made, mirrored = shadows
     on = rows(run())
     count = sum(mirrored)
     monkeypatch.setattr(Shadow, "mirror", False)
+    monkeypatch.setattr(ShadowMachine, "_adoptable", lambda self, r, v: False)
     off = rows(run())
     same_rows(on, off)
     a, b = made[-2].machine, made[-1].machine
@@ -113,3 +116,50 @@ def test_mirror_needs_reads_in_the_real_dtype_and_stores_through_write():
     assert not mirrorable(c.bound[1], s)  # bfloat16 read: the shadow's is float32
     assert stores_through_write(REGISTRY["tensor_scalar"])
     assert not stores_through_write(REGISTRY["nc_match_replace8"])  # (changes dst in place)
+
+
+def _machine():
+    from nkirun import api
+    from nkirun.runner.machine import Machine
+    from nkirun.runner.shadow import ShadowMachine
+    src = ("version: 1\ntensors:\n"
+           "  a: {buffer: sbuf, shape: [4, 8], dtype: bfloat16, fill: 1}\n"
+           "  c: {buffer: sbuf, shape: [4, 8], dtype: bfloat16, fill: 1}\n"
+           "instructions:\n"
+           "  - tensor_scalar: {dst: a, data: c, op0: multiply, operand0: 3.0}\n"
+           "  - tensor_scalar: {dst: 'a[0:4, 0:4]', data: 'c[0:4, 0:4]', op0: add, operand0: 1.0}\n")
+    c = api.require_valid(src)
+    bf = np.dtype("bfloat16")
+    real = Machine({"a": np.ones((4, 8), bf), "c": np.ones((4, 8), bf)}, {})
+    s = ShadowMachine(real, set())
+    s.enter("a")
+    s.enter("c")
+    s.current, s.records = c.bound[0], []
+    return c.bound, s
+
+
+def test_a_fresh_whole_result_is_adopted_and_a_second_store_keeps_the_first_record():
+    bound, s = _machine()
+    r = bound[0]["dst"]
+    v = np.arange(32, dtype=np.float32).reshape(4, 8)
+    s.write(r, v)
+    assert np.shares_memory(s.buffers["a"], v)  # adopted: no copy
+    s.write(r, np.full((4, 8), 7, np.float32))  # the same tensor again in one instruction
+    assert np.array_equal(s.records[0][1], np.arange(32).reshape(4, 8))  # first record kept
+    assert not np.shares_memory(s.buffers["a"], v) and (s.buffers["a"] == 7).all()
+
+
+def test_views_of_tensors_partial_stores_and_arguments_are_copied_not_adopted():
+    bound, s = _machine()
+    r = bound[0]["dst"]
+    s.write(r, s.buffers["c"].reshape(4, 8))  # another tensor's storage
+    assert not np.shares_memory(s.buffers["a"], s.buffers["c"])
+    part = np.full((4, 4), 5, np.float32)
+    s.write(bound[1]["dst"], part)  # not the whole tensor
+    assert not np.shares_memory(s.buffers["a"], part)
+    wide = np.zeros((4, 16), np.float32)
+    s.write(r, wide[:, :8])  # a part of a larger array
+    assert not np.shares_memory(s.buffers["a"], wide)
+    ones = np.ones((4, 8), np.float32)
+    s.write(r, ones, mask=np.ones((4, 8), bool))  # masked
+    assert not np.shares_memory(s.buffers["a"], ones)
