@@ -198,10 +198,11 @@ class ShadowMachine(Machine):
         """Whether v32 may become tensor r's storage instead of being copied there: a
         whole-tensor store of float32 values filling an array of their own (the result of
         the instruction: no tensor's storage, no argument, no earlier record of it)."""
+        if not (self.fast and v32.dtype == F32 and v32.size == self.buffers[r.decl.name].size
+                and v32.flags.c_contiguous and r.is_whole):
+            return False
         root = _root(v32)
-        return (self.fast and root is not None and root.dtype == F32 and r.is_whole
-                and root.size == v32.size == self.buffers[r.decl.name].size
-                and v32.flags.c_contiguous
+        return (root is not None and root.dtype == F32 and root.size == v32.size
                 and not any(root is _root(a) for a in self.buffers.values())
                 and not any(root is _root(rec[1]) for rec in self.records)
                 and not any(root is _root(a) for a in self.current.args.values()
