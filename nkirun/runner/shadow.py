@@ -50,6 +50,7 @@ from nkirun.runner.shadow_stores import (
     WriteStats,
     mirrorable,
     same_state,
+    stores_through_write,
     write_selected,
 )
 from nkirun.runner.streamed import last_streamed
@@ -310,7 +311,7 @@ class Shadow:
         s.looped = m.looped  # (runtime loops: which instructions repeat, runner/registers.py)
         s.current, s.records, s.adopted = b, [], {}
         dirty = self.dirty  # (before either runs b; the registers only when that matters)
-        exact = not (dirty and any(name in dirty for name in self.cores.reads(b, m))) \
+        exact = not (dirty and any(name in dirty for name in self._inputs(b, m))) \
             and same_registers(m, s)
         s.probing = not exact
         mirror = exact and self.mirror and self.fast and not self.cores.on and mirrorable(b, s)
@@ -332,6 +333,13 @@ class Shadow:
         if self.on_row is not None:
             resolve_places(self._later)
             self.on_row(row)
+
+    def _inputs(self, b, m):
+        """The tensors b's values may depend on: its reads, and its destinations too when
+        its module reads storage directly (an auto-accumulating matmul adds to what its
+        PSUM tile holds without listing it as read)."""
+        names = self.cores.reads(b, m)
+        return names if stores_through_write(b.spec) else names + list(touched(b))
 
     @property
     def rows(self) -> list[Row]:

@@ -163,3 +163,25 @@ def test_views_of_tensors_partial_stores_and_arguments_are_copied_not_adopted():
     ones = np.ones((4, 8), np.float32)
     s.write(r, ones, mask=np.ones((4, 8), bool))  # masked
     assert not np.shares_memory(s.buffers["a"], ones)
+
+
+def test_an_auto_accumulating_matmul_into_a_differing_psum_tile_is_compared():
+    """nc_matmul without `accumulate` adds to the PSUM elements that hold data without
+    listing its dst as read: with exact operands but a dst the shadow holds differently,
+    the row must carry that difference (it was once reported as 0 and dst marked equal)."""
+    from nkirun import api
+    from nkirun.runner.shadow import execute_shadowed
+    src = ("version: 1\ntensors:\n"
+           "  x: {buffer: sbuf, shape: [8, 8], dtype: float32, fill: 0}\n"
+           "  h: {buffer: sbuf, shape: [8, 8], dtype: bfloat16}\n"
+           "  p: {buffer: psum, shape: [8, 8], dtype: float32, output: true}\n"
+           "instructions:\n"
+           "  - tensor_copy: {dst: h, src: x}\n"
+           "  - nc_matmul: {dst: p, stationary: h, moving: h}\n"
+           "  - nc_matmul: {dst: p, stationary: x, moving: x}\n")
+    c = api.require_valid(src)
+    x = (1 + np.random.default_rng(0).random((8, 8)) / 7).astype(np.float32)
+    m, sh = execute_shadowed(c.program, c.bound, {"x": x})
+    gap = float(np.abs(m.buffers["p"] - sh.machine.buffers["p"]).max())
+    assert gap > 0
+    assert sh.rows[2].carried.abs == gap and sh.rows[2].added.abs == 0
