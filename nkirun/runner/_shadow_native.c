@@ -234,6 +234,22 @@ INLINE float round_bf16_f(float v)
     return f_of((b & 0x7FFFFFFFu) > 0x7F800000u ? nan : rounded);
 }
 
+/* fused_block's tail: the block's maxima (dmax finite) into a. */
+INLINE void fused_finish(Acc *a, int kind, const void *x, Py_ssize_t i0, const float *r,
+                         Py_ssize_t m, uint32_t dmax, uint32_t rmax, uint32_t umax)
+{
+    if (dmax == 0)
+        return;
+    if (f_of(dmax) > a->top) {
+        Py_ssize_t j = 0;
+        while (j < m - 1 && bits_of(fabsf(load(kind, x, i0 + j, NULL, r[j]) - r[j])) != dmax)
+            j++;
+        a->top = f_of(dmax); a->at = i0 + j;
+    }
+    if (rmax > a->rel) a->rel = rmax;
+    if (umax > a->ulp) a->ulp = umax;
+}
+
 INLINE int fused_block(Acc *a, int kind, const void *x, Py_ssize_t i0, const float *r,
                        Py_ssize_t m, float tiny, int nmant)
 {
@@ -251,32 +267,8 @@ INLINE int fused_block(Acc *a, int kind, const void *x, Py_ssize_t i0, const flo
     }
     if (dmax >= 0x7F800000u || small)
         return 0;
-    if (dmax == 0)
-        return 1;
-    if (f_of(dmax) > a->top) {
-        Py_ssize_t j = 0;
-        while (bits_of(fabsf(load(kind, x, i0 + j, NULL, r[j]) - r[j])) != dmax) j++;
-        a->top = f_of(dmax); a->at = i0 + j;
-    }
-    if (rmax > a->rel) a->rel = rmax;
-    if (umax > a->ulp) a->ulp = umax;
+    fused_finish(a, kind, x, i0, r, m, dmax, rmax, umax);
     return 1;
-}
-
-/* fused_block's tail: the block's maxima (dmax finite) into a. */
-INLINE void fused_finish(Acc *a, int kind, const void *x, Py_ssize_t i0, const float *r,
-                         Py_ssize_t m, uint32_t dmax, uint32_t rmax, uint32_t umax)
-{
-    if (dmax == 0)
-        return;
-    if (f_of(dmax) > a->top) {
-        Py_ssize_t j = 0;
-        while (j < m - 1 && bits_of(fabsf(load(kind, x, i0 + j, NULL, r[j]) - r[j])) != dmax)
-            j++;
-        a->top = f_of(dmax); a->at = i0 + j;
-    }
-    if (rmax > a->rel) a->rel = rmax;
-    if (umax > a->ulp) a->ulp = umax;
 }
 
 /* fused_block for x (float32 or bfloat16) and the bfloat16 rounding of ref together, the
