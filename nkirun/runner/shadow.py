@@ -273,6 +273,7 @@ class Shadow:
         self.machine: ShadowMachine | None = None
         self.on_row = on_row
         self._previous = ()  # tensors the previous instruction touched
+        self._names: dict = {}  # id(b) -> (b, touched(b), its inputs without cores)
         self.dirty: set[str] = set()  # tensors whose shadow values may differ from the real
         self._stopped = False
         self.pool: dict = {}  # scratch arrays for the comparisons, freed with the Shadow
@@ -301,7 +302,10 @@ class Shadow:
                 if name in s.shadowed and freed is not None and self.fast:
                     s.spare.setdefault(freed.shape, []).append(freed)  # (for a new tile)
                 s.shadowed.discard(name)
-        names = self._previous = touched(b)
+        hit = self._names.get(id(b))
+        if hit is None or hit[0] is not b:  # (b's tensors and inputs: fixed but for cores)
+            hit = self._names[id(b)] = (b, touched(b), self._inputs(b, m))
+        names = self._previous = hit[1]
         for name in names:
             if name not in s.buffers and name in m.buffers:
                 s.enter(name)
@@ -311,7 +315,8 @@ class Shadow:
         s.looped = m.looped  # (runtime loops: which instructions repeat, runner/registers.py)
         s.current, s.records, s.adopted = b, [], {}
         dirty = self.dirty  # (before either runs b; the registers only when that matters)
-        exact = not (dirty and any(name in dirty for name in self._inputs(b, m))) \
+        inputs = self._inputs(b, m) if self.cores.on else hit[2]  # (a pair is per run)
+        exact = not (dirty and any(name in dirty for name in inputs)) \
             and same_registers(m, s)
         s.probing = not exact
         mirror = exact and self.mirror and self.fast and not self.cores.on and mirrorable(b, s)
