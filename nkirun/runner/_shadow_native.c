@@ -234,6 +234,22 @@ INLINE float round_bf16_f(float v)
     return f_of((b & 0x7FFFFFFFu) > 0x7F800000u ? nan : rounded);
 }
 
+/* fused_block's tail: the block's maxima (dmax finite) into a. */
+INLINE void fused_finish(Acc *a, int kind, const void *x, Py_ssize_t i0, const float *r,
+                         Py_ssize_t m, uint32_t dmax, uint32_t rmax, uint32_t umax)
+{
+    if (dmax == 0)
+        return;
+    if (f_of(dmax) > a->top) {
+        Py_ssize_t j = 0;
+        while (j < m - 1 && bits_of(fabsf(load(kind, x, i0 + j, NULL, r[j]) - r[j])) != dmax)
+            j++;
+        a->top = f_of(dmax); a->at = i0 + j;
+    }
+    if (rmax > a->rel) a->rel = rmax;
+    if (umax > a->ulp) a->ulp = umax;
+}
+
 INLINE int fused_block(Acc *a, int kind, const void *x, Py_ssize_t i0, const float *r,
                        Py_ssize_t m, float tiny, int nmant)
 {
@@ -251,15 +267,50 @@ INLINE int fused_block(Acc *a, int kind, const void *x, Py_ssize_t i0, const flo
     }
     if (dmax >= 0x7F800000u || small)
         return 0;
-    if (dmax == 0)
-        return 1;
-    if (f_of(dmax) > a->top) {
-        Py_ssize_t j = 0;
-        while (bits_of(fabsf(load(kind, x, i0 + j, NULL, r[j]) - r[j])) != dmax) j++;
-        a->top = f_of(dmax); a->at = i0 + j;
+    fused_finish(a, kind, x, i0, r, m, dmax, rmax, umax);
+    return 1;
+}
+
+/* fused_block for x (float32 or bfloat16) and the bfloat16 rounding of ref together, the
+ * usual pair of a rounding store (carried and added error): ref's scales computed once
+ * for both. The same operations per element as two fused_block calls, so the same
+ * values; returns 0 (nothing done) when either needs the other paths. */
+#define FUSED_PAIR(LOAD)                                                                \
+    for (Py_ssize_t j = 0; j < m; j++) {                                                \
+        float rj = r[j], ar = fabsf(rj);                                                \
+        float den = ar >= tiny ? ar : tiny;                                             \
+        uint32_t e = bits_of(den) >> 23;                                                \
+        float rcp = f_of(((254u + un - e) & 0xFFu) << 23);                              \
+        small |= (e < un) | (e > 253u + un);                                            \
+        float d1 = fabsf((LOAD) - rj), d2 = fabsf(round_bf16_f(rj) - rj);              \
+        uint32_t b1 = bits_of(d1), q1 = bits_of(d1 / den), u1 = bits_of(d1 * rcp);      \
+        uint32_t b2 = bits_of(d2), q2 = bits_of(d2 / den), u2 = bits_of(d2 * rcp);      \
+        d1max = b1 > d1max ? b1 : d1max;                                                \
+        r1max = q1 > r1max ? q1 : r1max;                                                \
+        u1max = u1 > u1max ? u1 : u1max;                                                \
+        d2max = b2 > d2max ? b2 : d2max;                                                \
+        r2max = q2 > r2max ? q2 : r2max;                                                \
+        u2max = u2 > u2max ? u2 : u2max;                                                \
     }
-    if (rmax > a->rel) a->rel = rmax;
-    if (umax > a->ulp) a->ulp = umax;
+
+INLINE int fused_pair(Acc *a1, Acc *a2, int k1, const void *x1, Py_ssize_t i0,
+                      const float *r, Py_ssize_t m, float tiny, int nmant)
+{
+    uint32_t d1max = 0, r1max = 0, u1max = 0, d2max = 0, r2max = 0, u2max = 0;
+    uint32_t small = 0, un = (uint32_t)nmant;
+    if (k1 == K_F32) {
+        const float *p = (const float *)x1 + i0;
+        FUSED_PAIR(p[j])
+    } else if (k1 == K_BF16) {
+        const uint16_t *p = (const uint16_t *)x1 + i0;
+        FUSED_PAIR(f_of((uint32_t)p[j] << 16))
+    } else {
+        return 0;
+    }
+    if (small || d1max >= 0x7F800000u || d2max >= 0x7F800000u)
+        return 0;
+    fused_finish(a1, k1, x1, i0, r, m, d1max, r1max, u1max);
+    fused_finish(a2, K_ROUND_BF16, NULL, i0, r, m, d2max, r2max, u2max);
     return 1;
 }
 
@@ -271,6 +322,8 @@ WIDEST static void run_errors(Acc *a1, Acc *a2, Scales *sc, float *d, float *q,
     for (Py_ssize_t i0 = 0; i0 < n; i0 += BLK) {
         Py_ssize_t m = n - i0 < BLK ? n - i0 : BLK;
         int scaled = 0; /* sc holds this block's scales */
+        if (k2 == K_ROUND_BF16 && fused_pair(a1, a2, k1, x1, i0, r + i0, m, tiny, nmant))
+            continue;
         if (!fused_block(a1, k1, x1, i0, r + i0, m, tiny, nmant)) {
             scales_of(sc, r + i0, m, tiny, nmant);
             scaled = 1;

@@ -43,8 +43,16 @@ from nkirun.runner.shadow_bits import (
     rounded_f32,
     rounds_on_bits,
 )
+from nkirun.runner.shadow_cores import TwoCores, touched
 from nkirun.runner.shadow_metrics import Row, compare, resolve_places
-from nkirun.runner.shadow_stores import Spy, WriteStats, write_selected
+from nkirun.runner.shadow_stores import (
+    Spy,
+    WriteStats,
+    mirrorable,
+    same_state,
+    stores_through_write,
+    write_selected,
+)
 from nkirun.runner.streamed import last_streamed
 from nkirun.source.operands import Resolved
 
@@ -54,12 +62,6 @@ F32 = np.dtype(np.float32)
 def shadowed_dtype(d: dt.DType) -> bool:
     """Whether a tensor of this dtype is kept in float32 in the shadow."""
     return d.is_float and d.packed == 1 and d.name != "float8_e8m0fnu"
-
-
-def touched(b) -> tuple[str, ...]:
-    """Names of the tensors instruction b reads or writes (index tensors included)."""
-    acc = b.accesses()  # (computed once per Operands, checker/bound.py)
-    return tuple(dict.fromkeys(r.decl.name for _, r in acc.reads + acc.writes))
 
 
 def reinterpreted(bound) -> set[str]:
@@ -104,6 +106,8 @@ class ShadowMachine(Machine):
         self.fast = True  # False: no shortcuts of Shadow.fast (for the tests)
         self.spare: dict = {}  # shape -> float32 arrays of freed shadowed tiles
         self.native = False  # True: shadow_native's C passes (Shadow.native)
+        self.adopt = True  # False: every store copied into the tensor (mirrored steps)
+        self.adopted: dict = {}  # tensor -> the values it adopted in this instruction
 
     def enter(self, name: str) -> None:
         """Bring tensor `name` in from the real machine (first use). Storage nothing has
@@ -166,12 +170,20 @@ class ShadowMachine(Machine):
         probe = (shadow_native.ROUND_BF16 if on_bits and self.native  # (rounded in C,
                  else rounded_f32(v, out_dtype, r.dtype)               # as it compares)
                  if rounds and self.probing else None)
+        name, v32 = r.decl.name, as_f32(v)
+        if name in self.adopted:  # (its storage is an earlier record's values: keep them)
+            self.buffers[name] = self.buffers.pop(name).copy()
+            del self.adopted[name]
         dst = self.view(r)
-        v32 = as_f32(v)
+        if self.adopt and mask is None and r.ap is None and self._adoptable(r, v32):
+            self.buffers[name] = self.adopted[name] = v32.reshape(self.buffers[name].shape)
+            dst = v32  # (the instruction's fresh result becomes the tensor: no copy)
         if v32.shape != dst.shape:
             v32 = (np.broadcast_to(v32, dst.shape) if v32.size != dst.size
                    else v32.reshape(dst.shape))
-        if mask is None:
+        if dst is v32:
+            pass
+        elif mask is None:
             np.copyto(dst, v32)
         else:
             np.copyto(dst, v32, where=mask if mask.shape == dst.shape else mask.reshape(dst.shape))
@@ -183,6 +195,29 @@ class ShadowMachine(Machine):
     def write_select(self, r, cond, on_true, on_false, out_dtype=None, mask=None, regular=None):
         return write_selected(self, r, cond, on_true, on_false, out_dtype, mask, regular)
 
+    def _adoptable(self, r: Resolved, v32: np.ndarray) -> bool:
+        """Whether v32 may become tensor r's storage instead of being copied there: a
+        whole-tensor store of float32 values filling an array of their own (the result of
+        the instruction: no tensor's storage, no argument, no earlier record of it)."""
+        if not (self.fast and v32.dtype == F32 and v32.size == self.buffers[r.decl.name].size
+                and v32.flags.c_contiguous and r.is_whole):
+            return False
+        root = _root(v32)
+        return (root is not None and root.dtype == F32 and root.size == v32.size
+                and not any(root is _root(a) for a in self.buffers.values())
+                and not any(root is _root(rec[1]) for rec in self.records)
+                and not any(root is _root(a) for a in self.current.args.values()
+                            if isinstance(a, np.ndarray)))  # (a constant of the program)
+
+
+def _root(a: np.ndarray):
+    """The array whose memory a views (a itself when it owns it), None if not an array's."""
+    while a.base is not None:
+        a = a.base
+        if not isinstance(a, np.ndarray):
+            return None
+    return a
+
 
 _FLOAT_STORAGE: dict = {}  # NumPy dtype -> whether it is shadowed (from_numpy is a scan)
 
@@ -193,67 +228,6 @@ def _is_float_storage(a: np.ndarray) -> bool:
         d = dt.from_numpy(a.dtype)
         got = _FLOAT_STORAGE[a.dtype] = d is not None and shadowed_dtype(d)
     return got
-
-
-class TwoCores:
-    """The shadow of a two-core program (runner/cores.py): each core's own accumulator
-    registers, PRNG state and virtual registers, swapped in as its instructions come up,
-    and what a meeting pair exchanges (its spec's `meeting.exchange`, e.g. the tile a
-    sendrecv receives), read from the shadow's sender before either side writes. The pair
-    is the one the run formed (runner/cores.py leaves it in the machine's `meeting`), so in
-    runtime loops the shadow pairs by occurrence as the run does."""
-
-    def __init__(self, bound):
-        self.pairs: dict = {}
-        self.on = any(getattr(b.inst, "core", None) for b in bound)
-        if not self.on:
-            return
-        from nkirun.checker.meet import sync_order
-        from nkirun.runner import cores
-        self.cores = cores
-        for step in sync_order(bound).steps:
-            pair = step if isinstance(step, tuple) else (step,)
-            meeting = pair[0].spec.meeting
-            if meeting is not None and meeting.exchange is not None:
-                for b in pair:
-                    self.pairs[b.index] = pair
-        self.state: list = []
-        self.current = None
-
-    def reads(self, b, m=None) -> list[str]:
-        """The tensors b's result depends on: its reads, and for a meeting that exchanges
-        data (sendrecv) its partner's (the tile it receives)."""
-        pair = self._pair(b, m) or (b,)
-        return [r.decl.name for other in pair for _, r in other.accesses().reads]
-
-    def _pair(self, b, m):
-        """The meeting pair b belongs to in this run (the real machine's `meeting`), or
-        the one the body-once walk found, or None."""
-        run = getattr(m, "meeting", None) if m is not None else None
-        if run is not None and any(x is b or x.index == b.index for x in run):
-            meeting = run[0].spec.meeting
-            return run if meeting.exchange is not None else None
-        return self.pairs.get(b.index)
-
-    def prepare(self, b, s: Machine, m=None) -> None:
-        if not self.on:
-            return
-        if not self.state:
-            self.state = [self.cores._fresh(s), self.cores._fresh(s)]
-            s.inbox = {}
-        core = b.inst.core
-        if core != self.current:
-            if self.current is not None:
-                self.cores._save(s, self.state[self.current])
-            self.cores._load(s, self.state[core])
-            self.current = core
-        pair = self._pair(b, m)
-        if pair is not None and b.index == pair[0].index:  # both sources, before either is
-                                                           # written
-            for name in (n for other in pair for n in touched(other)):
-                if name not in s.buffers and name in s.real.buffers:
-                    s.enter(name)
-            pair[0].spec.meeting.exchange(pair, s)
 
 
 def same_values(a: np.ndarray, b: np.ndarray) -> bool:
@@ -287,6 +261,9 @@ class Shadow:
     # False: the NumPy definitions even where the C module (shadow_native) was built; it
     # is also off when NKIRUN_SHADOW_NUMPY=1 (tests/runner/test_shadow_native.py)
     native = True
+    # False: the shadow executes every instruction itself; True: one whose inputs agree
+    # with the real run's takes the real run's values instead (shadow_stores.mirrorable)
+    mirror = True
 
     def __init__(self, bound, on_row=None):
         self.keep_dtype = reinterpreted(bound)
@@ -296,6 +273,7 @@ class Shadow:
         self.machine: ShadowMachine | None = None
         self.on_row = on_row
         self._previous = ()  # tensors the previous instruction touched
+        self._names: dict = {}  # id(b) -> (b, touched(b), its inputs without cores)
         self.dirty: set[str] = set()  # tensors whose shadow values may differ from the real
         self._stopped = False
         self.pool: dict = {}  # scratch arrays for the comparisons, freed with the Shadow
@@ -324,7 +302,10 @@ class Shadow:
                 if name in s.shadowed and freed is not None and self.fast:
                     s.spare.setdefault(freed.shape, []).append(freed)  # (for a new tile)
                 s.shadowed.discard(name)
-        names = self._previous = touched(b)
+        hit = self._names.get(id(b))
+        if hit is None or hit[0] is not b:  # (b's tensors and inputs: fixed but for cores)
+            hit = self._names[id(b)] = (b, touched(b), self._inputs(b, m))
+        names = self._previous = hit[1]
         for name in names:
             if name not in s.buffers and name in m.buffers:
                 s.enter(name)
@@ -332,25 +313,38 @@ class Shadow:
         if m.registers:  # the control flow is the real run's: loop indices, bounds, offsets
             s.registers = dict(m.registers)
         s.looped = m.looped  # (runtime loops: which instructions repeat, runner/registers.py)
-        s.current, s.records = b, []
+        s.current, s.records, s.adopted = b, [], {}
         dirty = self.dirty  # (before either runs b; the registers only when that matters)
-        exact = not (dirty and any(name in dirty for name in self.cores.reads(b, m))) \
+        inputs = self._inputs(b, m) if self.cores.on else hit[2]  # (a pair is per run)
+        exact = not (dirty and any(name in dirty for name in inputs)) \
             and same_registers(m, s)
         s.probing = not exact
-        try:
-            b.spec.execute(b, s)
-        except NkirunError as e:
-            self._stop(b, e)
-            b.spec.execute(b, m)
-            return
+        mirror = exact and self.mirror and self.fast and not self.cores.on and mirrorable(b, s)
+        s.adopt = not mirror  # (a mirrored store's values are the real run's arrays)
+        if not mirror:
+            try:
+                b.spec.execute(b, s)
+            except NkirunError as e:
+                self._stop(b, e)
+                b.spec.execute(b, m)
+                return
         stats = WriteStats(pool=self.pool, loss_deferred=exact and self.fast,
-                           native=s.native)
+                           native=s.native, mirror=s if mirror else None)
         b.spec.execute(b, Spy(m, stats))
+        if mirror:
+            same_state(m, s)
         row = compare(b, m, s, s.records, stats, exact, self.dirty, self._later)
         self._rows.append(row)
         if self.on_row is not None:
             resolve_places(self._later)
             self.on_row(row)
+
+    def _inputs(self, b, m):
+        """The tensors b's values may depend on: its reads, and its destinations too when
+        its module reads storage directly (an auto-accumulating matmul adds to what its
+        PSUM tile holds without listing it as read)."""
+        names = self.cores.reads(b, m)
+        return names if stores_through_write(b.spec) else names + list(touched(b))
 
     @property
     def rows(self) -> list[Row]:

@@ -6,6 +6,10 @@ numbers: tests/runner/test_shadow_native.py). `Spy` is the real machine as an in
 sees it during a shadow run, its stores counted here."""
 from __future__ import annotations
 
+import copy
+import inspect
+import re
+import sys
 from dataclasses import dataclass, field
 
 import ml_dtypes
@@ -37,6 +41,7 @@ class WriteStats:
     real32: dict = field(default_factory=dict)  # id(Resolved) -> stored values, float32
     pool: dict = field(default_factory=dict)  # scratch arrays (the run's)
     native: bool = False  # shadow_native's one-pass counts where it reads the arrays
+    mirror: object = None  # a ShadowMachine that takes each real store's values (mirrored)
 
     def count(self, r, pre: np.ndarray, post: np.ndarray, out_dtype, dst, mask,
               post32: np.ndarray | None = None, counts: tuple | None = None) -> None:
@@ -178,6 +183,8 @@ class Spy:
         return None
 
     def write(self, r, values, out_dtype=None, mask=None) -> None:
+        if self._stats.mirror is not None:  # the shadow's store of the same values
+            self._stats.mirror.write(r, values, out_dtype, mask)
         v = np.asarray(values)
         if v.dtype.kind in "fiu" and r.dtype.is_float and r.dtype.packed == 1:
             if v.dtype.kind != "f":
@@ -210,3 +217,47 @@ class Spy:
             return None
         into = self._m.direct_view(r, v.shape)
         return into if into is not None and into.flags.c_contiguous else None
+
+
+def mirrorable(b, s) -> bool:
+    """Whether the shadow s may take instruction b's values from the real run's stores
+    (Spy with WriteStats.mirror) instead of executing b a second time, b's inputs and
+    registers being the same values in both runs (Shadow.step's `exact`). Then the shadow
+    would compute the very values the real run computes, before its output casts, if it
+    sees the same arrays: every tensor b reads must be one the shadow holds in the real
+    dtype (float32 storage, a tensor kept in its dtype, or the real array itself), since an
+    instruction may compute on a narrower array as it is. And b's module must store only
+    through write(): a view changed in place would reach the real tensor alone."""
+    shadowed = s.shadowed
+    for _, r in b.accesses().reads:
+        if r.decl.name in shadowed and not (r.decl.dtype.name == "float32" and (
+                r.ap is None or r.ap.dtype.name == "float32")):
+            return False
+    return stores_through_write(b.spec)
+
+
+_IN_PLACE = re.compile(r"\bm\.(view|buffers|_typed_flat)\b")
+_THROUGH_WRITE: dict = {}  # instruction name -> stores_through_write
+
+
+def stores_through_write(spec) -> bool:
+    """Whether the module of spec.execute never touches a machine's storage but through
+    write() (no `m.view`, `m.buffers`, `m._typed_flat` in its source: conservative)."""
+    got = _THROUGH_WRITE.get(spec.name)
+    if got is None:
+        module = sys.modules.get(getattr(spec.execute, "__module__", None) or "")
+        try:
+            got = module is not None and not _IN_PLACE.search(inspect.getsource(module))
+        except (OSError, TypeError):
+            got = False
+        _THROUGH_WRITE[spec.name] = got
+    return got
+
+
+def same_state(m: Machine, s: Machine) -> None:
+    """s's accumulator registers and PRNG states := m's (after a mirrored instruction:
+    what the shadow's own execution would have left there, from the same values)."""
+    for a, c in ((m.vector_acc, s.vector_acc), (m.scalar_acc, s.scalar_acc)):
+        c.value, c.defined = a.value.copy(), a.defined.copy()
+    if getattr(m, "prng", None):
+        s.prng = copy.deepcopy(m.prng)

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from nkirun.hw.dtypes import DTYPES
 from nkirun.runner import shadow_native
 from nkirun.runner.shadow_bits import real_cast, rounded_f32
-from nkirun.runner.shadow_metrics import errors, plain_errors
+from nkirun.runner.shadow_metrics import errors, fmt, plain_errors
 from nkirun.runner.shadow_stores import WriteStats
 from tests.runner.shadow_helpers import ROOT, bf16_kernel, perturbed, rows, same_rows
 
@@ -222,3 +222,33 @@ def test_peak_coordinates_equal_their_definition():
                     assert coords(r, k) == plain_coords(r, k), (b.op, r.decl.name, k)
                 patterns += r.ap is not None
     assert patterns  # (some views are access patterns)
+
+
+@needs_native
+@pytest.mark.parametrize("stored", ["float32", "bfloat16"])
+def test_the_fused_pair_equals_its_two_comparisons_over_many_blocks(stored):
+    """A rounding store's carried and added errors in one loop (C's fused_pair) give what
+    the two comparisons give one by one, over blocks with and without infinities, NaNs and
+    subnormal shadow values (those blocks take the element-by-element path)."""
+    rng = np.random.default_rng(7)
+    ref = (rng.standard_normal(5000) * 2.0 ** rng.integers(-20, 20, 5000)).astype(np.float32)
+    ref[2560:3072] *= np.float32(2.0) ** rng.integers(-110, 100, 512)  # (one wide block)
+    ref[1200], ref[2100], ref[3000:3010] = np.inf, np.nan, np.float32(1e-40)
+    with np.errstate(all="ignore"):
+        x = (ref * np.float32(1.001)).astype(np.float32)
+    x[4500] = -np.inf
+    if stored == "bfloat16":
+        x = x.astype(ml_dtypes.bfloat16)
+    for d in (DTYPES["bfloat16"], DTYPES["float32"]):
+        f = fmt(d)
+        pair = shadow_native.errors([x, shadow_native.ROUND_BF16], ref, f.nmant, f.tiny)
+        one = shadow_native.errors([x], ref, f.nmant, f.tiny)[0]
+        other = shadow_native.errors([shadow_native.ROUND_BF16], ref, f.nmant, f.tiny)[0]
+        assert _tuple_of(pair[0]) == _tuple_of(one) and _tuple_of(pair[1]) == _tuple_of(other)
+        numpy = errors([x, shadow_native.ROUND_BF16], ref, d, {}, native=False)
+        native = errors([x, shadow_native.ROUND_BF16], ref, d, {}, native=True)
+        assert all(_same(a, b) for a, b in zip(native, numpy))
+
+
+def _tuple_of(e) -> tuple:
+    return tuple("nan" if isinstance(v, float) and v != v else v for v in e)
