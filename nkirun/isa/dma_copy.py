@@ -89,6 +89,7 @@ SPEC = InstructionDef(
         "scatters at run time; oob_mode: error (E093) or skip for an index outside it."),
     cost_formula=DMA_COST_FORMULA,
     execute=dma_execute,
+    direct_storage=True,  # (dma_execute asks m.view whether its scratch aliases the dst)
     plan=dma_plan,
     cycles=dma_cycles,
     check=check,

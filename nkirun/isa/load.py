@@ -20,6 +20,7 @@ SPEC = InstructionDef(
                "DMA engines' casting."),
     cost_formula=DMA_COST_FORMULA,
     execute=dma_execute,
+    direct_storage=True,  # (dma_execute asks m.view whether its scratch aliases the dst)
     plan=dma_plan,
     cycles=dma_cycles,
     check=dma_check,

@@ -189,7 +189,7 @@ SPEC = InstructionDef(
     execute=execute,
     cycles=cycles,
     check=check,
-    mask_on="data",
+    mask_on="data", direct_storage=True,
     cost_note="the page writes min(MIN_II, N), read as a typo for max(MIN_II, N) "
               "(the nki.isa.nc_match_replace8 documentation)",
     source="the nki.isa.nc_match_replace8 documentation; the nki.isa.nc_match_replace8 documentation",

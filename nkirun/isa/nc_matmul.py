@@ -164,6 +164,7 @@ SPEC = InstructionDef(
         "to it and accumulated into by later ones (NKI's auto-detect)."),
     cost_formula="max(min(64, Ns), Nm) PE cycles (fp8/bf16/fp16/tf32); 4x for fp32 operands",
     execute=execute,
+    direct_storage=True,
     cycles=cycles,
     check=check,
     reads_out=reads_out,

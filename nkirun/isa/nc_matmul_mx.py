@@ -161,6 +161,7 @@ SPEC = InstructionDef(
     cost_note="no documented formula: nc_matmul's bf16 cost on the x4 counts (the Trainium3 "
               "guide: 4x the BF16 throughput)",
     execute=execute,
+    direct_storage=True,
     cycles=cycles,
     check=check,
     reads_out=reads_out,

@@ -157,6 +157,7 @@ SPEC = InstructionDef(
         "dtype and shape, SBUF only; trn2/trn3."),
     cost_formula=DMA_COST_FORMULA + ", starting when both cores have reached it",
     execute=execute,
+    direct_storage=True,
     cycles=dma_cycles,
     check=check,
     engine_of=engine_of,

@@ -128,6 +128,10 @@ class InstructionDef:
     # Writes values drawn from nkirun's PRNG model (hw/prng.py), not the hardware's bits:
     # `run --expect` marks every output that depends on it.
     random: bool = False
+    # execute touches a tensor's storage itself (m.view / m.buffers: accumulating into
+    # PSUM, changing data in place), not only through m.read/m.write: `run --shadow` then
+    # counts its destinations as inputs and never mirrors it (runner/shadow_stores.py).
+    direct_storage: bool = False
     # The instruction's own rules, one line each with its code, for `explain` (the rules
     # the Params declare are listed from them).
     constraints: tuple[str, ...] = ()

@@ -7,9 +7,6 @@ sees it during a shadow run, its stores counted here."""
 from __future__ import annotations
 
 import copy
-import inspect
-import re
-import sys
 from dataclasses import dataclass, field
 
 import ml_dtypes
@@ -236,22 +233,10 @@ def mirrorable(b, s) -> bool:
     return stores_through_write(b.spec)
 
 
-_IN_PLACE = re.compile(r"\bm\.(view|buffers|_typed_flat)\b")
-_THROUGH_WRITE: dict = {}  # instruction name -> stores_through_write
-
-
 def stores_through_write(spec) -> bool:
-    """Whether the module of spec.execute never touches a machine's storage but through
-    write() (no `m.view`, `m.buffers`, `m._typed_flat` in its source: conservative)."""
-    got = _THROUGH_WRITE.get(spec.name)
-    if got is None:
-        module = sys.modules.get(getattr(spec.execute, "__module__", None) or "")
-        try:
-            got = module is not None and not _IN_PLACE.search(inspect.getsource(module))
-        except (OSError, TypeError):
-            got = False
-        _THROUGH_WRITE[spec.name] = got
-    return got
+    """Whether spec's execute touches storage only through m.read/m.write (its module's
+    `direct_storage` fact, checked against the module's source by a test)."""
+    return not spec.direct_storage
 
 
 def same_state(m: Machine, s: Machine) -> None:

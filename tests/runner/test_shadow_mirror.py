@@ -118,6 +118,23 @@ def test_mirror_needs_reads_in_the_real_dtype_and_stores_through_write():
     assert not stores_through_write(REGISTRY["nc_match_replace8"])  # (changes dst in place)
 
 
+
+def test_direct_storage_is_declared_by_every_module_that_touches_storage():
+    """SPEC.direct_storage must hold exactly where the module's execute code reaches a
+    machine's storage past read()/write() (m.view, m.buffers, m._typed_flat): a module
+    that starts doing so without declaring it would be mirrored by the shadow wrongly."""
+    import inspect
+    import re
+    import sys
+
+    from nkirun.isa import REGISTRY
+    in_place = re.compile(r"\bm\.(view|buffers|_typed_flat)\b")
+    for name, spec in REGISTRY.items():
+        module = sys.modules[spec.execute.__module__]
+        touches = bool(in_place.search(inspect.getsource(module)))
+        assert spec.direct_storage == touches, name
+    assert REGISTRY["nc_matmul"].direct_storage  # (accumulates into its PSUM dst)
+
 def _machine():
     from nkirun import api
     from nkirun.runner.machine import Machine
