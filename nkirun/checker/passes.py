@@ -18,7 +18,7 @@ from nkirun.checker.control import read_in_loop
 from nkirun.ir import ON_CHIP, Program, View
 from nkirun.isa.spec import ACCUMULATORS, Bound
 from nkirun.hw.dtypes import NCV4_ONLY
-from nkirun.checker.bound import FormBound, raw_args
+from nkirun.checker.bound import raw_args
 from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, TARGETS
 
 
@@ -121,7 +121,7 @@ def _dataflow(program: Program, bound: list[Bound], failed: set[int]) -> list[Di
     unread: dict[str, Bound | None] = {}
     acc_states: dict = {}  # core -> {accumulator -> undefined / defined / clobbered}
     for b in bound:
-        args = raw_args(b) if b.__class__ is FormBound else b.args  # (names_plan())
+        args = raw_args(b)  # (names_plan())
         names = args.names
         plan = args.plan if names is not None else None
         if plan is None:
@@ -254,7 +254,7 @@ def _live_deltas(program: Program, bound: list[Bound]) -> dict:
         if span is not None:
             span[0][0] += span[1]
     for i, b in enumerate(bound):
-        args = raw_args(b) if b.__class__ is FormBound else b.args  # (names_plan())
+        args = raw_args(b)  # (names_plan())
         names = args.names
         plan = args.plan if names is not None else None
         if plan is None:
@@ -268,7 +268,7 @@ def _live_deltas(program: Program, bound: list[Bound]) -> dict:
     ended = object()
     for i in range(n - 1, -1, -1):
         b = bound[i]  # (names_plan() was computed by the forward pass)
-        args = raw_args(b) if b.__class__ is FormBound else b.args
+        args = raw_args(b)
         plan, names = args.plan, args.names
         for name in map(names.__getitem__, plan[2]):
             span = live.pop(name, ended)

@@ -38,7 +38,7 @@ import numpy as np
 
 from nkirun.diagnostics import NkirunError
 from nkirun.hw import dtypes as dt
-from nkirun.checker.bound import FormBound, raw_args
+from nkirun.checker.bound import raw_args
 from nkirun.runner.carried import Replan, execute_one
 from nkirun.runner.files import initial_buffers
 from nkirun.runner.machine import Machine
@@ -70,7 +70,7 @@ def last_uses(bound, kept=frozenset()) -> tuple[dict, set]:
     used: set = set()
     for i in range(len(bound) - 1, -1, -1):
         b = bound[i]
-        names = (raw_args(b) if b.__class__ is FormBound else b.args).names  # (see compile)
+        names = raw_args(b).names  # (see compile)
         for n in (names if names is not None else b.names_plan()[1]):
             if n not in used:
                 used.add(n)
@@ -195,7 +195,7 @@ class _Planner:
         slot = slot_of.__getitem__
         add_b, add_call = self.bs.append, self.calls.append
         for i, b in enumerate(bound):
-            args = raw_args(b) if b.__class__ is FormBound else b.args  # (names, form: no dict)
+            args = raw_args(b)  # (names, form: no dict)
             names = args.names if args.names is not None else b.names_plan()[1]
             form = args.form if b.mask is None else None
             r = recipes.get(id(form)) if form is not None else None

@@ -70,6 +70,7 @@ def test_live_deltas_by_one_dict_equal_first_and_last_uses():
     import random
     from types import SimpleNamespace
 
+    from nkirun.checker.bound import Bound, _set_args
     from nkirun.checker.passes import _first_last, _live_deltas, _span_deltas
     rng = random.Random(14)
     for trial in range(300):
@@ -88,8 +89,9 @@ def test_live_deltas_by_one_dict_equal_first_and_last_uses():
             names = tuple(rng.sample(tiles, rng.randint(0, len(tiles))))
             on_chip = tuple(k for k, name in enumerate(names) if tensors[name].on_chip)
             plan = ((), (), on_chip, ())
-            bound.append(SimpleNamespace(names_plan=lambda plan=plan, names=names: (plan, names),
-                                         args=SimpleNamespace(names=names, plan=plan)))
+            b = Bound.__new__(Bound)  # (its args slot: the names and plan, as a form's)
+            _set_args(b, SimpleNamespace(names=names, plan=plan, form=None))
+            bound.append(b)
         program = SimpleNamespace(tensors=tensors)
         plain = _span_deltas(program, *_first_last(program, bound), len(bound))
         if rng.random() < 0.2:  # one tile is another core's
