@@ -220,3 +220,37 @@ def profile_data(s: Schedule, source_text: str | None = None, shadow: list | Non
             "summary": summ, "verdict": verdict(s, summ, path),
             "timeline": instruction_columns(s, path), "source": source_view(s, source_text),
             "memory": memory_view(s), "dma": dma_view(s), "precision": shadow or []}
+
+
+HEATMAP_MAX = (128, 512)  # an output larger than this is max-pooled down to it
+
+
+def error_heatmap(name: str, real, shadow) -> dict | None:
+    """|real - shadow| of one output as a grid of log10 values (rows: the first dimension,
+    columns: the rest flattened), max-pooled to at most HEATMAP_MAX cells; None when the
+    output is empty. NaN or inf on either side counts as the largest error shown."""
+    import numpy as np
+    r = np.asarray(real, dtype=np.float64)
+    if r.size == 0:
+        return None
+    err = np.abs(r - np.asarray(shadow, dtype=np.float64)).reshape(r.shape[0], -1)
+    bad = ~np.isfinite(err)
+    finite = err[~bad]
+    top = float(finite.max()) if finite.size else 1.0
+    err[bad] = top if top > 0 else 1.0
+    rows, cols = err.shape
+    ph, pw = math.ceil(rows / HEATMAP_MAX[0]), math.ceil(cols / HEATMAP_MAX[1])
+    pad = np.zeros((math.ceil(rows / ph) * ph, math.ceil(cols / pw) * pw))
+    pad[:rows, :cols] = err
+    pooled = pad.reshape(pad.shape[0] // ph, ph, pad.shape[1] // pw, pw).max(axis=(1, 3))
+    positive = pooled > 0  # exact cells stay blank (null)
+    logs = np.log10(np.where(positive, pooled, 1.0))
+    lo = float(logs[positive].min()) if positive.any() else 0.0
+    hi = float(logs[positive].max()) if positive.any() else 0.0
+    note = "exact" if not positive.any() else (
+        f"cells of {ph}x{pw} elements, max" if ph * pw > 1 else "one cell per element")
+    return {"name": name, "shape": list(pooled.shape),
+            "values": [round(float(v), 3) if p else None
+                       for v, p in zip(logs.ravel(), positive.ravel())],
+            "lo": round(lo, 3), "hi": round(hi, 3),
+            "max_abs_error": float(err.max()), "note": note}

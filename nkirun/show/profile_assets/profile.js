@@ -317,9 +317,11 @@ function renderPrecision(sec) {
   for (const hm of P[0].heatmaps || []) {
     const [h, w] = hm.shape, cv = el("canvas", { class: "heatmap", width: w, height: h, style: `width:${Math.min(1000, w * Math.max(1, Math.floor(600 / w)))}px` });
     const g = cv.getContext("2d"), img = g.createImageData(w, h), lo = hm.lo, hi = hm.hi;
-    hm.values.forEach((v, k) => { const f = v === null ? 0 : (v - lo) / ((hi - lo) || 1); img.data.set([255, Math.round(255 * (1 - f)), Math.round(255 * (1 - f)), 255], 4 * k); });
+    // blank: exact; pale to dark red: the smallest to the largest error (log scale)
+    hm.values.forEach((v, k) => { const f = v === null ? -1 : hi > lo ? (v - lo) / (hi - lo) : 1;
+      img.data.set(f < 0 ? [255, 255, 255, 255] : [255 - Math.round(90 * f), Math.round(200 * (1 - f)), Math.round(200 * (1 - f)), 255], 4 * k); });
     g.putImageData(img, 0, 0);
-    sec.append(el("h4", {}, `${hm.name}: |error| against the shadow (log10, ${hm.note})`), cv);
+    sec.append(el("h4", {}, `${hm.name}: |error| against the shadow, max ${num(hm.max_abs_error)} (log10 colour scale ${hm.lo} .. ${hm.hi}; ${hm.note}; blank: exact)`), cv);
   }
 }
 
