@@ -44,6 +44,9 @@ class Machine(LoopState):
         self.current = None  # the Bound being executed, for error messages
         self.carry = False  # unwritten reads carried into results (runner/carried.py)
         self.lenient = False  # reads need not check (carried.py runs the instruction)
+        # --uninitialized nan|zero: an unwritten element reads as its fill, unchecked; it
+        # stays unwritten (`written` says what was written under every policy)
+        self.fills = False
         self.planned = False  # a planned run (runner/plan.py)
         self.garbage: dict = {}  # tensor -> the read its unwritten results come from
         self.garbage_at: dict = {}  # tensor -> bool: the elements that came from one
@@ -124,7 +127,8 @@ class Machine(LoopState):
         """The operand; `rows` ((P,) bool): only these partitions must hold data (a masked
         instruction that never reads the other partitions of this operand). `strict`: it
         must hold data whatever the policy (an index, a register's value: carried.py)."""
-        if self.written.get(r.decl.name) is not None and (strict or not self.lenient):
+        if (self.written.get(r.decl.name) is not None and not self.fills
+                and (strict or not self.lenient)):
             self._check_defined(r, rows)  # (else every element holds data)
         return self.view(r)
 
