@@ -4,10 +4,8 @@ nkirun's `nki`, and collecting the tensors it returns as the outputs."""
 from __future__ import annotations
 
 import ast
-import contextlib
 import inspect
 import itertools
-import sys
 import textwrap
 from dataclasses import dataclass, field, replace
 
@@ -115,7 +113,7 @@ def trace(kernel, values: dict, target: str = "trn2", grid=None, lnc: int = 1) -
     tracer = Tracer(path, target, grid)
     tracer.lnc = lnc
     result = None
-    with installed(), tracer, contextlib.redirect_stdout(sys.stderr):
+    with installed(), tracer:  # (one trace at a time; prints go to stderr: modules.py)
         call, inputs, names, handles = _parameters(tracer, values, _parameter_locs(func, path))
         instances = list(itertools.product(*(range(g) for g in grid))) if grid else [()]
         for inst in instances:
@@ -125,9 +123,9 @@ def trace(kernel, values: dict, target: str = "trn2", grid=None, lnc: int = 1) -
             try:
                 ret = func(**call)
                 legacy.flush(tracer)  # a result the kernel computed last (legacy.py)
-            except NkirunError:
+            except (NkirunError, KeyboardInterrupt):
                 raise
-            except Exception as exc:  # noqa: BLE001 - the kernel's own error
+            except BaseException as exc:  # noqa: BLE001 - the kernel's own (sys.exit too)
                 raise kernel_exception(exc) from None
             if inst == instances[0]:
                 result = ret
