@@ -254,3 +254,45 @@ def test_kernel_errors_are_the_kernels_escaped_and_bounded(tmp_path, how, says):
     assert r.exit_code == 1, r.output
     assert "E602" in r.output and says in r.output
     assert "\x1b" not in r.output and len(r.output) < 20_000
+
+
+# ---- a kernel that forgets its output -------------------------------------------------------------
+FORGETS = """\
+import nki
+import nki.language as nl
+
+@nki.jit
+def forgets(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.add(nl.load(x), 1.0))
+"""
+
+
+def test_a_kernel_returning_nothing_and_writing_no_parameter_is_an_error(tmp_path):
+    from nkirun.diagnostics import NkirunError
+    path = write(tmp_path, FORGETS, "forgets.py")
+    with pytest.raises(NkirunError) as e:  # (simulate returned None)
+        nkirun.simulate(nkirun_kernel(path, "forgets"))(np.zeros((4, 8), np.float32))
+    d = e.value.diagnostics[0]
+    assert d.code == "E606" and "kernel `forgets` returns nothing" in d.message
+    assert "did you forget `return out`?" in d.message and d.loc.line == 5
+    np.save(tmp_path / "x.npy", np.zeros((4, 8), np.float32))
+    r = invoke("run", path, "--input", f"x={tmp_path / 'x.npy'}", "--out", tmp_path / "o")
+    assert r.exit_code == 1 and "E606" in r.output and "0 outputs written" not in r.output
+    assert "output: true" not in r.output  # (YAML advice, W051, used to be all it said)
+    r = invoke("check", path, "--shape", "x=float32[4,8]")
+    assert r.exit_code == 1 and "E606" in r.output
+
+
+def test_an_output_argument_the_kernel_writes_is_still_its_output(tmp_path):
+    path = write(tmp_path, """\\
+import nki
+import nki.language as nl
+
+@nki.jit
+def into(x, y):
+    nl.store(y, nl.add(nl.load(x), 1.0))
+""", "into.py")
+    x, y = np.ones((4, 8), np.float32), np.zeros((4, 8), np.float32)
+    assert nkirun.simulate(nkirun_kernel(path, "into"))(x, y) is None
+    np.testing.assert_array_equal(y, x + 1)

@@ -134,6 +134,8 @@ def trace(kernel, values: dict, target: str = "trn2", grid=None, lnc: int = 1) -
         outputs, structure = _outputs(tracer, result)
         if result is None:  # the older API's output arguments: the parameters it writes
             outputs, _ = _outputs(tracer, _written_parameters(tracer, handles, names))
+            if not outputs:
+                raise _returns_nothing(func, path)
     program, diags = tracer.builder.finish()
     diags = [d for d in diags if d.code != "E004"]
     program = _mark_inputs(program, set(names.values()))  # (a file's init stays "file")
@@ -213,6 +215,24 @@ def _written_parameters(tracer, handles: dict, names: dict) -> tuple:
             if isinstance(v, View):
                 written.add(v.tensor)
     return tuple(handles[p] for p, name in names.items() if name in written)
+
+
+def _returns_nothing(func, path: str) -> NkirunError:
+    """E606: no returned tensor and no tensor parameter written — nothing to output."""
+    from nkirun.diagnostics import Loc
+    try:  # (its `def` line, below the decorators)
+        lines, first = inspect.getsourcelines(func)
+        line = first + next((i for i, s in enumerate(lines) if s.lstrip().startswith(
+            ("def ", "async def "))), 0)
+    except (OSError, TypeError):
+        line = 0
+    name = getattr(func, "__name__", "kernel")
+    return NkirunError(error(
+        "E606", f"kernel `{name}` returns nothing and writes no tensor parameter, so it has "
+        "no output: did you forget `return out`?", Loc(path, line, 1 if line else 0),
+        hint="return the HBM tensor(s) holding the result (`out = nl.ndarray(..., buffer="
+             "nl.shared_hbm)`, store into it, `return out`), or store into an output "
+             "parameter passed in (the pre-0.2 API)"))
 
 
 def _outputs(tracer, result):
