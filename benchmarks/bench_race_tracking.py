@@ -56,7 +56,7 @@ def new(acc) -> tuple[float, int, bool]:
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--rows", type=int, default=1024)
+    p.add_argument("--rows", type=int, default=2048)
     p.add_argument("--cols", type=int, default=1024)
     a = p.parse_args()
     for by in ("rows", "columns"):

@@ -25,9 +25,10 @@ from nkirun.source.kernel import modules as _modules
 SIMULATOR = "nki_cpu_simulator"
 _SUBMODULES = ("isa", "isa.constants", "language", "language.dtypes", "compiler", "typing",
                "builtin", "collectives")
-_installed: list[str] = []  # sys.modules names install() set
+_installed: dict = {}  # sys.modules names install() set -> what was there (None: nothing)
 _TARGET_ENV = "NEURON_PLATFORM_TARGET_OVERRIDE"  # nkirun.simulate's default target
 _saved_env: dict = {}
+_active: list = []
 
 
 def install(target: str | None = None) -> None:
@@ -41,34 +42,34 @@ def install(target: str | None = None) -> None:
     _modules.install_fallback_finder()
     _modules.CpuSimulate.target = target
     for name, m in mods.items():
-        if sys.modules.get(name) is not m:
-            sys.modules[name] = m
-            _installed.append(name)
+        _set(name, m)
     if sys.modules.get(SIMULATOR) is None and _absent(SIMULATOR):
         package = types.ModuleType(SIMULATOR, "nkirun standing in for the NKI CPU simulator "
                                    "(nkirun.dropin)")
         package.__path__ = []
         package.nki = mods["nki"]
-        sys.modules[SIMULATOR] = package
-        sys.modules[SIMULATOR + ".nki"] = mods["nki"]
-        _installed.extend((SIMULATOR, SIMULATOR + ".nki"))
+        _set(SIMULATOR, package)
+        _set(SIMULATOR + ".nki", mods["nki"])
         for sub in _SUBMODULES:
-            sys.modules[f"{SIMULATOR}.nki.{sub}"] = mods["nki." + sub]
-            _installed.append(f"{SIMULATOR}.nki.{sub}")
+            _set(f"{SIMULATOR}.nki.{sub}", mods["nki." + sub])
         # (`nki.tensor` is a type, not a module; the harness aliases it all the same)
-        sys.modules[SIMULATOR + ".nki.tensor"] = mods["nki"].tensor
-        _installed.append(SIMULATOR + ".nki.tensor")
+        _set(SIMULATOR + ".nki.tensor", mods["nki"].tensor)
+    _active.append(True)
     if target is not None:
         _saved_env.setdefault(_TARGET_ENV, os.environ.get(_TARGET_ENV))
         os.environ[_TARGET_ENV] = target
 
 
 def uninstall() -> None:
-    """Undo install(): the names it set leave sys.modules (nkirun's last-resort `import nki`
-    finder stays, as `import nkirun` has it)."""
-    for name in _installed:
-        sys.modules.pop(name, None)
+    """Undo install(): the names it set are what they were before (nkirun's last-resort
+    `import nki` finder stays, as `import nkirun` has it)."""
+    for name, before in _installed.items():
+        if before is None:
+            sys.modules.pop(name, None)
+        else:
+            sys.modules[name] = before
     _installed.clear()
+    _active.clear()
     _modules.CpuSimulate.target = None
     for key, value in _saved_env.items():
         if value is None:
@@ -79,7 +80,14 @@ def uninstall() -> None:
 
 
 def installed() -> bool:
-    return sys.modules.get("nki") is _modules.modules()["nki"]
+    """Whether install() is in effect."""
+    return bool(_active)
+
+
+def _set(name: str, value) -> None:
+    if sys.modules.get(name) is not value:
+        _installed.setdefault(name, sys.modules.get(name))
+        sys.modules[name] = value
 
 
 def _absent(name: str) -> bool:

@@ -70,9 +70,21 @@ def test_the_harness_imports_are_nkirun_modules(dropin):
     assert list(nl.range(2, 7, 2)) == [2, 4, 6]
 
 
-def test_uninstall_puts_nothing_of_ours_under_the_simulator_name(dropin):
-    uninstall()
-    assert "nki_cpu_simulator" not in sys.modules and not installed()
+def test_uninstall_puts_back_what_was_there():
+    before = object()
+    sys.modules["nki.isa"], saved = before, sys.modules.get("nki.isa")
+    try:
+        nkirun.install()
+        assert sys.modules["nki.isa"] is not before and installed()
+        uninstall()
+        assert sys.modules["nki.isa"] is before and not installed()
+        assert "nki_cpu_simulator" not in sys.modules
+    finally:
+        uninstall()
+        if saved is None:
+            sys.modules.pop("nki.isa", None)
+        else:
+            sys.modules["nki.isa"] = saved
 
 
 def test_cpu_simulate_runs_one_or_two_cores_on_the_harness_target(dropin, monkeypatch):
