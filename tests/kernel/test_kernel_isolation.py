@@ -296,3 +296,16 @@ def into(x, y):
     x, y = np.ones((4, 8), np.float32), np.zeros((4, 8), np.float32)
     assert nkirun.simulate(nkirun_kernel(path, "into"))(x, y) is None
     np.testing.assert_array_equal(y, x + 1)
+
+
+def test_a_huge_returned_value_is_named_in_bounded_text(tmp_path):
+    path = write(tmp_path, """\\
+import nki
+
+@nki.jit
+def returns_text(x):
+    return "\\x1b[31m" + "y" * 1_000_000
+""", "returns_text.py")
+    r = invoke("check", path, "--shape", "x=float32[4,8]")
+    assert r.exit_code == 1 and "E606" in r.output and "the kernel returns str" in r.output
+    assert "\x1b" not in r.output and len(r.output) < 5_000
