@@ -20,6 +20,7 @@ from nkirun.isa.spec import ACCUMULATORS, Bound
 from nkirun.hw.dtypes import NCV4_ONLY
 from nkirun.checker.bound import raw_args
 from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, TARGETS
+from nkirun.source.tensor_fields import MAX_DIMS
 
 
 def _tensor_rules(program: Program, max_hbm_bytes: int) -> list[Diagnostic]:
@@ -38,6 +39,11 @@ def _tensor_rules(program: Program, max_hbm_bytes: int) -> list[Diagnostic]:
                              f"{target.version} (the NKI compiler refuses it there: NCC_EVRF051)",
                              t.key_locs.get("dtype", t.loc),
                              hint="use --target trn3, or float8_e4m3 (its max is 240, not 448)"))
+        if len(t.shape) > MAX_DIMS:  # (a YAML declaration says so earlier; a trace here)
+            out.append(error("E012", f"tensor `{t.name}`: a shape of {len(t.shape)} "
+                             f"dimensions; at most {MAX_DIMS} are supported", t.loc,
+                             hint="NKI tiles have a partition dimension and a few free ones"))
+            continue
         layout = (t.buffer, t.shape, t.dtype.itemsize)
         if layout in passed:
             continue

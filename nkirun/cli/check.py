@@ -6,9 +6,8 @@ import sys
 import click
 
 from nkirun.cli.common import (EXIT_INVALID, EXIT_OK, _debug_option, _echo_json, _guard,
-                               _kernel_params, _program_format_option, _target_option)
-from nkirun.source.kernel.cli import kernel_options, no_kernel_options
-from nkirun.source.kernel.loader import is_kernel_path
+                               _program_format_option, _target_option, input_option,
+                               kernel_options, kernel_params)
 
 
 @click.command(short_help="Validate programs statically: every problem, located.")
@@ -20,7 +19,8 @@ from nkirun.source.kernel.loader import is_kernel_path
                    "for CI test reports")
 @_target_option
 @_program_format_option
-@kernel_options(inputs=True)
+@input_option
+@kernel_options
 @_debug_option
 @_guard
 def check(programs, fmt, target, program_format, debug, inputs=(), kernel_args=(),
@@ -44,20 +44,17 @@ def check(programs, fmt, target, program_format, debug, inputs=(), kernel_args=(
 
     Exit status: 0 no errors (warnings allowed), 1 errors in any program, 2 usage error.
     """
-    if any(is_kernel_path(p) for p in programs):
-        if len(programs) != 1:
-            raise click.UsageError("a kernel is checked on its own: give one KERNEL.py::FUNCTION")
-        from nkirun.source.kernel import commands
-        sys.exit(commands.check(programs[0], fmt, _kernel_params(
-            inputs, kernel_shapes, kernel_args, grid, lnc, target)))
-    for program in programs:
-        no_kernel_options(program, kernel_args, kernel_shapes or inputs, grid, lnc)
     from nkirun.show import check_report as cr
+    opts = kernel_params(inputs, kernel_shapes, kernel_args, grid, lnc)
     paths, empty = cr.expand(programs)
     if empty:
         raise click.BadParameter(f"no .yaml/.yml/.nkis program in {', '.join(empty)}",
                                  param_hint="PATH")
-    results = [cr.check_one(p, program_format, target) for p in paths]
+    from nkirun.pipeline.front import KernelOptions, is_kernel
+    mixed = any(is_kernel(p) for p in paths)  # (kernel options are for the kernels then)
+    results = [check_one(p, program_format, target,
+                         opts if is_kernel(p) or not mixed else KernelOptions())
+               for p in paths]
     if fmt == "json":
         _echo_json(cr.to_json(results))
     elif fmt == "github":
@@ -67,3 +64,22 @@ def check(programs, fmt, target, program_format, debug, inputs=(), kernel_args=(
     else:
         cr.print_text(results)
     sys.exit(EXIT_INVALID if any(r.errors for r in results) else EXIT_OK)
+
+
+def check_one(spec: str, program_format, target, opts):
+    """One program or kernel's check_report.Checked: a kernel that does not trace is its
+    diagnostics, like a program that does not parse."""
+    from nkirun.diagnostics import NkirunError
+    from nkirun.pipeline import commands
+    from nkirun.pipeline.front import Front, load
+    from nkirun.show.check_report import Checked
+    try:
+        front = load(spec, program_format, target, opts)
+    except NkirunError as e:
+        if not isinstance(e, ValueError) and not isinstance(e, TypeError):
+            front = Front(spec, "python", None, e.diagnostics, path=spec.split("::")[0])
+            return Checked(spec, front.relocated(e.diagnostics))
+        raise
+    c = commands.check(front)
+    return Checked(spec, c.diagnostics, len(c.program.instructions) if c.program else 0,
+                   front.lines)

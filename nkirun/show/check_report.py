@@ -134,13 +134,6 @@ def _xml_safe(text: str) -> str:
                    else f"\\x{ord(c):02x}" for c in text)
 
 
-def check_one(path: str, program_format: str, target: str | None) -> Checked:
-    from nkirun.api import check_program
-    c = check_program(path, program_format, target)
-    return Checked(path, c.diagnostics, len(c.program.instructions) if c.program else 0,
-                   c.program.source_lines if c.program else ())
-
-
 def print_text(results: list[Checked]) -> None:
     """Each program's diagnostics and verdict line; with several, one summary at the end."""
     import click

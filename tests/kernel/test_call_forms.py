@@ -23,7 +23,7 @@ from nkirun.checker.bind import bind
 from nkirun.checker.passes import validate
 from nkirun.source.forms import FormArgs, FormLocs
 from nkirun.source.kernel import call_forms, isa_shim, views
-from nkirun.source.kernel.api import check_traced, run_traced, trace_call
+from nkirun.api_kernel import check_traced, run_traced, trace_call
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ import pytest
 
 from nkirun.checker.bind import bind
 from nkirun.schedule import scheduler
-from nkirun.source.kernel.api import check_traced, trace_call
+from nkirun.api_kernel import check_traced, trace_call
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("_examples_for_cost_forms",
