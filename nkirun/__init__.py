@@ -103,6 +103,9 @@ def shape(dtype: str, *dims: int) -> Any:
     return Shape(dtype, *dims)
 
 
+import nkirun.source.write  # noqa: E402,F401  (Program.to_yaml/to_text write through it)
+
+
 def _install_nki_fallback() -> None:
     from nkirun.source.kernel.modules import install_fallback_finder, set_simulator
     install_fallback_finder()

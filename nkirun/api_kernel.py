@@ -24,8 +24,8 @@ import numpy as np
 from nkirun.diagnostics import NkirunError
 from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES
 from nkirun.pipeline import commands
-from nkirun.pipeline.front import require_lnc, require_target, require_trips
-from nkirun.pipeline.kernel_calls import call_front, default_target, trace_call  # noqa: F401
+from nkirun.pipeline.front import call_front, require_lnc, require_target, require_trips
+from nkirun.pipeline.kernel_calls import default_target, trace_call  # noqa: F401
 from nkirun.source.kernel.trace import Traced
 
 

@@ -270,13 +270,16 @@ class Program:
     def to_yaml(self) -> str:
         """This program as YAML (what `convert --to yaml` writes; a kernel parameter given
         at run time has no initial contents: pass it with `run --input` / `inputs=`)."""
-        from nkirun.source.write import write_program
-        return write_program(self, "yaml")
+        return WRITER[0](self, "yaml")
 
     def to_text(self) -> str:
         """This program in the text format (`convert --to text`)."""
-        from nkirun.source.write import write_program
-        return write_program(self, "text")
+        return WRITER[0](self, "text")
+
+
+# source/write.py's write_program, put here when it is imported (the IR sits below the
+# front ends that write it; `import nkirun` imports the writer)
+WRITER: list = [None]
 
 
 def rename_tensors(program: Program, mapping: dict[str, str]) -> Program:

@@ -263,6 +263,14 @@ def kernel_front(spec: str, opts: KernelOptions, target: str | None = None) -> F
     return traced_front(traced, spec, path, notes)
 
 
+def call_front(kernel, args=(), kwargs=None, target=None, lnc: int = 1) -> Front:
+    """The Front of a kernel call (the Python API's): arrays and nkirun.shape(...) are its
+    tensors."""
+    from nkirun.pipeline.kernel_calls import trace_call
+    traced = trace_call(kernel, args, kwargs, target, lnc=lnc)
+    return traced_front(traced, getattr(kernel, "__name__", "kernel"))
+
+
 def traced_front(traced, label: str, path: str | None = None, notes=()) -> Front:
     """The Front of a traced kernel: its returned tensors are the outputs out0, out1, ...
     (kernel-contract.md), each the part of its tensor the kernel returned."""

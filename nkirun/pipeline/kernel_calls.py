@@ -61,10 +61,3 @@ def _tensor_args(v):
     if isinstance(v, (list, tuple)) and any(tensor_arg(x) for x in v):
         return type(v)(tensor_arg(x) or x for x in v)
     return tensor_arg(v) or v
-
-
-def call_front(kernel, args=(), kwargs=None, target=None, lnc: int = 1):
-    """The Front of a kernel call (the Python API's)."""
-    from nkirun.pipeline.front import traced_front
-    traced = trace_call(kernel, args, kwargs, target, lnc=lnc)
-    return traced_front(traced, getattr(kernel, "__name__", "kernel"))

@@ -261,3 +261,11 @@ def rebase_files(program: Program, out_dir: str) -> Program:
             t = replace(t, init_value=path.replace(os.sep, "/"))
         tensors[n] = t
     return replace(program, tensors=tensors, base_dir=out_dir)
+
+
+def _install() -> None:
+    from nkirun import ir
+    ir.WRITER[0] = write_program
+
+
+_install()  # Program.to_yaml() / to_text()

@@ -58,7 +58,7 @@ def test_convert_of_the_lnc2_kernel_runs_and_costs_the_same(tmp_path, fmt):
                                  fmt, "-o", str(out)])
     assert r.exit_code == 0, r.output
     assert nkirun.check(str(out)) == []
-    np.testing.assert_array_equal(nkirun.run(str(out))["y"],
+    np.testing.assert_array_equal(nkirun.run(str(out))["out0"],
                                   nkirun.simulate(kernel_function("rmsnorm_lnc2"), lnc=2)(X, W))
     traced = trace_call(kernel_function("rmsnorm_lnc2"), (X, W), lnc=2)
     from nkirun.api_kernel import require_valid
