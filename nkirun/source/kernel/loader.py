@@ -52,6 +52,8 @@ def module_name_for(path: str) -> tuple[str, str]:
     path = os.path.abspath(path)
     folder, stem = os.path.split(path)
     parts = [stem[:-3]]
+    if not parts[0].isidentifier():  # `my.kernel.py`: importable only as a plain file
+        return parts[0], folder
     while os.path.isfile(os.path.join(folder, "__init__.py")) \
             and os.path.basename(folder).isidentifier():
         folder, pkg = os.path.split(folder)
@@ -66,8 +68,9 @@ def import_kernel_module(path: str):
     name, root = module_name_for(path)
     if root not in sys.path:
         sys.path.insert(0, root)
-    if "." not in name:  # a plain file: a private name, so `__main__` blocks do not run
-        name = f"_nkirun_kernel_{name}"
+    if "." not in name or not os.path.basename(path)[:-3].isidentifier():
+        # a plain file: a private name, so `__main__` blocks do not run
+        name = "_nkirun_kernel_" + "".join(c if c.isalnum() else "_" for c in name)
         spec = importlib.util.spec_from_file_location(name, os.path.abspath(path))
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
