@@ -185,9 +185,34 @@ def _capacity(program: Program, bound: list[Bound]) -> list[Diagnostic]:
             b = bound[peak_at]
             out.append(error("E041", f"live {buf.upper()} tensors need {peak:,} bytes per "
                              f"partition at instruction {peak_at} ({b.op}); {target.name} has "
-                             f"{cap:,}", b.loc(), peak_at,
-                             hint="reuse tiles or split the work into smaller tiles"))
+                             f"{cap:,}" + _live_at_peak(program, bound, buf, peak_at, target),
+                             b.loc(), peak_at,
+                             hint="finish with a tile before the next is first used (a "
+                                  "tile lives from its first to its last use), reuse "
+                                  "tiles, or split the work into smaller tiles"))
     return out
+
+
+def _live_at_peak(program: Program, bound: list, buf: str, at: int, target) -> str:
+    """E041's detail: the tiles live at the peak, largest first (where each was allocated,
+    bytes per partition) and, for PSUM, the 2 KiB banks they take."""
+    first, last = _first_last(program, bound)
+    if program.loops:
+        from nkirun.checker.control import widen_live
+        widen_live(program.loops, first, last, bound)
+    live = sorted((t for n, t in program.tensors.items() if t.buffer == buf
+                   and first.get(n, at + 1) <= at <= last.get(n, -1)),
+                  key=lambda t: -t.bytes_per_partition)
+    shown = [f"`{t.name}` ({t.loc.line and f'line {t.loc.line}, '}"
+             f"{t.bytes_per_partition:,} B)" for t in live[:8]]
+    more = f" and {len(live) - 8} more" if len(live) > 8 else ""
+    text = f"; live then: {', '.join(shown)}{more}" if shown else ""
+    if buf == "psum":
+        bank = target.psum_bank_bytes
+        banks = sum(-(-t.bytes_per_partition // bank) for t in live)
+        text += (f"; they take {banks} PSUM banks of {bank:,} bytes, the partition has "
+                 f"{target.psum_bytes_per_partition // bank}")
+    return text
 
 
 def _first_last(program: Program, bound: list[Bound]) -> tuple[dict, dict]:

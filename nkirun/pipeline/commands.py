@@ -45,7 +45,9 @@ def check(front: Front, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES) -> Checked:
         return Checked(front, [], list(front.diagnostics))
     with paused_gc():  # (nkirun/gc_policy.py: the caller's collector is restored after)
         bound, more = validate(front.program, max_hbm_bytes)
-    return Checked(front, bound, sorted(front.diagnostics + front.relocated(more), key=sort_key))
+    from nkirun.pipeline.hints import in_language
+    diags = sorted(front.diagnostics + front.relocated(more), key=sort_key)
+    return Checked(front, bound, in_language(diags, front))
 
 
 def require_valid(front: Front, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES) -> Checked:
@@ -60,7 +62,8 @@ def require_valid(front: Front, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES) -> C
 
 def located(front: Front, e: NkirunError) -> NkirunError:
     """A run-time error's diagnostics as the user named the input (and its lines)."""
-    e.diagnostics = front.relocated(e.diagnostics)
+    from nkirun.pipeline.hints import in_language
+    e.diagnostics = in_language(front.relocated(e.diagnostics), front)
     if not getattr(e, "lines", ()):
         e.lines = front.lines
     return e
