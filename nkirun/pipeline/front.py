@@ -71,7 +71,6 @@ class BadOption(NkirunError, ValueError):
 
     def __init__(self, code: str, message: str, hint: str | None = None):
         super().__init__(error(code, message, Loc(), hint=hint))
-        self.args = (message,)
 
 
 def require_target(target) -> str | None:
@@ -164,7 +163,7 @@ def program_front(source, fmt: str | None = None, target: str | None = None,
                                hint="allowed: " + ", ".join(TARGETS)))
         else:
             program = replace(program, target=target)
-    inputs = dict(inputs or {})
+    inputs = dict(inputs) if isinstance(inputs, Mapping) else dict.fromkeys(inputs or ())
     if inputs:
         program = _given_inputs(program, inputs)
     outputs = [Output(n, t, n) for n, t in program.tensors.items() if t.output]

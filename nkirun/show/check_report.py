@@ -92,7 +92,7 @@ def github(results: list[Checked]) -> str:
     out = []
     for r in results:
         for d in r.diagnostics:
-            props = [f"file={_gh_prop(d.loc.file if d.loc.line else r.program)}"]
+            props = [f"file={_gh_prop(d.loc.file if d.loc.line else r.program.split('::', 1)[0])}"]
             if d.loc.line:
                 props += [f"line={d.loc.line}", f"col={d.loc.column or 1}"]
             props.append(f"title={_gh_prop(f'nkirun {d.code}')}")
@@ -113,7 +113,7 @@ def junit(results: list[Checked]) -> str:
                           failures=str(failures), errors="0", skipped="0")
     for r in results:
         case = ET.SubElement(suite, "testcase", classname="nkirun.check", name=r.program,
-                             file=r.program)
+                             file=r.program.split("::", 1)[0])
         lines = [d.one_line() + (f"\n    help: {d.hint}" if d.hint else "")
                  for d in r.diagnostics]
         errors = [d for d in r.diagnostics if d.is_error]
