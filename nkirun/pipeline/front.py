@@ -181,7 +181,7 @@ def _given_inputs(program: Program, names) -> Program:
 
 def check_input_names(front: Front, via: str = "--input") -> None:
     """Every input names a declared tensor (E075, located at the program file)."""
-    from nkirun.source.builder import did_you_mean
+    from nkirun.diagnostics import did_you_mean
     program = front.program
     for name in front.inputs:
         if name not in program.tensors:

@@ -3,7 +3,7 @@
 Every name loads its module on first use (report.py pulls in rich), so that `nkirun check`
 and `run` do not pay for them at start-up (issues 7 and 9, docs/performance.md).
 """
-_LAZY = {"Schedule": "model", "Slot": "model", "overlaps": "overlap", "schedule": "scheduler",
+_LAZY = {"Schedule": "model", "Slot": "model", "overlaps": "overlap", "schedule": "cores",
          "parse_views": "report", "render_report": "report", "to_json": "report",
          "trace_events": "perfetto", "write_trace": "perfetto", "VIEWS": "views"}
 

@@ -17,7 +17,7 @@ def lookup(name: str) -> S.InstructionDef | None:
 
 
 def suggestion(name: str) -> str | None:
-    from nkirun.source.builder import did_you_mean
+    from nkirun.diagnostics import did_you_mean
     return did_you_mean(S.normalize_name(name.strip()), REGISTRY)
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from nkirun.checker.bind import bind
 from nkirun.schedule import scheduler
+from nkirun.schedule.cores import schedule
 from nkirun.api_kernel import check_traced, trace_call
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -44,7 +45,7 @@ def _slots(program, bound, monkeypatch, by_form: bool):
         if not by_form:
             m.setattr(scheduler._Scheduler, "costed_by_form",
                       lambda self, b, form, engine: self.new_costed(b))
-        s = scheduler.schedule(program, bound)
+        s = schedule(program, bound)
     return [tuple(getattr(x, f) for f in x.__dataclass_fields__) if hasattr(
         x, "__dataclass_fields__") else repr(x) for x in s.slots], s.total_ns
 
@@ -82,6 +83,6 @@ def test_the_loop_kernel_takes_the_form_path(tmp_path, monkeypatch):
                         lambda self, *a: calls.append(1) or real(self, *a))
     traced = dict(_traced_cases(tmp_path))["loop"]
     bound, _ = check_traced(traced)
-    s = scheduler.schedule(traced.program, bound)
+    s = schedule(traced.program, bound)
     assert len(calls) >= 30
     assert any(x.wait_kind == "recompute" for x in s.slots)  # the repeated multiply is elided
