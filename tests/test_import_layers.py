@@ -16,7 +16,7 @@ from repo_paths import ROOT
 
 PACKAGE = ROOT / "nkirun"
 LAYERS = [
-    {"_startup", "diagnostics", "codes", "safeio", "gc_policy", "terminal"},
+    {"_startup", "diagnostics", "codes", "safeio", "gc_policy", "terminal", "speed"},
     {"hw"},
     {"ir"},
     {"control"},  # the order a program's runtime loops run in: IR semantics
