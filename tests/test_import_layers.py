@@ -186,3 +186,27 @@ def test_the_checker_finds_what_it_should(tmp_path):
     """The test's own machinery: a cycle and an upward import in a toy graph."""
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert RANK["cli"] > RANK["api"] > RANK["pipeline"] > RANK["show"] > RANK["source"]
+
+
+def test_front_ends_stop_at_the_ir():
+    """No module of source/ prints, writes files or reads command-line options (those are
+    cli/'s and pipeline/'s); nl.device_print is the kernel's own output (to stderr, as
+    NKI's simulator prints it)."""
+    bad = []
+    for f in (PACKAGE / "source").rglob("*.py"):
+        tree = ast.parse(f.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [a.name for a in node.names] + [getattr(node, "module", None) or ""]
+                if any(n.split(".")[0] in ("click", "argparse") for n in names):
+                    bad.append(f"{f.name}: imports {names}")
+            elif isinstance(node, ast.Call):
+                fn = node.func
+                name = fn.id if isinstance(fn, ast.Name) else fn.attr \
+                    if isinstance(fn, ast.Attribute) else ""
+                mode = node.args[1] if name == "open" and len(node.args) > 1 else None
+                if name == "print" and f.name != "lang.py" or name in ("write_text",
+                                                                       "write_bytes") \
+                        or isinstance(mode, ast.Constant) and "w" in str(mode.value):
+                    bad.append(f"{f.name}:{node.lineno}: {name}")
+    assert bad == []
