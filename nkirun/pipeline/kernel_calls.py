@@ -2,9 +2,7 @@
 called with the API's arrays or the command line's parameters."""
 from __future__ import annotations
 
-import contextlib
 import os
-import sys
 
 from nkirun.diagnostics import Loc, NkirunError, error
 from nkirun.gc_policy import paused_gc
@@ -27,7 +25,7 @@ def import_function(path: str, func_name: str | None):
     from nkirun.source.kernel.loader import (KernelUsageError, find_function,
                                              import_kernel_module, kernel_exception)
     from nkirun.source.kernel.modules import installed
-    with installed(), contextlib.redirect_stdout(sys.stderr):
+    with installed():  # (prints go to stderr while the kernel's module runs: modules.py)
         try:
             module = import_kernel_module(path)
         except NkirunError:

@@ -22,7 +22,7 @@ def execute_plain(program: Program, bound, inputs=None, after_each=None,
     except MemoryError:
         raise out_of_memory(program)
     m = Machine(buffers, written)
-    m.carry = uninitialized == "error"
+    m.carry, m.fills = uninitialized == "error", uninitialized in ("nan", "zero")
     b = None
     try:
         with np.errstate(all="ignore"):  # inf/nan flow through as on hardware, silently
