@@ -49,9 +49,6 @@ KNOWN_UPWARD = {
     ("nkirun.isa.memset", "nkirun.runner.streamed"): "memset's streamed fill",
     ("nkirun.isa.register_load", "nkirun.runner.registers"): "register file access",
     ("nkirun.isa.sendrecv", "nkirun.runner.carried"): "unwritten elements moved as such",
-    ("nkirun.checker.cores", "nkirun.schedule.overlap"): "exact box overlap for W630",
-    ("nkirun.source.kernel.trace", "nkirun.checker.cores"): "LNC_TARGETS",
-    ("nkirun.source.schema", "nkirun.show.explain"): "parameter docs in the schema",
 }
 
 

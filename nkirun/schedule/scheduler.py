@@ -11,7 +11,7 @@ from nkirun.ir import Program
 from nkirun.schedule.model import (ENGINE, QUEUE, RAW, READY, RECOMPUTE, WAR, WAW, Schedule,
                                    Slot, queue_label)
 from nkirun.schedule import recompute
-from nkirun.schedule.overlap import contains, overlaps
+from nkirun.checker.overlap import contains, overlaps
 
 
 class _Tensor:

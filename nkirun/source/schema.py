@@ -61,8 +61,7 @@ def _param_markdown(p: S.Param, description: str) -> str:
 
 
 def _docs_url(name: str) -> str:
-    from nkirun.show.explain import docs_url
-    return docs_url(name)
+    return REGISTRY[name].page_url  # (the page `nkirun explain` names too)
 
 
 def instruction_schema(spec: S.InstructionDef) -> dict:

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from nkirun import api
-from nkirun.schedule.overlap import contains, overlaps
+from nkirun.checker.overlap import contains, overlaps
 from nkirun.schedule.model import ENGINE, QUEUE, RAW, READY, WAR, WAW
 from nkirun.schedule import schedule
 from repo_paths import ROOT
