@@ -73,8 +73,15 @@ def run(program: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: E302
     """Outputs of a program file (dict name -> array); for a kernel function, its return
     structure (as `simulate(kernel)(*args, **kwargs)`). shadow=True (programs): the
     ShadowReport of a float32 shadow run instead (nkirun.api.shadow, docs/shadow.md)."""
-    if callable(program):
-        return simulate(program)(*args, **kwargs)
+    if callable(program):  # nkirun's options are not the kernel's (docs/api.md)
+        opts = {k: kwargs.pop(k) for k in ("target", "lnc", "shadow", "uninitialized")
+                if k in kwargs}
+        extra = kwargs.pop("kernel_kwargs", None) or {}
+        clash = set(extra) & set(kwargs)
+        if clash:
+            raise TypeError(f"kernel parameter `{min(clash)}` is given twice (as a keyword "
+                            "and in kernel_kwargs)")
+        return simulate(program, **opts)(*args, **kwargs, **extra)
     if kwargs.pop("shadow", False):
         return _api.shadow(program, *args, **kwargs)
     return _api.run(program, *args, **kwargs)

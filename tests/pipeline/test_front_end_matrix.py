@@ -254,6 +254,10 @@ def test_a_kernel_parameter_named_target(here):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     np.testing.assert_array_equal(nkirun.simulate(mod.add1, target="trn1")(X, target=3.0), X + 3)
+    np.testing.assert_array_equal(nkirun.run(mod.add1, X, target="trn1",
+                                             kernel_kwargs={"target": 4.0}), X + 4)
+    with pytest.raises(ValueError):
+        nkirun.run(mod.add1, X, target="bogus")
     sched = nkirun.cost(mod.add1, X, target="trn1", kernel_kwargs={"target": 2.0})
     assert sched.target.name == "trn1"
     assert nkirun.check(mod.add1, X, kernel_kwargs={"target": 2.0}) == []
