@@ -261,3 +261,21 @@ def test_a_kernel_parameter_named_target(here):
     sched = nkirun.cost(mod.add1, X, target="trn1", kernel_kwargs={"target": 2.0})
     assert sched.target.name == "trn1"
     assert nkirun.check(mod.add1, X, kernel_kwargs={"target": 2.0}) == []
+
+
+@pytest.mark.parametrize("front", FRONTS)
+def test_target_and_uninitialized_options(here, front):
+    r = nk("run", front, "--input", "x=x.npy", "--out", "o", "--target", "trn1",
+           "--uninitialized", "nan", "--format", "json")
+    assert r.exit_code == 0, r.output
+    np.testing.assert_array_equal(np.load(here / "o" / "out0.npy"), X + 1)
+    r = nk("cost", front, "--input", "x=x.npy", "--target", "trn1", "--format", "json")
+    assert json.loads(r.stdout)["target"] == "trn1"
+
+
+def test_cost_compare_a_program_with_its_kernel(here):
+    r = nk("cost", "p.yaml", "--compare", "p.nkis", "--format", "json")
+    assert r.exit_code == 0, r.output
+    r = nk("cost", "k.py::add1", "--input", "x=x.npy", "--compare-target", "trn1",
+           "--format", "json")
+    assert r.exit_code == 0, r.output
