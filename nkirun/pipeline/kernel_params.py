@@ -83,7 +83,7 @@ def _parse_shapes(values) -> dict:
         d = consts.to_dtype(m.group(2)) if m else None
         if not m or not dims or any(n <= 0 for n in dims) or d is None or d.nkirun is None:
             raise OptionError(f"{v!r}: expected NAME=DTYPE[D0,D1,...] such as "
-                                     "x=float32[128,512]", "--shape")
+                              "x=float32[128,512]", "--shape")
         out[m.group(1)] = TensorArg(tuple(dims), d.nkirun)
     return out
 
@@ -113,8 +113,8 @@ def _dtype_suffix(path: str):
     if d is None:
         if re.fullmatch(r"[A-Za-z_]\w*", tail.strip()) and not os.path.exists(path):
             raise OptionError(f"{path!r}: `{tail}` is no NKI dtype; after the file, "
-                                     ":DTYPE names the values' dtype (e.g. "
-                                     ":float8_e8m0fnu)", "--input")
+                              ":DTYPE names the values' dtype (e.g. :float8_e8m0fnu)",
+                              "--input")
         return path, None
     return head, d
 
