@@ -174,8 +174,11 @@ def render_text(d: dict) -> str:
         out.append(f"  note: {d['cost']['note']}")
     if d["example"]:
         out += ["", "example:"] + [f"  {line}" for line in d["example"].splitlines()]
-    if d.get("python_example"):
-        out += ["", "in a Python kernel:"] + [f"  {x}" for x in d["python_example"].splitlines()]
+    if d.get("python_example"):  # (spelled again within the reading width)
+        from nkirun.show.render import reading_width
+        text = nisa_example(lookup(d["name"]), reading_width() - 2) or d["python_example"]
+        d = {**d, "python_example": text}
+        out += ["", "in a Python kernel:"] + [f"  {x}" for x in text.splitlines()]
     if d["source"]:
         out += ["", f"source: {d['source']}"]
     from nkirun.show.render import wrap_words

@@ -8,8 +8,9 @@ import re
 _OPS = ("op", "op0", "op1", "reduce_op", "op2", "cmp_op", "func")  # operator keywords
 
 
-def nisa_example(spec) -> str | None:
-    """The instruction's YAML example as `nisa.<name>(...)` calls (None: no example)."""
+def nisa_example(spec, width: int = 76) -> str | None:
+    """The instruction's YAML example as `nisa.<name>(...)` calls, lines within `width`
+    columns where the keywords allow (None: no example)."""
     import yaml
     if not spec.example:
         return None
@@ -28,7 +29,7 @@ def nisa_example(spec) -> str | None:
             return None
         kinds = {p.name: p.kind.name for p in _spec(op).params} if _spec(op) else {}
         lines += _call_lines(f"nisa.{op}(", [f"{k}={_value(v, kinds.get(k), k)}"
-                                            for k, v in args.items()])
+                                            for k, v in args.items()], width)
     return "\n".join(lines)
 
 
@@ -69,16 +70,12 @@ def _value(v, kind, key) -> str:
 
 # How `explain nl.NAME` calls the function (t: a float32 (128, 512) SBUF tile holding the
 # kernel's input; x: that HBM input); UNARY/BINARY functions take one tile / two.
-_CALLS = {
-    "copy": "nl.copy(t)", "zeros": "nl.zeros((128, 512), dtype=nl.float32)",
-    "ones": "nl.ones((128, 512), dtype=nl.float32)",
-    "full": "nl.full((128, 512), 2.0, dtype=nl.float32)", "load": "nl.load(x)",
-    "transpose": "nl.transpose(t[:, 0:128])",
-    "matmul": "nl.matmul(t[:, 0:128], t, transpose_x=True)",
-    "sum": "nl.sum(t, axis=1)", "max": "nl.max(t, axis=1)", "min": "nl.min(t, axis=1)",
-    "mean": "nl.mean(t, axis=1)", "prod": "nl.prod(t, axis=1)",
-    "negative": "nl.negative(t)", "broadcast_to": "nl.broadcast_to(t[0:1, :], (128, 512))",
-}
+_CALLS = {call.split("(")[0].removeprefix("nl."): call for call in (  # name -> its call
+    "nl.copy(t)", "nl.zeros((128, 512), dtype=nl.float32)",
+    "nl.ones((128, 512), dtype=nl.float32)", "nl.full((128, 512), 2.0, dtype=nl.float32)",
+    "nl.load(x)", "nl.transpose(t[:, 0:128])", "nl.matmul(t[:, 0:128], t, transpose_x=True)",
+    "nl.sum(t, axis=1)", "nl.max(t, axis=1)", "nl.min(t, axis=1)", "nl.mean(t, axis=1)",
+    "nl.prod(t, axis=1)", "nl.negative(t)", "nl.broadcast_to(t[0:1, :], (128, 512))")}
 
 
 def nl_call(name: str) -> str | None:
@@ -102,10 +99,10 @@ def nl_function(name: str) -> dict | None:
     from nkirun.source.write import write_program
     text = write_program(program, "yaml")
     body = text[text.index("instructions:\n") + len("instructions:\n"):].rstrip()
-    body = "\n".join(line[2:] for line in body.splitlines()[1:])  # after the input's copy
-    records = [i.op for i in program.instructions[1:]]
+    body = "\n".join(line[2:] for line in body.splitlines()[1:-1])  # the call's own
+    records = [i.op for i in program.instructions[1:-1]]
     tensors = {n: f"{t.buffer} {list(t.shape)} {t.dtype.name}"
-               for n, t in program.tensors.items() if n != "x"}
+               for n, t in program.tensors.items() if n not in ("x", "out")}
     return {"name": f"nl.{name.removeprefix('nl.')}", "call": f"r = {call}",
             "records": records, "yaml": body, "tensors": tensors,
             "note": "t: a float32 [128, 512] SBUF tile; each result tile is a new tensor"}
@@ -115,7 +112,8 @@ def _readable(program):
     """The example's tensors named as the call names them: t, then r, r2, ... in order."""
     from nkirun.ir import rename_tensors
     first = program.instructions[0].args["dst"].tensor
-    names, k = {first: "t"}, 1
+    last = program.instructions[-1].args["dst"].tensor  # the HBM copy the kernel returns
+    names, k = {first: "t", last: "out"}, 1
     for n in program.tensors:
         if n not in names and n != "x":
             names[n] = "r" if k == 1 else f"r{k}"
@@ -132,7 +130,10 @@ def _traced(call: str):
            "def example(x):\n"
            "    t = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)\n"
            "    nisa.dma_copy(dst=t, src=x)\n"
-           f"    r = {call}\n")
+           f"    r = {call}\n"
+           "    out = nl.ndarray(r.shape, dtype=r.dtype, buffer=nl.shared_hbm)\n"
+           "    nisa.dma_copy(dst=out, src=r)\n"  # (a kernel returns HBM tensors)
+           "    return out\n")
     scope: dict = {}
     with installed():
         exec(compile(src, "<explain>", "exec"), scope)  # noqa: S102 - our own text
