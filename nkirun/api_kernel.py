@@ -29,6 +29,12 @@ from nkirun.pipeline.kernel_calls import default_target, trace_call  # noqa: F40
 from nkirun.source.kernel.trace import Traced
 
 
+# callables (kernel, front, bound, diagnostics) told of every kernel simulate() runs, before
+# it runs (nkirun/dropin/pytest_plugin.py: --nkirun-check, --nkirun-cost); `front.program`
+# is the traced program
+WATCHERS: list = []
+
+
 def _front(kernel, args, kwargs, target, lnc, kernel_kwargs):
     kwargs = dict(kwargs)
     for name, v in (kernel_kwargs or {}).items():
@@ -55,6 +61,8 @@ def simulate(kernel, target: str | None = None, lnc: int = 1, shadow: bool = Fal
     def call(*args, **kwargs):
         front = call_front(kernel, args, kwargs, target, lnc)
         c = commands.require_valid(front)
+        for watch in WATCHERS:
+            watch(kernel, front, c.bound, c.diagnostics)
         ran = commands.run(c, uninitialized, shadow=shadow, progress=False)
         arrays = [ran.outputs[o.name] for o in front.outputs]
         if not shadow:
