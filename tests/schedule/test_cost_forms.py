@@ -128,5 +128,5 @@ def test_the_cost_does_not_depend_on_how_accumulate_is_spelled(tmp_path, monkeyp
         fast = _slots(traced.program, bound, monkeypatch, by_form=True)
         assert fast == _slots(traced.program, bound, monkeypatch, by_form=False)
         runs[spelling] = [(s.start_ns, s.end_ns, s.engine) for s in
-                          scheduler.schedule(traced.program, bound).slots], fast[1]
+                          schedule(traced.program, bound).slots], fast[1]
     assert runs["explicit"] == runs["unset"]
