@@ -19,7 +19,8 @@ from contextlib import contextmanager
 from nkirun.source.kernel.unsupported import unsupported
 
 NAMES = ("nki", "nki.isa", "nki.isa.constants", "nki.language", "nki.collectives",
-         "nki.typing", "nki.compiler", "neuronxcc", "neuronxcc.nki", "neuronxcc.nki.isa",
+         "nki.typing", "nki.compiler", "nki.dtype", "nki.language.dtypes", "nki.builtin",
+         "neuronxcc", "neuronxcc.nki", "neuronxcc.nki.isa",
          "neuronxcc.nki.isa.constants", "neuronxcc.nki.language", "neuronxcc.nki.typing",
          "neuronxcc.nki.compiler")
 _ROOTS = ("nki", "neuronxcc")
@@ -50,8 +51,7 @@ class Kernel:
         from nkirun.source.kernel.session import tracing
         if tracing():  # a kernel calling another jit function: inline it
             return self.func(*args, **kwargs) if not self.grid else self._launch(args, kwargs)
-        from nkirun.source.kernel.api import simulate
-        return simulate(self)(*args, **kwargs)
+        return _SIMULATOR[0](self)(*args, **kwargs)
 
     def _launch(self, args, kwargs):
         """`kernel[g](...)` inside a trace (a launcher function): every program instance
@@ -83,15 +83,64 @@ def jit(fn=None, **kwargs):
     return Kernel(fn, options=kwargs)
 
 
+# `nkirun.simulate`, set by `import nkirun` (the API sits above the front ends: a front end
+# never imports it; the `nki` shim calls whatever the API put here)
+_SIMULATOR: list = [None]
+
+
+def set_simulator(simulate) -> None:
+    _SIMULATOR[0] = simulate
+
+
 def _simulate(kernel):
-    from nkirun.source.kernel.api import simulate
-    return simulate(kernel)
+    return _SIMULATOR[0](kernel)
 
 
 def _simulate_kernel(kernel, *args, **kwargs):
     """`nki.simulate_kernel(kernel, *arrays)` (neuronxcc.nki before 0.2)."""
-    from nkirun.source.kernel.api import simulate
-    return simulate(kernel)(*args, **kwargs)
+    return _SIMULATOR[0](kernel)(*args, **kwargs)
+
+
+class CpuSimulate:
+    """`nki.cpu_simulate(kernel)[lnc](*arrays, **kwargs)`: NKI 0.6's CPU-simulator entry as
+    nki-library's harness calls it, i.e. `nkirun.simulate(kernel, lnc=lnc, target=...)`
+    (`nki.cpu_simulate(kernel)(...)`: one core). The target: `nkirun.install(target=)` /
+    pytest's `--nkirun-target`, else NKI_NC_VERSION (gen2/gen3/gen4, which that harness
+    sets), else nkirun's default (NEURON_PLATFORM_TARGET_OVERRIDE, trn2)."""
+
+    target: str | None = None  # set by nkirun.install(target=...)
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+
+    def __getitem__(self, lnc):
+        return _simulate_on(self.kernel, int(lnc))
+
+    def __call__(self, *args, **kwargs):
+        return self[1](*args, **kwargs)
+
+
+def _simulate_on(kernel, lnc: int):
+    import os
+    from nkirun.source.kernel.consts import TARGET_VERSION
+    simulate = _SIMULATOR[0]  # nkirun.simulate (set_simulator: the API is above us)
+    gen = os.environ.get("NKI_NC_VERSION", "").strip().lower()
+    by_gen = {g: t for t, g in TARGET_VERSION.items() if t != "inf2"}
+    return simulate(kernel, CpuSimulate.target or by_gen.get(gen, gen or None), lnc)
+
+
+class _DtypeModule(types.ModuleType):
+    """`nki.dtype` (= `nki.language.dtypes`): the dtype objects by name (`nki.dtype.float8_e4m3`),
+    and, as an annotation or in isinstance, the type of a dtype."""
+
+    def __instancecheck__(self, obj):
+        from nkirun.source.kernel.consts import NlDType
+        return isinstance(obj, NlDType)
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise unsupported(f"nki.dtype.{name}")
 
 
 def _same_kernel(fn=None, **kwargs):
@@ -181,7 +230,11 @@ def modules() -> dict[str, types.ModuleType]:
         collectives.ReplicaGroup = ReplicaGroup  # a description only: the collectives are E601
         nki.isa, nki.language, nki.collectives = isa, language, collectives
         nki.jit, nki.simulate, nki.Kernel = jit, _simulate, Kernel
-        nki.dtype = consts.NlDType
+        dtypes = _DtypeModule("nki.language.dtypes", "NKI dtypes (nkirun's nl dtype objects)")
+        dtypes.__dict__.update(consts.DTYPES)
+        nki.dtype = language.dtypes = dtypes
+        nki.cpu_simulate = CpuSimulate
+        nki.builtin = _Package("nki.builtin", "NKI 0.6's nki.builtin: nkirun defines no names in it")
         nki.simulate_kernel = _simulate_kernel
         nki.tensor = _TensorType  # `x: nki.tensor` annotations (pre-0.2)
         nki.baremetal = nki.benchmark = nki.profile = _same_kernel
@@ -199,7 +252,8 @@ def modules() -> dict[str, types.ModuleType]:
         neuronxcc.nki = nki
         mods = {"nki": nki, "nki.isa": isa, "nki.language": language,
                 "nki.collectives": collectives, "nki.typing": typing, "nki.compiler": compiler,
-                "nki.isa.constants": isa.constants}
+                "nki.isa.constants": isa.constants, "nki.dtype": dtypes,
+                "nki.language.dtypes": dtypes, "nki.builtin": nki.builtin}
         for name, m in mods.items():
             if not hasattr(m, "__path__"):  # `import nki.compiler.backends...`: the finder
                 m.__path__ = []             # answers E601, not a ModuleNotFoundError
@@ -208,6 +262,8 @@ def modules() -> dict[str, types.ModuleType]:
         for name, m in mods.items():  # `import neuronxcc.nki.language as nl`: the same modules
             _MODULES["neuronxcc." + name] = m
         _BUILT.update((id(m), (m, dict(vars(m)))) for m in _MODULES.values())
+        _BUILT.update((id(v), (v, dict(vars(v)))) for m in _MODULES.values()
+                      for v in vars(m).values() if _namespace(v))
     return _MODULES
 
 
@@ -248,9 +304,16 @@ def installed():
             sys.modules.update(saved)
 
 
+def _namespace(v) -> bool:
+    """An object of nkirun's own whose attributes a kernel may assign (`nl.tile_size`,
+    `nisa.engine`, `nl.fp32`), not a function, class or module."""
+    return (type(v).__module__ or "").startswith("nkirun.") and hasattr(v, "__dict__") \
+        and not isinstance(v, (type, types.ModuleType, types.FunctionType)) and not callable(v)
+
+
 def _pristine() -> None:
-    """Every `nki` module's attributes as modules() built them (`nl.multiply = nl.add` in
-    one kernel must not change the next one)."""
+    """Every `nki` module's attributes, and those of the namespaces in them, as modules()
+    built them (`nl.multiply = nl.add` in one kernel must not change the next one)."""
     for m, attrs in _BUILT.values():
         d = m.__dict__
         if len(d) != len(attrs) or any(d.get(k, d) is not v for k, v in attrs.items()):
