@@ -69,6 +69,8 @@ class ShadowReport:
     outputs: dict = field(default_factory=dict)
     warnings: list = field(default_factory=list)
     backend: str = "numpy"  # which comparison ran: "native" (C) or "numpy" (docs/shadow.md)
+    # each output as the float32 shadow computed it (the HTML profile's error heat map)
+    shadow_outputs: dict = field(default_factory=dict)
 
     def top(self, n: int = 5) -> list[Row]:
         return top(self.rows, n)

@@ -77,8 +77,8 @@ def _hottest(table) -> int:
 def test_example_program_one_bar_per_instruction(tmp_path):
     page, report = cost_html(tmp_path, PROGRAMS / "rowmax_in_window.yaml")
     attrs = open_page(tmp_path, page)
-    assert int(attrs["bars"]) == int(attrs["instructions"]) == len(report["table"])
-    assert int(attrs["hottest-line"]) == _hottest(report["table"])
+    assert int(attrs["bars"]) == int(attrs["instructions"]) == len(report["instructions"])
+    assert int(attrs["hottest-line"]) == _hottest(report["instructions"])
     screenshots(tmp_path, page, "program", ["summary", "timeline", "source", "memory", "dma"])
 
 
@@ -87,8 +87,8 @@ def test_kernel_hottest_line_is_the_reports(tmp_path):
                              "--shape", "q=float32[64,128]", "--shape", "k=float32[64,384]",
                              "--shape", "v=float32[384,64]")
     attrs = open_page(tmp_path, page, "source")
-    assert int(attrs["hottest-line"]) == _hottest(report["table"])
-    assert int(attrs["instructions"]) == len(report["table"])
+    assert int(attrs["hottest-line"]) == _hottest(report["instructions"])
+    assert int(attrs["instructions"]) == len(report["instructions"])
     screenshots(tmp_path, page, "kernel", ["summary", "timeline", "source", "memory", "dma"])
 
 
@@ -96,8 +96,29 @@ def test_two_core_kernel(tmp_path):
     page, report = cost_html(tmp_path, KERNELS / "rmsnorm_lnc2.py", "--lnc", "2",
                              "--shape", "x=float32[256,200]", "--shape", "w=float32[1,200]")
     attrs = open_page(tmp_path, page)
-    assert int(attrs["instructions"]) == len(report["table"])
+    assert int(attrs["instructions"]) == len(report["instructions"])
     assert int(attrs["bars"]) > 0
     html = page.read_text()
     assert '"core0.' in html and '"core1.' in html  # a lane per engine of each core
     screenshots(tmp_path, page, "lnc2", ["timeline"])
+
+
+def test_shadow_run_precision_view(tmp_path):
+    import numpy as np
+    rng = np.random.default_rng(0)
+    args = []
+    for name, shape in (("q", (64, 128)), ("k", (64, 128)), ("v", (128, 64))):
+        np.save(tmp_path / f"{name}.npy", rng.standard_normal(shape).astype(np.float32))
+        args += ["--input", f"{name}={tmp_path / (name + '.npy')}"]
+    page = tmp_path / "precision.html"
+    got = subprocess.run([sys.executable, "-m", "nkirun", "run", str(KERNELS / "attention_bf16.py"),
+                          *args, "--shadow", "--html", str(page), "--out", str(tmp_path / "o"),
+                          "--format", "json"], capture_output=True, text=True, timeout=300)
+    assert got.returncode == 0, got.stderr
+    report = json.loads(got.stdout)
+    attrs = open_page(tmp_path, page, "precision")
+    assert attrs["view"] == "precision"
+    added = [r for r in report["shadow"] if r["added_max_abs_error"]]
+    assert int(attrs["precision-rows"]) == len(added) > 0
+    assert int(attrs["heatmaps"]) == 1  # out0, the one output
+    screenshots(tmp_path, page, "shadow", ["precision"])

@@ -311,6 +311,8 @@ function renderPrecision(sec) {
   const num = x => x === null || x === undefined ? "-" : typeof x === "string" ? x : x === 0 ? "0" : x.toExponential(2);
   sec.append(el("p", { class: "note" }, "From run --shadow: each instruction's error against a float32 shadow run (carried: what its output holds; added: what it added itself)."));
   const ranked = [...rows].filter(r => r.added_max_abs_error).sort((a, b) => (+b.added_max_abs_error || 0) - (+a.added_max_abs_error || 0));
+  body.dataset.precisionRows = ranked.length;
+  body.dataset.heatmaps = (P[0].heatmaps || []).length;
   sec.append(table(["#", "op", "line", "max abs", "max rel", "added abs", "added rel", "overflow", "NaN born"],
     (ranked.length ? ranked : rows).slice(0, 300).map(r => [r.instruction, r.op, r.line, num(r.max_abs_error), num(r.max_rel_error),
       num(r.added_max_abs_error), num(r.added_max_rel_error), r.overflow, r.nan_born]), [1, 0, 1, 1, 1, 1, 1, 1, 1]));
