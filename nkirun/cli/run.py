@@ -77,6 +77,7 @@ def default_out_dir(program: str) -> str:
 @kernel_options
 @_debug_option
 @_guard
+# long: a click command: its help text and the steps of a run, each a call
 def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, range_rtol, ulp, trace,
         dump_dir, dump_after, uninitialized, program_format, debug, fmt="text", target=None,
         kernel_args=(), kernel_shapes=(), grid=None, lnc=None, shadow=False, shadow_top=None,
