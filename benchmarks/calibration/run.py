@@ -184,7 +184,7 @@ def _metric(point, traced, bound):
         acts = [x for x in s.slots if x.op == "activation"]
         return (acts[-1].start_ns - acts[0].start_ns) / (len(acts) - 1), len(s.slots)
     point["_engines"] = {k: v["busy_ns"] for k, v in s.engines().items() if v["busy_ns"]}
-    return s.total_ns, len(s.slots)
+    return s.kernel_ns, len(s.slots)
 
 
 def _one(point: dict) -> dict:

@@ -71,6 +71,14 @@ class CostTable:
     # fp8 double-row: moving elements per PE cycle ([K, 2, N] streams in N cycles): v3's
     # 4x128 FP8 vs 2x128 BF16 input rows [ARCH3]; v4 assumed the same for plain fp8
     fp8_rows_factor: int
+    # FITTED: the fixed time of one kernel call beyond its instructions' makespan (launch,
+    # the runtime's semaphores, the final write-back), on the public CS149 vector-add
+    # kernels that run one tile (trn2, nc_latency p99 and total_time: 15 us measured against
+    # 4.2 us of instructions at 25,600 elements; 28 and 26 us against 15.5 and 12.3 at
+    # 256,000). Leave-one-family-out held-out error: benchmarks/calibration/run.py. No
+    # public page gives a figure (the Mamba tutorial names a NEFF start-up and tear-down
+    # overhead without one); the same value is assumed on every generation.
+    kernel_launch_ns: float = 12_000.0
     sources: tuple[str, ...] = ()
 
 

@@ -10,7 +10,7 @@ from nkirun.schedule import dma
 from nkirun.ir import Program
 from nkirun.schedule.model import (ENGINE, QUEUE, RAW, READY, RECOMPUTE, WAR, WAW, Schedule,
                                    Slot, queue_label)
-from nkirun.schedule import recompute
+from nkirun.schedule import placement, recompute
 from nkirun.schedule.overlap import contains, overlaps
 
 
@@ -281,12 +281,15 @@ class _Scheduler:
                 b, extra, ready, dep, kind, dep_tensor)
             lat = 0.0
         else:
-            clock = self.clocks.get(engine)
-            if clock is None:
-                clock = self.clocks[engine] = self.sched.clock(engine)
+            clock = self.clock(engine)
             start, dep, kind, dep_tensor = earliest_start(
                 ready, dep, kind, dep_tensor, *self.compute_resource(engine, extra))
             end = start + cycles / clock
+            if engine == "vector":  # the engine left open: the compiler's choice (placement.py)
+                alt = self.on_scalar(b, reads, writes, end)
+                if alt is not None:
+                    engine, cycles, start, end, ready, dep, kind, dep_tensor = alt
+                    self.sched.placed_on_scalar += 1
             self.occupy(engine, extra, end, index)
             queues, label, busy, lat = (), self.pe_label(engine, extra), 0.0, self.raw_latency
             if key is not None and values is not None:
@@ -298,6 +301,27 @@ class _Scheduler:
                                      dep_tensor, b.inst.loc.line, names,
                                      inst_name=b.args.get("name"), busy_ns=busy,
                                      ready_ns=ready))
+
+    def clock(self, engine: str) -> float:
+        clock = self.clocks.get(engine)
+        if clock is None:
+            clock = self.clocks[engine] = self.sched.clock(engine)
+        return clock
+
+    def on_scalar(self, b, reads, writes, vector_end: float) -> tuple | None:
+        """The placement on the Scalar engine when it may run `b` and finishes it before
+        `vector_end` (the Vector engine's end): (engine, cycles, start, end, ready, dep,
+        kind, tensor), else None."""
+        cycles = placement.scalar_cycles(b, self.target)
+        if cycles is None:
+            return None
+        ready, dep, kind, tensor = self.data_ready(reads, writes, 1.0)
+        start, dep, kind, tensor = earliest_start(ready, dep, kind, tensor,
+                                                  *self.compute_resource("scalar", None))
+        end = start + cycles / self.clock("scalar")
+        if end >= vector_end:
+            return None
+        return "scalar", cycles, start, end, ready, dep, kind, tensor
 
     def occupy(self, engine: str, cells, end: float, index: int) -> None:
         if engine == "tensor" and self.pe is not None:

@@ -41,6 +41,8 @@ def summary(s: Schedule) -> dict:
         "target": s.target.name,
         "core": s.target.core,
         "total_ns": _r(s.total_ns),
+        "launch_ns": _r(s.launch_ns),
+        "kernel_ns": _r(s.kernel_ns),
         "instruction_count": len(s.slots),
         "engines": {n: {k: (_r(v) if isinstance(v, float) else v) for k, v in e.items()}
                     for n, e in engines.items()},
