@@ -149,6 +149,7 @@ class _Scheduler:
         self.values = recompute.Recomputes() if recompute.applies(program) else None
         self.key_ids: dict[tuple, int] = {}
         self.by_form: dict[tuple[int, str], tuple | bool] = {}
+        self.storage = _storage_names(program) if program.reuse_buffers else None
 
     def overlap(self, a, b) -> bool:
         key = (id(a), id(b))
@@ -262,6 +263,10 @@ class _Scheduler:
             else:
                 c = self.costed[ckey] = self.new_costed(b)
         cycles, reads, writes, extra, names, key, read_names, write_names = c
+        if self.storage is not None:  # one buffer per allocation site: accesses of one tensor
+            st = self.storage
+            reads = tuple((st.get(n, n), box) for n, box in reads)
+            writes = tuple((st.get(n, n), box) for n, box in writes)
         is_dma = engine == "dma"
         ready, dep, kind, dep_tensor = self.data_ready(reads, writes,
                                                        self.latency_factor.get(engine, 1.0))
@@ -363,6 +368,17 @@ class _Scheduler:
         if label is None:
             label = self.labels[queues] = queue_label(queues)
         return start, end, dep, kind, dep_tensor, queues, label, busy
+
+
+def _storage_names(program: Program) -> dict[str, str]:
+    """On-chip tensor -> the buffer it shares with every tensor allocated at the same place
+    with the same layout (Program.reuse_buffers)."""
+    out = {}
+    for d in program.tensors.values():
+        if d.on_chip and d.loc.line:
+            out[d.name] = (f"{d.buffer}@{d.loc.file}:{d.loc.line}:{d.loc.column}:"
+                           f"{d.shape}:{d.dtype.name}")
+    return out
 
 
 def schedule(program: Program, bound, target: Target | None = None) -> Schedule:
