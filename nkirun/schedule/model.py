@@ -63,6 +63,9 @@ class Slot:
     inst_name: str | None = None  # the program's `name=` label of the instruction
     busy_ns: float = 0.0  # DMA: engine-ns of streaming (the sum over its engines)
     ready_ns: float = 0.0  # when its data allowed it to start (before engine/queue waits)
+    dma_bytes: float = 0.0  # DMA: bytes delivered
+    dma_run: float = 0.0  # DMA: bytes per descriptor (the contiguous run, at most a row)
+    hbm_bytes: float = 0.0  # DMA: bytes read or written in HBM
 
     @property
     def title(self) -> str:

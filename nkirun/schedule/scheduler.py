@@ -127,6 +127,7 @@ class _Scheduler:
         self.target = target
         table = cost_table(target)
         self.raw_latency = table.raw_latency_ns
+        self.hbm_rate = table.hbm_bytes_per_ns
         # a reader's share of the commit latency a compute write carries (the Vector engine's
         # documented dependent-instruction overhead is shorter than the measured ScalarE one)
         vector_clock = target.clock("vector")
@@ -305,7 +306,10 @@ class _Scheduler:
                                      spec.cost_formula, spec.cost_assumed, kind, dep,
                                      dep_tensor, b.inst.loc.line, names,
                                      inst_name=b.args.get("name"), busy_ns=busy,
-                                     ready_ns=ready))
+                                     ready_ns=ready,
+                                     **({"dma_bytes": extra[8], "dma_run": extra[9],
+                                         "hbm_bytes": extra[2] * self.hbm_rate}
+                                        if is_dma and same is None else {})))
 
     def clock(self, engine: str) -> float:
         clock = self.clocks.get(engine)
@@ -347,7 +351,7 @@ class _Scheduler:
     def place_dma(self, b, plan, ready, dep, kind, dep_tensor) -> tuple:
         """Trigger at `ready` (after the DGE issuer, if any), stream from trigger + latency
         on the engines' idle time (schedule/dma.py)."""
-        shares, latency, hbm_ns, issuer, busy, uniform, queues, _ = plan
+        shares, latency, hbm_ns, issuer, busy, uniform, queues = plan[:7]
         trigger = ready
         if issuer is not None:
             free, blocker = self.engine_free.get(issuer, (0.0, None))

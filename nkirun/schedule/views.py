@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from nkirun.schedule.model import Schedule, Slot, queue_label
 
-VIEWS = ("summary", "table", "timeline", "critical")
+VIEWS = ("summary", "table", "timeline", "critical", "advice")
 
 MODEL_ASSUMPTIONS = (
     "cycles come from each instruction's documented formula (MIN_II = 64 on every target); "
