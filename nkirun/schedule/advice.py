@@ -12,17 +12,19 @@
 * roofline: the time the kernel's HBM traffic takes at the core's HBM bandwidth and each
   engine's busy time, against the makespan;
 * reordering: the instructions a compiler free to reorder could have started earlier
-  (compare.reorder_hints, until now only under --compare).
+  (reorder_hints, also used by --compare).
 """
 from __future__ import annotations
 
 from nkirun.hw.cost_tables import cost_table
+from nkirun.schedule import model as m
 from nkirun.schedule.model import Schedule, path_contributions
 
 LATENCY_BOUND = 0.5  # share of the critical path waiting above which a kernel is latency-bound
 SMALL_DESCRIPTOR = 512  # bytes
 SMALL_TRANSFER = 32 * 1024  # bytes
 DMA_ROWS = 8
+HINTS = 5  # reordering hints listed per schedule
 
 
 def _r(x: float) -> float:
@@ -101,8 +103,39 @@ def roofline(s: Schedule) -> dict:
             "bound_ns": _r(bound), "of_roofline": _r(bound / s.total_ns if s.total_ns else 0.0)}
 
 
+def reorder_hints(s: Schedule, limit: int = HINTS) -> dict:
+    """Instructions that waited for their engine in program order while that engine sat
+    idle, earlier, waiting for an earlier instruction's data: a scheduler free to reorder
+    (the compiler's) could have started them in that gap. Returns the time such moves could
+    take off each instruction (an upper bound: moving one may delay others) and the top ones."""
+    hints, gaps, ends = [], {}, {}
+    for x in s.slots:
+        if x.engine == "dma":
+            continue
+        unit = (x.core, x.engine)  # each core's engines are their own
+        open_gaps = gaps.setdefault(unit, [])
+        if x.wait_kind == m.ENGINE and x.ready_ns < x.start_ns:
+            fit = [g for g in open_gaps if g[1] - max(g[0], x.ready_ns) >= x.duration_ns]
+            if fit:
+                g = min(fit, key=lambda g: max(g[0], x.ready_ns))
+                gain = x.start_ns - max(g[0], x.ready_ns)
+                hints.append({"index": x.index, "op": x.op, "engine": x.engine,
+                              "line": x.line, "ready_ns": _r(x.ready_ns),
+                              "start_ns": _r(x.start_ns), "could_start_ns": _r(
+                                  max(g[0], x.ready_ns)), "gain_ns": _r(gain)})
+                open_gaps.remove(g)
+        prev_end = ends.get(unit, 0.0)
+        if x.start_ns > prev_end + 1e-9 and x.wait_kind in (m.RAW, m.WAR, m.WAW):
+            open_gaps.append((prev_end, x.start_ns))
+            del open_gaps[:-8]  # the recent gaps only: linear time
+        ends[unit] = x.end_ns
+    hints.sort(key=lambda h: -h["gain_ns"])
+    return {"instructions": len(hints), "idle_ns_fillable": _r(sum(h["gain_ns"]
+                                                                   for h in hints)),
+            "top": hints[:limit]}
+
+
 def advice(s: Schedule) -> dict:
-    from nkirun.schedule.compare import reorder_hints
     return {"latency": latency(s), "dma": dma(s), "roofline": roofline(s),
             "reorder": reorder_hints(s)}
 

@@ -257,7 +257,7 @@ def test_reorder_hint_names_an_instruction_that_could_start_earlier(tmp_path):
         {"memset": {"dst": "a", "value": 1.0, "engine": "gpsimd"}},
         {"tensor_copy": {"dst": "b", "src": "a", "engine": "vector"}},
         {"tensor_copy": {"dst": "d", "src": "c", "engine": "vector"}}]))
-    from nkirun.schedule.compare import reorder_hints
+    from nkirun.schedule.advice import reorder_hints
     h = reorder_hints(s)
     assert h["instructions"] == 1 and h["top"][0]["index"] == 2
     assert h["top"][0]["could_start_ns"] == 0.0
