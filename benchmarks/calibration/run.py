@@ -209,7 +209,11 @@ def _one(point: dict) -> dict:
         traced = _traced(point)
         bound, diags = check_traced(traced)
     except NkirunError as e:
-        row["refused"] = "; ".join(f"{d.code} {d.message}"[:160] for d in e.diagnostics[:1])
+        first = e.diagnostics[0]
+        if first.code == "E602":  # the public file itself raises, outside nkirun's rules
+            row["skipped"] = f"the kernel file fails: {first.message}"[:160]
+        else:
+            row["refused"] = f"{first.code} {first.message}"[:160]
         return row
     except Exception as e:  # noqa: BLE001 - the public file itself fails outside nkirun
         row["skipped"] = f"the kernel file fails to import: {type(e).__name__}: {e}"[:160]
