@@ -1,4 +1,5 @@
-"""The compiler's engine choice for an instruction whose kernel leaves the engine open.
+"""Where the compiler puts things the kernel leaves open: the engine of an instruction that
+names none, and (under skip_middle_end_transformations) the buffer of a loop's tile.
 
 A kernel that names no `engine=` for a copy, an affine tensor_scalar or a reciprocal lets
 the compiler choose between the Vector engine and the Scalar (activation) engine, which runs
@@ -16,6 +17,8 @@ while ScalarE carries its seven tensor_scalar passes, the reciprocal and the sqr
 which could also run them, shows no activity in those profiles: it is not a candidate.
 """
 from __future__ import annotations
+
+from nkirun.schedule.model import ENGINE, READY
 
 _AFFINE = frozenset({"add", "subtract", "multiply"})
 _CANDIDATES = frozenset({"tensor_copy", "tensor_scalar", "reciprocal"})
@@ -36,3 +39,40 @@ def scalar_cycles(b, target) -> int | None:
     if src is None:
         return None
     return max(target.min_ii, src.free_size)  # activation: max(MIN_II, N)
+
+
+def storage_names(program) -> dict[str, str]:
+    """On-chip tensor -> the buffer it shares with every tensor allocated at the same place
+    with the same layout (Program.reuse_buffers)."""
+    out = {}
+    for d in program.tensors.values():
+        if d.on_chip and d.loc.line:
+            out[d.name] = (f"{d.buffer}@{d.loc.file}:{d.loc.line}:{d.loc.column}:"
+                           f"{d.shape}:{d.dtype.name}")
+    return out
+
+
+def on_scalar(sched, b, reads, writes, vector_end: float) -> tuple | None:
+    """The placement on the Scalar engine (of scheduler `sched`) when it may run `b` and
+    finishes it before `vector_end` (the Vector engine's end): (engine, cycles, start, end,
+    ready, dep, kind, tensor), else None."""
+    cycles = scalar_cycles(b, sched.target)
+    if cycles is None:
+        return None
+    ready, dep, kind, tensor = sched.data_ready(reads, writes, 1.0)
+    start, dep, kind, tensor = earliest_start(ready, dep, kind, tensor,
+                                              *sched.compute_resource("scalar", None))
+    end = start + cycles / sched.clock("scalar")
+    if end >= vector_end:
+        return None
+    return "scalar", cycles, start, end, ready, dep, kind, tensor
+
+
+def earliest_start(ready, dep, kind, tensor, free, blocker) -> tuple:
+    """(start, instruction waited on, kind, tensor): the later of the data being ready and
+    the engine being free; a data dependence wins ties (it is the more informative reason)."""
+    if dep is not None and ready >= free:
+        return ready, dep, kind, tensor
+    if blocker is not None and free > 0:
+        return free, blocker, ENGINE, None
+    return 0.0, None, READY, None

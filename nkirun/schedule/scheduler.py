@@ -11,6 +11,7 @@ from nkirun.ir import Program
 from nkirun.schedule.model import (ENGINE, QUEUE, RAW, READY, RECOMPUTE, WAR, WAW, Schedule,
                                    Slot, queue_label)
 from nkirun.schedule import placement, recompute
+from nkirun.schedule.placement import earliest_start
 from nkirun.schedule.overlap import contains, overlaps
 
 
@@ -125,16 +126,6 @@ def _picker(positions: tuple[int, ...]):
     return itemgetter(*positions) if positions else (lambda names: ())
 
 
-def earliest_start(ready, dep, kind, tensor, free, blocker) -> tuple:
-    """(start, instruction waited on, kind, tensor): the later of the data being ready and
-    the engine being free; a data dependence wins ties (it is the more informative reason)."""
-    if dep is not None and ready >= free:
-        return ready, dep, kind, tensor
-    if blocker is not None and free > 0:
-        return free, blocker, ENGINE, None
-    return 0.0, None, READY, None
-
-
 class _Scheduler:
     """One pass over the instructions in program order; each is placed by `place`."""
 
@@ -165,7 +156,7 @@ class _Scheduler:
         self.values = recompute.Recomputes() if recompute.applies(program) else None
         self.key_ids: dict[tuple, int] = {}
         self.by_form: dict[tuple[int, str], tuple | bool] = {}
-        self.storage = _storage_names(program) if program.reuse_buffers else None
+        self.storage = placement.storage_names(program) if program.reuse_buffers else None
 
     def overlap(self, a, b) -> bool:
         key = (id(a), id(b))
@@ -282,9 +273,7 @@ class _Scheduler:
                 c = self.costed[ckey] = self.new_costed(b)
         cycles, reads, writes, extra, names, key, read_names, write_names = c
         if self.storage is not None:  # one buffer per allocation site: accesses of one tensor
-            st = self.storage
-            reads = tuple((st.get(n, n), box) for n, box in reads)
-            writes = tuple((st.get(n, n), box) for n, box in writes)
+            reads, writes = self.in_storage(reads), self.in_storage(writes)
         is_dma = engine == "dma"
         ready, dep, kind, dep_tensor = self.data_ready(reads, writes,
                                                        self.latency_factor.get(engine, 1.0))
@@ -297,19 +286,22 @@ class _Scheduler:
         if same is not None:  # its value exists: no engine time (recompute.py)
             start = max(ready, same[1])
             end, cycles, dep, kind, dep_tensor = start, 0, same[0], RECOMPUTE, None
-            queues, label, busy, lat = (), engine, 0.0, self.raw_latency
+            queues, label, busy = (), engine, 0.0
+            lat = 0.0 if is_dma else self.raw_latency
             values.wrote(write_names)
         elif is_dma:
             start, end, dep, kind, dep_tensor, queues, label, busy = self.place_dma(
                 b, extra, ready, dep, kind, dep_tensor)
             lat = 0.0
+            if key is not None and values is not None:  # a language-level load (recompute.py)
+                values.store(key, rv, write_names, index, end)
         else:
             clock = self.clock(engine)
             start, dep, kind, dep_tensor = earliest_start(
                 ready, dep, kind, dep_tensor, *self.compute_resource(engine, extra))
             end = start + cycles / clock
             if engine == "vector":  # the engine left open: the compiler's choice (placement.py)
-                alt = self.on_scalar(b, reads, writes, end)
+                alt = placement.on_scalar(self, b, reads, writes, end)
                 if alt is not None:
                     engine, cycles, start, end, ready, dep, kind, dep_tensor = alt
                     self.sched.placed_on_scalar += 1
@@ -328,26 +320,16 @@ class _Scheduler:
                                          "hbm_bytes": extra[2] * self.hbm_rate}
                                         if is_dma and same is None else {})))
 
+    def in_storage(self, accesses) -> tuple:
+        """(tensor, box) pairs with each tensor named by its buffer (Program.reuse_buffers)."""
+        st = self.storage
+        return tuple((st.get(n, n), box) for n, box in accesses)
+
     def clock(self, engine: str) -> float:
         clock = self.clocks.get(engine)
         if clock is None:
             clock = self.clocks[engine] = self.sched.clock(engine)
         return clock
-
-    def on_scalar(self, b, reads, writes, vector_end: float) -> tuple | None:
-        """The placement on the Scalar engine when it may run `b` and finishes it before
-        `vector_end` (the Vector engine's end): (engine, cycles, start, end, ready, dep,
-        kind, tensor), else None."""
-        cycles = placement.scalar_cycles(b, self.target)
-        if cycles is None:
-            return None
-        ready, dep, kind, tensor = self.data_ready(reads, writes, 1.0)
-        start, dep, kind, tensor = earliest_start(ready, dep, kind, tensor,
-                                                  *self.compute_resource("scalar", None))
-        end = start + cycles / self.clock("scalar")
-        if end >= vector_end:
-            return None
-        return "scalar", cycles, start, end, ready, dep, kind, tensor
 
     def occupy(self, engine: str, cells, end: float, index: int) -> None:
         if engine == "tensor" and self.pe is not None:
@@ -389,17 +371,6 @@ class _Scheduler:
         if label is None:
             label = self.labels[queues] = queue_label(queues)
         return start, end, dep, kind, dep_tensor, queues, label, busy
-
-
-def _storage_names(program: Program) -> dict[str, str]:
-    """On-chip tensor -> the buffer it shares with every tensor allocated at the same place
-    with the same layout (Program.reuse_buffers)."""
-    out = {}
-    for d in program.tensors.values():
-        if d.on_chip and d.loc.line:
-            out[d.name] = (f"{d.buffer}@{d.loc.file}:{d.loc.line}:{d.loc.column}:"
-                           f"{d.shape}:{d.dtype.name}")
-    return out
 
 
 def schedule(program: Program, bound, target: Target | None = None) -> Schedule:
