@@ -1,8 +1,9 @@
 """Where the compiler puts things the kernel leaves open: the engine of an instruction that
 names none, and (under skip_middle_end_transformations) the buffer of a loop's tile.
 
-A kernel that names no `engine=` for a copy, an affine tensor_scalar or a reciprocal lets
-the compiler choose between the Vector engine and the Scalar (activation) engine, which runs
+A kernel that names no `engine=` for an instruction whose module gives an
+`activation_form` (a copy, an affine tensor_scalar, a reciprocal) lets the compiler choose
+between the Vector engine and the Scalar (activation) engine, which runs
 all three as one activation pass: func(data * scale + bias) with identity / reciprocal as
 func [the nki.isa.activation documentation]. The legacy ISA page of nki.isa.reciprocal
 says the Vector form is about 8x slower than activation(reciprocal).
@@ -20,25 +21,12 @@ from __future__ import annotations
 
 from nkirun.schedule.model import ENGINE, READY
 
-_AFFINE = frozenset({"add", "subtract", "multiply"})
-_CANDIDATES = frozenset({"tensor_copy", "tensor_scalar", "reciprocal"})
-OPEN = (None, "unknown")
-
 
 def scalar_cycles(b, target) -> int | None:
     """The instruction's cycles as one Scalar-engine activation when the compiler may put it
-    there (its kernel left the engine open and Scalar can compute it), else None."""
-    name = b.spec.name
-    if name not in _CANDIDATES or b.args.get("engine") not in OPEN or b.mask is not None:
-        return None
-    if name == "tensor_scalar":
-        ops = (b.args.get("op0"), b.args.get("op1"))
-        if ops[0] not in _AFFINE or ops[1] not in _AFFINE | {None}:
-            return None
-    src = b.tile("src") if name == "tensor_copy" else b.tile("data")
-    if src is None:
-        return None
-    return max(target.min_ii, src.free_size)  # activation: max(MIN_II, N)
+    there (its module's SPEC.activation_form), else None."""
+    form = b.spec.activation_form
+    return None if form is None else form(b, target)
 
 
 def storage_names(program) -> dict[str, str]:

@@ -21,7 +21,7 @@ points at seq 512, 1024, 2048 and 4096 (channels 4096).
 What counts as the same value (`value_key`, the plain definition): the same instruction on
 the same engine, the same non-tensor operands, the same regions read at the same versions
 (a tensor's version counts every write to any part of it), and written regions of the same
-shape and dtype. Loads: a language-level `nl.load` (IR `load`) of HBM elements already
+shape and dtype. Loads: a language-level load (SPEC.value_load: `nl.load`) of HBM elements already
 loaded into a tile of the same shape that is still intact, none of them written since, is
 elided too (the compiler keeps the tile: loop-invariant code motion). NKIBench's trn1
 profiles show it: add_rmsnorm_matmul reads 42 MB of HBM where its loads, as written, read
@@ -42,9 +42,7 @@ from nkirun.checker.bound import views_of
 
 ENGINES = frozenset({"vector", "scalar", "gpsimd"})
 MAX_REUSE_BYTES = 2048  # per partition (fitted; see above)
-# nl.load: the language-level load, which the compiler treats as a value (see above);
-# nisa.dma_copy is an instruction and runs as written
-LOADS = frozenset({"load"})
+
 
 
 def applies(program) -> bool:
@@ -55,7 +53,7 @@ def applies(program) -> bool:
 def value_key(b) -> tuple | None:
     """What identifies the value `b` computes, up to the versions of what it reads (None:
     never elided). Reads are (tensor, box); written operands contribute shape and dtype."""
-    if (b.engine not in ENGINES and b.spec.name not in LOADS) or b.spec.random \
+    if (b.engine not in ENGINES and not b.spec.value_load) or b.spec.random \
             or b.mask is not None:
         return None
     acc = b.accesses()
