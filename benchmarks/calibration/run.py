@@ -160,7 +160,7 @@ def all_points(quick: bool, own: bool = False, only: str | None = None) -> list[
 
 def _traced(point: dict):
     import importlib
-    from nkirun.source.kernel.api import trace_call
+    from nkirun.api_kernel import trace_call
     if "repo" in point:
         import public
         kernel = public.kernel(point)
@@ -171,7 +171,7 @@ def _traced(point: dict):
 
 def predict(point: dict) -> tuple[float, int]:
     """(predicted ns of the point's metric, instructions)."""
-    from nkirun.source.kernel.api import require_valid
+    from nkirun.api_kernel import require_valid
     traced = _traced(point)
     bound, _ = require_valid(traced)
     return _metric(point, traced, bound)
@@ -193,7 +193,7 @@ def _metric(point, traced, bound):
 def _one(point: dict) -> dict:
     """The row of one point: predicted (or why not), measured, error, engine times."""
     from nkirun.diagnostics import NkirunError
-    from nkirun.source.kernel.api import check_traced
+    from nkirun.api_kernel import check_traced
     row = dict(name=point["name"], family=point["family"], split=point["split"],
                target=point["target"], method=point.get("method", ""),
                toolchain=point.get("toolchain", ""), measured_ns=point["measured_ns"],

@@ -8,7 +8,7 @@ import importlib.util
 
 import nkirun
 from nkirun.schedule import schedule
-from nkirun.source.kernel.api import require_valid, trace_call
+from nkirun.api_kernel import require_valid, trace_call
 from nkirun.source.kernel.modules import install_fallback_finder
 
 KERNELS = '''
