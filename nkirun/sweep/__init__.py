@@ -38,12 +38,12 @@ def make_backend(spec: str = "local", jobs: int | None = None, timeout: float = 
     raise ValueError(f"--backend {spec!r}: expected local, ray[:ADDRESS] or dask[:ADDRESS]")
 
 
-def _source(path: str) -> str:
+def _source(path: str) -> str | None:
     try:
         with open(path, encoding="utf-8") as f:
             return f.read()
-    except OSError:
-        return ""  # the worker reports the missing file (E600) for each variant
+    except (OSError, UnicodeDecodeError):
+        return None  # the worker reports the missing file (E600) for each variant
 
 
 def _spec_of(kernel) -> str:
@@ -78,7 +78,8 @@ def build_plan(kernel: str, values: dict, vary: dict, where: str | None = None, 
                   ref_spec, ref_source, rtol, atol)
     from nkirun import __version__
     meta = {"nkirun_version": __version__, "kernel": kernel,
-            "sources": {f: hashlib.sha256(s.encode()).hexdigest() for f, s in sources.items()},
+            "sources": {f: s and hashlib.sha256(s.encode()).hexdigest()
+                        for f, s in sources.items()},
             "space": {"vary": {k: [repr(x) for x in v] for k, v in vary.items()},
                       "where": where}, "target": target, "lnc": lnc, "grid": list(grid or ()),
             "arguments": fixed_text if fixed_text is not None else

@@ -11,10 +11,6 @@ worker that died), timeout (the pool records it), duplicate (set by the sweep: a
 identical to an earlier variant's)."""
 from __future__ import annotations
 
-import hashlib
-import os
-import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 
@@ -52,52 +48,12 @@ class Variant:
     verify: bool = False
 
 
-# ---- loading a kernel file once per worker -----------------------------------------------
-_MODULES: dict = {}  # (path, source digest) -> module
-
-
-def _module(path: str, source: str | None):
-    from nkirun.source.kernel.loader import import_kernel_module
-    from nkirun.source.kernel.modules import installed
-    import contextlib
-    digest = hashlib.blake2b(source.encode(), digest_size=16).hexdigest() if source else ""
-    key = (path, digest)
-    if key in _MODULES:
-        return _MODULES[key]
-    where = path
-    if source is not None and not _same_file(path, source):  # another machine: the text
-        folder = os.path.join(tempfile.gettempdir(), f"nkirun-sweep-{digest}")
-        os.makedirs(folder, exist_ok=True)
-        where = os.path.join(folder, os.path.basename(path))
-        if not os.path.exists(where):
-            with open(where + ".tmp", "w", encoding="utf-8") as f:
-                f.write(source)
-            os.replace(where + ".tmp", where)
-    with installed(), contextlib.redirect_stdout(sys.stderr):
-        try:
-            module = import_kernel_module(where)
-        except NkirunError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the kernel file's own error
-            from nkirun.source.kernel.loader import kernel_exception
-            raise kernel_exception(exc) from None
-    _MODULES[key] = module
-    return module
-
-
-def _same_file(path: str, source: str) -> bool:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read() == source
-    except OSError:
-        return False
-
-
 def _function(spec: str, source: str | None):
     from nkirun.diagnostics import Loc, error
     from nkirun.source.kernel.loader import KernelUsageError, find_function, split_spec
+    from nkirun.sweep.loading import kernel_module
     path, func_name = split_spec(spec)
-    module = _module(path, source)
+    module = kernel_module(path, source)
     try:
         return find_function(module, path, func_name)
     except KernelUsageError as e:

@@ -22,10 +22,10 @@ def seeded_array(shape, dtype, seed: int, name: str) -> np.ndarray:
 
 
 def _reference(setup):
-    from nkirun.sweep.evaluate import _module
     from nkirun.source.kernel.loader import split_spec
+    from nkirun.sweep.loading import kernel_module
     path, name = split_spec(setup.reference)
-    module = _module(path, setup.reference_source)
+    module = kernel_module(path, setup.reference_source)
     func = getattr(module, name or "", None)
     if not callable(func):
         raise NkirunError(error("E600", f"--reference {setup.reference}: {path} has no "
