@@ -103,6 +103,7 @@ def run_plan(plan: Plan, backend, out_dir: str, resume: bool = False,
         if mode == "top" and plan.setup.reference is not None:
             _verify_top(plan, backend, emitter, k)
     finally:
+        backend.close()
         results.close()
     return emitter.rows
 

@@ -135,8 +135,9 @@ class LocalPool:
             while queue or any(w.task for w in self.workers):
                 self._fill(ctx, queue, setup, setup_id, known)
                 self._wait(on_row, queue)
-        finally:
+        except BaseException:  # Ctrl-C, a failing callback: no worker outlives the sweep
             self.close()
+            raise
 
     def _fill(self, ctx, queue, setup, setup_id, known) -> None:
         while len(self.workers) < self.jobs and queue:
