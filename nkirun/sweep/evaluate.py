@@ -78,7 +78,7 @@ def trace_variant(setup: Setup, variant: Variant):
 def evaluate(setup: Setup, variant: Variant) -> dict:
     """The row of one variant: id, kernel, params, status, total_ns, codes, verify,
     seconds, plus message, fingerprint, instructions and assumed_share where known."""
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     row = {"id": variant.id, "kernel": variant.kernel, "params": variant.params,
            "status": "error", "total_ns": None, "codes": [], "verify": None,
            "message": None, "fingerprint": None, "instructions": None,
@@ -100,6 +100,7 @@ def evaluate(setup: Setup, variant: Variant) -> dict:
     except Exception as e:  # noqa: BLE001 - the sweep records it and goes on
         _fail(row, "error", [], f"{type(e).__name__}: {e}")
     row["seconds"] = round(time.perf_counter() - start, 6)
+    row["cpu_seconds"] = round(time.process_time() - cpu, 6)
     return row
 
 

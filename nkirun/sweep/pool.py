@@ -206,4 +206,5 @@ def failed_row(variant, status: str, message: str, seconds: float) -> dict:
     return {"id": variant.id, "kernel": variant.kernel, "params": variant.params,
             "status": status, "total_ns": None, "codes": [], "verify": None,
             "message": message, "fingerprint": None, "instructions": None,
-            "assumed_share": None, "duplicate_of": None, "seconds": round(seconds, 6)}
+            "assumed_share": None, "duplicate_of": None, "seconds": round(seconds, 6),
+            "cpu_seconds": None}

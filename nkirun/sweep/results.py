@@ -10,7 +10,7 @@ import json
 import os
 
 RESULTS, META, SUMMARY = "results.jsonl", "sweep.json", "summary.csv"
-TIMING_FIELDS = ("seconds",)  # the fields that differ between two runs of one sweep
+TIMING_FIELDS = ("seconds", "cpu_seconds")  # the fields that differ between two runs of one sweep
 
 
 class ResumeError(ValueError):

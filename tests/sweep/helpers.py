@@ -68,4 +68,5 @@ def faulty(tmp_path) -> dict:
 
 
 def strip_timing(rows):
-    return [{k: v for k, v in r.items() if k != "seconds"} for r in rows]
+    from nkirun.sweep.results import TIMING_FIELDS
+    return [{k: v for k, v in r.items() if k not in TIMING_FIELDS} for r in rows]
