@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import os
 import time
-from contextlib import contextmanager
 
-from nkirun.sweep.pool import BLAS_ENV, default_memory_cap, failed_row, usable_cores
+from nkirun.sweep.pool import BLAS_ENV, blas_env, default_memory_cap, failed_row, \
+    usable_cores
 
 KNOWN_SHIPPED = 512  # fingerprints sent with a task: only a shortcut (the driver decides)
 
@@ -50,20 +50,6 @@ def remote_evaluate(setup, variant, memory_cap):
             pass
     with paused_gc():
         return evaluate(setup, variant)
-
-
-@contextmanager
-def _blas_env():
-    saved = {k: os.environ.get(k) for k in BLAS_ENV}
-    os.environ.update(BLAS_ENV)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 class _Cluster:
@@ -181,7 +167,7 @@ class DaskBackend(_Cluster):
         if self.address:
             self.client, self.cluster = Client(self.address), None
         else:
-            with dask.config.set({"distributed.scheduler.allowed-failures": 0}), _blas_env():
+            with dask.config.set({"distributed.scheduler.allowed-failures": 0}), blas_env():
                 self.cluster = LocalCluster(n_workers=self.jobs, threads_per_worker=1,
                                             processes=True, dashboard_address=None,
                                             silence_logs=logging.ERROR)

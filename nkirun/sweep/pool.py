@@ -9,10 +9,26 @@ from __future__ import annotations
 import os
 import time
 from collections import deque
+from contextlib import contextmanager
 
 # One BLAS/OpenMP thread per worker: `--jobs` processes already use the cores.
 BLAS_ENV = {k: "1" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                              "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")}
+
+
+@contextmanager
+def blas_env():
+    """BLAS_ENV in os.environ while worker processes are started (they inherit it)."""
+    saved = {k: os.environ.get(k) for k in BLAS_ENV}
+    os.environ.update(BLAS_ENV)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def usable_cores() -> int:
@@ -110,17 +126,9 @@ class LocalPool:
             import multiprocessing as mp
             ctx = mp.get_context("forkserver")
             ctx.set_forkserver_preload(["nkirun.sweep.preload"])
-            saved = {k: os.environ.get(k) for k in BLAS_ENV}
-            os.environ.update(BLAS_ENV)  # the forkserver (and so every worker) starts with it
-            try:
-                from multiprocessing import forkserver
+            from multiprocessing import forkserver
+            with blas_env():  # the forkserver (and so every worker) starts with it
                 forkserver.ensure_running()
-            finally:
-                for k, v in saved.items():
-                    if v is None:
-                        os.environ.pop(k, None)
-                    else:
-                        os.environ[k] = v
             self._ctx = ctx
         return self._ctx
 
