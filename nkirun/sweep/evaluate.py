@@ -18,7 +18,8 @@ from nkirun.diagnostics import NkirunError
 
 STATUSES = ("ok", "invalid", "error", "mismatch", "timeout", "crashed", "duplicate")
 # Codes that say the candidate's own Python failed rather than a rule of the hardware.
-_PYTHON_FAILED = {"E595", "E600", "E602"}
+# E609: the trace reached the instruction budget (nkirun/limits.py, where present).
+_PYTHON_FAILED = {"E595", "E600", "E602", "E609"}
 
 
 @dataclass
@@ -71,7 +72,19 @@ def trace_variant(setup: Setup, variant: Variant):
     plain = func.func if isinstance(func, Kernel) else func
     _enum_args(getattr(plain, "__wrapped__", plain), values)
     check_names(plain, values)
-    return trace(func, values, setup.target or default_target(), setup.grid, setup.lnc)
+    with _budget(setup.max_instructions):
+        return trace(func, values, setup.target or default_target(), setup.grid, setup.lnc)
+
+
+def _budget(max_instructions):
+    """The trace's own instruction budget where nkirun has one (it stops a kernel that
+    keeps recording, E609); else nothing, and _evaluate counts after the trace."""
+    import contextlib
+    try:
+        from nkirun.limits import budget
+    except ImportError:
+        return contextlib.nullcontext()
+    return budget(max_instructions)
 
 
 # ---- the evaluation ----------------------------------------------------------------------
