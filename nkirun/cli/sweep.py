@@ -60,22 +60,29 @@ EXIT_OK, EXIT_NONE_OK, EXIT_USAGE = 0, 1, 2
 def sweep(kernel, shapes, inputs, args, vary, where, reference, verify, rtol, atol, target,
           lnc, grid, jobs, backend, timeout, max_instructions, memory_limit, out_dir,
           resume, measured, fmt):
-    """Screen many variants of a kernel: trace, check, cost (and verify the best) each.
+    """Screen kernel variants: trace, check, cost each, verify the best.
 
     KERNEL is FILE.py::FN or a quoted glob of candidate files 'cands/*.py::FN'. Each
-    --vary crosses its values with the others (and with every candidate file):
+    --vary crosses its values with the others (and with every candidate file); --where
+    keeps the combinations for which it is true.
+
+    Examples:
 
     \b
       nkirun sweep programs/kernels/matmul_blocked.py::matmul_blocked \\
-          --shape lhsT=bfloat16[1024,512] --shape rhs=bfloat16[1024,2048] \\
+          --shape 'lhsT=bfloat16[1024,512]' --shape 'rhs=bfloat16[1024,2048]' \\
           --vary TILE_N=128,256,512 --vary BLOCK_N=1:4 --where 'TILE_N * BLOCK_N <= 1024' \\
           --reference programs/kernels/matmul_blocked.py::reference --rtol 1e-2 \\
           --out out/sweep
+      nkirun sweep 'cands/*.py::kernel' --shape x=float32[128,512] --vary T=1 \\
+          --out out/cands --resume
 
     DIR/results.jsonl gets one line per variant as it finishes (status ok, invalid,
-    error, mismatch, timeout, crashed or duplicate); DIR/summary.csv ranks them.
-    --resume continues an interrupted sweep. Exit 0 when a variant is ok, 1 when none
-    is, 2 usage errors.
+    error, mismatch, timeout, crashed or duplicate); DIR/summary.csv ranks them
+    (docs/sweep.md).
+
+    Exit status: 0 a variant is ok, 1 none is, 2 usage error (also: DIR holds another
+    sweep), 3 internal error.
     """
     import os
     from nkirun.source.kernel.cli import _grid, _parse_args, _parse_inputs, _parse_shapes

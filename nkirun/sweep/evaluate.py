@@ -18,8 +18,7 @@ from nkirun.diagnostics import NkirunError
 
 STATUSES = ("ok", "invalid", "error", "mismatch", "timeout", "crashed", "duplicate")
 # Codes that say the candidate's own Python failed rather than a rule of the hardware.
-# E609: the trace reached the instruction budget (nkirun/limits.py, where present).
-_PYTHON_FAILED = {"E595", "E600", "E602", "E609"}
+_PYTHON_FAILED = {"E595", "E600", "E602"}
 
 
 @dataclass
@@ -77,8 +76,8 @@ def trace_variant(setup: Setup, variant: Variant):
 
 
 def _budget(max_instructions):
-    """The trace's own instruction budget where nkirun has one (it stops a kernel that
-    keeps recording, E609); else nothing, and _evaluate counts after the trace."""
+    """The trace's own instruction budget where nkirun has one (nkirun.limits: it stops a
+    kernel that keeps recording); else nothing, and _evaluate counts after the trace."""
     import contextlib
     try:
         from nkirun.limits import budget

@@ -8,7 +8,7 @@ import os
 import pytest
 
 import nkirun
-from tests.sweep.helpers import copy_kernel, faulty, strip_timing
+from tests.sweep.sweep_helpers import copy_kernel, faulty, strip_timing
 
 pytestmark = pytest.mark.cluster
 X = nkirun.shape("float32", 128, 512)

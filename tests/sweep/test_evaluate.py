@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 import nkirun
-from tests.sweep.helpers import copy_kernel
+from tests.sweep.sweep_helpers import copy_kernel
 
 X = nkirun.shape("float32", 128, 512)
 
@@ -59,5 +59,5 @@ def test_given_arrays_are_the_verified_inputs(tmp_path):
 def test_the_instruction_budget(tmp_path):
     row = nkirun.sweep.evaluate(f"{copy_kernel(tmp_path)}::copy", X, params={"TILE": 128},
                                 max_instructions=7)
-    assert row["status"] == "error" and row["total_ns"] is None
-    assert "E609" in row["codes"] or "instruction budget of 7" in row["message"]
+    assert row["status"] in ("error", "invalid") and row["total_ns"] is None
+    assert "budget" in row["message"]

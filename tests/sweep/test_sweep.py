@@ -13,7 +13,7 @@ import pytest
 
 import nkirun
 from nkirun.sweep.results import read_rows
-from tests.sweep.helpers import copy_kernel, faulty, strip_timing
+from tests.sweep.sweep_helpers import copy_kernel, faulty, strip_timing
 
 X = nkirun.shape("float32", 128, 512)
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
