@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     from nkirun.show.shadow_report import ShadowReport
 
 __version__ = "0.1.0"
-__all__ = ["check", "cost", "run", "simulate", "trace", "shape", "sweep", "Diagnostic", "Loc",
-           "NkirunError", "schedule", "testing", "__version__"]
+__all__ = ["check", "cost", "run", "simulate", "trace", "shape", "sweep", "install",
+           "Diagnostic", "Loc", "NkirunError", "schedule", "testing", "__version__"]
 
 
 @overload
@@ -110,6 +110,14 @@ def __getattr__(name: str) -> Any:
         import importlib
         return importlib.import_module("nkirun.sweep")
     raise AttributeError(f"module 'nkirun' has no attribute {name!r}")
+
+
+def install(target: str | None = None) -> None:
+    """Make `import nki` (and, where no such package is installed, `import
+    nki_cpu_simulator`) resolve to nkirun's modules, so that a test suite written for NKI's
+    CPU simulator runs on nkirun (nkirun/dropin; pytest: `--nkirun`)."""
+    from nkirun.dropin import install as install_dropin
+    install_dropin(target)
 
 
 def _install_nki_fallback() -> None:

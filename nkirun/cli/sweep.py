@@ -85,12 +85,36 @@ def sweep(kernel, shapes, inputs, args, vary, where, reference, verify, rtol, at
     sweep), 3 internal error.
     """
     import os
-    from nkirun.source.kernel.cli import _grid, _parse_args, _parse_inputs, _parse_shapes
-    from nkirun.sweep import SpaceError, build_plan, make_backend, parse_varies
     from nkirun.sweep.driver import run_plan
     from nkirun.sweep.report import Progress
     from nkirun.sweep.results import ResumeError, write_summary
     from nkirun.sweep.trust import MeasuredError, read_measured
+    plan, pool = _plan(kernel, shapes, inputs, args, vary, where, reference, verify, rtol,
+                       atol, target, lnc, grid, jobs, backend, timeout, max_instructions,
+                       memory_limit)
+    progress = Progress()
+    try:
+        rows = run_plan(plan, pool, out_dir, resume, on_row=progress.row,
+                        on_start=progress.start)
+    except ResumeError as e:
+        raise click.UsageError(str(e)) from None
+    finally:
+        progress.stop()
+    rows = [rows[i] for i in sorted(rows)]
+    path = write_summary(out_dir, rows)
+    try:
+        timings = read_measured(measured, rows) if measured else None
+    except MeasuredError as e:
+        raise click.UsageError(str(e)) from None
+    _show(rows, timings, fmt, path, os.path.join(out_dir, "results.jsonl"))
+    return EXIT_OK if any(r["status"] == "ok" for r in rows) else EXIT_NONE_OK
+
+
+def _plan(kernel, shapes, inputs, args, vary, where, reference, verify, rtol, atol, target,
+          lnc, grid, jobs, backend, timeout, max_instructions, memory_limit):
+    """(the sweep's Plan, its backend); usage errors as click's."""
+    from nkirun.source.kernel.cli import _grid, _parse_args, _parse_inputs, _parse_shapes
+    from nkirun.sweep import SpaceError, build_plan, make_backend, parse_varies
     if not kernel.partition("::")[0].endswith(".py"):
         raise click.BadParameter(f"{kernel!r}: expected FILE.py::FN or a quoted glob "
                                  "'cands/*.py::FN'", param_hint="KERNEL")
@@ -108,22 +132,7 @@ def sweep(kernel, shapes, inputs, args, vary, where, reference, verify, rtol, at
                             None if memory_limit is None else int(memory_limit * (1 << 30)))
     except (SpaceError, ValueError) as e:
         raise click.UsageError(str(e)) from None
-    progress = Progress()
-    try:
-        rows = run_plan(plan, pool, out_dir, resume, on_row=progress.row,
-                        on_start=progress.start)
-    except ResumeError as e:
-        raise click.UsageError(str(e)) from None
-    finally:
-        progress.stop()
-    rows = [rows[i] for i in sorted(rows)]
-    path = write_summary(out_dir, rows)
-    try:
-        timings = read_measured(measured, rows) if measured else None
-    except MeasuredError as e:
-        raise click.UsageError(str(e)) from None
-    _show(rows, timings, fmt, path, os.path.join(out_dir, "results.jsonl"))
-    return EXIT_OK if any(r["status"] == "ok" for r in rows) else EXIT_NONE_OK
+    return plan, pool
 
 
 def _show(rows, timings, fmt, summary_path, results_path) -> None:
