@@ -256,6 +256,8 @@ def modules() -> dict[str, types.ModuleType]:
         for name, m in mods.items():  # `import neuronxcc.nki.language as nl`: the same modules
             _MODULES["neuronxcc." + name] = m
         _BUILT.update((id(m), (m, dict(vars(m)))) for m in _MODULES.values())
+        _BUILT.update((id(v), (v, dict(vars(v)))) for m in _MODULES.values()
+                      for v in vars(m).values() if _namespace(v))
     return _MODULES
 
 
@@ -296,9 +298,16 @@ def installed():
             sys.modules.update(saved)
 
 
+def _namespace(v) -> bool:
+    """An object of nkirun's own whose attributes a kernel may assign (`nl.tile_size`,
+    `nisa.engine`, `nl.fp32`), not a function, class or module."""
+    return (type(v).__module__ or "").startswith("nkirun.") and hasattr(v, "__dict__") \
+        and not isinstance(v, (type, types.ModuleType, types.FunctionType)) and not callable(v)
+
+
 def _pristine() -> None:
-    """Every `nki` module's attributes as modules() built them (`nl.multiply = nl.add` in
-    one kernel must not change the next one)."""
+    """Every `nki` module's attributes, and those of the namespaces in them, as modules()
+    built them (`nl.multiply = nl.add` in one kernel must not change the next one)."""
     for m, attrs in _BUILT.values():
         d = m.__dict__
         if len(d) != len(attrs) or any(d.get(k, d) is not v for k, v in attrs.items()):

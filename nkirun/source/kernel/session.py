@@ -73,10 +73,10 @@ class Tracer:
         # nl.ndarray repeats its call)
         self.alloc_plans: dict = {}
         self.lnc = 1  # 2: a two-core trace; self.builder.core is the core being traced
-        from nkirun.hw.targets import TARGETS
-        consts.tile_size.sbuf_bytes_per_partition = TARGETS[target].sbuf_bytes_per_partition
 
     def __enter__(self):
+        from nkirun.hw.targets import TARGETS  # (set after modules.installed() restored it)
+        consts.tile_size.sbuf_bytes_per_partition = TARGETS[self.target].sbuf_bytes_per_partition
         _CURRENT.append(self)
         return self
 
