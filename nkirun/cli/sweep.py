@@ -113,7 +113,8 @@ def sweep(kernel, shapes, inputs, args, vary, where, reference, verify, rtol, at
 def _plan(kernel, shapes, inputs, args, vary, where, reference, verify, rtol, atol, target,
           lnc, grid, jobs, backend, timeout, max_instructions, memory_limit):
     """(the sweep's Plan, its backend); usage errors as click's."""
-    from nkirun.source.kernel.cli import _grid, _parse_args, _parse_inputs, _parse_shapes
+    from nkirun.pipeline.kernel_params import _grid, _parse_args, _parse_inputs, \
+        _parse_shapes
     from nkirun.sweep import SpaceError, build_plan, make_backend, parse_varies
     if not kernel.partition("::")[0].endswith(".py"):
         raise click.BadParameter(f"{kernel!r}: expected FILE.py::FN or a quoted glob "

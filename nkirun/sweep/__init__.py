@@ -76,8 +76,7 @@ def build_plan(kernel: str, values: dict, vary: dict, where: str | None = None, 
     sources = {f: _source(f) for f in files}
     setup = Setup(sources, values, target, lnc, tuple(grid or ()), max_instructions,
                   ref_spec, ref_source, rtol, atol)
-    from nkirun import __version__
-    meta = {"nkirun_version": __version__, "kernel": kernel,
+    meta = {"nkirun_version": _version(), "kernel": kernel,
             "sources": {f: s and hashlib.sha256(s.encode()).hexdigest()
                         for f, s in sources.items()},
             "space": {"vary": {k: [repr(x) for x in v] for k, v in vary.items()},
@@ -86,6 +85,16 @@ def build_plan(kernel: str, values: dict, vary: dict, where: str | None = None, 
             {k: _describe(v) for k, v in values.items()},
             "max_instructions": max_instructions}
     return Plan(setup, space, meta, verify)
+
+
+def _version() -> str:
+    """nkirun's version (from its installed metadata: `nkirun.__version__` would import the
+    package's top, above this layer)."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("nkirun")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def _describe(v) -> str:

@@ -61,29 +61,33 @@ def _function(spec: str, source: str | None):
 
 
 def trace_variant(setup: Setup, variant: Variant):
-    """The Traced kernel of one variant (NkirunError: it cannot be traced)."""
-    from nkirun.source.kernel.api import _tensor_args, default_target
-    from nkirun.source.kernel.cli import _enum_args
+    """(Traced, its pipeline Front) of one variant (NkirunError: it cannot be traced)."""
+    from nkirun.pipeline.front import traced_front
+    from nkirun.pipeline.kernel_calls import _tensor_args, default_target
+    from nkirun.pipeline.kernel_params import _enum_args
     from nkirun.source.kernel.modules import Kernel
     from nkirun.source.kernel.trace import check_names, trace
-    func = _function(variant.kernel, setup.sources.get(variant.kernel.partition("::")[0]))
+    path = variant.kernel.partition("::")[0]
+    func = _function(variant.kernel, setup.sources.get(path))
     values = {k: _tensor_args(v) for k, v in {**setup.values, **variant.params}.items()}
     plain = func.func if isinstance(func, Kernel) else func
     _enum_args(getattr(plain, "__wrapped__", plain), values)
     check_names(plain, values)
     with _budget(setup.max_instructions):
-        return trace(func, values, setup.target or default_target(), setup.grid, setup.lnc)
+        traced = trace(func, values, setup.target or default_target(), setup.grid, setup.lnc)
+    return traced, traced_front(traced, variant.kernel, path)
 
 
 def _budget(max_instructions):
     """The trace's own instruction budget where nkirun has one (nkirun.limits: it stops a
     kernel that keeps recording); else nothing, and _evaluate counts after the trace."""
     import contextlib
-    try:
-        from nkirun.limits import budget
+    import importlib
+    try:  # (by name: nkirun.limits arrives with the correct-bounded work)
+        limits = importlib.import_module("nkirun.limits")
     except ImportError:
         return contextlib.nullcontext()
-    return budget(max_instructions)
+    return limits.budget(max_instructions)
 
 
 # ---- the evaluation ----------------------------------------------------------------------
@@ -122,43 +126,34 @@ def _fail(row: dict, status: str, codes: list, message: str) -> None:
 
 def _evaluate(setup: Setup, variant: Variant, row: dict) -> None:
     from nkirun.diagnostics import Loc, error
-    from nkirun.source.kernel.api import check_traced
+    from nkirun.pipeline import commands
     from nkirun.sweep.fingerprint import fingerprint
-    traced = trace_variant(setup, variant)
-    n = len(traced.program.instructions)
+    traced, front = trace_variant(setup, variant)
+    n = len(front.program.instructions)
     row["instructions"] = n
     if setup.max_instructions is not None and n > setup.max_instructions:
         raise NkirunError(error("E600", f"the kernel traced to {n:,} instructions, over the "
                                 f"instruction budget of {setup.max_instructions:,} "
                                 "(--max-instructions)", Loc(variant.kernel)))
-    row["fingerprint"] = fp = fingerprint(traced.program)
-    bound, diags = check_traced(traced)
-    row["codes"] = sorted({d.code for d in diags})
-    errors = [d for d in diags if d.is_error]
-    if errors:
-        row.update(status="invalid", message=errors[0].message,
-                   codes=sorted({d.code for d in errors}))
+    row["fingerprint"] = fp = fingerprint(front.program)
+    checked = commands.check(front)
+    row["codes"] = sorted({d.code for d in checked.diagnostics})
+    if checked.errors:
+        row.update(status="invalid", message=checked.errors[0].message,
+                   codes=sorted({d.code for d in checked.errors}))
         return
     if fp in variant.known and not variant.verify:  # the sweep costed this program already
         row["status"] = "duplicate"
         return
-    sched = _schedule(traced, bound)
+    sched = commands.cost(checked)
     row["total_ns"] = round(float(sched.total_ns), 3)
     row["assumed_share"] = assumed_share(sched)
     row["status"] = "ok"
     if variant.verify:
-        verify_traced(setup, variant, traced, bound, row)
-
-
-def _schedule(traced, bound):
-    from nkirun.schedule import schedule
-    from nkirun.schedule.trips import expand
-    from nkirun.source.kernel.execute import execute_freeing
-    seq, loops = expand(traced.program, bound, None, lambda observe: execute_freeing(
-        traced, bound, traced.inputs, observe))
-    sched = schedule(traced.program, seq)
-    sched.loops = loops
-    return sched
+        from nkirun.sweep.verify import compare_with_reference
+        row["verify"] = result = compare_with_reference(setup, variant, traced, checked)
+        if result["mismatches"]:
+            row["status"] = "mismatch"
 
 
 def assumed_share(sched) -> float:
@@ -178,11 +173,3 @@ def verify(setup: Setup, variant: Variant) -> dict:
     (ok or mismatch) and verify fields, as `evaluate` with variant.verify gives them."""
     v = Variant(variant.id, variant.kernel, variant.params, verify=True)
     return evaluate(setup, v)
-
-
-def verify_traced(setup: Setup, variant: Variant, traced, bound, row: dict) -> None:
-    from nkirun.sweep.verify import compare_with_reference
-    result = compare_with_reference(setup, variant, traced, bound)
-    row["verify"] = result
-    if result["mismatches"]:
-        row["status"] = "mismatch"

@@ -144,7 +144,7 @@ def trace(kernel, values: dict, target: str = "trn2", grid=None, lnc: int = 1) -
 
 def _lnc_grid(lnc: int, grid: tuple, target: str, path: str) -> tuple:
     """The launch grid of a two-core trace: one program per core."""
-    from nkirun.checker.cores import LNC_TARGETS
+    from nkirun.hw.targets import LNC_TARGETS
     from nkirun.diagnostics import Loc
     if target not in LNC_TARGETS:
         raise NkirunError(error("E632", f"--lnc {lnc} needs a target with two cores per "
