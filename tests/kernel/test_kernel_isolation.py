@@ -351,3 +351,17 @@ def test_namespaces_in_nki_modules_are_pristine_too(tmp_path, target):
     got = nkirun.simulate(reads, target=target)(x)
     want = np.float32(TARGETS[target].sbuf_bytes_per_partition)
     np.testing.assert_array_equal(got, np.full((1, 1), want, np.float32))
+
+
+def test_an_unsupported_name_the_kernel_made_up_is_quoted_bounded(tmp_path):
+    path = write(tmp_path, """\\
+import nki
+import nki.language as nl
+
+@nki.jit
+def made_up(x):
+    return getattr(nl, "\\\\x1b[31m" + "z" * 1_000_000)
+""", "made_up.py")
+    r = invoke("check", path, "--shape", "x=float32[4,8]")
+    assert r.exit_code == 1 and "E601" in r.output and "\\\\x1b[31mzzz" in r.output
+    assert "\x1b" not in r.output and len(r.output) < 5_000
