@@ -267,6 +267,8 @@ class _IsaModule(types.ModuleType):
         if name in REGISTRY and REGISTRY[name].nki.module == "nki.isa":
             fn = _front_end(REGISTRY[name].nki.front_end) or make_instruction(name)
             setattr(self, name, fn)
+            from nkirun.source.kernel.modules import built_lazily
+            built_lazily(self, name, fn)  # (part of the pristine module from now on)
             return fn
         raise unsupported(f"nki.isa.{name}")
 

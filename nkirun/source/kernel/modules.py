@@ -319,6 +319,13 @@ def installed():
             sys.modules.update(saved)
 
 
+def built_lazily(module, name: str, value) -> None:
+    """An attribute nkirun made on first use (nki.isa's functions): pristine too."""
+    entry = _BUILT.get(id(module))
+    if entry is not None:
+        entry[1][name] = value
+
+
 def _namespace(v) -> bool:
     """An object of nkirun's own whose attributes a kernel may assign (`nl.tile_size`,
     `nisa.engine`, `nl.fp32`), not a function, class or module."""
