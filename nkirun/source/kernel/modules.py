@@ -319,13 +319,6 @@ def installed():
             sys.modules.update(saved)
 
 
-def built_lazily(module, name: str, value) -> None:
-    """An attribute nkirun made on first use (nki.isa's functions): pristine too."""
-    entry = _BUILT.get(id(module))
-    if entry is not None:
-        entry[1][name] = value
-
-
 def _namespace(v) -> bool:
     """An object of nkirun's own whose attributes a kernel may assign (`nl.tile_size`,
     `nisa.engine`, `nl.fp32`), not a function, class or module."""
@@ -338,6 +331,9 @@ def _pristine() -> None:
     built them (`nl.multiply = nl.add` in one kernel must not change the next one)."""
     for m, attrs in _BUILT.values():
         d = m.__dict__
+        made = attrs.get("_made_on_use")  # (nki.isa's functions, made on first use)
+        if made:
+            attrs = {**attrs, **made}
         if len(d) != len(attrs) or any(d.get(k, d) is not v for k, v in attrs.items()):
             d.clear()
             d.update(attrs)
