@@ -36,12 +36,6 @@ RANK = {part: i for i, layer in enumerate(LAYERS) for part in layer}
 # about its instruction (isa/<name>.py), including helpers its semantics share with the
 # checker and runner; moving those helpers down is issue 25's remaining work.
 KNOWN_UPWARD = {
-    ("nkirun.isa.accumulators", "nkirun.checker.mask"): "mask helpers of reduce_cmd",
-    ("nkirun.isa.max8", "nkirun.checker.mask"): "element masks",
-    ("nkirun.isa.nc_find_index8", "nkirun.checker.mask"): "element masks",
-    ("nkirun.isa.nc_match_replace8", "nkirun.checker.mask"): "element masks",
-    ("nkirun.isa.tensor_reduce", "nkirun.checker.mask"): "element masks",
-    ("nkirun.isa.tensor_tensor_scan", "nkirun.checker.mask"): "element masks",
     ("nkirun.isa.spec", "nkirun.checker.bound"): "InstructionDef.check takes a Bound",
     ("nkirun.isa.kinds", "nkirun.source.access"): "Kind.convert parses operand text",
     ("nkirun.isa.kinds", "nkirun.source.operands"): "Kind.convert parses operand text",

@@ -120,7 +120,7 @@ def _apply_rules(b: Bound, ok: bool, diags: list, program: Program, max_hbm_byte
                                      "needs another way to compute it"))
     if b.get("mask") is not None and _fits(b.tile(spec.mask_on), program, max_hbm_bytes):
         # (a mask is an array the size of its tile: never built over a refused tensor)
-        from nkirun.checker.mask import compile_mask
+        from nkirun.isa.mask import compile_mask
         b.mask, d = compile_mask(b)
         if d is not None:
             diags.append(d)

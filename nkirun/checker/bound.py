@@ -112,7 +112,7 @@ class Bound:
     inst: Instruction
     spec: InstructionDef
     args: Operands  # every param: Resolved for tiles, typed values otherwise (read-only)
-    mask: Any = None  # compiled mask (nkirun.checker.mask), or None
+    mask: Any = None  # compiled mask (nkirun.isa.mask), or None
     engine: str = ""
     target: Target | None = None
 

@@ -377,7 +377,7 @@ ENUM = Enum()  # one string of `choices`
 PATTERN = Pattern()  # [[step, num], ...] access pattern
 INT_LIST = IntList()  # an int or a list of ints (e.g. reduction axes)
 DTYPE = Dtype()
-MASK = Mask()  # a mask predicate string (nkirun/checker/mask.py)
+MASK = Mask()  # a mask predicate string (nkirun/isa/mask.py)
 TILE_LIST = TileList()  # a list of tensor views (dma_compute's srcs)
 NUMBER_LIST = NumberList()  # a list of compile-time numbers (dma_compute's scales)
 LABEL = Label()  # the `name=` every instruction accepts
