@@ -39,7 +39,6 @@ KNOWN_UPWARD = {
     ("nkirun.isa.spec", "nkirun.checker.bound"): "InstructionDef.check takes a Bound",
     ("nkirun.isa.kinds", "nkirun.source.access"): "Kind.convert parses operand text",
     ("nkirun.isa.kinds", "nkirun.source.operands"): "Kind.convert parses operand text",
-    ("nkirun.isa.common", "nkirun.schedule.dma"): "DMA cost helpers",
     ("nkirun.isa.memset", "nkirun.runner.streamed"): "memset's streamed fill",
     ("nkirun.isa.register_load", "nkirun.runner.registers"): "register file access",
     ("nkirun.isa.sendrecv", "nkirun.runner.carried"): "unwritten elements moved as such",

@@ -273,7 +273,7 @@ DMA_COST_FORMULA = ("DMA ns: latency + the longest engine share (bytes per 8 par
 def dma_cycles(b: Bound, target) -> int:
     """A lone transfer's time in nanoseconds (DMA "cycles" are ns): the uncontended time of
     schedule/dma.py's model (the schedule adds contention for engines and HBM)."""
-    from nkirun.schedule.dma import uncontended_ns
+    from nkirun.isa.dma_plan import uncontended_ns
     return uncontended_ns(b, target)
 
 
