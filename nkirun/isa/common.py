@@ -245,7 +245,7 @@ def copy_plan(dst, src):
 
 def _gather_mask(b: Bound, m, src, dst):
     """b.mask, less the dst elements whose source partition an indirect src skipped
-    (oob_mode=skip; source/indirect.py): they keep their value."""
+    (oob_mode=skip; views/indirect.py): they keep their value."""
     if src.ap is None or src.ap.indirect is None:
         return b.mask
     _, keep = m.indirect_rows(src)

@@ -28,7 +28,7 @@ per tensor is not the whole story).
 """
 from __future__ import annotations
 
-from nkirun.checker.bound import views_of
+from nkirun.isa.bound import views_of
 
 ENGINES = frozenset({"vector", "scalar", "gpsimd"})
 MAX_REUSE_BYTES = 2048  # per partition (fitted; see above)

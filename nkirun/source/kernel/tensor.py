@@ -18,7 +18,7 @@ import threading
 
 from nkirun.source.kernel import consts
 from nkirun.source.kernel.unsupported import kernel_error, unsupported
-from nkirun.source.strided import StridedView
+from nkirun.views.strided import StridedView
 
 
 class _Decl:

@@ -12,8 +12,8 @@ from nkirun import speed  # the speed switches, beside their plain twins
 from nkirun.source.kernel import consts
 from nkirun.source.kernel.tensor import _new_view, ndarray
 from nkirun.source.kernel.unsupported import kernel_error, unsupported
-from nkirun.source.reshape import ViewError
-from nkirun.source.strided import StridedView
+from nkirun.views.reshape import ViewError
+from nkirun.views.strided import StridedView
 
 _ARRAY = np.ndarray
 _PLAIN = frozenset({int, slice})

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from nkirun.diagnostics import Diagnostic, Loc, error, warning
 from nkirun.ir import Instruction
-from nkirun.source.operands import Resolved
+from nkirun.views.operands import Resolved
 
 
 
