@@ -49,7 +49,6 @@ def _names_of(args, acc: Accesses) -> tuple:
 
 if TYPE_CHECKING:
     from nkirun.hw.targets import Target
-    from nkirun.isa.spec import InstructionDef
 
 
 class Operands(dict):
@@ -110,7 +109,7 @@ class Bound:
     """An instruction with its operands resolved against the declared tensors."""
 
     inst: Instruction
-    spec: InstructionDef
+    spec: Any  # its isa.spec.InstructionDef (which imports this module)
     args: Operands  # every param: Resolved for tiles, typed values otherwise (read-only)
     mask: Any = None  # compiled mask (nkirun.isa.mask), or None
     engine: str = ""
