@@ -1,5 +1,5 @@
 """Views of tensor handles: NKI's indexing and view methods are those of
-`source.strided.StridedView` (the one view model of every front end); this module wraps
+`views.strided.StridedView` (the one view model of every front end); this module wraps
 their results in handles and their ViewErrors in located diagnostics (E603 for an index,
 E604 for a view method's documented constraint), and adds the index arrays of the pre-0.2
 API (`nl.arange`, legacy.py).
