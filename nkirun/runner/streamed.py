@@ -1,4 +1,4 @@
-"""How Machine.write stores values: the casts (store_cast), and writes through a pattern
+"""How Machine.write stores values: the casts (store_cast: hw/dtypes.py), and writes through a pattern
 with zero steps (accepted for activation_reduce's dst only, checker/bind.py): the engine streams the elements in pattern order, so each storage
 element ends up holding the last value sent to it. nki-library's qkv_cte relies on this
 to give activation_reduce a one-column dst it never reads."""
