@@ -63,10 +63,10 @@ def _cycles(x) -> str:
 def _console(stream, width, color):
     from rich.console import Console
 
-    from nkirun.show.render import use_color
+    from nkirun.show.render import terminal_width, use_color
     color = use_color(stream) if color is None else color
     if width is None:
-        width = None if color else 100
+        width = terminal_width() if color else 100
     return Console(file=stream, width=width, no_color=not color, highlight=False,
                    force_terminal=True if color else False, emoji=False,
                    soft_wrap=False), color

@@ -197,3 +197,23 @@ def test_cost_report_fits_and_never_cuts_a_number(name, width):
     # lists wrap between items, not inside one
     for line in text.splitlines():
         assert not re.match(r"^\d+% \(", line.strip())
+
+
+@pytest.mark.parametrize("args", [["cost", "programs/rowmax_in_window.yaml", "--view",
+                                   "timeline,table"], ["explain", "range_select"]],
+                         ids=["cost", "explain"])
+def test_an_absurd_columns_is_held_to_a_terminal_width(args):
+    """COLUMNS=99999999 on a terminal (FORCE_COLOR stands in for one): rich would size the
+    table and timeline to it and never finish; the width is held within TERMINAL_WIDTH."""
+    import os
+    import subprocess
+    import sys
+
+    from nkirun.show.render import TERMINAL_WIDTH
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "FORCE_COLOR": "1", "COLUMNS": "99999999"}
+    env.pop("NO_COLOR", None)
+    p = subprocess.run([sys.executable, "-m", "nkirun", *args], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=60)  # a hang guard
+    assert p.returncode == 0, p.stderr[-2000:]
+    lines = ANSI.sub("", p.stdout).splitlines()
+    assert lines and max(map(len, lines)) <= TERMINAL_WIDTH[1]
