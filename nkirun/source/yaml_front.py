@@ -14,6 +14,7 @@ from yaml.constructor import ConstructorError, SafeConstructor
 
 from nkirun.diagnostics import Diagnostic, Loc, error
 from nkirun.source.builder import Builder
+from nkirun.source.text_tokens import MAX_DEPTH
 
 try:  # the C composer is ~10x faster; fall back to pure Python where libyaml is missing
     _Loader = yaml.CSafeLoader
@@ -26,7 +27,7 @@ _SCALAR_TAGS = frozenset(_STD + t for t in ("str", "int", "float", "bool", "null
 # count after alias expansion ("billion laughs") and the nesting depth. A program needs
 # depth ~10 (data lists of 5-D tensors); large data belongs in .npy files.
 _MAX_NODES = 1_000_000
-_MAX_DEPTH = 64
+_MAX_DEPTH = MAX_DEPTH  # the text form's lists have the same bound
 
 
 class _Walker:

@@ -107,6 +107,26 @@ def test_bad_input_in_the_text_form(tmp_path, monkeypatch, case):
     assert "error[E" in r.output.splitlines()[0]
 
 
+DEEP = "[" * 3000 + "1" + "]" * 3000
+
+
+@pytest.mark.parametrize("line,col", [
+    (f"tensor x hbm [1] float32 data={DEEP}", 31 + 64),
+    (f"memset dst=t value={DEEP}", 20 + 64),
+    ("memset dst=t value=[\"]]\\\"]\",'[[',[" + "[" * 64 + "1" + "]" * 66, 20 + 14 + 63)],
+    ids=["data", "keyword", "brackets-in-quotes"])
+def test_a_text_list_nested_3000_deep_is_a_located_error(tmp_path, monkeypatch, line, col):
+    """It was a RecursionError (exit 3) in the list reader; now E001 at the first `[` past
+    64 levels, the bound YAML programs have too (brackets inside quotes do not count)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "p.nkis").write_text("version 1\ntensor t sbuf [4, 8] float32\n" + line + "\n")
+    for cmd in ("check", "run"):
+        r = invoke(cmd, "p.nkis")
+        assert r.exit_code == 1, r.output[-400:]
+        first = r.output.splitlines()[0]
+        assert first == f"p.nkis:3:{col}: error[E001]: the list nests more than 64 levels deep"
+
+
 def test_tensor_name_ending_in_a_newline_is_refused(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     for name in ("y\\n", "y\\r", "y\\t", "y ", "\\ny"):
