@@ -7,6 +7,7 @@ import resource
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -283,3 +284,48 @@ def test_forty_megabytes_of_blank_lines(tmp_path, form, bound):
     rss, errors = r.stdout.split()
     assert int(errors) == 0, r.stderr
     assert int(rss) < bound * size, (int(rss) / size)
+
+
+# ---- an unreadable program ---------------------------------------------------------------------
+KERNEL = """import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def copy(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+"""
+
+
+@pytest.mark.parametrize("name", ["p.yaml", "k.py"])
+@pytest.mark.parametrize("cmd", ["check", "run", "cost"])
+def test_an_unreadable_program_is_a_located_error(tmp_path, monkeypatch, name, cmd):
+    """Permission denied (root reads any file, so `open` is made to refuse it): E000 or
+    E600 at the file, exit 1 — not "the kernel raised PermissionError" or a usage error."""
+    import builtins
+
+    from nkirun.source import yaml_front
+    from nkirun.source.kernel import loader
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / name).write_text(KERNEL if name.endswith(".py") else program())
+    np.save(tmp_path / "x.npy", np.ones((4, 8), np.float32))
+
+    def refuse(path, *a, **k):
+        if os.path.basename(str(path)) == name:
+            raise PermissionError(13, "Permission denied", str(path))
+        return builtins.open(path, *a, **k)
+    for module in (yaml_front, loader):
+        monkeypatch.setattr(module, "open", refuse, raising=False)
+    extra = ["--shape", "x=float32[4,8]"] if name.endswith(".py") and cmd != "run" else \
+        ["--input", "x=x.npy"] if name.endswith(".py") else []
+    r = invoke(cmd, name, *extra)
+    code = "E600" if name.endswith(".py") else "E000"
+    assert r.exit_code == 1, r.output
+    first = r.output.splitlines()[0]
+    assert first.startswith(f"{name}: error[{code}]: cannot read ") and \
+        first.endswith(": Permission denied"), first
