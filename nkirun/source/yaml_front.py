@@ -26,6 +26,7 @@ _SCALAR_TAGS = frozenset(_STD + t for t in ("str", "int", "float", "bool", "null
 # Bounds on what a program may expand to, checked before anything is converted: the node
 # count after alias expansion ("billion laughs") and the nesting depth. A program needs
 # depth ~10 (data lists of 5-D tensors); large data belongs in .npy files.
+_YAML_BREAK = re.compile("\r\n|[\n\r\x85\u2028\u2029]")
 _MAX_NODES = 1_000_000
 _MAX_DEPTH = MAX_DEPTH  # the text form's lists have the same bound
 
@@ -257,6 +258,8 @@ def parse_yaml(text: str, path: str, base_dir: str | None = None):
             # the usual cause: an unquoted view with a comma inside `{ ... }`
             hint += "; inside { } quote a view that has a comma: \"t[:, 0:128]\""
         return None, [error("E001", f"YAML syntax error: {what}", loc, hint=hint)]
+    except yaml.reader.ReaderError as e:  # a character YAML does not allow, e.g. NUL
+        return None, [_reader_error(e, text, path)]
     except yaml.YAMLError as e:
         return None, [error("E001", f"YAML error: {e}", Loc(path))]
     except RecursionError:
@@ -285,6 +288,21 @@ def parse_yaml(text: str, path: str, base_dir: str | None = None):
     except RecursionError:
         b.diags.append(error("E001", "the YAML document is nested too deeply", Loc(path)))
     return b.finish()
+
+
+def _reader_error(e, text: str, path: str) -> Diagnostic:
+    """PyYAML's reader names a character it refuses by its offset in the text: give
+    its line and column (1-based, lines broken where YAML breaks them, as in PyYAML's
+    other marks) and say which character it is."""
+    at = max(0, min(e.position, len(text)))
+    breaks = list(_YAML_BREAK.finditer(text, 0, at))
+    line = len(breaks) + 1
+    column = at - (breaks[-1].end() if breaks else 0) + 1
+    char = e.character if isinstance(e.character, str) else chr(e.character)
+    return error("E001", f"the character U+{ord(char):04X} is not allowed in YAML "
+                 f"({e.reason})", Loc(path, line, column),
+                 hint="remove it, or write it as an escape inside double quotes "
+                      f"(\"\\x{ord(char):02x}\")" if ord(char) < 0x100 else "remove it")
 
 
 def _too_deep(text: str, path: str) -> Diagnostic | None:

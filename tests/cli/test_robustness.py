@@ -106,6 +106,13 @@ YAML_CASES = [
     ("bad-indent", b"version: 1\ntensors:\n  x: 1\n y: 2\n", 1, "YAML syntax error", True),
     ("tab-indent", b"version: 1\ntensors:\n\tx: 1\n", 1, "YAML syntax error", True),
     ("not-utf8", b"version: 1\nname: \xff\xfe\n", 1, "not UTF-8", True),
+    # characters YAML refuses: PyYAML gives an offset; nkirun gives line:column
+    ("nul-byte", b"version: 1\nname: a\x00b\n", 1,
+     "bad.yaml:2:8: error[E001]: the character U+0000 is not allowed in YAML", True),
+    ("control-character", b"version: 1\n\nname: \"ab\x01\"\n", 1,
+     "bad.yaml:3:10: error[E001]: the character U+0001 is not allowed", True),
+    ("after-a-yaml-line-break", "version: 1\n\x85 \x7f\n".encode(), 1,
+     "bad.yaml:3:3: error[E001]: the character U+007F", True),
     ("utf16", "version: 1\n".encode("utf-16"), 1, "not UTF-8", True),
     ("empty", b"", 1, "the program is empty", True),
     ("only-comments", b"# nothing here\n\n", 1, "the program is empty", True),
