@@ -83,6 +83,16 @@ def test_long_source_line_is_windowed_with_the_caret_on_the_token():
     assert quoted[at:at + 3] == "bad" and caret.count("^") == 3
 
 
+@pytest.mark.parametrize("length,col", [(5000, 6000), (5000, 5001), (20, 5000)])
+def test_a_column_past_the_line_end_keeps_the_caret_line_windowed(length, col):
+    """A column after the end of a 5,000-column line gave a caret line 1,000 columns
+    longer than the window; the caret now sits just after the quoted line's end."""
+    src = "x" * length
+    _, quoted, caret = format_plain(error("E001", "m", Loc("p", 1, col)), (src,)).splitlines()
+    assert len(caret) <= len(quoted) + 1 <= LONG_LINE + 11
+    assert caret.index("^") == len(quoted) and caret.count("^") == 1
+
+
 def test_tabs_do_not_shift_the_caret():
     src = "\t- memset: {dst: t, valu: 1}"
     col = src.index("valu") + 1
