@@ -56,8 +56,9 @@ def _time(x: float) -> str:
 
 
 def _cycles(x) -> str:
-    """The cycles column: an engine's cycles, or for a DMA transfer its ns (labelled)."""
-    return f"{x.cycles:,} ns" if x.engine == "dma" else f"{x.cycles:,}"
+    """The cycles column: an engine's cycles; "-" for a DMA transfer, which is modelled
+    in ns (its own time is in the next column, as every row's is)."""
+    return "-" if x.engine == "dma" else f"{x.cycles:,}"
 
 
 def _console(stream, width, color):
@@ -236,23 +237,24 @@ def _summary(console, s: Schedule, color: bool) -> None:
 def _instructions(console, s: Schedule, color: bool, max_rows: int, palette) -> None:
     from nkirun.show.numbers import in_unit, time_unit
     unit, scale = time_unit(s.total_ns, _MICRO["on"])
-    start, end = f"start {unit}", f"end {unit}"
-    headers = ["#", "line", "op", "engine", "cycles", start, end, "waited for"]
+    start, end, own = f"start {unit}", f"end {unit}", f"own {unit}"
+    headers = ["#", "line", "op", "engine", "cycles", own, start, end, "waited for"]
     shown = s.slots if max_rows <= 0 else s.slots[:max_rows]
     rows = [[f"{x.index:,}", str(x.line), x.title + (" *" if x.assumed else ""), x.queue,
-             _cycles(x), in_unit(x.start_ns, scale), in_unit(x.end_ns, scale), _short(x)]
+             _cycles(x), in_unit(s.own_ns(x), scale), in_unit(x.start_ns, scale),
+             in_unit(x.end_ns, scale), _short(x)]
             for x in shown]
-    if console.width < 100:  # the source line column only when there is room
+    if console.width < 110:  # the source line column only when there is room
         headers, rows = headers[:1] + headers[2:], [r[:1] + r[2:] for r in rows]
     _grid(console, color, "instructions", headers, rows,
-          ("#", "line", "cycles", start, end), (start, end, "engine"),  # engine last
+          ("#", "line", "cycles", own, start, end), (own, start, end, "engine"),  # engine last
           wrap=("waited for",),
           styles=[palette.get(x.op) if color else None for x in shown])
     if len(shown) < len(s.slots):
         console.print(f"... {len(s.slots) - len(shown):,} more instructions "
                       "(--max-rows 0 shows all; --format json lists every one)")
-    console.print("cost formulas (cycles of the executing engine; DMA: ns, as in the cycles "
-                  "column):")
+    console.print(f"cost formulas (cycles of the executing engine; own {unit}: cycles / its "
+                  f"clock, or a DMA transfer's time on its own, which is modelled in ns):")
     seen = {}
     for x in s.slots:
         seen.setdefault(x.op, x)

@@ -66,9 +66,12 @@ def _core_summary(s: Schedule) -> dict:
                         for n, e in s.engines().items() if e["instructions"]}}
 
 
-def instruction_row(x: Slot) -> dict:
+def instruction_row(x: Slot, own_ns: float) -> dict:
+    """`cycles` in the engine's own cycles (DMA, modelled in ns, counts them at its nominal
+    1 GHz: engines.dma.clock_ghz), `ns` = cycles / clock for every row (own_ns)."""
     row = {"index": x.index, "op": x.op, "engine": x.engine, "queue": x.queue,
-           "queues": list(x.queues), "cycles": x.cycles, "start_ns": _r(x.start_ns),
+           "queues": list(x.queues), "cycles": x.cycles, "ns": _r(own_ns),
+           "start_ns": _r(x.start_ns),
            "end_ns": _r(x.end_ns), "duration_ns": _r(x.duration_ns), "formula": x.formula,
            "assumed": x.assumed, "wait": x.wait, "wait_kind": x.wait_kind,
            "waited_on": x.waited_on, "wait_tensor": x.wait_tensor, "line": x.line}
@@ -79,8 +82,8 @@ def instruction_row(x: Slot) -> dict:
 
 def table(s: Schedule) -> list[dict]:
     if s.program.cores > 1:  # two cores: each row says which core ran it
-        return [dict(instruction_row(x), core=x.core) for x in s.slots]
-    return [instruction_row(x) for x in s.slots]
+        return [dict(instruction_row(x, s.own_ns(x)), core=x.core) for x in s.slots]
+    return [instruction_row(x, s.own_ns(x)) for x in s.slots]
 
 
 def tracks(s: Schedule) -> list[tuple[str, list[Slot]]]:
@@ -109,17 +112,32 @@ def tracks(s: Schedule) -> list[tuple[str, list[Slot]]]:
     return out
 
 
+# The text Gantt chart's letter for each instruction, the same in every report (a letter
+# chosen per report changed meaning from one program to the next). Common instructions
+# have their initials; tests/schedule/test_cost_report.py checks every instruction has
+# one letter of its own.
+TIMELINE_LETTERS = {
+    "activate2": "V", "activation": "A", "activation_reduce": "a", "affine_select": "F",
+    "bn_aggr": "G", "bn_stats": "B", "core_barrier": "c", "dma_compute": "d",
+    "dma_copy": "D", "dma_transpose": "m", "dropout": "r", "exponential": "X", "iota": "I",
+    "load": "L", "local_gather": "l", "max8": "8", "memset": "M", "nc_find_index8": "f",
+    "nc_match_replace8": "H", "nc_matmul": "N", "nc_matmul_mx": "u", "nc_n_gather": "g",
+    "nc_stream_shuffle": "e", "nc_transpose": "n", "nonzero_with_count": "W",
+    "quantize_mx": "Q", "rand2": "2", "rand_get_state": "J", "rand_set_state": "K",
+    "range_select": "R", "reciprocal": "P", "register_alloc": "i", "register_load": "o",
+    "register_move": "v", "register_store": "Y", "rng": "Z", "scalar_tensor_tensor": "s",
+    "select_reduce": "U", "sendrecv": "b", "sequence_bounds": "q", "set_rng_seed": "h",
+    "store": "S", "tensor_copy": "C", "tensor_copy_predicated": "p",
+    "tensor_partition_reduce": "j", "tensor_reduce": "O", "tensor_scalar": "E",
+    "tensor_scalar_cumulative": "k", "tensor_scalar_reduce": "w", "tensor_tensor": "T",
+    "tensor_tensor_scan": "t", "topk": "x",
+}
+
+
 def symbols(s: Schedule) -> dict[str, str]:
-    """One character per op for the text Gantt chart: its initial if free, else another."""
-    out: dict[str, str] = {}
-    pool = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-    for x in s.slots:
-        if x.op in out:
-            continue
-        taken = set(out.values())
-        cands = [c.upper() for c in x.op if c.isalnum()] + [c for c in x.op if c.isalnum()]
-        out[x.op] = next((c for c in cands + list(pool) if c not in taken), "?")
-    return out
+    """The timeline letter of each op the schedule uses, in order of first use (the
+    legend's order): TIMELINE_LETTERS, "?" for an op missing there."""
+    return {x.op: TIMELINE_LETTERS.get(x.op, "?") for x in s.slots}
 
 
 def gantt_cells(slots: list[Slot], total: float, width: int) -> list[Slot | None]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from nkirun.hw import alu as ops
+from nkirun.hw.cost_tables import tag_meanings
 from nkirun.isa import REGISTRY
 from nkirun.isa import spec as S
 from nkirun.isa.nki_api import signature_text
@@ -118,7 +119,8 @@ def describe(spec: S.InstructionDef) -> dict:
         "constraints": constraints(spec),
         "semantics": spec.semantics,
         "cost": {"formula": spec.cost_formula, "assumed": spec.cost_assumed,
-                 "note": spec.cost_note or None},
+                 "note": spec.cost_note or None,
+                 "tags": tag_meanings([spec.cost_formula, spec.cost_note])},
         "example": spec.example or None,
         "source": docs_url(spec.name),
     }
@@ -168,6 +170,7 @@ def render_text(d: dict) -> str:
         out.append("  (assumed: the instruction's page documents no cost formula)")
     if d["cost"]["note"]:
         out.append(f"  note: {d['cost']['note']}")
+    out += [f"  {m}" for m in d["cost"]["tags"]]
     if d["example"]:
         out += ["", "example:"] + [f"  {line}" for line in d["example"].splitlines()]
     if d["source"]:
@@ -228,6 +231,8 @@ def render_rich(d: dict, console) -> None:
                                  if d["cost"]["assumed"] else ""))
     if d["cost"]["note"]:
         para("note: " + d["cost"]["note"])
+    for m in d["cost"]["tags"]:
+        para(m)
     if d["example"]:
         section("example")
         console.print(Padding(Syntax(d["example"], "yaml", theme="ansi_dark",

@@ -224,3 +224,49 @@ def test_to_json_is_pure(monkeypatch):
     s = api.cost("programs/causal_softmax.yaml")
     assert to_json(s) == to_json(s)
     json.dumps(to_json(s))  # serialisable
+
+
+# ---- units, letters and tags the reports explain (issue 24) -----------------------------------
+def test_cycles_are_cycles_and_every_row_has_its_own_ns(monkeypatch):
+    """The cycles column held ns for DMA rows: now DMA shows "-" there, and every row has
+    its own time in ns (JSON `ns` = cycles / the engine's clock_ghz; DMA, modelled in ns,
+    counts cycles at its nominal 1 GHz, so `cycles` stays a number for readers of it)."""
+    monkeypatch.chdir(ROOT)
+    doc = to_json(api.cost("programs/rowmax_in_window.yaml"))
+    for i in doc["instructions"]:
+        clock = doc["engines"][i["engine"]]["clock_ghz"]
+        assert i["ns"] == pytest.approx(i["cycles"] / clock, abs=1e-3)
+    assert doc["engines"]["dma"]["clock_ghz"] == 1.0
+    text = report("programs/rowmax_in_window.yaml", views=("table",))
+    head = next(ln for ln in text.splitlines() if "| cycles |" in ln)
+    assert "own ns" in head
+    rows = [ln.split("|") for ln in text.splitlines() if "dma.q0-15" in ln or "| vector" in ln]
+    at = head.split("|").index(" cycles ")
+    assert {r[at].strip() for r in rows if "dma" in "".join(r)} == {"-"}
+    assert all(" ns" not in r[at] for r in rows)
+
+
+def test_timeline_letters_are_the_same_in_every_report(monkeypatch):
+    """The letter was picked per report (`S` was select_reduce in one, store in another)."""
+    from nkirun.isa import REGISTRY
+    from nkirun.schedule.views import TIMELINE_LETTERS
+    assert set(TIMELINE_LETTERS) == set(REGISTRY)
+    assert len(set(TIMELINE_LETTERS.values())) == len(TIMELINE_LETTERS)  # one letter each
+    monkeypatch.chdir(ROOT)
+    for name in ("select_reduce_reverse", "rowmax_in_window", "topk_match_replace"):
+        legend = report(f"programs/{name}.yaml", views=("timeline",)).split("legend:")[1]
+        assert "S store" in legend and ("L load" in legend)
+    legend = report("programs/select_reduce_reverse.yaml", views=("timeline",))
+    assert "U select_reduce" in legend.split("legend:")[1]
+
+
+def test_old_isa_tag_is_explained(monkeypatch):
+    """`[OLD-ISA]` in a note said nothing to a reader; the notes now say what it is."""
+    monkeypatch.chdir(ROOT)
+    notes = to_json(api.cost("programs/matmul_transpose.yaml"))["notes"]
+    assert any("[OLD-ISA]" in n for n in notes)
+    meaning = [n for n in notes if n.startswith("[OLD-ISA]: ")]
+    assert len(meaning) == 1 and "legacy NKI ISA" in meaning[0] and "https://" in meaning[0]
+    r = CliRunner().invoke(cli, ["explain", "nc_matmul"])
+    assert "[OLD-ISA]: the cost estimate of the legacy NKI ISA pages" in " ".join(
+        r.output.split())
