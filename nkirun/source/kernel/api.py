@@ -40,16 +40,18 @@ def _function(kernel):
 def trace_call(kernel, args=(), kwargs=None, target=None, grid=None, lnc: int = 1) -> Traced:
     func, kgrid = _function(kernel)
     values = bind_parameters(func, args, kwargs)
-    values = {k: _tensor_args(v) for k, v in values.items()}
+    values = {k: _tensor_args(v, k) for k, v in values.items()}
     with paused_gc():  # (nkirun/gc_policy.py: the caller's collector is restored after)
         return _trace(func, values, target or default_target(), grid or kgrid, lnc)
 
 
-def _tensor_args(v):
-    """An array as a TensorArg, and each array of a list or tuple of them; else v."""
-    if isinstance(v, (list, tuple)) and any(tensor_arg(x) for x in v):
-        return type(v)(tensor_arg(x) or x for x in v)
-    return tensor_arg(v) or v
+def _tensor_args(v, name: str):
+    """An array as a TensorArg, and each array of a list or tuple of them; else v. `name`:
+    the parameter (dtype errors name it, `xs[1]` for a list's element)."""
+    if isinstance(v, (list, tuple)) and any(tensor_arg(x, f"{name}[{i}]")
+                                            for i, x in enumerate(v)):
+        return type(v)(tensor_arg(x, f"{name}[{i}]") or x for i, x in enumerate(v))
+    return tensor_arg(v, name) or v
 
 
 def check_traced(traced: Traced, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES):
