@@ -163,7 +163,8 @@ def shadow(program: ProgramSource, inputs: Mapping[str, InputValue] | None = Non
     from nkirun.show.shadow_report import ShadowReport
     result, sh = _run(program, inputs, out, fmt, target, uninitialized, max_hbm_bytes,
                       after_each, shadowed=True)
-    return ShadowReport(sh.rows, result, sh.warnings, sh.backend)
+    return ShadowReport(sh.rows, result, sh.warnings, sh.backend,
+                        sh.final_errors({name: (name, a) for name, a in result.items()}))
 
 
 def _run(program, inputs, out, fmt, target, uninitialized, max_hbm_bytes, after_each,

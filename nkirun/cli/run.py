@@ -218,7 +218,8 @@ def _execute(c, inputs, trace, dump_dir, dump_after, uninitialized, shadow=False
                    trace_extra=trace_extra(sh)) as hook:
             m = execute(c.program, c.bound, inputs, hook, uninitialized, step=sh.step)
         result = outputs(c.program, m)
-        return m, result, ShadowReport(sh.rows, result, sh.warnings, sh.backend)
+        finals = sh.final_errors({name: (name, a) for name, a in result.items()})
+        return m, result, ShadowReport(sh.rows, result, sh.warnings, sh.backend, finals)
     with watch(c.program, c.bound, trace, dump_dir, dump_after) as hook:
         m = execute(c.program, c.bound, inputs, hook, uninitialized)
     return m, outputs(c.program, m), None

@@ -354,6 +354,25 @@ class Shadow:
             resolve_places(self._later)
         return self._rows
 
+    def final_errors(self, outputs: dict) -> dict:
+        """label -> (tensor name, Err, peak index) for each output (label -> (tensor name,
+        its array as the run left it)) against the shadow's final values of that tensor;
+        outputs the shadow does not hold (packed MX data, a run it stopped before) left out."""
+        from nkirun.runner.shadow_metrics import errors
+        out = {}
+        held = self.machine.buffers if self.machine is not None else {}
+        for label, (name, real) in outputs.items():
+            real = np.asarray(real)
+            d, ref = dt.from_numpy(real.dtype), held.get(name)
+            if d is None or ref is None or np.size(ref) != real.size or self._stopped:
+                continue
+            wide = np.float32 if d.is_float else np.float64
+            (e,) = errors([real.reshape(-1).astype(wide)], np.asarray(ref).reshape(-1), d)
+            peak = tuple(int(i) for i in np.unravel_index(e.at, real.shape)) if e.at >= 0 \
+                else None
+            out[label] = (name, e, peak)
+        return out
+
     def _stop(self, b, e: NkirunError) -> None:
         self._stopped = True
         why = e.diagnostics[0].message if e.diagnostics else str(e)

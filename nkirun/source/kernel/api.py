@@ -152,8 +152,10 @@ def simulate(kernel, target: str | None = None, lnc: int = 1, shadow: bool = Fal
         from nkirun.show.shadow_report import ShadowReport
         sh = Shadow(bound)
         arrays = run_traced(traced, bound, step=sh.step, uninitialized=uninitialized)
+        finals = sh.final_errors({f"out{i}": (h.name, a) for i, (h, a) in
+                                  enumerate(zip(traced.outputs, arrays))})
         return ShadowReport(sh.rows, _structure(traced.structure, arrays), sh.warnings,
-                            sh.backend)
+                            sh.backend, finals)
     return call
 
 
