@@ -766,3 +766,24 @@ instructions:
         tracemalloc.stop()
     assert r.exit_code == 1 and "error[E017]" in r.output and "error[E043]" in r.output
     assert peak < 20 * 2**20, peak
+
+
+@pytest.mark.parametrize("text", ["version: 1\nname: " + "[" * 100_000 + "]" * 100_000 + "\n",
+                                  "version: 1\nname: " + "{a: " * 2000,
+                                  "version: 1\n" + "".join(" " * i + "k:\n" for i in range(1200))],
+                         ids=["flow", "unclosed", "block"])
+def test_nesting_refusal_is_the_same_with_or_without_libyaml_limit(monkeypatch, text):
+    """PyYAML 6.0.4's libyaml stops at its own nesting limit (1000) while scanning ahead,
+    with its own message; the pure-Python parser has none. Both give nkirun's E001 at the
+    65th level."""
+    import yaml
+
+    from nkirun.source import yaml_limits
+    from nkirun.source.yaml_front import parse_yaml
+    seen = []
+    for loader in (yaml_limits.LOADER, yaml.SafeLoader):
+        monkeypatch.setattr(yaml_limits, "LOADER", loader)
+        _, diags = parse_yaml(text, "p.yaml")
+        seen.append([(d.code, d.message, d.loc.line, d.loc.column) for d in diags])
+    assert seen[0] == seen[1] and len(seen[0]) == 1
+    assert seen[0][0][0] == "E001" and "more than 64 levels deep" in seen[0][0][1]
