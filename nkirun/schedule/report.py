@@ -158,7 +158,6 @@ def render_report(s: Schedule, stream=None, width: int | None = None,
         console.file = stream
     from nkirun.show.numbers import micro_ok
     _MICRO["on"] = bool(color) and micro_ok(out)
-    sym = v.symbols(s)
     palette = {x.op: ENGINE_COLORS.get(x.engine, _OTHER_COLOR) for x in s.slots}
     first = True
     for name in views:
@@ -170,7 +169,7 @@ def render_report(s: Schedule, stream=None, width: int | None = None,
         elif name == "table":
             _instructions(console, s, color, max_rows, palette)
         elif name == "timeline":
-            _timeline(console, s, color, sym, palette)
+            _timeline(console, s, color)
         elif name == "critical":
             _critical(console, s, color, palette, max_rows)
     if stream is not out:
@@ -275,7 +274,7 @@ def _hanging(rows):
     return t
 
 
-def _timeline(console, s: Schedule, color: bool, sym, palette) -> None:
+def _timeline(console, s: Schedule, color: bool) -> None:
     from rich.text import Text
     total = s.total_ns
     rows = v.tracks(s)
@@ -284,13 +283,12 @@ def _timeline(console, s: Schedule, color: bool, sym, palette) -> None:
     console.print(Text(f"timeline (1 column = {_time(total / width if width else 0)})",
                        style="bold" if color else ""))
     for name, slots in rows:
-        cells = v.gantt_cells(slots, total, width)
         line = Text(f"{name:<{label_w}} |")
-        for c in cells:
-            if c is None:
+        for ch in v.bar(slots, total, width):
+            if ch == ".":
                 line.append("·" if color else ".", style="dim" if color else "")
             else:
-                line.append(sym[c.op], style=f"black on {palette[c.op]}" if color else "")
+                line.append(ch, style=f"black on {_letter_color(ch)}" if color else "")
         busy = sum(x.duration_ns for x in slots)
         line.append(f"| {busy / total:4.0%}" if total else "|")
         console.print(line)
@@ -304,15 +302,25 @@ def _timeline(console, s: Schedule, color: bool, sym, palette) -> None:
     axis[width - len(right):] = right
     console.print(" " * (label_w + 2) + "".join(axis)[:width])
     legend, line = [], Text("legend:")
-    for op, ch in sym.items():  # wrapped between entries, never inside one
-        if len(line) + 3 + len(op) + 1 > console.width and len(line) > 8:
+    entries = [(ch, engine) for engine, ch in v.legend(s).items()]
+    entries.append(("", "(case alternates between consecutive instructions)"))
+    for ch, what in entries:  # wrapped between entries, never inside one
+        if len(line) + 3 + len(what) + 1 > console.width and len(line) > 8:
             legend.append(line)
             line = Text("       ")
         line.append("  ")
-        line.append(ch, style=f"black on {palette[op]}" if color else "")
-        line.append(f" {op}")
+        if ch:
+            line.append(ch, style=f"black on {_letter_color(ch)}" if color else "")
+            line.append(" ")
+        line.append(what)
     for ln in legend + [line]:
         console.print(ln)
+
+
+def _letter_color(ch: str) -> str:
+    """A timeline letter's engine colour (ENGINE_COLORS)."""
+    engine = next((e for e, c in v.ENGINE_LETTERS.items() if c == ch.upper()), None)
+    return ENGINE_COLORS.get(engine, _OTHER_COLOR)
 
 
 def _critical(console, s: Schedule, color: bool, palette, max_rows: int) -> None:

@@ -112,32 +112,31 @@ def tracks(s: Schedule) -> list[tuple[str, list[Slot]]]:
     return out
 
 
-# The text Gantt chart's letter for each instruction, the same in every report (a letter
-# chosen per report changed meaning from one program to the next). Common instructions
-# have their initials; tests/schedule/test_cost_report.py checks every instruction has
-# one letter of its own.
-TIMELINE_LETTERS = {
-    "activate2": "V", "activation": "A", "activation_reduce": "a", "affine_select": "F",
-    "bn_aggr": "G", "bn_stats": "B", "core_barrier": "c", "dma_compute": "d",
-    "dma_copy": "D", "dma_transpose": "m", "dropout": "r", "exponential": "X", "iota": "I",
-    "load": "L", "local_gather": "l", "max8": "8", "memset": "M", "nc_find_index8": "f",
-    "nc_match_replace8": "H", "nc_matmul": "N", "nc_matmul_mx": "u", "nc_n_gather": "g",
-    "nc_stream_shuffle": "e", "nc_transpose": "n", "nonzero_with_count": "W",
-    "quantize_mx": "Q", "rand2": "2", "rand_get_state": "J", "rand_set_state": "K",
-    "range_select": "R", "reciprocal": "P", "register_alloc": "i", "register_load": "o",
-    "register_move": "v", "register_store": "Y", "rng": "Z", "scalar_tensor_tensor": "s",
-    "select_reduce": "U", "sendrecv": "b", "sequence_bounds": "q", "set_rng_seed": "h",
-    "store": "S", "tensor_copy": "C", "tensor_copy_predicated": "p",
-    "tensor_partition_reduce": "j", "tensor_reduce": "O", "tensor_scalar": "E",
-    "tensor_scalar_cumulative": "k", "tensor_scalar_reduce": "w", "tensor_tensor": "T",
-    "tensor_tensor_scan": "t", "topk": "x",
-}
+# The text Gantt chart's letter for each engine, the same in every report (a letter picked
+# per report for each op changed meaning from one program to the next). Consecutive
+# instructions on a track alternate upper and lower case, so each one shows; the table and
+# the trace name them.
+ENGINE_LETTERS = {"tensor": "T", "vector": "V", "scalar": "S", "gpsimd": "G", "dma": "D",
+                  "sync": "Y"}
 
 
-def symbols(s: Schedule) -> dict[str, str]:
-    """The timeline letter of each op the schedule uses, in order of first use (the
-    legend's order): TIMELINE_LETTERS, "?" for an op missing there."""
-    return {x.op: TIMELINE_LETTERS.get(x.op, "?") for x in s.slots}
+def engine_letter(engine: str) -> str:
+    return ENGINE_LETTERS.get(engine, "?")
+
+
+def legend(s: Schedule) -> dict[str, str]:
+    """engine -> its timeline letter, for the engines the schedule uses."""
+    used = {x.engine for x in s.slots}
+    return {e: engine_letter(e) for e in s.engine_names() if e in used}
+
+
+def bar(slots: list[Slot], total: float, width: int) -> str:
+    """A track's timeline: its engine's letter over each instruction's time, upper and
+    lower case by turns; `.` idle."""
+    turn = {id(x): k % 2 for k, x in enumerate(slots)}
+    return "".join("." if c is None else
+                   (engine_letter(c.engine).lower() if turn[id(c)] else engine_letter(c.engine))
+                   for c in gantt_cells(slots, total, width))
 
 
 def gantt_cells(slots: list[Slot], total: float, width: int) -> list[Slot | None]:
@@ -161,16 +160,14 @@ def gantt_cells(slots: list[Slot], total: float, width: int) -> list[Slot | None
 
 
 def timeline(s: Schedule, width: int = 64) -> dict:
-    sym = symbols(s)
     total = s.total_ns
     rows = []
     for name, slots in tracks(s):
-        cells = gantt_cells(slots, total, width)
         rows.append({"track": name,
                      "busy_ns": _r(sum(x.duration_ns for x in slots)),
                      "instructions": [x.index for x in slots],
-                     "bar": "".join("." if c is None else sym[c.op] for c in cells)})
-    return {"total_ns": _r(total), "width": width, "legend": sym, "rows": rows}
+                     "bar": bar(slots, total, width)})
+    return {"total_ns": _r(total), "width": width, "legend": legend(s), "rows": rows}
 
 
 def critical(s: Schedule) -> dict:

@@ -247,17 +247,25 @@ def test_cycles_are_cycles_and_every_row_has_its_own_ns(monkeypatch):
 
 
 def test_timeline_letters_are_the_same_in_every_report(monkeypatch):
-    """The letter was picked per report (`S` was select_reduce in one, store in another)."""
-    from nkirun.isa import REGISTRY
-    from nkirun.schedule.views import TIMELINE_LETTERS
-    assert set(TIMELINE_LETTERS) == set(REGISTRY)
-    assert len(set(TIMELINE_LETTERS.values())) == len(TIMELINE_LETTERS)  # one letter each
+    """A letter was picked per op and per report (`S` was select_reduce in one report, store
+    in another); now each engine has its letter, consecutive instructions on a track
+    alternating its case, and the legend says so."""
+    from nkirun.schedule.views import ENGINE_LETTERS, timeline
     monkeypatch.chdir(ROOT)
-    for name in ("select_reduce_reverse", "rowmax_in_window", "topk_match_replace"):
+    for name in ("select_reduce_reverse", "rowmax_in_window", "causal_softmax"):
+        s = api.cost(f"programs/{name}.yaml")
         legend = report(f"programs/{name}.yaml", views=("timeline",)).split("legend:")[1]
-        assert "S store" in legend and ("L load" in legend)
-    legend = report("programs/select_reduce_reverse.yaml", views=("timeline",))
-    assert "U select_reduce" in legend.split("legend:")[1]
+        used = {x.engine for x in s.slots}
+        assert all(f"{ENGINE_LETTERS[e]} {e}" in legend for e in used)
+        assert "case alternates between consecutive instructions" in legend
+        for row in timeline(s, width=400)["rows"]:  # wide: every instruction shows
+            letters = set(row["bar"]) - {"."}
+            assert {c.upper() for c in letters} <= {ENGINE_LETTERS[e] for e in used}
+            runs = "".join(c for k, c in enumerate(row["bar"])
+                           if c != "." and (k == 0 or row["bar"][k - 1] != c))
+            assert len(runs) <= len(row["instructions"])
+    dma = timeline(api.cost("programs/rowmax_in_window.yaml"), width=400)["rows"][-1]["bar"]
+    assert "D" in dma and "d" in dma  # two loads and stores back to back: both cases
 
 
 def test_old_isa_tag_is_explained(monkeypatch):
