@@ -356,14 +356,17 @@ class Shadow:
 
     def final_errors(self, outputs: dict) -> dict:
         """label -> (tensor name, Err, peak index) for each output (label -> (tensor name,
-        its array as the run left it)) against the shadow's final values of that tensor;
+        its values as the run left them, and `pick`: None, or how they were read from the
+        tensor, applied to the shadow's tensor too)) against the shadow's final values;
         outputs the shadow does not hold (packed MX data, a run it stopped before) left out."""
         from nkirun.runner.shadow_metrics import errors
         out = {}
         held = self.machine.buffers if self.machine is not None else {}
-        for label, (name, real) in outputs.items():
-            real = np.asarray(real)
-            d, ref = dt.from_numpy(real.dtype), held.get(name)
+        for label, (name, real, pick) in outputs.items():
+            real, ref = np.asarray(real), held.get(name)
+            if ref is not None and pick is not None:
+                ref = np.asarray(pick(np.ascontiguousarray(ref)))
+            d = dt.from_numpy(real.dtype)
             if d is None or ref is None or np.size(ref) != real.size or self._stopped:
                 continue
             wide = np.float32 if d.is_float else np.float64

@@ -186,7 +186,7 @@ def final_lines(report: ShadowReport) -> list[str]:
         return []
     out = ["shadow: each output's final error against the float32 shadow:"]
     for label, (name, e, peak) in report.finals.items():
-        at = f" at {name}[{', '.join(map(str, peak))}]" if peak and e.abs > 0 else ""
+        at = f" at {label}[{', '.join(map(str, peak))}]" if peak and e.abs > 0 else ""
         out.append(f"  {label}: max abs {g(e.abs)}, rel {g(e.rel)}, ulp {g(e.ulp)}{at}")
     return out
 
@@ -247,7 +247,7 @@ def kernel_shadow_output(spec, traced, shadow, result, written, n: int, fmt: str
     import sys
 
     from nkirun.show.render import plural, print_diagnostics, use_color
-    finals = shadow.final_errors({key: (h.name, a) for (key, a), h in
+    finals = shadow.final_errors({key: (h.name, a, None) for (key, a), h in
                                   zip(result.items(), traced.outputs)})
     report = ShadowReport(shadow.rows, result, shadow.warnings, shadow.backend, finals)
     print_diagnostics(report.warnings, (), sys.stderr)

@@ -202,7 +202,7 @@ def test_cost_report_fits_and_never_cuts_a_number(name, width):
         # cycles are cycles; a DMA transfer (modelled in ns) shows "-" there (issue 24)
         assert cells[0] == str(x.index) and ("-" if x.engine == "dma"
                                              else f"{x.cycles:,}") in cells
-        from nkirun.show.numbers import in_unit, time_unit
+        from nkirun.terminal import in_unit, time_unit
         assert not ends or in_unit(x.end_ns, time_unit(s.total_ns)[1]) in cells
     # lists wrap between items, not inside one
     for line in text.splitlines():
@@ -219,7 +219,7 @@ def test_an_absurd_columns_is_held_to_a_terminal_width(args):
     import subprocess
     import sys
 
-    from nkirun.show.render import TERMINAL_WIDTH
+    from nkirun.terminal import TERMINAL_WIDTH
     env = {**os.environ, "PYTHONPATH": str(ROOT), "FORCE_COLOR": "1", "COLUMNS": "99999999"}
     env.pop("NO_COLOR", None)
     p = subprocess.run([sys.executable, "-m", "nkirun", *args], cwd=ROOT, env=env,
