@@ -240,10 +240,8 @@ def render_rich(d: dict, console) -> None:
     section("cost")
     para(d["cost"]["formula"] + ("  (assumed: the page documents no formula)"
                                  if d["cost"]["assumed"] else ""))
-    if d["cost"]["note"]:
-        para("note: " + d["cost"]["note"])
-    for m in d["cost"]["tags"]:
-        para(m)
+    for text in ([f"note: {d['cost']['note']}"] if d["cost"]["note"] else []) + d["cost"]["tags"]:
+        para(text)
     if d["example"]:
         section("example")
         console.print(Padding(Syntax(d["example"], "yaml", theme="ansi_dark",
