@@ -65,10 +65,11 @@ def _skips_middle_end(kernel, func) -> bool:
     return any(getattr(k, SKIP_MIDDLE_END, False) for k in (kernel, inner, func))
 
 
-def _tensor_args(v, name: str):
+def _tensor_args(v, name: str | None = None):
     """An array as a TensorArg, and each array of a list or tuple of them; else v. `name`:
     the parameter (dtype errors name it, `xs[1]` for a list's element)."""
-    if isinstance(v, (list, tuple)) and any(tensor_arg(x, f"{name}[{i}]")
-                                            for i, x in enumerate(v)):
-        return type(v)(tensor_arg(x, f"{name}[{i}]") or x for i, x in enumerate(v))
+    def item(i):
+        return f"{name}[{i}]" if name else None
+    if isinstance(v, (list, tuple)) and any(tensor_arg(x, item(i)) for i, x in enumerate(v)):
+        return type(v)(tensor_arg(x, item(i)) or x for i, x in enumerate(v))
     return tensor_arg(v, name) or v
