@@ -114,22 +114,13 @@ def run(c: Checked, uninitialized: str = "error", shadow: bool = False, trace: b
     report = None
     if sh is not None:
         from nkirun.show.shadow_report import ShadowReport
+        picked = {o.name: (o.tensor, result[o.name], None if o.view is None else _strided(o))
+                  for o in front.outputs}
         report = ShadowReport(sh.rows, result, sh.warnings, sh.backend,
-                              _shadow_outputs(sh.machine, front.outputs))
+                              sh.final_errors(picked),
+                              {k: ref for k, (_, ref) in sh.final_values(picked).items()})
         warnings += sh.warnings
     return Ran(result, m, warnings, report)
-
-
-def _shadow_outputs(shadow_machine, outputs) -> dict:
-    """Each output as the shadow holds it (float32); those it does not hold are left out."""
-    got = {}
-    for o in outputs:
-        if shadow_machine is not None and o.tensor in shadow_machine.buffers:
-            try:
-                got[o.name] = np.asarray(read_output(shadow_machine, o), dtype=np.float32)
-            except NkirunError:  # the real run read it: a shadow-only gap shows no map
-                continue
-    return got
 
 
 def _execute(program, bound, inputs, hook, step, uninitialized, plain: bool):
