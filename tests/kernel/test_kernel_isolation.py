@@ -365,3 +365,13 @@ def made_up(x):
     r = invoke("check", path, "--shape", "x=float32[4,8]")
     assert r.exit_code == 1 and "E601" in r.output and "\\\\x1b[31mzzz" in r.output
     assert "\x1b" not in r.output and len(r.output) < 5_000
+
+
+def test_nki_isa_functions_made_on_first_use_are_kept_across_traces(tmp_path):
+    from nkirun.source.kernel.modules import modules
+    scales = nkirun_kernel(write(tmp_path, SCALES, "scales.py"), "scales")
+    nkirun.simulate(scales)(np.ones((2, 2), np.float32))
+    isa = modules()["nki.isa"]
+    first = isa.tensor_tensor  # (made now, or by an earlier test)
+    nkirun.simulate(scales)(np.ones((2, 2), np.float32))
+    assert isa.tensor_tensor is first and "tensor_tensor" in vars(isa)
