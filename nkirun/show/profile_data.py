@@ -184,18 +184,16 @@ def _psum_banks(s: Schedule, first: dict, last: dict) -> list[dict]:
 
 
 def dma_view(s: Schedule) -> dict:
-    """Each transfer's bytes, duration and achieved rate; per queue group, the totals."""
+    """Each transfer's bytes, descriptor size, duration and achieved rate (the scheduler's
+    figures: Slot.dma_bytes, Slot.dma_run); per queue group, the totals."""
     rows = []
-    peak = cost_table(s.target).hbm_bytes_per_ns  # bytes per ns = GB/s
-    decls = s.program.tensors
     for x in s.slots:
         if x.engine != "dma":
             continue
-        moved = _dma_bytes(x, decls)
         dur = x.duration_ns
         rows.append({"index": x.index, "op": x.op, "line": x.line, "queue": x.queue,
-                     "bytes": moved, "ns": _r(dur),
-                     "gbps": round(moved / dur, 3) if dur > 0 and moved else 0.0})
+                     "bytes": int(x.dma_bytes), "descriptor_bytes": int(x.dma_run),
+                     "ns": _r(dur), "gbps": round(x.dma_bytes / dur, 3) if dur > 0 else 0.0})
     queues: dict[str, dict] = {}
     for r in rows:
         q = queues.setdefault(r["queue"], {"queue": r["queue"], "transfers": 0, "bytes": 0,
@@ -203,13 +201,8 @@ def dma_view(s: Schedule) -> dict:
         q["transfers"] += 1
         q["bytes"] += r["bytes"]
         q["ns"] = _r(q["ns"] + r["ns"])
-    return {"peak_gbps": peak, "rows": rows, "queues": list(queues.values())}
-
-
-def _dma_bytes(x, decls) -> int:
-    """Bytes a transfer moved: the smaller side it touches (the destination tile's size)."""
-    sizes = [decls[n].size * decls[n].dtype.itemsize for n in x.tensors if n in decls]
-    return min(sizes) if sizes else 0
+    return {"peak_gbps": cost_table(s.target).hbm_bytes_per_ns,  # bytes per ns = GB/s
+            "rows": rows, "queues": list(queues.values())}
 
 
 def profile_data(s: Schedule, source_text: str | None = None, shadow: list | None = None,

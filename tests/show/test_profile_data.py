@@ -108,3 +108,14 @@ def test_compare_page_holds_both_schedules(rowmax):
     data = _data(render_html([rowmax, other], titles=["trn2", "trn1"]))
     assert [p["title"] for p in data["profiles"]] == ["trn2", "trn1"]
     assert data["profiles"][1]["summary"]["target"] == "trn1"
+
+
+def test_dma_rows_are_the_schedulers_transfers(rowmax):
+    from nkirun.show.profile_data import dma_view
+    d = dma_view(rowmax)
+    dma = [x for x in rowmax.slots if x.engine == "dma"]
+    assert [r["index"] for r in d["rows"]] == [x.index for x in dma]
+    assert [r["bytes"] for r in d["rows"]] == [int(x.dma_bytes) for x in dma]
+    assert d["rows"][0]["bytes"] == 128 * 512 * 4  # the first load: x, float32 [128, 512]
+    assert sum(q["bytes"] for q in d["queues"]) == sum(r["bytes"] for r in d["rows"])
+    assert d["peak_gbps"] > 0
