@@ -103,6 +103,7 @@ class CpuSimulate:
     sets), else nkirun's default (NEURON_PLATFORM_TARGET_OVERRIDE, trn2)."""
 
     target: str | None = None  # set by nkirun.install(target=...)
+    uninitialized = "error"  # nkirun.install(uninitialized=...): as simulate(uninitialized=)
 
     def __init__(self, kernel):
         self.kernel = kernel
@@ -120,7 +121,8 @@ def _simulate_on(kernel, lnc: int):
     from nkirun.source.kernel.consts import TARGET_VERSION
     gen = os.environ.get("NKI_NC_VERSION", "").strip().lower()
     by_gen = {g: t for t, g in TARGET_VERSION.items() if t != "inf2"}
-    return simulate(kernel, CpuSimulate.target or by_gen.get(gen, gen or None), lnc)
+    return simulate(kernel, CpuSimulate.target or by_gen.get(gen, gen or None), lnc,
+                    uninitialized=CpuSimulate.uninitialized)
 
 
 class _DtypeModule(types.ModuleType):
