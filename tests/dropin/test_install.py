@@ -155,3 +155,15 @@ def test_uninitialized_reads_follow_the_install_option():
             nkirun.install(uninitialized="maybe")
     finally:
         uninstall()
+
+
+def test_an_interruption_during_the_trace_is_the_callers():
+    """pytest-timeout's Failed (a BaseException raised by a signal handler while the kernel
+    runs) reaches the test as it is, not as the kernel's E602."""
+    class Interrupted(BaseException):
+        pass
+
+    def kernel(a):
+        raise Interrupted()
+    with pytest.raises(Interrupted):
+        nkirun.simulate(kernel)(np.ones((2, 2), np.float32))
