@@ -36,9 +36,7 @@ RANK = {part: i for i, layer in enumerate(LAYERS) for part in layer}
 # (importer, imported): why it still runs upward. An instruction module keeps everything
 # about its instruction (isa/<name>.py), including helpers its semantics share with the
 # checker and runner; moving those helpers down is issue 25's remaining work.
-KNOWN_UPWARD = {
-    ("nkirun.isa.sendrecv", "nkirun.runner.carried"): "unwritten elements moved as such",
-}
+KNOWN_UPWARD: dict = {}
 
 
 def _modules() -> dict[str, object]:

@@ -82,11 +82,10 @@ def exchange(pair, m) -> None:
     """Read what each side of a pair receives (the other's src; a send to its own rank: its
     own src) into m.inbox, before either destination is written: the values, and which of
     them hold data (a transfer carries unwritten elements as such: runner/carried.py)."""
-    from nkirun.runner.carried import defined
     senders = pair if len(pair) == 1 else (pair[1], pair[0])
     for b, sender in zip(pair, senders):
         src = sender["src"]
-        m.inbox[b.index] = (m.view(src).copy(), defined(m, src))
+        m.inbox[b.index] = (m.view(src).copy(), m.defined(src))
 
 
 def pair_rules(sender: Bound, receiver: Bound) -> list:
@@ -125,8 +124,7 @@ def execute(b: Bound, m) -> None:
     # (under --uninitialized nan|zero the sender's fill travels too, still unwritten)
     m.write(b["dst"], values, None, None if m.fills else held)
     if held is not None:
-        from nkirun.runner.carried import forget
-        forget(m, b["dst"], ~held)
+        m.forget(b["dst"], ~held)
 
 
 SPEC = InstructionDef(

@@ -16,34 +16,6 @@ import copy
 import numpy as np
 
 from nkirun.diagnostics import NkirunError
-from nkirun.views.access import storage_elements
-
-
-def defined(m, r) -> np.ndarray | None:
-    """Which elements of view r hold data, as a bool array of r.shape; None: all."""
-    w = m.written.get(r.decl.name)
-    if w is None:
-        return None
-    sel = m._selected_written(r, w).reshape(r.shape)
-    return None if sel.all() else sel
-
-
-def forget(m, r, missing: np.ndarray) -> None:
-    """The elements of view r where `missing` (bool, r.shape) now hold no data."""
-    if not missing.any():
-        return
-    name = r.decl.name
-    w = m.written.get(name)
-    if w is None:  # fully defined so far: track it again
-        w = m.written[name] = np.ones(r.decl.shape, bool)
-        m._unwritten[name] = 0
-    flat = w.reshape(-1)
-    if r.ap is None:
-        elems = np.arange(w.size).reshape(w.shape)[r.np_index].reshape(r.shape)[missing]
-    else:
-        elems = storage_elements(r).reshape(r.shape + (-1,))[missing]
-    flat[elems.reshape(-1)] = False
-    m._unwritten[name] = int(w.size - np.count_nonzero(w))  # (rare: a plain recount)
 
 
 # ---- instructions that read elements nothing wrote ---------------------------------------

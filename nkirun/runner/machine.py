@@ -13,6 +13,7 @@ from nkirun.hw import dtypes as dt
 from nkirun.views import indirect
 from nkirun.views.access import static_offsets, storage_elements
 from nkirun.views.operands import Resolved
+from nkirun.runner.held import HeldElements
 from nkirun.runner.registers import LoopState
 from nkirun.runner.streamed import last_streamed, store_cast
 
@@ -31,7 +32,7 @@ class Accumulator:
         return slice(r.part_start, r.part_start + r.partitions * r.part_step, r.part_step)
 
 
-class Machine(LoopState):
+class Machine(LoopState, HeldElements):
     def __init__(self, buffers: dict[str, np.ndarray], undefined: dict[str, np.ndarray | None]):
         self.buffers = buffers
         # tensor -> bool array of written elements (None: every element holds data)
