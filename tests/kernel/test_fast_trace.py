@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from nkirun.source.kernel import session, views
+from nkirun.source.kernel import call_forms, session, views
 from nkirun.api_kernel import trace_call
-from nkirun.source.kernel.session import ir_index
+from nkirun.source.kernel.lowering import ir_index
 
 KERNEL = '''
 import nki
@@ -40,7 +40,8 @@ def test_lowered_index_is_ir_index(tmp_path, monkeypatch):
         seen.append((got, ir_index(v)))
         return got
 
-    monkeypatch.setattr(session, "lowered_index", spy)
+    for caller in (session, call_forms, views):  # (each imports lowering.lowered_index)
+        monkeypatch.setattr(caller, "lowered_index", spy)
     monkeypatch.setattr(views, "_LAYOUTS", {})  # (t[key]'s memo hands out indices it holds)
     (tmp_path / "views_kernel.py").write_text(KERNEL)
     monkeypatch.syspath_prepend(str(tmp_path))

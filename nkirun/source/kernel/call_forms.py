@@ -17,7 +17,8 @@ from nkirun import speed  # the speed switches, beside their plain twins
 from nkirun.diagnostics import Loc
 from nkirun.ir import _INST_SET, Instruction
 from nkirun.source.forms import FormArgs
-from nkirun.source.kernel import consts, legacy, session
+from nkirun.source.kernel import consts, legacy
+from nkirun.source.kernel.lowering import lowered_index
 from nkirun.source.kernel.tensor import _NO_INDEX, ndarray
 
 FORMS_MAX = 10_000  # form and allocation-plan tables stop growing there
@@ -38,7 +39,7 @@ def form_key(op: str, values: dict, loc: Loc):
         if c is ndarray:
             rec, index = v._rec, v._ir
             if index is _NO_INDEX:
-                index = v._ir = session.lowered_index(v)
+                index = v._ir = lowered_index(v)
             if index is not None and index.__class__ is not tuple:
                 return None
             recs.append(rec)

@@ -28,6 +28,8 @@ import re
 
 from nkirun.ir import view_at
 from nkirun.source import loops
+from nkirun.source.kernel.legacy import flush
+from nkirun.source.kernel.tensor import current
 from nkirun.source.kernel.unsupported import frame_loc, here, kernel_error, kernel_frame
 
 _FOR_VAR = re.compile(r"^\s*for\s+([A-Za-z_]\w*)\s+in\b")
@@ -48,7 +50,6 @@ class VirtualRegister:
 
     def to_ir(self):
         """The same, for a StridedView's runtime index (`.ap(scalar_offset=reg)`)."""
-        from nkirun.source.kernel.unsupported import here
         return self.register_view(here())
 
     def __bool__(self) -> bool:
@@ -68,8 +69,6 @@ class VirtualRegister:
 
 
 def _tracer():
-    from nkirun.source.kernel.legacy import flush
-    from nkirun.source.kernel.session import current
     tracer = current()
     flush(tracer)  # an instruction recorded lazily (legacy.py) keeps its place before this
     return tracer
@@ -108,14 +107,12 @@ def register_alloc(x=None):
 
 # ---- loops -------------------------------------------------------------------------------------
 def _begin(tracer, kind: str, fields: dict, loc) -> int:
-    from nkirun.source.kernel.legacy import flush
     flush(tracer)  # an instruction recorded lazily before the loop stays before it
     loops.begin(tracer.builder, kind, {k: (v, loc) for k, v in fields.items()}, loc)
     return len(tracer.builder.open_loops)
 
 
 def _end(tracer, depth: int, loc) -> None:
-    from nkirun.source.kernel.legacy import flush
     flush(tracer)  # the body's last lazily recorded instruction stays inside the loop
     b = tracer.builder
     if len(b.open_loops) != depth:

@@ -23,20 +23,18 @@ Readings (the docs name the wrapped instruction, not the exact lowering):
 """
 from __future__ import annotations
 
-from nkirun.source.kernel import consts
-from nkirun.source.kernel.tensor import ndarray
+from nkirun.source.kernel import consts, legacy
+from nkirun.source.kernel.index_arrays import with_pattern
+from nkirun.source.kernel.tensor import current, ndarray
 from nkirun.source.kernel.unsupported import here, kernel_error
 
 
 def _emit(instruction, /, **values):
-    from nkirun.source.kernel.tile_ops import record
-    record(instruction, values, here())
+    legacy.record_now(instruction, values, here())
 
 
 def _result(t, instruction, /, **values):
     """t, the result of `instruction` (recorded lazily: legacy.py)."""
-    from nkirun.source.kernel import legacy
-    from nkirun.source.kernel.session import current
     return legacy.defer(current(), t, instruction, values, here())
 
 
@@ -90,8 +88,7 @@ def store(dst, value, mask=None, **_):
         value = tile
     if not _is_tile(value):
         raise kernel_error("E603", f"nl.store: value must be a tile, got {value!r}")
-    from nkirun.source.kernel.tile_ops import fit
-    _emit("store", dst=fit(dst, value.shape), src=value, mask=mask)
+    _emit("store", dst=legacy.fit(dst, value.shape), src=value, mask=mask)
 
 
 def copy(x, dtype=None, mask=None, **_):
@@ -174,7 +171,6 @@ def _bitwise(op: str) -> bool:
 
 def column_broadcast(col, shape):
     """The (P, 1) tile `col` read as `shape` (P, F, ...): its free dims with step 0."""
-    from nkirun.source.kernel.views import with_pattern
     (p_step, p_count), *_ = col.get_pattern()
     return with_pattern(col, [(p_step, p_count)] + [(0, n) for n in shape[1:]], col.offset)
 
@@ -258,8 +254,7 @@ def reduction(op: str, name: str):
             x = x.permute(kept + sorted(axes))
             axes = list(range(len(kept), n))
             if keepdims:
-                from nkirun.source.kernel.tile_ops import fit
-                dst = fit(t, [x.shape[i] for i in range(len(kept))] + [1] * len(axes))
+                dst = legacy.fit(t, [x.shape[i] for i in range(len(kept))] + [1] * len(axes))
         return _result(t, "tensor_reduce", dst=dst, op=op, data=x, axis=axes,
                        keepdims=keepdims, mask=mask)
     fn.__name__ = name
@@ -322,7 +317,6 @@ def load_transpose2d(src, dtype=None, mask=None, **_):
     t = _new((src.shape[1], src.shape[0]), dtype or src.dtype)
     if dtype is None or str(dtype) == str(src.dtype):
         return _result(t, "dma_transpose", dst=t, src=src, mask=mask)
-    from nkirun.source.kernel.views import with_pattern
     (s0, n0), (s1, n1) = src.get_pattern()
     return _result(t, "dma_copy", dst=t, src=with_pattern(src, [(s1, n1), (s0, n0)],
                                                          src.offset), mask=mask)

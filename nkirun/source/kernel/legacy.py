@@ -32,8 +32,12 @@ from __future__ import annotations
 import numpy as np
 
 from nkirun.source.kernel import consts
+from nkirun.source.kernel.index_arrays import affine, advanced_pattern, with_pattern  # noqa
+from nkirun.source.kernel.legacy_gather import narrowed
 from nkirun.source.kernel.legacy_mask import Predicate, index_array, predicate, predicate_text
-from nkirun.source.kernel.unsupported import kernel_error
+from nkirun.source.kernel.tensor import current, ndarray
+from nkirun.source.kernel.unsupported import here, kernel_error
+from nkirun.source.kernel.views import index_view
 
 
 class ParDim(int):
@@ -81,57 +85,6 @@ def is_index_array(k) -> bool:
     return isinstance(k, np.ndarray) and k.dtype.kind in "iu"
 
 
-# ---- index arrays -> a strided view ------------------------------------------------------------
-def affine(arr: np.ndarray, shape: tuple):
-    """(constant, per-axis coefficient) with arr == c + sum(k_a * pos_a) over `shape`, or
-    None when arr is no such function."""
-    full = np.broadcast_to(arr, shape)
-    c = int(full[(0,) * len(shape)]) if full.size else 0
-    coefs = []
-    for a, n in enumerate(shape):
-        if n == 1:
-            coefs.append(0)
-            continue
-        at = [0] * len(shape)
-        at[a] = 1
-        coefs.append(int(full[tuple(at)]) - c)
-    expect = np.full((1,) * len(shape), c, dtype=np.int64)
-    for a, (k, n) in enumerate(zip(coefs, shape)):
-        if k:
-            expect = expect + k * np.arange(n).reshape([n if i == a else 1
-                                                        for i in range(len(shape))])
-    return (c, coefs) if np.array_equal(np.broadcast_to(expect, shape), full) else None
-
-
-def advanced_pattern(shape_strides: list, offset: int, items: list):
-    """The (pattern, offset) that index arrays/ints `items` (one per view dim) select from
-    a view with (stride, count) pairs `shape_strides` starting at `offset`."""
-    if any(isinstance(k, slice) or k is Ellipsis for k in items):
-        raise kernel_error("E607", "index arrays (nl.arange/nl.mgrid) mixed with slices or "
-                           "`...` in one index", hint="index every dim with an index "
-                           "array or an int, or every dim with slices")
-    arrays = [np.asarray(k) for k in items]
-    try:
-        shape = np.broadcast_shapes(*(a.shape for a in arrays))
-    except ValueError:
-        raise kernel_error("E607", "the index arrays do not broadcast together: "
-                           + ", ".join(str(list(a.shape)) for a in arrays)) from None
-    if len(shape) == 0:
-        shape = (1,)
-    strides = [0] * len(shape)
-    for (stride, _), arr in zip(shape_strides, arrays):
-        fit = affine(arr, shape)
-        if fit is None:
-            raise kernel_error("E607", "an index expression is not affine in the index "
-                               "arrays (nkirun maps it to a strided access pattern)",
-                               hint="use index expressions like i * 128 + ix")
-        c, coefs = fit
-        offset += c * stride
-        for a, k in enumerate(coefs):
-            strides[a] += k * stride
-    return [(s, n) for s, n in zip(strides, shape)], offset
-
-
 # ---- masks ------------------------------------------------------------------------------------
 def mask_box(mask):
     """None (no restriction), "empty", or per mask axis (start, stop, size)."""
@@ -161,7 +114,6 @@ def apply_mask(values: dict, box) -> bool:
         return True
     if box == "empty":
         return False
-    from nkirun.source.kernel.tensor import ndarray
     for key, v in list(values.items()):
         if isinstance(v, ndarray):
             values[key] = narrow(v, box)
@@ -179,9 +131,7 @@ def narrow(v, box):
             key.append(slice(None))
     if not changed:
         return v
-    from nkirun.source.kernel.legacy_gather import narrowed
-    from nkirun.source.kernel.views import index_view
-    g = narrowed(v, tuple(key))  # an indirect view: its index tile narrows with it
+    g = narrowed(v, tuple(key), index_view)  # an indirect view: its index tile narrows with it
     return g if g is not None else index_view(v, tuple(key))
 
 
@@ -294,7 +244,6 @@ def _intersect(box, inherited):
 
 
 def _whole(v) -> bool:
-    from nkirun.source.kernel.tensor import ndarray
     rec = getattr(v, "_rec", None)
     return v.__class__ is ndarray and rec.on_chip and v.offset == 0 \
         and tuple(v.shape) == rec.shape and tuple(v.strides) == rec.strides
@@ -303,7 +252,6 @@ def _whole(v) -> bool:
 def _inherited(values: dict, valid: dict):
     """The written rectangle of a partly written tile an instruction reads: the whole
     rectangle for a read of the whole tile, its partition range for a read of a view."""
-    from nkirun.source.kernel.tensor import ndarray
     for key, v in values.items():
         if key == "dst" or v.__class__ is not ndarray or v._rec not in valid:
             continue
@@ -349,7 +297,6 @@ def dst_first(args, required, kwargs, tiles=frozenset()) -> bool:
     pre-0.2 `local_gather(src, index, 4, 4)` would put the number 4 in `index`)."""
     if not args:
         return False
-    from nkirun.source.kernel.tensor import ndarray
     if not isinstance(args[0], ndarray):
         return False
     given = set(required[:len(args)]) | set(kwargs)
@@ -383,3 +330,25 @@ def result_shape(op: str, values: dict, rule=None):
         return tuple(first.shape), consts.sbuf
     shape, buffer = got
     return tuple(shape), consts.BUFFERS[buffer]
+
+
+# ---- assignment into tiles (tile_ops.py, convenience.py) ------------------------------
+def record_now(op: str, values: dict, loc=None, tables=None) -> None:
+    """Record one instruction now (after the pending one), honouring its `mask=`."""
+    tracer = current()
+    flush(tracer)
+    record(tracer, op, values, loc or here(), tables)
+
+
+def fit(view, shape):
+    """`view` with the shape `shape` when the two differ only in size-1 dims."""
+    shape = tuple(shape)
+    if tuple(view.shape) == shape:
+        return view
+    pairs = [(s, c) for s, c in view.get_pattern() if c != 1]
+    if [c for c in shape if c != 1] != [c for _, c in pairs]:
+        raise kernel_error("E603", f"cannot assign a {list(shape)} value into a "
+                           f"{list(view.shape)} view of {view.name}")
+    it = iter(pairs)
+    pattern = [next(it) if c != 1 else (1, 1) for c in shape]
+    return with_pattern(view, pattern, view.offset)

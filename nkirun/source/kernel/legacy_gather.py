@@ -24,7 +24,11 @@ import weakref
 
 import numpy as np
 
+from nkirun.source.kernel.index_arrays import advanced_pattern, with_pattern
+from nkirun.source.kernel.legacy_mask import index_array
+from nkirun.source.kernel.tensor import _new_view
 from nkirun.source.kernel.unsupported import kernel_error
+from nkirun.views.strided import ViewError
 
 # id(gathered handle) -> (a weak reference to it, the view with stride 0 where the tile
 # stands, the index tile, the byte stride the index scales): to narrow it (a mask) and
@@ -35,9 +39,6 @@ _INDEX_DTYPES = ("int32", "uint32", "int16", "uint16", "int8", "uint8")
 
 def gather(t, items: list, at: list):
     """t[items] where items[at[0]] is an index tile."""
-    from nkirun.source.kernel.legacy import advanced_pattern
-    from nkirun.source.kernel.legacy_mask import index_array
-    from nkirun.source.kernel.views import with_pattern
     if len(at) != 1:
         raise kernel_error("E607", "an index with more than one index tile (a runtime-index "
                            "tensor) in it", hint="index one dim with the tile")
@@ -66,8 +67,6 @@ def gather(t, items: list, at: list):
 
 
 def _indirect(base, idx, stride_bytes: int):
-    from nkirun.source.kernel.tensor import _new_view
-    from nkirun.views.strided import ViewError
     try:
         v = base._v._indexed("vector", idx, stride_bytes)
     except ViewError as e:
@@ -80,12 +79,12 @@ def _indirect(base, idx, stride_bytes: int):
     return h
 
 
-def narrowed(v, key: tuple):
+def narrowed(v, key: tuple, index_view):
     """A gathered view v narrowed by `key` (slices per dim: a mask's rectangle), its index
-    tile narrowed to the same partitions; None when v is no gathered view."""
+    tile narrowed to the same partitions; None when v is no gathered view. (`index_view`:
+    views.index_view, which builds on this module.)"""
     g = _GATHERS.get(id(v))
     if g is None or g[0]() is not v:
         return None
-    from nkirun.source.kernel.views import index_view
     _, base, idx, stride = g
     return _indirect(index_view(base, key), index_view(idx, (key[0], slice(None))), stride)

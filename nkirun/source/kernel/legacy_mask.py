@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from nkirun.source.kernel.index_arrays import affine
 from nkirun.source.kernel.unsupported import kernel_error
 
 _COMPARE = {np.less: "<", np.less_equal: "<=", np.greater: ">", np.greater_equal: ">=",
@@ -131,7 +132,6 @@ def predicate(box, mask) -> Predicate:
 
 
 def _fit(diff, op, ndim: int):
-    from nkirun.source.kernel.legacy import affine
     d = np.asarray(diff)
     if d.dtype.kind == "f":
         if not np.array_equal(d, np.round(d)):

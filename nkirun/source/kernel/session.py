@@ -28,9 +28,12 @@ from nkirun.isa.spec import TILE, TILE_OR_SCALAR, ArgError, convert, param_table
 from nkirun.source.builder import Builder
 from nkirun.source.forms import FormLocs
 from nkirun.source.kernel import call_forms, consts
+from nkirun.source.kernel import tile_ops  # noqa: F401 (gives ndarray its operators)
+from nkirun.source.kernel.lowering import ir_index, lowered_index  # noqa: F401 (tests)
 from nkirun.source.kernel.control import VirtualRegister
-from nkirun.source.kernel.tensor import TRACERS, _NO_INDEX, TensorRec, ndarray, rec_kind, \
-    rec_of_kind
+from nkirun.source.kernel.tensor import TRACERS, _NO_INDEX, TensorRec, _new_view, ndarray, \
+    rec_kind, rec_of_kind
+from nkirun.source.kernel.tensor import current, tracing  # noqa: F401 (modules import them)
 from nkirun.source.kernel.unsupported import call_loc, kernel_error
 
 _ASSIGN = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)")
@@ -40,18 +43,6 @@ _VIEW_KINDS = frozenset({TILE, TILE_OR_SCALAR})
 _INT = frozenset({int})
 _HASHABLE = frozenset({str, int, float, bool})
 _UNSET = object()
-
-
-def current() -> "Tracer":
-    if not _CURRENT:
-        raise kernel_error("E603", "this nki call is only valid inside a kernel that nkirun "
-                           "traces (nkirun run/check/cost KERNEL.py::FUNCTION, or "
-                           "nkirun.simulate(kernel))")
-    return _CURRENT[-1]
-
-
-def tracing() -> bool:
-    return bool(_CURRENT)
 
 
 class Tracer:
@@ -328,31 +319,6 @@ def _identifier(base: str) -> str:
 
 
 _NAMES: dict = {}  # (file, line) -> the name its allocations get
-_LOWERED: dict = {}  # (tensor buffer, shape, dtype, view fields) -> the view's IR index
-
-
-def ir_index(v):
-    """The IR index of handle v: its StridedView's lowering (views/strided.py)."""
-    return v._v.to_ir().index
-
-
-def lowered_index(v):
-    """ir_index(v), remembered by value for handles of a tensor's own dtype without a
-    runtime index: it is a function of the view's shape, strides, offset and basic index
-    and of its tensor's buffer, shape and dtype, never of the tensor's name (a loop makes
-    the same few views of ever new tensors). tests/kernel/test_fast_trace.py checks it
-    against ir_index."""
-    rec, sv = v._rec, v._v
-    if sv.indirect is not None or v._dtype is not rec.dtype:
-        return ir_index(v)
-    key = (rec.buffer, rec.shape, rec.dtype, sv.shape, sv.strides, sv.offset, sv.basic,
-           sv.tail)
-    hit = _LOWERED.get(key, _NO_INDEX)
-    if hit is _NO_INDEX:
-        hit = ir_index(v)
-        if len(_LOWERED) < 100_000:
-            _LOWERED[key] = hit
-    return hit
 
 
 _SHAPES_SEEN: set = set()  # shapes already checked (traces allocate the same few shapes)
@@ -383,7 +349,6 @@ def _source_name(loc: Loc) -> str:
 
 def new_tensor(rec: TensorRec) -> ndarray:
     """A handle on the whole of `rec`."""
-    from nkirun.source.kernel.tensor import _new_view
     v = _new_view(rec, rec.whole)
     v._ir = None
     return v

@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 
 from nkirun.source.kernel import consts
-from nkirun.source.kernel.unsupported import kernel_error, unsupported
+from nkirun.source.kernel.unsupported import here, kernel_error, unsupported
 from nkirun.views.strided import StridedView
 
 
@@ -139,9 +139,33 @@ class _TraceStack(threading.local):
 TRACERS = _TraceStack()
 
 
-def _current():
-    from nkirun.source.kernel.session import current
-    return current()  # (no trace under way: its error)
+def current():
+    """The innermost trace under way in this thread (session.Tracer)."""
+    if not TRACERS:
+        raise kernel_error("E603", "this nki call is only valid inside a kernel that nkirun "
+                           "traces (nkirun run/check/cost KERNEL.py::FUNCTION, or "
+                           "nkirun.simulate(kernel))")
+    return TRACERS[-1]
+
+
+def tracing() -> bool:
+    return bool(TRACERS)
+
+
+# What a handle's operators and view methods do, given at set-up by the modules built on
+# this one (`provide`: views.py indexing and view methods, tile_ops.py assignment and tile
+# arithmetic), so tensor.py imports none of them.
+_index_view = _view_method = _nkirun_dtype = _assign = _inplace = _block_buffer = \
+    _binary = _negative = _broadcast_to = None
+
+
+def provide(**operations) -> None:
+    """Set-up: the functions behind ndarray's operators (names as in this module, without
+    the underscore)."""
+    for name, fn in operations.items():
+        if "_" + name not in globals() or not callable(fn):
+            raise ValueError(f"tensor.provide: no operation {name!r}")
+        globals()["_" + name] = fn
 
 
 _NO_INDEX = object()  # a handle's IR index not computed yet
@@ -167,12 +191,11 @@ class ndarray:
         if shape.__class__ is list:
             shape = tuple(shape)  # `[2] + [nl.par_dim(P), F]`: a list names a shape too
         if shape.__class__ is tuple and not _INT.issuperset(map(type, shape)):  # not all int
-            from nkirun.source.kernel.tile_ops import block_buffer
-            blocks = block_buffer(shape, dtype, buffer, name)
+            blocks = _block_buffer(shape, dtype, buffer, name)
             if blocks is not None:
                 return blocks
             shape = tuple(int(n) if isinstance(n, int) else n for n in shape)  # nl.par_dim
-        rec = (TRACERS[-1] if TRACERS else _current()).allocate(shape, dtype, buffer, name)
+        rec = (TRACERS[-1] if TRACERS else current()).allocate(shape, dtype, buffer, name)
         v = _new(ndarray)
         v._rec, v._v, v._dtype, v._ir = rec, rec.whole, rec.dtype, None  # the whole tensor
         return v
@@ -221,8 +244,6 @@ class ndarray:
 
     def to_ir(self):
         """The IR View of this handle (for a runtime index inside another view)."""
-        from nkirun.source.kernel.session import current
-        from nkirun.source.kernel.unsupported import here
         return current().operand(self, here())
 
     def __len__(self) -> int:
@@ -244,16 +265,14 @@ class ndarray:
 
     # ---- indexing ------------------------------------------------------------------------
     def __getitem__(self, key):
-        return (_index_view or _load_index_view())(self, key)
+        return _index_view(self, key)
 
     def __setitem__(self, key, value):
-        from nkirun.source.kernel.tile_ops import assign
-        assign(self, key, value)
+        _assign(self, key, value)
 
     # ---- tile arithmetic and in-place updates (the pre-0.2 API: tile_ops.py) -------------
     def _arith(self, other, op, reverse=False):
-        from nkirun.source.kernel.convenience import binary
-        return binary(op)(other, self) if reverse else binary(op)(self, other)
+        return _binary(op)(other, self) if reverse else _binary(op)(self, other)
 
     def __add__(self, o): return self._arith(o, "add")  # noqa: E704
     def __radd__(self, o): return self._arith(o, "add", True)  # noqa: E704
@@ -284,20 +303,17 @@ class ndarray:
         return self._arith(other, op)
 
     def __neg__(self):
-        from nkirun.source.kernel.convenience import negative
-        return negative(self)
+        return _negative(self)
 
     def _inplace(self, other, op):
-        from nkirun.source.kernel.tile_ops import inplace
-        return inplace(self, other, op)
+        return _inplace(self, other, op)
 
     def __iadd__(self, o): return self._inplace(o, "add")  # noqa: E704
     def __isub__(self, o): return self._inplace(o, "subtract")  # noqa: E704
     def __imul__(self, o): return self._inplace(o, "multiply")  # noqa: E704
 
     def broadcast_to(self, shape):
-        from nkirun.source.kernel.convenience import broadcast_to
-        return broadcast_to(self, shape)
+        return _broadcast_to(self, shape)
 
     def __iter__(self):
         raise kernel_error("E603", "a tensor cannot be iterated while tracing",
@@ -311,14 +327,12 @@ class ndarray:
 
     def ap(self, pattern, offset=None, scalar_offset=None, vector_offset=None,
            indirect_dim=0, dtype=None):
-        from nkirun.source.kernel.views import nkirun_dtype
         return _method(self, "ap", pattern, offset, scalar_offset, vector_offset,
-                       indirect_dim, None if dtype is None else nkirun_dtype(dtype, ".ap"),
+                       indirect_dim, None if dtype is None else _nkirun_dtype(dtype, ".ap"),
                        nl_dtype=dtype)
 
     def view(self, dtype):
-        from nkirun.source.kernel.views import nkirun_dtype
-        return _method(self, "view", nkirun_dtype(dtype, ".view"), nl_dtype=dtype)
+        return _method(self, "view", _nkirun_dtype(dtype, ".view"), nl_dtype=dtype)
 
     reinterpret_cast = view
 
@@ -362,19 +376,8 @@ class ndarray:
 
 
 def _method(t, name, *args, nl_dtype=None):
-    from nkirun.source.kernel.views import view_method
-    return view_method(t, name, args, nl_dtype)
+    return _view_method(t, name, args, nl_dtype)
 
 
 NkiTensor = ndarray
 
-
-
-_index_view = None  # views.index_view (views.py builds on this module: imported on first use)
-
-
-def _load_index_view():
-    global _index_view
-    from nkirun.source.kernel.views import index_view
-    _index_view = index_view
-    return index_view

@@ -4,35 +4,10 @@
 from __future__ import annotations
 
 from nkirun.isa import REGISTRY
-from nkirun.source.kernel import consts, legacy
-from nkirun.source.kernel.unsupported import here, kernel_error
-
-
-def _tracer():
-    from nkirun.source.kernel.session import current
-    return current()
-
-
-def record(op: str, values: dict, loc=None, tables=None) -> None:
-    """Record one instruction now (after the pending one), honouring its `mask=`."""
-    tracer = _tracer()
-    legacy.flush(tracer)
-    legacy.record(tracer, op, values, loc or here(), tables)
-
-
-def fit(view, shape):
-    """`view` with the shape `shape` when the two differ only in size-1 dims."""
-    shape = tuple(shape)
-    if tuple(view.shape) == shape:
-        return view
-    pairs = [(s, c) for s, c in view.get_pattern() if c != 1]
-    if [c for c in shape if c != 1] != [c for _, c in pairs]:
-        raise kernel_error("E603", f"cannot assign a {list(shape)} value into a "
-                           f"{list(view.shape)} view of {view.name}")
-    it = iter(pairs)
-    pattern = [next(it) if c != 1 else (1, 1) for c in shape]
-    from nkirun.source.kernel.views import with_pattern
-    return with_pattern(view, pattern, view.offset)
+from nkirun.source.kernel import consts, legacy, tensor
+from nkirun.source.kernel.convenience import binary, broadcast_to, combination, negative
+from nkirun.source.kernel.tensor import current, ndarray
+from nkirun.source.kernel.unsupported import here, kernel_error, unsupported
 
 
 def _api(pending):
@@ -47,9 +22,8 @@ def _same_view(a, b) -> bool:
 
 
 def assign(target, key, value) -> None:
-    from nkirun.source.kernel.tensor import ndarray
     view = target[key]
-    tracer = _tracer()
+    tracer = current()
     loc = here()
     p = legacy.take(tracer, value)
     copy_mask = None
@@ -64,7 +38,7 @@ def assign(target, key, value) -> None:
         copy_mask = p.values.get("mask")
         p = None
     if p is not None:
-        p.values["dst"] = fit(view, p.result.shape)
+        p.values["dst"] = legacy.fit(view, p.result.shape)
         if recast:
             p.op = recast  # an instruction that casts instead (load: dma_copy)
         if api.accumulate and p.values.get(api.accumulate) is None:
@@ -80,7 +54,7 @@ def assign(target, key, value) -> None:
         if _same_view(view, value):
             return  # `t[k] += x` ends by assigning t[k] to itself
         hbm = not view._rec.on_chip or not value._rec.on_chip
-        values = {"dst": fit(view, value.shape), "src": value}
+        values = {"dst": legacy.fit(view, value.shape), "src": value}
         if copy_mask is not None:
             values["mask"] = copy_mask
         legacy.record(tracer, "dma_copy" if hbm else "tensor_copy", values, loc)
@@ -94,10 +68,10 @@ def assign(target, key, value) -> None:
 
 def inplace(target, other, op: str):
     """`target op= other` (target a view): the result written into target."""
-    tracer = _tracer()
+    tracer = current()
     p = legacy.take(tracer, other)
     if p is not None and _api(p).accumulate and op == "add" and target.buffer is consts.psum:
-        p.values["dst"] = fit(target, p.result.shape)  # accumulate: the auto rule
+        p.values["dst"] = legacy.fit(target, p.result.shape)  # accumulate: the auto rule
         legacy.flush(tracer)
         legacy.record(tracer, p.op, p.values, p.loc, p.tables)
         return target
@@ -110,9 +84,8 @@ def inplace(target, other, op: str):
 
 def combine(dst, x, y, op: str, loc) -> None:
     """dst = x op y for tiles and numbers (convenience.combination)."""
-    from nkirun.source.kernel.convenience import combination
     instruction, values, _, _ = combination(op, x, y)
-    record(instruction, dict(values, dst=dst), loc)
+    legacy.record_now(instruction, dict(values, dst=dst), loc)
 
 
 class LoopReduce:
@@ -125,18 +98,17 @@ class LoopReduce:
         self.first = all(int(i) == 0 for i in loop_indices)
 
     def into(self, view, loc):
-        from nkirun.source.kernel.convenience import combination
         values = {"mask": self.mask} if self.mask is not None else {}
         x = self.x
         if self.first:
-            values.update(dst=fit(view, x.shape), src=x)
-            return record("tensor_copy", values, loc)
+            values.update(dst=legacy.fit(view, x.shape), src=x)
+            return legacy.record_now("tensor_copy", values, loc)
         op = getattr(self.op, "ir", self.op)
         op = {"sum": "add", "max": "maximum", "min": "minimum", "amax": "maximum",
               "amin": "minimum"}.get(op, op)
         instruction, more, _, _ = combination(op, view, x)
         values.update(more, dst=view)
-        return record(instruction, values, loc)
+        return legacy.record_now(instruction, values, loc)
 
 
 # ---- block buffers -------------------------------------------------------------------------
@@ -165,7 +137,7 @@ class BlockBuffer:
     def _filled(self, flat: int) -> None:
         if flat in self.unfilled:  # (not flushing a pending result: it may be bound for here)
             self.unfilled.discard(flat)
-            legacy.record(_tracer(), "memset", {"dst": self.tiles[flat], "value": self.fill},
+            legacy.record(current(), "memset", {"dst": self.tiles[flat], "value": self.fill},
                           self.fill_loc)
 
     @property
@@ -211,7 +183,6 @@ class BlockBuffer:
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
-        from nkirun.source.kernel.unsupported import unsupported
         raise unsupported(f"nki.language.NkiTensor.{name} on a block buffer (index a block "
                           f"first: buf[i].{name})")
 
@@ -237,7 +208,7 @@ def _overwrites(rest, value) -> bool:
     from an unmasked result or tile that is not itself partly written (legacy.py)."""
     if any(not (k is Ellipsis or isinstance(k, slice) and k == slice(None)) for k in rest):
         return False
-    tracer = _tracer()
+    tracer = current()
     valid = tracer.__dict__.get("legacy_valid") or {}
     p = getattr(tracer, "legacy_pending", None)
     if p is not None and p.result is value:
@@ -252,6 +223,10 @@ def block_buffer(shape, dtype, buffer, name):
         return None
     if consts.to_buffer(buffer).ir == "hbm":
         return None  # HBM has no partitions: `(B, nl.par_dim(N), M)` there is one tensor
-    from nkirun.source.kernel.tensor import ndarray
     return BlockBuffer(shape, dtype, buffer, name,
                        lambda tile: ndarray(tuple(int(n) for n in tile), dtype, buffer, name))
+
+
+# ndarray's operators (tensor.py, below this module) are these
+tensor.provide(assign=assign, inplace=inplace, block_buffer=block_buffer, binary=binary,
+               negative=negative, broadcast_to=broadcast_to)

@@ -9,7 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 from nkirun import speed  # the speed switches, beside their plain twins
-from nkirun.source.kernel import consts
+from nkirun.source.kernel import consts, tensor
+from nkirun.source.kernel.index_arrays import advanced_pattern, with_pattern
+from nkirun.source.kernel.legacy_gather import gather
+from nkirun.source.kernel.lowering import lowered_index
 from nkirun.source.kernel.tensor import _new_view, ndarray
 from nkirun.source.kernel.unsupported import kernel_error, unsupported
 from nkirun.views.reshape import ViewError
@@ -37,7 +40,6 @@ def index_view(t, key):
         if len(_LAYOUTS) >= _LAYOUTS_MAX:
             _LAYOUTS.clear()
         if t._dtype is rec.dtype and w.indirect is None and speed.LOWERED_INDEX:
-            from nkirun.source.kernel.session import lowered_index
             try:
                 out._ir = lowered_index(out)  # (a function of the memo key: rec.layout in it)
             except ViewError:  # (left to the instruction that uses the view, as before)
@@ -135,11 +137,9 @@ _RUNTIME_INDEXED = {"ap": (2, 3), "select": (1, None), "vector_select": (None, 1
 
 def _runtime_index(scalar, vector=None):
     """A runtime index is a tensor (or, as a scalar_offset, a register: kernel/control.py)."""
-    from nkirun.source.kernel.control import VirtualRegister
-    from nkirun.source.kernel.tensor import ndarray
     for index, registers in ((scalar, True), (vector, False)):
         if index is None or isinstance(index, (int, ndarray)) or \
-                registers and isinstance(index, VirtualRegister):
+                registers and hasattr(index, "register_view"):  # (control.VirtualRegister)
             continue
         raise unsupported(f"a {type(index).__name__} as a runtime index",
                           "give an SBUF tensor holding the index")
@@ -152,22 +152,10 @@ def nkirun_dtype(dtype, what: str):
     return d.nkirun
 
 
-def with_pattern(t, pattern, offset):
-    """A view of t's tensor with (stride, count) pairs `pattern` from element `offset`."""
-    pattern = [(int(s), int(c)) for s, c in pattern]
-    if t._rec.on_chip and len(pattern) == 1:
-        pattern.append((1, 1))  # a (P, 1) tile
-    v = StridedView(t._v.decl, tuple(c for _, c in pattern), tuple(s for s, _ in pattern),
-                    offset, t._v.dtype)
-    return _new_view(t._rec, v, t._dtype)
-
-
 def _advanced(t, items):
     """t indexed with nl.arange/nl.mgrid index arrays (legacy.py)."""
-    from nkirun.source.kernel.legacy import advanced_pattern
     tiles = [i for i, k in enumerate(items) if hasattr(k, "_rec")]
     if tiles:  # a runtime index tile: an indirect DMA (legacy_gather.py)
-        from nkirun.source.kernel.legacy_gather import gather
         return gather(t, items, tiles)
     items = [k.__index__() if hasattr(k, "__index__") and not isinstance(k, _ARRAY) else k
              for k in items]
@@ -176,3 +164,7 @@ def _advanced(t, items):
                            f"({t.ndim}), got {len(items)}")
     pattern, offset = advanced_pattern(list(zip(t.strides, t.shape)), t.offset, items)
     return with_pattern(t, pattern, offset)
+
+
+# a handle's indexing and view methods (tensor.py, below this module) are these
+tensor.provide(index_view=index_view, view_method=view_method, nkirun_dtype=nkirun_dtype)
