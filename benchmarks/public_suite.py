@@ -102,11 +102,16 @@ def worker(name: str) -> dict:
     t = _cpu()
     render_report(sched, stream=io.StringIO(), width=100, color=False, views=views)
     out["text_s"] = _cpu() - t
+    try:  # what `--format json` writes with (since issue 28)
+        from nkirun.show.json_out import write_json
+    except ImportError:
+        def write_json(obj, stream):
+            stream.write(json.dumps(obj, indent=2) + "\n")
     t = _cpu()
-    json.dumps(to_json(sched, views), indent=2)
+    write_json(to_json(sched, views), io.StringIO())
     out["json_s"] = _cpu() - t
     t = _cpu()
-    json.dumps(to_json(sched, parse_views("summary")), indent=2)
+    write_json(to_json(sched, parse_views("summary")), io.StringIO())
     out["json_summary_s"] = _cpu() - t
     t = _cpu()
     write_trace(sched, str(folder / "trace.json"))

@@ -43,8 +43,9 @@ _TOLERANCE = _ToleranceType()
 
 
 def _echo_json(obj) -> None:
-    import json  # lazily: json is only needed for --format json (start-up time, issue 7)
-    click.echo(json.dumps(obj, indent=2))
+    # lazily: json is only needed for --format json (start-up time, issue 7)
+    from nkirun.show.json_out import write_json
+    write_json(obj, sys.stdout)
 
 
 def _fail(e: NkirunError, lines=()) -> None:
