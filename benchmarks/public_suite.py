@@ -138,8 +138,10 @@ def run_worker(name: str, inner: tuple, outer: tuple) -> dict:
     sim = nkirun.simulate(kernel, target=k.target)
     got = sim(lhs_t, rhs)  # warm-up (traces once) and a check of the result
     want = numpy_matmul()
-    close = bool(np.allclose(got.astype(np.float32), want.astype(np.float32),
-                             rtol=2e-2, atol=2e-1))
+    # the kernels round partial sums to bfloat16 where the tutorial does: not bit-equal to
+    # one fp32 sum, so the table shows the largest difference relative to the largest value
+    diff = np.abs(got.astype(np.float32) - want.astype(np.float32)).max()
+    close = float(diff / np.abs(want.astype(np.float32)).max())
     ours, base = [], []
     for _ in range(3):
         t = _cpu()
@@ -191,9 +193,10 @@ def _us(row, key):
 
 def table(rows: list[dict], runs: list[dict], start: dict | None) -> str:
     head = ("| kernel | instr | trace+check µs/instr | cost µs/instr | text s | json s "
-            "| json/text | json summary s | perfetto s | check s | peak RSS MB |")
+            "| json/text | json/text (command) | json summary s | perfetto s | check s "
+            "| peak RSS MB |")
     lines = [head, "|" + "|".join(["---"] * (head.count("|") - 1)) + "|"]
-    medians: dict = {"tc": [], "cost": [], "ratio": []}
+    medians: dict = {"tc": [], "cost": [], "ratio": [], "command": []}
     for r in rows:
         if "failed" in r:
             lines.append(f"| {r['name']} | failed: {r['failed'][:80]} |")
@@ -208,26 +211,31 @@ def table(rows: list[dict], runs: list[dict], start: dict | None) -> str:
             medians["cost"].append(r["cost_s"] / n * 1e6)
             ratio = r["json_s"] / r["text_s"]
             medians["ratio"].append(ratio)
+            # the whole `nkirun cost` command: import, trace, check, cost, then the output
+            base = r["import_s"] + r["trace_s"] + r["check_s"] + r["cost_s"]
+            command = (base + r["json_s"]) / (base + r["text_s"])
+            medians["command"].append(command)
             lines.append(f"| {r['name']} | {n:,} | {tc:.1f} | {_us(r, 'cost_s')} | "
-                         f"{r['text_s']:.2f} | {r['json_s']:.2f} | {ratio:.2f} | "
+                         f"{r['text_s']:.2f} | {r['json_s']:.2f} | {ratio:.2f} | {command:.2f} | "
                          f"{r['json_summary_s']:.3f} | {r['perfetto_s']:.2f} | "
                          f"{r['check_s']:.2f} | {r['peak_mb']:.0f} |")
         else:
             lines.append(f"| {r['name']} | {n:,} | {tc:.1f} | refused {r['errors']} | "
-                         f"- | - | - | - | - | {r['check_s']:.2f} | {r['peak_mb']:.0f} |")
+                         f"- | - | - | - | - | - | {r['check_s']:.2f} | {r['peak_mb']:.0f} |")
     med = {k: statistics.median(v) for k, v in medians.items() if v}
     lines.append(f"| **median** | | **{med.get('tc', 0):.1f}** | **{med.get('cost', 0):.1f}** "
-                 f"| | | **{med.get('ratio', 0):.2f}** | | | | |")
+                 f"| | | **{med.get('ratio', 0):.2f}** | **{med.get('command', 0):.2f}** "
+                 "| | | | |")
     lines.append("")
     if runs:
-        lines += ["| run | nkirun s | NumPy s | ratio | result matches | peak RSS MB | "
+        lines += ["| run | nkirun s | NumPy s | ratio | max rel. difference | peak RSS MB | "
                   "live tensors MB |", "|---|---|---|---|---|---|---|"]
         for r in runs:
             if "failed" in r:
                 lines.append(f"| {r['name']} | failed: {r['failed'][:80]} |||||")
                 continue
             lines.append(f"| {r['name']} | {r['run_s']:.3f} | {r['numpy_s']:.3f} | "
-                         f"{r['run_s'] / r['numpy_s']:.2f} | {r['matches']} | "
+                         f"{r['run_s'] / r['numpy_s']:.2f} | {r['matches']:.1e} | "
                          f"{r['peak_mb']:.0f} | {r['live_mb']:.0f} |")
         lines.append("")
     if start:
@@ -245,6 +253,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-startup", action="store_true")
     ap.add_argument("--timeout", type=float, default=1800)
     ap.add_argument("--out", default=str(HERE / "results" / "public-suite.md"))
+    ap.add_argument("--table", help="only print the table of rows saved with --save")
+    ap.add_argument("--save", help="also write the raw rows (JSON) here")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--run-worker", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
@@ -254,6 +264,10 @@ def main(argv=None) -> int:
     if a.run_worker:
         name, inner, outer = json.loads(a.run_worker)
         print(json.dumps(run_worker(name, tuple(inner), tuple(outer))))
+        return 0
+    if a.table:
+        saved = json.loads(Path(a.table).read_text())
+        print(table(saved["rows"], saved["runs"], saved["startup"]))
         return 0
     names = list(pk.KERNELS) if a.all else list(DEFAULT)
     if a.k:
@@ -275,6 +289,8 @@ def main(argv=None) -> int:
             f"on {os.cpu_count()} CPUs; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
             f", nkirun at {_commit()}.\n\n" + table(rows, runs, start))
     print(text)
+    if a.save:
+        Path(a.save).write_text(json.dumps({"rows": rows, "runs": runs, "startup": start}))
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(text)
     return 0
