@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from nkirun import schedule, testing
+from nkirun import schedule
 from nkirun import api as _api
 from nkirun.api import ProgramSource
 from nkirun.diagnostics import Diagnostic, Loc, NkirunError
@@ -111,11 +111,11 @@ def shape(dtype: str, *dims: int) -> Any:
 
 
 def __getattr__(name: str) -> Any:
-    """`nkirun.sweep(...)` (docs/sweep.md), imported on first use: the command's start-up
-    does not pay for it."""
-    if name == "sweep":
+    """`nkirun.sweep(...)` (docs/sweep.md) and `nkirun.testing`, imported on first use: the
+    command's start-up does not pay for them."""
+    if name in ("sweep", "testing"):  # testing pulls in runner/compare.py: `check` needs none
         import importlib
-        return importlib.import_module("nkirun.sweep")
+        return importlib.import_module(f"nkirun.{name}")
     raise AttributeError(f"module 'nkirun' has no attribute {name!r}")
 
 
