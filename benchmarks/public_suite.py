@@ -16,6 +16,9 @@ each output of `nkirun cost`: the text report (all views, as piped), `--format j
 views, and `--view summary`), the Perfetto trace (`--trace-out`). µs/instr divides by the
 traced instruction count. `run` rows time `nkirun.simulate` against a hand-written NumPy
 equivalent (one thread: OPENBLAS_NUM_THREADS=1), in the same process, alternating.
+The stage process holds everything at once, so its peak RSS is an upper bound; the whole
+`nkirun check` and `nkirun cost --format json` processes are then run once each (CPU time
+and peak RSS from os.wait4, that child alone).
 
 Start-up: whole processes, `python -m nkirun check` of a 6-instruction program against
 `python -c "import numpy"`, children's CPU time (resource.RUSAGE_CHILDREN), median of 7.
@@ -164,6 +167,27 @@ def _child(argv: list[str], timeout: float) -> dict:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+def _command(cmd: list[str], env: dict) -> dict:
+    """One whole process: its CPU seconds (user + system) and peak RSS (os.wait4's rusage,
+    this child alone), and its exit status."""
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return {"cpu_s": ru.ru_utime + ru.ru_stime, "peak_mb": ru.ru_maxrss / 1024,
+            "exit": p.returncode}
+
+
+def commands(name: str, folder: Path) -> dict:
+    """`nkirun check` and `nkirun cost --format json` of the kernel as whole processes."""
+    k = pk.KERNELS[name]
+    path = pk.write_kernel(k, folder)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OPENBLAS_NUM_THREADS="1")
+    base = [sys.executable, "-m", "nkirun"]
+    spec = [f"{path}::{k.function}", "--target", k.target, *pk.shape_options(k)]
+    return {"check": _command(base + ["check", *spec], env),
+            "cost_json": _command(base + ["cost", *spec, "--format", "json"], env)}
+
+
 def _children_cpu(cmd: list[str], env: dict) -> float:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(cmd, capture_output=True, env=env, check=True)
@@ -223,10 +247,20 @@ def table(rows: list[dict], runs: list[dict], start: dict | None) -> str:
             lines.append(f"| {r['name']} | {n:,} | {tc:.1f} | refused {r['errors']} | "
                          f"- | - | - | - | - | - | {r['check_s']:.2f} | {r['peak_mb']:.0f} |")
     med = {k: statistics.median(v) for k, v in medians.items() if v}
+    cmd_rows = [r for r in rows if "commands" in r]
     lines.append(f"| **median** | | **{med.get('tc', 0):.1f}** | **{med.get('cost', 0):.1f}** "
                  f"| | | **{med.get('ratio', 0):.2f}** | **{med.get('command', 0):.2f}** "
                  "| | | | |")
     lines.append("")
+    if cmd_rows:
+        lines += ["Whole processes (start-up included), CPU s and peak RSS MB:", "",
+                  "| kernel | `check` s | `check` MB | `cost --format json` s | "
+                  "`cost --format json` MB |", "|---|---|---|---|---|"]
+        for r in cmd_rows:
+            c, j = r["commands"]["check"], r["commands"]["cost_json"]
+            lines.append(f"| {r['name']} | {c['cpu_s']:.2f} | {c['peak_mb']:.0f} | "
+                         f"{j['cpu_s']:.2f} | {j['peak_mb']:.0f} |")
+        lines.append("")
     if runs:
         lines += ["| run | nkirun s | NumPy s | ratio | max rel. difference | peak RSS MB | "
                   "live tensors MB |", "|---|---|---|---|---|---|---|"]
@@ -251,6 +285,8 @@ def main(argv=None) -> int:
     ap.add_argument("--all", action="store_true", help="every kernel of the table")
     ap.add_argument("--no-run", action="store_true", help="skip the run-vs-NumPy rows")
     ap.add_argument("--no-startup", action="store_true")
+    ap.add_argument("--no-commands", action="store_true",
+                    help="skip the whole `nkirun check` / `cost --format json` processes")
     ap.add_argument("--timeout", type=float, default=1800)
     ap.add_argument("--out", default=str(HERE / "results" / "public-suite.md"))
     ap.add_argument("--table", help="only print the table of rows saved with --save")
@@ -273,8 +309,11 @@ def main(argv=None) -> int:
     if a.k:
         names = [n for n in pk.KERNELS if a.k in n]
     rows = []
+    folder = Path(tempfile.mkdtemp(prefix="nkirun-suite-"))
     for name in names:
         rows.append(_child(["--worker", name], a.timeout))
+        if not a.no_commands and "cost_s" in rows[-1]:
+            rows[-1]["commands"] = commands(name, folder)
         print(json.dumps(rows[-1]), file=sys.stderr)
     runs = []
     if not a.no_run:
