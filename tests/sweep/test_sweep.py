@@ -67,14 +67,14 @@ FAULTS = {"loops": "timeout", "allocates": "crashed", "exits": "crashed",
 def test_faults_end_with_their_status_and_the_sweep_goes_on(tmp_path):
     files = faulty(tmp_path)
     rows = nkirun.sweep(f"{tmp_path}/cands/*.py::cand", X, vary={"TILE": [128]}, jobs=2,
-                        timeout=3, out=str(tmp_path / "out"))
+                        timeout=5, out=str(tmp_path / "out"))
     got = {os.path.basename(r["kernel"].split("::")[0])[:-3]: r for r in rows}
     assert {k: r["status"] for k, r in got.items()} == FAULTS
     assert "SyntaxError" in got["syntax"]["message"]
     assert "not_a_module_nkirun_sweep" in got["imports"]["message"]
     assert "exited with status 7" in got["exits"]["message"]
     assert "memory" in got["allocates"]["message"]
-    assert "3 s deadline" in got["loops"]["message"]
+    assert "5 s deadline" in got["loops"]["message"]
     assert len(files) == len(rows)
 
 
