@@ -63,6 +63,9 @@ class Slot:
     inst_name: str | None = None  # the program's `name=` label of the instruction
     busy_ns: float = 0.0  # DMA: engine-ns of streaming (the sum over its engines)
     ready_ns: float = 0.0  # when its data allowed it to start (before engine/queue waits)
+    dma_bytes: float = 0.0  # DMA: bytes delivered
+    dma_run: float = 0.0  # DMA: bytes per descriptor (the contiguous run, at most a row)
+    hbm_bytes: float = 0.0  # DMA: bytes read or written in HBM
 
     @property
     def title(self) -> str:
@@ -103,6 +106,9 @@ class Schedule:
     # runtime loops: one row each (name, kind, line, entries, iterations, trips: "static",
     # "data" or "assumed"); schedule/trips.py
     loops: list[dict] = field(default_factory=list)
+    # instructions whose engine the program left open, placed on the Scalar engine
+    # (schedule/placement.py)
+    placed_on_scalar: int = 0
 
     def __repr__(self) -> str:  # short: the Program it holds can be huge
         name = self.program.name or self.program.path
@@ -113,6 +119,18 @@ class Schedule:
     def total_ns(self) -> float:
         """The makespan over all engines and queues."""
         return max((s.end_ns for s in self.slots), default=0.0)
+
+    @property
+    def launch_ns(self) -> float:
+        """The fixed cost of one kernel call beyond the makespan (FITTED, hw/cost_tables.py)."""
+        from nkirun.hw.cost_tables import cost_table
+        return cost_table(self.target).kernel_launch_ns if self.slots else 0.0
+
+    @property
+    def kernel_ns(self) -> float:
+        """What one call of the kernel takes on a device: the makespan + the launch cost
+        (what nki.benchmark's nc_latency and the profiler's total_time measure)."""
+        return self.total_ns + self.launch_ns
 
     def clock(self, engine: str) -> float:
         c = self.target.clock(engine.rpartition(".")[2] if engine.startswith("core")
@@ -188,6 +206,11 @@ class Schedule:
                 out.append(f"{b_op}: no cost formula is documented; nkirun assumes "
                            f"{spec.cost_formula}")
             seen.add(b_op)
+        if self.placed_on_scalar:
+            out.append(f"{self.placed_on_scalar} instruction(s) that name no engine (copies, "
+                       "affine tensor_scalar, reciprocal) run on the Scalar engine, which "
+                       "finished them before the Vector engine would: the compiler's choice, "
+                       "modelled (docs/cost.md, \"Engine placement\"); give engine= to pin one")
         for n in self.engine_names():
             if n != "dma" and self.target.clock(n) is None:
                 out.append(f"engine {n}: no documented clock; {FALLBACK_CLOCK_GHZ:g} GHz "
