@@ -145,22 +145,26 @@ class LocalPool:
         setup_id = id(setup)
         try:
             while queue or any(w.tasks for w in self.workers):
-                self._fill(ctx, queue, setup, setup_id, known)
+                self._fill(ctx, queue, setup, setup_id, known, on_row)
                 self._wait(on_row, queue)
         except BaseException:  # Ctrl-C, a failing callback: no worker outlives the sweep
             self.close()
             raise
 
-    def _fill(self, ctx, queue, setup, setup_id, known) -> None:
+    def _fill(self, ctx, queue, setup, setup_id, known, on_row) -> None:
         while len(self.workers) < self.jobs and queue:
             self.workers.append(_Worker(ctx, self.memory_cap))
-        for w in self.workers:
+        for w in list(self.workers):
             while len(w.tasks) < PREFETCH and queue:
                 variant, attempt = queue.popleft()
-                if w.setup_id != setup_id:
-                    w.conn.send(("setup", setup))
-                    w.setup_id, w.known_sent = setup_id, 0
-                w.conn.send(("variant", (variant, known[w.known_sent:])))
+                try:
+                    if w.setup_id != setup_id:
+                        w.conn.send(("setup", setup))
+                        w.setup_id, w.known_sent = setup_id, 0
+                    w.conn.send(("variant", (variant, known[w.known_sent:])))
+                except OSError:  # the worker is dead: the variant was not sent
+                    self._unsent(w, variant, attempt, queue, on_row)
+                    break
                 w.known_sent = len(known)
                 if not w.tasks:
                     w.started = time.monotonic()
@@ -197,6 +201,20 @@ class LocalPool:
                 self._replace(w, queue)
                 on_row(failed_row(variant, "timeout", f"no result within the {self.timeout:g} "
                                   "s deadline (--timeout)", now - started))
+
+    def _unsent(self, w: _Worker, variant, attempt, queue, on_row) -> None:
+        """A send to a dead worker. Behind a running variant, it goes back in line (_wait
+        sees the death); to an idle worker, the worker died before it got any (e.g. a
+        memory cap too small to start): that counts as the variant's attempt, so that a
+        pool whose workers cannot live ends instead of starting them forever."""
+        if w.tasks:
+            queue.appendleft((variant, attempt))
+            return
+        self._replace(w, queue)
+        if attempt == 1:
+            queue.appendleft((variant, 2))
+        else:
+            on_row(failed_row(variant, "crashed", crash_message(w.proc.exitcode), 0.0))
 
     def _replace(self, w: _Worker, queue) -> None:
         """Stop the worker; the variants it had not started go back first in line."""
