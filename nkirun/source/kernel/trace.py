@@ -131,6 +131,8 @@ def trace(kernel, values: dict, target: str = "trn2", grid=None, lnc: int = 1) -
             except (NkirunError, KeyboardInterrupt):
                 raise
             except BaseException as exc:  # noqa: BLE001 - the kernel's own (sys.exit too)
+                if not isinstance(exc, (Exception, SystemExit)):
+                    raise  # the caller's (a signal handler's: pytest-timeout's Failed)
                 raise kernel_exception(exc) from None
             if inst == instances[0]:
                 result = ret
