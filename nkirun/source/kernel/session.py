@@ -355,6 +355,7 @@ def lowered_index(v):
 
 
 _SHAPES_SEEN: set = set()  # shapes already checked (traces allocate the same few shapes)
+SHAPES_SEEN_MAX = 10_000  # (a long-lived caller tracing ever new shapes stays bounded)
 
 
 def _checked_shape(shape) -> tuple:
@@ -366,7 +367,8 @@ def _checked_shape(shape) -> tuple:
     if not shape or any(n <= 0 for n in shape):
         raise kernel_error("E603", f"nl.ndarray: shape must hold positive sizes, got "
                            f"{list(shape)}")
-    _SHAPES_SEEN.add(shape)
+    if len(_SHAPES_SEEN) < SHAPES_SEEN_MAX:
+        _SHAPES_SEEN.add(shape)
     return shape
 
 
