@@ -19,6 +19,7 @@ import numpy as np
 from nkirun.diagnostics import NkirunError, ProgramInvalid
 from nkirun.gc_policy import paused_gc
 from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, DEFAULT_TARGET, TARGETS
+from nkirun.limits import budget, checked_budget
 from nkirun.source.kernel.trace import Traced, bind_parameters, tensor_arg, trace as _trace
 
 _ENV_TARGETS = {"gen2": "trn1", "gen3": "trn2", "gen4": "trn3"}
@@ -127,18 +128,25 @@ def _write_back(traced, arrays) -> None:
 
 
 def simulate(kernel, target: str | None = None, lnc: int = 1, shadow: bool = False,
-             uninitialized: str = "error"):
+             uninitialized: str = "error", max_instructions: int | None = None):
     """`nkirun.simulate(kernel)(*arrays, **kwargs)`: the kernel's return structure, with
     NumPy arrays for its tensors. `lnc=2`: on the two cores of a logical core (trn2/trn3).
     shadow=True: a ShadowReport (docs/shadow.md) whose `outputs` is that structure.
     `uninitialized`: reading an element nothing wrote is E090 ("error") or reads NaN /
-    0 ("nan" / "zero"), as `run --uninitialized`."""
+    0 ("nan" / "zero"), as `run --uninitialized`. `max_instructions`: the budget of the
+    trace and the run (nkirun/limits.py; default 10 million)."""
     from nkirun.api import UNINITIALIZED
     if uninitialized not in UNINITIALIZED:
         raise ValueError(f"uninitialized must be one of {', '.join(UNINITIALIZED)}; "
                          f"got {uninitialized!r}")
+    if max_instructions is not None:
+        checked_budget(max_instructions)
 
     def call(*args, **kwargs):
+        with budget(max_instructions):
+            return _simulated(args, kwargs)
+
+    def _simulated(args, kwargs):
         traced = trace_call(kernel, args, kwargs, target, lnc=lnc)
         bound, _ = require_valid(traced)
         if not shadow:
@@ -155,11 +163,25 @@ def simulate(kernel, target: str | None = None, lnc: int = 1, shadow: bool = Fal
     return call
 
 
+def _within_budget(api):
+    """`api(kernel, *args, **kwargs)` taking `max_instructions=N` (nkirun/limits.py) as
+    nkirun's keyword, not the kernel's."""
+    import functools
+
+    @functools.wraps(api)
+    def call(kernel, *args, **kwargs):
+        with budget(kwargs.pop("max_instructions", None)):
+            return api(kernel, *args, **kwargs)
+    return call
+
+
+@_within_budget
 def check(kernel, *args, **kwargs) -> list:
     """Every diagnostic of the traced kernel (errors and warnings)."""
     return check_traced(trace_call(kernel, args, kwargs))[1]
 
 
+@_within_budget
 def cost(kernel, *args, **kwargs):
     """The predicted schedule of the traced kernel (`trips={"loop": N}` assumes runtime
     loop counts; without it they are counted by running the kernel on its arrays)."""
@@ -176,6 +198,7 @@ def cost(kernel, *args, **kwargs):
     return sched
 
 
+@_within_budget
 def trace(kernel, *args, **kwargs):
     """The traced IR Program (nkirun.source.write.write_program turns it into YAML/text)."""
     traced = trace_call(kernel, args, kwargs)

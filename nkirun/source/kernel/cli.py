@@ -23,12 +23,16 @@ import click
 from nkirun.diagnostics import Loc, NkirunError, error, warning
 from nkirun.source.kernel.loader import KernelUsageError, split_spec
 
+_MAX_DIGITS = 30  # digits of a --shape dimension beyond any byte count
 _SHAPE = re.compile(r"^\s*([A-Za-z_]\w*)\s*=\s*([A-Za-z_][\w.]*)\s*\[([\d\s,]*)\]\s*$")
 
 
 def kernel_options(*, inputs: bool):
-    """--arg, --shape, --grid, --lnc (and --input where the command has none)."""
+    """--arg, --shape, --grid, --lnc (and --input where the command has none), and
+    --max-instructions (nkirun/limits.py), which applies to YAML and text programs too:
+    the command runs within that budget."""
     def deco(f):
+        f = _within_budget(f)
         opts = [
             click.option("--arg", "kernel_args", multiple=True, metavar="NAME=VALUE",
                          help="kernel parameter NAME (a Python literal), repeatable"),
@@ -40,6 +44,11 @@ def kernel_options(*, inputs: bool):
             click.option("--lnc", "lnc", type=click.IntRange(1, 2), default=None,
                          help="logical NeuronCore size: 2 runs the kernel on two cores "
                               "(trn2/trn3)"),
+            click.option("--max-instructions", "max_instructions", default=None,
+                         type=click.IntRange(min=1), metavar="N",
+                         help="the budget: instructions a kernel's trace may record and a "
+                              "run or cost may execute, loop bodies once per trip "
+                              "(default 10,000,000)"),
         ]
         if inputs:
             opts.append(click.option("--input", "inputs", multiple=True, metavar="NAME=PATH",
@@ -49,6 +58,18 @@ def kernel_options(*, inputs: bool):
             f = o(f)
         return f
     return deco
+
+
+def _within_budget(f):
+    """The command `f` run within its --max-instructions budget."""
+    import functools
+
+    @functools.wraps(f)
+    def command(*args, max_instructions=None, **kwargs):
+        from nkirun.limits import budget
+        with budget(max_instructions):
+            return f(*args, **kwargs)
+    return command
 
 
 def no_kernel_options(program, kernel_args=(), kernel_shapes=(), grid=None, lnc=None):
@@ -101,6 +122,10 @@ def _parse_args(values) -> dict:
             raise click.BadParameter(f"{v!r}: expected NAME=VALUE", param_hint="--arg")
         try:
             out[name.strip()] = ast.literal_eval(text.strip())
+        except (MemoryError, RecursionError):  # nested or signed past the parser's limits
+            raise click.BadParameter(f"{name.strip()}=...: VALUE ({len(text):,} characters) "
+                                     "is nested too deeply for a Python literal",
+                                     param_hint="--arg") from None
         except (ValueError, SyntaxError):
             if all(w.isidentifier() for w in text.strip().split(".")):
                 out[name.strip()] = _Word(text.strip())  # an Enum member's name, maybe
@@ -117,7 +142,9 @@ def _parse_shapes(values) -> dict:
     out = {}
     for v in values:
         m = _SHAPE.match(v)
-        dims = [int(x) for x in m.group(3).split(",") if x.strip()] if m else []
+        # (a dimension too long for int() is beyond any byte count: the trace's E043 says so)
+        dims = [int(x) if len(x.strip()) <= _MAX_DIGITS else 10 ** _MAX_DIGITS
+                for x in m.group(3).split(",") if x.strip()] if m else []
         d = consts.to_dtype(m.group(2)) if m else None
         if not m or not dims or any(n <= 0 for n in dims) or d is None or d.nkirun is None:
             raise click.BadParameter(f"{v!r}: expected NAME=DTYPE[D0,D1,...] such as "
@@ -235,8 +262,10 @@ def _grid(grid, lnc) -> tuple:
     return ()
 
 
-def trace_spec(spec, *, inputs=(), shapes=(), args=(), grid=None, lnc=None, target=None):
+def trace_spec(spec, *, inputs=(), shapes=(), args=(), grid=None, lnc=None, target=None,
+               max_hbm_bytes=None):
     """Import and trace `PATH.py[::FUNCTION]` with the command line's parameters."""
+    from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES
     from nkirun.source.kernel.api import default_target
     from nkirun.source.kernel.loader import find_function, import_kernel_module, \
         kernel_exception
@@ -268,7 +297,8 @@ def trace_spec(spec, *, inputs=(), shapes=(), args=(), grid=None, lnc=None, targ
     except KernelUsageError as e:
         raise click.UsageError(str(e)) from None
     try:
-        traced = trace(func, values, target or default_target(), _grid(grid, lnc), lnc or 1)
+        traced = trace(func, values, target or default_target(), _grid(grid, lnc), lnc or 1,
+                       max_hbm_bytes or DEFAULT_MAX_HBM_BYTES)
     except KernelUsageError as e:
         raise click.UsageError(str(e)) from None
     traced.diagnostics = notes + [_user_path(d, path) for d in traced.diagnostics]

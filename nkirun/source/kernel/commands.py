@@ -75,7 +75,7 @@ def run(spec, out_dir, params, max_hbm_bytes=None, shadow=None,
     from nkirun.runner.outputs import write_outputs
     from nkirun.show.render import plural, print_diagnostics
     from nkirun.source.kernel.api import run_traced
-    traced = _traced(spec, params)
+    traced = _traced(spec, {**params, "max_hbm_bytes": max_hbm_bytes})
     bound, diags = _require_valid(spec, traced, max_hbm_bytes)
     sh = None
     if shadow is not None:

@@ -26,6 +26,7 @@ from nkirun.isa import REGISTRY
 from nkirun.isa.spec import TILE, TILE_OR_SCALAR, ArgError, convert, param_tables
 from nkirun.source.builder import Builder
 from nkirun.source.forms import FormLocs
+from nkirun.source.kernel.bounds import TraceBudget
 from nkirun.source.kernel import call_forms, consts
 from nkirun.source.kernel.control import VirtualRegister
 from nkirun.source.kernel.tensor import TRACERS, _NO_INDEX, TensorRec, ndarray, rec_kind, \
@@ -73,6 +74,7 @@ class Tracer:
         # nl.ndarray repeats its call)
         self.alloc_plans: dict = {}
         self.lnc = 1  # 2: a two-core trace; self.builder.core is the core being traced
+        self.budget = TraceBudget(path)  # (its next_check: one comparison per instruction)
         from nkirun.hw.targets import TARGETS
         consts.tile_size.sbuf_bytes_per_partition = TARGETS[target].sbuf_bytes_per_partition
 
@@ -169,6 +171,8 @@ class Tracer:
     # ---- instructions --------------------------------------------------------------------
     def emit(self, op: str, values: dict, loc: Loc, tables=None, form=_UNSET) -> None:
         """Record an nki.isa call (`form`: its call_forms.form_key when already worked out)."""
+        if self.builder.count >= self.budget.next_check:
+            self.budget.checkpoint(self.builder, loc)
         if form is _UNSET:
             form = call_forms.form_key(op, values, loc) if call_forms.CALL_FORMS else None
         if form is not None:
