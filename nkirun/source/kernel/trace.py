@@ -4,10 +4,8 @@ nkirun's `nki`, and collecting the tensors it returns as the outputs."""
 from __future__ import annotations
 
 import ast
-import contextlib
 import inspect
 import itertools
-import sys
 import textwrap
 from dataclasses import dataclass, field, replace
 
@@ -122,7 +120,7 @@ def trace(kernel, values: dict, target: str = "trn2", grid=None, lnc: int = 1,
     tracer = Tracer(path, target, grid)
     tracer.lnc = lnc
     result = None
-    with installed(), tracer, contextlib.redirect_stdout(sys.stderr):
+    with installed(), tracer:  # (one trace at a time; prints go to stderr: modules.py)
         call, inputs, names, handles = _parameters(tracer, values, locs)
         instances = itertools.product(*(range(g) for g in grid)) if grid else [()]
         try:
@@ -140,6 +138,8 @@ def trace(kernel, values: dict, target: str = "trn2", grid=None, lnc: int = 1,
         outputs, structure = _outputs(tracer, result)
         if result is None:  # the older API's output arguments: the parameters it writes
             outputs, _ = _outputs(tracer, _written_parameters(tracer, handles, names))
+            if not outputs:
+                raise _returns_nothing(func, path)
     program, diags = tracer.builder.finish()
     diags = [d for d in diags if d.code != "E004"]
     program = _mark_inputs(program, set(names.values()))  # (a file's init stays "file")
@@ -159,7 +159,7 @@ def _call(tracer, func, call: dict):
         if getattr(stop, "nkirun_at", None) is None:
             stop.nkirun_at = bounds.interrupted_at(stop.__traceback__, tracer.builder.count)
         raise
-    except Exception as exc:  # noqa: BLE001 - the kernel's own error
+    except BaseException as exc:  # noqa: BLE001 - the kernel's own (sys.exit too)
         raise kernel_exception(exc) from None
 
 
@@ -249,6 +249,24 @@ def _written_parameters(tracer, handles: dict, names: dict) -> tuple:
             if isinstance(v, View):
                 written.add(v.tensor)
     return tuple(handles[p] for p, name in names.items() if name in written)
+
+
+def _returns_nothing(func, path: str) -> NkirunError:
+    """E606: no returned tensor and no tensor parameter written — nothing to output."""
+    from nkirun.diagnostics import Loc
+    try:  # (its `def` line, below the decorators)
+        lines, first = inspect.getsourcelines(func)
+        line = first + next((i for i, s in enumerate(lines) if s.lstrip().startswith(
+            ("def ", "async def "))), 0)
+    except (OSError, TypeError):
+        line = 0
+    name = getattr(func, "__name__", "kernel")
+    return NkirunError(error(
+        "E606", f"kernel `{name}` returns nothing and writes no tensor parameter, so it has "
+        "no output: did you forget `return out`?", Loc(path, line, 1 if line else 0),
+        hint="return the HBM tensor(s) holding the result (`out = nl.ndarray(..., buffer="
+             "nl.shared_hbm)`, store into it, `return out`), or store into an output "
+             "parameter passed in (the pre-0.2 API)"))
 
 
 def _outputs(tracer, result):

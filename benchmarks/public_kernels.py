@@ -1,0 +1,319 @@
+"""Public NKI kernels with published hardware timings, extracted at run time.
+
+truth-cost (benchmarks/calibration/) and truth-check (benchmarks/public_kernels_check.py)
+share this table and its extraction helpers; either may extend it (add rows, fields with
+defaults, helpers) without changing what an existing name means.
+
+No public kernel is stored in this repository: each is read from its repository at a pinned
+commit, out of a local git mirror (`fetch github:OWNER/NAME` makes one under
+/work/.mirror/OWNER+NAME/repo; NKIRUN_MIRRORS=DIR points elsewhere), with `git show`.
+Sources of the numbers: ../docs/cost.md and the URLs in each row.
+
+    from benchmarks.public_kernels import KERNELS, kernel_source, input_shapes
+    src = kernel_source(KERNELS["nkibench silu"])          # the kernel file's text
+    shapes = input_shapes(KERNELS["nkibench silu"])       # [("float32", (128, 32, 7168))]
+"""
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import tarfile
+import io
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ACCELOPT, ACCELOPT_AT = "zhang677/AccelOpt", "47e29a7c"
+SDK, SDK_AT = "aws-neuron/aws-neuron-sdk", "81ce03ae"
+NKILIB, NKILIB_AT = "aws-neuron/nki-library", "d2ad3a57"
+SAMPLES, SAMPLES_AT = "aws-neuron/nki-samples", "6905a68a"
+
+DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/"
+OPT_GUIDE = DOCS + "guides/tutorials/kernel-optimization.html"
+MATMUL_TUT = DOCS + "guides/tutorials/matrix_multiplication.html"
+MAMBA_TUT = DOCS + "guides/tutorials/fused_mamba.html"
+NKIBENCH = "https://github.com/zhang677/AccelOpt/tree/47e29a7c/NKIBench"
+
+
+class MirrorMissing(RuntimeError):
+    """The git mirror of a repository (or the pinned commit in it) is not on this machine."""
+
+
+@dataclass(frozen=True)
+class PublicKernel:
+    name: str                  # the key of KERNELS
+    repo: str                  # owner/name on GitHub
+    commit: str                # pinned
+    path: str                  # the kernel's file (a .py, or the .rst page holding it)
+    function: str              # the @nki.jit function
+    target: str                # trn1 | trn2 (what was measured)
+    # positional inputs as (dtype, shape); None: read from `reference` (NKIBench)
+    shapes: tuple | None = None
+    reference: str | None = None    # NKIBench: reference/*.py (get_inputs + transform)
+    section: str | None = None      # .rst: the heading of the section whose code block it is
+    measured_ms: float | None = None
+    method: str = ""                # timing method (see ../shared docs: NCL, total_time, ...)
+    toolchain: str = ""
+    source_url: str = ""
+    family: str = ""                # variants of one kernel at one shape share a family
+    notes: str = ""
+    extra: dict = field(default_factory=dict)   # keyword arguments (--arg)
+
+
+def mirror(repo: str) -> Path:
+    """The git directory of repo's local mirror."""
+    base = Path(os.environ.get("NKIRUN_MIRRORS", "/work/.mirror"))
+    git_dir = base / repo.replace("/", "+") / "repo"
+    if not git_dir.exists():
+        raise MirrorMissing(f"no mirror of {repo} at {git_dir}: fetch github:{repo} first "
+                            "(or set NKIRUN_MIRRORS)")
+    return git_dir
+
+
+def _git(repo: str, *args: str) -> bytes:
+    try:
+        return subprocess.run(["git", "--git-dir", str(mirror(repo)), *args], check=True,
+                              capture_output=True, timeout=300).stdout
+    except subprocess.CalledProcessError as e:
+        raise MirrorMissing(f"git {' '.join(args)} in {repo}: "
+                            f"{e.stderr.decode(errors='replace').strip()}") from None
+
+
+def extract(repo: str, commit: str, path: str) -> str:
+    """The text of `path` in `repo` at `commit` (git show COMMIT:PATH on the mirror)."""
+    return _git(repo, "show", f"{commit}:{path}").decode()
+
+
+def extract_tree(repo: str, commit: str, path: str, dest: str | Path) -> Path:
+    """Writes the folder `path` of repo at commit under dest (for packages whose kernels
+    import each other, e.g. nki-library's src/nkilib_src); returns dest/path."""
+    data = _git(repo, "archive", "--format=tar", commit, path)
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        tar.extractall(dest, filter="data")
+    return Path(dest) / path
+
+
+def rst_code_block(text: str, section: str, function: str) -> str:
+    """The first `.. code-block:: python` under the heading `section` of an .rst page that
+    defines `function`, dedented."""
+    lines = text.splitlines()
+    in_section = False
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if i + 1 < len(lines) and set(lines[i + 1].strip()) <= set("=-~^") and \
+                lines[i + 1].strip() and line.strip():
+            in_section = line.strip() == section
+        if in_section and line.strip().startswith(".. code-block:: python"):
+            indent = len(line) - len(line.lstrip())
+            j = i + 1
+            block = []
+            while j < len(lines) and (not lines[j].strip()
+                                      or len(lines[j]) - len(lines[j].lstrip()) > indent):
+                block.append(lines[j])
+                j += 1
+            code = textwrap.dedent("\n".join(block)).strip("\n") + "\n"
+            if f"def {function}(" in code:
+                return code
+            i = j
+            continue
+        i += 1
+    raise LookupError(f"no python code block defining {function} under '{section}'")
+
+
+def kernel_source(k: PublicKernel) -> str:
+    """The kernel's Python source, as published."""
+    text = extract(k.repo, k.commit, k.path)
+    if k.section is not None:
+        return rst_code_block(text, k.section, k.function)
+    return text
+
+
+class _Shape:
+    """A NumPy array's shape only: NKIBench's get_inputs/transform_to_nki_inputs run on it
+    without allocating gigabytes."""
+
+    def __init__(self, shape, dtype="float32"):
+        self.shape, self.dtype = tuple(int(n) for n in shape), dtype
+
+    def astype(self, dtype):
+        import numpy as np
+        return _Shape(self.shape, np.dtype(dtype).name)
+
+    def reshape(self, *shape):
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        return _Shape(shape, self.dtype)
+
+    def __abs__(self):
+        return self
+
+
+class _ShapeNumpy:
+    """The part of numpy NKIBench's reference inputs use, on _Shape."""
+
+    def __init__(self):
+        import numpy as np
+        self._np = np
+        self.random = self
+
+    def normal(self, loc=0.0, scale=1.0, size=()):
+        return _Shape(size if isinstance(size, tuple) else (size,), "float64")
+
+    rand = randn = uniform = normal
+
+    @staticmethod
+    def abs(x):
+        return x
+
+    @staticmethod
+    def reshape(x, shape):
+        return x.reshape(shape)
+
+    def __getattr__(self, name):
+        return getattr(self._np, name)
+
+
+def nkibench_shapes(reference_source: str) -> list[tuple]:
+    """The kernel's positional inputs [(dtype, shape)] from an NKIBench reference file:
+    its get_inputs() and transform_to_nki_inputs() run over shapes, not data. A scalar
+    input is ("scalar", value)."""
+    ns: dict = {"__name__": "nkibench_reference"}
+    exec(compile(reference_source, "<nkibench reference>", "exec"), ns)
+    ns["np"] = ns["numpy"] = _ShapeNumpy()
+    inputs = ns["get_inputs"]()
+    if "transform_to_nki_inputs" in ns:
+        inputs = ns["transform_to_nki_inputs"](list(inputs))
+    return [(x.dtype, x.shape) if isinstance(x, _Shape) else ("scalar", x) for x in inputs]
+
+
+def input_shapes(k: PublicKernel) -> list[tuple]:
+    """[(dtype, shape) or ("scalar", value)], the kernel's positional inputs."""
+    if k.shapes is not None:
+        return [(d, tuple(s)) for d, s in k.shapes]
+    return nkibench_shapes(extract(k.repo, k.commit, k.reference))
+
+
+def param_names(source: str, function: str) -> list[str]:
+    """The positional parameter names of `function` in source."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef) and node.name == function:
+            return [a.arg for a in node.args.posonlyargs + node.args.args]
+    raise LookupError(f"no function {function}")
+
+
+def shape_options(k: PublicKernel, source: str | None = None) -> list[str]:
+    """`--shape NAME=DTYPE[D0,...]` options for `nkirun check/cost` (plus `--arg`s)."""
+    source = kernel_source(k) if source is None else source
+    names = param_names(source, k.function)
+    out = []
+    for name, (dtype, shape) in zip(names, input_shapes(k)):
+        if dtype == "scalar":
+            out += ["--arg", f"{name}={shape!r}"]
+        else:
+            out += ["--shape", f"{name}={dtype}[{','.join(map(str, shape))}]"]
+    for key, v in k.extra.items():
+        out += ["--arg", f"{key}={v}"]
+    return out
+
+
+def write_kernel(k: PublicKernel, folder: str | Path) -> Path:
+    """Writes the kernel's source to folder/<safe name>.py; returns the path."""
+    path = Path(folder) / (k.name.replace(" ", "_").replace("/", "_") + ".py")
+    path.write_text(kernel_source(k))
+    return path
+
+
+# ---- the table ------------------------------------------------------------------------------
+def _f32(*dims):
+    return ("float32", dims)
+
+
+def _bf16(*dims):
+    return ("bfloat16", dims)
+
+
+_NKIBENCH_MS = {  # NKIBench/kernels/<file>: latency ms (profile total_time, mean of 10), trn1
+    "swiglu_M4096_N3072_K1024_0": 4.222,
+    "matmul_add_rmsnorm_M4096_N2048_K2048_0": 2.667,
+    "add_rmsnorm_matmul_M4096_N2048_K1024_0": 1.222,
+    "matmul_M4096_N12288_K5120_0": 35.200,
+    "gqa_full_B1_N4096_QH16_KH8_D128_0": 19.111,
+    "rmsnorm_matmul_M4096_N2048_K1024_0": 1.056,
+    "rope_single_freq_apply_B1_H64_N4096_D128_0": 4.333,
+    "bmm_B16_M4096_K64_N4096_0": 4.611,
+    "bmm_softmax_B16_K64_M4096_N4096_0": 12.000,
+    "transpose_matmul_M4096_K2048_N10944_0": 9.610,
+    "lora_M4096_N12288_K5120_R128_0": 30.166,
+    "adamw_M10944_N2048_0": 2.000,
+    "silu_M4096_N7168_0": 1.333,
+    "mamba_M7168_C256_S16_0": 2.889,
+}
+_NKIBENCH_REF = {  # kernel file -> reference file (the numpy_N suffix differs per op)
+    "gqa_full_B1_N4096_QH16_KH8_D128_0": "gqa_full_B1_N4096_QH16_KH8_D128_numpy_2",
+    "matmul_M4096_N12288_K5120_0": "matmul_M4096_N12288_K5120_numpy_2",
+    "silu_M4096_N7168_0": "silu_M4096_N7168_numpy_0",
+    "swiglu_M4096_N3072_K1024_0": "swiglu_M4096_N3072_K1024_numpy_2",
+}
+
+
+def _nkibench() -> list[PublicKernel]:
+    out = []
+    for stem, ms in _NKIBENCH_MS.items():
+        op = stem.split("_M")[0].split("_B1")[0].split("_B16")[0]
+        ref = _NKIBENCH_REF.get(stem, stem[:-2] + "_numpy_1")
+        out.append(PublicKernel(
+            name=f"nkibench {op}", repo=ACCELOPT, commit=ACCELOPT_AT,
+            path=f"NKIBench/kernels/{stem}.py", function="kernel", target="trn1",
+            reference=f"NKIBench/reference/{ref}.py", measured_ms=ms,
+            method="neuron-profile total_time, mean of 10", toolchain="AccelOpt 2026 (trn1)",
+            source_url=NKIBENCH, family=f"nkibench {op}"))
+    return out
+
+
+def _optimization_guide() -> list[PublicKernel]:
+    sections = (("v2", "Writing the kernel", 39.89),
+                ("v3", "Analyzing the kernel", 28.20),
+                ("v4", "Overlapping data and compute through blocking", 28.41),
+                ("v5", "Optimizing DMA through blocking the contraction dimension", 28.30))
+    return [PublicKernel(
+        name=f"optguide matmul {v}", repo=SDK, commit=SDK_AT,
+        path="nki/guides/tutorials/kernel-optimization.rst", function="matrix_multiply_kernel",
+        section=title, target="trn2", shapes=(_f32(8192, 4096), _f32(8192, 8192)),
+        measured_ms=ms, method="profile timeline (screenshots)", toolchain="SDK 2.27+ (2025-12)",
+        source_url=OPT_GUIDE, family="optguide matmul fp32")
+        for v, title, ms in sections]
+
+
+def _matmul_tutorial() -> list[PublicKernel]:
+    versions = (("v1", "nki_matmul_tiled_", 51.80), ("v2", "nki_matmul_hoist_load_", 42.96),
+                ("v3", "nki_matmul_block_free_dimension_", 22.07),
+                ("v4", "nki_matmul_fully_optimized_", 6.97))
+    return [PublicKernel(
+        name=f"matmul tutorial {v}", repo=SDK, commit=SDK_AT,
+        path="nki/examples/matrix_multiplication/matrix_multiplication_nki_kernels.py",
+        function=fn, target="trn1", shapes=(_bf16(8192, 4096), _bf16(8192, 8192)),
+        measured_ms=ms, method="tutorial table", toolchain="SDK 2.26.1",
+        source_url=MATMUL_TUT, family="matmul tutorial bf16")
+        for v, fn, ms in versions]
+
+
+def _mamba(channels, seq, state=16):
+    return (_f32(1, channels, seq), _f32(1, channels, seq), _f32(channels, state),
+            _f32(1, state, seq), _f32(1, state, seq))
+
+
+def _fused_mamba() -> list[PublicKernel]:
+    points = [("v1", 4096, 512, 2.34), ("v2", 4096, 512, 1.61), ("v3", 4096, 512, 1.6),
+              ("v2", 4096, 8192, 52.2), ("v3", 4096, 8192, 27.8)]
+    return [PublicKernel(
+        name=f"fused mamba {v} c{c} s{s}", repo=SDK, commit=SDK_AT,
+        path="nki/examples/fused_mamba/mamba_nki_kernels.py", function=f"mamba_{v}",
+        target="trn1", shapes=_mamba(c, s), measured_ms=ms, method="tutorial text/table",
+        toolchain="SDK (tutorial)", source_url=MAMBA_TUT, family=f"fused mamba c{c} s{s}")
+        for v, c, s, ms in points]
+
+
+KERNELS: dict[str, PublicKernel] = {
+    k.name: k for k in (*_nkibench(), *_optimization_guide(), *_matmul_tutorial(),
+                        *_fused_mamba())}

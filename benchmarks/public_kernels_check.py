@@ -1,0 +1,123 @@
+"""Does `nkirun check` accept the public kernels the hardware ran? (issue 26, scope 1)
+
+Extracts every kernel of benchmarks/public_kernels.py from its repository at the pinned
+commit (nothing of it is stored here), runs `nkirun check` (and with --cost `nkirun cost`)
+on it at the published shape and target, and prints per kernel: accepted / refused, the
+error codes with their first message, the warning codes, and with --cost the predicted
+time beside the measured one.
+
+    python benchmarks/public_kernels_check.py                 # all, check only
+    python benchmarks/public_kernels_check.py --cost -k mamba  # names containing "mamba"
+    python benchmarks/public_kernels_check.py --format json
+
+Needs the git mirrors (see public_kernels.py). Each kernel runs in its own process with a
+time limit (--timeout, default 900 s): the largest trace 100,000s of instructions.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import public_kernels as pk  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _nkirun(command: str, file: Path, k: pk.PublicKernel, options: list[str],
+            timeout: float) -> tuple[dict | None, str, float]:
+    """(the JSON nkirun printed or None, stderr tail or 'timeout', seconds)."""
+    cmd = [sys.executable, "-m", "nkirun", command, f"{file}::{k.function}",
+           "--target", k.target, "--format", "json", *options]
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
+                           cwd=file.parent)
+    except subprocess.TimeoutExpired:
+        return None, f"timeout after {timeout:.0f} s", time.monotonic() - t0
+    took = time.monotonic() - t0
+    try:
+        return json.loads(p.stdout), p.stderr.strip()[-300:], took
+    except ValueError:
+        return None, (p.stderr.strip() or p.stdout.strip())[-300:], took
+
+
+def _codes(diags: list[dict], severity: str) -> list[str]:
+    return sorted({d["code"] for d in diags if d.get("severity") == severity})
+
+
+def check_one(k: pk.PublicKernel, folder: Path, cost: bool, timeout: float) -> dict:
+    row = {"name": k.name, "target": k.target, "measured_ms": k.measured_ms,
+           "source": f"{k.repo}@{k.commit}:{k.path}"}
+    try:
+        src = pk.kernel_source(k)
+        options = pk.shape_options(k, src)
+    except (pk.MirrorMissing, LookupError) as e:
+        return {**row, "status": "missing", "why": str(e)}
+    file = folder / (k.name.replace(" ", "_") + ".py")
+    file.write_text(src)
+    out, err, took = _nkirun("check", file, k, options, timeout)
+    row["check_s"] = round(took, 1)
+    if out is None:
+        return {**row, "status": "failed", "why": err}
+    diags = out.get("diagnostics", [])
+    errors = [d for d in diags if d.get("severity") == "error"]
+    row.update(status="accepted" if out.get("ok") else "refused",
+               errors=_codes(diags, "error"), warnings=_codes(diags, "warning"),
+               why=(f"{errors[0]['code']} line {errors[0].get('line')}: "
+                    f"{errors[0]['message']}"[:240] if errors else ""))
+    if cost and out.get("ok"):
+        c, err, took = _nkirun("cost", file, k, options, timeout)
+        row["cost_s"] = round(took, 1)
+        if c is None:
+            row["cost_error"] = err
+        else:
+            ns = c.get("total_ns") or c.get("makespan_ns") or c.get("total")
+            row["predicted_ms"] = ns / 1e6 if isinstance(ns, (int, float)) else None
+    return row
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("-k", default="", help="only kernels whose name contains this")
+    ap.add_argument("--cost", action="store_true", help="also run nkirun cost on accepted ones")
+    ap.add_argument("--timeout", type=float, default=900.0)
+    ap.add_argument("--format", choices=("text", "json"), default="text")
+    args = ap.parse_args(argv)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="nkirun-public-") as tmp:
+        for k in pk.KERNELS.values():
+            if args.k in k.name:
+                rows.append(check_one(k, Path(tmp), args.cost, args.timeout))
+                if args.format == "text":
+                    _print_row(rows[-1])
+    n_ok = sum(r["status"] == "accepted" for r in rows)
+    if args.format == "json":
+        print(json.dumps({"kernels": rows, "accepted": n_ok, "total": len(rows)}, indent=2))
+    else:
+        print(f"\n{n_ok} of {len(rows)} public kernels accepted")
+    return 0
+
+
+def _print_row(r: dict) -> None:
+    line = f"{r['name']:<32} {r['target']:<5} {r['status']:<9}"
+    if r.get("warnings"):
+        line += f" warns {','.join(r['warnings'])}"
+    if r.get("predicted_ms") is not None:
+        line += f"  predicted {r['predicted_ms']:.3f} ms / measured {r['measured_ms']} ms"
+    if r.get("check_s") is not None:
+        line += f"  ({r['check_s']} s)"
+    print(line, flush=True)
+    if r.get("why"):
+        print(f"    {r['why']}", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
