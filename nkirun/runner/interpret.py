@@ -75,11 +75,11 @@ def execute(program: Program, bound, inputs=None, after_each=None,
 
 
 def stopped_at(b, m: Machine) -> str | None:
-    """Where a run stopped: the instruction, its source line, the loops' trips so far."""
+    """Where a run stopped: the instruction; in loops, its line and the trips so far."""
     if b is None:
         return None
     loops = m.walk.where() if m.walk is not None else ""
-    return f"#{b.index} {b.title} ({b.loc()}" + (f"; {loops})" if loops else ")")
+    return f"#{b.index} {b.title}" + (f" (line {b.loc().line}; {loops})" if loops else "")
 
 
 def out_of_memory(program: Program) -> RunError:

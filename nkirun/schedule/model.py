@@ -103,6 +103,8 @@ class Schedule:
     # runtime loops: one row each (name, kind, line, entries, iterations, trips: "static",
     # "data" or "assumed"); schedule/trips.py
     loops: list[dict] = field(default_factory=list)
+    # trips not scheduled, each a shifted copy of the trip before (schedule/steady.py)
+    repeats: list = field(default_factory=list)
 
     def __repr__(self) -> str:  # short: the Program it holds can be huge
         name = self.program.name or self.program.path
@@ -110,9 +112,18 @@ class Schedule:
                 f"instructions, total {self.total_ns:,.1f} ns>")
 
     @property
+    def instruction_count(self) -> int:
+        """Instructions scheduled, and those of the trips repeated (steady.py)."""
+        return len(self.slots) + sum(r.times * r.count for r in self.repeats)
+
+    @property
     def total_ns(self) -> float:
         """The makespan over all engines and queues."""
-        return max((s.end_ns for s in self.slots), default=0.0)
+        end = max((s.end_ns for s in self.slots), default=0.0)
+        for r in self.repeats:  # (the last repeated trip's end)
+            window = self.slots[r.first:r.first + r.count]
+            end = max(end, max((s.end_ns for s in window), default=0.0) + r.times * r.shift_ns)
+        return end
 
     def clock(self, engine: str) -> float:
         c = self.target.clock(engine.rpartition(".")[2] if engine.startswith("core")
@@ -146,6 +157,17 @@ class Schedule:
                            for c in range(self.program.cores))
         d["queues"] = self.target.dma_queues * self.program.cores
         d["queue_busy_ns"] = sum(s.busy_ns for s in dma)
+        for r in self.repeats:  # each repeated trip: what its copy adds
+            window = self.slots[r.first:r.first + r.count]
+            for s in window:
+                out[s.engine]["instructions"] += r.times
+                if s.engine != "dma":
+                    out[s.engine]["busy_ns"] += r.times * s.duration_ns
+            spans = [(s.start_ns, s.end_ns) for s in dma]
+            more = [(a + r.shift_ns, b + r.shift_ns) for s in window if s.engine == "dma"
+                    for a, b in [(s.start_ns, s.end_ns)]]
+            d["busy_ns"] += r.times * (_union_length(spans + more) - _union_length(spans))
+            d["queue_busy_ns"] += r.times * sum(s.busy_ns for s in window if s.engine == "dma")
         d["queue_utilization"] = (d["queue_busy_ns"] / (d["queues"] * total)
                                   if total else 0.0)
         for e in out.values():
@@ -173,9 +195,19 @@ class Schedule:
         s = max(self.slots, key=lambda x: (x.end_ns, -x.index))
         path = [s]
         while s.waited_on is not None:
-            s = by_index[s.waited_on]
+            s = by_index.get(s.waited_on) or self._repeated(s.waited_on, by_index)
             path.append(s)
         return path[::-1]
+
+    def _repeated(self, index: int, by_index: dict) -> Slot:
+        """The scheduled slot an instruction of a trip not scheduled copies (the path then
+        goes on in the last scheduled trip: the repeated trips are not listed)."""
+        for r in self.repeats:
+            base = self.slots[r.first].index
+            m = (index - base) // r.index_shift if r.index_shift else 0
+            if 1 <= m <= r.times and index - m * r.index_shift in by_index:
+                return by_index[index - m * r.index_shift]
+        raise KeyError(index)
 
     def notes(self) -> list[str]:
         """The cost notes of the instructions used (SPEC.cost_note / cost_assumed) and any
