@@ -40,12 +40,12 @@ def check(program: ProgramSource, fmt: str | None = None, target: str | None = N
 @overload
 def check(program: Callable[..., Any], *args: Any, **kwargs: Any) -> list[Diagnostic]: ...
 def check(program: Any, *args: Any, **kwargs: Any) -> list[Diagnostic]:  # noqa: E302
-    """Diagnostics of a program file, or of a kernel function called with `args`;
-    `max_instructions=N`: the trace's budget (nkirun/limits.py)."""
+    """Diagnostics of a program file, or of a kernel function called with `args`
+    (`max_instructions=N`: the budget, nkirun/limits.py)."""
+    if callable(program):
+        from nkirun.api_kernel import check as check_kernel
+        return check_kernel(program, *args, **kwargs)
     with _budget(kwargs.pop("max_instructions", None)):
-        if callable(program):
-            from nkirun.source.kernel.api import check as check_kernel
-            return check_kernel(program, *args, **kwargs)
         return _api.check(program, *args, **kwargs)
 
 
@@ -55,13 +55,12 @@ def cost(program: ProgramSource, fmt: str | None = None, target: str | None = No
 @overload
 def cost(program: Callable[..., Any], *args: Any, **kwargs: Any) -> Schedule: ...
 def cost(program: Any, *args: Any, **kwargs: Any) -> Schedule:  # noqa: E302
-    """The schedule of a program file, or of a kernel function called with `args`;
-    `max_instructions=N`: the budget of the trace and of the loops' trips
-    (nkirun/limits.py)."""
+    """The schedule of a program file, or of a kernel function called with `args`
+    (`max_instructions=N`: the budget of the trace and the loops' trips, nkirun/limits.py)."""
+    if callable(program):
+        from nkirun.api_kernel import cost as cost_kernel
+        return cost_kernel(program, *args, **kwargs)
     with _budget(kwargs.pop("max_instructions", None)):
-        if callable(program):
-            from nkirun.source.kernel.api import cost as cost_kernel
-            return cost_kernel(program, *args, **kwargs)
         return _api.cost(program, *args, **kwargs)
 
 
@@ -79,9 +78,16 @@ def run(program: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: E302
     """Outputs of a program file (dict name -> array); for a kernel function, its return
     structure (as `simulate(kernel)(*args, **kwargs)`). shadow=True (programs): the
     ShadowReport of a float32 shadow run instead (nkirun.api.shadow, docs/shadow.md)."""
+    if callable(program):  # nkirun's options are not the kernel's (docs/api.md)
+        opts = {k: kwargs.pop(k) for k in ("target", "lnc", "shadow", "uninitialized",
+                                           "max_instructions") if k in kwargs}
+        extra = kwargs.pop("kernel_kwargs", None) or {}
+        clash = set(extra) & set(kwargs)
+        if clash:
+            raise TypeError(f"kernel parameter `{min(clash)}` is given twice (as a keyword "
+                            "and in kernel_kwargs)")
+        return simulate(program, **opts)(*args, **kwargs, **extra)
     with _budget(kwargs.pop("max_instructions", None)):
-        if callable(program):
-            return simulate(program)(*args, **kwargs)
         if kwargs.pop("shadow", False):
             return _api.shadow(program, *args, **kwargs)
         return _api.run(program, *args, **kwargs)
@@ -96,14 +102,14 @@ def simulate(kernel: Callable[..., Any], target: str | None = None, lnc: int = 1
     "nan"/"zero" reads elements nothing wrote as NaN/0 instead of E090 (`run
     --uninitialized`); `max_instructions`: the budget of the trace and the run
     (`--max-instructions`, default 10 million)."""
-    from nkirun.source.kernel.api import simulate as simulate_kernel
+    from nkirun.api_kernel import simulate as simulate_kernel
     return simulate_kernel(kernel, target, lnc, shadow, uninitialized, max_instructions)
 
 
 def trace(kernel: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """The IR Program a kernel function traces to with these arguments
     (`max_instructions=N`: the trace's budget)."""
-    from nkirun.source.kernel.api import trace as trace_kernel
+    from nkirun.api_kernel import trace as trace_kernel
     return trace_kernel(kernel, *args, **kwargs)
 
 
@@ -121,9 +127,13 @@ def install(target: str | None = None) -> None:
     install_dropin(target)
 
 
+import nkirun.source.write  # noqa: E402,F401  (Program.to_yaml/to_text write through it)
+
+
 def _install_nki_fallback() -> None:
-    from nkirun.source.kernel.modules import install_fallback_finder
+    from nkirun.source.kernel.modules import install_fallback_finder, set_simulator
     install_fallback_finder()
+    set_simulator(simulate)  # what `nki.simulate` and calling a jit kernel run
 
 
 _install_nki_fallback()

@@ -63,7 +63,7 @@ class Walk:
     `trips[name]` collects the iterations of each entry of each loop."""
 
     def __init__(self, program: Program, read, write, assumed: dict | None = None,
-                 what: str = "running"):
+                 what: str | None = None):
         self.program, self.read, self.write = program, read, write
         self.assumed = assumed  # loop name -> trip count (cost without data), or None
         self.trips: dict[str, list[int]] = {lp.name: [] for lp in program.loops}
@@ -71,7 +71,9 @@ class Walk:
         self.weight = _trip_weights(self.tree)  # loop name -> budget steps per trip
         self.steps, self.limit = 0, max_instructions()
         self.at: list = []  # [loop, trips so far] of the loops being walked, outermost first
-        self.progress = Progress(f"{what} {program.path or 'the program'}")
+        # (`what`: a progress line of its own; a run has runner/watch.py's bar)
+        self.progress = Progress(f"{what} {program.path or 'the program'}",
+                                 live=what is not None)
         self.next_tick = min(_TICK, self.limit + 1)
 
     def indices(self, count: int, first: int = 0, core: int | None = None):
@@ -177,7 +179,7 @@ def assumed_order(program: Program, count: int, trips: dict) -> tuple[list[int],
     missing = [lp for lp in program.loops if static_trips(lp) is None and lp.name not in trips]
     if missing:
         raise RunError(*[missing_trip(lp) for lp in missing])
-    w = Walk(program, None, None, assumed=trips)
+    w = Walk(program, None, None, assumed=trips, what="expanding the loops of")
     return list(w.indices(count)), w.trips
 
 

@@ -18,6 +18,7 @@ from contextvars import ContextVar
 DEFAULT_MAX_INSTRUCTIONS = 10_000_000
 _MAX_INSTRUCTIONS: ContextVar[int] = ContextVar("nkirun_max_instructions",
                                                 default=DEFAULT_MAX_INSTRUCTIONS)
+_MAX_HBM_BYTES: ContextVar = ContextVar("nkirun_max_hbm_bytes", default=None)
 
 
 def max_instructions() -> int:
@@ -32,14 +33,26 @@ def checked_budget(n) -> int:
     return n
 
 
+def max_hbm_bytes() -> int:
+    """The HBM limit in force (a kernel's tensor parameters are checked against it before
+    its Python runs; the checker applies the same limit to every HBM tensor)."""
+    from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES
+    n = _MAX_HBM_BYTES.get()
+    return DEFAULT_MAX_HBM_BYTES if n is None else n
+
+
 @contextmanager
-def budget(max_instructions: int | None = None):
-    """Within: `max_instructions` is the budget (None: the one in force)."""
-    if max_instructions is None:
-        yield
-        return
-    token = _MAX_INSTRUCTIONS.set(checked_budget(max_instructions))
+def budget(max_instructions: int | None = None, max_hbm_bytes: int | None = None):
+    """Within: `max_instructions` is the budget and `max_hbm_bytes` the HBM limit (None:
+    the one in force)."""
+    tokens = []
+    if max_instructions is not None:
+        tokens.append((_MAX_INSTRUCTIONS, _MAX_INSTRUCTIONS.set(checked_budget(
+            max_instructions))))
+    if max_hbm_bytes is not None:
+        tokens.append((_MAX_HBM_BYTES, _MAX_HBM_BYTES.set(int(max_hbm_bytes))))
     try:
         yield
     finally:
-        _MAX_INSTRUCTIONS.reset(token)
+        for var, token in reversed(tokens):
+            var.reset(token)

@@ -13,13 +13,14 @@ _REDRAW = 0.1
 class Progress:
     """`tick(count, where)` from the pass every few thousand steps; `close()` at its end."""
 
-    def __init__(self, what: str, unit: str = "instructions", stream=None):
+    def __init__(self, what: str, unit: str = "instructions", stream=None,
+                 live: bool = True):
         self.what, self.unit = what, unit
         self.stream = stream if stream is not None else sys.stderr
         self.start = self.last = time.monotonic()
         self.width = 0  # of the line shown, 0: none
         try:
-            self.live = self.stream.isatty()
+            self.live = live and self.stream.isatty()
         except (AttributeError, ValueError, OSError):
             self.live = False
 

@@ -17,6 +17,23 @@ from nkirun.schedule.model import Slot
 from nkirun.schedule.scheduler import earliest_start
 
 
+def schedule(program, bound, target=None):
+    """Schedule the bound (validated) instructions of `program` on `target` (default: the
+    program's own target): one scheduler, or one per core of a two-core program that
+    meet at their meeting points. Linear in the number of instructions."""
+    from nkirun.hw.targets import TARGETS
+    from nkirun.schedule.scheduler import _Scheduler as Scheduler
+    if program.cores > 1:  # both cores' engines in one schedule
+        return schedule_cores(program, bound, target or TARGETS[program.target])
+    s = Scheduler(program, target or TARGETS[program.target])
+    from nkirun.schedule.steady import SteadyPlan, schedule_plan
+    if isinstance(bound, SteadyPlan):  # loops of too many trips: their steady state
+        return schedule_plan(bound, s)
+    for b in bound:
+        s.place(b)
+    return s.sched
+
+
 def schedule_cores(program, bound, target):
     from nkirun.schedule.scheduler import _Scheduler
     first = _Scheduler(program, target)

@@ -11,7 +11,7 @@ from nkirun.ir import Program
 from nkirun.schedule.model import (ENGINE, QUEUE, RAW, READY, RECOMPUTE, WAR, WAW, Schedule,
                                    Slot, queue_label)
 from nkirun.schedule import recompute
-from nkirun.schedule.overlap import contains, overlaps
+from nkirun.checker.overlap import contains, overlaps
 
 
 class _Tensor:
@@ -375,18 +375,3 @@ class _Scheduler:
         if label is None:
             label = self.labels[queues] = queue_label(queues)
         return start, end, dep, kind, dep_tensor, queues, label, busy
-
-
-def schedule(program: Program, bound, target: Target | None = None) -> Schedule:
-    """Schedule the bound (validated) instructions of `program` on `target` (default: the
-    program's own target). Linear in the number of instructions (see _Tensor)."""
-    if program.cores > 1:  # both cores' engines in one schedule
-        from nkirun.schedule.cores import schedule_cores
-        return schedule_cores(program, bound, target or TARGETS[program.target])
-    s = _Scheduler(program, target or TARGETS[program.target])
-    from nkirun.schedule.steady import SteadyPlan, schedule_plan
-    if isinstance(bound, SteadyPlan):  # loops of too many trips: their steady state
-        return schedule_plan(bound, s)
-    for b in bound:
-        s.place(b)
-    return s.sched

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from nkirun.diagnostics import NkirunError, error
-from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES
+from nkirun import limits
 from nkirun.source.kernel import bounds, consts, legacy
 from nkirun.source.kernel.loader import KernelUsageError, kernel_exception
 from nkirun.source.kernel.modules import Kernel, installed
@@ -104,10 +104,11 @@ def check_names(func, given: dict) -> None:
 
 
 def trace(kernel, values: dict, target: str = "trn2", grid=None, lnc: int = 1,
-          max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES) -> Traced:
+          max_hbm_bytes: int | None = None) -> Traced:
     """Trace `kernel` (a function or nki.jit Kernel) called with `values` (parameter name ->
     TensorArg or plain value); `lnc=2`: once per core of a two-core program. The tensor
-    parameters' sizes (`max_hbm_bytes`) and the grid are checked before the kernel runs;
+    parameters' sizes (`max_hbm_bytes`, default the limit in force: limits.py) and the grid
+    are checked before the kernel runs;
     the trace stops at the instruction budget (nkirun/limits.py, bounds.py)."""
     func = kernel.func if isinstance(kernel, Kernel) else kernel
     grid = tuple(grid) if grid else (kernel.grid if isinstance(kernel, Kernel) else ())
@@ -115,7 +116,8 @@ def trace(kernel, values: dict, target: str = "trn2", grid=None, lnc: int = 1,
     if lnc > 1:
         grid = _lnc_grid(lnc, grid, target, path)
     locs = _parameter_locs(func, path)
-    bounds.check_parameter_sizes(_tensor_parameters(values), max_hbm_bytes, locs)
+    bounds.check_parameter_sizes(_tensor_parameters(values),
+                                 max_hbm_bytes or limits.max_hbm_bytes(), locs)
     bounds.check_grid(grid, path)
     tracer = Tracer(path, target, grid)
     tracer.lnc = lnc
@@ -178,7 +180,7 @@ def _tensor_parameters(values: dict) -> list:
 
 def _lnc_grid(lnc: int, grid: tuple, target: str, path: str) -> tuple:
     """The launch grid of a two-core trace: one program per core."""
-    from nkirun.checker.cores import LNC_TARGETS
+    from nkirun.hw.targets import LNC_TARGETS
     from nkirun.diagnostics import Loc
     if target not in LNC_TARGETS:
         raise NkirunError(error("E632", f"--lnc {lnc} needs a target with two cores per "
@@ -300,8 +302,19 @@ def _output_structure(v, tracer, outputs: list):
         return {k: _output_structure(x, tracer, outputs) for k, x in v.items()}
     if v is None:
         return None
-    raise NkirunError(error("E606", f"the kernel returns {type(v).__name__} {v!r}; "
+    from nkirun.source.kernel.loader import kernel_text
+    raise NkirunError(error("E606", f"the kernel returns {type(v).__name__} "
+                            f"{kernel_text(_repr(v), 200)}; "
                             "a kernel returns tensors (one, or a tuple/list of them)"))
+
+
+def _repr(v) -> str:
+    try:
+        return repr(v)
+    except BaseException as e:  # noqa: BLE001 - the kernel's own __repr__
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        return f"<repr() raised {type(e).__name__}>"
 
 
 def _mark_inputs(program, given):
