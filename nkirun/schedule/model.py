@@ -114,15 +114,18 @@ class Schedule:
     @property
     def instruction_count(self) -> int:
         """Instructions scheduled, and those of the trips repeated (steady.py)."""
-        return len(self.slots) + sum(r.times * r.count for r in self.repeats)
+        if not self.repeats:
+            return len(self.slots)
+        from nkirun.schedule.steady import weights
+        return sum(weights(self.slots, self.repeats))
 
     @property
     def total_ns(self) -> float:
         """The makespan over all engines and queues."""
         end = max((s.end_ns for s in self.slots), default=0.0)
-        for r in self.repeats:  # (the last repeated trip's end)
-            window = self.slots[r.first:r.first + r.count]
-            end = max(end, max((s.end_ns for s in window), default=0.0) + r.times * r.shift_ns)
+        if self.repeats:  # (the last repeated trip's end)
+            from nkirun.schedule.steady import repeat_ends
+            end = max([end] + repeat_ends(self.slots, self.repeats))
         return end
 
     def clock(self, engine: str) -> float:
@@ -145,29 +148,32 @@ class Schedule:
         out = {n: {"clock_ghz": self.clock(n), "busy_ns": 0.0, "instructions": 0}
                for n in self.engine_names()}
         dma = []
-        for s in self.slots:
+        weight = [1] * len(self.slots)
+        if self.repeats:  # trips not scheduled run what the last one scheduled ran
+            from nkirun.schedule.steady import weights
+            weight = weights(self.slots, self.repeats)
+        for s, n in zip(self.slots, weight):
             e = out[s.engine]
-            e["instructions"] += 1
+            e["instructions"] += n
             if s.engine == "dma":
                 dma.append(s)
             else:
-                e["busy_ns"] += s.duration_ns
+                e["busy_ns"] += n * s.duration_ns
         d = out["dma"]
         d["busy_ns"] = sum(_union_length([(s.start_ns, s.end_ns) for s in dma if s.core == c])
                            for c in range(self.program.cores))
         d["queues"] = self.target.dma_queues * self.program.cores
-        d["queue_busy_ns"] = sum(s.busy_ns for s in dma)
-        for r in self.repeats:  # each repeated trip: what its copy adds
+        d["queue_busy_ns"] = sum(n * s.busy_ns for s, n in zip(self.slots, weight)
+                                 if s.engine == "dma")
+        spans = [(s.start_ns, s.end_ns) for s in dma]
+        for r in self.repeats:  # each repeated trip: the DMA time its copy adds
             window = self.slots[r.first:r.first + r.count]
-            for s in window:
-                out[s.engine]["instructions"] += r.times
-                if s.engine != "dma":
-                    out[s.engine]["busy_ns"] += r.times * s.duration_ns
-            spans = [(s.start_ns, s.end_ns) for s in dma]
-            more = [(a + r.shift_ns, b + r.shift_ns) for s in window if s.engine == "dma"
-                    for a, b in [(s.start_ns, s.end_ns)]]
-            d["busy_ns"] += r.times * (_union_length(spans + more) - _union_length(spans))
-            d["queue_busy_ns"] += r.times * sum(s.busy_ns for s in window if s.engine == "dma")
+            more = [(s.start_ns + r.shift_ns, s.end_ns + r.shift_ns) for s in window
+                    if s.engine == "dma"]
+            if more:
+                outer = weight[r.first] // (1 + r.times)  # (the outer loops' repeats)
+                d["busy_ns"] += outer * r.times * (_union_length(spans + more)
+                                                   - _union_length(spans))
         d["queue_utilization"] = (d["queue_busy_ns"] / (d["queues"] * total)
                                   if total else 0.0)
         for e in out.values():

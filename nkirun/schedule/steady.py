@@ -1,7 +1,8 @@
 """Costing a loop of very many trips without scheduling every trip: its steady state.
 
 When the trips of a program's loops (static bounds, or `--trip`/`trips=`) would expand to
-more than EXTRAPOLATE_ABOVE instructions, each outermost loop is scheduled trip by trip
+more than EXTRAPOLATE_ABOVE instructions, each loop (an inner one on each entry) is
+scheduled trip by trip
 until SAME_TRIPS consecutive trips are the same schedule shifted in time (every slot: the
 same engine, queues, cycles and reason to wait, its start, end and readiness later by one
 period, what it waited on one trip later). The scheduler is time-shift invariant, so from
@@ -35,14 +36,43 @@ _REL = 1e-9  # times are floats: "equal" up to this relative difference
 @dataclass
 class Repeat:
     """Trips of `loop` that were not scheduled: the slots slots[first:first + count] (the
-    last trip scheduled) again `times` times, each `shift_ns` later and `index_shift`
-    positions further in the run."""
+    last trip scheduled, with the Repeats of its inner loops) again `times` times, each
+    `shift_ns` later and `index_shift` positions further in the run."""
     loop: str
     first: int
     count: int
     shift_ns: float
     index_shift: int
     times: int
+
+    def holds(self, position: int) -> bool:
+        return self.first <= position < self.first + self.count
+
+
+def weights(slots: list, repeats: list) -> list[int]:
+    """How many times each scheduled slot runs: once, times (1 + times) of every Repeat
+    whose trip holds it (an inner loop's repeated trips inside an outer loop's)."""
+    w = [1] * len(slots)
+    for r in repeats:
+        for j in range(r.first, r.first + r.count):
+            w[j] *= 1 + r.times
+    return w
+
+
+def repeat_ends(slots: list, repeats: list) -> list[float]:
+    """Each Repeat's last trip's end: its trip's end (with its inner Repeats') plus its
+    trips times its period."""
+    ends: dict = {}
+
+    def end(k: int) -> float:
+        if k not in ends:
+            r = repeats[k]
+            inner = [end(q) for q, c in enumerate(repeats) if q != k and r.holds(c.first)
+                     and c.first + c.count <= r.first + r.count]
+            ends[k] = max([s.end_ns for s in slots[r.first:r.first + r.count]] + inner,
+                          default=0.0) + r.times * r.shift_ns
+        return ends[k]
+    return [end(k) for k in range(len(repeats))]
 
 
 class SteadyPlan(list):
@@ -137,25 +167,24 @@ class _Placer:
             self.place(i)
 
 
-def _trip(state: _Placer, lp, kids, trips: dict) -> None:
-    """One trip of lp's body, its inner loops in full."""
+def _trip(state: _Placer, lp, kids, trips: dict, rows: list) -> None:
+    """One trip of lp's body; its inner loops each from their own steady state."""
     i = lp.first
     for sub, subkids in kids:
         state.straight(i, sub.first)
-        for _ in range(_trips(sub, trips)):
-            _trip(state, sub, subkids, trips)
+        _loop(state, sub, subkids, _trips(sub, trips), trips, rows)
         i = sub.end
     state.straight(i, lp.end)
 
 
 def _loop(state: _Placer, lp, kids, n: int, trips: dict, rows: list) -> None:
-    """The n trips of an outermost loop: scheduled until its steady state, then counted."""
+    """The n trips of a loop: scheduled until its steady state, then counted."""
     slots = state.s.sched.slots
     loop_pos = state.pos
     seen = []  # per trip scheduled: (first slot, slot count, first position)
     for t in range(n):
         seen.append((len(slots), 0, state.pos))
-        _trip(state, lp, kids, trips)
+        _trip(state, lp, kids, trips, rows)
         seen[-1] = (seen[-1][0], len(slots) - seen[-1][0], seen[-1][2])
         left = n - t - 1
         if left and len(seen) >= SAME_TRIPS and t < SAMPLE_TRIPS:

@@ -81,6 +81,8 @@ def both(text, trips=None, monkeypatch=None):
     (PIPELINE.replace("STOP", "7"), None, 2),
     (NESTED.replace("STOP", "25"), None, 0),
     (ASSUMED, {"i": 30}, 1),
+    (NESTED.replace("STOP", "12").replace("stop: 3", "stop: 20"), None, 0),  # both loops
+    (NESTED.replace("STOP", "2").replace("stop: 3", "stop: 40"), None, 0),  # the inner one
 ])
 def test_extrapolated_equals_full_expansion(program, trips, after, monkeypatch):
     full, fast = both(program, trips, monkeypatch)
@@ -92,10 +94,12 @@ def test_extrapolated_equals_full_expansion(program, trips, after, monkeypatch):
     for name in e_full:
         assert e_fast[name][1] == e_full[name][1], name
         assert e_fast[name][0] == pytest.approx(e_full[name][0], rel=1e-9, abs=1e-6), name
+    said = 0
     for a, b in zip(loops_full, loops_fast):
         b = dict(b)
-        assert b.pop("extrapolated", None) is not None or a["name"] != "i"
+        said += b.pop("extrapolated", None) is not None
         assert a == b
+    assert said  # a loop's row says it was extrapolated
     # the `after` instructions after the loop are placed as the full expansion places them
     tail_full = [(s.op, s.index, round(s.start_ns, 3), round(s.end_ns, 3), s.waited_on)
                  for s in full.slots[len(full.slots) - after:]]
@@ -159,3 +163,12 @@ def test_a_kernel_with_a_billion_trip_dynamic_range(tmp_path):
     assert sched.engines()["vector"]["instructions"] + sched.engines()["gpsimd"][
         "instructions"] + sched.engines()["scalar"]["instructions"] >= 10 ** 9
     assert np.isfinite(sched.total_ns) and sched.repeats
+
+
+def test_two_nested_loops_of_999999_trips_answer():
+    sched = api.cost(NESTED.replace("STOP", "999999").replace("stop: 3", "stop: 999999"))
+    rows = {r["name"]: r for r in to_json(sched)["loops"]}
+    assert rows["k"]["iterations"] == 999_999 ** 2 and rows["k"]["extrapolated"]
+    assert sched.instruction_count == 4 + 999_999 * (1 + 2 * 999_999)
+    assert sched.engines()["vector"]["instructions"] + sched.engines()["gpsimd"][
+        "instructions"] + sched.engines()["scalar"]["instructions"] == 2 * 999_999 ** 2
