@@ -24,6 +24,8 @@ Readings (the nki.language.fori_loop / while_loop / dynamic_range documentation)
 """
 from __future__ import annotations
 
+import os
+
 from nkirun.diagnostics import RunError, error
 from nkirun.ir import Loop, Program, Register
 from nkirun.limits import max_instructions
@@ -72,8 +74,8 @@ class Walk:
         self.steps, self.limit = 0, max_instructions()
         self.at: list = []  # [loop, trips so far] of the loops being walked, outermost first
         # (`what`: a progress line of its own; a run has runner/watch.py's bar)
-        self.progress = Progress(f"{what} {program.path or 'the program'}",
-                                 live=what is not None)
+        name = os.path.basename(program.path or "") or "the program"
+        self.progress = Progress(f"{what} {name}", live=what is not None)
         self.next_tick = min(_TICK, self.limit + 1)
 
     def indices(self, count: int, first: int = 0, core: int | None = None):

@@ -122,11 +122,12 @@ def _trips(lp, trips: dict) -> int:
     return trips[lp.name] if n is None else n
 
 
-def schedule_plan(plan: SteadyPlan, scheduler) -> object:
-    """The Schedule of `plan` on `scheduler` (a scheduler._Scheduler), with its Repeats."""
+def schedule_plan(plan: SteadyPlan, scheduler, progress=None) -> object:
+    """The Schedule of `plan` on `scheduler` (a scheduler._Scheduler), with its Repeats;
+    `progress`: a progress.Progress told every few thousand instructions."""
     program, trips = plan.program, plan.trips
     by_index = {b.index: b for b in plan}
-    state = _Placer(scheduler, by_index)
+    state = _Placer(scheduler, by_index, progress)
     count = max(by_index, default=-1) + 1
     i = 0
     for lp, kids in loop_tree(program.loops):
@@ -142,8 +143,8 @@ def schedule_plan(plan: SteadyPlan, scheduler) -> object:
 class _Placer:
     """Places instruction copies at consecutive run positions, within the budget."""
 
-    def __init__(self, scheduler, by_index: dict):
-        self.s, self.by_index = scheduler, by_index
+    def __init__(self, scheduler, by_index: dict, progress=None):
+        self.s, self.by_index, self.progress = scheduler, by_index, progress
         self.pos, self.placed, self.limit = 0, 0, max_instructions()
         self.repeats: list[Repeat] = []
 
@@ -161,6 +162,8 @@ class _Placer:
                            b.engine, b.target))
         self.pos += 1
         self.placed += 1
+        if self.progress is not None and not self.placed & 4095:
+            self.progress.tick(self.placed, f"run position {self.pos:,}")
 
     def straight(self, lo: int, hi: int) -> None:
         for i in range(lo, hi):

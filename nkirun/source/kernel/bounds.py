@@ -5,6 +5,8 @@ instruction budget (E609, naming the source line that keeps recording); a progre
 on a terminal; and where Ctrl-C stopped the kernel (its line and loop variables)."""
 from __future__ import annotations
 
+import os
+
 import ast
 import linecache
 import math
@@ -58,7 +60,7 @@ class TraceBudget:
     def __init__(self, path: str):
         self.limit = max_instructions()
         self.next_check = min(CHECK_EVERY, self.limit)
-        self.progress = Progress(f"tracing {path}")
+        self.progress = Progress(f"tracing {os.path.basename(path)}")
 
     def checkpoint(self, builder, loc: Loc) -> None:
         n = builder.count
@@ -86,10 +88,9 @@ def over_budget(builder, limit: int) -> NkirunError:
 def interrupted_at(tb, count: int) -> str | None:
     """Where Ctrl-C stopped the kernel's Python: `file:line` of its innermost frame, the
     values of the `for` loop variables around that line, and the instructions so far."""
-    import os
+    import sys
 
     import nkirun
-    import sys
     # (nkirun's frames, the standard library's and installed packages' are not the kernel)
     skip = (os.path.dirname(os.path.abspath(nkirun.__file__)), "<", sys.prefix,
             sys.base_prefix)
