@@ -266,6 +266,10 @@ class Program:
     cores: int = 1
     # Runtime loops over spans of `instructions`, outermost first (empty: straight-line).
     loops: tuple[Loop, ...] = ()
+    # The compiler keeps one buffer per on-chip allocation site (a kernel under
+    # nki.compiler.skip_middle_end_transformations): the cost model orders the accesses of
+    # tensors allocated at one place as accesses of one tensor (schedule/scheduler.py).
+    reuse_buffers: bool = False
 
     def to_yaml(self) -> str:
         """This program as YAML (what `convert --to yaml` writes; a kernel parameter given
