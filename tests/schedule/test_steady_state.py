@@ -117,7 +117,8 @@ def test_a_billion_trips_answer():
     assert rows["i"]["iterations"] == 10 ** 9 and rows["i"]["extrapolated"]
     period = rows["i"]["extrapolated"]["period_ns"]
     assert sched.total_ns == pytest.approx(period * 10 ** 9, rel=1e-3)
-    assert sched.engines()["scalar"]["instructions"] == 10 ** 9
+    assert sched.instruction_count == 4 + 3 * 10 ** 9 + 2  # before, 10^9 trips of 3, after
+    assert sched.engines()["dma"]["instructions"] == 2 + 10 ** 9 + 1
     assert len(sched.slots) < 1000
 
 

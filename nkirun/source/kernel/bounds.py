@@ -5,17 +5,17 @@ instruction budget (E609, naming the source line that keeps recording); a progre
 on a terminal; and where Ctrl-C stopped the kernel (its line and loop variables)."""
 from __future__ import annotations
 
-import os
-
 import ast
 import linecache
 import math
+import os
 from collections import Counter
 
 from nkirun.diagnostics import Loc, NkirunError, error
 from nkirun.limits import max_instructions
 from nkirun.progress import Progress
 
+_NKIRUN_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CHECK_EVERY = 4096  # instructions between two looks at the budget and the clock
 _HINT_HBM = "raise the limit with --max-hbm-bytes if this is intended"
 
@@ -89,11 +89,8 @@ def interrupted_at(tb, count: int) -> str | None:
     """Where Ctrl-C stopped the kernel's Python: `file:line` of its innermost frame, the
     values of the `for` loop variables around that line, and the instructions so far."""
     import sys
-
-    import nkirun
     # (nkirun's frames, the standard library's and installed packages' are not the kernel)
-    skip = (os.path.dirname(os.path.abspath(nkirun.__file__)), "<", sys.prefix,
-            sys.base_prefix)
+    skip = (_NKIRUN_DIR, "<", sys.prefix, sys.base_prefix)
     frame = None
     while tb is not None:
         f = tb.tb_frame
