@@ -331,6 +331,9 @@ def _pristine() -> None:
     built them (`nl.multiply = nl.add` in one kernel must not change the next one)."""
     for m, attrs in _BUILT.values():
         d = m.__dict__
+        made = attrs.get("_made_on_use")  # (nki.isa's functions, made on first use)
+        if made:
+            attrs = {**attrs, **made}
         if len(d) != len(attrs) or any(d.get(k, d) is not v for k, v in attrs.items()):
             d.clear()
             d.update(attrs)
