@@ -129,6 +129,12 @@ def from_numpy(t: np.dtype) -> DType | None:
     return None
 
 
+def nki_stand_in(t: np.dtype) -> str | None:
+    """The NKI dtype to save an array of NumPy dtype `t` as when `t` is none (float64 ->
+    float32, int64 -> int32, uint64 -> uint32), or None (complex, strings, objects)."""
+    return {"f": "float32", "i": "int32", "u": "uint32"}.get(np.dtype(t).kind)
+
+
 def _round_tf32(x: np.ndarray) -> np.ndarray:
     bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
     finite = (bits & 0x7F800000) != 0x7F800000

@@ -114,7 +114,9 @@ def run(c: Checked, uninitialized: str = "error", shadow: bool = False, trace: b
     report = None
     if sh is not None:
         from nkirun.show.shadow_report import ShadowReport
-        report = ShadowReport(sh.rows, result, sh.warnings, sh.backend)
+        finals = sh.final_errors({o.name: (o.tensor, result[o.name], None if o.view is None
+                                           else _strided(o)) for o in front.outputs})
+        report = ShadowReport(sh.rows, result, sh.warnings, sh.backend, finals)
         warnings += sh.warnings
     return Ran(result, m, warnings, report)
 
