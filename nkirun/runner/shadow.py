@@ -54,7 +54,7 @@ from nkirun.runner.shadow_stores import (
     write_selected,
 )
 from nkirun.runner.streamed import last_streamed
-from nkirun.source.operands import Resolved
+from nkirun.views.operands import Resolved
 
 F32 = np.dtype(np.float32)
 

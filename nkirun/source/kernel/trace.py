@@ -167,6 +167,8 @@ def _call(tracer, func, call: dict):
             stop.nkirun_at = bounds.interrupted_at(stop.__traceback__, tracer.builder.count)
         raise
     except BaseException as exc:  # noqa: BLE001 - the kernel's own (sys.exit too)
+        if not isinstance(exc, (Exception, SystemExit)):
+            raise  # the caller's (a signal handler's: pytest-timeout's Failed)
         raise kernel_exception(exc) from None
 
 
