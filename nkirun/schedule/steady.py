@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from nkirun.checker.bound import Bound
+from nkirun.isa.bound import Bound
 from nkirun.control import loop_tree, static_trips
 from nkirun.diagnostics import RunError, error
 from nkirun.limits import max_instructions
