@@ -4,6 +4,7 @@ registers) and the run-time register errors."""
 from __future__ import annotations
 
 from nkirun.diagnostics import RunError, error
+from nkirun.hw.dtypes import to_int32  # noqa: F401  (re-exported)
 
 INT32 = (-(2 ** 31), 2 ** 31 - 1)
 
@@ -17,6 +18,7 @@ class LoopState:
         self.trips: dict[str, list[int]] = {}  # loop name -> iterations of each entry
         self.looped: frozenset = frozenset()  # instruction indices inside runtime loops
         self._first_held: dict = {}
+        self.walk = None  # the control.Walk of a program with loops (where Ctrl-C stopped)
 
     def register(self, name: str, where=None) -> int:
         """A register's value; reading one nothing wrote is E655 (run time)."""
@@ -51,7 +53,7 @@ def order(program, bound, m):
         m.registers[name] = value
 
     w = Walk(program, read, write)
-    m.trips = w.trips
+    m.trips, m.walk = w.trips, w
     m.looped = frozenset(i for lp in program.loops for i in range(lp.first, lp.end))
     return (by_index[i] for i in w.indices(max(by_index, default=-1) + 1) if i in by_index)
 
@@ -67,8 +69,3 @@ def unwritten(name: str, where):
     return error("E655", f"{what} reads register `{name}` before anything wrote it", loc,
                  index, hint="give register_alloc a value, or register_move / register_load "
                              "into it first")
-
-
-def to_int32(value: int) -> int:
-    """A register holds 32 bits: wrap like the hardware's two's-complement register."""
-    return (int(value) + 2 ** 31) % 2 ** 32 - 2 ** 31

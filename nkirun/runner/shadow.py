@@ -54,7 +54,7 @@ from nkirun.runner.shadow_stores import (
     write_selected,
 )
 from nkirun.runner.streamed import last_streamed
-from nkirun.source.operands import Resolved
+from nkirun.views.operands import Resolved
 
 F32 = np.dtype(np.float32)
 
@@ -354,27 +354,10 @@ class Shadow:
             resolve_places(self._later)
         return self._rows
 
-    def final_errors(self, outputs: dict) -> dict:
-        """label -> (tensor name, Err, peak index) for each output (label -> (tensor name,
-        its values as the run left them, and `pick`: None, or how they were read from the
-        tensor, applied to the shadow's tensor too)) against the shadow's final values;
-        outputs the shadow does not hold (packed MX data, a run it stopped before) left out."""
-        from nkirun.runner.shadow_metrics import errors
-        out = {}
-        held = self.machine.buffers if self.machine is not None else {}
-        for label, (name, real, pick) in outputs.items():
-            real, ref = np.asarray(real), held.get(name)
-            if ref is not None and pick is not None:
-                ref = np.asarray(pick(np.ascontiguousarray(ref)))
-            d = dt.from_numpy(real.dtype)
-            if d is None or ref is None or np.size(ref) != real.size or self._stopped:
-                continue
-            wide = np.float32 if d.is_float else np.float64
-            (e,) = errors([real.reshape(-1).astype(wide)], np.asarray(ref).reshape(-1), d)
-            peak = tuple(int(i) for i in np.unravel_index(e.at, real.shape)) if e.at >= 0 \
-                else None
-            out[label] = (name, e, peak)
-        return out
+    @property
+    def stopped(self) -> bool:
+        """Whether the shadow stopped early (W620): its values are then not final."""
+        return self._stopped
 
     def _stop(self, b, e: NkirunError) -> None:
         self._stopped = True

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from operator import itemgetter
 
 from nkirun.hw.cost_tables import cost_table
+from nkirun.isa.dma_plan import plan, plan_ns, run_elems, uncontended_ns  # noqa: F401
 
 _MAX_INTERVALS = 512  # per server; beyond, the oldest gap is closed (conservative)
 
@@ -99,133 +99,35 @@ class Server:
             del starts[k + 1], ends[k + 1], owners[k + 1]
         self._trim()
 
+    def advance(self, first: int, shift_ns: float, shift_index: int) -> None:
+        """Intervals owned by positions >= `first` move `shift_ns` later; the earliest of
+        them keeps its start, so the time in between counts as busy (the gaps of trips not
+        scheduled are closed, as _trim closes the oldest ones)."""
+        starts, ends, owners = self.starts, self.ends, self.owners
+        moved = [j for j, o in enumerate(owners) if o >= first]
+        for k, j in enumerate(moved):
+            if k:
+                starts[j] += shift_ns
+            ends[j] += shift_ns
+            owners[j] += shift_index
+        if any(a > b for a, b in zip(starts, starts[1:])) or \
+                any(e > s for e, s in zip(ends, starts[1:])):  # (an earlier owner lay later)
+            merged: list = []
+            for iv in sorted(zip(starts, ends, owners)):
+                if merged and iv[0] <= merged[-1][1]:
+                    last = merged[-1]
+                    merged[-1] = (last[0], max(last[1], iv[1]), iv[2] if iv[1] >= last[1]
+                                  else last[2])
+                else:
+                    merged.append(iv)
+            self.starts, self.ends, self.owners = (list(x) for x in zip(*merged))
+
     def _trim(self) -> None:
         starts, ends, owners = self.starts, self.ends, self.owners
         if len(starts) > _MAX_INTERVALS:  # close the oldest gap: never earlier than truth
             ends[0] = ends[1]
             owners[0] = owners[1]
             del starts[1], ends[1], owners[1]
-
-
-def run_elems(r) -> int:
-    """Elements of the longest contiguous run of view `r` in its tensor's row-major storage
-    (the DMA descriptor size on that side)."""
-    if r.ap is not None:  # a strided pattern: runs of unit byte stride, innermost first
-        size, run = r.ap.dtype.itemsize, 1
-        for n, st in zip(reversed(r.ap.shape[1:]), reversed(r.ap.byte_strides[1:])):
-            if n == 1:
-                continue
-            if st != run * size:
-                break
-            run *= n
-        return run
-    run, full = 1, True
-    for (_, count, step), dim in zip(reversed(r.box), reversed(r.decl.shape)):
-        if not full:
-            break
-        if count == 1:
-            continue
-        if step != 1:
-            break
-        run *= count
-        full = count == dim
-    return run
-
-
-_COUNT_STEP = itemgetter(1, 2)
-_PLANS: dict[tuple, tuple] = {}  # geometry -> plan (traces repeat shapes at new offsets)
-_PLANS_MAX = 1 << 14
-
-
-def _geometry(r) -> tuple:
-    """What of an operand the plan depends on: not where in HBM it starts."""
-    decl = r.decl
-    ap = r.ap
-    return (decl.shape, decl.on_chip, r.shape, r.part_start if decl.on_chip else 0,
-            r.part_step, r.box if ap is not None else tuple(map(_COUNT_STEP, r.box)),
-            None if ap is None else (ap.shape, ap.byte_strides, ap.dtype.name),
-            decl.dtype.name)
-
-
-def plan(b, target) -> tuple:
-    """(engine shares ((engine, stream ns), ...), latency ns, HBM ns, dge issuer or None,
-    queue-ns, whether every engine has the same share, the engines, the uncontended ns,
-    bytes delivered, descriptor bytes (the contiguous run)):
-    the uncontended work
-    of one DMA instruction `b` (any instruction on the "dma" engine with src/dst or srcs)."""
-    args = b.args
-    src = args.get("src")
-    sides = (args["dst"], src) if src is not None else (args["dst"], *args["srcs"])
-    key = (id(cost_table(target)), b.spec.name, args.get("dge_mode"), args.get("engine"),
-           *(_geometry(r) for r in sides))
-    hit = _PLANS.get(key)
-    if hit is None:
-        if len(_PLANS) >= _PLANS_MAX:
-            _PLANS.clear()
-        hit = _PLANS[key] = _plan(b, target, sides)
-    return hit
-
-
-def _plan(b, target, sides) -> tuple:
-    t = cost_table(target)
-    word = t.dma_min_element_bytes  # narrower elements stream as words of this size
-    if b.spec.dma_bytes is not None:
-        nbytes = b.spec.dma_bytes(b) * max(1.0, word / min(r.dtype.itemsize for r in sides))
-    else:
-        nbytes = max(r.size * max(r.dtype.itemsize, word) for r in sides)
-    on_chip = [r for r in sides if r.decl.on_chip]
-    lanes = on_chip[0] if on_chip else sides[-1]
-    first = lanes.part_start if on_chip else 0
-    rows = lanes.partitions if on_chip else min(lanes.partitions, 128)
-    step = max(1, lanes.part_step if on_chip else 1)
-    per = t.dma_partitions_per_engine
-    counts = _lanes_per_engine(first, rows, step, per, t.dma_engines)
-    row_bytes = nbytes / rows
-    run = min(row_bytes, min(run_elems(r) * r.dtype.itemsize for r in sides))
-    run = max(run, 1.0)
-    bw = t.dma_engine_bytes_per_ns
-    factor = (1.0 + t.dma_descriptor_bytes / run) / bw
-    shares = tuple((e, n * row_bytes * factor) for e, n in sorted(counts.items()))
-    hbm_bytes = sum(r.size * r.dtype.itemsize for r in sides if not r.decl.on_chip)
-    dge = _dge_issuer(b)
-    latency = t.dma_latency_ns + (t.dge_ns if dge else 0.0)
-    uniform = len(shares) == t.dma_engines and len({w for _, w in shares}) == 1
-    hbm_ns = hbm_bytes / t.hbm_bytes_per_ns
-    alone = int(round(latency + max(max(w for _, w in shares), hbm_ns)))
-    moved = max(r.size * r.dtype.itemsize for r in sides)  # the bytes the transfer delivers
-    return (shares, latency, hbm_ns, dge, sum(w for _, w in shares), uniform,
-            tuple(e for e, _ in shares), alone, moved, run)
-
-
-def _lanes_per_engine(first: int, rows: int, step: int, per: int, engines: int) -> dict:
-    """{engine: partitions it serves} for partitions first, first+step, ... (rows of them)."""
-    if step == 1 and first % per == 0 and rows % per == 0 and rows <= per * engines:
-        return {first // per + i: per for i in range(rows // per)}  # the common case
-    counts: dict[int, int] = {}
-    for p in range(first, first + rows * step, step):
-        e = (p // per) % engines
-        counts[e] = counts.get(e, 0) + 1
-    return counts
-
-
-def _dge_issuer(b) -> str | None:
-    mode = b.args.get("dge_mode")
-    if mode == "hwdge":
-        eng = b.args.get("engine")
-        return eng if eng in ("scalar", "sync", "gpsimd") else "sync"
-    if mode == "swdge":
-        return "gpsimd"
-    return None
-
-
-def plan_ns(p) -> int:
-    """A plan's uncontended time: latency + the longest engine share (HBM if slower)."""
-    return p[7]
-
-
-def uncontended_ns(b, target) -> int:
-    """A lone transfer's time in ns (what `cycles()` of the DMA instructions reports)."""
-    return plan_ns(plan(b, target))
 
 
 class DmaEngines:
@@ -261,6 +163,11 @@ class DmaEngines:
             if bl is not None and blocker is None:
                 blocker = bl
         return self._hbm(t0, hbm_ns, owner, first, end, blocker)
+
+    def advance(self, first: int, shift_ns: float, shift_index: int) -> None:
+        """scheduler.advance's move of the busy intervals positions >= `first` own."""
+        for server in [self.shared, self.hbm, *(self.servers or ())]:
+            server.advance(first, shift_ns, shift_index)
 
     def _hbm(self, t0, hbm_ns, owner, first, end, blocker):
         if self.hbm_binds and hbm_ns > 0:

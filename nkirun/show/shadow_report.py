@@ -70,6 +70,8 @@ class ShadowReport:
     warnings: list = field(default_factory=list)
     backend: str = "numpy"  # which comparison ran: "native" (C) or "numpy" (docs/shadow.md)
     finals: dict = field(default_factory=dict)  # Shadow.final_errors: each output's error
+    # each output as the float32 shadow computed it (the HTML profile's error heat map)
+    shadow_outputs: dict = field(default_factory=dict)
 
     def top(self, n: int = 5) -> list[Row]:
         return top(self.rows, n)
@@ -239,30 +241,3 @@ def trace_extra(shadow):
         rows = shadow.rows
         return trace_columns(rows[-1]) if rows and rows[-1].instruction == b.index else ""
     return extra
-
-
-def kernel_shadow_output(spec, traced, shadow, result, written, n: int, fmt: str) -> int:
-    """`run KERNEL.py::fn --shadow`: the outputs and the shadow report (text or JSON)."""
-    import json
-    import sys
-
-    from nkirun.show.render import plural, print_diagnostics, use_color
-    finals = shadow.final_errors({key: (h.name, a, None) for (key, a), h in
-                                  zip(result.items(), traced.outputs)})
-    report = ShadowReport(shadow.rows, result, shadow.warnings, shadow.backend, finals)
-    print_diagnostics(report.warnings, (), sys.stderr)
-    if fmt == "json":
-        doc = {"program": spec, "ok": True, "instructions": len(traced.program.instructions),
-               "outputs": [{"name": key, "tensor": h.name, "shape": list(a.shape),
-                            "dtype": str(h.dtype), "file": path}
-                           for (key, a), h, path in zip(result.items(), traced.outputs,
-                                                        written)],
-               **report.as_json(n)}
-        print(json.dumps(doc, indent=2))
-        return 0
-    print(f"{spec}: {plural(len(traced.program.instructions), 'instruction')} executed, "
-          f"{plural(len(written), 'output')} written")
-    for (key, a), path in zip(result.items(), written):
-        print(f"  {key}  {'x'.join(map(str, a.shape))}  -> {path}")
-    render(report, sys.stdout, use_color(), n)
-    return 0
