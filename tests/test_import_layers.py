@@ -148,6 +148,19 @@ def test_every_part_has_a_layer():
 KNOWN_CYCLES: list = []
 
 
+def test_the_kernel_handle_is_given_every_operator():
+    """tensor.py imports none of the modules built on it: they hand it ndarray's operators
+    (tensor.provide); `nki.language` and a trace's session load them, so none is missing."""
+    from nkirun.source.kernel import lang, session, tensor  # noqa: F401 (what loads them)
+    hooks = [n for n in vars(tensor) if n.startswith("_") and n[1:] in _PROVIDED]
+    assert sorted(hooks) == sorted("_" + n for n in _PROVIDED)
+    assert [n for n in hooks if not callable(getattr(tensor, n))] == []
+
+
+_PROVIDED = ("index_view", "view_method", "nkirun_dtype", "assign", "inplace", "block_buffer",
+             "binary", "negative", "broadcast_to")
+
+
 def test_no_import_cycle_but_the_known_ones():
     found = [set(c) for c in _cycles(_graph())]
     assert [c for c in found if c not in KNOWN_CYCLES] == [], "a new import cycle"

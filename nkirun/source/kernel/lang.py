@@ -23,6 +23,7 @@ import numpy as np
 
 from nkirun.source.kernel import consts, convenience as cv, legacy, nl_wrappers as nw
 from nkirun.source.kernel.tensor import DynSlice, ndarray
+from nkirun.source.kernel.tile_ops import LoopReduce  # (and ndarray's operators: provided)
 from nkirun.source.kernel.unsupported import here, kernel_error, unsupported
 
 
@@ -183,8 +184,6 @@ def no_reorder():
 
 
 def _loop_reduce(x, op, loop_indices, dtype=None, mask=None, **_):
-    from nkirun.source.kernel.tile_ops import LoopReduce
-    from nkirun.source.kernel import legacy
     legacy.flush(_grid())  # x is read where the reduction is assigned
     return LoopReduce(x, op, loop_indices, dtype, mask)
 
