@@ -14,7 +14,7 @@ import sys
 import types
 from contextlib import contextmanager
 
-from nkirun.source.kernel.unsupported import unsupported
+from nkirun.source.kernel.unsupported import Unprovided, here, importing, unsupported
 
 NAMES = ("nki", "nki.isa", "nki.isa.constants", "nki.language", "nki.collectives",
          "nki.typing", "nki.compiler", "neuronxcc", "neuronxcc.nki", "neuronxcc.nki.isa",
@@ -164,6 +164,8 @@ class _Package(types.ModuleType):
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
+        if importing():  # an import is not a use (unsupported.Unprovided)
+            return Unprovided(f"{self.__name__}.{name}", here().line)
         raise unsupported(f"{self.__name__}.{name}")
 
 
