@@ -266,6 +266,10 @@ class Program:
     cores: int = 1
     # Runtime loops over spans of `instructions`, outermost first (empty: straight-line).
     loops: tuple[Loop, ...] = ()
+    # "compiler": the compiler places the on-chip tensors and spills a live set over
+    # capacity (W047); "explicit": the kernel pins them (nki.compiler allocators,
+    # address=), so an over-full live set is E041 (checker/capacity.py).
+    placement: str = field(default="compiler", compare=False)
 
     def to_yaml(self) -> str:
         """This program as YAML (what `convert --to yaml` writes; a kernel parameter given

@@ -29,6 +29,8 @@ FALLBACK_CLOCK_GHZ = 1.0
 READY, RAW, WAR, WAW, ENGINE, QUEUE = "ready", "data", "war", "waw", "engine", "dma_queue"
 # An instruction that computes again what an earlier one computed: elided (schedule/recompute.py).
 RECOMPUTE = "recompute"
+# Waiting for the compiler's spill or reload of an on-chip tensor (schedule/spills.py).
+SPILL = "spill"
 # Two-core programs: waiting for the other core at a meeting point (schedule/cores.py): the
 # wait kind is the meeting-point instruction's name (e.g. core_barrier, sendrecv).
 
@@ -37,7 +39,7 @@ def meeting_words(kind: str) -> str | None:
     """How a report names a wait for the other core at meeting point `kind` (its spec's
     Meeting.wait_words), or None when `kind` is no meeting point."""
     from nkirun.isa import REGISTRY
-    plain = (READY, RAW, WAR, WAW, ENGINE, QUEUE, RECOMPUTE)
+    plain = (READY, RAW, WAR, WAW, ENGINE, QUEUE, RECOMPUTE, SPILL)
     spec = REGISTRY.get(kind) if kind not in plain else None
     return spec.meeting.wait_words if spec is not None and spec.meeting is not None else None
 
@@ -90,6 +92,8 @@ class Slot:
         if self.wait_kind == RECOMPUTE:
             return (f"recomputes instruction {k}'s value from unchanged inputs: elided, as the "
                     "compiler's common-subexpression elimination does")
+        if self.wait_kind == SPILL:
+            return f"the compiler's spill traffic (room for it, or reloading {t})"
         if meeting_words(self.wait_kind) is not None:
             return f"core {1 - self.core} reaching its {self.wait_kind} (after instruction {k})"
         return "ready at start"
@@ -103,6 +107,9 @@ class Schedule:
     # runtime loops: one row each (name, kind, line, entries, iterations, trips: "static",
     # "data" or "assumed"); schedule/trips.py
     loops: list[dict] = field(default_factory=list)
+    # the compiler's spills booked on the DMA engines (schedule/spills.py): bytes, transfers,
+    # the time instructions waited on them; empty when nothing spills
+    spills: dict = field(default_factory=dict)
 
     def __repr__(self) -> str:  # short: the Program it holds can be huge
         name = self.program.name or self.program.path
@@ -188,6 +195,9 @@ class Schedule:
                 out.append(f"{b_op}: no cost formula is documented; nkirun assumes "
                            f"{spec.cost_formula}")
             seen.add(b_op)
+        if self.spills:
+            from nkirun.schedule.spills import spill_note
+            out.append(spill_note(self.spills))
         for n in self.engine_names():
             if n != "dma" and self.target.clock(n) is None:
                 out.append(f"engine {n}: no documented clock; {FALLBACK_CLOCK_GHZ:g} GHz "

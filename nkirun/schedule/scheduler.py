@@ -8,8 +8,8 @@ from nkirun.hw.targets import TARGETS, Target
 from nkirun.isa.common import dma_cycles
 from nkirun.schedule import dma
 from nkirun.ir import Program
-from nkirun.schedule.model import (ENGINE, QUEUE, RAW, READY, RECOMPUTE, WAR, WAW, Schedule,
-                                   Slot, queue_label)
+from nkirun.schedule.model import (ENGINE, QUEUE, RAW, READY, RECOMPUTE, SPILL, WAR, WAW,
+                                   Schedule, Slot, queue_label)
 from nkirun.schedule import recompute
 from nkirun.schedule.overlap import contains, overlaps
 
@@ -149,6 +149,7 @@ class _Scheduler:
         self.values = recompute.Recomputes() if recompute.applies(program) else None
         self.key_ids: dict[tuple, int] = {}
         self.by_form: dict[tuple[int, str], tuple | bool] = {}
+        self.hold: tuple[float, str | None] = (0.0, None)  # spills.py: the next one waits
 
     def overlap(self, a, b) -> bool:
         key = (id(a), id(b))
@@ -265,6 +266,11 @@ class _Scheduler:
         is_dma = engine == "dma"
         ready, dep, kind, dep_tensor = self.data_ready(reads, writes,
                                                        self.latency_factor.get(engine, 1.0))
+        if self.hold[0] > ready:  # a spill or reload of the compiler's (spills.py)
+            slots = self.sched.slots
+            ready, dep, kind, dep_tensor = (self.hold[0], slots[-1].index if slots else None,
+                                            SPILL, self.hold[1])
+        self.hold = (0.0, None)
         values, same = self.values, None
         if values is not None:
             if key is not None:
@@ -348,6 +354,16 @@ def schedule(program: Program, bound, target: Target | None = None) -> Schedule:
         from nkirun.schedule.cores import schedule_cores
         return schedule_cores(program, bound, target or TARGETS[program.target])
     s = _Scheduler(program, target or TARGETS[program.target])
-    for b in bound:
+    from nkirun.schedule.spills import Spills, spill_events
+    events = spill_events(program, bound, s.target)
+    if not events:
+        for b in bound:
+            s.place(b)
+        return s.sched
+    spills = Spills(events, s.target)
+    for pos, b in enumerate(bound):
+        if pos in events:
+            s.hold = spills.hold(pos, s)
         s.place(b)
+    s.sched.spills = spills.totals
     return s.sched

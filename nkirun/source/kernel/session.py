@@ -73,6 +73,7 @@ class Tracer:
         # nl.ndarray repeats its call)
         self.alloc_plans: dict = {}
         self.lnc = 1  # 2: a two-core trace; self.builder.core is the core being traced
+        self.placement = "compiler"  # "explicit" once the kernel pins an on-chip tensor
         from nkirun.hw.targets import TARGETS
         consts.tile_size.sbuf_bytes_per_partition = TARGETS[target].sbuf_bytes_per_partition
 

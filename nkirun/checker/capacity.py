@@ -1,0 +1,164 @@
+"""A live SBUF/PSUM set over capacity: what the compiler spills, or E041.
+
+Where the compiler places tensors itself (a kernel that pins no address: no
+`nki.compiler.sbuf/psum` allocator, no `address=`; every YAML/text program), live data
+over an on-chip memory's capacity is spilled: "the Neuron compiler will insert the
+necessary spills or refills between that memory and the next-tier memory in the
+hierarchy" (NKI memory hierarchy page,
+https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/get-started/about/memory-hierarchy-overview.html;
+the profiler's `spill_save_bytes` / `spill_reload_bytes`, nki_perf_guide). That is warning
+W047, naming the peak and its largest tiles; `spill_plan` estimates the traffic, which
+`nkirun cost` books on the DMA queues (schedule/spills.py).
+
+E041 stays where nothing can be spilled: a kernel that places its tensors itself, and one
+instruction whose own on-chip operands exceed the capacity (they must all be resident).
+The spill estimate is nkirun's, not the compiler's: Belady's rule (evict the tensor used
+again furthest ahead; store it once while it is dirty, reload it before its next use).
+"""
+from __future__ import annotations
+
+import heapq
+
+from nkirun.diagnostics import Diagnostic, error, warning
+from nkirun.checker.bound import raw_args
+
+_NAMED = 5  # tiles named in the warning
+
+
+def _uses(program, bound, buf: str) -> tuple[dict, list]:
+    """({tensor: [instruction positions using it]}, [(positions' tensors, written)]) for
+    the tensors of buffer `buf`; a tensor with contents is used at 0, an output at the end."""
+    tensors = program.tensors
+    uses: dict[str, list[int]] = {}
+    per: list = []
+    for i, b in enumerate(bound):
+        args = raw_args(b)
+        plan, names = (args.plan, args.names) if args.names is not None else (None, None)
+        if plan is None:
+            plan, names = b.names_plan()
+        n_reads = len(plan[0])
+        here, wrote = set(), set()
+        for pos in plan[2]:
+            name = names[pos]
+            t = tensors.get(name)
+            if t is None or t.buffer != buf:
+                continue
+            here.add(name)
+            if pos >= n_reads:
+                wrote.add(name)
+        for name in here:
+            uses.setdefault(name, []).append(i)
+        per.append((here, wrote))
+    n = len(bound)
+    for t in tensors.values():
+        if t.buffer == buf and t.name in uses:
+            if t.init is not None and uses[t.name][0] != 0:
+                uses[t.name].insert(0, 0)
+            if t.output and uses[t.name][-1] != n - 1:
+                uses[t.name].append(n - 1)
+    return uses, per
+
+
+def _size(t) -> int:
+    return t.bytes_per_partition
+
+
+def spill_plan(program, bound, buf: str, cap: int) -> dict:
+    """Belady's spill schedule for buffer `buf` (per partition capacity `cap`):
+    {"events": [(position, "save" | "reload", tensor, bytes)], "save_bytes", "reload_bytes",
+    "too_big": (position, bytes per partition) of an instruction whose operands alone
+    exceed cap, or None}. Bytes are whole-tensor bytes (all partitions)."""
+    uses, per = _uses(program, bound, buf)
+    tensors = program.tensors
+    nxt = {name: 0 for name in uses}  # index into uses[name] of the next use
+    resident: dict[str, int] = {}     # name -> bytes per partition
+    spilled: set[str] = set()
+    dirty: set[str] = set()
+    heap: list = []                   # (-next use, name)
+    used = 0
+    out = {"events": [], "save_bytes": 0, "reload_bytes": 0, "too_big": None}
+    for i, (here, wrote) in enumerate(per):
+        need = 0
+        for name in here:
+            t = tensors[name]
+            need += _size(t)
+            if name not in resident:
+                if name in spilled:
+                    spilled.discard(name)
+                    out["events"].append((i, "reload", name, t.nbytes))
+                    out["reload_bytes"] += t.nbytes
+                resident[name] = _size(t)
+                used += resident[name]
+            lst, k = uses[name], nxt[name]
+            while k < len(lst) and lst[k] <= i:
+                k += 1
+            nxt[name] = k
+            if k < len(lst):
+                heapq.heappush(heap, (-lst[k], name))
+        dirty |= wrote
+        if need > cap and out["too_big"] is None:
+            out["too_big"] = (i, need)
+        while used > cap and heap:
+            neg, name = heapq.heappop(heap)
+            if name not in resident or name in here:
+                continue
+            k = nxt[name]
+            if k >= len(uses[name]) or uses[name][k] != -neg:
+                continue  # a stale entry
+            t = tensors[name]
+            if name in dirty:
+                out["events"].append((i, "save", name, t.nbytes))
+                out["save_bytes"] += t.nbytes
+                dirty.discard(name)
+            spilled.add(name)
+            used -= resident.pop(name)
+        for name in here:  # the last use frees it
+            if nxt[name] >= len(uses[name]) and name in resident:
+                used -= resident.pop(name)
+                dirty.discard(name)
+    return out
+
+
+def live_at(program, bound, buf: str, at: int) -> list:
+    """The tensors of `buf` live at position `at` (first use <= at <= last use), largest
+    first."""
+    uses, _ = _uses(program, bound, buf)
+    live = [program.tensors[n] for n, u in uses.items() if u[0] <= at <= u[-1]]
+    return sorted(live, key=lambda t: (-_size(t), t.name))
+
+
+def explicit(program) -> bool:
+    """Whether the program places its on-chip tensors itself (nothing can spill)."""
+    return program.placement == "explicit"
+
+
+def over_capacity(program, bound, buf: str, cap: int, peak: int, at: int,
+                  target_name: str) -> list[Diagnostic]:
+    """E041 or W047 for a live set of `peak` bytes per partition at position `at`."""
+    b = bound[at]
+    head = (f"live {buf.upper()} tensors need {peak:,} bytes per partition at instruction "
+            f"{at} ({b.op}); {target_name} has {cap:,}")
+    if explicit(program):
+        return [error("E041", head + " and this kernel places its tensors itself, so "
+                      "nothing spills", b.loc(), at,
+                      hint="reuse tiles or split the work into smaller tiles")]
+    plan = spill_plan(program, bound, buf, cap)
+    if plan["too_big"] is not None:
+        i, need = plan["too_big"]
+        bi = bound[i]
+        return [error("E041", f"the {buf.upper()} operands of instruction {i} ({bi.op}) "
+                      f"need {need:,} bytes per partition together; {target_name} has "
+                      f"{cap:,} (they must all be resident, none can spill)", bi.loc(), i,
+                      hint="split the instruction's operands into smaller tiles")]
+    live = live_at(program, bound, buf, at)
+    named = ", ".join(f"`{t.name}` (line {t.loc.line}, {_size(t):,} B)"
+                      for t in live[:_NAMED])
+    more = f" and {len(live) - _NAMED} more" if len(live) > _NAMED else ""
+    mb = (plan["save_bytes"] + plan["reload_bytes"]) / 1e6
+    nxt = "SBUF" if buf == "psum" else "HBM"
+    return [warning("W047", f"{head}: the compiler spills to {nxt}. Live at the peak: "
+                    f"{named}{more}. nkirun's estimate: {plan['save_bytes'] / 1e6:,.2f} MB "
+                    f"saved and {plan['reload_bytes'] / 1e6:,.2f} MB reloaded ({mb:,.2f} MB of "
+                    "DMA, costed by `nkirun cost`)", b.loc(), at,
+                    hint="allocate tiles inside the loop that uses them, or tile the long "
+                         "dimension, so fewer are live at once")]
