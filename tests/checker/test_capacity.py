@@ -38,11 +38,42 @@ def test_tensors_whose_live_ranges_do_not_overlap_share_the_space(tmp_path):
 
 @pytest.mark.parametrize("target,limit", [("trn2", "229,376"), ("trn1", "196,608")])
 def test_peak_and_its_instruction_are_reported(tmp_path, target, limit):
+    """The compiler places a program's tensors and spills what does not fit: W047, not
+    E041 (issue 26), naming the peak, the tiles live there and the spill traffic."""
     _check(tmp_path, BOTH_LIVE, target)
     # at the second load, where b becomes live
-    d, _ = reported_at(tmp_path / "p.yaml", "E041", line=11, column=5, only=True)
+    d, _ = reported_at(tmp_path / "p.yaml", "W047", line=11, column=5, only=True)
     assert "240,000 bytes per partition at instruction 1 (load)" in d.message
     assert f"{target} has {limit}" in d.message
+    assert "`a` (line 7, 120,000 B), `b` (line 8, 120,000 B)" in d.message
+    # a is stored and reloaded once: 120,000 B x 128 partitions each way
+    assert "15.36 MB saved and 15.36 MB reloaded" in d.message
+
+
+def test_one_instructions_operands_over_capacity_are_e041(tmp_path):
+    """What one instruction reads and writes must be resident together: nothing spills."""
+    p = tmp_path / "p.yaml"
+    c = "  c: {buffer: sbuf, shape: [128, 30000], dtype: float32}\ninstructions:\n"
+    p.write_text(HEADER.replace("TARGET", "trn2").replace("instructions:\n", c)
+                 + "".join(f"  - {i}\n" for i in [
+                     "load: {dst: a, src: x}", "load: {dst: b, src: x}",
+                     "tensor_tensor: {dst: c, data1: a, data2: b, op: add}",
+                     "store: {dst: y, src: c}"]))
+    d, _ = reported_at(p, "E041", line=13, column=5, only=True)
+    assert "operands of instruction 2 (tensor_tensor) need 360,000 bytes" in d.message
+
+
+def test_spill_plan_saves_once_and_reloads_before_the_next_use(tmp_path):
+    """Belady: the tile used again furthest ahead is evicted; a clean reloaded tile is
+    not saved again."""
+    from nkirun.api import _parse  # noqa: PLC2701 (the program, bound as check binds it)
+    from nkirun.checker.capacity import spill_plan
+    from nkirun.checker.passes import validate
+    _check(tmp_path, BOTH_LIVE)
+    program = _parse(str(tmp_path / "p.yaml"), None)[0]
+    bound, _ = validate(program)
+    plan = spill_plan(program, bound, "sbuf", 229_376)
+    assert plan["events"] == [(1, "save", "a", 120_000 * 128), (2, "reload", "a", 120_000 * 128)]
 
 
 def test_peak_without_lists_equals_the_per_instruction_definition():

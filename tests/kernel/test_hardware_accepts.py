@@ -51,3 +51,64 @@ def test_using_an_imported_unprovided_name_is_e601_where_it_is_used(tmp_path):
     doc = check_json(path + "::kernel", "--shape", "x=float32[128,4]")
     (d,) = [d for d in doc["diagnostics"] if d["code"] == "E601"]
     assert d["line"] == 14 and "nki.trace" in d["message"] and "imported at line 9" in d["message"]
+
+
+KEEP_ALL = """\
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def keep_all(x):
+    n = x.shape[0] // 128
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    tiles = []
+    for i in range(n):
+        t = nl.ndarray((128, x.shape[1]), dtype=x.dtype, buffer=BUFFER, name=f"blk{i}")
+        nisa.dma_copy(dst=t, src=x[i * 128:(i + 1) * 128, :])
+        tiles.append(t)
+    for i in range(n):
+        nisa.tensor_scalar(dst=tiles[i], data=tiles[i], op0=nl.multiply, operand0=2.0)
+        nisa.dma_copy(dst=out[i * 128:(i + 1) * 128, :], src=tiles[i])
+    return out
+"""
+
+
+def test_a_live_set_over_sbuf_is_spilled_not_refused(tmp_path):
+    """Four 96 KiB row blocks live at once (the fused-Mamba and NKIBench pattern the
+    compiler spilled): W047 names the peak and the tiles; the kernel is accepted and runs."""
+    import numpy as np
+
+    import nkirun
+    from tests.kernel.test_kernel_contract import nkirun_kernel
+    path = write(tmp_path, KEEP_ALL.replace("BUFFER", "nl.sbuf"))
+    doc = check_json(path + "::keep_all", "--shape", "x=float32[512,24576]")
+    assert doc["ok"] and codes(doc, "warning") == ["W047"], doc
+    (w,) = doc["diagnostics"]
+    assert "`blk0` (line 12, 98,304 B)" in w["message"] and "393,216 bytes" in w["message"]
+    x = np.arange(512 * 24576, dtype=np.float32).reshape(512, 24576)
+    np.testing.assert_array_equal(nkirun.simulate(nkirun_kernel(path, "keep_all"))(x), 2 * x)
+
+
+def test_cost_books_the_spill_traffic_on_the_dma_engines(tmp_path):
+    import nkirun
+    from tests.kernel.test_kernel_contract import nkirun_kernel
+    import numpy as np
+    path = write(tmp_path, KEEP_ALL.replace("BUFFER", "nl.sbuf"))
+    x = np.zeros((512, 24576), np.float32)
+    spilled = nkirun.cost(nkirun_kernel(path, "keep_all"), x)
+    assert spilled.spills["save_bytes"] == spilled.spills["reload_bytes"] == 2 * 128 * 98_304
+    assert any("spills:" in n for n in spilled.notes())
+    assert any(s.wait_kind == "spill" for s in spilled.slots)
+    fits = nkirun.cost(nkirun_kernel(path, "keep_all"), x[:256])  # two blocks: no spill
+    assert not fits.spills and spilled.total_ns > 2 * fits.total_ns
+
+
+def test_a_kernel_that_places_its_tiles_itself_gets_e041(tmp_path):
+    """Direct allocation (nki.compiler allocators): nothing spills, so over capacity is an
+    error, as before."""
+    src = KEEP_ALL.replace("BUFFER", "ncc.sbuf.mod_alloc(base_addr=0)").replace(
+        "import nki\n", "import nki\nimport nki.compiler as ncc\n", 1)
+    doc = check_json(write(tmp_path, src) + "::keep_all", "--shape", "x=float32[512,24576]")
+    assert codes(doc) == ["E041"] and "places its tensors itself" in doc["diagnostics"][0]["message"]
