@@ -112,3 +112,36 @@ def test_a_kernel_that_places_its_tiles_itself_gets_e041(tmp_path):
         "import nki\n", "import nki\nimport nki.compiler as ncc\n", 1)
     doc = check_json(write(tmp_path, src) + "::keep_all", "--shape", "x=float32[512,24576]")
     assert codes(doc) == ["E041"] and "places its tensors itself" in doc["diagnostics"][0]["message"]
+
+
+EMPTY = """\
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def kernel(x, n_extra=0):
+    out = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    extra = t[:, 4:4 + n_extra]  # a tail of no column when n_extra is 0
+    if n_extra:
+        nisa.dma_copy(dst=out[:, 0:n_extra], src=extra)
+    nisa.dma_copy(dst=out, src=t)
+    USE
+    return out
+"""
+
+
+def test_an_empty_slice_nothing_reads_is_accepted(tmp_path):
+    doc = check_json(write(tmp_path, EMPTY.replace("USE", "")) + "::kernel",
+                     "--shape", "x=float32[128,4]")
+    assert doc["ok"], doc
+
+
+def test_an_instruction_on_an_empty_slice_is_e603_where_it_is_used(tmp_path):
+    path = write(tmp_path, EMPTY.replace("USE", "nisa.dma_copy(dst=out[:, 0:0], src=extra)"))
+    doc = check_json(path + "::kernel", "--shape", "x=float32[128,4]")
+    (d,) = [d for d in doc["diagnostics"] if d["code"] == "E603"]
+    assert d["line"] == 15 and "selects nothing" in d["message"]
