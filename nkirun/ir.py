@@ -62,6 +62,9 @@ class AccessPattern:
     scalar_offset: "View | None" = None
     vector_offset: "View | None" = None
     indirect_dim: int = 0
+    # The index's step in elements of the tensor's own dtype, where it is no dim's stride
+    # (a kernel's `.ap(...)` on a reshape of the tensor); None: dim indirect_dim's stride.
+    indirect_stride: int | None = None
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -79,6 +82,8 @@ class AccessPattern:
             out.append(f"vector_offset={self.vector_offset}")
         if self.indirect_dim:
             out.append(f"indirect_dim={self.indirect_dim}")
+        if self.indirect_stride is not None:
+            out.append(f"indirect_stride={self.indirect_stride}")
         return ".ap(" + ",".join(out) + ")"
 
 

@@ -145,3 +145,56 @@ def test_an_instruction_on_an_empty_slice_is_e603_where_it_is_used(tmp_path):
     doc = check_json(path + "::kernel", "--shape", "x=float32[128,4]")
     (d,) = [d for d in doc["diagnostics"] if d["code"] == "E603"]
     assert d["line"] == 15 and "selects nothing" in d["message"]
+
+
+GATHER_RESHAPED = """\
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def gather_blocks(cache, blocks):
+    # cache [64, 4, 16] read as 128 blocks of 32 (a reshape that halves its rows, as a
+    # block KV cache is re-blocked); blocks [128, 6]: per fold, one block id per partition
+    out = nl.ndarray((128, 64), dtype=cache.dtype, buffer=nl.shared_hbm)
+    ids = nl.ndarray((128, 6), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=ids, src=blocks)
+    flat = cache.reshape((128, 32))
+    rows = nl.ndarray((128, 64), dtype=cache.dtype, buffer=nl.sbuf)
+    for f in range(2):
+        cur = ids.ap([[6, 128], [1, 1]], offset=3 * f + 1)  # column 3f+1 of the table
+        nisa.dma_copy(dst=rows[:, nl.ds(32 * f, 32)],
+                      src=flat.ap([[32, 128], [1, 32]], offset=0, vector_offset=cur,
+                                  indirect_dim=0))
+    nisa.dma_copy(dst=out, src=rows)
+    return out
+"""
+
+
+def test_a_runtime_index_over_a_reshape_of_the_tensor_is_accepted_and_gathers(tmp_path):
+    """The index steps by a row of the reshape (32 elements), which is no dim of the
+    declared [64, 4, 16] tensor: the DMA scales an index by any stride (nki-library's
+    attention_tkg gathers KV blocks so; E604 refused it)."""
+    import numpy as np
+
+    import nkirun
+    from tests.kernel.test_kernel_contract import nkirun_kernel
+    path = write(tmp_path, GATHER_RESHAPED)
+    doc = check_json(path + "::gather_blocks", "--shape", "cache=float32[64,4,16]",
+                     "--shape", "blocks=int32[128,6]")
+    assert doc["ok"], doc
+    rng = np.random.default_rng(26)
+    cache = rng.standard_normal((64, 4, 16)).astype(np.float32)
+    blocks = rng.integers(0, 128, (128, 6)).astype(np.int32)
+    got = nkirun.simulate(nkirun_kernel(path, "gather_blocks"))(cache, blocks)
+    flat = cache.reshape(128, 32)
+    np.testing.assert_array_equal(got, np.concatenate([flat[blocks[:, 1]], flat[blocks[:, 4]]], 1))
+
+
+def test_the_index_stride_round_trips_through_the_text_form():
+    from nkirun.source.access import parse_ap_text
+    v = parse_ap_text("h.ap([[32,128],[1,32]],vector_offset=i,indirect_stride=32)", None,
+                      lambda text, loc: text)
+    assert v.index.indirect_stride == 32
+    assert str(v.index) == ".ap([[32,128],[1,32]],vector_offset=i,indirect_stride=32)"
