@@ -130,12 +130,12 @@ def execute(b: Bound, m) -> None:
         if acc:
             out = flat(m.read_f32(dst)) + out
         elif acc is None:  # auto: add where this PSUM location was written before
-            held = m.written.get(dst.decl.name)
+            held = m.held_first_run(b, dst)  # (in a loop body: as on its first iteration)
             prior = flat(m.view(dst).astype(np.float32))
             if held is None:
                 out = prior + out
-            else:
-                out = np.where(held[dst.np_index].reshape(out.shape), prior + out, out)
+            elif held.any():
+                out = np.where(held.reshape(out.shape), prior + out, out)
     m.write(dst, out.reshape(dst.shape))
 
 

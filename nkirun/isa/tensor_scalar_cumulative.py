@@ -14,7 +14,10 @@ Readings:
 * The scan is computed with NumPy's accumulate along the free axis (vectorised over
   partitions and elements). For subtract, reg_i = v_i - reg_(i-1) is the running sum of
   (-1)^i v_i with every odd term's sign flipped back, which is exact in round-to-nearest
-  except that an exactly-zero odd-position result may come out as -0.0 instead of +0.0.
+  except that an exactly-zero odd-position result may come out as -0.0 instead of +0.0;
+  maximum/minimum's accumulate puts the register first, which decides a +0.0/-0.0 tie
+  differently. The rows where either can happen are redone by the page's loop
+  (`plain_scan`), so every bit, the sign of zero included, is the loop's.
 * imm1 given with reduce_cmd reduce or reset_reduce is not used (the SDK's own example
   chains a reduce call that still passes imm1).
 * cost: the page gives none; max(MIN_II, N) Vector cycles is assumed (one input stream).
@@ -65,19 +68,45 @@ def check(b: Bound):
     yield from unary_operand_zero(b, "op0", "imm0", "E341")
 
 
+def plain_scan(op1: str, start: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """The page's loop, one column at a time for every row: reg = op1(v_i, reg); v_i = reg
+    (in place in v). The definition `scan` is tested equal to."""
+    fn, reg = ops.OPS[op1].fn, start
+    for i in range(v.shape[1]):
+        reg = v[:, i:i + 1] = fn(v[:, i:i + 1], reg)
+    return v
+
+
 def scan(op1: str, start: np.ndarray, v: np.ndarray) -> np.ndarray:
     """reg_i = op1(v_i, reg_(i-1)) from reg_(-1) = start, over the rows of v (P, N), in
-    place in v (which the caller owns)."""
-    if op1 == "subtract":
+    place in v (which the caller owns): NumPy's accumulate, with the rows where it can
+    differ from the loop in a zero's sign redone by plain_scan (rare)."""
+    if op1 == "subtract":  # exact but for the sign of an odd-position zero (docstring)
+        orig = v.copy()
         v[:, 1::2] *= np.float32(-1)
         v[:, :1] -= start
         np.add.accumulate(v, axis=1, out=v)
         v[:, 1::2] *= np.float32(-1)
-        return v
-    ufunc = SCANS[op1]
-    v[:, :1] = ufunc(v[:, :1], start)
-    ufunc.accumulate(v, axis=1, out=v)
+        redo = (v[:, 1::2] == 0).any(axis=1)
+    else:
+        redo = _zero_ties(op1, start, v)
+        orig = v[redo] if redo.any() else None
+        ufunc = SCANS[op1]
+        v[:, :1] = ufunc(v[:, :1], start)
+        ufunc.accumulate(v, axis=1, out=v)
+    if redo.any():
+        v[redo] = plain_scan(op1, start[redo], orig[redo] if op1 == "subtract" else orig)
     return v
+
+
+def _zero_ties(op1: str, start: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """(P,) bool: rows where max/min meet +0.0 and -0.0, a tie whose winner depends on the
+    operand order (the loop keeps the register; accumulate takes the new value)."""
+    if op1 not in ("maximum", "minimum"):
+        return np.zeros(v.shape[0], bool)
+    x = np.concatenate([start, v], axis=1)
+    zero, neg = x == 0, np.signbit(x)
+    return (zero & neg).any(axis=1) & (zero & ~neg).any(axis=1)
 
 
 def execute(b: Bound, m) -> None:

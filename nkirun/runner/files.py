@@ -250,7 +250,9 @@ def initial_buffers(program: Program, inputs: dict | None = None, uninitialized:
     A tensor with no initial contents is tracked element by element (written-mask) under
     the `error` and `strict` policies (runner/carried.py: reading an unwritten element
     is E090 when its garbage is needed / at once); under `nan` / `zero` it starts as NaN
-    (0 for integer dtypes, which have no NaN) / 0 and is not tracked."""
+    (0 for integer dtypes, which have no NaN) / 0, and reads of it see that fill — but it is
+    tracked all the same: the fill is what an unwritten element reads as, not a write
+    (nc_matmul's auto accumulate overwrites an element nothing wrote)."""
     inputs = inputs or {}
     buffers, written = {}, {}
     for name, t in program.tensors.items():
@@ -283,11 +285,9 @@ def initial_buffers(program: Program, inputs: dict | None = None, uninitialized:
 def fresh_buffer(t: TensorDecl, uninitialized: str = "error"):
     """(storage, written-mask) of a tensor without initial contents, under the policy."""
     buf = np.zeros(t.shape, t.dtype.np_type)
-    if uninitialized in ("error", "strict"):
-        return buf, np.zeros(t.shape, bool)
     if uninitialized == "nan" and t.dtype.is_float:
         buf[...] = dt.cast(np.array(np.nan, np.float32), t.dtype)
-    return buf, None
+    return buf, np.zeros(t.shape, bool)
 
 
 def _check_array(arr: np.ndarray, t: TensorDecl, loc: Loc) -> np.ndarray:

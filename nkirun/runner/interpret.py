@@ -39,7 +39,7 @@ def execute(program: Program, bound, inputs=None, after_each=None,
     except MemoryError:
         raise out_of_memory(program)
     m = Machine(buffers, written)
-    m.carry = uninitialized == "error"
+    m.carry, m.fills = uninitialized == "error", uninitialized in ("nan", "zero")
     b = None
     try:
         with np.errstate(all="ignore"):  # inf/nan flow through as on hardware, silently
@@ -95,7 +95,7 @@ def outputs(program: Program, m: Machine) -> dict[str, np.ndarray]:
         if not t.output:
             continue
         w = m.written.get(name)
-        if w is not None and not w.all():
+        if w is not None and not m.fills and not w.all():  # (nan|zero: reads the fill)
             bad = tuple(int(i) for i in np.argwhere(~w)[0])
             carried = garbage_error(m, name, "output")
             if carried is not None:

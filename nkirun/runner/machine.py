@@ -1,6 +1,5 @@
 """Machine state for `run`: named HBM/SBUF/PSUM buffers, which elements hold data,
 and the engines' accumulator registers.
-
 Reads and writes go through views of the tensors' NumPy storage (no copies of untouched
 data). Elements of a tensor that started undefined are tracked exactly, so that reading
 one before anything wrote it is a run-time error rather than silent garbage.
@@ -44,6 +43,7 @@ class Machine(LoopState):
         self.current = None  # the Bound being executed, for error messages
         self.carry = False  # unwritten reads carried into results (runner/carried.py)
         self.lenient = False  # reads need not check (carried.py runs the instruction)
+        self.fills = False  # nan|zero: unwritten reads see the fill (still unwritten)
         self.planned = False  # a planned run (runner/plan.py)
         self.garbage: dict = {}  # tensor -> the read its unwritten results come from
         self.garbage_at: dict = {}  # tensor -> bool: the elements that came from one
@@ -124,7 +124,8 @@ class Machine(LoopState):
         """The operand; `rows` ((P,) bool): only these partitions must hold data (a masked
         instruction that never reads the other partitions of this operand). `strict`: it
         must hold data whatever the policy (an index, a register's value: carried.py)."""
-        if self.written.get(r.decl.name) is not None and (strict or not self.lenient):
+        if not self.fills and self.written.get(r.decl.name) is not None and (
+                strict or not self.lenient):
             self._check_defined(r, rows)  # (else every element holds data)
         return self.view(r)
 
@@ -138,8 +139,7 @@ class Machine(LoopState):
         return None if sel.all() else sel.reshape(r.shape)
 
     def read_f32(self, r: Resolved, rows: np.ndarray | None = None) -> np.ndarray:
-        """The operand as float32 (computation happens in float32 on every engine)."""
-        return dt.to_f32(self.read(r, rows))
+        return dt.to_f32(self.read(r, rows))  # (computation is float32 on every engine)
 
     def _check_defined(self, r: Resolved, rows: np.ndarray | None = None) -> None:
         w = self.written.get(r.decl.name)

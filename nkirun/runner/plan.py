@@ -109,6 +109,7 @@ def execute_planned(program, bound, inputs=None, uninitialized: str = "error") -
         raise out_of_memory(program)
     m = Machine(buffers, written)
     m.carry, m.planned = uninitialized == "error", True
+    m.fills = uninitialized in ("nan", "zero")
     try:
         plan = _Planner(program, bound, m, ends, uninitialized, outs)
     except MemoryError:
@@ -280,16 +281,14 @@ class _Planner:
             if t.output:
                 self.bind(name, b)
             return
-        if self.policy in ("error", "strict"):
-            self.tracked.add(name)
+        self.tracked.add(name)  # (under every policy: the fill is not a write)
         fill = np.zeros((), t.dtype.np_type)
         if self.policy == "nan" and t.dtype.is_float:
             fill = dt.cast(np.array(np.nan, np.float32), t.dtype)
         # (a reused slot holds an earlier tensor's values: start it as the plain path does)
         self.bs.append(b)
         self.calls.append(partial(np.copyto, arr, fill))
-        if t.output or self.policy in ("error", "strict"):
-            self.bind(name, b)
+        self.bind(name, b)
 
     def bind(self, name: str, b) -> None:
         """Put the tensor into the Machine (for the plain calls) before b."""

@@ -95,6 +95,7 @@ class ShadowMachine(Machine):
     def __init__(self, real: Machine, keep_dtype: set[str], shared: frozenset = frozenset()):
         super().__init__({}, real.written)
         self.real = real
+        self.fills = real.fills
         self.keep_dtype = keep_dtype
         self.shared = shared  # never written: the real machine's array is used as it is
         self.shadowed: set[str] = set()
@@ -118,7 +119,7 @@ class ShadowMachine(Machine):
             self.buffers[name] = src
             return
         w = self.real.written.get(name)
-        blank = self.fast and w is not None and not w.any()
+        blank = self.fast and w is not None and not w.any() and not self.real.fills
         if name not in self.keep_dtype and _is_float_storage(src):
             spare = self.spare.get(src.shape) if blank else None  # (a freed tile's array:
             self.buffers[name] = (spare.pop() if spare  # fresh large arrays fault pages in)

@@ -50,7 +50,7 @@ def test_every_instruction_has_its_test_module(name):
 
 def test_no_test_module_without_an_instruction():
     helpers = {"test_registry", "test_fast_definitions", "test_nc_matmul_modes",
-               "test_accumulators"}
+               "test_accumulators", "test_signed_zeros"}
     stray = sorted(p.stem for p in HERE.glob("test_*.py")
                    if p.stem not in helpers and p.stem.removeprefix("test_") not in MODULES)
     assert not stray, f"tests/isa/ modules naming no instruction in MODULES: {stray}"

@@ -243,3 +243,40 @@ def test_e080_names_the_program_file_not_a_placeholder(tmp_path):
 def test_hints_that_name_a_cli_option_also_name_the_api_argument():
     (d,) = nkirun.check("version 1\ntensor x hbm [2, 2] float32 fill=3\n")
     assert d.code == "E002" and 'fmt="text"' in d.hint
+
+
+# ---- the fill policy says what an unwritten element reads as, not that it was written -------
+FIRST_MATMUL = {"version": 1, "tensors": {
+    "a": {"buffer": "sbuf", "shape": [1, 128], "dtype": "float32", "fill": 1.0},
+    "b": {"buffer": "sbuf", "shape": [1, 4], "dtype": "float32", "fill": 2.0},
+    "ps": {"buffer": "psum", "shape": [128, 4], "dtype": "float32"},
+    "s": {"buffer": "sbuf", "shape": [128, 4], "dtype": "float32"},
+    "y": {"buffer": "hbm", "shape": [128, 4], "dtype": "float32", "output": True}},
+    "instructions": [{"nc_matmul": {"dst": "ps", "stationary": "a", "moving": "b"}},
+                     {"tensor_copy": {"dst": "s", "src": "ps"}},
+                     {"store": {"dst": "y", "src": "s"}}]}
+
+
+@pytest.mark.parametrize("plan", [True, False], ids=["planned", "plain"])
+@pytest.mark.parametrize("policy", ["error", "strict", "nan", "zero"])
+def test_fill_policy_does_not_make_psum_written(policy, plan):
+    # accumulate unset: the first matmul into never-written PSUM overwrites it under every
+    # policy (it used to add onto the NaN / 0 fill)
+    from nkirun.runner.interpret import execute, outputs
+    prog = yaml.safe_load(yaml.safe_dump(FIRST_MATMUL))
+    np.testing.assert_array_equal(nkirun.run(prog, uninitialized=policy)["y"],
+                                  np.full((128, 4), 2.0, np.float32))
+    c = nkirun.api.check_program(prog)
+    m = execute(c.program, c.bound, uninitialized=policy, plan=plan)
+    np.testing.assert_array_equal(outputs(c.program, m)["y"], np.full((128, 4), 2.0, np.float32))
+
+
+@pytest.mark.parametrize("policy", ["nan", "zero"])
+def test_fill_policy_partly_written_psum_accumulates_only_where_written(policy):
+    prog = yaml.safe_load(yaml.safe_dump(FIRST_MATMUL))
+    prog["tensors"]["b2"] = {"buffer": "sbuf", "shape": [1, 2], "dtype": "float32", "fill": 3.0}
+    prog["instructions"][0:0] = [{"nc_matmul": {"dst": "ps[:, 0:2]", "stationary": "a",
+                                                "moving": "b2"}}]
+    y = nkirun.run(prog, uninitialized=policy)["y"]
+    np.testing.assert_array_equal(y[:, :2], np.full((128, 2), 5.0, np.float32))
+    np.testing.assert_array_equal(y[:, 2:], np.full((128, 2), 2.0, np.float32))

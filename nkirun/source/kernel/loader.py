@@ -63,10 +63,13 @@ def import_kernel_module(path: str):
     if not os.path.isfile(path):
         raise NkirunError(error("E600", f"kernel file {path} not found", Loc(path)))
     name, root = module_name_for(path)
-    if root not in sys.path:
-        sys.path.insert(0, root)
-    if "." not in name:  # a plain file: a private name, so `__main__` blocks do not run
-        name = f"_nkirun_kernel_{name}"
+    if root not in sys.path:  # after the standard library: a json.py beside the kernel
+        sys.path.insert(_after_stdlib(), root)  # must not replace nkirun's json
+    try:
+        if "." in name:
+            sys.modules.pop(name, None)
+            return importlib.import_module(name)
+        name = f"_nkirun_kernel_{name}"  # a plain file: private, so `__main__` blocks do not run
         spec = importlib.util.spec_from_file_location(name, os.path.abspath(path))
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
@@ -76,8 +79,25 @@ def import_kernel_module(path: str):
             sys.modules.pop(name, None)
             raise
         return module
-    sys.modules.pop(name, None)
-    return importlib.import_module(name)
+    except (NkirunError, KeyboardInterrupt):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the kernel file's own (sys.exit too)
+        raise kernel_exception(exc) from None
+
+
+def _after_stdlib() -> int:
+    """The sys.path position just after the standard library's folders (and before
+    site-packages), where the kernel's folder goes."""
+    import sysconfig
+    std = {os.path.realpath(sysconfig.get_paths()[k]) for k in ("stdlib", "platstdlib")}
+    at = 0
+    for i, p in enumerate(sys.path):
+        real = os.path.realpath(p or os.curdir)
+        inside = any(real == s or real.startswith(s + os.sep) for s in std)
+        if inside and not {"site-packages", "dist-packages"} & set(real.split(os.sep)) \
+                or os.path.basename(real).startswith("python") and real.endswith(".zip"):
+            at = i + 1
+    return at
 
 
 def find_function(module, path: str, func: str | None):
@@ -101,23 +121,52 @@ def find_function(module, path: str, func: str | None):
 
 
 def kernel_exception(exc: BaseException) -> Exception:
-    """E602 for an exception the kernel's own code raised: its message and the kernel's
-    frames (file:line and source line; nkirun's frames left out). An exception raised
-    inside nkirun's own code is a bug in nkirun: InternalError (exit 3)."""
+    """E602 for an exception the kernel's own code raised (SystemExit included): its
+    message and the kernel's frames (file:line and source line; nkirun's frames left out;
+    kernel text escaped and bounded: kernel_text). An exception raised inside nkirun's own
+    code is a bug in nkirun: InternalError (exit 3) — except the kernel's recursion
+    running out of stack there, or memory."""
     every = traceback.extract_tb(exc.__traceback__)
     frames = [f for f in every if not _ours(f.filename)]
-    if every and _in_nkirun(every[-1].filename) and not isinstance(exc, SyntaxError):
+    if every and _in_nkirun(every[-1].filename) and not isinstance(
+            exc, (SyntaxError, RecursionError, MemoryError)):
         from nkirun.diagnostics import InternalError
         where = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "kernel"
         return InternalError(f"tracing the kernel call at {where}", exc)
-    lines = [f"  {f.filename}:{f.lineno} in {f.name}" + (f"\n    {f.line}" if f.line else "")
-             for f in frames]
+    lines = [f"  {f.filename}:{f.lineno} in {f.name}" + (
+        f"\n    {kernel_text(f.line, LINE_LIMIT)}" if f.line else "") for f in frames]
+    if len(lines) > MAX_FRAMES:  # (a runaway recursion: its first and last frames)
+        lines[MAX_FRAMES // 2:-MAX_FRAMES // 2] = [
+            f"  ... {len(lines) - MAX_FRAMES} more frames ..."]
     loc = Loc(frames[-1].filename, frames[-1].lineno, (frames[-1].colno or 0) + 1) \
         if frames else Loc()
     if isinstance(exc, SyntaxError) and exc.filename:  # the kernel's file did not parse
         loc = Loc(exc.filename, exc.lineno or 0, exc.offset or 0)
         frames, lines = [], [f"  {exc.filename}:{exc.lineno}" + (
-            f"\n    {exc.text.strip()}" if exc.text else "")]
-    message = f"the kernel raised {type(exc).__name__}" + (f": {exc}" if str(exc) else "")
+            f"\n    {kernel_text(exc.text.strip(), LINE_LIMIT)}" if exc.text else "")]
+    text = kernel_text(_str(exc), MESSAGE_LIMIT)
+    message = f"the kernel raised {type(exc).__name__}" + (f": {text}" if text else "")
     hint = "kernel traceback (most recent call last):\n" + "\n".join(lines) if lines else None
     return NkirunError(error("E602", message, loc, hint=hint))
+
+
+MESSAGE_LIMIT, LINE_LIMIT, MAX_FRAMES = 2000, 200, 40
+
+
+def _str(exc: BaseException) -> str:
+    """str(exc), or what went wrong making it (a kernel's __str__ may raise)."""
+    try:
+        return str(exc)
+    except BaseException as e:  # noqa: BLE001 - the kernel's __str__ is the kernel's code
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        return f"<str() of the exception raised {type(e).__name__}>"
+
+
+def kernel_text(text: str, limit: int) -> str:
+    """Text from the kernel for a diagnostic: control characters (terminal escape codes)
+    shown escaped, at most `limit` characters of it."""
+    short = text[:limit]
+    if not short.isprintable():
+        short = "".join(c if c.isprintable() or c == "\n" else repr(c)[1:-1] for c in short)
+    return short + (f"... ({len(text) - limit} more characters)" if len(text) > limit else "")

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import importlib.abc
 import importlib.machinery
+import os
 import sys
+import threading
 import types
 from contextlib import contextmanager
 
@@ -22,6 +24,7 @@ NAMES = ("nki", "nki.isa", "nki.isa.constants", "nki.language", "nki.collectives
          "neuronxcc.nki.compiler")
 _ROOTS = ("nki", "neuronxcc")
 _MODULES: dict[str, types.ModuleType] = {}
+_BUILT: dict = {}  # id(module) -> (module, its attributes as built)
 
 
 class Kernel:
@@ -214,6 +217,7 @@ def modules() -> dict[str, types.ModuleType]:
         _register("neuronxcc", neuronxcc, is_package=True)
         for name, m in mods.items():  # `import neuronxcc.nki.language as nl`: the same modules
             _MODULES["neuronxcc." + name] = m
+        _BUILT.update((id(m), (m, dict(vars(m)))) for m in _MODULES.values())
     return _MODULES
 
 
@@ -223,19 +227,57 @@ def _register(name, m, is_package):
     _MODULES[name] = m
 
 
+# One kernel is imported or traced at a time in a process: sys.modules, sys.stdout, the
+# working folder and the `nki` modules' attributes are process-wide (re-entrant: a kernel
+# may call nkirun.simulate on another kernel)
+KERNEL_LOCK = threading.RLock()
+
+
 @contextmanager
 def installed():
-    """Our `nki` modules in sys.modules for the duration; what was there is put back."""
-    saved = {k: v for k, v in sys.modules.items() if _ours_name(k)}
-    for k in saved:
-        del sys.modules[k]
-    sys.modules.update(modules())
-    try:
-        yield
-    finally:
-        for k in [k for k in sys.modules if _ours_name(k)]:
+    """For the duration, under KERNEL_LOCK: our `nki` modules in sys.modules, as built (what
+    an earlier kernel assigned to their attributes undone), the kernel's prints on stderr,
+    no bytecode written beside the kernel; then what was there is put back, the working
+    folder included (a kernel's os.chdir does not move the outputs)."""
+    with KERNEL_LOCK:
+        saved = {k: v for k, v in sys.modules.items() if _ours_name(k)}
+        for k in saved:
             del sys.modules[k]
-        sys.modules.update(saved)
+        sys.modules.update(modules())
+        _pristine()
+        cwd, bytecode, out = _cwd(), sys.dont_write_bytecode, sys.stdout
+        sys.dont_write_bytecode, sys.stdout = True, sys.stderr
+        try:
+            yield
+        finally:
+            sys.dont_write_bytecode, sys.stdout = bytecode, out
+            _chdir_back(cwd)
+            _pristine()
+            for k in [k for k in sys.modules if _ours_name(k)]:
+                del sys.modules[k]
+            sys.modules.update(saved)
+
+
+def _pristine() -> None:
+    """Every `nki` module's attributes as modules() built them (`nl.multiply = nl.add` in
+    one kernel must not change the next one)."""
+    for m, attrs in _BUILT.values():
+        d = m.__dict__
+        if len(d) != len(attrs) or any(d.get(k, d) is not v for k, v in attrs.items()):
+            d.clear()
+            d.update(attrs)
+
+
+def _cwd() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:  # (a folder removed under the process)
+        return None
+
+
+def _chdir_back(cwd: str | None) -> None:
+    if cwd is not None and _cwd() != cwd:
+        os.chdir(cwd)
 
 
 def _ours_name(k: str) -> bool:

@@ -34,7 +34,7 @@ from nkirun.source.kernel.unsupported import call_loc, kernel_error
 
 _ASSIGN = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)")
 _BAD_CHARS = re.compile(r"\W")
-_CURRENT: list = TRACERS  # (tensor.py's: nl.ndarray reads it)
+_CURRENT = TRACERS  # (tensor.py's, per thread: nl.ndarray reads it)
 _VIEW_KINDS = frozenset({TILE, TILE_OR_SCALAR})
 _INT = frozenset({int})
 _HASHABLE = frozenset({str, int, float, bool})

@@ -14,6 +14,8 @@ rather than silently clamped.
 """
 from __future__ import annotations
 
+import threading
+
 from nkirun.source.kernel import consts
 from nkirun.source.kernel.unsupported import kernel_error, unsupported
 from nkirun.source.strided import StridedView
@@ -114,7 +116,27 @@ class DynSlice:
         return f"nl.ds({self.start}, {self.size})"
 
 
-TRACERS: list = []  # the traces under way, innermost last (session._CURRENT)
+class _TraceStack(threading.local):
+    """The traces under way in this thread, innermost last (session._CURRENT): a list a
+    thread sees alone, so another thread's trace is never this thread's `current()`."""
+
+    def __init__(self):
+        self.items: list = []
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def __getitem__(self, i):
+        return self.items[i]
+
+    def append(self, tracer) -> None:
+        self.items.append(tracer)
+
+    def pop(self):
+        return self.items.pop()
+
+
+TRACERS = _TraceStack()
 
 
 def _current():

@@ -4,10 +4,8 @@ nkirun's `nki`, and collecting the tensors it returns as the outputs."""
 from __future__ import annotations
 
 import ast
-import contextlib
 import inspect
 import itertools
-import sys
 import textwrap
 from dataclasses import dataclass, field, replace
 
@@ -115,7 +113,7 @@ def trace(kernel, values: dict, target: str = "trn2", grid=None, lnc: int = 1) -
     tracer = Tracer(path, target, grid)
     tracer.lnc = lnc
     result = None
-    with installed(), tracer, contextlib.redirect_stdout(sys.stderr):
+    with installed(), tracer:  # (one trace at a time; prints go to stderr: modules.py)
         call, inputs, names, handles = _parameters(tracer, values, _parameter_locs(func, path))
         instances = list(itertools.product(*(range(g) for g in grid))) if grid else [()]
         for inst in instances:
@@ -125,9 +123,9 @@ def trace(kernel, values: dict, target: str = "trn2", grid=None, lnc: int = 1) -
             try:
                 ret = func(**call)
                 legacy.flush(tracer)  # a result the kernel computed last (legacy.py)
-            except NkirunError:
+            except (NkirunError, KeyboardInterrupt):
                 raise
-            except Exception as exc:  # noqa: BLE001 - the kernel's own error
+            except BaseException as exc:  # noqa: BLE001 - the kernel's own (sys.exit too)
                 raise kernel_exception(exc) from None
             if inst == instances[0]:
                 result = ret
@@ -136,6 +134,8 @@ def trace(kernel, values: dict, target: str = "trn2", grid=None, lnc: int = 1) -
         outputs, structure = _outputs(tracer, result)
         if result is None:  # the older API's output arguments: the parameters it writes
             outputs, _ = _outputs(tracer, _written_parameters(tracer, handles, names))
+            if not outputs:
+                raise _returns_nothing(func, path)
     program, diags = tracer.builder.finish()
     diags = [d for d in diags if d.code != "E004"]
     program = _mark_inputs(program, set(names.values()))  # (a file's init stays "file")
@@ -217,6 +217,24 @@ def _written_parameters(tracer, handles: dict, names: dict) -> tuple:
             if isinstance(v, View):
                 written.add(v.tensor)
     return tuple(handles[p] for p, name in names.items() if name in written)
+
+
+def _returns_nothing(func, path: str) -> NkirunError:
+    """E606: no returned tensor and no tensor parameter written — nothing to output."""
+    from nkirun.diagnostics import Loc
+    try:  # (its `def` line, below the decorators)
+        lines, first = inspect.getsourcelines(func)
+        line = first + next((i for i, s in enumerate(lines) if s.lstrip().startswith(
+            ("def ", "async def "))), 0)
+    except (OSError, TypeError):
+        line = 0
+    name = getattr(func, "__name__", "kernel")
+    return NkirunError(error(
+        "E606", f"kernel `{name}` returns nothing and writes no tensor parameter, so it has "
+        "no output: did you forget `return out`?", Loc(path, line, 1 if line else 0),
+        hint="return the HBM tensor(s) holding the result (`out = nl.ndarray(..., buffer="
+             "nl.shared_hbm)`, store into it, `return out`), or store into an output "
+             "parameter passed in (the pre-0.2 API)"))
 
 
 def _outputs(tracer, result):
