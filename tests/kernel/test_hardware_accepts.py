@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from click.testing import CliRunner
 
 from nkirun.cli import cli
@@ -198,3 +200,43 @@ def test_the_index_stride_round_trips_through_the_text_form():
                       lambda text, loc: text)
     assert v.index.indirect_stride == 32
     assert str(v.index) == ".ap([[32,128],[1,32]],vector_offset=i,indirect_stride=32)"
+
+
+TRANSPOSE_PSUM = """\
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def kernel(x):
+    out = nl.ndarray((64, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    p = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.psum)
+    nisa.tensor_copy(dst=p, src=t)
+    TRANSPOSE
+    nisa.dma_copy(dst=out, src=tt)
+    return out
+"""
+
+
+@pytest.mark.parametrize("call,warns", [
+    ("tt = nl.ndarray((64, 128), dtype=nl.float32, buffer=nl.sbuf)\n"
+     "    nisa.nc_transpose(dst=tt, data=p)", ["W264"]),
+    ("tt = nl.copy(nl.transpose(p))", []),  # the language op copies PSUM into SBUF first
+])
+def test_a_transpose_wider_than_32_is_the_tensor_engines(tmp_path, call, warns):
+    """A 128 x 64 transpose with engine unknown: the page says the compiler picks the
+    engine by shape, so it is the Tensor engine's (the Vector engine's limit, 32 x 32,
+    refused it with E260); where its buffers are not SBUF -> PSUM the compiler adds copies
+    (W264)."""
+    import numpy as np
+
+    import nkirun
+    from tests.kernel.test_kernel_contract import nkirun_kernel
+    path = write(tmp_path, TRANSPOSE_PSUM.replace("TRANSPOSE", call))
+    doc = check_json(path + "::kernel", "--shape", "x=float32[128,64]")
+    assert doc["ok"] and codes(doc, "warning") == warns, doc
+    x = np.arange(128 * 64, dtype=np.float32).reshape(128, 64)
+    np.testing.assert_array_equal(nkirun.simulate(nkirun_kernel(path, "kernel"))(x), x.T)
