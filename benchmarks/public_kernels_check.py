@@ -53,9 +53,20 @@ def _codes(diags: list[dict], severity: str) -> list[str]:
     return sorted({d["code"] for d in diags if d.get("severity") == severity})
 
 
+def _spill_estimate(diags: list[dict]) -> float | None:
+    """nkirun's estimate of the SBUF spill saves in MB (W047's message), or None."""
+    import re
+    for d in diags:
+        m = re.search(r"estimate: ([\d,.]+) MB saved", d["message"]) if d["code"] == "W047" \
+            else None
+        if m:
+            return float(m.group(1).replace(",", ""))
+    return None
+
+
 def check_one(k: pk.PublicKernel, folder: Path, cost: bool, timeout: float) -> dict:
     row = {"name": k.name, "target": k.target, "measured_ms": k.measured_ms,
-           "source": f"{k.repo}@{k.commit}:{k.path}"}
+           "hw_spill_save_mb": k.spill_save_mb, "source": f"{k.repo}@{k.commit}:{k.path}"}
     try:
         src = pk.kernel_source(k)
         options = pk.shape_options(k, src)
@@ -72,7 +83,8 @@ def check_one(k: pk.PublicKernel, folder: Path, cost: bool, timeout: float) -> d
     row.update(status="accepted" if out.get("ok") else "refused",
                errors=_codes(diags, "error"), warnings=_codes(diags, "warning"),
                why=(f"{errors[0]['code']} line {errors[0].get('line')}: "
-                    f"{errors[0]['message']}"[:240] if errors else ""))
+                    f"{errors[0]['message']}"[:240] if errors else ""),
+               spill_save_mb=_spill_estimate(diags))
     if cost and out.get("ok"):
         c, err, took = _nkirun("cost", file, k, options, timeout)
         row["cost_s"] = round(took, 1)
@@ -110,6 +122,10 @@ def _print_row(r: dict) -> None:
     line = f"{r['name']:<32} {r['target']:<5} {r['status']:<9}"
     if r.get("warnings"):
         line += f" warns {','.join(r['warnings'])}"
+    if r.get("spill_save_mb") is not None or r.get("hw_spill_save_mb"):
+        line += f"  spill saves: nkirun {r.get('spill_save_mb') or 0:,.0f} MB"
+        if r.get("hw_spill_save_mb") is not None:
+            line += f" / hw {r['hw_spill_save_mb']:,.0f} MB"
     if r.get("predicted_ms") is not None:
         line += f"  predicted {r['predicted_ms']:.3f} ms / measured {r['measured_ms']} ms"
     if r.get("check_s") is not None:
