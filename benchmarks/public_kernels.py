@@ -58,6 +58,12 @@ class PublicKernel:
     source_url: str = ""
     family: str = ""                # variants of one kernel at one shape share a family
     spill_save_mb: float | None = None  # the profile's spill_save_bytes / 1e6, if published
+    # A kernel of a package (nki-library): `package` is the folder to extract (its parent
+    # goes on sys.path), `driver` names a function here that imports the kernel and returns
+    # (kernel, args, kwargs) with nkirun.shape() for tensors; `lnc` its launch.
+    package: str | None = None
+    driver: str | None = None
+    lnc: int = 1
     notes: str = ""
     extra: dict = field(default_factory=dict)   # keyword arguments (--arg)
 
@@ -213,8 +219,9 @@ def shape_options(k: PublicKernel, source: str | None = None) -> list[str]:
             out += ["--arg", f"{name}={shape!r}"]
         else:
             out += ["--shape", f"{name}={dtype}[{','.join(map(str, shape))}]"]
-    for key, v in k.extra.items():
-        out += ["--arg", f"{key}={v}"]
+    if k.driver is None:
+        for key, v in k.extra.items():
+            out += ["--arg", f"{key}={v}"]
     return out
 
 
@@ -223,6 +230,33 @@ def write_kernel(k: PublicKernel, folder: str | Path) -> Path:
     path = Path(folder) / (k.name.replace(" ", "_").replace("/", "_") + ".py")
     path.write_text(kernel_source(k))
     return path
+
+
+def traced(k: PublicKernel, root: str | Path):
+    """Trace a package kernel through its driver (nkirun's Python API), the package
+    extracted under root: the Traced of nkirun.source.kernel.api.trace_call."""
+    import sys
+    import nkirun  # noqa: F401  (its nki modules, before the package imports nki)
+    from nkirun.source.kernel.api import trace_call
+    top = str(Path(root) / Path(k.package).parent)
+    if top not in sys.path:
+        sys.path.insert(0, top)
+    kernel, args, kwargs = globals()[k.driver](**k.extra)
+    return trace_call(kernel, args, kwargs, target=k.target, lnc=k.lnc)
+
+
+def rmsnorm_quant(seqlen: int, quant_only: bool, hidden: int = 16384):
+    """nki-library's rmsnorm_quant_kernel as its LNC test calls it: bf16 [1, seqlen, hidden]
+    to fp8 row quantization, with RMSNorm unless quant_only."""
+    import nkirun
+    from nkilib_src.nkilib.core.rmsnorm.rmsnorm_quant import (RmsNormQuantKernelArgs,
+                                                             rmsnorm_quant_kernel)
+    from nkilib_src.nkilib.core.utils.common_types import NormType, QuantizationType
+    kargs = RmsNormQuantKernelArgs(
+        quantization_type=QuantizationType.ROW, lower_bound=0.0, eps=1e-6,
+        norm_type=NormType.NO_NORM if quant_only else NormType.RMS_NORM)
+    args = (nkirun.shape("bfloat16", 1, seqlen, hidden), nkirun.shape("bfloat16", 1, hidden))
+    return rmsnorm_quant_kernel, args, {"kargs": kargs, "input_dequant_scale": None}
 
 
 # ---- the table ------------------------------------------------------------------------------
@@ -316,6 +350,22 @@ def _fused_mamba() -> list[PublicKernel]:
         for v, c, s, ms in points]
 
 
+def _nkilib() -> list[PublicKernel]:
+    """nki-library's QoR values (test/integration/nkilib/core/rmsnorm/test_rmsnorm_quant.py,
+    `tpbSgCyclesSum`: profiler ticks of 1 ps, the slowest core; trn2, LNC2)."""
+    points = ((2, True, 51_564_336), (2, False, 89_102_777), (160, False, 106_546_750),
+              (2048, False, 683_281_265))
+    return [PublicKernel(
+        name=f"nkilib rmsnorm_quant s{s}{' quant-only' if q else ''}", repo=NKILIB,
+        commit=NKILIB_AT, path="src/nkilib_src/nkilib/core/rmsnorm/rmsnorm_quant.py",
+        function="rmsnorm_quant_kernel", target="trn2", measured_ms=ticks / 1e9,
+        method="neuron-profile CycleCount (1 ps ticks), max over cores",
+        toolchain="nki-library d2ad3a57 QoR (2026-02)",
+        source_url="https://github.com/aws-neuron/nki-library", family=f"rmsnorm_quant s{s}",
+        package="src/nkilib_src", driver="rmsnorm_quant", lnc=2,
+        extra={"seqlen": s, "quant_only": q}) for s, q, ticks in points]
+
+
 KERNELS: dict[str, PublicKernel] = {
     k.name: k for k in (*_nkibench(), *_optimization_guide(), *_matmul_tutorial(),
-                        *_fused_mamba())}
+                        *_fused_mamba(), *_nkilib())}

@@ -14,7 +14,7 @@ queues):
   for it.
 
 A PSUM spill goes to SBUF; nkirun books it on the same DMA engines (an assumption, said in
-the notes). Two-core programs are not costed with spills.
+the notes). Two-core programs and programs with runtime loops are not costed with spills.
 """
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ def spill_events(program, bound, target: Target) -> dict[int, list]:
     live set exceeds the capacity in a compiler-placed program (empty otherwise)."""
     from nkirun.checker.capacity import explicit, spill_plan
     from nkirun.checker.passes import live_peak
-    if explicit(program) or program.cores > 1 or not bound:
-        return {}
+    if explicit(program) or program.cores > 1 or program.loops or not bound:
+        return {}  # (runtime loops: the schedule's sequence is not the bound program's)
     out: dict[int, list] = {}
     for buf, cap in (("sbuf", target.sbuf_bytes_per_partition),
                      ("psum", target.psum_bytes_per_partition)):
