@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from nkirun.show.shadow_report import ShadowReport
 
 __version__ = "0.1.0"
-__all__ = ["check", "cost", "run", "simulate", "trace", "shape", "Diagnostic", "Loc",
+__all__ = ["check", "cost", "run", "simulate", "trace", "shape", "install", "Diagnostic", "Loc",
            "NkirunError", "schedule", "testing", "__version__"]
 
 
@@ -101,6 +101,14 @@ def shape(dtype: str, *dims: int) -> Any:
     """A tensor argument known by dtype and shape only: `nkirun.shape("float32", 128, 512)`."""
     from nkirun.source.kernel.trace import Shape
     return Shape(dtype, *dims)
+
+
+def install(target: str | None = None) -> None:
+    """Make `import nki` (and, where no such package is installed, `import
+    nki_cpu_simulator`) resolve to nkirun's modules, so that a test suite written for NKI's
+    CPU simulator runs on nkirun (nkirun/dropin; pytest: `--nkirun`)."""
+    from nkirun.dropin import install as install_dropin
+    install_dropin(target)
 
 
 def _install_nki_fallback() -> None:

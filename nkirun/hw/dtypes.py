@@ -98,9 +98,31 @@ def lookup(name: str) -> DType | None:
     return DTYPES.get(key)
 
 
+# An x4-packed array is its storage type (uint32 / uint16) tagged with the NKI dtype's name
+# in the NumPy dtype's metadata: numpy_dtype("float8_e4m3fn_x4"). "neuron_dtype" is read too
+# (the key of the neuron_dtypes stand-in nki-library's harness runs with here).
+TAG_KEYS = ("nki_dtype", "neuron_dtype")
+
+
+def numpy_dtype(name: str) -> np.dtype:
+    """The NumPy dtype of an NKI dtype's arrays; for an x4 type, its tagged storage type."""
+    d = DTYPES[name]
+    return np.dtype(d.np_type, metadata={"nki_dtype": name}) if d.packed > 1 else d.np_type
+
+
+for _name, _d4 in DTYPES.items():  # np.dtype("float8_e4m3fn_x4") is its storage type
+    if _d4.packed > 1:
+        np.sctypeDict.setdefault(_name, _d4.np_type.type)
+
+
 def from_numpy(t: np.dtype) -> DType | None:
-    """The NKI dtype whose storage is NumPy type `t` (float32 files map to float32)."""
+    """The NKI dtype whose storage is NumPy type `t` (float32 files map to float32); an
+    x4 type when `t` carries its tag (numpy_dtype)."""
     t = np.dtype(t)
+    for key in TAG_KEYS if t.metadata else ():
+        d = DTYPES.get(t.metadata.get(key))
+        if d is not None and d.np_type == t:
+            return d
     for d in DTYPES.values():
         if d.np_type == t and d.name != "tfloat32" and d.packed == 1:
             return d

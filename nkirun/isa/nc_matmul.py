@@ -33,6 +33,11 @@ Readings:
   (W055 warns when an unset one lands on a result that was already read).
   In a runtime loop body the choice is the first iteration's, on every iteration: the
   compiler decides it once per instruction, and the body is one instruction stream.
+* The cost does not depend on how accumulation is spelled: `accumulate=(k > 0)` (the
+  form the page recommends) and the keyword left out give the same values, and
+  accumulating into PSUM is the Tensor engine's pipelined path either way, so the read
+  of dst an explicit accumulate declares waits for the earlier matmul's write without
+  the commit latency a reading engine waits (`pipelined_accumulate`).
 
 NKI 0.6's tile_position/tile_size, perf_mode, is_transpose and is_*_onezero: matmul_modes.py.
 """
@@ -168,6 +173,7 @@ SPEC = InstructionDef(
     cycles=cycles,
     check=check,
     reads_out=reads_out,
+    pipelined_accumulate=True,  # accumulating into PSUM is the PE array's pipelined path
     same_partitions=(),  # E270 says what the partition dims mean here
     cost_note="average cost of back-to-back matmuls of the same shape [OLD-ISA]",
     source="the nki.isa.nc_matmul documentation",

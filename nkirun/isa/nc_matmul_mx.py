@@ -165,6 +165,7 @@ SPEC = InstructionDef(
     cycles=cycles,
     check=check,
     reads_out=reads_out,
+    pipelined_accumulate=True,  # (as nc_matmul)
     same_partitions=(),  # E510/E514 say how the partition dims relate
     constraints=(
         "NeuronCore-v4 only: target trn3 (E493)",

@@ -118,6 +118,11 @@ class InstructionDef:
     # (Bound) -> names of `out` params that the instruction also reads (e.g. nc_matmul with
     # accumulate=true adds into dst): the dataflow pass and the cost model count them as reads.
     reads_out: Callable | None = None
+    # Those reads are the engine adding into its own output on its pipelined path (the
+    # Tensor engine accumulating into PSUM): the cost model orders them as the write they
+    # are, with no commit latency, so an explicit accumulate=True costs what the auto rule
+    # (no declared read) costs.
+    pipelined_accumulate: bool = False
     # Moves x4-packed MX tiles bit for bit (load, store, dma_copy, tensor_copy, memset of
     # 0): the binder lets packed dtypes through only here or where a Param lists them, and
     # requires every tile of such a copy to have the same dtype (E490/E491).

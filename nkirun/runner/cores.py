@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from nkirun.checker.meet import SyncOrder, meet
+from nkirun.runner import footprint
 from nkirun.runner.machine import Accumulator
 
 _PER_CORE = ("vector_acc", "scalar_acc", "prng", "registers")  # (prng: made on first use)
@@ -100,10 +101,13 @@ def _walk(w, by_index: dict, lo: int, hi: int, core: int):
 class _Races:
     """W631: shared-HBM elements both cores touch in one epoch (checker/cores.py), at least
     one writing, where an indirect (runtime-indexed) view hides which elements statically.
-    Only programs with such a view on a shared tensor pay for it."""
+    Only programs with such a view on a shared tensor pay for it. What each access touches
+    is kept as runs (runner/footprint.py), and per (tensor, epoch, core) the union of what
+    it read and wrote: an access is compared with the other core's unions, and only when
+    they meet with the other core's accesses one by one (to name the instruction)."""
 
     def __init__(self):
-        self.seen: dict = {}  # (tensor, epoch) -> per core [(Bound, written, elements)]
+        self.seen: dict = {}  # (tensor, epoch) -> per core _Touched
         self.reported: set = set()
 
     @classmethod
@@ -123,15 +127,59 @@ class _Races:
             for _, r in pairs:
                 if not _shared(r):
                     continue
-                elems = _elements(r, m)
-                lists = self.seen.setdefault((r.decl.name, epoch), ([], []))
-                for ob, owritten, oelems in lists[1 - b.inst.core]:
-                    key = (r.decl.name, ob.index, b.index)
-                    if (written or owritten) and key not in self.reported \
-                            and np.intersect1d(elems, oelems).size:
-                        self.reported.add(key)
-                        m.warnings.append(_race(b, r.decl.name, written, ob, owritten))
-                lists[b.inst.core].append((b, written, elems))
+                runs = _runs(r, m)
+                both = self.seen.setdefault((r.decl.name, epoch), (_Touched(), _Touched()))
+                other = both[1 - b.inst.core]
+                if other.meets(runs, written):
+                    for ob, owritten, oruns in other.accesses:
+                        key = (r.decl.name, ob.index, b.index)
+                        if (written or owritten) and key not in self.reported \
+                                and footprint.meets(runs, oruns):
+                            self.reported.add(key)
+                            m.warnings.append(_race(b, r.decl.name, written, ob, owritten))
+                both[b.inst.core].add(b, written, runs)
+
+
+class _Touched:
+    """What one core's accesses of one shared tensor touched in one epoch."""
+
+    def __init__(self):
+        self.accesses: list = []  # (Bound, written, runs)
+        self.read, self.written = footprint.EMPTY, footprint.EMPTY
+
+    def add(self, b, written: bool, runs) -> None:
+        self.accesses.append((b, written, runs))
+        if written:
+            self.written = footprint.union(self.written, runs)
+        else:
+            self.read = footprint.union(self.read, runs)
+
+    def meets(self, runs, written: bool) -> bool:
+        """Whether an access of the other core (a write when `written`) races with these."""
+        return footprint.meets(runs, self.written) or (
+            written and footprint.meets(runs, self.read))
+
+
+def _runs(r, m):
+    """The storage elements view r touches now, as runs (indirect: from its index's values;
+    the rows oob_mode=skip leaves out are not touched)."""
+    ssz = r.decl.dtype.itemsize
+    if r.ap is None:  # a basic index: its box is exact
+        return footprint.box(r.box, r.decl.shape)
+    s = r.ap
+    if s.indirect is None:
+        return footprint.lattice(s.byte_offset, s.shape, s.byte_strides, s.dtype.itemsize, ssz)
+    off, keep = m.indirect_rows(r)
+    rows = off.reshape(s.shape[0], -1)[:, 0]  # each row's first byte (its other k are 0)
+    if keep is not None:
+        rows = rows[keep]
+    inner = footprint.lattice(0, s.shape[1:], s.byte_strides[1:], s.dtype.itemsize, 1)
+    return _bytes_to_elements(footprint.shifted(inner, rows), ssz)
+
+
+def _bytes_to_elements(runs, ssz: int):
+    lo, hi = runs
+    return footprint.merge(lo // ssz, (hi + ssz - 1) // ssz)
 
 
 class _SameValues:

@@ -87,7 +87,9 @@ def _costed(b, target: Target) -> tuple:
     value key (recompute.py), tensors read, tensors written), reads and writes as (tensor
     name, box)."""
     acc = b.accesses()
-    reads = tuple((r.decl.name, r.box) for _, r in acc.reads)
+    kept = _kept_reads(b)
+    reads = tuple((r.decl.name, r.box) for _, r in (
+        acc.reads if kept is None else (acc.reads[i] for i in kept)))
     writes = tuple((r.decl.name, r.box) for _, r in acc.writes)
     if b.engine == "dma":
         extra = dma.plan(b, target)
@@ -100,6 +102,19 @@ def _costed(b, target: Target) -> tuple:
     write_names = tuple(dict.fromkeys(n for n, _ in writes))
     return (int(cycles), reads, writes, extra, names, recompute.fast_key(b, reads), read_names,
             write_names)
+
+
+def _kept_reads(b) -> tuple[int, ...] | None:
+    """Positions in b.accesses().reads of the reads the scheduler waits for (None: all):
+    not the reads of its own outputs a pipelined accumulation declares
+    (InstructionDef.pipelined_accumulate)."""
+    spec = b.spec
+    if not spec.pipelined_accumulate or spec.reads_out is None:
+        return None
+    outs = spec.reads_out(b)
+    if not outs:
+        return None
+    return tuple(i for i, (p, _) in enumerate(b.accesses().reads) if p not in outs)
 
 
 def _picker(positions: tuple[int, ...]):
@@ -224,25 +239,27 @@ class _Scheduler:
         if t is None:
             c = self.new_costed(b)
             _, names = b.names_plan()
-            both = c[1] + c[2]
-            if tuple(n for n, _ in both) != names:  # not the order assumed below
-                self.by_form[fkey] = False
+            n_reads = len(b.accesses().reads)  # (with any the scheduler does not wait for)
+            kept = _kept_reads(b)
+            kept = tuple(range(n_reads)) if kept is None else kept
+            pick_reads = _picker(kept)
+            if tuple(n for n, _ in c[1] + c[2]) != pick_reads(names) + names[n_reads:]:
+                self.by_form[fkey] = False  # not the order assumed below
                 return c
             first = {}
             for i, n in enumerate(names):
                 first.setdefault(n, i)
-            n_reads = len(c[1])
             self.by_form[fkey] = (
-                c, n_reads, tuple(box for _, box in c[1]), tuple(box for _, box in c[2]),
-                _picker(tuple(first.values())),
+                c, (n_reads, pick_reads), tuple(box for _, box in c[1]),
+                tuple(box for _, box in c[2]), _picker(tuple(first.values())),
                 _picker(tuple(dict.fromkeys(first[n] for n, _ in c[1]))),
                 _picker(tuple(dict.fromkeys(first[n] for n, _ in c[2]))))
             return c
         if t is False:
             return self.new_costed(b)
-        c, n_reads, read_boxes, write_boxes, uniq, uniq_reads, uniq_writes = t
+        c, (n_reads, pick_reads), read_boxes, write_boxes, uniq, uniq_reads, uniq_writes = t
         names = b.names_plan()[1]
-        reads = tuple(zip(names[:n_reads], read_boxes))
+        reads = tuple(zip(pick_reads(names), read_boxes))
         writes = tuple(zip(names[n_reads:], write_boxes))
         key = recompute.fast_key(b, reads)
         if key is not None:

@@ -7,7 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from prog_helpers import assert_bits_equal, out, run_program, sbuf
+from prog_helpers import assert_bits_equal, out, run_program, sbuf, write_program
+
+from nkirun.api import run
 
 F32 = np.float32
 FN = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply,
@@ -177,3 +179,22 @@ def test_cumulative_scan_equals_its_plain_loop(op1):
     start = column(17)
     with np.errstate(all="ignore"):  # (0 * inf)
         assert_bits_equal(scan(op1, start, v.copy()), plain_scan(op1, start, v.copy()))
+
+
+@pytest.mark.parametrize("reduce_op", ["maximum", "minimum", "add"])
+def test_activate2_streamed_reduction(tmp_path, reduce_op):
+    # the page's loop: accumulator = reduce_op(accumulator, dst[i]), from the identity
+    x = zeros_and_cancels(18)
+    tensors = {"x": sbuf(x), "y": out((P, N), "float32"), "r": out((P, 1), "float32")}
+    got = run(write_program(tmp_path, tensors, [{"activate2": {  # (x * 1.0 + -0.0 is x)
+        "dst": "y", "op": "copy", "data": "x", "imm0": 1.0, "imm1": -0.0, "op0": "multiply",
+        "op1": "add", "reduce_op": reduce_op, "reduce_cmd": "reset_reduce",
+        "reduce_res": "r"}}], target="trn3"))
+    start = {"maximum": -np.inf, "minimum": np.inf, "add": 0.0}[reduce_op]
+    want = np.empty((P, 1), F32)
+    for p in range(P):
+        acc = F32(start)
+        for v in x[p]:
+            acc = f32(FN[reduce_op], acc, v)
+        want[p, 0] = acc
+    assert_bits_equal(got["r"], want)

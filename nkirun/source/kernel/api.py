@@ -22,6 +22,9 @@ from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, DEFAULT_TARGET, TARGETS
 from nkirun.source.kernel.trace import Traced, bind_parameters, tensor_arg, trace as _trace
 
 _ENV_TARGETS = {"gen2": "trn1", "gen3": "trn2", "gen4": "trn3"}
+# callables (kernel, traced, bound, diagnostics) told of every kernel simulate() runs, before it
+# runs (nkirun/dropin/pytest_plugin.py: --nkirun-check, --nkirun-cost)
+WATCHERS: list = []
 
 
 def default_target() -> str:
@@ -140,7 +143,9 @@ def simulate(kernel, target: str | None = None, lnc: int = 1, shadow: bool = Fal
 
     def call(*args, **kwargs):
         traced = trace_call(kernel, args, kwargs, target, lnc=lnc)
-        bound, _ = require_valid(traced)
+        bound, diags = require_valid(traced)
+        for watch in WATCHERS:
+            watch(kernel, traced, bound, diags)
         if not shadow:
             arrays = run_traced(traced, bound, uninitialized=uninitialized)
             if traced.structure is None:

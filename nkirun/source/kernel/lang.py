@@ -2,8 +2,8 @@
 constants, operator tokens and the convenience compute functions.
 
 Readings:
-- `affine_range`, `sequential_range` and `static_range` are Python's `range` (NKI 0.6:
-  "an alias for Python's range ... a fully unrolled loop"). `dynamic_range`,
+- `affine_range`, `sequential_range`, `static_range` and `range` are Python's `range`
+  (NKI 0.6: "an alias for Python's range ... a fully unrolled loop"). `dynamic_range`,
   `fori_loop` and `while_loop` are runtime loops traced once (kernel/control.py).
 - Without a launch grid `program_ndim()` is 0, `program_id(axis)` 0 and
   `num_programs(axes)` 1.
@@ -105,7 +105,7 @@ def affine_range(start, stop=None, step=1, **_directives):
     try:
         return range(start) if stop is None else range(start, stop, step)
     except (TypeError, ValueError) as e:  # e.g. a float bound: the kernel's mistake, located
-        raise kernel_error("E603", f"nl.affine_range/sequential_range/static_range: {e}",
+        raise kernel_error("E603", f"nl.affine_range/sequential_range/static_range/range: {e}",
                            hint="loop bounds and step are Python ints (step not 0)") from None
 
 
@@ -260,7 +260,7 @@ def build_module(name: str = "nki.language") -> types.ModuleType:
     ns.update(ndarray=ndarray, NkiTensor=ndarray, NKIObject=NKIObject, tile_size=consts.tile_size,
               MemoryRegion=MemoryRegion, DType=consts.NlDType, ds=ds,
               affine_range=affine_range, sequential_range=sequential_range,
-              static_range=static_range, program_id=program_id, num_programs=num_programs,
+              static_range=static_range, range=affine_range, program_id=program_id, num_programs=num_programs,
               program_ndim=program_ndim, shared_constant=shared_constant,
               shared_identity_matrix=shared_identity_matrix, device_print=device_print,
               no_reorder=no_reorder, expand_dims=expand_dims, is_hbm=is_hbm,

@@ -19,7 +19,8 @@ from contextlib import contextmanager
 from nkirun.source.kernel.unsupported import Unprovided, here, importing, unsupported
 
 NAMES = ("nki", "nki.isa", "nki.isa.constants", "nki.language", "nki.collectives",
-         "nki.typing", "nki.compiler", "neuronxcc", "neuronxcc.nki", "neuronxcc.nki.isa",
+         "nki.typing", "nki.compiler", "nki.dtype", "nki.language.dtypes", "nki.builtin",
+         "neuronxcc", "neuronxcc.nki", "neuronxcc.nki.isa",
          "neuronxcc.nki.isa.constants", "neuronxcc.nki.language", "neuronxcc.nki.typing",
          "neuronxcc.nki.compiler")
 _ROOTS = ("nki", "neuronxcc")
@@ -92,6 +93,48 @@ def _simulate_kernel(kernel, *args, **kwargs):
     """`nki.simulate_kernel(kernel, *arrays)` (neuronxcc.nki before 0.2)."""
     from nkirun.source.kernel.api import simulate
     return simulate(kernel)(*args, **kwargs)
+
+
+class CpuSimulate:
+    """`nki.cpu_simulate(kernel)[lnc](*arrays, **kwargs)`: NKI 0.6's CPU-simulator entry as
+    nki-library's harness calls it, i.e. `nkirun.simulate(kernel, lnc=lnc, target=...)`
+    (`nki.cpu_simulate(kernel)(...)`: one core). The target: `nkirun.install(target=)` /
+    pytest's `--nkirun-target`, else NKI_NC_VERSION (gen2/gen3/gen4, which that harness
+    sets), else nkirun's default (NEURON_PLATFORM_TARGET_OVERRIDE, trn2)."""
+
+    target: str | None = None  # set by nkirun.install(target=...)
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+
+    def __getitem__(self, lnc):
+        return _simulate_on(self.kernel, int(lnc))
+
+    def __call__(self, *args, **kwargs):
+        return self[1](*args, **kwargs)
+
+
+def _simulate_on(kernel, lnc: int):
+    import os
+    from nkirun.source.kernel.api import simulate
+    from nkirun.source.kernel.consts import TARGET_VERSION
+    gen = os.environ.get("NKI_NC_VERSION", "").strip().lower()
+    by_gen = {g: t for t, g in TARGET_VERSION.items() if t != "inf2"}
+    return simulate(kernel, CpuSimulate.target or by_gen.get(gen, gen or None), lnc)
+
+
+class _DtypeModule(types.ModuleType):
+    """`nki.dtype` (= `nki.language.dtypes`): the dtype objects by name (`nki.dtype.float8_e4m3`),
+    and, as an annotation or in isinstance, the type of a dtype."""
+
+    def __instancecheck__(self, obj):
+        from nkirun.source.kernel.consts import NlDType
+        return isinstance(obj, NlDType)
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise unsupported(f"nki.dtype.{name}")
 
 
 def _same_kernel(fn=None, **kwargs):
@@ -191,7 +234,11 @@ def modules() -> dict[str, types.ModuleType]:
         collectives.ReplicaGroup = ReplicaGroup  # a description only: the collectives are E601
         nki.isa, nki.language, nki.collectives = isa, language, collectives
         nki.jit, nki.simulate, nki.Kernel = jit, _simulate, Kernel
-        nki.dtype = consts.NlDType
+        dtypes = _DtypeModule("nki.language.dtypes", "NKI dtypes (nkirun's nl dtype objects)")
+        dtypes.__dict__.update(consts.DTYPES)
+        nki.dtype = language.dtypes = dtypes
+        nki.cpu_simulate = CpuSimulate
+        nki.builtin = _Package("nki.builtin", "NKI 0.6's nki.builtin: nkirun defines no names in it")
         nki.simulate_kernel = _simulate_kernel
         nki.tensor = _TensorType  # `x: nki.tensor` annotations (pre-0.2)
         nki.baremetal = nki.benchmark = nki.profile = _same_kernel
@@ -209,7 +256,8 @@ def modules() -> dict[str, types.ModuleType]:
         neuronxcc.nki = nki
         mods = {"nki": nki, "nki.isa": isa, "nki.language": language,
                 "nki.collectives": collectives, "nki.typing": typing, "nki.compiler": compiler,
-                "nki.isa.constants": isa.constants}
+                "nki.isa.constants": isa.constants, "nki.dtype": dtypes,
+                "nki.language.dtypes": dtypes, "nki.builtin": nki.builtin}
         for name, m in mods.items():
             if not hasattr(m, "__path__"):  # `import nki.compiler.backends...`: the finder
                 m.__path__ = []             # answers E601, not a ModuleNotFoundError

@@ -1,0 +1,119 @@
+"""nki-library's own integration suite (`test/integration`, goldens computed in the tests) in
+its `--test-mode simulation`, with nkirun as the simulator through the pytest plugin
+(`--nkirun`): the yardstick of docs/kernels.md ("A library's own test suite on nkirun").
+
+    python benchmarks/nkilib_suite.py --python VENV/bin/python --neuron-dtypes DIR \\
+        --scratch /tmp/nkilib-run [--platform trn2|trn3] [--sample 1] [--jobs 1] \\
+        [--timeout 300] [--mem-gb 8] [tests ...]
+
+nki-library is read from its git mirror at the pinned commit (benchmarks/public_kernels.py:
+`fetch github:aws-neuron/nki-library` makes the mirror); nothing of it is stored here.
+`--python`: an interpreter with what the harness imports (torch (CPU), pytest,
+pytest-timeout, allpairspy, boto3, fabric2, filelock, plotext, scipy, attrs,
+aws-embedded-metrics, paramiko) and nkirun's dependencies; nkirun itself comes from this
+tree. `--neuron-dtypes DIR`: the `neuron_dtypes` package the tests' input generators and
+comparators import (it ships with AWS's Neuron compiler and is not public: AWS's, or a
+stand-in); only it is put on the path (linked under SCRATCH/glue). benchmarks/nkilib_env.py supplies the two harness modules the
+public repository lacks. `tests`: paths under the checkout (default test/integration;
+collecting all of it takes minutes). Prints and writes SCRATCH/summary.json: passed,
+failed, the failures grouped by their first line, the slowest tests and each test's peak
+resident memory. Exit 0 when nothing failed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.public_kernels import NKILIB, NKILIB_AT, extract_tree  # noqa: E402
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--python", required=True)
+    p.add_argument("--neuron-dtypes", required=True)
+    p.add_argument("--scratch", required=True)
+    p.add_argument("--platform", default="trn2")
+    p.add_argument("--sample", type=int, default=0, help="tests per test function (0: all)")
+    p.add_argument("--jobs", type=int, default=1)
+    p.add_argument("--timeout", type=int, default=300)
+    p.add_argument("--mem-gb", type=int, default=8, help="address-space limit per process")
+    p.add_argument("--nkirun-args", default="", help="more plugin options, e.g. --nkirun-cost")
+    p.add_argument("tests", nargs="*", default=["test/integration"])
+    a = p.parse_args(argv)
+    scratch = Path(a.scratch).resolve()
+    lib = scratch / "nki-library"
+    if not (lib / "test").is_dir():
+        for part in ("src", "test", "pyproject.toml"):
+            extract_tree(NKILIB, NKILIB_AT, part, lib)
+    glue = scratch / "glue"
+    glue.mkdir(exist_ok=True)
+    link = glue / "neuron_dtypes"
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    link.symlink_to(Path(a.neuron_dtypes).resolve(), target_is_directory=True)
+    junit = scratch / f"junit-{a.platform}.xml"
+    cmd = [a.python, "-m", "pytest", *a.tests, "--test-mode", "simulation",
+           "--platform-target", a.platform, "-p", "nkirun_pytest", "--nkirun",
+           *a.nkirun_args.split(), "-p", "nkilib_env", "-p", "no:cacheprovider",
+           "--continue-on-collection-errors", "--timeout", str(a.timeout), "--tb=line",
+           "-q", "--junitxml", str(junit), "--output-directory", str(scratch / "test-output")]
+    if a.jobs > 1:
+        cmd += ["-n", str(a.jobs)]
+    env = dict(os.environ, PYTHONHASHSEED="0", NKILIB_SAMPLE=str(a.sample),
+               OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+               PYTHONPATH=os.pathsep.join([str(ROOT), str(HERE), str(glue),
+                                           str(lib / "src")]))
+    limit = a.mem_gb << 30
+
+    def cap():
+        if limit:
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    with open(scratch / f"pytest-{a.platform}.log", "w") as log:
+        rc = subprocess.run(cmd, cwd=lib, env=env, stdout=log, stderr=subprocess.STDOUT,
+                            preexec_fn=cap).returncode
+    summary = summarize(junit)
+    summary.update(platform=a.platform, sample=a.sample, pytest_exit=rc,
+                   peak_rss_mb=resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)
+    (scratch / f"summary-{a.platform}.json").write_text(json.dumps(summary, indent=1))
+    print(json.dumps({k: v for k, v in summary.items() if k != "tests"}, indent=1))
+    return 0 if summary["failed"] == 0 and summary["passed"] else 1
+
+
+def summarize(junit: Path) -> dict:
+    """Counts, failures grouped by their message's first line, the slowest tests, and each
+    test's time and peak resident memory (nkilib_env.py records it)."""
+    tests, groups = {}, {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        node = f"{case.get('classname')}::{case.get('name')}"
+        bad = case.find("failure") if case.find("failure") is not None else case.find("error")
+        skipped = case.find("skipped") is not None
+        outcome = "skipped" if skipped else "failed" if bad is not None else "passed"
+        props = {p.get("name"): p.get("value") for p in case.iter("property")}
+        row = {"outcome": outcome, "seconds": float(case.get("time") or 0),
+               "max_rss_mb": int(props["max_rss_mb"]) if "max_rss_mb" in props else None}
+        if bad is not None:
+            first = ((bad.get("message") or bad.text or "").strip().splitlines() or [""])[0]
+            row["why"] = first[:240]
+            groups.setdefault(first[:120], []).append(node)
+        tests[node] = row
+    count = lambda o: sum(1 for t in tests.values() if t["outcome"] == o)  # noqa: E731
+    slow = sorted(tests.items(), key=lambda kv: -kv[1]["seconds"])[:10]
+    return {"passed": count("passed"), "failed": count("failed"), "skipped": count("skipped"),
+            "failures": {k: v for k, v in sorted(groups.items(), key=lambda kv: -len(kv[1]))},
+            "slowest": [(n, t["seconds"]) for n, t in slow],
+            "max_rss_mb": max((t["max_rss_mb"] or 0 for t in tests.values()), default=0),
+            "tests": tests}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

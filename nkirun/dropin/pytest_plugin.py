@@ -1,0 +1,112 @@
+"""What the pytest plugin (nkirun_pytest.py, beside the nkirun package) does once a run
+asks for nkirun: install the drop-in, watch every kernel each test simulates, and report.
+
+`--nkirun-check`: every kernel a test simulates is checked first (an error fails the test,
+as it stops the run); the warnings are summarised at the end. `--nkirun-cost`: each test's
+predicted kernel time (the sum over the kernels it simulates), as a table at the end.
+`--nkirun-json F` writes both, per test, as JSON. Works under pytest-xdist (each test's
+numbers travel with its report).
+"""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+_KEY = "nkirun"
+
+
+def configure(config, target, check: bool, cost: bool, json_path) -> None:
+    """nkirun_pytest's pytest_configure, once the options ask for nkirun."""
+    install(target)
+    config.pluginmanager.register(_Report(check, cost, json_path), "nkirun-report")
+
+
+def install(target) -> None:
+    from nkirun.dropin import install as install_dropin
+    try:
+        install_dropin(target)
+    except ValueError as e:
+        raise pytest.UsageError(f"--nkirun-target: {e}") from None
+
+
+class _Report:
+    """What the kernels of each test showed: collected on the worker that ran it (a watcher
+    of nkirun's simulate), carried in the report's user_properties, tabled at the end."""
+
+    def __init__(self, check: bool, cost: bool, json_path: str | None):
+        self.check, self.cost, self.json_path = check, cost, json_path
+        self.current: list | None = None  # the running test's kernels
+        self.tests: dict = {}  # node id -> {"outcome", "kernels": [...]}
+
+    # -- on the worker ------------------------------------------------------------------
+    def watch(self, kernel, traced, bound, diags) -> None:
+        if self.current is None:
+            return
+        row = {"kernel": getattr(kernel, "__qualname__", None) or "kernel",
+               "target": traced.program.target, "lnc": traced.program.cores}
+        if self.check or self.json_path:
+            row["warnings"] = [{"code": d.code, "message": d.message,
+                                "where": str(d.loc) if d.loc else None}
+                               for d in diags if not d.is_error]
+        if self.cost or self.json_path:
+            row["predicted_ns"] = _predicted_ns(traced, bound)
+        self.current.append(row)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item):
+        from nkirun.source.kernel.api import WATCHERS
+        self.current = []
+        WATCHERS.append(self.watch)
+        start = time.perf_counter()
+        try:
+            outcome = yield
+        finally:
+            WATCHERS.remove(self.watch)
+        data = {"kernels": self.current, "seconds": round(time.perf_counter() - start, 3)}
+        self.current = None
+        exc = outcome.excinfo[1] if outcome.excinfo else None
+        diags = getattr(exc, "diagnostics", None)
+        if diags:
+            data["errors"] = [{"code": d.code, "message": d.message,
+                               "where": str(d.loc) if d.loc else None}
+                              for d in diags if d.is_error]
+        item.user_properties.append((_KEY, data))
+
+    # -- where the reports arrive (the controller under xdist) ---------------------------
+    def pytest_runtest_logreport(self, report):
+        if report.when != "call":
+            return
+        for key, data in report.user_properties:
+            if key == _KEY:
+                self.tests[report.nodeid] = dict(data, outcome=report.outcome)
+
+    def pytest_terminal_summary(self, terminalreporter):
+        from nkirun.dropin.summary import cost_table, warnings_summary
+        tr = terminalreporter
+        if self.check:
+            tr.write_sep("=", "nkirun check")
+            for line in warnings_summary(self.tests):
+                tr.write_line(line)
+        if self.cost:
+            tr.write_sep("=", "nkirun predicted kernel time")
+            for line in cost_table(self.tests):
+                tr.write_line(line)
+        if self.json_path:
+            with open(self.json_path, "w", encoding="utf-8") as f:
+                json.dump({"tests": self.tests}, f, indent=1, sort_keys=True)
+            tr.write_line(f"nkirun: wrote {self.json_path}")
+
+
+def _predicted_ns(traced, bound):
+    """The schedule's end, or None where runtime loops need their trip counts from data
+    (the plugin does not run a kernel twice)."""
+    from nkirun.diagnostics import NkirunError
+    from nkirun.schedule import schedule
+    from nkirun.schedule.trips import expand
+    try:
+        seq, _ = expand(traced.program, bound, None, None)
+        return round(schedule(traced.program, seq).total_ns, 1)
+    except NkirunError:
+        return None

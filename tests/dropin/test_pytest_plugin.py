@@ -1,0 +1,84 @@
+"""The pytest plugin (nkirun/dropin/pytest_plugin.py) on a small suite written for NKI's CPU
+simulator: its conftest imports `nki` at load time and its tests never import nkirun."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+CONFTEST = '''
+import nki.isa  # noqa: F401  (at load time, as nki-library's conftest does)
+'''
+
+SUITE = '''
+import numpy as np
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def double(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+@nki.jit
+def too_tall(a):
+    t = nl.ndarray((256, 4), dtype=a.dtype, buffer=nl.sbuf)
+    return t
+
+
+def test_double():
+    x = np.ones((8, 4), np.float32)
+    np.testing.assert_array_equal(nki.cpu_simulate(double)[1](a=x), 2 * x)
+    assert "nkirun" in __import__("sys").modules
+
+
+def test_invalid_kernel():
+    nki.cpu_simulate(too_tall)[1](a=np.ones((8, 4), np.float32))
+'''
+
+
+def _pytest(tmp_path, *args):
+    (tmp_path / "conftest.py").write_text(CONFTEST)
+    (tmp_path / "test_suite.py").write_text(SUITE)
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env.pop("NEURON_PLATFORM_TARGET_OVERRIDE", None)
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "nkirun_pytest",
+                           "-p", "no:cacheprovider", "-q", *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_without_the_option_the_plugin_does_nothing(tmp_path):
+    r = _pytest(tmp_path)
+    assert r.returncode != 0 and "No module named 'nki'" in r.stdout + r.stderr
+
+
+def test_the_suite_runs_checked_and_costed_on_nkirun(tmp_path):
+    out = tmp_path / "nkirun.json"
+    r = _pytest(tmp_path, "--nkirun-check", "--nkirun-cost", "--nkirun-json", str(out),
+                "--nkirun-target", "trn3")
+    text = r.stdout + r.stderr
+    assert "1 failed, 1 passed" in text, text
+    assert "nkirun check" in text and "1 tests stopped by an nkirun error" in text
+    assert "nkirun predicted kernel time" in text and "test_suite.py::test_double" in text
+    tests = json.loads(out.read_text())["tests"]
+    ok = tests["test_suite.py::test_double"]
+    assert ok["outcome"] == "passed" and ok["kernels"][0]["target"] == "trn3"
+    assert ok["kernels"][0]["predicted_ns"] > 0 and ok["kernels"][0]["kernel"] == "double"
+    bad = tests["test_suite.py::test_invalid_kernel"]
+    assert bad["outcome"] == "failed" and bad["errors"][0]["code"].startswith("E")
+
+
+def test_an_unknown_target_is_a_usage_error(tmp_path):
+    r = _pytest(tmp_path, "--nkirun-target", "trn9")
+    assert r.returncode == 4 and "--nkirun-target: unknown target 'trn9'" in r.stderr
