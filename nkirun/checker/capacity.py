@@ -26,8 +26,10 @@ _NAMED = 5  # tiles named in the warning
 
 
 def _uses(program, bound, buf: str) -> tuple[dict, list]:
-    """({tensor: [instruction positions using it]}, [(positions' tensors, written)]) for
-    the tensors of buffer `buf`; a tensor with contents is used at 0, an output at the end."""
+    """({tensor: [instruction positions using it]}, [(tensors used, tensors written,
+    tensors read, whether it is a load: a DMA reading no on-chip tensor)] per instruction)
+    for the tensors of buffer `buf`; a tensor with contents is used at 0, an output at the
+    end."""
     tensors = program.tensors
     uses: dict[str, list[int]] = {}
     per: list = []
@@ -37,18 +39,17 @@ def _uses(program, bound, buf: str) -> tuple[dict, list]:
         if plan is None:
             plan, names = b.names_plan()
         n_reads = len(plan[0])
-        here, wrote = set(), set()
-        for pos in plan[2]:
-            name = names[pos]
+        here, wrote, read = set(), set(), set()
+        load = b.engine == "dma" and all(pos >= n_reads for pos in plan[2])
+        for pos, name in enumerate(names):  # (plan[2] lists a tensor read and written once)
             t = tensors.get(name)
             if t is None or t.buffer != buf:
                 continue
             here.add(name)
-            if pos >= n_reads:
-                wrote.add(name)
+            (wrote if pos >= n_reads else read).add(name)
         for name in here:
             uses.setdefault(name, []).append(i)
-        per.append((here, wrote))
+        per.append((here, wrote, read, load))
     n = len(bound)
     for t in tensors.values():
         if t.buffer == buf and t.name in uses:
@@ -67,17 +68,22 @@ def spill_plan(program, bound, buf: str, cap: int) -> dict:
     """Belady's spill schedule for buffer `buf` (per partition capacity `cap`):
     {"events": [(position, "save" | "reload", tensor, bytes)], "save_bytes", "reload_bytes",
     "too_big": (position, bytes per partition) of an instruction whose operands alone
-    exceed cap, or None}. Bytes are whole-tensor bytes (all partitions)."""
+    exceed cap, or None}. Bytes are whole-tensor bytes (all partitions).
+    A tile that is a copy of HBM data (written by a load, not modified since) needs no save:
+    it is loaded again from its source; one evicted before anything read it costs nothing
+    (the compiler issues the load later, where the room is)."""
     uses, per = _uses(program, bound, buf)
     tensors = program.tensors
     nxt = {name: 0 for name in uses}  # index into uses[name] of the next use
     resident: dict[str, int] = {}     # name -> bytes per partition
-    spilled: set[str] = set()
-    dirty: set[str] = set()
+    spilled: set[str] = set()         # evicted; its next use reloads it
+    sunk: set[str] = set()            # evicted before its load was read: the load moves
+    dirty: set[str] = set()           # written by a compute (or from on-chip data)
+    fresh: set[str] = set()           # loaded from HBM and not read since
     heap: list = []                   # (-next use, name)
     used = 0
     out = {"events": [], "save_bytes": 0, "reload_bytes": 0, "too_big": None}
-    for i, (here, wrote) in enumerate(per):
+    for i, (here, wrote, read, load) in enumerate(per):
         need = 0
         for name in here:
             t = tensors[name]
@@ -87,6 +93,7 @@ def spill_plan(program, bound, buf: str, cap: int) -> dict:
                     spilled.discard(name)
                     out["events"].append((i, "reload", name, t.nbytes))
                     out["reload_bytes"] += t.nbytes
+                sunk.discard(name)
                 resident[name] = _size(t)
                 used += resident[name]
             lst, k = uses[name], nxt[name]
@@ -95,7 +102,13 @@ def spill_plan(program, bound, buf: str, cap: int) -> dict:
             nxt[name] = k
             if k < len(lst):
                 heapq.heappush(heap, (-lst[k], name))
-        dirty |= wrote
+        fresh -= read
+        if load:
+            dirty -= wrote
+            fresh |= wrote
+        else:
+            dirty |= wrote
+            fresh -= wrote
         if need > cap and out["too_big"] is None:
             out["too_big"] = (i, need)
         while used > cap and heap:
@@ -110,12 +123,13 @@ def spill_plan(program, bound, buf: str, cap: int) -> dict:
                 out["events"].append((i, "save", name, t.nbytes))
                 out["save_bytes"] += t.nbytes
                 dirty.discard(name)
-            spilled.add(name)
+            (sunk if name in fresh else spilled).add(name)
             used -= resident.pop(name)
         for name in here:  # the last use frees it
             if nxt[name] >= len(uses[name]) and name in resident:
                 used -= resident.pop(name)
                 dirty.discard(name)
+                fresh.discard(name)
     return out
 
 
@@ -156,9 +170,12 @@ def over_capacity(program, bound, buf: str, cap: int, peak: int, at: int,
     more = f" and {len(live) - _NAMED} more" if len(live) > _NAMED else ""
     mb = (plan["save_bytes"] + plan["reload_bytes"]) / 1e6
     nxt = "SBUF" if buf == "psum" else "HBM"
-    return [warning("W047", f"{head}: the compiler spills to {nxt}. Live at the peak: "
-                    f"{named}{more}. nkirun's estimate: {plan['save_bytes'] / 1e6:,.2f} MB "
-                    f"saved and {plan['reload_bytes'] / 1e6:,.2f} MB reloaded ({mb:,.2f} MB of "
-                    "DMA, costed by `nkirun cost`)", b.loc(), at,
+    estimate = (f"nkirun's estimate: {plan['save_bytes'] / 1e6:,.2f} MB saved and "
+                f"{plan['reload_bytes'] / 1e6:,.2f} MB reloaded ({mb:,.2f} MB of DMA, costed "
+                "by `nkirun cost`)" if plan["events"] else
+                "nkirun's estimate: no spill traffic, as the tiles over capacity are loads "
+                "nothing read yet, which the compiler can issue later")
+    return [warning("W047", f"{head}: the compiler spills to {nxt} or reorders. Live at "
+                    f"the peak: {named}{more}. {estimate}", b.loc(), at,
                     hint="allocate tiles inside the loop that uses them, or tile the long "
                          "dimension, so fewer are live at once")]
