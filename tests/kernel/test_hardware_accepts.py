@@ -241,3 +241,39 @@ def test_a_transpose_wider_than_32_is_the_tensor_engines(tmp_path, call, warns):
     assert doc["ok"] and codes(doc, "warning") == warns, doc
     x = np.arange(128 * 64, dtype=np.float32).reshape(128, 64)
     np.testing.assert_array_equal(nkirun.simulate(nkirun_kernel(path, "kernel"))(x), x.T)
+
+
+PSUM_ALL_LIVE = """\
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def kernel(a, b):
+    out = nl.ndarray((128, 10 * 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    at = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+    bt = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=at, src=a)
+    nisa.dma_copy(dst=bt, src=b)
+    accs = []
+    for i in range(10):  # ten 2 KiB accumulators live at once: PSUM has 16 KiB
+        acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=acc, stationary=at, moving=bt)
+        accs.append(acc)
+    for i in range(10):
+        o = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=o, src=accs[i])
+        nisa.dma_copy(dst=out[:, i * 512:(i + 1) * 512], src=o)
+    return out
+"""
+
+
+def test_a_psum_live_set_over_capacity_is_spilled_to_sbuf(tmp_path):
+    """The memory-hierarchy page: the compiler spills "any on-chip memory" to the next
+    tier; for PSUM that is SBUF (attention kernels with many PSUM tiles ran so)."""
+    doc = check_json(write(tmp_path, PSUM_ALL_LIVE) + "::kernel",
+                     "--shape", "a=float32[128,128]", "--shape", "b=float32[128,512]")
+    assert doc["ok"] and codes(doc, "warning") == ["W047"], doc
+    assert "live PSUM tensors need 20,480 bytes" in doc["diagnostics"][0]["message"]
+    assert "spills to SBUF" in doc["diagnostics"][0]["message"]
