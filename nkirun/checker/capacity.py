@@ -73,64 +73,81 @@ def spill_plan(program, bound, buf: str, cap: int) -> dict:
     it is loaded again from its source; one evicted before anything read it costs nothing
     (the compiler issues the load later, where the room is)."""
     uses, per = _uses(program, bound, buf)
-    tensors = program.tensors
-    nxt = {name: 0 for name in uses}  # index into uses[name] of the next use
-    resident: dict[str, int] = {}     # name -> bytes per partition
-    spilled: set[str] = set()         # evicted; its next use reloads it
-    sunk: set[str] = set()            # evicted before its load was read: the load moves
-    dirty: set[str] = set()           # written by a compute (or from on-chip data)
-    fresh: set[str] = set()           # loaded from HBM and not read since
-    heap: list = []                   # (-next use, name)
-    used = 0
-    out = {"events": [], "save_bytes": 0, "reload_bytes": 0, "too_big": None}
+    b = _Belady(program.tensors, uses, cap)
     for i, (here, wrote, read, load) in enumerate(per):
-        need = 0
-        for name in here:
-            t = tensors[name]
-            need += _size(t)
-            if name not in resident:
-                if name in spilled:
-                    spilled.discard(name)
-                    out["events"].append((i, "reload", name, t.nbytes))
-                    out["reload_bytes"] += t.nbytes
-                sunk.discard(name)
-                resident[name] = _size(t)
-                used += resident[name]
-            lst, k = uses[name], nxt[name]
-            while k < len(lst) and lst[k] <= i:
-                k += 1
-            nxt[name] = k
-            if k < len(lst):
-                heapq.heappush(heap, (-lst[k], name))
-        fresh -= read
+        need = sum(b.bring(name, i) for name in here)
+        b.fresh -= read
         if load:
-            dirty -= wrote
-            fresh |= wrote
+            b.dirty -= wrote
+            b.fresh |= wrote
         else:
-            dirty |= wrote
-            fresh -= wrote
-        if need > cap and out["too_big"] is None:
-            out["too_big"] = (i, need)
-        while used > cap and heap:
-            neg, name = heapq.heappop(heap)
-            if name not in resident or name in here:
+            b.dirty |= wrote
+            b.fresh -= wrote
+        if need > cap and b.out["too_big"] is None:
+            b.out["too_big"] = (i, need)
+        b.evict(here, i)
+        b.free_dead(here)
+    return b.out
+
+
+class _Belady:
+    """spill_plan's state: the resident tiles, the evicted ones and the next uses."""
+
+    def __init__(self, tensors, uses: dict, cap: int):
+        self.tensors, self.uses, self.cap = tensors, uses, cap
+        self.nxt = {name: 0 for name in uses}  # index into uses[name] of the next use
+        self.resident: dict[str, int] = {}     # name -> bytes per partition
+        self.spilled: set[str] = set()         # evicted; its next use reloads it
+        self.dirty: set[str] = set()           # written by a compute (or from on-chip data)
+        self.fresh: set[str] = set()           # loaded from HBM and not read since
+        self.heap: list = []                   # (-next use, name)
+        self.used = 0
+        self.out = {"events": [], "save_bytes": 0, "reload_bytes": 0, "too_big": None}
+
+    def bring(self, name: str, i: int) -> int:
+        """Make `name` resident for instruction i (reloading it if it was spilled);
+        returns its bytes per partition."""
+        t = self.tensors[name]
+        if name not in self.resident:
+            if name in self.spilled:
+                self.spilled.discard(name)
+                self.out["events"].append((i, "reload", name, t.nbytes))
+                self.out["reload_bytes"] += t.nbytes
+            self.resident[name] = _size(t)
+            self.used += self.resident[name]
+        lst, k = self.uses[name], self.nxt[name]
+        while k < len(lst) and lst[k] <= i:
+            k += 1
+        self.nxt[name] = k
+        if k < len(lst):
+            heapq.heappush(self.heap, (-lst[k], name))
+        return self.resident[name]
+
+    def evict(self, here: set, i: int) -> None:
+        """Evict the tiles used again furthest ahead until the rest fit (none of `here`)."""
+        while self.used > self.cap and self.heap:
+            neg, name = heapq.heappop(self.heap)
+            if name not in self.resident or name in here:
                 continue
-            k = nxt[name]
-            if k >= len(uses[name]) or uses[name][k] != -neg:
+            k = self.nxt[name]
+            if k >= len(self.uses[name]) or self.uses[name][k] != -neg:
                 continue  # a stale entry
-            t = tensors[name]
-            if name in dirty:
-                out["events"].append((i, "save", name, t.nbytes))
-                out["save_bytes"] += t.nbytes
-                dirty.discard(name)
-            (sunk if name in fresh else spilled).add(name)
-            used -= resident.pop(name)
-        for name in here:  # the last use frees it
-            if nxt[name] >= len(uses[name]) and name in resident:
-                used -= resident.pop(name)
-                dirty.discard(name)
-                fresh.discard(name)
-    return out
+            t = self.tensors[name]
+            if name in self.dirty:
+                self.out["events"].append((i, "save", name, t.nbytes))
+                self.out["save_bytes"] += t.nbytes
+                self.dirty.discard(name)
+            if name not in self.fresh:  # (a load nothing read yet: the load moves)
+                self.spilled.add(name)
+            self.used -= self.resident.pop(name)
+
+    def free_dead(self, here: set) -> None:
+        """The tiles of `here` whose last use this was leave."""
+        for name in here:
+            if self.nxt[name] >= len(self.uses[name]) and name in self.resident:
+                self.used -= self.resident.pop(name)
+                self.dirty.discard(name)
+                self.fresh.discard(name)
 
 
 def live_at(program, bound, buf: str, at: int) -> list:
