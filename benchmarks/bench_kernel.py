@@ -106,7 +106,7 @@ def rss_child(reps: int) -> int:
     """One trace and check in this (fresh) process: its peak RSS, as JSON on stdout."""
     import numpy as np
     import nkirun  # noqa: F401 - installs the nki fallback finder
-    from nkirun.source.kernel.api import check_traced, trace_call
+    from nkirun.api_kernel import check_traced, trace_call
     _kernel_file()
     import stream_kernel as kernel
     x = np.random.default_rng(0).random((128, 512), dtype=np.float32)
@@ -138,7 +138,7 @@ def main(argv=None) -> int:
     memory = fresh_rss(reps)  # (first: a fresh process, before this one grows)
     import numpy as np
     import nkirun  # noqa: F401 - installs the nki fallback finder
-    from nkirun.source.kernel.api import check_traced, run_traced, trace_call
+    from nkirun.api_kernel import check_traced, run_traced, trace_call
     x = np.random.default_rng(0).random((128, 512), dtype=np.float32)
     path = _kernel_file()
 

@@ -47,7 +47,7 @@ def _kernel(name: str, func: str):
 
 
 def _prepared(kernel, *arrays):
-    from nkirun.source.kernel.api import require_valid, trace_call
+    from nkirun.api_kernel import require_valid, trace_call
     traced = trace_call(kernel, arrays)
     bound, _ = require_valid(traced)
     return traced, bound
@@ -98,7 +98,7 @@ def main() -> None:
         Shadow.native = False
     backend = getattr(Shadow([]), "backend", "numpy")
     print(f"comparison backend: {backend}")
-    from nkirun.source.kernel.api import run_traced
+    from nkirun.api_kernel import run_traced
     rng = np.random.default_rng(1)
     bf = ml_dtypes.bfloat16
     q, k = (rng.standard_normal((128, 128)).astype(bf) for _ in range(2))

@@ -41,7 +41,7 @@ def check(program: Callable[..., Any], *args: Any, **kwargs: Any) -> list[Diagno
 def check(program: Any, *args: Any, **kwargs: Any) -> list[Diagnostic]:  # noqa: E302
     """Diagnostics of a program file, or of a kernel function called with `args`."""
     if callable(program):
-        from nkirun.source.kernel.api import check as check_kernel
+        from nkirun.api_kernel import check as check_kernel
         return check_kernel(program, *args, **kwargs)
     return _api.check(program, *args, **kwargs)
 
@@ -54,7 +54,7 @@ def cost(program: Callable[..., Any], *args: Any, **kwargs: Any) -> Schedule: ..
 def cost(program: Any, *args: Any, **kwargs: Any) -> Schedule:  # noqa: E302
     """The schedule of a program file, or of a kernel function called with `args`."""
     if callable(program):
-        from nkirun.source.kernel.api import cost as cost_kernel
+        from nkirun.api_kernel import cost as cost_kernel
         return cost_kernel(program, *args, **kwargs)
     return _api.cost(program, *args, **kwargs)
 
@@ -73,8 +73,15 @@ def run(program: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: E302
     """Outputs of a program file (dict name -> array); for a kernel function, its return
     structure (as `simulate(kernel)(*args, **kwargs)`). shadow=True (programs): the
     ShadowReport of a float32 shadow run instead (nkirun.api.shadow, docs/shadow.md)."""
-    if callable(program):
-        return simulate(program)(*args, **kwargs)
+    if callable(program):  # nkirun's options are not the kernel's (docs/api.md)
+        opts = {k: kwargs.pop(k) for k in ("target", "lnc", "shadow", "uninitialized")
+                if k in kwargs}
+        extra = kwargs.pop("kernel_kwargs", None) or {}
+        clash = set(extra) & set(kwargs)
+        if clash:
+            raise TypeError(f"kernel parameter `{min(clash)}` is given twice (as a keyword "
+                            "and in kernel_kwargs)")
+        return simulate(program, **opts)(*args, **kwargs, **extra)
     if kwargs.pop("shadow", False):
         return _api.shadow(program, *args, **kwargs)
     return _api.run(program, *args, **kwargs)
@@ -87,13 +94,13 @@ def simulate(kernel: Callable[..., Any], target: str | None = None, lnc: int = 1
     call returns a ShadowReport (docs/shadow.md), outputs in `.outputs`; `uninitialized`
     "nan"/"zero" reads elements nothing wrote as NaN/0 instead of E090 (`run
     --uninitialized`)."""
-    from nkirun.source.kernel.api import simulate as simulate_kernel
+    from nkirun.api_kernel import simulate as simulate_kernel
     return simulate_kernel(kernel, target, lnc, shadow, uninitialized)
 
 
 def trace(kernel: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """The IR Program a kernel function traces to with these arguments."""
-    from nkirun.source.kernel.api import trace as trace_kernel
+    from nkirun.api_kernel import trace as trace_kernel
     return trace_kernel(kernel, *args, **kwargs)
 
 
@@ -111,9 +118,13 @@ def install(target: str | None = None) -> None:
     install_dropin(target)
 
 
+import nkirun.source.write  # noqa: E402,F401  (Program.to_yaml/to_text write through it)
+
+
 def _install_nki_fallback() -> None:
-    from nkirun.source.kernel.modules import install_fallback_finder
+    from nkirun.source.kernel.modules import install_fallback_finder, set_simulator
     install_fallback_finder()
+    set_simulator(simulate)  # what `nki.simulate` and calling a jit kernel run
 
 
 _install_nki_fallback()

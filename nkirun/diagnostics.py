@@ -104,3 +104,15 @@ class InternalError(Exception):
         self.exc = exc
 
 
+
+
+def did_you_mean(word: str, choices) -> str | None:
+    """`did you mean `x`?` for the closest of `choices`, or None."""
+    close = closest(word, choices)
+    return f"did you mean `{close}`?" if close else None
+
+
+def closest(word, choices) -> str | None:
+    import difflib  # only on an error path: not imported at start-up
+    close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
+    return close[0] if close else None

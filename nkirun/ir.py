@@ -279,10 +279,52 @@ class Program:
     def to_yaml(self) -> str:
         """This program as YAML (what `convert --to yaml` writes; a kernel parameter given
         at run time has no initial contents: pass it with `run --input` / `inputs=`)."""
-        from nkirun.source.write import write_program
-        return write_program(self, "yaml")
+        return WRITER[0](self, "yaml")
 
     def to_text(self) -> str:
         """This program in the text format (`convert --to text`)."""
-        from nkirun.source.write import write_program
-        return write_program(self, "text")
+        return WRITER[0](self, "text")
+
+
+# source/write.py's write_program, put here when it is imported (the IR sits below the
+# front ends that write it; `import nkirun` imports the writer)
+WRITER: list = [None]
+
+
+def rename_tensors(program: Program, mapping: dict[str, str]) -> Program:
+    """The program with tensors renamed (`mapping`: old -> new name) in their declarations
+    and in every operand; a tensor already holding a new name moves aside (`out0_1`).
+    Instructions come out with plain `args` and `arg_locs` (a written program's form)."""
+    if not mapping:
+        return program
+    taken = set(program.tensors) - set(mapping) | set(mapping.values())
+    for name in list(program.tensors):
+        if name not in mapping and name in mapping.values():
+            k = 1
+            while f"{name}_{k}" in taken:
+                k += 1
+            mapping[name] = f"{name}_{k}"
+            taken.add(mapping[name])
+
+    def new(v):
+        if isinstance(v, View):
+            return View(mapping.get(v.tensor, v.tensor), new(v.index), v.loc)
+        if isinstance(v, AccessPattern):
+            return AccessPattern(v.pattern, v.offset, v.dtype, new(v.scalar_offset),
+                                 new(v.vector_offset), v.indirect_dim)
+        if isinstance(v, (tuple, list)) and not isinstance(v, str):
+            return type(v)(new(x) for x in v)
+        return v
+    tensors = {mapping.get(n, n): _renamed_decl(t, mapping.get(n, n))
+               for n, t in program.tensors.items()}
+    insts = tuple(Instruction(i.op, {k: new(v) for k, v in dict(i.args).items()}, i.index,
+                              i.loc, dict(i.arg_locs), i.repeat_of, i.core)
+                  for i in program.instructions)
+    from dataclasses import replace
+    return replace(program, tensors=tensors, instructions=insts,
+                   invalid_tensors=frozenset(mapping.get(n, n) for n in program.invalid_tensors))
+
+
+def _renamed_decl(t: TensorDecl, name: str) -> TensorDecl:
+    from dataclasses import replace
+    return t if t.name == name else replace(t, name=name)

@@ -114,7 +114,7 @@ def predict(point: dict) -> tuple[float, int]:
     """(predicted ns of the point's metric, instructions)."""
     import importlib
     from nkirun.schedule import schedule
-    from nkirun.source.kernel.api import require_valid, trace_call
+    from nkirun.api_kernel import require_valid, trace_call
     kernel = getattr(importlib.import_module(point["module"]), point["kernel"])
     traced = trace_call(kernel, point["args"], {}, point["target"])
     bound, _ = require_valid(traced)

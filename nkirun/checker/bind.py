@@ -153,7 +153,7 @@ def _resolve_views(inst, args: dict, view_params, program: Program, views: Views
             if decl is None:
                 ok = False
                 if v.tensor not in program.invalid_tensors:
-                    from nkirun.source.builder import did_you_mean
+                    from nkirun.diagnostics import did_you_mean
                     diags.append(error(
                         "E026", f"{inst.op}: unknown tensor `{v.tensor}` (in `{p.name}`)",
                         inst.arg_loc(p.name), inst.index,
@@ -184,7 +184,7 @@ def _resolve_item(v: View, p, inst, program: Program, diags: list):
     decl = program.tensors.get(v.tensor)
     if decl is None:
         if v.tensor not in program.invalid_tensors:
-            from nkirun.source.builder import did_you_mean
+            from nkirun.diagnostics import did_you_mean
             diags.append(error(
                 "E026", f"{inst.op}: unknown tensor `{v.tensor}` (in `{p.name}`)",
                 inst.arg_loc(p.name), inst.index,

@@ -22,9 +22,6 @@ import heapq
 from nkirun.diagnostics import Diagnostic, error, warning
 from nkirun.checker.bound import raw_args
 
-_NAMED = 5  # tiles named in the warning
-
-
 def _uses(program, bound, buf: str) -> tuple[dict, list]:
     """({tensor: [instruction positions using it]}, [(tensors used, tensors written,
     tensors read, whether it is a load: a DMA reading no on-chip tensor)] per instruction)
@@ -150,29 +147,24 @@ class _Belady:
                 self.fresh.discard(name)
 
 
-def live_at(program, bound, buf: str, at: int) -> list:
-    """The tensors of `buf` live at position `at` (first use <= at <= last use), largest
-    first."""
-    uses, _ = _uses(program, bound, buf)
-    live = [program.tensors[n] for n, u in uses.items() if u[0] <= at <= u[-1]]
-    return sorted(live, key=lambda t: (-_size(t), t.name))
-
-
 def explicit(program) -> bool:
     """Whether the program places its on-chip tensors itself (nothing can spill)."""
     return program.placement == "explicit"
 
 
 def over_capacity(program, bound, buf: str, cap: int, peak: int, at: int,
-                  target_name: str) -> list[Diagnostic]:
-    """E041 or W047 for a live set of `peak` bytes per partition at position `at`."""
+                  target_name: str, live: str) -> list[Diagnostic]:
+    """E041 or W047 for a live set of `peak` bytes per partition at position `at`; `live`
+    names the tiles live there (passes._live_at_peak)."""
     b = bound[at]
     head = (f"live {buf.upper()} tensors need {peak:,} bytes per partition at instruction "
             f"{at} ({b.op}); {target_name} has {cap:,}")
     if explicit(program):
-        return [error("E041", head + " and this kernel places its tensors itself, so "
+        return [error("E041", head + live + "; this kernel places its tensors itself, so "
                       "nothing spills", b.loc(), at,
-                      hint="reuse tiles or split the work into smaller tiles")]
+                      hint="finish with a tile before the next is first used (a tile lives "
+                           "from its first to its last use), reuse tiles, or split the "
+                           "work into smaller tiles")]
     plan = spill_plan(program, bound, buf, cap)
     if plan["too_big"] is not None:
         i, need = plan["too_big"]
@@ -181,10 +173,6 @@ def over_capacity(program, bound, buf: str, cap: int, peak: int, at: int,
                       f"need {need:,} bytes per partition together; {target_name} has "
                       f"{cap:,} (they must all be resident, none can spill)", bi.loc(), i,
                       hint="split the instruction's operands into smaller tiles")]
-    live = live_at(program, bound, buf, at)
-    named = ", ".join(f"`{t.name}` (line {t.loc.line}, {_size(t):,} B)"
-                      for t in live[:_NAMED])
-    more = f" and {len(live) - _NAMED} more" if len(live) > _NAMED else ""
     mb = (plan["save_bytes"] + plan["reload_bytes"]) / 1e6
     nxt = "SBUF" if buf == "psum" else "HBM"
     estimate = (f"nkirun's estimate: {plan['save_bytes'] / 1e6:,.2f} MB saved and "
@@ -192,7 +180,7 @@ def over_capacity(program, bound, buf: str, cap: int, peak: int, at: int,
                 "by `nkirun cost`)" if plan["events"] else
                 "nkirun's estimate: no spill traffic, as the tiles over capacity are loads "
                 "nothing read yet, which the compiler can issue later")
-    return [warning("W047", f"{head}: the compiler spills to {nxt} or reorders. Live at "
-                    f"the peak: {named}{more}. {estimate}", b.loc(), at,
+    return [warning("W047", f"{head}{live}: the compiler spills to {nxt} or reorders. "
+                    f"{estimate}", b.loc(), at,
                     hint="allocate tiles inside the loop that uses them, or tile the long "
                          "dimension, so fewer are live at once")]

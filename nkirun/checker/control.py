@@ -65,7 +65,7 @@ def _declared_before(name: str, index: int, loc, what: str, regs: dict, program:
     loop_index = any(lp.index == name for lp in enclosing(program.loops, index))
     if at is not None and (at[0] <= index or loop_index):
         return []
-    from nkirun.source.builder import did_you_mean
+    from nkirun.diagnostics import did_you_mean
     said = "used before it is allocated" if at is not None else "never allocated"
     return [error("E650", f"{what}: register `{name}` is {said}", loc, index,
                   hint=did_you_mean(name, regs) or

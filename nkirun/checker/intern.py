@@ -21,6 +21,7 @@ give the same bound values and diagnostics.
 """
 from __future__ import annotations
 
+from nkirun import speed  # the speed switches, beside their plain twins
 from nkirun.checker.bound import Bound, FormBound, Operands, _set_args
 from nkirun.source.forms import FormArgs, FormLocs
 from nkirun.source.operands import Resolved
@@ -165,7 +166,7 @@ class Templates:
         # names_plan() of these operands, when known already
         args.plan, args.names = (plan, tuple(map(names.__getitem__, at))) if at is not None \
             else (None, None)
-        if at is None or not LAZY_OPERANDS:
+        if at is None or not speed.LAZY_OPERANDS:
             args, b = args.operands(), _new(Bound)
         else:
             b = _new(FormBound)  # its Operands made when something reads b.args
@@ -203,7 +204,6 @@ class PendingOperands:
 
 
 _dict_new, _dict_update, _dict_set = dict.__new__, dict.update, dict.__setitem__
-LAZY_OPERANDS = True  # False: every instance's Operands made here (the plain path)
 _RECENT = 4  # tensors remembered per layout by Templates
 
 

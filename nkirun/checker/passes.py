@@ -20,6 +20,7 @@ from nkirun.isa.spec import ACCUMULATORS, Bound
 from nkirun.hw.dtypes import NCV4_ONLY
 from nkirun.checker.bound import raw_args
 from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, TARGETS
+from nkirun.source.tensor_fields import MAX_DIMS
 
 
 def _tensor_rules(program: Program, max_hbm_bytes: int) -> list[Diagnostic]:
@@ -38,6 +39,11 @@ def _tensor_rules(program: Program, max_hbm_bytes: int) -> list[Diagnostic]:
                              f"{target.version} (the NKI compiler refuses it there: NCC_EVRF051)",
                              t.key_locs.get("dtype", t.loc),
                              hint="use --target trn3, or float8_e4m3 (its max is 240, not 448)"))
+        if len(t.shape) > MAX_DIMS:  # (a YAML declaration says so earlier; a trace here)
+            out.append(error("E012", f"tensor `{t.name}`: a shape of {len(t.shape)} "
+                             f"dimensions; at most {MAX_DIMS} are supported", t.loc,
+                             hint="NKI tiles have a partition dimension and a few free ones"))
+            continue
         layout = (t.buffer, t.shape, t.dtype.itemsize)
         if layout in passed:
             continue
@@ -186,8 +192,31 @@ def _capacity(program: Program, bound: list[Bound]) -> list[Diagnostic]:
         peak, peak_at = _peak_live(delta.get(buf, ()), n)
         if peak > cap:  # spilled (W047) unless the kernel places tensors itself (E041)
             from nkirun.checker.capacity import over_capacity
-            out += over_capacity(program, bound, buf, cap, peak, peak_at, target.name)
+            out += over_capacity(program, bound, buf, cap, peak, peak_at, target.name,
+                                 _live_at_peak(program, bound, buf, peak_at, target))
     return out
+
+
+def _live_at_peak(program: Program, bound: list, buf: str, at: int, target) -> str:
+    """E041's detail: the tiles live at the peak, largest first (where each was allocated,
+    bytes per partition) and, for PSUM, the 2 KiB banks they take."""
+    first, last = _first_last(program, bound)
+    if program.loops:
+        from nkirun.checker.control import widen_live
+        widen_live(program.loops, first, last, bound)
+    live = sorted((t for n, t in program.tensors.items() if t.buffer == buf
+                   and first.get(n, at + 1) <= at <= last.get(n, -1)),
+                  key=lambda t: -t.bytes_per_partition)
+    shown = [f"`{t.name}` ({t.loc.line and f'line {t.loc.line}, '}"
+             f"{t.bytes_per_partition:,} B)" for t in live[:8]]
+    more = f" and {len(live) - 8} more" if len(live) > 8 else ""
+    text = f"; live then: {', '.join(shown)}{more}" if shown else ""
+    if buf == "psum":
+        bank = target.psum_bank_bytes
+        banks = sum(-(-t.bytes_per_partition // bank) for t in live)
+        text += (f"; they take {banks} PSUM banks of {bank:,} bytes, the partition has "
+                 f"{target.psum_bytes_per_partition // bank}")
+    return text
 
 
 def _first_last(program: Program, bound: list[Bound]) -> tuple[dict, dict]:

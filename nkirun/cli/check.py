@@ -6,9 +6,8 @@ import sys
 import click
 
 from nkirun.cli.common import (EXIT_INVALID, EXIT_OK, _debug_option, _echo_json, _guard,
-                               _kernel_params, _program_format_option, _target_option)
-from nkirun.source.kernel.cli import kernel_options, no_kernel_options
-from nkirun.source.kernel.loader import is_kernel_path
+                               _program_format_option, _target_option, input_option,
+                               kernel_options, kernel_params)
 
 
 @click.command(short_help="Validate programs statically: every problem, located.")
@@ -20,13 +19,17 @@ from nkirun.source.kernel.loader import is_kernel_path
                    "for CI test reports")
 @_target_option
 @_program_format_option
-@kernel_options(inputs=True)
+@input_option
+@kernel_options
 @_debug_option
 @_guard
 def check(programs, fmt, target, program_format, debug, inputs=(), kernel_args=(),
           kernel_shapes=(), grid=None, lnc=None):
-    """Validate programs statically (reads no data file). Each PATH is a program, a folder
-    (searched for .yaml/.yml/.nkis programs) or a Python kernel KERNEL.py::FUNCTION.
+    """Validate programs and kernels statically (reads no data file). Each PATH is a
+    program, a Python kernel KERNEL.py[::FUNCTION] (traced with --shape/--input/--arg),
+    a folder (its .yaml/.yml/.nkis programs, and the kernels listed in its pyproject.toml)
+    or a pyproject.toml whose [[tool.nkirun.kernels]] list each kernel with its shapes
+    (docs/kernels.md, "Checking many kernels in CI").
 
     Reports every problem at once, each as `file:line:col: error[CODE]: message`, the
     source line with a caret under the offending keyword, and `= help:` saying what is
@@ -41,23 +44,23 @@ def check(programs, fmt, target, program_format, debug, inputs=(), kernel_args=(
       nkirun check prog.yaml --format json      # for editors and tools
       nkirun check programs/ --format github    # annotations in GitHub Actions
       nkirun check programs/ --format junit > report.xml
+      nkirun check a.py::f b.py::g --shape x=float32[128,512]
+      nkirun check . --format github            # programs + pyproject.toml's kernels
 
     Exit status: 0 no errors (warnings allowed), 1 errors in any program, 2 usage error.
     """
-    if any(is_kernel_path(p) for p in programs):
-        if len(programs) != 1:
-            raise click.UsageError("a kernel is checked on its own: give one KERNEL.py::FUNCTION")
-        from nkirun.source.kernel import commands
-        sys.exit(commands.check(programs[0], fmt, _kernel_params(
-            inputs, kernel_shapes, kernel_args, grid, lnc, target)))
-    for program in programs:
-        no_kernel_options(program, kernel_args, kernel_shapes or inputs, grid, lnc)
     from nkirun.show import check_report as cr
-    paths, empty = cr.expand(programs)
+    opts = kernel_params(inputs, kernel_shapes, kernel_args, grid, lnc)
+    items, empty = _items(programs)
     if empty:
-        raise click.BadParameter(f"no .yaml/.yml/.nkis program in {', '.join(empty)}",
+        raise click.BadParameter(f"no .yaml/.yml/.nkis program (nor a [tool.nkirun] kernel "
+                                 f"list in a pyproject.toml) in {', '.join(empty)}",
                                  param_hint="PATH")
-    results = [cr.check_one(p, program_format, target) for p in paths]
+    from nkirun.pipeline.front import KernelOptions, is_kernel
+    mixed = any(is_kernel(p) for p, _, _ in items)  # (the options are for the kernels then)
+    results = [check_one(p, program_format, its_target or target,
+                         its_opts or (opts if is_kernel(p) or not mixed else KernelOptions()))
+               for p, its_opts, its_target in items]
     if fmt == "json":
         _echo_json(cr.to_json(results))
     elif fmt == "github":
@@ -67,3 +70,47 @@ def check(programs, fmt, target, program_format, debug, inputs=(), kernel_args=(
     else:
         cr.print_text(results)
     sys.exit(EXIT_INVALID if any(r.errors for r in results) else EXIT_OK)
+
+
+def check_one(spec: str, program_format, target, opts):
+    """One program or kernel's check_report.Checked: a kernel that does not trace is its
+    diagnostics, like a program that does not parse."""
+    from nkirun.diagnostics import NkirunError
+    from nkirun.pipeline import commands
+    from nkirun.pipeline.front import Front, load
+    from nkirun.show.check_report import Checked
+    try:
+        front = load(spec, program_format, target, opts)
+    except NkirunError as e:
+        if not isinstance(e, ValueError) and not isinstance(e, TypeError):
+            front = Front(spec, "python", None, e.diagnostics, path=spec.split("::")[0])
+            return Checked(spec, front.relocated(e.diagnostics))
+        raise
+    if front.language != "python" and front.program is not None:
+        from nkirun.pipeline.front import check_input_names
+        check_input_names(front)  # (E075: --input names an undeclared tensor)
+    c = commands.check(front)
+    return Checked(spec, c.diagnostics, len(c.program.instructions) if c.program else 0,
+                   front.lines)
+
+
+def _items(paths):
+    """((spec, its KernelOptions or None, its target or None) to check, the paths with
+    nothing to check): program files, folders (their programs, and the kernels their
+    pyproject.toml lists), a pyproject.toml (its kernels), kernels."""
+    import os
+
+    from nkirun.pipeline.manifest import MANIFEST, read_manifest
+    from nkirun.show.check_report import expand
+    items, empty = [], []
+    for p in paths:
+        manifest = p if os.path.basename(p) == MANIFEST and os.path.isfile(p) else \
+            os.path.join(p, MANIFEST) if os.path.isdir(p) else None
+        listed = read_manifest(manifest) if manifest and os.path.isfile(manifest) else []
+        found = [] if manifest == p else expand([p])[0]
+        items += [(f, None, None) for f in found]
+        items += [(e.spec, e.options, e.target) for e in listed]
+        if not found and not listed:
+            empty.append(p)
+    seen = set()
+    return [x for x in items if not (x[0] in seen or seen.add(x[0]))], empty

@@ -54,20 +54,30 @@ def _fail(e: NkirunError, lines=()) -> None:
     diags = e.diagnostics
     if isinstance(program, str):  # no `<program>` placeholder: the file the command read
         from nkirun.api import located
-        diags = located(diags, program)
+        diags = located(diags, program.split("::", 1)[0])
     print_diagnostics(diags, lines, sys.stderr)
     sys.exit(EXIT_INVALID)
 
 
 def _guard(fn):
-    """Run a command body: user errors -> exit 1, bugs -> one line and exit 3."""
+    """Run a command body: user errors -> exit 1, usage errors -> exit 2, bugs -> one
+    line and exit 3."""
     import functools
+
+    from nkirun.pipeline.kernel_params import OptionError
+    from nkirun.source.kernel.loader import KernelUsageError
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         debug = kwargs.get("debug", False)
         try:
             return fn(*args, **kwargs)
+        except KernelUsageError as e:  # a missing or unknown kernel parameter
+            raise click.UsageError(str(e)) from None
+        except OptionError as e:
+            if e.option is None:
+                raise click.UsageError(str(e)) from None
+            raise click.BadParameter(str(e), param_hint=e.option) from None
         except NkirunError as e:
             if kwargs.get("fmt") == "json" and fn.__name__ in ("run", "cost"):
                 _echo_json({"program": kwargs.get("program"), "ok": False,
@@ -98,8 +108,34 @@ def _internal(e: Exception, debug: bool):
     sys.exit(EXIT_BUG)
 
 
-def _kernel_params(inputs, shapes, args, grid, lnc, target) -> dict:
-    return dict(inputs=inputs, shapes=shapes, args=args, grid=grid, lnc=lnc, target=target)
+def kernel_options(f):
+    """--input, --arg, --shape, --grid, --lnc: a kernel's parameters (--input also a
+    program's initial contents where the command has no --input of its own)."""
+    opts = [
+        click.option("--arg", "kernel_args", multiple=True, metavar="NAME=VALUE",
+                     help="kernel parameter NAME (a Python literal), repeatable"),
+        click.option("--shape", "kernel_shapes", multiple=True, metavar="NAME=DTYPE[D0,...]",
+                     help="kernel tensor parameter NAME by shape only, repeatable"),
+        click.option("--grid", "grid", default=None, metavar="G[,G...]",
+                     help="launch the kernel on an SPMD grid (nl.program_id)"),
+        click.option("--lnc", "lnc", type=click.IntRange(1, 2), default=None,
+                     help="logical NeuronCore size: 2 runs the kernel on two cores "
+                          "(trn2/trn3)"),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+input_option = click.option(
+    "--input", "inputs", multiple=True, metavar="NAME=PATH",
+    help="a program's tensor NAME, or a kernel's tensor parameter NAME, from a .npy file "
+         "(a kernel's shape and dtype come from its header), repeatable")
+
+
+def kernel_params(inputs=(), shapes=(), args=(), grid=None, lnc=None):
+    from nkirun.pipeline.front import KernelOptions
+    return KernelOptions(tuple(inputs), tuple(shapes), tuple(args), grid, lnc)
 
 
 def _console():

@@ -7,11 +7,10 @@ import sys
 import click
 
 from nkirun.cli.common import (EXIT_OK, _debug_option, _echo_json, _fmt_option, _guard,
-                               _kernel_params, _program_format_option, _target_option)
+                               _program_format_option, _target_option, input_option,
+                               kernel_options, kernel_params)
 from nkirun.diagnostics import NkirunError
 from nkirun.hw.targets import TARGETS
-from nkirun.source.kernel.cli import kernel_options, no_kernel_options
-from nkirun.source.kernel.loader import is_kernel_path
 
 
 TARGET_NAMES = tuple(TARGETS)
@@ -43,7 +42,8 @@ TARGET_NAMES = tuple(TARGETS)
                    "(stated in the report); without it a loop's count comes from running "
                    "the program on its data")
 @_program_format_option
-@kernel_options(inputs=True)
+@input_option
+@kernel_options
 @_debug_option
 @_guard
 # long: a click command: its help text, the kernel dispatch and the report
@@ -71,7 +71,8 @@ def cost(program, fmt, target, trace_out, view, max_rows, width, program_format,
 
     Exit status: 0 ok, 1 invalid program, 2 usage error.
     """
-    from nkirun import api
+    from dataclasses import replace
+
     from nkirun.schedule import parse_views, render_report, to_json
     try:
         views = parse_views(view)
@@ -79,27 +80,18 @@ def cost(program, fmt, target, trace_out, view, max_rows, width, program_format,
         raise click.BadParameter(str(e), param_hint="--view")
     from nkirun.schedule.trips import parse_trips
     trips = parse_trips(trip)
+    opts = kernel_params(inputs, kernel_shapes, kernel_args, grid, lnc)
     if compare_with or compare_target or compare_shapes:
         if trace_out:
             raise click.UsageError("--trace-out writes one schedule; it cannot be combined "
                                    "with --compare/--compare-target/--compare-shape")
+        other = replace(opts, shapes=tuple(compare_shapes)) if compare_shapes else opts
         sys.exit(_compare(program, compare_with or program, target, compare_target or target,
-                          kernel_shapes, compare_shapes or kernel_shapes, fmt, width,
-                          program_format, dict(inputs=inputs, args=kernel_args, grid=grid,
-                                               lnc=lnc), trips))
-    if is_kernel_path(program):
-        from nkirun.source.kernel import commands
-        sys.exit(commands.cost(program, fmt, _kernel_params(
-            inputs, kernel_shapes, kernel_args, grid, lnc, target), trace_out, views,
-            max_rows, width, trips))
-    no_kernel_options(program, kernel_args, kernel_shapes or inputs, grid, lnc)
-    try:
-        sched = api.cost(program, program_format, target, trips)
-    except NkirunError as e:
-        from nkirun.source import parse_file
-        p, _ = parse_file(program, program_format)
-        e.lines = p.source_lines if p else ()
-        raise
+                          opts, other, fmt, width, program_format, trips))
+    if trace_out == "":
+        raise click.BadParameter("an empty file name; give a file, or - for standard "
+                                 "output", param_hint="--trace-out")
+    sched = _schedule_of(program, target, opts, program_format, trips)
     if _write_trace(sched, trace_out):  # standard output carries the trace alone
         sys.exit(EXIT_OK)
     if fmt == "json":
@@ -127,32 +119,20 @@ def _write_trace(sched, trace_out) -> bool:
     return trace_out == "-"
 
 
-def _schedule_of(program, target, shapes, program_format, kp, trips):
+def _schedule_of(program, target, opts, program_format, trips):
     """The schedule of a program file or a KERNEL.py::FUNCTION on `target` (runtime loops
-    counted as `nkirun cost` counts them: --trip, else a run on the --input data)."""
-    from nkirun import api
-    if is_kernel_path(program):
-        from nkirun.schedule import schedule
-        from nkirun.schedule.trips import expand
-        from nkirun.source.kernel import commands
-        from nkirun.source.kernel.execute import execute_freeing
-        params = _kernel_params(kp["inputs"], shapes, kp["args"], kp["grid"], kp["lnc"], target)
-        traced = commands._traced(program, params)
-        bound, _ = commands._require_valid(program, traced)
-        seq, loops = expand(traced.program, bound, trips, lambda observe: execute_freeing(
-            traced, bound, traced.inputs, observe))
-        sched = schedule(traced.program, seq)
-        sched.loops = loops
-        return sched
-    no_kernel_options(program, kp["args"], shapes or kp["inputs"], kp["grid"], kp["lnc"])
-    return api.cost(program, program_format, target, trips)
+    counted by --trip, else by a run on its data and --input files)."""
+    from nkirun.pipeline import commands
+    from nkirun.pipeline.front import load
+    c = commands.require_valid(load(program, program_format, target, opts))
+    return commands.cost(c, trips)
 
 
-def _compare(a, b, target_a, target_b, shapes_a, shapes_b, fmt, width, program_format, kp,
-             trips):
+def _compare(a, b, target_a, target_b, opts_a, opts_b, fmt, width, program_format, trips):
     from nkirun.schedule.compare import compare, render_compare
-    sa = _schedule_of(a, target_a, shapes_a, program_format, kp, trips)
-    sb = _schedule_of(b, target_b, shapes_b, program_format, kp, trips)
+    sa = _schedule_of(a, target_a, opts_a, program_format, trips)
+    sb = _schedule_of(b, target_b, opts_b, program_format, trips)
+    shapes_a, shapes_b = opts_a.shapes, opts_b.shapes
 
     def label(path, s, shapes):
         name = os.path.basename(path)
@@ -174,7 +154,8 @@ def _compare(a, b, target_a, target_b, shapes_a, shapes_b, fmt, width, program_f
               help="write to this file (atomically) instead of standard output")
 @_program_format_option
 @_target_option
-@kernel_options(inputs=True)
+@input_option
+@kernel_options
 @_debug_option
 @_guard
 def convert(program, to, output, program_format, debug, target=None, inputs=(), kernel_args=(),
@@ -192,24 +173,19 @@ def convert(program, to, output, program_format, debug, target=None, inputs=(), 
 
     Exit status: 0 ok, 1 invalid program or unwritable output, 2 usage error.
     """
-    if is_kernel_path(program):
-        from nkirun.source.kernel import commands
-        sys.exit(commands.convert(program, to, output, _kernel_params(
-            inputs, kernel_shapes, kernel_args, grid, lnc, target)))
-    no_kernel_options(program, kernel_args, kernel_shapes or inputs, grid, lnc)
-    from nkirun.api import check_program
-    from nkirun.diagnostics import ProgramInvalid, error
-    from nkirun.source.write import write_program
-    c = check_program(program, program_format)
-    if not c.ok:
-        e = ProgramInvalid(c.errors or c.diagnostics)
-        e.lines = c.program.source_lines if c.program else ()
-        raise e
-    text = write_program(c.program, to,
-                         None if output is None else os.path.dirname(output) or ".")
+    from nkirun.pipeline import commands
+    from nkirun.pipeline.front import load
+    if output is not None and not output.strip():
+        raise click.BadParameter("an empty file name; give a file, or - for standard "
+                                 "output", param_hint="-o")
+    c = commands.require_valid(load(program, program_format, target, kernel_params(
+        inputs, kernel_shapes, kernel_args, grid, lnc)))
+    text = commands.convert(c, to, None if output in (None, "-")
+                            else os.path.dirname(output) or ".")
     if output is None or output == "-":
         click.echo(text, nl=False)
         sys.exit(EXIT_OK)
+    from nkirun.diagnostics import error
     from nkirun.safeio import write_file
     try:
         where = write_file(output, text.encode("utf-8"))

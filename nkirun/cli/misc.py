@@ -24,6 +24,7 @@ def explain(op, fmt):
       nkirun explain range_select
       nkirun explain nisa.activation --format json
       nkirun explain E040
+      nkirun explain nl.exp                    # what an nki.language call records
 
     Exit status: 0 ok, 1 unknown instruction or code (with a did-you-mean).
     """
@@ -33,6 +34,8 @@ def explain(op, fmt):
     if codes.CODE_RE.fullmatch(op.strip()):
         from nkirun.show.explain import explain_code
         sys.exit(explain_code(op, fmt))
+    if op.strip().startswith(("nl.", "nki.language.")):
+        sys.exit(_explain_nl(op.strip(), fmt))
     spec = lookup(op)
     if spec is None:
         hint = suggestion(op)
@@ -102,3 +105,29 @@ def schema(output, show_path):
                    err=True)
         sys.exit(EXIT_INVALID)
     click.echo(f"wrote {where}", err=True)
+
+
+def _explain_nl(name: str, fmt: str) -> int:
+    """`explain nl.NAME`: the call, the instructions it records (YAML), what to explain
+    next."""
+    from nkirun.show.python_example import nl_call, nl_function
+    short = name.removeprefix("nki.language.").removeprefix("nl.")
+    if nl_call(short) is None:
+        from nkirun.diagnostics import did_you_mean
+        from nkirun.source.kernel.convenience import BINARY, UNARY
+        from nkirun.show.python_example import _CALLS
+        hint = did_you_mean(short, [*UNARY, *BINARY, *_CALLS])
+        click.echo(f"nkirun: nkirun does not explain `{name}`" + (f"; {hint}" if hint else
+                   "") + " (docs/kernels.md lists the nki.language functions)", err=True)
+        return EXIT_INVALID
+    d = nl_function(short)
+    if fmt == "json":
+        _echo_json(d)
+        return 0
+    lines = [f"{d['name']}: records {', '.join(d['records'])}", "", "in a Python kernel:",
+             f"  {d['call']}", "", "records (YAML):"]
+    lines += [f"  {x}" for x in d["yaml"].splitlines()]
+    lines += ["", "tensors:"] + [f"  {n}: {v}" for n, v in d["tensors"].items()]
+    lines += ["", f"({d['note']}; `nkirun explain {d['records'][0]}` for the instruction)"]
+    click.echo("\n".join(lines))
+    return 0

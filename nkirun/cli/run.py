@@ -7,29 +7,19 @@ import sys
 import click
 
 from nkirun.cli.common import (_TOLERANCE, EXIT_INVALID, EXIT_OK, _debug_option, _echo_json,
-                               _guard, _kernel_params, _program_format_option, _target_option)
-from nkirun.diagnostics import NkirunError
-from nkirun.source.kernel.cli import kernel_options, no_kernel_options
-from nkirun.source.kernel.loader import is_kernel_path
-
-
-def _parse_inputs(values) -> dict[str, str]:
-    inputs = {}
-    for v in values:
-        name, sep, path = v.partition("=")
-        if not sep or not name or not path:
-            raise click.BadParameter(f"{v!r}: expected NAME=PATH.npy", param_hint="--input")
-        inputs[name.strip()] = path
-    return inputs
+                               _guard, _program_format_option, _target_option, kernel_options,
+                               kernel_params)
 
 
 def default_out_dir(program: str) -> str:
-    stem = os.path.basename(program)
-    for suffix in (".yaml", ".yml", ".nkis", ".txt"):
+    """out/<program's stem>; a kernel's: out/<file stem>_<function> (or out/<file stem>)."""
+    path, sep, func = program.partition("::")
+    stem = os.path.basename(path)
+    for suffix in (".yaml", ".yml", ".nkis", ".txt", ".py"):
         stem = stem.removesuffix(suffix)
     if stem in ("", ".", ".."):  # `..yaml` must not write into out/ itself or into ./
         stem = "program"
-    return os.path.join("out", stem)
+    return os.path.join("out", f"{stem}_{func}" if sep and func else stem)
 
 
 @click.command(short_help="Check, then execute a program with NumPy; write its outputs.")
@@ -37,7 +27,8 @@ def default_out_dir(program: str) -> str:
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None, metavar="DIR",
               help="folder for the output .npy files [default: ./out/<program name>]")
 @click.option("--input", "inputs", multiple=True, metavar="NAME=PATH",
-              help="replace tensor NAME's initial contents with a .npy file (repeatable)")
+              help="replace tensor NAME's initial contents with a .npy file; for a kernel, "
+                   "tensor parameter NAME (repeatable)")
 @click.option("--max-hbm-bytes", type=click.IntRange(min=1), default=None, metavar="BYTES",
               help="refuse HBM tensors larger than this (default 4 GiB)")
 @click.option("--expect", "expect_dir", type=click.Path(file_okay=False), default=None,
@@ -78,7 +69,7 @@ def default_out_dir(program: str) -> str:
               "E090 at the read; nan / zero = it reads as NaN / 0 (the outputs too)")
 @_program_format_option
 @_target_option
-@kernel_options(inputs=False)
+@kernel_options
 @_debug_option
 @_guard
 def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, range_rtol, ulp, trace,
@@ -113,29 +104,26 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, range_r
     """
     if shadow_top is not None and not shadow:
         raise click.UsageError("--shadow-top needs --shadow")
-    top = shadow_top or 5
-    if is_kernel_path(program):
-        if expect_dir or trace or dump_dir:
-            raise click.UsageError("--expect, --trace and --dump apply to programs; for a "
-                                   "kernel, `convert` it and run the program with them")
-        from nkirun.source.kernel import commands
-        sys.exit(commands.run(program, out_dir, _kernel_params(
-            inputs, kernel_shapes, kernel_args, grid, lnc, target), max_hbm_bytes,
-            **({"shadow": (top, fmt)} if shadow else {}), uninitialized=uninitialized))
-    no_kernel_options(program, kernel_args, kernel_shapes, grid, lnc)
-    inputs = _parse_inputs(inputs)
-    _check_run_options(out_dir, dump_dir, expect_dir, rtol, atol, range_rtol, ulp, dump_after)
-    out_dir = out_dir or default_out_dir(program)
-    c = _require_valid(program, program_format, target, max_hbm_bytes, inputs)
+    from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES
+    from nkirun.pipeline import commands
+    from nkirun.pipeline.front import check_input_names, load
     from nkirun.runner.outputs import write_outputs
-    expected = _load_expected(c, inputs, expect_dir, dump_after)
-    m, result, report = _execute(c, inputs, trace, dump_dir, dump_after, uninitialized, shadow)
-    warnings = _print_warnings(c, m, report)
-    written = write_outputs(result, out_dir)
-    report = _report(program, c, result, written, warnings, fmt, report, top)
+    from nkirun.show.render import print_diagnostics
+    _check_run_options(out_dir, dump_dir, expect_dir, rtol, atol, range_rtol, ulp, dump_after)
+    front = load(program, program_format, target,
+                 kernel_params(inputs, kernel_shapes, kernel_args, grid, lnc))
+    c = commands.require_valid(front, max_hbm_bytes or DEFAULT_MAX_HBM_BYTES)
+    if front.language != "python":  # (a kernel's --input names its parameters: traced)
+        check_input_names(front)
+    expected = _load_expected(c, expect_dir, dump_after)
+    ran = commands.run(c, uninitialized, shadow, trace, dump_dir, dump_after)
+    print_diagnostics(ran.warnings, front.lines, sys.stderr)
+    written = write_outputs(ran.outputs, out_dir or default_out_dir(program))
+    report = _report(program, c, ran.outputs, written, ran.warnings, fmt, ran.shadow,
+                     shadow_top or 5)
     bad = False
     if expected is not None:  # outputs are written even on a mismatch, to inspect them
-        bad = _compare(c, result, expected, expect_dir, fmt, report,
+        bad = _compare(c, ran.outputs, expected, expect_dir, fmt, report,
                        (rtol, atol, ulp, range_rtol))
     if fmt == "json":
         _echo_json(report)
@@ -175,65 +163,17 @@ def _check_run_options(out_dir, dump_dir, expect_dir, rtol, atol, range_rtol, ul
         raise click.UsageError("--after needs --dump DIR")
 
 
-def _require_valid(program, program_format, target, max_hbm_bytes, inputs):
-    """The checked program; on errors the raised NkirunError carries the source lines."""
-    from nkirun import api
-    from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES
-    try:
-        return api.require_valid(program, program_format, target,
-                                 max_hbm_bytes=max_hbm_bytes or DEFAULT_MAX_HBM_BYTES,
-                                 inputs=inputs)
-    except NkirunError as e:
-        from nkirun.source import parse_file
-        p, _ = parse_file(program, program_format)
-        e.lines = p.source_lines if p else ()
-        raise
-
-
-def _load_expected(c, inputs, expect_dir, dump_after):
-    """Checks the --input files and --after, then reads the --expect files (or None): all
-    before a long run, to fail early."""
-    from nkirun import api
-    api._check_inputs(c.program, inputs)
+def _load_expected(c, expect_dir, dump_after):
+    """Checks --after, then reads the --expect files (or None): before a long run, to fail
+    early."""
     expected = None
     if expect_dir is not None:  # read the expected files first: fail before a long run
         from nkirun.runner.compare import load_expected
-        expected = load_expected(c.program, expect_dir)
+        expected = load_expected({o.name: o.decl for o in c.front.outputs}, expect_dir)
     if dump_after is not None and not 0 <= dump_after < len(c.bound):
         raise click.BadParameter(f"{dump_after}: the program's instructions are numbered "
                                  f"0..{len(c.bound) - 1}", param_hint="--after")
     return expected
-
-
-def _execute(c, inputs, trace, dump_dir, dump_after, uninitialized, shadow=False):
-    """Runs the program (with --trace/--dump watching, and a --shadow): the machine, the
-    outputs and the shadow report (None without --shadow)."""
-    from nkirun.runner.interpret import execute, outputs
-    from nkirun.runner.watch import watch
-    if shadow:
-        from nkirun.runner.shadow import Shadow
-        from nkirun.show.shadow_report import ShadowReport, trace_extra
-        sh = Shadow(c.bound)
-        with watch(c.program, c.bound, trace, dump_dir, dump_after,
-                   trace_extra=trace_extra(sh)) as hook:
-            m = execute(c.program, c.bound, inputs, hook, uninitialized, step=sh.step)
-        result = outputs(c.program, m)
-        return m, result, ShadowReport(sh.rows, result, sh.warnings, sh.backend)
-    with watch(c.program, c.bound, trace, dump_dir, dump_after) as hook:
-        m = execute(c.program, c.bound, inputs, hook, uninitialized)
-    return m, outputs(c.program, m), None
-
-
-def _print_warnings(c, m, shadow=None) -> list:
-    """Prints the check's and the run's warnings (each once) to stderr; returns them."""
-    from nkirun.show.render import print_diagnostics
-    from nkirun.runner.cores import harmless  # (less the W630s the run showed harmless)
-    warnings = harmless([d for d in c.diagnostics if not d.is_error], m)
-    seen = {(d.code, d.loc) for d in warnings}  # e.g. W052 found by check and at run time
-    warnings += [w for w in m.warnings if (w.code, w.loc) not in seen]
-    warnings += shadow.warnings if shadow is not None else []
-    print_diagnostics(warnings, c.program.source_lines, sys.stderr)
-    return warnings
 
 
 def _compare(c, result, expected, expect_dir, fmt, report, tolerances) -> bool:
@@ -243,7 +183,9 @@ def _compare(c, result, expected, expect_dir, fmt, report, tolerances) -> bool:
                                        format_diffs)
     rtol, atol, ulp, range_rtol = tolerances
     tol = Tolerance(rtol or 0.0, atol or 0.0, ulp, range_rtol or 0.0)
-    diffs = compare_outputs(c.program, result, expected, tol, c.bound)
+    outs = c.front.outputs
+    diffs = compare_outputs({o.name: o.decl for o in outs}, result, expected, tol, c.bound,
+                            {o.name: o.tensor for o in outs})
     bad = [d for d in diffs if not d.ok]
     if fmt == "json":
         report["ok"] = not bad
@@ -263,9 +205,9 @@ def _compare(c, result, expected, expect_dir, fmt, report, tolerances) -> bool:
 def _run_json(program, c, result, written, warnings) -> dict:
     """`run --format json`: one object on stdout (the --expect verdict is added to it)."""
     return {"program": program, "ok": True, "instructions": len(c.program.instructions),
-            "outputs": [{"name": name, "shape": list(c.program.tensors[name].shape),
-                         "dtype": c.program.tensors[name].dtype.name, "file": path}
-                        for name, path in zip(result, written)],
+            "outputs": [{"name": o.name, **({"tensor": o.label} if o.label else {}),
+                         "shape": list(o.decl.shape), "dtype": o.decl.dtype.name,
+                         "file": path} for o, path in zip(c.front.outputs, written)],
             "diagnostics": [d.as_dict() for d in warnings]}
 
 
@@ -273,9 +215,8 @@ def _print_run_summary(program, c, result, written) -> None:
     from nkirun.show.render import plural, use_color
     head = (f"{program}: {plural(len(c.program.instructions), 'instruction')} executed, "
             f"{plural(len(written), 'output')} written")
-    rows = [(name, "x".join(map(str, c.program.tensors[name].shape)),
-             c.program.tensors[name].dtype.name, path)
-            for (name, _), path in zip(result.items(), written)]
+    rows = [(o.name, "x".join(map(str, o.decl.shape)), o.decl.dtype.name, path,
+             f"name={o.label}" if o.label else "") for o, path in zip(c.front.outputs, written)]
     if use_color():
         from rich import box
         from rich.table import Table
@@ -285,13 +226,15 @@ def _print_run_summary(program, c, result, written) -> None:
         console.print(head, style="bold", soft_wrap=True)
         if rows:
             table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-            for col in ("output", "shape", "dtype", "file"):
+            cols = ("output", "shape", "dtype", "file", "tensor")
+            for col in cols[:5 if any(r[4] for r in rows) else 4]:
                 table.add_column(col, no_wrap=col != "file", overflow="fold")
             for row in rows:
-                table.add_row(*row)
+                table.add_row(*row[:len(table.columns)])
             console.print(table)
         return
     click.echo(head)
     widths = [max([len(r[k]) for r in rows], default=0) for k in range(3)]
-    for name, shape, dtype, path in rows:
-        click.echo(f"  {name:<{widths[0]}}  {shape:<{widths[1]}}  {dtype:<{widths[2]}}  -> {path}")
+    for name, shape, dtype, path, label in rows:
+        click.echo(f"  {name:<{widths[0]}}  {shape:<{widths[1]}}  {dtype:<{widths[2]}}  "
+                   f"{label + '  ' if label else ''}-> {path}")

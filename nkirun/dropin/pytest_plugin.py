@@ -56,7 +56,7 @@ class _Report:
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_call(self, item):
-        from nkirun.source.kernel.api import WATCHERS
+        from nkirun.api_kernel import WATCHERS
         self.current = []
         WATCHERS.append(self.watch)
         start = time.perf_counter()

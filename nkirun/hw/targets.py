@@ -96,3 +96,6 @@ DEFAULT_TARGET = "trn2"  # the program format's default (program-format.md)
 
 # HBM tensors larger than this are refused before anything is allocated (override: --max-hbm).
 DEFAULT_MAX_HBM_BYTES = 4 * 1024**3
+
+# Targets whose logical NeuronCore has two physical cores (LNC2 programs, --lnc 2).
+LNC_TARGETS = ("trn2", "trn3")

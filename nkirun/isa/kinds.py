@@ -65,7 +65,7 @@ def value_kind(value) -> str:
 
 def suggest(value, allowed: tuple) -> str:
     """`did you mean `less`? allowed: ...` for a misspelt operator or enum value."""
-    from nkirun.source.builder import did_you_mean
+    from nkirun.diagnostics import did_you_mean
     word = value.strip().split(".")[-1] if isinstance(value, str) else value
     guess = did_you_mean(word, allowed)
     listed = "allowed: " + ", ".join(allowed)

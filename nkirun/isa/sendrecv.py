@@ -122,7 +122,8 @@ def execute(b: Bound, m) -> None:
     first, for both cores of a pair, before either is written); elements the sender's src
     held no data in hold none in dst."""
     values, held = m.inbox.pop(b.index)
-    m.write(b["dst"], values, None, held)
+    # (under --uninitialized nan|zero the sender's fill travels too, still unwritten)
+    m.write(b["dst"], values, None, None if m.fills else held)
     if held is not None:
         from nkirun.runner.carried import forget
         forget(m, b["dst"], ~held)

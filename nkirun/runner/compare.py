@@ -33,7 +33,7 @@ import numpy as np
 
 from nkirun.hw import dtypes as dt
 from nkirun.hw.dtypes import DType
-from nkirun.ir import Program
+from nkirun.ir import TensorDecl
 
 
 @dataclass(frozen=True)
@@ -232,8 +232,9 @@ def _locate(diff: TensorDiff, bad, a64, e64, size, finite) -> None:
     diff.worst, diff.worst_actual, diff.worst_expected = at, float(a64[at]), float(e64[at])
 
 
-def load_expected(program: Program, expect_dir: str) -> dict[str, np.ndarray]:
-    """Read `expect_dir/<name>.npy` for every output tensor.
+def load_expected(outputs: dict[str, TensorDecl], expect_dir: str) -> dict[str, np.ndarray]:
+    """Read `expect_dir/<name>.npy` for every output (`outputs`: name -> what it holds:
+    its shape and dtype).
 
     They are read like data files (runner.files.load_npy): no pickles, bfloat16 and fp8 stored
     as raw |V2/|V1 are viewed as the declared dtype, and a missing file or a wrong shape
@@ -241,12 +242,8 @@ def load_expected(program: Program, expect_dir: str) -> dict[str, np.ndarray]:
     accepted as it is (compared in float64).
     """
     from nkirun.runner.files import load_npy
-    out = {}
-    for name, decl in program.tensors.items():
-        if decl.output:
-            path = os.path.join(expect_dir, f"{name}.npy")
-            out[name] = load_npy(path, decl, "expected file", decl.loc, any_dtype=True)
-    return out
+    return {name: load_npy(os.path.join(expect_dir, f"{name}.npy"), decl, "expected file",
+                           decl.loc, any_dtype=True) for name, decl in outputs.items()}
 
 
 def random_sources(bound) -> dict[str, str]:
@@ -274,17 +271,18 @@ def _accesses(b):
     return _reads_writes(b)
 
 
-def compare_outputs(program: Program, result: dict[str, np.ndarray],
+def compare_outputs(outputs: dict[str, TensorDecl], result: dict[str, np.ndarray],
                     expected: dict[str, np.ndarray], tol: Tolerance = Tolerance(),
-                    bound=None) -> list[TensorDiff]:
-    """One TensorDiff per output, in declaration order; with the bound instructions, those
-    derived from the PRNG model say so (random_from)."""
+                    bound=None, tensors: dict[str, str] | None = None) -> list[TensorDiff]:
+    """One TensorDiff per output (`outputs`: name -> its declaration), in order; with the
+    bound instructions, those derived from the PRNG model say so (random_from; `tensors`:
+    output name -> the tensor holding it, where they differ)."""
     random = random_sources(bound) if bound is not None else {}
     diffs = []
     for name, arr in result.items():
-        d = compare(name, arr, expected[name], program.tensors[name].dtype, tol,
-                    program.tensors[name].on_chip)
-        d.random_from = random.get(name)
+        decl = outputs[name]
+        d = compare(name, arr, expected[name], decl.dtype, tol, decl.on_chip)
+        d.random_from = random.get((tensors or {}).get(name, name))
         diffs.append(d)
     return diffs
 

@@ -89,7 +89,7 @@ def execute_planned(program, bound, inputs=None, uninitialized: str = "error") -
     """interpret.execute(program, bound, inputs, uninitialized=...) through a plan: the same
     outputs (bit for bit), errors and warnings; the Machine keeps the outputs and the
     tensors with initial contents."""
-    from nkirun.runner.interpret import out_of_memory
+    from nkirun.runner.plain import out_of_memory
     given = inputs or {}
     tensors = program.tensors
     held, outs = [], set()  # (one pass over the tensors: a traced kernel declares 50,000s)
@@ -117,15 +117,15 @@ def execute_planned(program, bound, inputs=None, uninitialized: str = "error") -
     try:
         run_steps(plan.bs, plan.calls, m)
     except Replan:  # garbage reached a tensor the plan does not track: run it plainly
-        from nkirun.runner.interpret import execute
-        return execute(program, bound, inputs, uninitialized=uninitialized, plan=False)
+        from nkirun.runner.plain import execute_plain
+        return execute_plain(program, bound, inputs, uninitialized=uninitialized)
     return m
 
 
 def run_steps(bs: list, calls: list, m: Machine) -> None:
     """Make each call (bs[i]: the instruction calls[i] belongs to); an exception becomes
     the run error interpret.execute would give."""
-    from nkirun.runner.interpret import failure
+    from nkirun.runner.plain import failure
     i = -1
     try:
         with np.errstate(all="ignore"):  # inf/nan flow through as on hardware, silently

@@ -106,7 +106,7 @@ class Tracer:
     column widths)."""
 
     def __init__(self, stream=None, rich: bool | None = None, bound=(), extra=None):
-        from nkirun.show.render import use_color
+        from nkirun.terminal import use_color
         self.extra = extra  # extra(bound) -> text added to its first line (run --shadow)
         self.stream = stream or sys.stderr
         self.rich = use_color(self.stream) if rich is None else rich
@@ -150,7 +150,7 @@ class Tracer:
 
     def _rich_console(self):
         if self.console is None:
-            from nkirun.show.render import make_console
+            from nkirun.terminal import make_console
             self.console = make_console(self.stream, soft_wrap=True)
             self.console.print("trace: what each instruction wrote", style="bold")
         return self.console
@@ -228,7 +228,7 @@ class Progress:
 
 def want_progress(stream=None) -> bool:
     """A transient bar only on a terminal (never into a pipe, even with --color always)."""
-    from nkirun.show.render import use_color
+    from nkirun.terminal import use_color
     stream = stream or sys.stderr
     try:
         return use_color(stream) and stream.isatty()

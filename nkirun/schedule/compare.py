@@ -114,7 +114,7 @@ def explain(sa: dict, sb: dict) -> list[str]:
 
 
 def _us(ns: float) -> str:
-    from nkirun.show.numbers import duration
+    from nkirun.terminal import duration
     return duration(ns, False)
 
 

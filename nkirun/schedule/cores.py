@@ -17,6 +17,30 @@ from nkirun.schedule.model import Slot
 from nkirun.schedule.scheduler import earliest_start
 
 
+def schedule(program, bound, target=None):
+    """Schedule the bound (validated) instructions of `program` on `target` (default: the
+    program's own target): one scheduler, or one per core of a two-core program that
+    meet at their meeting points. Linear in the number of instructions."""
+    from nkirun.hw.targets import TARGETS
+    from nkirun.schedule.scheduler import _Scheduler as Scheduler
+    if program.cores > 1:  # both cores' engines in one schedule
+        return schedule_cores(program, bound, target or TARGETS[program.target])
+    s = Scheduler(program, target or TARGETS[program.target])
+    from nkirun.schedule.spills import Spills, spill_events
+    events = spill_events(program, bound, s.target)
+    if not events:
+        for b in bound:
+            s.place(b)
+        return s.sched
+    spills = Spills(events, s.target)  # the compiler's spills (schedule/spills.py)
+    for pos, b in enumerate(bound):
+        if pos in events:
+            s.hold = spills.hold(pos, s)
+        s.place(b)
+    s.sched.spills = spills.totals
+    return s.sched
+
+
 def schedule_cores(program, bound, target):
     from nkirun.schedule.scheduler import _Scheduler
     first = _Scheduler(program, target)

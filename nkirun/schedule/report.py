@@ -51,7 +51,7 @@ _MICRO = {"on": False}  # µs on a terminal that can show it (render_report sets
 
 
 def _time(x: float) -> str:
-    from nkirun.show.numbers import duration
+    from nkirun.terminal import duration
     return duration(x, _MICRO["on"])
 
 
@@ -63,7 +63,7 @@ def _cycles(x) -> str:
 def _console(stream, width, color):
     from rich.console import Console
 
-    from nkirun.show.render import use_color
+    from nkirun.terminal import use_color
     color = use_color(stream) if color is None else color
     if width is None:
         width = None if color else 100
@@ -156,7 +156,7 @@ def render_report(s: Schedule, stream=None, width: int | None = None,
         import io
         stream = io.StringIO()
         console.file = stream
-    from nkirun.show.numbers import micro_ok
+    from nkirun.terminal import micro_ok
     _MICRO["on"] = bool(color) and micro_ok(out)
     sym = v.symbols(s)
     palette = {x.op: ENGINE_COLORS.get(x.engine, _OTHER_COLOR) for x in s.slots}
@@ -203,7 +203,7 @@ def _summary(console, s: Schedule, color: bool) -> None:
         e = d["engines"][bn]
         console.print(f"bottleneck: {bn} (busy {_time(e['busy_ns'])}, "
                       f"{e['utilization']:.0%} of the makespan)")
-    from nkirun.show.numbers import in_unit, time_unit
+    from nkirun.terminal import in_unit, time_unit
     unit, scale = time_unit(d["total_ns"], _MICRO["on"])
     busy = f"busy {unit}"
     headers = ["engine", "clock GHz", "instructions", busy, "utilization"]
@@ -235,7 +235,7 @@ def _summary(console, s: Schedule, color: bool) -> None:
 
 
 def _instructions(console, s: Schedule, color: bool, max_rows: int, palette) -> None:
-    from nkirun.show.numbers import in_unit, time_unit
+    from nkirun.terminal import in_unit, time_unit
     unit, scale = time_unit(s.total_ns, _MICRO["on"])
     start, end = f"start {unit}", f"end {unit}"
     headers = ["#", "line", "op", "engine", "cycles", start, end, "waited for"]
@@ -293,7 +293,7 @@ def _timeline(console, s: Schedule, color: bool, sym, palette) -> None:
         busy = sum(x.duration_ns for x in slots)
         line.append(f"| {busy / total:4.0%}" if total else "|")
         console.print(line)
-    from nkirun.show.numbers import in_unit, time_unit
+    from nkirun.terminal import in_unit, time_unit
     unit, scale = time_unit(total, _MICRO["on"])
     left, mid, right = "0", in_unit(total / 2, scale), f"{in_unit(total, scale)} {unit}"
     axis = [" "] * width
@@ -322,7 +322,7 @@ def _critical(console, s: Schedule, color: bool, palette, max_rows: int) -> None
                        style="bold" if color else ""))
     _items(console, "time on the path by engine:", [
         f"{k} {e['share']:.0%} ({e['instructions']} instr.)" for k, e in d["by_engine"].items()])
-    from nkirun.show.numbers import in_unit, time_unit
+    from nkirun.terminal import in_unit, time_unit
     unit, scale = time_unit(total, _MICRO["on"])
     start = f"start {unit}"
     headers = ["#", "op", "engine", start, unit, "share", "started after"]

@@ -11,7 +11,7 @@ from nkirun.ir import Program
 from nkirun.schedule.model import (ENGINE, QUEUE, RAW, READY, RECOMPUTE, SPILL, WAR, WAW,
                                    Schedule, Slot, queue_label)
 from nkirun.schedule import recompute
-from nkirun.schedule.overlap import contains, overlaps
+from nkirun.checker.overlap import contains, overlaps
 
 
 class _Tensor:
@@ -362,25 +362,3 @@ class _Scheduler:
         if label is None:
             label = self.labels[queues] = queue_label(queues)
         return start, end, dep, kind, dep_tensor, queues, label, busy
-
-
-def schedule(program: Program, bound, target: Target | None = None) -> Schedule:
-    """Schedule the bound (validated) instructions of `program` on `target` (default: the
-    program's own target). Linear in the number of instructions (see _Tensor)."""
-    if program.cores > 1:  # both cores' engines in one schedule
-        from nkirun.schedule.cores import schedule_cores
-        return schedule_cores(program, bound, target or TARGETS[program.target])
-    s = _Scheduler(program, target or TARGETS[program.target])
-    from nkirun.schedule.spills import Spills, spill_events
-    events = spill_events(program, bound, s.target)
-    if not events:
-        for b in bound:
-            s.place(b)
-        return s.sched
-    spills = Spills(events, s.target)
-    for pos, b in enumerate(bound):
-        if pos in events:
-            s.hold = spills.hold(pos, s)
-        s.place(b)
-    s.sched.spills = spills.totals
-    return s.sched

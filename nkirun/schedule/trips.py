@@ -76,7 +76,7 @@ def _check_trips(program, trips: dict) -> None:
     names = {lp.name for lp in program.loops if static_trips(lp) is None}
     for name, n in trips.items():
         if name not in names:
-            from nkirun.source.builder import did_you_mean
+            from nkirun.diagnostics import did_you_mean
             raise NkirunError(error(
                 "E658", f"--trip {name}: the program has no dynamic loop `{name}`",
                 hint=did_you_mean(name, names) or (

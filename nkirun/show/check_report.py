@@ -92,7 +92,7 @@ def github(results: list[Checked]) -> str:
     out = []
     for r in results:
         for d in r.diagnostics:
-            props = [f"file={_gh_prop(d.loc.file if d.loc.line else r.program)}"]
+            props = [f"file={_gh_prop(d.loc.file if d.loc.line else r.program.split('::', 1)[0])}"]
             if d.loc.line:
                 props += [f"line={d.loc.line}", f"col={d.loc.column or 1}"]
             props.append(f"title={_gh_prop(f'nkirun {d.code}')}")
@@ -113,7 +113,7 @@ def junit(results: list[Checked]) -> str:
                           failures=str(failures), errors="0", skipped="0")
     for r in results:
         case = ET.SubElement(suite, "testcase", classname="nkirun.check", name=r.program,
-                             file=r.program)
+                             file=r.program.split("::", 1)[0])
         lines = [d.one_line() + (f"\n    help: {d.hint}" if d.hint else "")
                  for d in r.diagnostics]
         errors = [d for d in r.diagnostics if d.is_error]
@@ -132,13 +132,6 @@ def _xml_safe(text: str) -> str:
     """XML 1.0 cannot hold most control characters, even escaped: show them as \\xNN."""
     return "".join(c if c in "\t\n\r" or (" " <= c and c not in "\ufffe\uffff")
                    else f"\\x{ord(c):02x}" for c in text)
-
-
-def check_one(path: str, program_format: str, target: str | None) -> Checked:
-    from nkirun.api import check_program
-    c = check_program(path, program_format, target)
-    return Checked(path, c.diagnostics, len(c.program.instructions) if c.program else 0,
-                   c.program.source_lines if c.program else ())
 
 
 def print_text(results: list[Checked]) -> None:

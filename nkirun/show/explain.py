@@ -12,12 +12,15 @@ from nkirun.isa.nki_api import signature_text
 
 
 
+from nkirun.show.python_example import nisa_example  # noqa: E402
+
+
 def lookup(name: str) -> S.InstructionDef | None:
     return REGISTRY.get(S.normalize_name(name.strip()))
 
 
 def suggestion(name: str) -> str | None:
-    from nkirun.source.builder import did_you_mean
+    from nkirun.diagnostics import did_you_mean
     return did_you_mean(S.normalize_name(name.strip()), REGISTRY)
 
 
@@ -120,6 +123,7 @@ def describe(spec: S.InstructionDef) -> dict:
         "cost": {"formula": spec.cost_formula, "assumed": spec.cost_assumed,
                  "note": spec.cost_note or None},
         "example": spec.example or None,
+        "python_example": nisa_example(spec),
         "source": docs_url(spec.name),
     }
 
@@ -170,12 +174,19 @@ def render_text(d: dict) -> str:
         out.append(f"  note: {d['cost']['note']}")
     if d["example"]:
         out += ["", "example:"] + [f"  {line}" for line in d["example"].splitlines()]
+    if d.get("python_example"):  # (spelled again within the reading width)
+        from nkirun.show.render import reading_width
+        text = nisa_example(lookup(d["name"]), reading_width() - 2) or d["python_example"]
+        d = {**d, "python_example": text}
+        out += ["", "in a Python kernel:"] + [f"  {x}" for x in text.splitlines()]
     if d["source"]:
         out += ["", f"source: {d['source']}"]
     from nkirun.show.render import wrap_words
-    n_example = len(d["example"].splitlines()) if d["example"] else 0
-    at = out.index("example:") + 1 if n_example else len(out)
-    keep = range(at, at + n_example)  # code is never re-wrapped
+    keep = set()  # code is never re-wrapped
+    for head, key in (("example:", "example"), ("in a Python kernel:", "python_example")):
+        if d.get(key):
+            at = out.index(head) + 1
+            keep.update(range(at, at + len(d[key].splitlines())))
     return "\n".join(line if k in keep or line.startswith("source: ") else wrap_words(line)
                      for k, line in enumerate(out))
 
@@ -231,6 +242,10 @@ def render_rich(d: dict, console) -> None:
     if d["example"]:
         section("example")
         console.print(Padding(Syntax(d["example"], "yaml", theme="ansi_dark",
+                                     background_color="default"), (0, 0, 0, 2)))
+    if d.get("python_example"):
+        section("in a Python kernel")
+        console.print(Padding(Syntax(d["python_example"], "python", theme="ansi_dark",
                                      background_color="default"), (0, 0, 0, 2)))
     if d["source"]:
         console.print()

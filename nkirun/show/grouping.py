@@ -9,13 +9,14 @@ from nkirun.diagnostics import Diagnostic
 _INSTRUCTION_NO = re.compile(r"\binstruction \d+")
 # a kernel's tensors allocated in a loop are `x`, `x_1`, `x_2`, ...: one problem
 _NUMBERED_TENSOR = re.compile(r"`([A-Za-z_]\w*?)_\d+`")
+_NUMBERED_NAME = re.compile(r"\b([A-Za-z_]\w*?)_\d+\b")  # in a hint's code: `src=x_3`
 MAX_LINES_LISTED = 10
 
 
 def _key(d: Diagnostic):
     # messages that differ only in the instruction they point at are the same problem
     message = _NUMBERED_TENSOR.sub(r"`\1`", _INSTRUCTION_NO.sub("instruction #", d.message))
-    hint = _NUMBERED_TENSOR.sub(r"`\1`", d.hint) if d.hint else d.hint
+    hint = _NUMBERED_NAME.sub(r"\1", d.hint) if d.hint else d.hint
     return (d.severity, d.code, message, hint, d.loc.file)
 
 

@@ -14,75 +14,8 @@ LONG_LINE = 160  # source lines longer than this are shown as a window around th
 _MAX_SOURCE_BYTES = 64 << 20  # never read a larger file just to quote one line
 
 
-READING_WIDTH = (60, 80)  # prose (explain, diagnostic headers) wraps within these columns
-
-
-def reading_width(columns: int | None = None) -> int:
-    """The terminal's width (COLUMNS or the tty's) held within READING_WIDTH: never wider
-    than a comfortable line, never so narrow that every word gets its own line."""
-    if columns is None:
-        import shutil
-        try:
-            columns = shutil.get_terminal_size((80, 24)).columns
-        except (ValueError, OSError, OverflowError):
-            columns = 80
-    lo, hi = READING_WIDTH
-    return max(lo, min(hi, columns))
-
-
-def wrap_words(line: str, width: int | None = None) -> str:
-    """`line` wrapped between words (never inside one) within reading_width(); continuation
-    lines are indented under the text (two more spaces than the line's own indent, four
-    for a `- ` bullet's text)."""
-    import textwrap
-    width = width or reading_width()
-    if len(line) <= width:
-        return line
-    lead = line[:len(line) - len(line.lstrip(" "))]
-    more = lead + ("  " if line.lstrip().startswith("- ") else "    " if lead else "  ")
-    return textwrap.fill(line.lstrip(" "), width, initial_indent=lead, subsequent_indent=more,
-                         break_long_words=False, break_on_hyphens=False)
-
-
-COLOR_MODES = ("auto", "always", "never")
-_color_mode = "auto"  # set by `nkirun --color`
-
-
-def set_color_mode(mode: str) -> None:
-    global _color_mode
-    if mode not in COLOR_MODES:
-        raise ValueError(f"--color: {mode!r}; allowed: {', '.join(COLOR_MODES)}")
-    _color_mode = mode
-
-
-def use_color(stream=None) -> bool:
-    """Colour for `stream`? `--color always|never` decides; under `auto` (the default) a
-    non-empty NO_COLOR turns it off, a FORCE_COLOR other than 0/false turns it on, and
-    otherwise a terminal (not TERM=dumb) gets colour, a pipe or file does not."""
-    if _color_mode != "auto":
-        return _color_mode == "always"
-    if os.environ.get("NO_COLOR"):
-        return False
-    force = os.environ.get("FORCE_COLOR")
-    if force is not None and force.strip().lower() not in ("0", "false", "no", "off"):
-        return True
-    if os.environ.get("TERM") == "dumb":
-        return False
-    stream = stream or sys.stdout
-    try:
-        return hasattr(stream, "isatty") and stream.isatty()
-    except ValueError:  # a closed stream
-        return False
-
-
-def make_console(file=None, **kw):
-    """A rich Console for `file` that colours exactly when use_color(file) says so (rich's
-    own terminal and environment detection would disagree under --color/FORCE_COLOR)."""
-    from rich.console import Console
-    color = use_color(file or sys.stdout)
-    kw.setdefault("highlight", False)
-    return Console(file=file, force_terminal=color, no_color=not color,
-                   color_system="standard" if color else None, **kw)
+from nkirun.terminal import (COLOR_MODES, READING_WIDTH, make_console,  # noqa: F401
+                             reading_width, set_color_mode, use_color, wrap_words)
 
 
 def _source_line(lines, ln: int) -> str | None:

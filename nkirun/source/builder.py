@@ -5,7 +5,7 @@ every keyword through the instruction table and produces the typed IR.
 from __future__ import annotations
 
 from nkirun.hw import dtypes as dt
-from nkirun.diagnostics import Loc, error
+from nkirun.diagnostics import Loc, error, closest, did_you_mean  # noqa: F401 (did_you_mean: re-exported)
 from nkirun.ir import Instruction, Program, TensorDecl, instruction_at, view_at
 from nkirun.isa import REGISTRY
 from nkirun.isa.spec import ArgError, convert, normalize_name, param_tables
@@ -18,11 +18,6 @@ from nkirun.source.tensor_fields import BUFFER_ALIASES, NAME_RE, TENSOR_KEYS  # 
 SCALAR_WORDS = frozenset({"inf", "nan"})  # tensor names that would read as numbers
 TOP_KEYS = ("version", "name", "target", "tensors", "instructions", "cores")
 MAX_UNKNOWN_REPORTED = 10  # unknown keywords of one instruction reported one by one
-
-
-def did_you_mean(word: str, choices) -> str | None:
-    close = _closest(word, choices)
-    return f"did you mean `{close}`?" if close else None
 
 
 def _keep_mention(values: dict, key: str, raw, loc: Loc, guess) -> None:
@@ -41,12 +36,6 @@ def _keep_mention(values: dict, key: str, raw, loc: Loc, guess) -> None:
                 values[key] = parse_view(raw, loc)
         except (ArgError, ViewSyntaxError):
             pass
-
-
-def _closest(word, choices) -> str | None:
-    import difflib  # only on an error path: not imported at start-up
-    close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
-    return close[0] if close else None
 
 
 def _type_name(v) -> str:
@@ -237,7 +226,7 @@ class Builder:
             p = params.get(key)
             if p is None:
                 unknown.append(key)
-                guess = _closest(key, [n for n in spec.param_names if n not in args])
+                guess = closest(key, [n for n in spec.param_names if n not in args])
                 if guess is not None and params[guess].required:
                     meant.add(guess)  # one typo, one diagnostic: no E023 for it as well
                 if len(unknown) <= MAX_UNKNOWN_REPORTED:

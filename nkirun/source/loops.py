@@ -36,7 +36,7 @@ def begin(b, kind: str, fields: dict, loc: Loc) -> None:
     values, ok = {}, True
     for key, (raw, kloc) in fields.items():
         if key not in KEYS[kind]:
-            from nkirun.source.builder import did_you_mean
+            from nkirun.diagnostics import did_you_mean
             b.diags.append(error("E652", f"{kind} loop: unknown key `{key}`", kloc,
                                  hint=did_you_mean(key, KEYS[kind] + ("body",))
                                  or "allowed: " + ", ".join(KEYS[kind] + ("body",))))
@@ -185,10 +185,10 @@ def nested(program, emit_instruction, emit_begin, emit_end) -> None:
     span(0, (at[-1] + 1) if at else 0, loop_tree(program.loops), 0)
 
 
-def text_lines(program, instruction) -> list[str]:
+def text_lines(program, instruction, text_value) -> list[str]:
     """The instruction lines of the text form, loop bodies between `for`/`while` and `end`
-    lines (indented two blanks per level: the reader ignores the indentation)."""
-    from nkirun.source.write import text_value
+    lines (indented two blanks per level: the reader ignores the indentation);
+    `text_value`: source/write.py's spelling of a header's values."""
     out: list[str] = []
     nested(program, lambda inst, d: out.append("  " * d + instruction(inst)),
            lambda lp, d: out.append("  " * d + lp.kind + " " + " ".join(
@@ -197,10 +197,10 @@ def text_lines(program, instruction) -> list[str]:
     return out
 
 
-def yaml_lines(program, instruction, pad: str = "") -> list[str]:
+def yaml_lines(program, instruction, yaml_value, pad: str = "") -> list[str]:
     """The `instructions:` entries in YAML, a loop as a block mapping with its `body`
-    (`pad`: more indentation, for a core's entries under `cores:`)."""
-    from nkirun.source.write import yaml_value
+    (`pad`: more indentation, for a core's entries under `cores:`; `yaml_value`:
+    source/write.py's spelling of a header's values)."""
     out: list[str] = []
 
     def begin_(lp, d):  # an entry at 2 + 6d blanks, its keys 4 further, its body 6

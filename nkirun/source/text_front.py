@@ -19,7 +19,8 @@ import re
 
 from nkirun.diagnostics import Loc, error, loc_at
 from nkirun.ir import View
-from nkirun.source.builder import Builder, did_you_mean
+from nkirun.diagnostics import did_you_mean
+from nkirun.source.builder import Builder
 from nkirun.source.lines import CONTROL
 from nkirun.source.text_tokens import _MISSING, _Syntax, _list, plain, tokens, value_of
 from nkirun.isa import REGISTRY

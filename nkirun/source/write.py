@@ -125,7 +125,7 @@ def to_text(program: Program) -> str:
             out.append("")
         if core is not None:
             out.append(f"core {core}")
-        out += text_lines(_one_core(program, core, stream), _text_instruction)
+        out += text_lines(_one_core(program, core, stream), _text_instruction, text_value)
     return "\n".join(out) + "\n"
 
 
@@ -216,7 +216,7 @@ def to_yaml(program: Program) -> str:
             out.append(head.replace(":", ": []", 1))
             continue
         out.append(head)
-        out += yaml_lines(_one_core(program, core, stream), _yaml_instruction, pad)
+        out += yaml_lines(_one_core(program, core, stream), _yaml_instruction, yaml_value, pad)
     return "\n".join(out) + "\n"
 
 
@@ -261,3 +261,11 @@ def rebase_files(program: Program, out_dir: str) -> Program:
             t = replace(t, init_value=path.replace(os.sep, "/"))
         tensors[n] = t
     return replace(program, tensors=tensors, base_dir=out_dir)
+
+
+def _install() -> None:
+    from nkirun import ir
+    ir.WRITER[0] = write_program
+
+
+_install()  # Program.to_yaml() / to_text()

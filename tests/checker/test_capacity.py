@@ -73,13 +73,10 @@ def test_one_instructions_operands_over_capacity_are_e041(tmp_path):
       "store: {dst: y, src: a}", "store: {dst: z, src: b}"], [(3, "reload", "a")]),
 ])
 def test_spill_plan_evicts_the_tile_used_furthest_ahead(tmp_path, program, events):
-    from nkirun.api import _parse  # noqa: PLC2701 (the program, bound as check binds it)
     from nkirun.checker.capacity import spill_plan
-    from nkirun.checker.passes import validate
     _check(tmp_path, program)
-    program = _parse(str(tmp_path / "p.yaml"), None)[0]
-    bound, _ = validate(program)
-    plan = spill_plan(program, bound, "sbuf", 229_376)
+    checked = check_program(str(tmp_path / "p.yaml"))  # (the program, bound as check binds it)
+    plan = spill_plan(checked.program, checked.bound, "sbuf", 229_376)
     assert plan["events"] == [(*e, 120_000 * 128) for e in events]
 
 

@@ -16,7 +16,7 @@ import pytest
 from nkirun.checker.bind import bind
 from nkirun.checker.intern import Views, form_key, form_key_plain
 from nkirun.source import parse_file
-from nkirun.source.kernel.api import trace_call
+from nkirun.api_kernel import trace_call
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PROGRAMS = sorted(p for p in (ROOT / "programs").glob("*.*") if p.suffix in (".yaml", ".nkis"))

@@ -162,7 +162,7 @@ def test_color_flag_and_environment(flag, env, coloured, cmd):
 
 # ---- numbers, colours and wrapping a person reads -------------------------------------------
 def test_durations_scale_with_one_separator_style():
-    from nkirun.show.numbers import duration, in_unit, time_unit
+    from nkirun.terminal import duration, in_unit, time_unit
     assert duration(748.66) == "748.7 ns"
     assert duration(4748.7) == "4.75 us" and duration(4748.7, micro=True) == "4.75 µs"
     assert duration(12_345_678.0) == "12.35 ms" and duration(3.5e9) == "3.50 s"

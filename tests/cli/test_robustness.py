@@ -164,12 +164,12 @@ def test_output_written_only_in_part(work):
 
 def test_out_of_memory_is_a_diagnostic(work, monkeypatch):
     """E091: a MemoryError while allocating or running is reported, not a crash."""
-    import nkirun.runner.interpret
+    import nkirun.runner.plain
     import nkirun.runner.plan
 
     def no_memory(*_a, **_k):
         raise MemoryError
-    monkeypatch.setattr(nkirun.runner.interpret, "initial_buffers", no_memory)
+    monkeypatch.setattr(nkirun.runner.plain, "initial_buffers", no_memory)
     monkeypatch.setattr(nkirun.runner.plan, "initial_buffers", no_memory)  # (the plan's)
     before = _snapshot(work / "out")
     r = invoke("run", "p.yaml", "--out", "out", cwd=work, catch_exceptions=False)

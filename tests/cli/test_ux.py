@@ -192,7 +192,7 @@ def test_cost_report_fits_and_never_cuts_a_number(name, width):
         # the cycles column holds a DMA transfer's ns, labelled (issue 12)
         assert cells[0] == str(x.index) and (f"{x.cycles:,} ns" if x.engine == "dma"
                                              else f"{x.cycles:,}") in cells
-        from nkirun.show.numbers import in_unit, time_unit
+        from nkirun.terminal import in_unit, time_unit
         assert not ends or in_unit(x.end_ns, time_unit(s.total_ns)[1]) in cells
     # lists wrap between items, not inside one
     for line in text.splitlines():

@@ -109,8 +109,12 @@ def test_command_line__kernel_options_with_a_yaml_program_name_the_option(tmp_pa
     prog = tmp_path / "p.yaml"
     prog.write_text("version: 1\ninstructions: []\n")
     np.save(tmp_path / "x.npy", np.ones(3, np.float32))
+    r = invoke("check", prog, "--shape", "x=float32[3]")
+    assert r.exit_code == 2 and "--shape" in r.output
+    # --input is no kernel-only option (issue 25: every option for every input): a
+    # program's --input names a tensor it declares (E075 otherwise)
     r = invoke("check", prog, "--input", f"x={tmp_path / 'x.npy'}")
-    assert r.exit_code == 2 and "--input" in r.output
+    assert r.exit_code == 1 and "E075" in r.output
     r = invoke("cost", prog, "--arg", "a=1")
     assert r.exit_code == 2 and "--arg" in r.output and "--lnc" not in r.output
 

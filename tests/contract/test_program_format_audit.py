@@ -78,7 +78,7 @@ def test_command_line__kernel_options_on_a_program_are_a_usage_error(tmp_path):
     """check/cost of a YAML program take no kernel parameters: usage error (exit 2) naming
     the option given."""
     path = write_yaml(tmp_path, "version: 1\ninstructions: []\n")
-    for args, named in ((["check", "--input", "x=x.npy"], "--input"),
+    for args, named in ((["check", "--grid", "2"], "--grid"),
                         (["cost", "--shape", "x=float32[4]"], "--shape"),
                         (["cost", "--lnc", "2"], "--lnc")):
         r = invoke(args[0], path, *args[1:])

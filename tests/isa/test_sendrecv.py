@@ -190,3 +190,20 @@ def test_a_transfer_of_unwritten_rows_over_written_ones_leaves_them_unwritten():
     # by default the copy carries them into `b`, which no output reads: the run succeeds
     got = run2(t, core0 + [{"tensor_copy": {"dst": "ya", "src": "ra"}}], core1)
     np.testing.assert_array_equal(got["ya"], np.full((8, 4), 3.0, np.float32))
+
+
+@pytest.mark.parametrize("policy,fill", [("nan", np.nan), ("zero", 0.0)])
+def test_under_a_fill_policy_unwritten_rows_arrive_as_the_fill(policy, fill):
+    # rb was written (5.0) before a's partly unwritten tile lands on it: its rows 2..7 now
+    # read as the fill, not as the 5.0 they held (the fill is not a write: runner/machine.py)
+    t = {"a": empty((8, 4), "float32", core=0), "ra": empty((8, 4), "float32", core=0),
+         "b": dict(empty((8, 4), "float32", core=1), fill=3.0),
+         "rb": empty((8, 4), "float32", core=1),
+         "yb": empty((8, 4), "float32", 1, output=True)}
+    a, b = exchange("a", "ra", "b", "rb")
+    core0 = [{"memset": {"dst": "a[0:2, :]", "value": 1.0}}] + a
+    core1 = [{"memset": {"dst": "rb", "value": 5.0}}] + b + [
+        {"tensor_copy": {"dst": "yb", "src": "rb"}}]
+    got = run2(t, core0, core1, uninitialized=policy)["yb"]
+    np.testing.assert_array_equal(got[:2], np.ones((2, 4), np.float32))
+    np.testing.assert_array_equal(got[2:], np.full((6, 4), fill, np.float32))

@@ -1,11 +1,11 @@
 """Call-site forms (source/forms.py) change nothing: every example kernel, the two-core
 example and a loop kernel whose later iterations break a rule trace to the same program
-with the shortcuts as without (`call_forms.CALL_FORMS = False`: every call converted
-afresh; `call_forms.ALLOC_PLANS = False`: every nl.ndarray checked afresh;
-`isa_shim.SIMPLE_CALLS = False`: every nki.isa call through the general path;
-`call_forms.FORM_ARGS = False`: every instruction with an args dict of its own;
-`views.LOWERED_INDEX = False`: a view's IR index worked out at its first use;
-`intern.LAZY_OPERANDS = False`: every bound instruction's Operands made by bind), run to the
+with the shortcuts as without (nkirun/speed.py lists them: `speed.CALL_FORMS = False`:
+every call converted afresh; `speed.ALLOC_PLANS = False`: every nl.ndarray checked afresh;
+`speed.SIMPLE_CALLS = False`: every nki.isa call through the general path;
+`speed.FORM_ARGS = False`: every instruction with an args dict of its own;
+`speed.LOWERED_INDEX = False`: a view's IR index worked out at its first use;
+`speed.LAZY_OPERANDS = False`: every bound instruction's Operands made by bind), run to the
 same results, and the instructions bound from a form's template (checker/intern.py
 `Templates`) equal the plain path's (`bind(program, fast=False)`): diagnostics, engines,
 operands, read/write sets.
@@ -18,12 +18,13 @@ import pathlib
 import numpy as np
 import pytest
 
+from nkirun import speed
 from nkirun.checker import intern
 from nkirun.checker.bind import bind
 from nkirun.checker.passes import validate
 from nkirun.source.forms import FormArgs, FormLocs
 from nkirun.source.kernel import call_forms, isa_shim, views
-from nkirun.source.kernel.api import check_traced, run_traced, trace_call
+from nkirun.api_kernel import check_traced, run_traced, trace_call
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -61,8 +62,8 @@ def _diags(diags):
     return [(d.severity, d.code, d.message, d.loc, d.instruction, d.hint) for d in diags]
 
 
-SWITCHES = ((call_forms, "CALL_FORMS"), (call_forms, "ALLOC_PLANS"), (call_forms, "FORM_ARGS"),
-            (isa_shim, "SIMPLE_CALLS"), (views, "LOWERED_INDEX"), (intern, "LAZY_OPERANDS"))
+SWITCHES = ((speed, "CALL_FORMS"), (speed, "ALLOC_PLANS"), (speed, "FORM_ARGS"),
+            (speed, "SIMPLE_CALLS"), (speed, "LOWERED_INDEX"), (speed, "LAZY_OPERANDS"))
 
 
 def _plain_switches(monkeypatch, on: bool) -> None:
@@ -250,9 +251,9 @@ def test_form_bounds_answer_as_their_operands(tmp_path, monkeypatch):
         lazy, diags = check_traced(traced)
         pending = [(b, raw_args(b)) for b in lazy if b.__class__ is FormBound]
         lazy_seen += len(pending)
-        monkeypatch.setattr(intern, "LAZY_OPERANDS", False)
+        monkeypatch.setattr(speed, "LAZY_OPERANDS", False)
         eager, eager_diags = check_traced(traced)
-        monkeypatch.setattr(intern, "LAZY_OPERANDS", True)
+        monkeypatch.setattr(speed, "LAZY_OPERANDS", True)
         assert not any(b.__class__ is FormBound for b in eager), name
         assert _diags(diags) == _diags(eager_diags), name
         for b, p in pending:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from nkirun.source.kernel import session, views
-from nkirun.source.kernel.api import trace_call
+from nkirun.api_kernel import trace_call
 from nkirun.source.kernel.session import ir_index
 
 KERNEL = '''

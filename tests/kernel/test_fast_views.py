@@ -10,7 +10,7 @@ import pytest
 
 from nkirun.source.kernel import tensor as tensor_mod
 from nkirun.source.kernel import views
-from nkirun.source.kernel.api import trace_call
+from nkirun.api_kernel import trace_call
 from nkirun.source.kernel.session import ir_index
 from nkirun.source.strided import StridedView
 

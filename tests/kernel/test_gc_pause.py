@@ -84,7 +84,7 @@ def test_a_caller_who_disabled_the_collector_keeps_it_disabled(kernel_module):
 def test_a_dropped_trace_is_freed_without_the_collector(kernel_module):
     """No reference cycle holds the Tracer (and through its Builder the traced IR): the
     program goes when the caller drops it, even while the collector is paused."""
-    from nkirun.source.kernel.api import trace_call
+    from nkirun.api_kernel import trace_call
     gc.collect()
     gc.disable()
     try:

@@ -312,8 +312,8 @@ def test_sys_modules_nki_is_restored_and_a_foreign_nki_is_shadowed(tmp_path):
 
 
 def test_run_frees_tiles_after_their_last_use(tmp_path):
-    from nkirun.source.kernel.api import trace_call, require_valid
-    from nkirun.source.kernel.execute import execute_freeing
+    from nkirun.api_kernel import trace_call, require_valid
+    from nkirun.runner.freeing import execute_freeing
     path = write(tmp_path, """\
         import nki
         import nki.isa as nisa
@@ -344,7 +344,7 @@ def test_run_frees_tiles_after_their_last_use(tmp_path):
         return real(program, bnd, inputs, hook, **options)
     interp.execute = spy
     try:  # an observer: the plain path
-        m = execute_freeing(traced, bound, traced.inputs, observe=lambda b, m: None)
+        m = execute_freeing(traced.program, bound, traced.inputs, observe=lambda b, m: None)
     finally:
         interp.execute = real
     assert len(traced.program.tensors) == 503 and max(peak) <= 5
@@ -356,7 +356,7 @@ def test_run_frees_tiles_after_their_last_use(tmp_path):
     m = Machine({"x": x.copy()}, {"x": None})
     planner = _Planner(traced.program, bound, m, last_uses(bound, {"x", traced.outputs[0].name})[0], "error")
     assert planner.made == 3
-    m = execute_freeing(traced, bound, traced.inputs)
+    m = execute_freeing(traced.program, bound, traced.inputs)
     np.testing.assert_array_equal(m.buffers[traced.outputs[0].name], 500 * x)
     assert len(m.buffers) <= 3  # (x, out, and nothing freed left behind)
 

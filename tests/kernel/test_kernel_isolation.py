@@ -124,7 +124,7 @@ def test_many_threads_simulating_different_kernels_get_their_own_results(tmp_pat
     assert "tracing adds" not in caller_stdout.getvalue()
 
 
-# ---- how a kernel leaves, and where it stands ---------------------------------------------------
+# ---- how a kernel leaves, and where it stands ------------------------------------------------
 EXITS = """\
 import os
 import sys
@@ -178,7 +178,7 @@ def test_a_kernel_changing_folder_does_not_move_the_outputs(tmp_path, monkeypatc
     assert os.path.join("out", "leaves_leaves", "out0.npy") in r.output
 
 
-# ---- the kernel's folder -------------------------------------------------------------------------
+# ---- the kernel's folder ---------------------------------------------------------------------
 HELPED = """\
 import nki
 import nki.language as nl
@@ -194,7 +194,7 @@ def helped(x):
 
 def test_run_writes_no_bytecode_beside_the_kernel(tmp_path, monkeypatch):
     import sys
-    monkeypatch.setattr(sys, "dont_write_bytecode", False)  # (as without PYTHONDONTWRITEBYTECODE)
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)  # (PYTHONDONTWRITEBYTECODE unset)
     path = write(tmp_path, HELPED.format(helper="helper_no_pyc"), "helped.py")
     write(tmp_path, "import nki.language as nl\n\ndef plus_one(t):\n    return nl.add(t, 1.0)\n",
           "helper_no_pyc.py")
@@ -221,7 +221,7 @@ def test_a_json_py_beside_the_kernel_does_not_replace_nkiruns_json(tmp_path):
     assert json.loads(r.stdout)["diagnostics"] == []
 
 
-# ---- the kernel's text in diagnostics -------------------------------------------------------------
+# ---- the kernel's text in diagnostics --------------------------------------------------------
 RAISES = """\
 import nki
 import nki.language as nl
@@ -256,7 +256,7 @@ def test_kernel_errors_are_the_kernels_escaped_and_bounded(tmp_path, how, says):
     assert "\x1b" not in r.output and len(r.output) < 20_000
 
 
-# ---- a kernel that forgets its output -------------------------------------------------------------
+# ---- a kernel that forgets its output --------------------------------------------------------
 FORGETS = """\
 import nki
 import nki.language as nl
@@ -296,3 +296,55 @@ def into(x, y):
     x, y = np.ones((4, 8), np.float32), np.zeros((4, 8), np.float32)
     assert nkirun.simulate(nkirun_kernel(path, "into"))(x, y) is None
     np.testing.assert_array_equal(y, x + 1)
+
+
+def test_a_huge_returned_value_is_named_in_bounded_text(tmp_path):
+    path = write(tmp_path, """\\
+import nki
+
+@nki.jit
+def returns_text(x):
+    return "\\x1b[31m" + "y" * 1_000_000
+""", "returns_text.py")
+    r = invoke("check", path, "--shape", "x=float32[4,8]")
+    assert r.exit_code == 1 and "E606" in r.output and "the kernel returns str" in r.output
+    assert "\x1b" not in r.output and len(r.output) < 5_000
+
+
+SETS_LIMITS = """\
+import nki
+import nki.language as nl
+
+@nki.jit
+def sets_limits(x):
+    nl.tile_size.sbuf_bytes_per_partition = 1  # (a namespace's attributes, not the module's)
+    nl.fp32.min = 0.0
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.load(x))
+    return out
+"""
+
+READS_LIMITS = """\
+import nki
+import nki.language as nl
+
+@nki.jit
+def reads_limits(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    negative = nl.fp32.min < 0  # (its true value)
+    size = float(nl.tile_size.sbuf_fmax_bytes)
+    nl.store(out, nl.add(nl.load(x), size if negative else -size))
+    return out
+"""
+
+
+@pytest.mark.parametrize("target", ["trn2", "trn3"])
+def test_namespaces_in_nki_modules_are_pristine_too(tmp_path, target):
+    from nkirun.hw.targets import TARGETS
+    x = np.zeros((1, 1), np.float32)
+    sets = nkirun_kernel(write(tmp_path, SETS_LIMITS, "sets_limits.py"), "sets_limits")
+    reads = nkirun_kernel(write(tmp_path, READS_LIMITS, "reads_limits.py"), "reads_limits")
+    nkirun.simulate(sets, target=target)(x)
+    got = nkirun.simulate(reads, target=target)(x)
+    want = np.float32(TARGETS[target].sbuf_bytes_per_partition)
+    np.testing.assert_array_equal(got, np.full((1, 1), want, np.float32))

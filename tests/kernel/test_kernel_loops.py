@@ -85,7 +85,7 @@ def test_convert_keeps_the_loop(fmt, tmp_path):
     r = CliRunner().invoke(cli, ["convert", f"{KERNELS / 'moe_dynamic.py'}::expert_while",
                                  *_inputs(tmp_path, 2), "--to", fmt, "-o", str(out)])
     assert r.exit_code == 0, r.output
-    got = nkirun.run(str(out))["y"]
+    got = nkirun.run(str(out))["out0"]
     np.testing.assert_allclose(got, ref_moe(X, W, 2), rtol=1e-4, atol=1e-4)
 
 

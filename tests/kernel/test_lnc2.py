@@ -13,7 +13,7 @@ from test_examples import KERNELS, kernel_function, ref_rmsnorm
 
 import nkirun
 from nkirun.cli import cli
-from nkirun.source.kernel.api import trace_call
+from nkirun.api_kernel import trace_call
 
 RNG = np.random.default_rng(11)
 X = RNG.standard_normal((256, 200)).astype(np.float32)
@@ -58,10 +58,10 @@ def test_convert_of_the_lnc2_kernel_runs_and_costs_the_same(tmp_path, fmt):
                                  fmt, "-o", str(out)])
     assert r.exit_code == 0, r.output
     assert nkirun.check(str(out)) == []
-    np.testing.assert_array_equal(nkirun.run(str(out))["y"],
+    np.testing.assert_array_equal(nkirun.run(str(out))["out0"],
                                   nkirun.simulate(kernel_function("rmsnorm_lnc2"), lnc=2)(X, W))
     traced = trace_call(kernel_function("rmsnorm_lnc2"), (X, W), lnc=2)
-    from nkirun.source.kernel.api import require_valid
+    from nkirun.api_kernel import require_valid
     from nkirun.schedule import schedule
     bound, _ = require_valid(traced)
     assert nkirun.cost(str(out)).total_ns == schedule(traced.program, bound).total_ns

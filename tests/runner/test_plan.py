@@ -236,8 +236,8 @@ KERNEL_CASES = {
 
 @pytest.mark.parametrize("name", sorted(KERNEL_CASES))
 def test_every_example_kernel_runs_the_same_from_the_plan(name):
-    from nkirun.source.kernel.api import output_array, require_valid, trace_call
-    from nkirun.source.kernel.execute import execute_freeing
+    from nkirun.api_kernel import output_array, require_valid, trace_call
+    from nkirun.runner.freeing import execute_freeing
     from repo_paths import PROGRAMS as progs
     sys.path.insert(0, str(progs / "kernels"))
     try:
@@ -250,7 +250,7 @@ def test_every_example_kernel_runs_the_same_from_the_plan(name):
     assert plannable(traced.program)
 
     def run(observe):
-        m = execute_freeing(traced, bound, traced.inputs, observe)
+        m = execute_freeing(traced.program, bound, traced.inputs, observe)
         return {str(i): output_array(m, h) for i, h in enumerate(traced.outputs)}, m.warnings
     plain = _outcome(lambda: run(lambda b, m: None))  # an observer: the plain path
     planned = _outcome(lambda: run(None))

@@ -207,7 +207,7 @@ def test_peak_coordinates_equal_their_definition():
     example programs' and the bf16 kernels' instructions read or write."""
     from nkirun import api
     from nkirun.runner.shadow_metrics import coords, plain_coords
-    from nkirun.source.kernel.api import require_valid, trace_call
+    from nkirun.api_kernel import require_valid, trace_call
     bounds = [api.require_valid(p).bound for p in sorted((ROOT / "programs").iterdir())
               if p.suffix in (".yaml", ".nkis")]
     for kernel in ("rmsnorm", "attention_bf16"):

@@ -200,7 +200,7 @@ def test_value_key_is_the_plain_definition(tmp_path):
     # the scheduler elides exactly the instructions whose value_key and read versions match
     # an earlier intact result (recompute.py), checked here against a direct replay
     from nkirun.schedule import recompute
-    from nkirun.source.kernel.api import require_valid, trace_call
+    from nkirun.api_kernel import require_valid, trace_call
     run = _calibration()
     import small
     traced = trace_call(small.mamba_v2, run.mamba_args(256, 512), {}, "trn1")

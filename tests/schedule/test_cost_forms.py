@@ -11,7 +11,8 @@ import pytest
 
 from nkirun.checker.bind import bind
 from nkirun.schedule import scheduler
-from nkirun.source.kernel.api import check_traced, trace_call
+from nkirun.schedule.cores import schedule
+from nkirun.api_kernel import check_traced, trace_call
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("_examples_for_cost_forms",
@@ -44,7 +45,7 @@ def _slots(program, bound, monkeypatch, by_form: bool):
         if not by_form:
             m.setattr(scheduler._Scheduler, "costed_by_form",
                       lambda self, b, form, engine: self.new_costed(b))
-        s = scheduler.schedule(program, bound)
+        s = schedule(program, bound)
     return [tuple(getattr(x, f) for f in x.__dataclass_fields__) if hasattr(
         x, "__dataclass_fields__") else repr(x) for x in s.slots], s.total_ns
 
@@ -82,7 +83,7 @@ def test_the_loop_kernel_takes_the_form_path(tmp_path, monkeypatch):
                         lambda self, *a: calls.append(1) or real(self, *a))
     traced = dict(_traced_cases(tmp_path))["loop"]
     bound, _ = check_traced(traced)
-    s = scheduler.schedule(traced.program, bound)
+    s = schedule(traced.program, bound)
     assert len(calls) >= 30
     assert any(x.wait_kind == "recompute" for x in s.slots)  # the repeated multiply is elided
 
@@ -127,5 +128,5 @@ def test_the_cost_does_not_depend_on_how_accumulate_is_spelled(tmp_path, monkeyp
         fast = _slots(traced.program, bound, monkeypatch, by_form=True)
         assert fast == _slots(traced.program, bound, monkeypatch, by_form=False)
         runs[spelling] = [(s.start_ns, s.end_ns, s.engine) for s in
-                          scheduler.schedule(traced.program, bound).slots], fast[1]
+                          schedule(traced.program, bound).slots], fast[1]
     assert runs["explicit"] == runs["unset"]

@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from nkirun import api
-from nkirun.schedule.overlap import contains, overlaps
+from nkirun.checker.overlap import contains, overlaps
 from nkirun.schedule.model import ENGINE, QUEUE, RAW, READY, WAR, WAW
-from nkirun.schedule.scheduler import schedule
+from nkirun.schedule import schedule
 from repo_paths import ROOT
 
 

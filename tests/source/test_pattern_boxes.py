@@ -10,7 +10,7 @@ import pytest
 
 from nkirun.hw import dtypes as dt
 from nkirun.ir import AccessPattern, TensorDecl, View
-from nkirun.schedule.overlap import overlaps
+from nkirun.checker.overlap import overlaps
 from nkirun.source.operands import resolve
 
 RNG = np.random.default_rng(1414)

@@ -34,7 +34,7 @@ def validator(schema):
 def test_committed_schema_is_up_to_date():
     committed = pathlib.Path(SCHEMA_PATH).read_text()
     assert committed == dumps(), ("schemas/program.schema.json is stale: run "
-                                  "`python -m nkirun.source.schema --write`")
+                                  "`python -m nkirun.cli.regenerate`")
 
 
 def test_cli_schema_prints_it():

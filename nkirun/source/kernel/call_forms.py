@@ -13,15 +13,13 @@ and compares):
 """
 from __future__ import annotations
 
+from nkirun import speed  # the speed switches, beside their plain twins
 from nkirun.diagnostics import Loc
 from nkirun.ir import _INST_SET, Instruction
 from nkirun.source.forms import FormArgs
 from nkirun.source.kernel import consts, legacy, session
 from nkirun.source.kernel.tensor import _NO_INDEX, ndarray
 
-CALL_FORMS = True  # False: every call converted afresh (the plain path, for tests)
-FORM_ARGS = True  # False: a later call of a form gets its own args dict (the plain path)
-ALLOC_PLANS = True  # False: every allocation checked afresh (the plain path, for tests)
 FORMS_MAX = 10_000  # form and allocation-plan tables stop growing there
 _FORM_SCALARS = frozenset({str, int, float, bool, type(None), consts.Token, consts.NlDType})
 
@@ -63,7 +61,7 @@ def record(tracer, op: str, locs, recs, loc: Loc) -> None:
             tracer.declare(rec)
         items.append(rec.name)
     args = _tuple_new(FormArgs, items)  # FormArgs(locs, names), from the list as is
-    if not FORM_ARGS:
+    if not speed.FORM_ARGS:
         args = args.spelled()
     b = tracer.builder
     inst = _new(Instruction)  # instruction_at(op, args, b.count, loc, locs, None, b.core)
@@ -97,7 +95,7 @@ def simple_call(tracer, op: str, values: dict, fill_in: list, loc: Loc, tables) 
     if state.get("legacy_valid"):
         legacy.record(tracer, op, values, loc, tables)
         return index
-    form = form_key(op, values, loc) if CALL_FORMS else None
+    form = form_key(op, values, loc) if speed.CALL_FORMS else None
     locs = tracer.forms.get(form[0]) if form is not None else None
     if locs is None:  # a new form, or none
         tracer.emit(op, values, loc, tables, form)

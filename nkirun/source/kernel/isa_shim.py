@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import types
 
+from nkirun import speed  # the speed switches, beside their plain twins
 from nkirun.isa import REGISTRY
 from nkirun.isa.nki_api import REQUIRED as _REQUIRED, UNSET as _UNSET, parameters
 from nkirun.source.kernel import call_forms, consts, legacy, legacy_affine
 from nkirun.source.kernel.session import _CURRENT, current
 from nkirun.source.kernel.unsupported import call_loc, kernel_error, unsupported
 
-SIMPLE_CALLS = True  # False: every call takes the general path (the plain one, for tests)
 
 
 def signature(op: str, spec) -> list[tuple[str, object]]:
@@ -87,7 +87,7 @@ def make_instruction(op: str):
         tracer = _CURRENT[-1] if _CURRENT else current()
         loc = call_loc(2)
         values = kwargs  # a fresh dict per call
-        if not args and SIMPLE_CALLS:
+        if not args and speed.SIMPLE_CALLS:
             keys = tuple(kwargs)
             fill_in = simple.get(keys)
             if fill_in is None:

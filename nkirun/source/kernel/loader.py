@@ -34,8 +34,9 @@ class KernelUsageError(NkirunError, TypeError):
 
 
 def is_kernel_path(program: str) -> bool:
+    """`PATH::FUNCTION`, or a `.py` file (a folder named `x.py` is not one)."""
     path = program.split("::", 1)[0]
-    return "::" in program or path.endswith(".py")
+    return "::" in program or (path.endswith(".py") and not os.path.isdir(path))
 
 
 def split_spec(spec: str) -> tuple[str, str | None]:
@@ -51,6 +52,8 @@ def module_name_for(path: str) -> tuple[str, str]:
     path = os.path.abspath(path)
     folder, stem = os.path.split(path)
     parts = [stem[:-3]]
+    if not parts[0].isidentifier():  # `my.kernel.py`: importable only as a plain file
+        return parts[0], folder
     while os.path.isfile(os.path.join(folder, "__init__.py")) \
             and os.path.basename(folder).isidentifier():
         folder, pkg = os.path.split(folder)
@@ -66,10 +69,11 @@ def import_kernel_module(path: str):
     if root not in sys.path:  # after the standard library: a json.py beside the kernel
         sys.path.insert(_after_stdlib(), root)  # must not replace nkirun's json
     try:
-        if "." in name:
+        if "." in name and os.path.basename(path)[:-3].isidentifier():
             sys.modules.pop(name, None)
             return importlib.import_module(name)
-        name = f"_nkirun_kernel_{name}"  # a plain file: private, so `__main__` blocks do not run
+        # a plain file (`my.kernel.py` too): private, so `__main__` blocks do not run
+        name = "_nkirun_kernel_" + "".join(c if c.isalnum() else "_" for c in name)
         spec = importlib.util.spec_from_file_location(name, os.path.abspath(path))
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module

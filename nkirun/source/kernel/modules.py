@@ -51,8 +51,7 @@ class Kernel:
         from nkirun.source.kernel.session import tracing
         if tracing():  # a kernel calling another jit function: inline it
             return self.func(*args, **kwargs) if not self.grid else self._launch(args, kwargs)
-        from nkirun.source.kernel.api import simulate
-        return simulate(self)(*args, **kwargs)
+        return _SIMULATOR[0](self)(*args, **kwargs)
 
     def _launch(self, args, kwargs):
         """`kernel[g](...)` inside a trace (a launcher function): every program instance
@@ -84,15 +83,22 @@ def jit(fn=None, **kwargs):
     return Kernel(fn, options=kwargs)
 
 
+# `nkirun.simulate`, set by `import nkirun` (the API sits above the front ends: a front end
+# never imports it; the `nki` shim calls whatever the API put here)
+_SIMULATOR: list = [None]
+
+
+def set_simulator(simulate) -> None:
+    _SIMULATOR[0] = simulate
+
+
 def _simulate(kernel):
-    from nkirun.source.kernel.api import simulate
-    return simulate(kernel)
+    return _SIMULATOR[0](kernel)
 
 
 def _simulate_kernel(kernel, *args, **kwargs):
     """`nki.simulate_kernel(kernel, *arrays)` (neuronxcc.nki before 0.2)."""
-    from nkirun.source.kernel.api import simulate
-    return simulate(kernel)(*args, **kwargs)
+    return _SIMULATOR[0](kernel)(*args, **kwargs)
 
 
 class CpuSimulate:
@@ -116,8 +122,8 @@ class CpuSimulate:
 
 def _simulate_on(kernel, lnc: int):
     import os
-    from nkirun.source.kernel.api import simulate
     from nkirun.source.kernel.consts import TARGET_VERSION
+    simulate = _SIMULATOR[0]  # nkirun.simulate (set_simulator: the API is above us)
     gen = os.environ.get("NKI_NC_VERSION", "").strip().lower()
     by_gen = {g: t for t, g in TARGET_VERSION.items() if t != "inf2"}
     return simulate(kernel, CpuSimulate.target or by_gen.get(gen, gen or None), lnc)
@@ -266,6 +272,8 @@ def modules() -> dict[str, types.ModuleType]:
         for name, m in mods.items():  # `import neuronxcc.nki.language as nl`: the same modules
             _MODULES["neuronxcc." + name] = m
         _BUILT.update((id(m), (m, dict(vars(m)))) for m in _MODULES.values())
+        _BUILT.update((id(v), (v, dict(vars(v)))) for m in _MODULES.values()
+                      for v in vars(m).values() if _namespace(v))
     return _MODULES
 
 
@@ -306,9 +314,16 @@ def installed():
             sys.modules.update(saved)
 
 
+def _namespace(v) -> bool:
+    """An object of nkirun's own whose attributes a kernel may assign (`nl.tile_size`,
+    `nisa.engine`, `nl.fp32`), not a function, class or module."""
+    return (type(v).__module__ or "").startswith("nkirun.") and hasattr(v, "__dict__") \
+        and not isinstance(v, (type, types.ModuleType, types.FunctionType)) and not callable(v)
+
+
 def _pristine() -> None:
-    """Every `nki` module's attributes as modules() built them (`nl.multiply = nl.add` in
-    one kernel must not change the next one)."""
+    """Every `nki` module's attributes, and those of the namespaces in them, as modules()
+    built them (`nl.multiply = nl.add` in one kernel must not change the next one)."""
     for m, attrs in _BUILT.values():
         d = m.__dict__
         if len(d) != len(attrs) or any(d.get(k, d) is not v for k, v in attrs.items()):

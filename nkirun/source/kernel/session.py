@@ -20,6 +20,7 @@ import linecache
 import os
 import re
 
+from nkirun import speed  # the speed switches, beside their plain twins
 from nkirun.diagnostics import Loc, error
 from nkirun.ir import instruction_at, tensor_at, view_at
 from nkirun.isa import REGISTRY
@@ -74,10 +75,10 @@ class Tracer:
         self.alloc_plans: dict = {}
         self.lnc = 1  # 2: a two-core trace; self.builder.core is the core being traced
         self.placement = "compiler"  # "explicit" once the kernel pins an on-chip tensor
-        from nkirun.hw.targets import TARGETS
-        consts.tile_size.sbuf_bytes_per_partition = TARGETS[target].sbuf_bytes_per_partition
 
     def __enter__(self):
+        from nkirun.hw.targets import TARGETS  # (set after modules.installed() restored it)
+        consts.tile_size.sbuf_bytes_per_partition = TARGETS[self.target].sbuf_bytes_per_partition
         _CURRENT.append(self)
         return self
 
@@ -105,7 +106,7 @@ class Tracer:
         key = None
         if loc is None:  # (a call site's Loc lives as long as its code: keyed by its id)
             loc = call_loc(2)
-            if shape.__class__ is tuple and name.__class__ is str and call_forms.ALLOC_PLANS:
+            if shape.__class__ is tuple and name.__class__ is str and speed.ALLOC_PLANS:
                 key = (id(loc), shape, dtype, buffer, name)
             try:
                 plan = self.alloc_plans.get(key)
@@ -171,7 +172,7 @@ class Tracer:
     def emit(self, op: str, values: dict, loc: Loc, tables=None, form=_UNSET) -> None:
         """Record an nki.isa call (`form`: its call_forms.form_key when already worked out)."""
         if form is _UNSET:
-            form = call_forms.form_key(op, values, loc) if call_forms.CALL_FORMS else None
+            form = call_forms.form_key(op, values, loc) if speed.CALL_FORMS else None
         if form is not None:
             locs = self.forms.get(form[0])
             if locs is not None:  # an earlier call of this form: its args, our tensors

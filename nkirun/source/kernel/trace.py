@@ -146,7 +146,7 @@ def trace(kernel, values: dict, target: str = "trn2", grid=None, lnc: int = 1) -
 
 def _lnc_grid(lnc: int, grid: tuple, target: str, path: str) -> tuple:
     """The launch grid of a two-core trace: one program per core."""
-    from nkirun.checker.cores import LNC_TARGETS
+    from nkirun.hw.targets import LNC_TARGETS
     from nkirun.diagnostics import Loc
     if target not in LNC_TARGETS:
         raise NkirunError(error("E632", f"--lnc {lnc} needs a target with two cores per "
@@ -268,8 +268,19 @@ def _output_structure(v, tracer, outputs: list):
         return {k: _output_structure(x, tracer, outputs) for k, x in v.items()}
     if v is None:
         return None
-    raise NkirunError(error("E606", f"the kernel returns {type(v).__name__} {v!r}; "
+    from nkirun.source.kernel.loader import kernel_text
+    raise NkirunError(error("E606", f"the kernel returns {type(v).__name__} "
+                            f"{kernel_text(_repr(v), 200)}; "
                             "a kernel returns tensors (one, or a tuple/list of them)"))
+
+
+def _repr(v) -> str:
+    try:
+        return repr(v)
+    except BaseException as e:  # noqa: BLE001 - the kernel's own __repr__
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        return f"<repr() raised {type(e).__name__}>"
 
 
 def _mark_inputs(program, given):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from nkirun import speed  # the speed switches, beside their plain twins
 from nkirun.source.kernel import consts
 from nkirun.source.kernel.tensor import _new_view, ndarray
 from nkirun.source.kernel.unsupported import here, kernel_error, unsupported
@@ -37,7 +38,7 @@ def index_view(t, key):
         w = out._v
         if len(_LAYOUTS) >= _LAYOUTS_MAX:
             _LAYOUTS.clear()
-        if t._dtype is rec.dtype and w.indirect is None and LOWERED_INDEX:
+        if t._dtype is rec.dtype and w.indirect is None and speed.LOWERED_INDEX:
             from nkirun.source.kernel.session import lowered_index
             try:
                 out._ir = lowered_index(out)  # (a function of the memo key: rec.layout in it)
@@ -56,7 +57,6 @@ def index_view(t, key):
 # (view layout, hashable key, tensor layout) -> (shape, strides, offset, basic, tail) of the
 # indexed view, and its IR index (session.lowered_index) when it has the tensor's dtype
 _LAYOUTS: dict = {}
-LOWERED_INDEX = True  # False: the IR index worked out when an instruction first uses it
 _LAYOUTS_MAX = 100_000
 _SLICE_END = frozenset({int, type(None)})
 _new_strided = _new_handle = object.__new__

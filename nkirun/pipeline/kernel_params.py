@@ -1,64 +1,26 @@
-"""The command line for kernels: `nkirun run|check|cost|convert KERNEL.py::FUNCTION`
-(docs/kernels.md). nkirun/cli.py hands a KERNEL argument to these functions.
+"""A kernel's parameters as text: `--arg NAME=VALUE`, `--shape NAME=DTYPE[D0,...]`,
+`--input NAME=PATH.npy[:DTYPE]` (only the header is read) and `--grid G[,G]` — the words
+of the command line and of the `[tool.nkirun]` manifest (pipeline/manifest.py) alike.
 
-Readings:
-- Outputs of `run` go to DIR/out0.npy, out1.npy, ... (default DIR: out/<file stem>);
-  the summary names each output's tensor (its `name=` where the kernel gave one).
-- A missing or unknown parameter, a bad --arg/--shape/--grid: usage errors (exit 2). A
-  missing kernel file, no such function, no or several @nki.jit functions: E600 (exit 1).
-- --lnc 2 traces the kernel once per core of a two-core program (trn2/trn3; E632 on
-  others); nl.program_id(0) is the core, nl.num_programs(0) is 2.
+A value that does not parse is an OptionError (the CLI's usage error, exit 2, naming the
+option). A missing or unknown parameter is the kernel's KernelUsageError (also exit 2).
 """
 from __future__ import annotations
 
 import ast
-import contextlib
 import os
 import re
-import sys
-from dataclasses import replace
-
-import click
 
 from nkirun.diagnostics import Loc, NkirunError, error, warning
-from nkirun.source.kernel.loader import KernelUsageError, split_spec
+
+class OptionError(ValueError):
+    """A kernel option's value that does not parse: `option` names it (`--arg`)."""
+
+    def __init__(self, message: str, option: str):
+        super().__init__(message)
+        self.option = option
 
 _SHAPE = re.compile(r"^\s*([A-Za-z_]\w*)\s*=\s*([A-Za-z_][\w.]*)\s*\[([\d\s,]*)\]\s*$")
-
-
-def kernel_options(*, inputs: bool):
-    """--arg, --shape, --grid, --lnc (and --input where the command has none)."""
-    def deco(f):
-        opts = [
-            click.option("--arg", "kernel_args", multiple=True, metavar="NAME=VALUE",
-                         help="kernel parameter NAME (a Python literal), repeatable"),
-            click.option("--shape", "kernel_shapes", multiple=True,
-                         metavar="NAME=DTYPE[D0,...]",
-                         help="kernel tensor parameter NAME by shape only, repeatable"),
-            click.option("--grid", "grid", default=None, metavar="G[,G...]",
-                         help="launch the kernel on an SPMD grid (nl.program_id)"),
-            click.option("--lnc", "lnc", type=click.IntRange(1, 2), default=None,
-                         help="logical NeuronCore size: 2 runs the kernel on two cores "
-                              "(trn2/trn3)"),
-        ]
-        if inputs:
-            opts.append(click.option("--input", "inputs", multiple=True, metavar="NAME=PATH",
-                                     help="kernel tensor parameter NAME from a .npy file "
-                                          "(only its header is read), repeatable"))
-        for o in reversed(opts):
-            f = o(f)
-        return f
-    return deco
-
-
-def no_kernel_options(program, kernel_args=(), kernel_shapes=(), grid=None, lnc=None):
-    """A usage error naming the kernel-only options given with a YAML/text program (check
-    and cost pass their --input in `kernel_shapes`: it too is kernel-only there)."""
-    given = [name for name, v in (("--arg", kernel_args), ("--shape/--input", kernel_shapes),
-                                  ("--grid", grid), ("--lnc", lnc)) if v]
-    if given:
-        raise click.UsageError(f"{', '.join(given)} apply to Python kernels "
-                               f"(KERNEL.py::FUNCTION), not to the program {program}")
 
 
 # ---- parameters ---------------------------------------------------------------------------
@@ -81,16 +43,16 @@ def _enum_args(func, values: dict) -> None:
         cls = type(p.default) if p is not None and isinstance(p.default, enum.Enum) else None
         if cls is None or isinstance(v, cls):
             if isinstance(v, _Word):
-                raise click.BadParameter(f"{name}={v}: VALUE must be a Python literal (int, "
-                                         "float, bool, None, str in quotes, tuple, list, "
-                                         "dict)", param_hint="--arg")
+                raise OptionError(f"{name}={v}: VALUE must be a Python literal (int, "
+                                  "float, bool, None, str in quotes, tuple, list, dict)",
+                                  "--arg")
             continue
         try:
             values[name] = cls[v.rsplit(".", 1)[-1]] if isinstance(v, str) else cls(v)
         except (KeyError, ValueError, TypeError):
             members = ", ".join(m.name for m in cls)
-            raise click.BadParameter(f"{name}={v}: `{name}` is a {cls.__name__}; give one of "
-                                     f"{members} (or its value)", param_hint="--arg") from None
+            raise OptionError(f"{name}={v}: `{name}` is a {cls.__name__}; give one of "
+                              f"{members} (or its value)", "--arg") from None
 
 
 def _parse_args(values) -> dict:
@@ -98,16 +60,16 @@ def _parse_args(values) -> dict:
     for v in values:
         name, sep, text = v.partition("=")
         if not sep or not name.strip().isidentifier():
-            raise click.BadParameter(f"{v!r}: expected NAME=VALUE", param_hint="--arg")
+            raise OptionError(f"{v!r}: expected NAME=VALUE", "--arg")
         try:
             out[name.strip()] = ast.literal_eval(text.strip())
         except (ValueError, SyntaxError):
             if all(w.isidentifier() for w in text.strip().split(".")):
                 out[name.strip()] = _Word(text.strip())  # an Enum member's name, maybe
                 continue
-            raise click.BadParameter(f"{v!r}: VALUE must be a Python literal (int, float, "
-                                     "bool, None, str in quotes, tuple, list, dict)",
-                                     param_hint="--arg") from None
+            raise OptionError(f"{v!r}: VALUE must be a Python literal (int, float, "
+                              "bool, None, str in quotes, tuple, list, dict)",
+                              "--arg") from None
     return out
 
 
@@ -120,8 +82,8 @@ def _parse_shapes(values) -> dict:
         dims = [int(x) for x in m.group(3).split(",") if x.strip()] if m else []
         d = consts.to_dtype(m.group(2)) if m else None
         if not m or not dims or any(n <= 0 for n in dims) or d is None or d.nkirun is None:
-            raise click.BadParameter(f"{v!r}: expected NAME=DTYPE[D0,D1,...] such as "
-                                     "x=float32[128,512]", param_hint="--shape")
+            raise OptionError(f"{v!r}: expected NAME=DTYPE[D0,D1,...] such as "
+                              "x=float32[128,512]", "--shape")
         out[m.group(1)] = TensorArg(tuple(dims), d.nkirun)
     return out
 
@@ -133,8 +95,7 @@ def _parse_inputs(values, notes: list | None = None) -> dict:
     for v in values:
         name, sep, path = v.partition("=")
         if not sep or not name.strip() or not path:
-            raise click.BadParameter(f"{v!r}: expected NAME=PATH.npy[:DTYPE]",
-                                     param_hint="--input")
+            raise OptionError(f"{v!r}: expected NAME=PATH.npy[:DTYPE]", "--input")
         path, want = _dtype_suffix(path)
         shape, dtype = _npy_header(name.strip(), path, want, notes)
         out[name.strip()] = TensorArg(shape, dtype, file=path)
@@ -151,9 +112,9 @@ def _dtype_suffix(path: str):
     d = consts.DTYPES.get(tail.strip())
     if d is None:
         if re.fullmatch(r"[A-Za-z_]\w*", tail.strip()) and not os.path.exists(path):
-            raise click.BadParameter(f"{path!r}: `{tail}` is no NKI dtype; after the file, "
-                                     ":DTYPE names the values' dtype (e.g. "
-                                     ":float8_e8m0fnu)", param_hint="--input")
+            raise OptionError(f"{path!r}: `{tail}` is no NKI dtype; after the file, "
+                              ":DTYPE names the values' dtype (e.g. :float8_e8m0fnu)",
+                              "--input")
         return path, None
     return head, d
 
@@ -168,7 +129,16 @@ def _npy_header(name: str, path: str, want=None, notes: list | None = None):
     from nkirun.hw import dtypes as dt
     from nkirun.runner.files import _read_header
     import numpy as np
+    from nkirun import safeio
     loc = Loc(path)
+    if "\0" in path:
+        raise NkirunError(error("E070", f"--input {name}: {path!r} is not a valid path (it "
+                                "contains a NUL character)", Loc()))
+    why = safeio.not_regular(path)  # before opening: a FIFO's open() would block for ever
+    if why is not None:
+        raise NkirunError(error("E072", f"--input {name}: {path} is {why}, not a .npy file",
+                                loc, hint="give the path of a regular .npy file (its header "
+                                "gives the parameter's shape and dtype)"))
     try:
         with open(path, "rb") as f:
             if f.read(6) != b"\x93NUMPY":
@@ -229,62 +199,8 @@ def _grid(grid, lnc) -> tuple:
         except ValueError:
             g = ()
         if not g or any(n <= 0 for n in g):
-            raise click.BadParameter(f"{grid!r}: expected positive ints such as 2 or 2,2",
-                                     param_hint="--grid")
+            raise OptionError(f"{grid!r}: expected positive ints such as 2 or 2,2", "--grid")
         return g
     return ()
 
 
-def trace_spec(spec, *, inputs=(), shapes=(), args=(), grid=None, lnc=None, target=None):
-    """Import and trace `PATH.py[::FUNCTION]` with the command line's parameters."""
-    from nkirun.source.kernel.api import default_target
-    from nkirun.source.kernel.loader import find_function, import_kernel_module, \
-        kernel_exception
-    from nkirun.source.kernel.modules import installed
-    from nkirun.source.kernel.trace import check_names, trace
-    path, func_name = split_spec(spec)
-    notes: list = []  # warnings about the inputs (W601)
-    values = {**_parse_inputs(inputs, notes), **_parse_shapes(shapes)}
-    for name, v in _parse_args(args).items():
-        if name in values:
-            raise click.UsageError(f"parameter `{name}` is given twice")
-        values[name] = v
-    with installed(), contextlib.redirect_stdout(sys.stderr):
-        try:
-            module = import_kernel_module(path)
-        except NkirunError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the kernel file's own error
-            raise kernel_exception(exc) from None
-        try:
-            func = find_function(module, path, func_name)
-        except KernelUsageError as e:
-            raise NkirunError(error("E600", str(e), Loc(path))) from None
-    from nkirun.source.kernel.modules import Kernel
-    plain = func.func if isinstance(func, Kernel) else func
-    _enum_args(getattr(plain, "__wrapped__", plain), values)
-    try:
-        check_names(plain, values)
-    except KernelUsageError as e:
-        raise click.UsageError(str(e)) from None
-    try:
-        traced = trace(func, values, target or default_target(), _grid(grid, lnc), lnc or 1)
-    except KernelUsageError as e:
-        raise click.UsageError(str(e)) from None
-    traced.diagnostics = notes + [_user_path(d, path) for d in traced.diagnostics]
-    traced.program = replace(traced.program, path=path)  # as the user named it
-    return traced
-
-
-def _user_path(d, path):
-    """Diagnostics in the kernel file name it as the user wrote it."""
-    if d.loc.file and os.path.abspath(d.loc.file) == os.path.abspath(path) \
-            and d.loc.file != path:
-        return replace(d, loc=replace(d.loc, file=path))
-    return d
-
-
-def relocate(e: NkirunError, spec: str) -> NkirunError:
-    path = split_spec(spec)[0]
-    e.diagnostics = [_user_path(d, path) for d in e.diagnostics]
-    return e

@@ -1,6 +1,6 @@
-"""Running a traced kernel with memory that follows what is live.
+"""Running a program with memory that follows what is live.
 
-A kernel that allocates a tile per loop iteration makes a program with one tensor per
+A traced kernel that allocates a tile per loop iteration makes a program with one tensor per
 tile. Each tensor's storage is created just before the first instruction that uses it
 and dropped right after the last one (outputs and tensors with initial contents are
 kept), so peak memory follows the live tensors, not every tensor ever allocated. A plain
@@ -12,7 +12,7 @@ import itertools
 from dataclasses import replace
 
 
-def execute_freeing(traced, bound, inputs, observe=None, step=None,
+def execute_freeing(program, bound, inputs, observe=None, step=None,
                     uninitialized: str = "error"):
     """Execute; `observe(b, m)` (optional) is called after each instruction; `step`:
     interpret.execute's (run --shadow); `uninitialized`: reading an element nothing wrote
@@ -22,7 +22,6 @@ def execute_freeing(traced, bound, inputs, observe=None, step=None,
     from nkirun.runner.files import fresh_buffer
     from nkirun.runner.interpret import execute
     from nkirun.runner.plan import execute_planned, live_ranges, plannable
-    program = traced.program
     if observe is None and step is None and plannable(program):
         return execute_planned(program, bound, inputs, uninitialized)
     order = bound

@@ -1,0 +1,34 @@
+"""Every shortcut nkirun takes for speed, each beside the plain path it must equal.
+
+The switches below are on; set one False (tests do, with monkeypatch) and that stage takes
+its plain path, the definition. tests/kernel/test_call_forms.py traces, checks, runs and
+costs kernels with each switch off and requires the same program, diagnostics, results
+and schedule.
+
+| switch          | the shortcut                                           | the plain twin                                |
+|-----------------|--------------------------------------------------------|-----------------------------------------------|
+| CALL_FORMS      | a kernel call of a known call-site form is built from   | every call converted afresh                    |
+|                 | the form's first instance (source/kernel/call_forms.py) |                                               |
+| FORM_ARGS       | such an instruction keeps only its tensor names         | an args dict of its own                       |
+|                 | (source/forms.py FormArgs)                              |                                               |
+| ALLOC_PLANS     | an nl.ndarray of a known layout reuses the checks of    | every allocation checked afresh               |
+|                 | the first (tensor.rec_of_kind)                          |                                               |
+| SIMPLE_CALLS    | a keyword-only nki.isa call skips the general binding   | the general path (isa_shim.py)                |
+| LOWERED_INDEX   | a view's IR index worked out when the view is made      | worked out when an instruction first uses it  |
+| LAZY_OPERANDS   | a form instance's Operands made on first read           | every bound instruction's Operands made by    |
+|                 | (checker/intern.py PendingOperands)                     | bind                                          |
+
+Shortcuts chosen by an argument rather than a switch, each tested against its twin:
+runner/plan.py (a planned run; `interpret.execute(plan=False)`: runner/plain.py, tests/
+runner/test_plan.py), checker/intern.py (`bind(..., fast=False)`, tests/checker/
+test_fast_bind.py), isa/fast/ (each module beside the instruction's plain `definition`),
+runner/shadow_native.py (the C module beside the NumPy comparisons, tests/runner/
+test_shadow_native.py), runner/shadow_bits.py (bfloat16 on the bits beside the plain
+helpers).
+"""
+CALL_FORMS = True
+FORM_ARGS = True
+ALLOC_PLANS = True
+SIMPLE_CALLS = True
+LOWERED_INDEX = True
+LAZY_OPERANDS = True
