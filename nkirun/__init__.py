@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     from nkirun.show.shadow_report import ShadowReport
 
 __version__ = "0.1.0"
-__all__ = ["check", "cost", "run", "simulate", "trace", "shape", "install", "Diagnostic", "Loc",
-           "NkirunError", "schedule", "testing", "__version__"]
+__all__ = ["check", "cost", "run", "simulate", "trace", "shape", "sweep", "install",
+           "Diagnostic", "Loc", "NkirunError", "schedule", "testing", "__version__"]
 
 
 @overload
@@ -108,6 +108,15 @@ def shape(dtype: str, *dims: int) -> Any:
     """A tensor argument known by dtype and shape only: `nkirun.shape("float32", 128, 512)`."""
     from nkirun.source.kernel.trace import Shape
     return Shape(dtype, *dims)
+
+
+def __getattr__(name: str) -> Any:
+    """`nkirun.sweep(...)` (docs/sweep.md), imported on first use: the command's start-up
+    does not pay for it."""
+    if name == "sweep":
+        import importlib
+        return importlib.import_module("nkirun.sweep")
+    raise AttributeError(f"module 'nkirun' has no attribute {name!r}")
 
 
 def install(target: str | None = None) -> None:

@@ -275,6 +275,10 @@ class Program:
     # capacity (W047); "explicit": the kernel pins them (nki.compiler allocators,
     # address=), so an over-full live set is E041 (checker/capacity.py).
     placement: str = field(default="compiler", compare=False)
+    # The compiler keeps one buffer per on-chip allocation site (a kernel under
+    # nki.compiler.skip_middle_end_transformations): the cost model orders the accesses of
+    # tensors allocated at one place as accesses of one tensor (schedule/scheduler.py).
+    reuse_buffers: bool = False
 
     def to_yaml(self) -> str:
         """This program as YAML (what `convert --to yaml` writes; a kernel parameter given

@@ -26,7 +26,7 @@ LAYERS = [
     {"runner", "schedule"},
     {"show"},
     {"pipeline"},
-    {"api", "api_kernel", "testing", "dropin"},
+    {"api", "api_kernel", "testing", "dropin", "sweep"},
     {"__init__"},  # `import nkirun`: the public functions
     {"cli", "entry", "__main__"},
 ]

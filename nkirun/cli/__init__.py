@@ -45,10 +45,10 @@ def cli(color):
     set_color_mode(color)
 
 
-from nkirun.cli import check, cost, misc, run  # the commands, in workflow order
+from nkirun.cli import check, cost, misc, run, sweep  # the commands, in workflow order
 
-for _command in (check.check, run.run, cost.cost, cost.convert, misc.explain, misc.ops,
-                 misc.schema):
+for _command in (check.check, run.run, cost.cost, sweep.sweep, cost.convert, misc.explain,
+                 misc.ops, misc.schema):
     cli.add_command(_command)
 
 

@@ -25,7 +25,8 @@ TARGET_NAMES = tuple(TARGETS)
               help="also write a Chrome/Perfetto trace (open it in ui.perfetto.dev); "
                    "- writes it to standard output instead of the report")
 @click.option("--view", "view", default="all", show_default=True, metavar="LIST",
-              help="views to show, comma-separated: summary, table, timeline, critical, all")
+              help="views to show, comma-separated: summary, table, timeline, critical, "
+                   "advice, all")
 @click.option("--max-rows", type=int, default=200, show_default=True, metavar="N",
               help="instruction-table rows in text output (0: all)")
 @click.option("--width", type=click.IntRange(60, 400), default=None, metavar="COLUMNS",

@@ -57,6 +57,21 @@ def require_core(b: Bound, version: int, code: str, key: str | None = None,
                 hint=f"set `target: {ok.split(', ')[0]}` at the top of the program")
 
 
+_AFFINE = frozenset({"add", "subtract", "multiply"})
+
+
+def activation_pass(b: Bound, target, src: str, ops: tuple[str, ...] = ()) -> int | None:
+    """An instruction the compiler may run as one Scalar-engine activation when the kernel
+    names no engine and no mask (SPEC.activation_form; schedule/placement.py): its
+    max(MIN_II, N) Scalar cycles, N the free size of operand `src`; else None. `ops`: its
+    ALU-op parameters, which must be affine (activation computes data * scale + bias)."""
+    if b.args.get("engine") not in (None, "unknown") or b.mask is not None:
+        return None
+    if any(b.get(k) not in _AFFINE and (b.get(k) is not None or k == ops[0]) for k in ops):
+        return None
+    return max(target.min_ii, b[src].free_size)
+
+
 def vector_arith_ops() -> tuple[str, ...]:
     """The operators a Vector-engine instruction documented as "arithmetic operators only"
     accepts: every non-bitvec ALU operator but rsqrt and power (GpSimd/Scalar operators),

@@ -26,6 +26,7 @@ SPEC = InstructionDef(
     check=dma_check,
     same_partitions=(),
     packed_copy=True,
+    value_load=True,  # nl.load: the compiler keeps a repeated load's tile (recompute.py)
     source="the nki.isa.load documentation",
     example="- load: {dst: t, src: x}",
     # nl.load's result assigned into a tile of another dtype is a dma_copy, as nl.load(dtype=)

@@ -11,9 +11,11 @@ Readings:
 """
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
-from nkirun.isa.common import flat, same_shape
+from nkirun.isa.common import activation_pass, flat, same_shape
 from nkirun.isa.spec import TILE, Bound, InstructionDef, NkiApi, Param, common_tail, out_dtype
 
 URL = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/nki.isa.reciprocal.html"
@@ -55,6 +57,7 @@ SPEC = InstructionDef(
     cost_formula="max(MIN_II, 8*N) Vector cycles (N = elements per partition of data)",
     execute=execute,
     cycles=cycles,
+    activation_form=partial(activation_pass, src="data"),
     check=check,
     source=f"{URL}; legacy cost formula: NKI 2.26 nki.isa.reciprocal docstring",
     example="""\

@@ -137,6 +137,13 @@ class InstructionDef:
     # PSUM, changing data in place), not only through m.read/m.write: `run --shadow` then
     # counts its destinations as inputs and never mirrors it (runner/shadow_stores.py).
     direct_storage: bool = False
+    # The compiler may run this instruction as one Scalar-engine activation when the kernel
+    # names no engine: (Bound, target) -> its Scalar cycles then, or None where it cannot
+    # (schedule/placement.py). None: never moved.
+    activation_form: Callable | None = None
+    # A language-level load (nl.load) the compiler treats as a value: repeated from
+    # unchanged elements it is elided like a recomputation (schedule/recompute.py).
+    value_load: bool = False
     # The instruction's own rules, one line each with its code, for `explain` (the rules
     # the Params declare are listed from them).
     constraints: tuple[str, ...] = ()

@@ -6,9 +6,11 @@ the v3 one copies bit-accurately ([ARCH3]).
 """
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
-from nkirun.isa.common import copy_plan, flat, is_nc_v2, same_shape
+from nkirun.isa.common import activation_pass, copy_plan, flat, is_nc_v2, same_shape
 from nkirun.isa.spec import ENUM, TILE, Bound, InstructionDef, NkiApi, Param, common_tail, out_dtype
 
 PARAMS = (
@@ -74,6 +76,7 @@ SPEC = InstructionDef(
     execute=execute,
     plan=plan,
     cycles=cycles,
+    activation_form=partial(activation_pass, src="src"),
     check=check,
     engine_of=engine_of,
     packed_copy=True,

@@ -7,10 +7,12 @@ and act on the integer bits.
 """
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from nkirun.hw import alu as ops
-from nkirun.isa.common import flat, is_nc_v2, same_shape
+from nkirun.isa.common import activation_pass, flat, is_nc_v2, same_shape
 from nkirun.isa.spec import (BOOL, ENUM, OP, TILE, TILE_OR_SCALAR, Bound, InstructionDef, NkiApi,
                              Param, common_tail, out_dtype)
 
@@ -181,6 +183,7 @@ SPEC = InstructionDef(
     cost_formula="max(MIN_II, N) engine cycles (N = elements per partition of data)",
     execute=execute,
     cycles=cycles,
+    activation_form=partial(activation_pass, src="data", ops=("op0", "op1")),
     check=check,
     engine_of=engine_of,
     source="the nki.isa.tensor_scalar documentation, §2.2 (operators)",

@@ -51,7 +51,18 @@ def trace_call(kernel, args=(), kwargs=None, target=None, grid=None, lnc: int = 
     values = bind_parameters(func, args, kwargs)
     values = {k: _tensor_args(v) for k, v in values.items()}
     with paused_gc():  # (nkirun/gc_policy.py: the caller's collector is restored after)
-        return trace(func, values, target or default_target(), grid or kgrid, lnc)
+        traced = trace(func, values, target or default_target(), grid or kgrid, lnc)
+    if _skips_middle_end(kernel, func):
+        import dataclasses
+        traced.program = dataclasses.replace(traced.program, reuse_buffers=True)
+    return traced
+
+
+def _skips_middle_end(kernel, func) -> bool:
+    """Whether the kernel carries nki.compiler.skip_middle_end_transformations."""
+    from nkirun.source.kernel.modules import SKIP_MIDDLE_END, Kernel
+    inner = kernel.func if isinstance(kernel, Kernel) else kernel
+    return any(getattr(k, SKIP_MIDDLE_END, False) for k in (kernel, inner, func))
 
 
 def _tensor_args(v):

@@ -9,9 +9,9 @@ from __future__ import annotations
 import sys
 
 from nkirun.schedule import model as m
+from nkirun.schedule.advice import reorder_hints
 from nkirun.schedule.model import Schedule
 
-HINTS = 5  # reordering hints listed per schedule
 
 
 def _r(x: float) -> float:
@@ -35,38 +35,6 @@ def side(s: Schedule, label: str) -> dict:
             "critical_path_length": len(path),
             "op_busy_ns": {k: _r(v) for k, v in ops.items()},
             "reorder": reorder_hints(s)}
-
-
-def reorder_hints(s: Schedule, limit: int = HINTS) -> dict:
-    """Instructions that waited for their engine in program order while that engine sat
-    idle, earlier, waiting for an earlier instruction's data: a scheduler free to reorder
-    (the compiler's) could have started them in that gap. Returns the time such moves could
-    take off each instruction (an upper bound: moving one may delay others) and the top ones."""
-    hints, gaps, ends = [], {}, {}
-    for x in s.slots:
-        if x.engine == "dma":
-            continue
-        unit = (x.core, x.engine)  # each core's engines are their own
-        open_gaps = gaps.setdefault(unit, [])
-        if x.wait_kind == m.ENGINE and x.ready_ns < x.start_ns:
-            fit = [g for g in open_gaps if g[1] - max(g[0], x.ready_ns) >= x.duration_ns]
-            if fit:
-                g = min(fit, key=lambda g: max(g[0], x.ready_ns))
-                gain = x.start_ns - max(g[0], x.ready_ns)
-                hints.append({"index": x.index, "op": x.op, "engine": x.engine,
-                              "line": x.line, "ready_ns": _r(x.ready_ns),
-                              "start_ns": _r(x.start_ns), "could_start_ns": _r(
-                                  max(g[0], x.ready_ns)), "gain_ns": _r(gain)})
-                open_gaps.remove(g)
-        prev_end = ends.get(unit, 0.0)
-        if x.start_ns > prev_end + 1e-9 and x.wait_kind in (m.RAW, m.WAR, m.WAW):
-            open_gaps.append((prev_end, x.start_ns))
-            del open_gaps[:-8]  # the recent gaps only: linear time
-        ends[unit] = x.end_ns
-    hints.sort(key=lambda h: -h["gain_ns"])
-    return {"instructions": len(hints), "idle_ns_fillable": _r(sum(h["gain_ns"]
-                                                                   for h in hints)),
-            "top": hints[:limit]}
 
 
 def compare(a: Schedule, b: Schedule, label_a: str, label_b: str) -> dict:

@@ -133,7 +133,7 @@ def _run_half(s, b, c, start) -> tuple:
     the commit latency its writes carry)."""
     from nkirun.schedule.model import queue_label
     if b.engine == "dma":
-        shares, latency, hbm_ns, _, busy, uniform, queues, _ = c[3]
+        shares, latency, hbm_ns, _, busy, uniform, queues = c[3][:7]
         _, end, _ = s.dma.book(start + latency, shares, hbm_ns, uniform, b.index)
         return end, queues, queue_label(queues), busy, 0.0
     clock = s.clocks.get(b.engine)

@@ -149,7 +149,8 @@ def _geometry(r) -> tuple:
 
 def plan(b, target) -> tuple:
     """(engine shares ((engine, stream ns), ...), latency ns, HBM ns, dge issuer or None,
-    queue-ns, whether every engine has the same share, the engines, the uncontended ns):
+    queue-ns, whether every engine has the same share, the engines, the uncontended ns,
+    bytes delivered, descriptor bytes (the contiguous run)):
     the uncontended work
     of one DMA instruction `b` (any instruction on the "dma" engine with src/dst or srcs)."""
     args = b.args
@@ -191,8 +192,9 @@ def _plan(b, target, sides) -> tuple:
     uniform = len(shares) == t.dma_engines and len({w for _, w in shares}) == 1
     hbm_ns = hbm_bytes / t.hbm_bytes_per_ns
     alone = int(round(latency + max(max(w for _, w in shares), hbm_ns)))
+    moved = max(r.size * r.dtype.itemsize for r in sides)  # the bytes the transfer delivers
     return (shares, latency, hbm_ns, dge, sum(w for _, w in shares), uniform,
-            tuple(e for e, _ in shares), alone)
+            tuple(e for e, _ in shares), alone, moved, run)
 
 
 def _lanes_per_engine(first: int, rows: int, step: int, per: int, engines: int) -> dict:

@@ -65,6 +65,9 @@ class Slot:
     inst_name: str | None = None  # the program's `name=` label of the instruction
     busy_ns: float = 0.0  # DMA: engine-ns of streaming (the sum over its engines)
     ready_ns: float = 0.0  # when its data allowed it to start (before engine/queue waits)
+    dma_bytes: float = 0.0  # DMA: bytes delivered
+    dma_run: float = 0.0  # DMA: bytes per descriptor (the contiguous run, at most a row)
+    hbm_bytes: float = 0.0  # DMA: bytes read or written in HBM
 
     @property
     def title(self) -> str:
@@ -110,6 +113,9 @@ class Schedule:
     # the compiler's spills booked on the DMA engines (schedule/spills.py): bytes, transfers,
     # the time instructions waited on them; empty when nothing spills
     spills: dict = field(default_factory=dict)
+    # instructions whose engine the program left open, placed on the Scalar engine
+    # (schedule/placement.py)
+    placed_on_scalar: int = 0
 
     def __repr__(self) -> str:  # short: the Program it holds can be huge
         name = self.program.name or self.program.path
@@ -120,6 +126,18 @@ class Schedule:
     def total_ns(self) -> float:
         """The makespan over all engines and queues."""
         return max((s.end_ns for s in self.slots), default=0.0)
+
+    @property
+    def launch_ns(self) -> float:
+        """The fixed cost of one kernel call beyond the makespan (FITTED, hw/cost_tables.py)."""
+        from nkirun.hw.cost_tables import cost_table
+        return cost_table(self.target).kernel_launch_ns if self.slots else 0.0
+
+    @property
+    def kernel_ns(self) -> float:
+        """What one call of the kernel takes on a device: the makespan + the launch cost
+        (what nki.benchmark's nc_latency and the profiler's total_time measure)."""
+        return self.total_ns + self.launch_ns
 
     def clock(self, engine: str) -> float:
         c = self.target.clock(engine.rpartition(".")[2] if engine.startswith("core")
@@ -198,6 +216,11 @@ class Schedule:
         if self.spills:
             from nkirun.schedule.spills import spill_note
             out.append(spill_note(self.spills))
+        if self.placed_on_scalar:
+            out.append(f"{self.placed_on_scalar} instruction(s) that name no engine (copies, "
+                       "affine tensor_scalar, reciprocal) run on the Scalar engine, which "
+                       "finished them before the Vector engine would: the compiler's choice, "
+                       "modelled (docs/cost.md, \"Engine placement\"); give engine= to pin one")
         for n in self.engine_names():
             if n != "dma" and self.target.clock(n) is None:
                 out.append(f"engine {n}: no documented clock; {FALLBACK_CLOCK_GHZ:g} GHz "

@@ -43,6 +43,9 @@ def to_json(s: Schedule, views: tuple[str, ...] = v.VIEWS, timeline_width: int =
         out["timeline"] = v.timeline(s, timeline_width)
     if "critical" in views:
         out["critical_path"] = v.critical(s)
+    if "advice" in views:
+        from nkirun.schedule.advice import advice
+        out["advice"] = advice(s)
     return out
 
 
@@ -173,6 +176,10 @@ def render_report(s: Schedule, stream=None, width: int | None = None,
             _timeline(console, s, color, sym, palette)
         elif name == "critical":
             _critical(console, s, color, palette, max_rows)
+        elif name == "advice":
+            from nkirun.schedule.advice import advice, lines
+            console.print("what to change")
+            console.print(_hanging([("-", x) for x in lines(advice(s), _time)]))
     if stream is not out:
         out.write("".join(line.rstrip() + "\n" for line in stream.getvalue().splitlines()))
 
@@ -190,6 +197,9 @@ def _summary(console, s: Schedule, color: bool) -> None:
     head.append(f" on {d['target']} ({d['core']}): {d['instruction_count']} instructions, "
                 f"makespan ")
     head.append(_time(d["total_ns"]), style="bold")
+    if d.get("launch_ns"):
+        head.append(f"; one call {_time(d['kernel_ns'])} with the launch cost (FITTED, "
+                    "docs/cost.md)")
     console.print(head)
     for row in d.get("loops", ()):  # runtime loops: schedule/trips.py
         core = f", core {row['core']}" if "core" in row else ""

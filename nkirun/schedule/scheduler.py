@@ -10,7 +10,8 @@ from nkirun.schedule import dma
 from nkirun.ir import Program
 from nkirun.schedule.model import (ENGINE, QUEUE, RAW, READY, RECOMPUTE, SPILL, WAR, WAW,
                                    Schedule, Slot, queue_label)
-from nkirun.schedule import recompute
+from nkirun.schedule import placement, recompute
+from nkirun.schedule.placement import earliest_start
 from nkirun.checker.overlap import contains, overlaps
 
 
@@ -125,16 +126,6 @@ def _picker(positions: tuple[int, ...]):
     return itemgetter(*positions) if positions else (lambda names: ())
 
 
-def earliest_start(ready, dep, kind, tensor, free, blocker) -> tuple:
-    """(start, instruction waited on, kind, tensor): the later of the data being ready and
-    the engine being free; a data dependence wins ties (it is the more informative reason)."""
-    if dep is not None and ready >= free:
-        return ready, dep, kind, tensor
-    if blocker is not None and free > 0:
-        return free, blocker, ENGINE, None
-    return 0.0, None, READY, None
-
-
 class _Scheduler:
     """One pass over the instructions in program order; each is placed by `place`."""
 
@@ -142,6 +133,7 @@ class _Scheduler:
         self.target = target
         table = cost_table(target)
         self.raw_latency = table.raw_latency_ns
+        self.hbm_rate = table.hbm_bytes_per_ns
         # a reader's share of the commit latency a compute write carries (the Vector engine's
         # documented dependent-instruction overhead is shorter than the measured ScalarE one)
         vector_clock = target.clock("vector")
@@ -165,6 +157,7 @@ class _Scheduler:
         self.key_ids: dict[tuple, int] = {}
         self.by_form: dict[tuple[int, str], tuple | bool] = {}
         self.hold: tuple[float, str | None] = (0.0, None)  # spills.py: the next one waits
+        self.storage = placement.storage_names(program) if program.reuse_buffers else None
 
     def overlap(self, a, b) -> bool:
         key = (id(a), id(b))
@@ -280,6 +273,8 @@ class _Scheduler:
             else:
                 c = self.costed[ckey] = self.new_costed(b)
         cycles, reads, writes, extra, names, key, read_names, write_names = c
+        if self.storage is not None:  # one buffer per allocation site: accesses of one tensor
+            reads, writes = self.in_storage(reads), self.in_storage(writes)
         is_dma = engine == "dma"
         ready, dep, kind, dep_tensor = self.data_ready(reads, writes,
                                                        self.latency_factor.get(engine, 1.0))
@@ -297,19 +292,25 @@ class _Scheduler:
         if same is not None:  # its value exists: no engine time (recompute.py)
             start = max(ready, same[1])
             end, cycles, dep, kind, dep_tensor = start, 0, same[0], RECOMPUTE, None
-            queues, label, busy, lat = (), engine, 0.0, self.raw_latency
+            queues, label, busy = (), engine, 0.0
+            lat = 0.0 if is_dma else self.raw_latency
             values.wrote(write_names)
         elif is_dma:
             start, end, dep, kind, dep_tensor, queues, label, busy = self.place_dma(
                 b, extra, ready, dep, kind, dep_tensor)
             lat = 0.0
+            if key is not None and values is not None:  # a language-level load (recompute.py)
+                values.store(key, rv, write_names, index, end)
         else:
-            clock = self.clocks.get(engine)
-            if clock is None:
-                clock = self.clocks[engine] = self.sched.clock(engine)
+            clock = self.clock(engine)
             start, dep, kind, dep_tensor = earliest_start(
                 ready, dep, kind, dep_tensor, *self.compute_resource(engine, extra))
             end = start + cycles / clock
+            if engine == "vector":  # the engine left open: the compiler's choice (placement.py)
+                alt = placement.on_scalar(self, b, reads, writes, end)
+                if alt is not None:
+                    engine, cycles, start, end, ready, dep, kind, dep_tensor = alt
+                    self.sched.placed_on_scalar += 1
             self.occupy(engine, extra, end, index)
             queues, label, busy, lat = (), self.pe_label(engine, extra), 0.0, self.raw_latency
             if key is not None and values is not None:
@@ -320,7 +321,21 @@ class _Scheduler:
                                      spec.cost_formula, spec.cost_assumed, kind, dep,
                                      dep_tensor, b.inst.loc.line, names,
                                      inst_name=b.args.get("name"), busy_ns=busy,
-                                     ready_ns=ready))
+                                     ready_ns=ready,
+                                     **({"dma_bytes": extra[8], "dma_run": extra[9],
+                                         "hbm_bytes": extra[2] * self.hbm_rate}
+                                        if is_dma and same is None else {})))
+
+    def in_storage(self, accesses) -> tuple:
+        """(tensor, box) pairs with each tensor named by its buffer (Program.reuse_buffers)."""
+        st = self.storage
+        return tuple((st.get(n, n), box) for n, box in accesses)
+
+    def clock(self, engine: str) -> float:
+        clock = self.clocks.get(engine)
+        if clock is None:
+            clock = self.clocks[engine] = self.sched.clock(engine)
+        return clock
 
     def occupy(self, engine: str, cells, end: float, index: int) -> None:
         if engine == "tensor" and self.pe is not None:
@@ -341,7 +356,7 @@ class _Scheduler:
     def place_dma(self, b, plan, ready, dep, kind, dep_tensor) -> tuple:
         """Trigger at `ready` (after the DGE issuer, if any), stream from trigger + latency
         on the engines' idle time (schedule/dma.py)."""
-        shares, latency, hbm_ns, issuer, busy, uniform, queues, _ = plan
+        shares, latency, hbm_ns, issuer, busy, uniform, queues = plan[:7]
         trigger = ready
         if issuer is not None:
             free, blocker = self.engine_free.get(issuer, (0.0, None))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from nkirun.schedule.model import Schedule, Slot, queue_label
 
-VIEWS = ("summary", "table", "timeline", "critical")
+VIEWS = ("summary", "table", "timeline", "critical", "advice")
 
 MODEL_ASSUMPTIONS = (
     "cycles come from each instruction's documented formula (MIN_II = 64 on every target); "
@@ -41,6 +41,8 @@ def summary(s: Schedule) -> dict:
         "target": s.target.name,
         "core": s.target.core,
         "total_ns": _r(s.total_ns),
+        "launch_ns": _r(s.launch_ns),
+        "kernel_ns": _r(s.kernel_ns),
         "instruction_count": len(s.slots),
         "engines": {n: {k: (_r(v) if isinstance(v, float) else v) for k, v in e.items()}
                     for n, e in engines.items()},

@@ -32,12 +32,13 @@ class Tty(io.StringIO):
 def test_top_help_lists_commands_in_workflow_order():
     out = invoke("--help").output
     listed = re.findall(r"^  (\w+)\s{2,}", out.split("Commands:")[1], re.M)
-    assert listed == ["check", "run", "cost", "convert", "explain", "ops", "schema"]
+    assert listed == ["check", "run", "cost", "sweep", "convert", "explain", "ops", "schema"]
     assert "..." not in out.split("Commands:")[1]  # one-line summaries, not cut docstrings
     assert "Exit status" in out
 
 
-@pytest.mark.parametrize("cmd", ["check", "run", "cost", "convert", "explain", "ops", "schema"])
+@pytest.mark.parametrize("cmd", ["check", "run", "cost", "sweep", "convert", "explain", "ops",
+                                 "schema"])
 def test_every_command_help_states_exit_status(cmd):
     out = invoke(cmd, "--help").output
     assert "Exit status" in out

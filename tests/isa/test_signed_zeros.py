@@ -198,3 +198,38 @@ def test_activate2_streamed_reduction(tmp_path, reduce_op):
             acc = f32(FN[reduce_op], acc, v)
         want[p, 0] = acc
     assert_bits_equal(got["r"], want)
+
+
+def _matching_rows(seed: int):
+    """data (P, 20): 1..16 and four zeros of random signs, shuffled; vals (P, 8): two zeros
+    of either sign and six of 1..16 (the page matches with ==, so -0.0 finds +0.0)."""
+    rng = np.random.default_rng(seed)
+    zeros = np.array([0.0, -0.0], F32)
+    data = np.array([rng.permutation(np.concatenate([np.arange(1, 17, dtype=F32),
+                                                     rng.choice(zeros, 4)])) for _ in range(P)])
+    vals = np.array([np.concatenate([rng.choice(zeros, 2), rng.choice(
+        np.arange(1, 17, dtype=F32), 6, replace=False)]) for _ in range(P)])
+    return data, vals
+
+
+def test_nc_match_replace8_matches_zeros_of_either_sign(tmp_path):
+    import reference as ref
+    data, vals = _matching_rows(19)
+    tensors = {"d": sbuf(data), "v": sbuf(vals), "y": out((P, 20), "float32"),
+               "i": out((P, 8), "uint32")}
+    got = run_program(tmp_path, tensors, [{"nc_match_replace8": {
+        "dst": "y", "data": "d", "vals": "v", "imm": -1.0, "dst_idx": "i"}}])
+    want_y, want_i = ref.nc_match_replace8(data, vals, -1.0)
+    assert_bits_equal(got["y"], want_y)
+    assert_bits_equal(got["i"], want_i)
+
+
+def test_nc_find_index8_finds_zeros_of_either_sign(tmp_path):
+    data, vals = _matching_rows(20)
+    tensors = {"d": sbuf(data), "v": sbuf(vals), "i": out((P, 8), "uint32")}
+    got = run_program(tmp_path, tensors, [{"nc_find_index8": {
+        "dst": "i", "data": "d", "vals": "v"}}])["i"]
+    # NKI 0.6: the k-th copy of a value in vals (copies compared with ==) gets its k-th match
+    want = np.array([[np.flatnonzero(data[p] == v)[np.count_nonzero(vals[p, :j] == v)]
+                      for j, v in enumerate(vals[p])] for p in range(P)], np.uint32)
+    assert_bits_equal(got, want)

@@ -70,7 +70,9 @@ def test_psum_source_and_engines(tmp_path):
     x = random_floats(np.random.default_rng(3), (64, 100))
     path = _prog(tmp_path, x, "float32", src_buffer="psum")
     assert_bits_equal(run(path)["y"], x)
-    assert cost(path).slots[0].engine == "vector"
+    # no engine named: the compiler's choice, the idle Scalar engine (schedule/placement.py;
+    # NKIBench's bmm profile shows its PSUM copies on ScalarE)
+    assert cost(path).slots[0].engine == "scalar"
     path = _prog(tmp_path, x, "float32", src_buffer="psum", engine="gpsimd")
     reported_at(path, "E044", "src", only=True)
 

@@ -143,7 +143,8 @@ def test_cost_json_and_perfetto_have_both_cores(tmp_path):
     assert any(x["wait_kind"] == "core_barrier" for x in rows.values())
     assert [rows[i]["core"] for i in sorted(rows)] == [0] * 6 + [1] * 4
     assert [c["instruction_count"] for c in doc["cores"]] == [6, 4]
-    assert doc["cores"][1]["engines"]["vector"]["instructions"] == 1
+    # core 1's open-engine tensor_scalar: the idle Scalar engine (schedule/placement.py)
+    assert doc["cores"][1]["engines"]["scalar"]["instructions"] == 1
 
 
 def test_structure_errors_of_the_two_core_spelling():

@@ -191,9 +191,27 @@ def test_in_place_updates_wide_values_and_dma_are_never_elided(tmp_path):
         {"activation": {"dst": "a", "op": "exp", "data": "a"}},
         {"tensor_copy": {"dst": "v", "src": "w"}},                 # 4 KiB per partition
         {"tensor_copy": {"dst": "u", "src": "w"}},
-        {"load": {"dst": "y", "src": "x"}},
-        {"load": {"dst": "y", "src": "x"}}]))
+        {"dma_copy": {"dst": "y", "src": "x"}},
+        {"dma_copy": {"dst": "y", "src": "x"}}]))
     assert not _elided(s)
+
+
+def test_a_language_level_load_of_unchanged_elements_is_elided(tmp_path):
+    # nl.load (IR `load`) is a value to the compiler: loading the same unchanged HBM
+    # elements again into a tile of the same shape costs nothing; a store to them in
+    # between, a wider tile (over 2 KiB per partition) or an explicit dma_copy pay again
+    tensors = {"x": t((128, 256), "hbm"), "a": t((128, 256)), "b": t((128, 256)),
+               "c": t((128, 256)), "w": t((128, 1024), "hbm"), "p": t((128, 1024)),
+               "q": t((128, 1024))}
+    s = api.cost(program(tmp_path, tensors, [
+        {"load": {"dst": "a", "src": "x"}},
+        {"load": {"dst": "b", "src": "x"}},    # elided
+        {"store": {"dst": "x", "src": "a"}},
+        {"load": {"dst": "c", "src": "x"}},    # x was written: paid
+        {"load": {"dst": "p", "src": "w"}},
+        {"load": {"dst": "q", "src": "w"}}]))  # 4 KiB per partition: paid
+    assert [x.index for x in _elided(s)] == [1]
+    assert s.slots[1].cycles == 0 and s.slots[1].start_ns == s.slots[0].end_ns
 
 
 def test_value_key_is_the_plain_definition(tmp_path):
@@ -257,7 +275,7 @@ def test_reorder_hint_names_an_instruction_that_could_start_earlier(tmp_path):
         {"memset": {"dst": "a", "value": 1.0, "engine": "gpsimd"}},
         {"tensor_copy": {"dst": "b", "src": "a", "engine": "vector"}},
         {"tensor_copy": {"dst": "d", "src": "c", "engine": "vector"}}]))
-    from nkirun.schedule.compare import reorder_hints
+    from nkirun.schedule.advice import reorder_hints
     h = reorder_hints(s)
     assert h["instructions"] == 1 and h["top"][0]["index"] == 2
     assert h["top"][0]["could_start_ns"] == 0.0

@@ -197,8 +197,9 @@ def test_dma_spreads_partitions_over_queues(tmp_path):
     assert s.total_ns == pytest.approx(LATENCY_NS + STREAM_8_ROWS)
     # two full-width transfers: the second streams after the first, but its latency
     # overlaps the first's streaming (not 2 x (latency + stream))
+    tensors["y"] = sb((128, 512), buffer="hbm")  # (a second load of x would be elided)
     s = cost(program(tmp_path, tensors, [{"load": {"dst": "t", "src": "x"}},
-                                         {"load": {"dst": "u", "src": "x"}}]))
+                                         {"load": {"dst": "u", "src": "y"}}]))
     a, b = s.slots
     assert a.queues == tuple(range(16)) and a.queue == "dma.q0-15"
     assert a.end_ns == pytest.approx(LATENCY_NS + STREAM_8_ROWS)

@@ -30,7 +30,7 @@ instructions:
             index: k
             stop: 2
             body:
-              - tensor_scalar: {dst: t, data: t, op0: multiply, operand0: 2.0}
+              - tensor_scalar: {dst: t, data: t, op0: multiply, operand0: 2.0, engine: vector}
   - dma_copy: {dst: y, src: t}
 """
 

@@ -154,6 +154,21 @@ def _passthrough(fn=None, **_):
     return fn if fn is not None else (lambda f: f)
 
 
+SKIP_MIDDLE_END = "_nkirun_skip_middle_end"
+
+
+def _skip_middle_end(fn=None, **_):
+    """`nki.compiler.skip_middle_end_transformations`: marks the kernel (above or below
+    @nki.jit) so its cost model keeps one buffer per allocation site (docs/cost.md)."""
+    def mark(f):
+        try:
+            setattr(f, SKIP_MIDDLE_END, True)
+        except (AttributeError, TypeError):  # a builtin or slotted object: no mark
+            pass
+        return f
+    return mark(fn) if fn is not None else mark
+
+
 class _Allocators:
     """`nki.compiler.sbuf` / `.psum`: the allocation strategies (`mod_alloc`,
     `auto_alloc`, `alloc`, ...) of NKI's direct allocation. nkirun gives every
@@ -252,7 +267,7 @@ def modules() -> dict[str, types.ModuleType]:
         typing.tensor = typing.mutable_tensor = _TensorType
         typing.scalar = _Annotation
         compiler = _Package("nki.compiler")
-        compiler.skip_middle_end_transformations = _passthrough
+        compiler.skip_middle_end_transformations = _skip_middle_end
         compiler.sbuf, compiler.psum = _Allocators(consts.sbuf), _Allocators(consts.psum)
         compiler.no_reorder = _NoReorder
         compiler.enable_stack_allocator = compiler.force_auto_alloc = _passthrough

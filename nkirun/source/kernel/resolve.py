@@ -12,7 +12,7 @@ import inspect
 import sys
 import types
 
-from nkirun.source.kernel.modules import is_ours, installed
+from nkirun.source.kernel.modules import KERNEL_LOCK, is_ours, installed
 
 _COPIES: dict = {}  # (file, mtime) -> module imported with nkirun's nki
 
@@ -34,9 +34,10 @@ def kernel_function(func):
         return _rebound(func)
     import os
     key = (path, os.path.getmtime(path))
-    module = _COPIES.get(key)
-    if module is None:
-        module = _COPIES[key] = _fresh_import(path)
+    with KERNEL_LOCK:  # (sys.modules is swapped around the import: one thread at a time)
+        module = _COPIES.get(key)
+        if module is None:
+            module = _COPIES[key] = _fresh_import(path)
     obj = module
     for part in qual.split("."):
         obj = getattr(obj, part)
