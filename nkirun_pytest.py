@@ -3,7 +3,8 @@
 Installed with nkirun (entry point `pytest11`), it is inert unless asked: without its
 options it imports nothing of nkirun and changes nothing.
 
-    pytest --nkirun [--nkirun-target trn3] [--nkirun-check] [--nkirun-cost] [--nkirun-json F]
+    pytest --nkirun [--nkirun-target trn3] [--nkirun-uninitialized nan] [--nkirun-check]
+                    [--nkirun-cost] [--nkirun-json F]
 
 (or `nkirun = true` in the ini file; `-p nkirun_pytest` where nkirun is not pip-installed).
 `--nkirun` runs `nkirun.install()` before any conftest is imported, so the suite's
@@ -14,7 +15,8 @@ from __future__ import annotations
 
 import pytest
 
-_OPTIONS = ("nkirun", "nkirun_target", "nkirun_check", "nkirun_cost", "nkirun_json")
+_OPTIONS = ("nkirun", "nkirun_target", "nkirun_uninitialized", "nkirun_check", "nkirun_cost",
+            "nkirun_json")
 
 
 def pytest_addoption(parser):
@@ -25,6 +27,9 @@ def pytest_addoption(parser):
     g.addoption("--nkirun-target", default=None, metavar="TARGET",
                 help="the target kernels run on (trn2, trn3...), over the suite's own "
                      "NKI_NC_VERSION; implies --nkirun")
+    g.addoption("--nkirun-uninitialized", default=None, choices=("error", "nan", "zero"),
+                help="where a kernel reads elements nothing wrote: nkirun's error E090 "
+                     "(default), or NaN / 0 read there; implies --nkirun")
     g.addoption("--nkirun-check", action="store_true", default=False,
                 help="check every simulated kernel; summarise nkirun's warnings at the end "
                      "(an error fails its test); implies --nkirun")
@@ -52,12 +57,12 @@ def pytest_load_initial_conftests(early_config, parser, args):
     values = vars(early_config.known_args_namespace)
     if _wanted(early_config, values):
         from nkirun.dropin.pytest_plugin import install
-        install(values.get("nkirun_target"))
+        install(values.get("nkirun_target"), values.get("nkirun_uninitialized"))
 
 
 def pytest_configure(config):
     values = {k: config.getoption(k) for k in _OPTIONS}
     if _wanted(config, values):
         from nkirun.dropin.pytest_plugin import configure
-        configure(config, values["nkirun_target"], values["nkirun_check"],
-                  values["nkirun_cost"], values["nkirun_json"])
+        configure(config, values["nkirun_target"], values["nkirun_uninitialized"],
+                  values["nkirun_check"], values["nkirun_cost"], values["nkirun_json"])

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from nkirun.runner import footprint  # noqa: E402
 from nkirun.runner.cores import _Touched  # noqa: E402
-from nkirun.source.access import _byte_offsets  # noqa: E402
+from nkirun.views.access import _byte_offsets  # noqa: E402
 
 
 def accesses(rows: int, cols: int, by: str):

@@ -15,6 +15,10 @@ itself comes in through `--nkirun`, nkirun_pytest.py).
 - A timeout landing inside NumPy's C code leaves a traceback entry without a line number,
   on which pytest's report code fails with INTERNALERROR and the session ends; such
   tracebacks get the frame's line before the report is made.
+- Once a failed test's report is made, the frames of its traceback are cleared: their
+  locals (a kernel's inputs, goldens, a simulator's buffers: gigabytes for the large
+  attention shapes) would otherwise stay alive (pytest keeps the last failure for
+  post-mortem debugging) and the next tests fail for want of memory.
 """
 from __future__ import annotations
 
@@ -105,6 +109,23 @@ def pytest_runtest_makereport(item, call):
             from _pytest._code import ExceptionInfo
             call.excinfo = ExceptionInfo.from_exc_info((ei.type, ei.value, fixed))
     yield
+    if ei is not None and call.when == "call":
+        _clear_frames(ei.value)
+        sys.last_traceback = sys.last_value = sys.last_exc = None
+
+
+def _clear_frames(exc) -> None:
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        tb = exc.__traceback__
+        while tb is not None:
+            try:
+                tb.tb_frame.clear()
+            except RuntimeError:  # a frame still running (pytest's own)
+                pass
+            tb = tb.tb_next
+        exc = exc.__cause__ or exc.__context__
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -48,6 +48,9 @@ def main(argv=None) -> int:
     p.add_argument("--timeout", type=int, default=300)
     p.add_argument("--mem-gb", type=int, default=8, help="address-space limit per process")
     p.add_argument("--nkirun-args", default="", help="more plugin options, e.g. --nkirun-cost")
+    p.add_argument("--each", action="store_true",
+                   help="one pytest process per test path (memory does not pile up across "
+                        "them; a path's report survives a later one's crash)")
     p.add_argument("tests", nargs="*", default=["test/integration"])
     a = p.parse_args(argv)
     scratch = Path(a.scratch).resolve()
@@ -61,8 +64,23 @@ def main(argv=None) -> int:
     if link.is_symlink() or link.exists():
         link.unlink()
     link.symlink_to(Path(a.neuron_dtypes).resolve(), target_is_directory=True)
-    junit = scratch / f"junit-{a.platform}.xml"
-    cmd = [a.python, "-m", "pytest", *a.tests, "--test-mode", "simulation",
+    groups = [[t] for t in a.tests] if a.each else [a.tests]
+    for old in scratch.glob(f"junit-{a.platform}-*.xml"):
+        old.unlink()
+    rc = 0
+    for k, paths in enumerate(groups):
+        rc = max(rc, _pytest(a, scratch, lib, glue, paths, k))
+    summary = summarize(sorted(scratch.glob(f"junit-{a.platform}-*.xml")))
+    summary.update(platform=a.platform, sample=a.sample, pytest_exit=rc,
+                   peak_rss_mb=resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)
+    (scratch / f"summary-{a.platform}.json").write_text(json.dumps(summary, indent=1))
+    print(json.dumps({k: v for k, v in summary.items() if k != "tests"}, indent=1))
+    return 0 if summary["failed"] == 0 and summary["passed"] else 1
+
+
+def _pytest(a, scratch: Path, lib: Path, glue: Path, paths: list, k: int) -> int:
+    junit = scratch / f"junit-{a.platform}-{k}.xml"
+    cmd = [a.python, "-m", "pytest", *paths, "--test-mode", "simulation",
            "--platform-target", a.platform, "-p", "nkirun_pytest", "--nkirun",
            *a.nkirun_args.split(), "-p", "nkilib_env", "-p", "no:cacheprovider",
            "--continue-on-collection-errors", "--timeout", str(a.timeout), "--tb=line",
@@ -78,22 +96,22 @@ def main(argv=None) -> int:
     def cap():
         if limit:
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    with open(scratch / f"pytest-{a.platform}.log", "w") as log:
-        rc = subprocess.run(cmd, cwd=lib, env=env, stdout=log, stderr=subprocess.STDOUT,
-                            preexec_fn=cap).returncode
-    summary = summarize(junit)
-    summary.update(platform=a.platform, sample=a.sample, pytest_exit=rc,
-                   peak_rss_mb=resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)
-    (scratch / f"summary-{a.platform}.json").write_text(json.dumps(summary, indent=1))
-    print(json.dumps({k: v for k, v in summary.items() if k != "tests"}, indent=1))
-    return 0 if summary["failed"] == 0 and summary["passed"] else 1
+    with open(scratch / f"pytest-{a.platform}-{k}.log", "w") as log:
+        return subprocess.run(cmd, cwd=lib, env=env, stdout=log, stderr=subprocess.STDOUT,
+                              preexec_fn=cap).returncode
 
 
-def summarize(junit: Path) -> dict:
+def summarize(junits: list) -> dict:
     """Counts, failures grouped by their message's first line, the slowest tests, and each
     test's time and peak resident memory (nkilib_env.py records it)."""
     tests, groups = {}, {}
-    for case in ET.parse(junit).getroot().iter("testcase"):
+    cases = []
+    for junit in junits:
+        try:
+            cases += ET.parse(junit).getroot().iter("testcase")
+        except ET.ParseError:  # a process that died before writing its report
+            groups.setdefault(f"no report: {junit.name}", []).append(junit.name)
+    for case in cases:
         node = f"{case.get('classname')}::{case.get('name')}"
         bad = case.find("failure") if case.find("failure") is not None else case.find("error")
         skipped = case.find("skipped") is not None
@@ -107,8 +125,10 @@ def summarize(junit: Path) -> dict:
             groups.setdefault(first[:120], []).append(node)
         tests[node] = row
     count = lambda o: sum(1 for t in tests.values() if t["outcome"] == o)  # noqa: E731
+    lost = sum(1 for g in groups if g.startswith("no report: "))
     slow = sorted(tests.items(), key=lambda kv: -kv[1]["seconds"])[:10]
-    return {"passed": count("passed"), "failed": count("failed"), "skipped": count("skipped"),
+    return {"passed": count("passed"), "failed": count("failed") + lost,
+            "skipped": count("skipped"),
             "failures": {k: v for k, v in sorted(groups.items(), key=lambda kv: -len(kv[1]))},
             "slowest": [(n, t["seconds"]) for n, t in slow],
             "max_rss_mb": max((t["max_rss_mb"] or 0 for t in tests.values()), default=0),

@@ -119,12 +119,14 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'nkirun' has no attribute {name!r}")
 
 
-def install(target: str | None = None) -> None:
+def install(target: str | None = None, uninitialized: str = "error") -> None:
     """Make `import nki` (and, where no such package is installed, `import
     nki_cpu_simulator`) resolve to nkirun's modules, so that a test suite written for NKI's
-    CPU simulator runs on nkirun (nkirun/dropin; pytest: `--nkirun`)."""
+    CPU simulator runs on nkirun (nkirun/dropin; pytest: `--nkirun`). `uninitialized`:
+    what `nki.cpu_simulate` does where a kernel reads elements nothing wrote ("error": E090;
+    "nan", "zero": as `simulate(uninitialized=)`)."""
     from nkirun.dropin import install as install_dropin
-    install_dropin(target)
+    install_dropin(target, uninitialized)
 
 
 import nkirun.source.write  # noqa: E402,F401  (Program.to_yaml/to_text write through it)

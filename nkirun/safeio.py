@@ -21,6 +21,7 @@ import signal
 import stat
 import sys
 import tempfile
+import threading
 
 STDOUT = "-"
 WRITTEN: list[str] = []  # what this process has written (the interrupt message says so)
@@ -41,16 +42,38 @@ def raise_terminated(signum, _frame):
 
 @contextlib.contextmanager
 def signals_held():
-    """Hold SIGINT/SIGTERM/SIGHUP back (they stay pending and arrive at the end)."""
+    """Hold SIGINT/SIGTERM/SIGHUP back: one that arrives inside the block is delivered
+    (its handler runs) when the block ends.
+
+    The handlers are swapped for one that only remembers the signal. A thread's signal
+    mask would not do: the kernel hands a process signal to any thread that does not
+    block it (OpenBLAS's workers, started when NumPy loads), and Python then runs the
+    handler in the main thread anyway, inside the block. Off the main thread (the API
+    called from a thread) no Python handler can run here, so there is nothing to hold."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+    old: dict[int, object] = {}
     try:
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
-    except (ValueError, OSError):  # not the main thread, or no signal support
+        for signum in _HELD:
+            old[signum] = signal.signal(signum, lambda s, _f: pending.append(s))
+    except (ValueError, OSError):  # no signal support
+        _restore(old)
         yield
         return
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        _restore(old)
+        for signum in dict.fromkeys(pending):
+            signal.raise_signal(signum)  # the restored handler runs (raises) here
+
+
+def _restore(old: dict) -> None:
+    for signum, handler in old.items():
+        # None: a handler installed from C, which Python cannot put back; the default
+        signal.signal(signum, signal.SIG_DFL if handler is None else handler)
 
 
 def not_regular(path: str) -> str | None:
@@ -127,8 +150,10 @@ def write_file(path: str, data: bytes) -> str:
         WRITTEN.append(path)
         return path
     target = os.path.realpath(path)  # a symlink to a regular file stays a symlink
-    fd, tmp = exclusive_temp(os.path.dirname(target) or ".", os.path.basename(target))
+    tmp = None
     try:
+        with signals_held():  # a signal right after mkstemp still finds `tmp` to remove
+            fd, tmp = exclusive_temp(os.path.dirname(target) or ".", os.path.basename(target))
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -138,7 +163,8 @@ def write_file(path: str, data: bytes) -> str:
             WRITTEN.append(path)
     except BaseException:
         with signals_held():
-            unlink_quietly(tmp)
+            if tmp is not None:
+                unlink_quietly(tmp)
         raise
     return path
 

@@ -9,17 +9,26 @@ import os
 import sys
 
 READING_WIDTH = (60, 80)  # prose (explain, diagnostic headers) wraps within these columns
+TERMINAL_WIDTH = (20, 400)  # a COLUMNS outside this (COLUMNS=99999999) is held within it
+
+
+def terminal_width() -> int:
+    """The terminal's width (COLUMNS or the tty's) held within TERMINAL_WIDTH: rich sizes
+    tables and timelines to it, and 99,999,999 columns would never finish drawing."""
+    import shutil
+    try:
+        columns = shutil.get_terminal_size((80, 24)).columns
+    except (ValueError, OSError, OverflowError):
+        columns = 80
+    lo, hi = TERMINAL_WIDTH
+    return max(lo, min(hi, columns))
 
 
 def reading_width(columns: int | None = None) -> int:
     """The terminal's width (COLUMNS or the tty's) held within READING_WIDTH: never wider
     than a comfortable line, never so narrow that every word gets its own line."""
     if columns is None:
-        import shutil
-        try:
-            columns = shutil.get_terminal_size((80, 24)).columns
-        except (ValueError, OSError, OverflowError):
-            columns = 80
+        columns = terminal_width()
     lo, hi = READING_WIDTH
     return max(lo, min(hi, columns))
 
@@ -75,6 +84,7 @@ def make_console(file=None, **kw):
     from rich.console import Console
     color = use_color(file or sys.stdout)
     kw.setdefault("highlight", False)
+    kw.setdefault("width", terminal_width())
     return Console(file=file, force_terminal=color, no_color=not color,
                    color_system="standard" if color else None, **kw)
 

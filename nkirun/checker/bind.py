@@ -20,11 +20,11 @@ from nkirun.hw.alu import NOT_ON_HARDWARE
 from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, TARGETS
 from nkirun.ir import ON_CHIP, Program, View
 from nkirun.isa import REGISTRY
-from nkirun.checker.bound import Bound, Operands
+from nkirun.isa.bound import Bound, Operands
 from nkirun.checker.intern import Templates, Views, form_key
 from nkirun.isa.spec import param_tables, views_of
-from nkirun.source import access
-from nkirun.source.operands import resolve
+from nkirun.views import access
+from nkirun.views.operands import resolve
 
 
 
@@ -120,7 +120,7 @@ def _apply_rules(b: Bound, ok: bool, diags: list, program: Program, max_hbm_byte
                                      "needs another way to compute it"))
     if b.get("mask") is not None and _fits(b.tile(spec.mask_on), program, max_hbm_bytes):
         # (a mask is an array the size of its tile: never built over a refused tensor)
-        from nkirun.checker.mask import compile_mask
+        from nkirun.isa.mask import compile_mask
         b.mask, d = compile_mask(b)
         if d is not None:
             diags.append(d)
@@ -212,7 +212,7 @@ def _resolve(view: View, decl, program: Program):
     """resolve(), plus the index view of an indirect access pattern."""
     r, d = resolve(view, decl)
     if r is not None and r.ap is not None and r.ap.indirect is not None:
-        from nkirun.source.indirect import bind_index
+        from nkirun.views.indirect import bind_index
         from nkirun.checker.registers import declared
         r, msg = bind_index(r, program.tensors, resolve, declared(program))
         if r is None:

@@ -104,8 +104,8 @@ def _loop(program: Program, lp, regs: dict, writes: dict):
 
 def _indexed_views(program: Program, b, regs: dict):
     """E650/E654/W651 for the register-indexed views of one instruction."""
-    from nkirun.source.access import static_offsets
-    from nkirun.source.indirect import offsets
+    from nkirun.views.access import static_offsets
+    from nkirun.views.indirect import offsets
     out = []
     for key, v in b.args.items():
         r = v if hasattr(v, "ap") and getattr(v, "ap", None) is not None else None

@@ -22,9 +22,9 @@ give the same bound values and diagnostics.
 from __future__ import annotations
 
 from nkirun import speed  # the speed switches, beside their plain twins
-from nkirun.checker.bound import Bound, FormBound, Operands, _set_args
+from nkirun.isa.bound import Bound, FormBound, Operands, _set_args
 from nkirun.source.forms import FormArgs, FormLocs
-from nkirun.source.operands import Resolved
+from nkirun.views.operands import Resolved
 
 _new = object.__new__
 _RESOLVED_FIELDS = tuple(f for f in Resolved.__slots__)
@@ -177,7 +177,7 @@ class Templates:
 
 class PendingOperands:
     """The Operands of an instance of a call-site form before anything reads them as a
-    dict (a FormBound's, checker/bound.py): its form's template Operands and view
+    dict (a FormBound's, isa/bound.py): its form's template Operands and view
     keywords (Templates.by_form), its tensors' names; `names`, `plan` and `form` are those
     the Operands will have, read without them by the passes and the run's plan."""
 

@@ -18,7 +18,7 @@ from nkirun.checker.control import read_in_loop
 from nkirun.ir import ON_CHIP, Program, View
 from nkirun.isa.spec import ACCUMULATORS, Bound
 from nkirun.hw.dtypes import NCV4_ONLY
-from nkirun.checker.bound import raw_args
+from nkirun.isa.bound import raw_args
 from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, TARGETS
 from nkirun.source.tensor_fields import MAX_DIMS
 

@@ -25,7 +25,7 @@ import numpy as np
 from nkirun.diagnostics import Diagnostic
 from nkirun.ir import Program
 from nkirun.isa.spec import Bound, param_tables
-from nkirun.source.operands import Resolved
+from nkirun.views.operands import Resolved
 
 EMPTY, MM_UNREAD, MM_READ, OTHER = 0, 1, 2, 3  # element states
 INITIAL = -1  # "writer" of declared initial contents

@@ -58,8 +58,10 @@ def check(programs, fmt, target, program_format, debug, inputs=(), kernel_args=(
                                  param_hint="PATH")
     from nkirun.pipeline.front import KernelOptions, is_kernel
     mixed = any(is_kernel(p) for p, _, _ in items)  # (the options are for the kernels then)
+    many = len(items) > 1
     results = [check_one(p, program_format, its_target or target,
-                         its_opts or (opts if is_kernel(p) or not mixed else KernelOptions()))
+                         its_opts or (opts if is_kernel(p) or not mixed else KernelOptions()),
+                         many)
                for p, its_opts, its_target in items]
     if fmt == "json":
         _echo_json(cr.to_json(results))
@@ -72,23 +74,28 @@ def check(programs, fmt, target, program_format, debug, inputs=(), kernel_args=(
     sys.exit(EXIT_INVALID if any(r.errors for r in results) else EXIT_OK)
 
 
-def check_one(spec: str, program_format, target, opts):
+def check_one(spec: str, program_format, target, opts, many: bool = False):
     """One program or kernel's check_report.Checked: a kernel that does not trace is its
-    diagnostics, like a program that does not parse."""
-    from nkirun.diagnostics import NkirunError
+    diagnostics, like a program that does not parse. With `many` (several PATHs, a
+    manifest) a kernel's usage problem (a missing parameter, a bad --shape) is its E595
+    there too, so one entry does not hide the others; alone it is a usage error (exit 2)."""
+    from nkirun.diagnostics import Loc, NkirunError, error
     from nkirun.pipeline import commands
-    from nkirun.pipeline.front import Front, load
+    from nkirun.pipeline.front import Front, check_input_names, load
+    from nkirun.pipeline.kernel_params import OptionError
     from nkirun.show.check_report import Checked
+    path = spec.split("::")[0]
     try:
         front = load(spec, program_format, target, opts)
-    except NkirunError as e:
-        if not isinstance(e, ValueError) and not isinstance(e, TypeError):
-            front = Front(spec, "python", None, e.diagnostics, path=spec.split("::")[0])
-            return Checked(spec, front.relocated(e.diagnostics))
-        raise
-    if front.language != "python" and front.program is not None:
-        from nkirun.pipeline.front import check_input_names
-        check_input_names(front)  # (E075: --input names an undeclared tensor)
+        if front.language != "python" and front.program is not None:
+            check_input_names(front)  # (E075: --input names an undeclared tensor)
+    except (NkirunError, OptionError) as e:
+        usage = isinstance(e, (ValueError, TypeError))
+        if usage and not many:
+            raise
+        diags = [error("E595", str(e), Loc(path))] if isinstance(e, OptionError) \
+            else e.diagnostics
+        return Checked(spec, Front(spec, "python", None, [], path=path).relocated(diags))
     c = commands.check(front)
     return Checked(spec, c.diagnostics, len(c.program.instructions) if c.program else 0,
                    front.lines)

@@ -24,6 +24,11 @@ TARGET_NAMES = tuple(TARGETS)
               metavar="FILE",
               help="also write a Chrome/Perfetto trace (open it in ui.perfetto.dev); "
                    "- writes it to standard output instead of the report")
+@click.option("--html", "html_out", type=click.Path(dir_okay=False, allow_dash=True),
+              default=None, metavar="FILE",
+              help="also write a self-contained HTML profile: timeline, source lines, memory, "
+                   "DMA (docs/profile.md); with --compare both schedules; - writes it to "
+                   "standard output instead of the report")
 @click.option("--view", "view", default="all", show_default=True, metavar="LIST",
               help="views to show, comma-separated: summary, table, timeline, critical, "
                    "advice, all")
@@ -48,7 +53,7 @@ TARGET_NAMES = tuple(TARGETS)
 @_debug_option
 @_guard
 # long: a click command: its help text, the kernel dispatch and the report
-def cost(program, fmt, target, trace_out, view, max_rows, width, program_format, debug,
+def cost(program, fmt, target, trace_out, html_out, view, max_rows, width, program_format, debug,
          compare_with=None, compare_target=None, compare_shapes=(),
          inputs=(), kernel_args=(), kernel_shapes=(), grid=None, lnc=None, trip=()):
     """Estimate cycles per instruction and the multi-engine schedule of PROGRAM.
@@ -66,6 +71,7 @@ def cost(program, fmt, target, trace_out, view, max_rows, width, program_format,
       nkirun cost prog.yaml --view summary,critical
       nkirun cost prog.yaml --target trn1 --format json
       nkirun cost prog.yaml --trace-out trace.json    # open it in ui.perfetto.dev
+      nkirun cost k.py::f --shape x=float32[256,512] --html k.html   # open it in a browser
       nkirun cost a.yaml --compare b.yaml             # what-if: side by side
       nkirun cost k.py::f --shape x=float32[128,512] --target trn1 --compare-target trn2
       nkirun cost moe.yaml --trip experts=8          # a runtime loop's trip count
@@ -82,18 +88,24 @@ def cost(program, fmt, target, trace_out, view, max_rows, width, program_format,
     from nkirun.schedule.trips import parse_trips
     trips = parse_trips(trip)
     opts = kernel_params(inputs, kernel_shapes, kernel_args, grid, lnc)
+    for name, value in (("--trace-out", trace_out), ("--html", html_out)):
+        if value == "":
+            raise click.BadParameter("an empty file name; give a file, or - for standard "
+                                     "output", param_hint=name)
+    if trace_out == "-" and html_out == "-":
+        raise click.UsageError("--trace-out - and --html - would both write to standard "
+                               "output; give one of them a file")
     if compare_with or compare_target or compare_shapes:
         if trace_out:
             raise click.UsageError("--trace-out writes one schedule; it cannot be combined "
                                    "with --compare/--compare-target/--compare-shape")
         other = replace(opts, shapes=tuple(compare_shapes)) if compare_shapes else opts
         sys.exit(_compare(program, compare_with or program, target, compare_target or target,
-                          opts, other, fmt, width, program_format, trips))
-    if trace_out == "":
-        raise click.BadParameter("an empty file name; give a file, or - for standard "
-                                 "output", param_hint="--trace-out")
+                          opts, other, fmt, width, program_format, trips, html_out))
     sched = _schedule_of(program, target, opts, program_format, trips)
-    if _write_trace(sched, trace_out):  # standard output carries the trace alone
+    to_stdout = _write_trace(sched, trace_out)
+    to_stdout |= write_html_profile([sched], html_out)
+    if to_stdout:  # standard output carries the trace or the page alone
         sys.exit(EXIT_OK)
     if fmt == "json":
         _echo_json(to_json(sched, views))
@@ -105,9 +117,6 @@ def cost(program, fmt, target, trace_out, view, max_rows, width, program_format,
 def _write_trace(sched, trace_out) -> bool:
     """Write the Perfetto trace when asked; True when it went to standard output."""
     from nkirun.schedule import write_trace
-    if trace_out == "":
-        raise click.BadParameter("an empty file name; give a file, or - for standard "
-                                 "output", param_hint="--trace-out")
     if not trace_out:
         return False
     try:
@@ -120,6 +129,22 @@ def _write_trace(sched, trace_out) -> bool:
     return trace_out == "-"
 
 
+def write_html_profile(schedules, html_out, **kw) -> bool:
+    """Write the HTML profile (show/profile_page.py) when asked; True when it went to
+    standard output."""
+    if not html_out:
+        return False
+    from nkirun.show.profile_page import write_html
+    try:
+        where = write_html(schedules, html_out, **kw)
+    except OSError as e:
+        from nkirun.diagnostics import error
+        raise NkirunError(error("E080", f"--html: cannot write {html_out}: "
+                                f"{e.strerror or e}"))
+    click.echo(f"wrote the HTML profile to {where} (open it in a browser)", err=True)
+    return html_out == "-"
+
+
 def _schedule_of(program, target, opts, program_format, trips):
     """The schedule of a program file or a KERNEL.py::FUNCTION on `target` (runtime loops
     counted by --trip, else by a run on its data and --input files)."""
@@ -129,7 +154,8 @@ def _schedule_of(program, target, opts, program_format, trips):
     return commands.cost(c, trips)
 
 
-def _compare(a, b, target_a, target_b, opts_a, opts_b, fmt, width, program_format, trips):
+def _compare(a, b, target_a, target_b, opts_a, opts_b, fmt, width, program_format, trips,
+             html_out=None):
     from nkirun.schedule.compare import compare, render_compare
     sa = _schedule_of(a, target_a, opts_a, program_format, trips)
     sb = _schedule_of(b, target_b, opts_b, program_format, trips)
@@ -139,7 +165,10 @@ def _compare(a, b, target_a, target_b, opts_a, opts_b, fmt, width, program_forma
         name = os.path.basename(path)
         extra = f" {' '.join(shapes)}" if shapes and shapes_a != shapes_b else ""
         return f"{name} on {s.target.name}{extra}"
-    c = compare(sa, sb, label(a, sa, shapes_a), label(b, sb, shapes_b))
+    titles = [label(a, sa, shapes_a), label(b, sb, shapes_b)]
+    c = compare(sa, sb, *titles)
+    if write_html_profile([sa, sb], html_out, titles=titles):
+        return EXIT_OK
     if fmt == "json":
         _echo_json(c)
     else:

@@ -63,6 +63,11 @@ def default_out_dir(program: str) -> str:
 @click.option("--shadow-top", type=click.IntRange(min=1), default=None, metavar="N",
               help="with --shadow: how many instructions the \"most added error\" summary "
                    "names [default: 5]")
+@click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None,
+              metavar="FILE",
+              help="also write a self-contained HTML profile of the predicted schedule; with "
+                   "--shadow it adds the precision view: each instruction's error and a heat "
+                   "map of each output's error (docs/profile.md)")
 @click.option("--uninitialized", type=click.Choice(["error", "strict", "nan", "zero"]), default="error",
               show_default=True, help="reading an element nothing wrote: error = its garbage "
               "is carried, E090 when it reaches an output, an index or a register; strict = "
@@ -72,9 +77,11 @@ def default_out_dir(program: str) -> str:
 @kernel_options
 @_debug_option
 @_guard
+# long: a click command: its help text and the steps of a run, each a call
 def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, range_rtol, ulp, trace,
         dump_dir, dump_after, uninitialized, program_format, debug, fmt="text", target=None,
-        kernel_args=(), kernel_shapes=(), grid=None, lnc=None, shadow=False, shadow_top=None):
+        kernel_args=(), kernel_shapes=(), grid=None, lnc=None, shadow=False, shadow_top=None,
+        html_out=None):
     """Check, then execute PROGRAM with NumPy; write every `output: true` tensor.
 
     Outputs go to DIR/<name>.npy (--out DIR), written only after the whole run succeeded,
@@ -91,6 +98,7 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, range_r
       nkirun run prog.yaml --dump dump/ --after 3     # every tensor after instruction 3
       nkirun run prog.yaml --shadow                   # where did the precision go?
       nkirun run kernel.py::fn --shadow --shadow-top 3 --format json
+      nkirun run prog.yaml --shadow --html prec.html  # the same, as pictures
 
     \b
     --shadow runs the program as written and a float32 copy of it side by side. Per
@@ -104,6 +112,8 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, range_r
     """
     if shadow_top is not None and not shadow:
         raise click.UsageError("--shadow-top needs --shadow")
+    if html_out is not None and not html_out.strip():
+        raise click.BadParameter("an empty file name", param_hint="--html")
     from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES
     from nkirun.pipeline import commands
     from nkirun.pipeline.front import check_input_names, load
@@ -121,6 +131,8 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, range_r
     written = write_outputs(ran.outputs, out_dir or default_out_dir(program))
     report = _report(program, c, ran.outputs, written, ran.warnings, fmt, ran.shadow,
                      shadow_top or 5)
+    if html_out:
+        _write_profile(c, ran, html_out)
     bad = False
     if expected is not None:  # outputs are written even on a mismatch, to inspect them
         bad = _compare(c, ran.outputs, expected, expect_dir, fmt, report,
@@ -128,6 +140,21 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, range_r
     if fmt == "json":
         _echo_json(report)
     sys.exit(EXIT_INVALID if bad else EXIT_OK)
+
+
+def _write_profile(c, ran, html_out) -> None:
+    """The HTML profile of the run's program: its schedule, and with --shadow each
+    instruction's error and each output's error heat map."""
+    from nkirun.cli.cost import write_html_profile
+    from nkirun.pipeline import commands
+    from nkirun.show.profile_data import error_heatmap
+    rows = maps = None
+    if ran.shadow is not None:
+        from nkirun.show.shadow_report import row_json
+        rows = [row_json(r) for r in ran.shadow.rows]
+        maps = [m for name, v in ran.shadow.shadow_outputs.items()
+                if (m := error_heatmap(name, ran.outputs[name], v)) is not None]
+    write_html_profile([commands.cost(c)], html_out, shadow=rows, heatmaps=maps)
 
 
 def _report(program, c, result, written, warnings, fmt, shadow, top):

@@ -31,16 +31,23 @@ _saved_env: dict = {}
 _active: list = []
 
 
-def install(target: str | None = None) -> None:
+def install(target: str | None = None, uninitialized: str = "error") -> None:
     """Make `import nki` (and, where absent, `import nki_cpu_simulator`) nkirun's.
     `target` (trn1, trn2, trn3...): what `nki.cpu_simulate` and `nkirun.simulate` run on,
-    over the harness's NKI_NC_VERSION. Idempotent; `uninstall()` undoes it."""
+    over the harness's NKI_NC_VERSION. `uninitialized` ("error", "nan", "zero"): what
+    `nki.cpu_simulate` does where a kernel reads elements nothing wrote (as
+    `nkirun.simulate(uninitialized=)`). Idempotent; `uninstall()` undoes it."""
+    from nkirun.api import UNINITIALIZED
     from nkirun.hw.targets import TARGETS
     if target is not None and target not in TARGETS:
         raise ValueError(f"unknown target {target!r} (allowed: {', '.join(TARGETS)})")
+    if uninitialized not in UNINITIALIZED:
+        raise ValueError(f"unknown uninitialized {uninitialized!r} (allowed: "
+                         f"{', '.join(UNINITIALIZED)})")
     mods = _modules.modules()
     _modules.install_fallback_finder()
     _modules.CpuSimulate.target = target
+    _modules.CpuSimulate.uninitialized = uninitialized
     for name, m in mods.items():
         _set(name, m)
     if sys.modules.get(SIMULATOR) is None and _absent(SIMULATOR):
@@ -71,6 +78,7 @@ def uninstall() -> None:
     _installed.clear()
     _active.clear()
     _modules.CpuSimulate.target = None
+    _modules.CpuSimulate.uninitialized = "error"
     for key, value in _saved_env.items():
         if value is None:
             os.environ.pop(key, None)

@@ -17,18 +17,18 @@ import pytest
 _KEY = "nkirun"
 
 
-def configure(config, target, check: bool, cost: bool, json_path) -> None:
+def configure(config, target, uninitialized, check: bool, cost: bool, json_path) -> None:
     """nkirun_pytest's pytest_configure, once the options ask for nkirun."""
-    install(target)
+    install(target, uninitialized)
     config.pluginmanager.register(_Report(check, cost, json_path), "nkirun-report")
 
 
-def install(target) -> None:
+def install(target, uninitialized=None) -> None:
     from nkirun.dropin import install as install_dropin
     try:
-        install_dropin(target)
+        install_dropin(target, uninitialized or "error")
     except ValueError as e:
-        raise pytest.UsageError(f"--nkirun-target: {e}") from None
+        raise pytest.UsageError(f"--nkirun: {e}") from None
 
 
 class _Report:

@@ -126,3 +126,19 @@ COST_TABLES: dict[int, CostTable] = {2: _V2, 3: _V3, 4: _V4}
 def cost_table(target) -> CostTable:
     """The table of `target`'s NeuronCore generation."""
     return COST_TABLES[target.version]
+
+
+# Source tags that instruction modules write into their cost notes, and what each means: a
+# report that shows a tag shows its meaning too.
+SOURCE_TAGS = {
+    "[OLD-ISA]": "the cost estimate of the legacy NKI ISA pages (the neuronxcc.nki.isa "
+                 "docstrings of Neuron SDK 2.26.1, the last pages that give instruction "
+                 "costs: https://github.com/aws-neuron/aws-neuron-sdk/blob/77a1c5a83f25/nki/"
+                 "api/nki/isa/__init__.py), which the current pages no longer give",
+}
+
+
+def tag_meanings(texts) -> list[str]:
+    """`TAG: meaning` for each source tag that appears in `texts`, in SOURCE_TAGS order."""
+    joined = "\n".join(t for t in texts if t)
+    return [f"{tag}: {meaning}" for tag, meaning in SOURCE_TAGS.items() if tag in joined]

@@ -129,6 +129,12 @@ def from_numpy(t: np.dtype) -> DType | None:
     return None
 
 
+def nki_stand_in(t: np.dtype) -> str | None:
+    """The NKI dtype to save an array of NumPy dtype `t` as when `t` is none (float64 ->
+    float32, int64 -> int32, uint64 -> uint32), or None (complex, strings, objects)."""
+    return {"f": "float32", "i": "int32", "u": "uint32"}.get(np.dtype(t).kind)
+
+
 def _round_tf32(x: np.ndarray) -> np.ndarray:
     bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
     finite = (bits & 0x7F800000) != 0x7F800000
@@ -160,3 +166,29 @@ def to_f32(x: np.ndarray) -> np.ndarray:
     """Widen to float32 for computation (a no-op for float32 input)."""
     return np.asarray(x).astype(np.float32, copy=False)
 
+
+def store_cast(values, to: DType, out_dtype: DType | None = None) -> np.ndarray:
+    """`values` as Machine.write copies them into a `to` tensor: cast to the instruction's
+    `dtype=` (out_dtype) and then to `to`, except where NumPy's own cast on the copy is
+    nkirun's (the copy then casts; runner/plan.py's fast forms and memset use this too)."""
+    v = values if values.__class__ is np.ndarray else np.asarray(values)
+    if out_dtype is not None and out_dtype.np_type != to.np_type:
+        v = cast(v, out_dtype)
+    if not (v.dtype is to.np_type and to.name != "tfloat32") and \
+            not _numpy_cast_is_ours(v.dtype, to):  # (the first test: the usual case)
+        v = cast(v, to)
+    return v
+
+
+def _numpy_cast_is_ours(src: np.dtype, dst: DType) -> bool:
+    """Whether NumPy's own cast of `src` values to dst's storage is nkirun's cast (dt.cast),
+    so that write() can cast straight into the destination without a temporary: no cast at
+    all, or float32 to a float type other than tfloat32 (both round to nearest even)."""
+    if src == dst.np_type:
+        return dst.name != "tfloat32"  # tfloat32 is float32 storage whose mantissa is rounded
+    return src == np.float32 and dst.is_float and dst.name != "tfloat32"
+
+
+def to_int32(value: int) -> int:
+    """A register holds 32 bits: wrap like the hardware's two's-complement register."""
+    return (int(value) + 2 ** 31) % 2 ** 32 - 2 ** 31

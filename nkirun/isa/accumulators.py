@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nkirun.checker.mask import active_rows, hide, rows_mask
+from nkirun.isa.mask import active_rows, hide, rows_mask
 from nkirun.hw import alu as ops
 from nkirun.isa.spec import Bound
 

@@ -260,7 +260,7 @@ def copy_plan(dst, src):
 
 def _gather_mask(b: Bound, m, src, dst):
     """b.mask, less the dst elements whose source partition an indirect src skipped
-    (oob_mode=skip; source/indirect.py): they keep their value."""
+    (oob_mode=skip; views/indirect.py): they keep their value."""
     if src.ap is None or src.ap.indirect is None:
         return b.mask
     _, keep = m.indirect_rows(src)
@@ -288,7 +288,7 @@ DMA_COST_FORMULA = ("DMA ns: latency + the longest engine share (bytes per 8 par
 def dma_cycles(b: Bound, target) -> int:
     """A lone transfer's time in nanoseconds (DMA "cycles" are ns): the uncontended time of
     schedule/dma.py's model (the schedule adds contention for engines and HBM)."""
-    from nkirun.schedule.dma import uncontended_ns
+    from nkirun.isa.dma_plan import uncontended_ns
     return uncontended_ns(b, target)
 
 

@@ -11,7 +11,7 @@ between different dtypes is an error on every target.
 Indirect addressing (NKI 0.6 dma_copy docstring): src or dst may be an access pattern with
 `vector_offset=idx` (a (P, 1) SBUF index: partition p moves row idx[p] of the HBM tensor;
 gather or scatter) or `scalar_offset=s, indirect_dim=d` (one index for every partition);
-source/indirect.py. oob_mode says what an index outside the tensor does: error (E093, the
+views/indirect.py. oob_mode says what an index outside the tensor does: error (E093, the
 default) or skip (each row — one index of the pattern's first entry — that would
 leave the tensor is not moved, with vector and scalar offsets alike; dst keeps its values
 there). Static views are bounds-checked before the run (E031/E038).

@@ -67,7 +67,7 @@ def engine_rule(b: Bound):
 
 
 def indirect_of(r):
-    """The Indirect part of a view's access pattern (source/indirect.py), or None."""
+    """The Indirect part of a view's access pattern (views/indirect.py), or None."""
     return None if r is None or r.ap is None else r.ap.indirect
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from nkirun.hw import alu as ops
 from nkirun.hw import dtypes as dt
 from nkirun.diagnostics import Loc
-from nkirun.source.operands import ViewSyntaxError, parse_view
+from nkirun.views.operands import ViewSyntaxError, parse_view
 
 # Prefixes stripped from ENUM values (nisa.reduce_cmd.reset_reduce, nl.engine.gpsimd,
 # nisa.dge_mode.hwdge); activation functions come as np.exp too.
@@ -144,7 +144,7 @@ class Tile(Kind):
 
     def convert(self, p, value, loc):
         if isinstance(value, dict):  # the mapping spelling of an access pattern
-            from nkirun.source import access
+            from nkirun.views import access
             try:
                 return access.view_from_mapping(value, loc, parse_view)
             except (access.APSyntaxError, ViewSyntaxError) as e:
@@ -378,7 +378,7 @@ ENUM = Enum()  # one string of `choices`
 PATTERN = Pattern()  # [[step, num], ...] access pattern
 INT_LIST = IntList()  # an int or a list of ints (e.g. reduction axes)
 DTYPE = Dtype()
-MASK = Mask()  # a mask predicate string (nkirun/checker/mask.py)
+MASK = Mask()  # a mask predicate string (nkirun/isa/mask.py)
 TILE_LIST = TileList()  # a list of tensor views (dma_compute's srcs)
 NUMBER_LIST = NumberList()  # a list of compile-time numbers (dma_compute's scales)
 LABEL = Label()  # the `name=` every instruction accepts

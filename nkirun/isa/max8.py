@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nkirun.checker.mask import MaskError, evaluate, hide, rows_mask
+from nkirun.isa.mask import MaskError, evaluate, hide, rows_mask
 from nkirun.isa.fast.top8 import top8
 from nkirun.isa.common import flat
 from nkirun.isa.nki_api import per_partition

@@ -6,7 +6,7 @@ from functools import partial
 
 import numpy as np
 
-from nkirun.runner.streamed import store_cast
+from nkirun.hw.dtypes import store_cast
 from nkirun.isa.spec import (ENUM, INT_LIST, SCALAR, TILE, Bound, InstructionDef, NkiApi, Param,
                              common_tail)
 

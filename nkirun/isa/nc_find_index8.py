@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from nkirun.hw import dtypes as dt
-from nkirun.checker.mask import rows_mask
+from nkirun.isa.mask import rows_mask
 from nkirun.isa.common import flat
 from nkirun.isa.nki_api import per_partition
 from nkirun.isa.spec import DTYPE, MASK, TILE, Bound, InstructionDef, NkiApi, Param

@@ -28,7 +28,7 @@ import numpy as np
 
 from nkirun.hw import dtypes as dt
 from nkirun.diagnostics import warning
-from nkirun.checker.mask import active_rows, rows_mask
+from nkirun.isa.mask import active_rows, rows_mask
 from nkirun.isa.common import flat, float32_scalar
 from nkirun.isa.fast.match_replace import match_replace8
 from nkirun.isa.spec import (MASK, SCALAR, TILE, Bound, InstructionDef, NkiApi, Param, common_tail,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from nkirun.isa.registers import (ENGINE, MEMORY, MEMORY_CYCLES, REGISTER, SCALAR_DTYPES,
                                   scalar_rule)
 from nkirun.isa.spec import TILE, Bound, InstructionDef, Param
-from nkirun.runner.registers import to_int32
+from nkirun.hw.dtypes import to_int32
 
 
 def execute(b: Bound, m) -> None:

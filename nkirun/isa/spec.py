@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from nkirun.hw import dtypes as dt
 from nkirun.diagnostics import Loc
-from nkirun.checker.bound import Bound, views_of  # noqa: F401  (re-exported for instruction modules)
+from nkirun.isa.bound import Bound, views_of  # noqa: F401  (re-exported for instruction modules)
 
 from nkirun.isa.kinds import (  # noqa: F401  (the kinds, re-exported for instruction modules)
     BOOL, DTYPE, ENUM, ENUM_PREFIXES, INT, INT_LIST, LABEL, MASK, NUMBER_LIST, OP, PATTERN, SCALAR,

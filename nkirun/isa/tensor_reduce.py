@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from nkirun.hw import alu as ops
-from nkirun.checker.mask import fold_input
+from nkirun.isa.mask import fold_input
 from nkirun.isa.common import fold_free
 from nkirun.isa.spec import (BOOL, INT_LIST, OP, TILE, Bound, InstructionDef, NkiApi, Param,
                              common_tail, out_dtype)

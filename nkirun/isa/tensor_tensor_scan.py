@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from nkirun.hw import alu as ops
-from nkirun.checker.mask import active_rows
+from nkirun.isa.mask import active_rows
 from nkirun.isa.common import flat, float32_scalar, same_shape
 from nkirun.isa.fast.scan import scan
 from nkirun.isa.spec import (BOOL, OP, TILE, TILE_OR_SCALAR, Bound, InstructionDef, NkiApi, Param,

@@ -114,7 +114,12 @@ def run(c: Checked, uninitialized: str = "error", shadow: bool = False, trace: b
     report = None
     if sh is not None:
         from nkirun.show.shadow_report import ShadowReport
-        report = ShadowReport(sh.rows, result, sh.warnings, sh.backend)
+        picked = {o.name: (o.tensor, result[o.name], None if o.view is None else _strided(o))
+                  for o in front.outputs}
+        from nkirun.runner.shadow_finals import final_errors, final_values
+        report = ShadowReport(sh.rows, result, sh.warnings, sh.backend,
+                              final_errors(sh, picked),
+                              {k: ref for k, (_, ref) in final_values(sh, picked).items()})
         warnings += sh.warnings
     return Ran(result, m, warnings, report)
 

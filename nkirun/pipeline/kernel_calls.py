@@ -49,7 +49,7 @@ def trace_call(kernel, args=(), kwargs=None, target=None, grid=None, lnc: int = 
     """Trace `kernel(*args, **kwargs)`: arrays (and nkirun.shape(...)) are its tensors."""
     func, kgrid = _function(kernel)
     values = bind_parameters(func, args, kwargs)
-    values = {k: _tensor_args(v) for k, v in values.items()}
+    values = {k: _tensor_args(v, k) for k, v in values.items()}
     with paused_gc():  # (nkirun/gc_policy.py: the caller's collector is restored after)
         traced = trace(func, values, target or default_target(), grid or kgrid, lnc)
     if _skips_middle_end(kernel, func):
@@ -65,8 +65,11 @@ def _skips_middle_end(kernel, func) -> bool:
     return any(getattr(k, SKIP_MIDDLE_END, False) for k in (kernel, inner, func))
 
 
-def _tensor_args(v):
-    """An array as a TensorArg, and each array of a list or tuple of them; else v."""
-    if isinstance(v, (list, tuple)) and any(tensor_arg(x) for x in v):
-        return type(v)(tensor_arg(x) or x for x in v)
-    return tensor_arg(v) or v
+def _tensor_args(v, name: str | None = None):
+    """An array as a TensorArg, and each array of a list or tuple of them; else v. `name`:
+    the parameter (dtype errors name it, `xs[1]` for a list's element)."""
+    def item(i):
+        return f"{name}[{i}]" if name else None
+    if isinstance(v, (list, tuple)) and any(tensor_arg(x, item(i)) for i, x in enumerate(v)):
+        return type(v)(tensor_arg(x, item(i)) or x for i, x in enumerate(v))
+    return tensor_arg(v, name) or v

@@ -159,8 +159,10 @@ def _npy_header(name: str, path: str, want=None, notes: list | None = None):
     else:
         d = dt.from_numpy(dtype.newbyteorder("="))
     if d is None:
+        like = dt.nki_stand_in(dtype)
+        fix = (f"save it as {like}: np.save({path!r}, a.astype(np.{like})); " if like else "")
         raise NkirunError(error("E073", f"--input {name}: {path} has dtype {dtype}, not an "
-                                "NKI dtype", loc, hint="allowed: " + ", ".join(dt.DTYPES)))
+                                "NKI dtype", loc, hint=fix + "allowed: " + ", ".join(dt.DTYPES)))
     if want is not None:
         d = _suffix_dtype(name, path, want, d, raw=dtype.kind == "V")
     elif dtype.kind == "V" and dtype.itemsize == 1 and notes is not None:

@@ -16,7 +16,7 @@ import copy
 import numpy as np
 
 from nkirun.diagnostics import NkirunError
-from nkirun.source.access import storage_elements
+from nkirun.views.access import storage_elements
 
 
 def defined(m, r) -> np.ndarray | None:

@@ -264,7 +264,7 @@ def random_sources(bound) -> dict[str, str]:
 
 def _accesses(b):
     """((keyword, Resolved) read..., (keyword, Resolved) written...) of a bound instruction."""
-    if hasattr(b, "accesses"):  # Bound.accesses (checker/bound.py)
+    if hasattr(b, "accesses"):  # Bound.accesses (isa/bound.py)
         acc = b.accesses()
         return acc.reads, acc.writes
     from nkirun.checker.passes import _reads_writes

@@ -257,7 +257,7 @@ def _shared(r) -> bool:
 
 def _elements(r, m) -> np.ndarray:
     """The flat storage elements view r touches now (indirect: from its index's values)."""
-    from nkirun.source.access import storage_elements
+    from nkirun.views.access import storage_elements
     if r.ap is None:
         return np.arange(r.decl.size).reshape(r.decl.shape)[r.np_index].ravel()
     off = m.indirect_rows(r)[0] if r.ap.indirect is not None else None

@@ -10,9 +10,9 @@ import numpy as np
 
 from nkirun.diagnostics import RunError, error
 from nkirun.hw import dtypes as dt
-from nkirun.source import indirect
-from nkirun.source.access import static_offsets, storage_elements
-from nkirun.source.operands import Resolved
+from nkirun.views import indirect
+from nkirun.views.access import static_offsets, storage_elements
+from nkirun.views.operands import Resolved
 from nkirun.runner.registers import LoopState
 from nkirun.runner.streamed import last_streamed, store_cast
 
@@ -70,7 +70,7 @@ class Machine(LoopState):
             a.flags.writeable = False
         return a.reshape(r.shape) if s.shape != r.shape else a
 
-    # ---- indirect (runtime-indexed) patterns: source/indirect.py --------------------------------
+    # ---- indirect (runtime-indexed) patterns: views/indirect.py --------------------------------
     def indirect_rows(self, r: Resolved):
         """Byte offsets of an indirect view's elements from its index's current values, and
         which partitions stay in bounds ((P,) bool; None: all). E093 under oob_mode=error."""

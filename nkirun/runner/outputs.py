@@ -35,8 +35,9 @@ def write_outputs(arrays: dict[str, np.ndarray], out_dir: str) -> list[str]:
             raise NkirunError(error("E080", f"cannot create output folder {out_dir}: "
                                     f"{e.strerror or e}")) from None
         for name, arr in arrays.items():
-            fd, tmp = safeio.exclusive_temp(out_dir, f"{name}.npy")
-            temps.append((tmp, finals[name]))
+            with safeio.signals_held():  # so that a signal finds the temp file listed
+                fd, tmp = safeio.exclusive_temp(out_dir, f"{name}.npy")
+                temps.append((tmp, finals[name]))
             with os.fdopen(fd, "wb") as f:
                 np.save(f, _savable(arr), allow_pickle=False)
                 f.flush()

@@ -38,7 +38,7 @@ import numpy as np
 
 from nkirun.diagnostics import NkirunError
 from nkirun.hw import dtypes as dt
-from nkirun.checker.bound import raw_args
+from nkirun.isa.bound import raw_args
 from nkirun.runner.carried import Replan, execute_one
 from nkirun.runner.files import initial_buffers
 from nkirun.runner.machine import Machine

@@ -4,6 +4,7 @@ registers) and the run-time register errors."""
 from __future__ import annotations
 
 from nkirun.diagnostics import RunError, error
+from nkirun.hw.dtypes import to_int32  # noqa: F401  (re-exported)
 
 INT32 = (-(2 ** 31), 2 ** 31 - 1)
 
@@ -67,8 +68,3 @@ def unwritten(name: str, where):
     return error("E655", f"{what} reads register `{name}` before anything wrote it", loc,
                  index, hint="give register_alloc a value, or register_move / register_load "
                              "into it first")
-
-
-def to_int32(value: int) -> int:
-    """A register holds 32 bits: wrap like the hardware's two's-complement register."""
-    return (int(value) + 2 ** 31) % 2 ** 32 - 2 ** 31

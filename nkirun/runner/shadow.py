@@ -54,7 +54,7 @@ from nkirun.runner.shadow_stores import (
     write_selected,
 )
 from nkirun.runner.streamed import last_streamed
-from nkirun.source.operands import Resolved
+from nkirun.views.operands import Resolved
 
 F32 = np.dtype(np.float32)
 
@@ -353,6 +353,11 @@ class Shadow:
         if self._later:
             resolve_places(self._later)
         return self._rows
+
+    @property
+    def stopped(self) -> bool:
+        """Whether the shadow stopped early (W620): its values are then not final."""
+        return self._stopped
 
     def _stop(self, b, e: NkirunError) -> None:
         self._stopped = True

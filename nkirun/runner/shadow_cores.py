@@ -5,7 +5,7 @@ from __future__ import annotations
 
 def touched(b) -> tuple[str, ...]:
     """Names of the tensors instruction b reads or writes (index tensors included)."""
-    acc = b.accesses()  # (computed once per Operands, checker/bound.py)
+    acc = b.accesses()  # (computed once per Operands, isa/bound.py)
     return tuple(dict.fromkeys(r.decl.name for _, r in acc.reads + acc.writes))
 
 

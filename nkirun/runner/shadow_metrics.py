@@ -266,7 +266,7 @@ def plain_coords(r, flat: int, m=None) -> tuple[int, ...]:
     NumPy index, then NumPy's unravel (tests/runner/test_shadow_native.py compares the
     two)."""
     if r.ap is not None:
-        from nkirun.source.access import static_offsets
+        from nkirun.views.access import static_offsets
         off = (m.indirect_rows(r)[0] if r.ap.indirect is not None and m is not None
                else static_offsets(r))
         at = int(np.asarray(off).reshape(-1)[flat]) // r.decl.dtype.itemsize

@@ -206,6 +206,8 @@ class Progress:
             if time.monotonic() - self.start < self.delay:
                 return
             from rich.console import Console
+
+            from nkirun.terminal import terminal_width
             from rich.progress import (
                 BarColumn,
                 MofNCompleteColumn,
@@ -215,7 +217,8 @@ class Progress:
             from rich.progress import Progress as RichProgress
             self.bar = RichProgress(TextColumn("running"), BarColumn(), MofNCompleteColumn(),
                                     TextColumn("{task.description}"), TimeElapsedColumn(),
-                                    console=Console(file=self.stream), transient=True)
+                                    console=Console(file=self.stream, width=terminal_width()),
+                                    transient=True)
             self.bar.start()
             self.task = self.bar.add_task("", total=self.total)
         self.bar.update(self.task, completed=b.index + 1, description=f"#{b.index} {b.title}")

@@ -1,6 +1,6 @@
 """What to change: the `advice` view of a schedule (docs/cost.md, "Views").
 
-* latency: the share of the critical path spent waiting (DMA fixed latency, the commit
+* latency: the share of the critical path resting on assumed costs, and the share spent waiting (DMA fixed latency, the commit
   latency between dependent instructions, a transfer waiting for its queues) rather than
   on an engine's own work; a kernel above half is latency-bound: more engine speed will not
   help, more independent work in flight will;
@@ -36,8 +36,10 @@ def latency(s: Schedule) -> dict:
     path = s.critical_path()
     total = s.total_ns
     t = cost_table(s.target)
-    working = 0.0
+    working = assumed = 0.0
     for x, part in zip(path, path_contributions(path)):
+        if x.assumed:  # no documented cost formula: nkirun's assumption
+            assumed += part
         if x.engine == "dma":  # streaming only: the fixed latency is waiting
             stream = x.busy_ns / max(1, len(x.queues))
             working += min(part, stream)
@@ -47,6 +49,7 @@ def latency(s: Schedule) -> dict:
     share = waiting / total if total else 0.0
     return {"critical_path_ns": _r(total), "working_ns": _r(working), "waiting_ns": _r(waiting),
             "waiting_share": _r(share), "latency_bound": share > LATENCY_BOUND,
+            "assumed_share": _r(assumed / total if total else 0.0),
             "dma_latency_ns": t.dma_latency_ns}
 
 
@@ -147,6 +150,9 @@ def lines(a: dict, fmt) -> list[str]:
            f"instruction latency, queues), {1 - lat['waiting_share']:.0%} engine work"
            + (": LATENCY-BOUND, put more independent work in flight" if lat["latency_bound"]
               else "")]
+    if lat["assumed_share"]:
+        out.append(f"assumed: {lat['assumed_share']:.0%} of the critical path rests on "
+                   "instructions whose cost no public page gives (marked * in the table)")
     out.append(f"roofline: {roof['hbm_bytes']:,} B of HBM traffic take {fmt(roof['hbm_ns'])} at "
                f"the core's bandwidth; busiest engine {roof['busiest_engine'] or '-'} "
                f"{fmt(roof['engine_ns'])}; bound {roof['bound']} at "

@@ -51,7 +51,7 @@ class Slot:
     engine: str  # "vector", "scalar", "gpsimd", "tensor", "dma", ...
     queue: str  # the in-order queue(s) it ran on: the engine name, or "dma.q0-15"
     queues: tuple[int, ...]  # DMA queue numbers (empty for compute engines)
-    cycles: int  # in the engine's own cycles (DMA: ns)
+    cycles: int  # in the engine's own cycles (DMA, modelled in ns: ns at its nominal 1 GHz)
     start_ns: float
     end_ns: float
     formula: str
@@ -144,6 +144,12 @@ class Schedule:
                               else engine)  # ("core1.vector": a track of a two-core program)
         return FALLBACK_CLOCK_GHZ if c is None else c
 
+    def own_ns(self, x: Slot) -> float:
+        """An instruction's own time in ns: its cycles / its engine's clock (a DMA transfer
+        on its own). Its slot (start -> end) can differ: it waits inside it, or hides its
+        latency behind an earlier transfer."""
+        return x.cycles / self.clock(x.engine)
+
     def engine_names(self) -> list[str]:
         """The target's compute engines, DMA, then any other engine the program uses."""
         names = list(COMPUTE_ENGINES) + ["dma"]
@@ -225,7 +231,8 @@ class Schedule:
             if n != "dma" and self.target.clock(n) is None:
                 out.append(f"engine {n}: no documented clock; {FALLBACK_CLOCK_GHZ:g} GHz "
                            "assumed")
-        return out
+        from nkirun.hw.cost_tables import tag_meanings
+        return out + tag_meanings(out)  # "[OLD-ISA]" says what it is
 
     def _specs_used(self):
         from nkirun.isa import REGISTRY

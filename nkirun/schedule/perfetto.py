@@ -53,9 +53,12 @@ def _track_events(s: Schedule) -> tuple[list[dict], dict[int, list[tuple[int, in
                 tids.setdefault(x.index, []).append((pid, tid))
     for x in s.slots:
         (pid, first), *rest = tids[x.index]
-        ts, dur = _us(x.start_ns), _us(x.duration_ns)
+        # the end points are rounded and the duration derived from them: rounding ts and
+        # dur each on its own made back-to-back slices on a track overlap by 1 ps
+        ts = _us(x.start_ns)
+        dur = round(_us(x.end_ns) - ts, 6)
         events.append({"ph": "X", "name": x.title, "cat": x.engine, "pid": pid, "tid": first,
-                       "ts": ts, "dur": dur, "args": instruction_row(x)})
+                       "ts": ts, "dur": dur, "args": instruction_row(x, s.own_ns(x))})
         for _, tid in rest:  # the same transfer on its other queue groups: the index only
             events.append({"ph": "X", "name": x.title, "cat": x.engine, "pid": pid, "tid": tid,
                            "ts": ts, "dur": dur, "args": {"index": x.index, "queue": x.queue}})

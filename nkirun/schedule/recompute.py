@@ -38,7 +38,7 @@ runtime loops or two cores (where a version count per tensor is not the whole st
 """
 from __future__ import annotations
 
-from nkirun.checker.bound import views_of
+from nkirun.isa.bound import views_of
 
 ENGINES = frozenset({"vector", "scalar", "gpsimd"})
 MAX_REUSE_BYTES = 2048  # per partition (fitted; see above)

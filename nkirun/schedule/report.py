@@ -59,17 +59,18 @@ def _time(x: float) -> str:
 
 
 def _cycles(x) -> str:
-    """The cycles column: an engine's cycles, or for a DMA transfer its ns (labelled)."""
-    return f"{x.cycles:,} ns" if x.engine == "dma" else f"{x.cycles:,}"
+    """The cycles column: an engine's cycles; "-" for a DMA transfer, which is modelled
+    in ns (its own time is in the next column, as every row's is)."""
+    return "-" if x.engine == "dma" else f"{x.cycles:,}"
 
 
 def _console(stream, width, color):
     from rich.console import Console
 
-    from nkirun.terminal import use_color
+    from nkirun.terminal import terminal_width, use_color
     color = use_color(stream) if color is None else color
     if width is None:
-        width = None if color else 100
+        width = terminal_width() if color else 100
     return Console(file=stream, width=width, no_color=not color, highlight=False,
                    force_terminal=True if color else False, emoji=False,
                    soft_wrap=False), color
@@ -161,7 +162,6 @@ def render_report(s: Schedule, stream=None, width: int | None = None,
         console.file = stream
     from nkirun.terminal import micro_ok
     _MICRO["on"] = bool(color) and micro_ok(out)
-    sym = v.symbols(s)
     palette = {x.op: ENGINE_COLORS.get(x.engine, _OTHER_COLOR) for x in s.slots}
     first = True
     for name in views:
@@ -173,7 +173,7 @@ def render_report(s: Schedule, stream=None, width: int | None = None,
         elif name == "table":
             _instructions(console, s, color, max_rows, palette)
         elif name == "timeline":
-            _timeline(console, s, color, sym, palette)
+            _timeline(console, s, color)
         elif name == "critical":
             _critical(console, s, color, palette, max_rows)
         elif name == "advice":
@@ -247,23 +247,24 @@ def _summary(console, s: Schedule, color: bool) -> None:
 def _instructions(console, s: Schedule, color: bool, max_rows: int, palette) -> None:
     from nkirun.terminal import in_unit, time_unit
     unit, scale = time_unit(s.total_ns, _MICRO["on"])
-    start, end = f"start {unit}", f"end {unit}"
-    headers = ["#", "line", "op", "engine", "cycles", start, end, "waited for"]
+    start, end, own = f"start {unit}", f"end {unit}", f"own {unit}"
+    headers = ["#", "line", "op", "engine", "cycles", own, start, end, "waited for"]
     shown = s.slots if max_rows <= 0 else s.slots[:max_rows]
     rows = [[f"{x.index:,}", str(x.line), x.title + (" *" if x.assumed else ""), x.queue,
-             _cycles(x), in_unit(x.start_ns, scale), in_unit(x.end_ns, scale), _short(x)]
+             _cycles(x), in_unit(s.own_ns(x), scale), in_unit(x.start_ns, scale),
+             in_unit(x.end_ns, scale), _short(x)]
             for x in shown]
-    if console.width < 100:  # the source line column only when there is room
+    if console.width < 110:  # the source line column only when there is room
         headers, rows = headers[:1] + headers[2:], [r[:1] + r[2:] for r in rows]
     _grid(console, color, "instructions", headers, rows,
-          ("#", "line", "cycles", start, end), (start, end, "engine"),  # engine last
+          ("#", "line", "cycles", own, start, end), (own, start, end, "engine"),  # engine last
           wrap=("waited for",),
           styles=[palette.get(x.op) if color else None for x in shown])
     if len(shown) < len(s.slots):
         console.print(f"... {len(s.slots) - len(shown):,} more instructions "
                       "(--max-rows 0 shows all; --format json lists every one)")
-    console.print("cost formulas (cycles of the executing engine; DMA: ns, as in the cycles "
-                  "column):")
+    console.print(f"cost formulas (cycles of the executing engine; own {unit}: cycles / its "
+                  f"clock, or a DMA transfer's time on its own, which is modelled in ns):")
     seen = {}
     for x in s.slots:
         seen.setdefault(x.op, x)
@@ -284,7 +285,7 @@ def _hanging(rows):
     return t
 
 
-def _timeline(console, s: Schedule, color: bool, sym, palette) -> None:
+def _timeline(console, s: Schedule, color: bool) -> None:
     from rich.text import Text
     total = s.total_ns
     rows = v.tracks(s)
@@ -293,13 +294,12 @@ def _timeline(console, s: Schedule, color: bool, sym, palette) -> None:
     console.print(Text(f"timeline (1 column = {_time(total / width if width else 0)})",
                        style="bold" if color else ""))
     for name, slots in rows:
-        cells = v.gantt_cells(slots, total, width)
         line = Text(f"{name:<{label_w}} |")
-        for c in cells:
-            if c is None:
+        for ch in v.bar(slots, total, width):
+            if ch == ".":
                 line.append("·" if color else ".", style="dim" if color else "")
             else:
-                line.append(sym[c.op], style=f"black on {palette[c.op]}" if color else "")
+                line.append(ch, style=f"black on {_letter_color(ch)}" if color else "")
         busy = sum(x.duration_ns for x in slots)
         line.append(f"| {busy / total:4.0%}" if total else "|")
         console.print(line)
@@ -313,15 +313,25 @@ def _timeline(console, s: Schedule, color: bool, sym, palette) -> None:
     axis[width - len(right):] = right
     console.print(" " * (label_w + 2) + "".join(axis)[:width])
     legend, line = [], Text("legend:")
-    for op, ch in sym.items():  # wrapped between entries, never inside one
-        if len(line) + 3 + len(op) + 1 > console.width and len(line) > 8:
+    entries = [(ch, engine) for engine, ch in v.legend(s).items()]
+    entries.append(("", "(case alternates between consecutive instructions)"))
+    for ch, what in entries:  # wrapped between entries, never inside one
+        if len(line) + 3 + len(what) + 1 > console.width and len(line) > 8:
             legend.append(line)
             line = Text("       ")
         line.append("  ")
-        line.append(ch, style=f"black on {palette[op]}" if color else "")
-        line.append(f" {op}")
+        if ch:
+            line.append(ch, style=f"black on {_letter_color(ch)}" if color else "")
+            line.append(" ")
+        line.append(what)
     for ln in legend + [line]:
         console.print(ln)
+
+
+def _letter_color(ch: str) -> str:
+    """A timeline letter's engine colour (ENGINE_COLORS)."""
+    engine = next((e for e, c in v.ENGINE_LETTERS.items() if c == ch.upper()), None)
+    return ENGINE_COLORS.get(engine, _OTHER_COLOR)
 
 
 def _critical(console, s: Schedule, color: bool, palette, max_rows: int) -> None:

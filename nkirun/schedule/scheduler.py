@@ -148,7 +148,7 @@ class _Scheduler:
         self.labels: dict[tuple[int, ...], str] = {}
         self.tensors: dict[str, _Tensor] = {}
         # Traces repeat instructions: bind interns the operands of identical ones into one
-        # Operands object (checker/bound.py), so cycles and accesses are computed once per
+        # Operands object (isa/bound.py), so cycles and accesses are computed once per
         # (operands, engine); likewise each pair of boxes (kept alive by the operands) is
         # compared once.
         self.costed: dict[tuple, tuple] = {}

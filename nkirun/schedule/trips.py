@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from nkirun.checker.bound import Bound
+from nkirun.isa.bound import Bound
 from nkirun.control import assumed_order, missing_trip, static_trips, summary
 from nkirun.diagnostics import NkirunError, RunError, error
 

@@ -68,9 +68,12 @@ def _core_summary(s: Schedule) -> dict:
                         for n, e in s.engines().items() if e["instructions"]}}
 
 
-def instruction_row(x: Slot) -> dict:
+def instruction_row(x: Slot, own_ns: float) -> dict:
+    """`cycles` in the engine's own cycles (DMA, modelled in ns, counts them at its nominal
+    1 GHz: engines.dma.clock_ghz), `ns` = cycles / clock for every row (own_ns)."""
     row = {"index": x.index, "op": x.op, "engine": x.engine, "queue": x.queue,
-           "queues": list(x.queues), "cycles": x.cycles, "start_ns": _r(x.start_ns),
+           "queues": list(x.queues), "cycles": x.cycles, "ns": _r(own_ns),
+           "start_ns": _r(x.start_ns),
            "end_ns": _r(x.end_ns), "duration_ns": _r(x.duration_ns), "formula": x.formula,
            "assumed": x.assumed, "wait": x.wait, "wait_kind": x.wait_kind,
            "waited_on": x.waited_on, "wait_tensor": x.wait_tensor, "line": x.line}
@@ -81,8 +84,8 @@ def instruction_row(x: Slot) -> dict:
 
 def table(s: Schedule) -> list[dict]:
     if s.program.cores > 1:  # two cores: each row says which core ran it
-        return [dict(instruction_row(x), core=x.core) for x in s.slots]
-    return [instruction_row(x) for x in s.slots]
+        return [dict(instruction_row(x, s.own_ns(x)), core=x.core) for x in s.slots]
+    return [instruction_row(x, s.own_ns(x)) for x in s.slots]
 
 
 def tracks(s: Schedule) -> list[tuple[str, list[Slot]]]:
@@ -111,17 +114,31 @@ def tracks(s: Schedule) -> list[tuple[str, list[Slot]]]:
     return out
 
 
-def symbols(s: Schedule) -> dict[str, str]:
-    """One character per op for the text Gantt chart: its initial if free, else another."""
-    out: dict[str, str] = {}
-    pool = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-    for x in s.slots:
-        if x.op in out:
-            continue
-        taken = set(out.values())
-        cands = [c.upper() for c in x.op if c.isalnum()] + [c for c in x.op if c.isalnum()]
-        out[x.op] = next((c for c in cands + list(pool) if c not in taken), "?")
-    return out
+# The text Gantt chart's letter for each engine, the same in every report (a letter picked
+# per report for each op changed meaning from one program to the next). Consecutive
+# instructions on a track alternate upper and lower case, so each one shows; the table and
+# the trace name them.
+ENGINE_LETTERS = {"tensor": "T", "vector": "V", "scalar": "S", "gpsimd": "G", "dma": "D",
+                  "sync": "Y"}
+
+
+def engine_letter(engine: str) -> str:
+    return ENGINE_LETTERS.get(engine, "?")
+
+
+def legend(s: Schedule) -> dict[str, str]:
+    """engine -> its timeline letter, for the engines the schedule uses."""
+    used = {x.engine for x in s.slots}
+    return {e: engine_letter(e) for e in s.engine_names() if e in used}
+
+
+def bar(slots: list[Slot], total: float, width: int) -> str:
+    """A track's timeline: its engine's letter over each instruction's time, upper and
+    lower case by turns; `.` idle."""
+    turn = {id(x): k % 2 for k, x in enumerate(slots)}
+    return "".join("." if c is None else
+                   (engine_letter(c.engine).lower() if turn[id(c)] else engine_letter(c.engine))
+                   for c in gantt_cells(slots, total, width))
 
 
 def gantt_cells(slots: list[Slot], total: float, width: int) -> list[Slot | None]:
@@ -145,16 +162,14 @@ def gantt_cells(slots: list[Slot], total: float, width: int) -> list[Slot | None
 
 
 def timeline(s: Schedule, width: int = 64) -> dict:
-    sym = symbols(s)
     total = s.total_ns
     rows = []
     for name, slots in tracks(s):
-        cells = gantt_cells(slots, total, width)
         rows.append({"track": name,
                      "busy_ns": _r(sum(x.duration_ns for x in slots)),
                      "instructions": [x.index for x in slots],
-                     "bar": "".join("." if c is None else sym[c.op] for c in cells)})
-    return {"total_ns": _r(total), "width": width, "legend": sym, "rows": rows}
+                     "bar": bar(slots, total, width)})
+    return {"total_ns": _r(total), "width": width, "legend": legend(s), "rows": rows}
 
 
 def critical(s: Schedule) -> dict:

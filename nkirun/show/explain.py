@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from nkirun.hw import alu as ops
+from nkirun.hw.cost_tables import tag_meanings
 from nkirun.isa import REGISTRY
 from nkirun.isa import spec as S
 from nkirun.isa.nki_api import signature_text
@@ -121,7 +122,8 @@ def describe(spec: S.InstructionDef) -> dict:
         "constraints": constraints(spec),
         "semantics": spec.semantics,
         "cost": {"formula": spec.cost_formula, "assumed": spec.cost_assumed,
-                 "note": spec.cost_note or None},
+                 "note": spec.cost_note or None,
+                 "tags": tag_meanings([spec.cost_formula, spec.cost_note])},
         "example": spec.example or None,
         "python_example": nisa_example(spec),
         "source": docs_url(spec.name),
@@ -172,6 +174,7 @@ def render_text(d: dict) -> str:
         out.append("  (assumed: the instruction's page documents no cost formula)")
     if d["cost"]["note"]:
         out.append(f"  note: {d['cost']['note']}")
+    out += [f"  {m}" for m in d["cost"]["tags"]]
     if d["example"]:
         out += ["", "example:"] + [f"  {line}" for line in d["example"].splitlines()]
     if d.get("python_example"):  # (spelled again within the reading width)
@@ -237,8 +240,8 @@ def render_rich(d: dict, console) -> None:
     section("cost")
     para(d["cost"]["formula"] + ("  (assumed: the page documents no formula)"
                                  if d["cost"]["assumed"] else ""))
-    if d["cost"]["note"]:
-        para("note: " + d["cost"]["note"])
+    for text in ([f"note: {d['cost']['note']}"] if d["cost"]["note"] else []) + d["cost"]["tags"]:
+        para(text)
     if d["example"]:
         section("example")
         console.print(Padding(Syntax(d["example"], "yaml", theme="ansi_dark",

@@ -52,6 +52,9 @@ def parts(d: Diagnostic, lines: tuple[str, ...] = ()):
     src = _source_line(lines, ln)
     if src is None:
         return d.one_line(), None, d.hint
+    # a column past the end (an error "after" the line) points just after it, so that the
+    # window below holds it and the caret line stays as short as the quoted one
+    col = min(col, len(src) + 1)
     # cut first: a 1 MB line quoted by 100,000 diagnostics must not be copied each time
     src, col = _window(src, col)
     src = src.replace("\t", " ")  # one column per character, so the caret lines up

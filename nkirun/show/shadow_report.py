@@ -69,12 +69,20 @@ class ShadowReport:
     outputs: dict = field(default_factory=dict)
     warnings: list = field(default_factory=list)
     backend: str = "numpy"  # which comparison ran: "native" (C) or "numpy" (docs/shadow.md)
+    finals: dict = field(default_factory=dict)  # Shadow.final_errors: each output's error
+    # each output as the float32 shadow computed it (the HTML profile's error heat map)
+    shadow_outputs: dict = field(default_factory=dict)
 
     def top(self, n: int = 5) -> list[Row]:
         return top(self.rows, n)
 
     def as_json(self, n: int = 5) -> dict:
         return {"shadow": [row_json(r) for r in self.rows],
+                "shadow_outputs": [
+                    {"name": label, "tensor": name, "max_abs_error": jnum(e.abs),
+                     "max_rel_error": jnum(e.rel), "max_ulp_error": jnum(e.ulp),
+                     "index": None if peak is None else list(peak)}
+                    for label, (name, e, peak) in self.finals.items()],
                 "shadow_top": [r.instruction for r in self.top(n)],
                 "shadow_warnings": [w.as_dict() for w in self.warnings],
                 "shadow_backend": self.backend}
@@ -170,6 +178,19 @@ def render(report: ShadowReport, stream, rich: bool, n: int = 5, table: bool = T
         print(f"  #{r.instruction} {r.op} at {r.file}:{r.line}: added abs {g(r.added.abs)}"
               f" (rel {g(r.added.rel)}), carries abs {g(r.carried.abs)} at {where(r)}",
               file=stream)
+    for line in final_lines(report):
+        print(line, file=stream)
+
+
+def final_lines(report: ShadowReport) -> list[str]:
+    """Each output's error against the shadow when the run ended (JSON: shadow_outputs)."""
+    if not report.finals:
+        return []
+    out = ["shadow: each output's final error against the float32 shadow:"]
+    for label, (name, e, peak) in report.finals.items():
+        at = f" at {label}[{', '.join(map(str, peak))}]" if peak and e.abs > 0 else ""
+        out.append(f"  {label}: max abs {g(e.abs)}, rel {g(e.rel)}, ulp {g(e.ulp)}{at}")
+    return out
 
 
 def summary_line(rows, best, n) -> str:
@@ -210,6 +231,8 @@ def _render_rich(report: ShadowReport, stream, n: int, table: bool) -> None:
         console.print(f"  [bold]#{r.instruction} {r.op}[/] at {r.file}:{r.line}: added abs "
                       f"[yellow]{g(r.added.abs)}[/] (rel {g(r.added.rel)}), carries abs "
                       f"{g(r.carried.abs)} at {where(r)}", highlight=False)
+    for k, line in enumerate(final_lines(report)):
+        console.print(line, style="bold" if k == 0 else None, highlight=False, markup=False)
 
 
 def trace_extra(shadow):
@@ -218,28 +241,3 @@ def trace_extra(shadow):
         rows = shadow.rows
         return trace_columns(rows[-1]) if rows and rows[-1].instruction == b.index else ""
     return extra
-
-
-def kernel_shadow_output(spec, traced, shadow, result, written, n: int, fmt: str) -> int:
-    """`run KERNEL.py::fn --shadow`: the outputs and the shadow report (text or JSON)."""
-    import json
-    import sys
-
-    from nkirun.show.render import plural, print_diagnostics, use_color
-    report = ShadowReport(shadow.rows, result, shadow.warnings, shadow.backend)
-    print_diagnostics(report.warnings, (), sys.stderr)
-    if fmt == "json":
-        doc = {"program": spec, "ok": True, "instructions": len(traced.program.instructions),
-               "outputs": [{"name": key, "tensor": h.name, "shape": list(a.shape),
-                            "dtype": str(h.dtype), "file": path}
-                           for (key, a), h, path in zip(result.items(), traced.outputs,
-                                                        written)],
-               **report.as_json(n)}
-        print(json.dumps(doc, indent=2))
-        return 0
-    print(f"{spec}: {plural(len(traced.program.instructions), 'instruction')} executed, "
-          f"{plural(len(written), 'output')} written")
-    for (key, a), path in zip(result.items(), written):
-        print(f"  {key}  {'x'.join(map(str, a.shape))}  -> {path}")
-    render(report, sys.stdout, use_color(), n)
-    return 0

@@ -9,7 +9,7 @@ from nkirun.diagnostics import Loc, error, closest, did_you_mean  # noqa: F401 (
 from nkirun.ir import Instruction, Program, TensorDecl, instruction_at, view_at
 from nkirun.isa import REGISTRY
 from nkirun.isa.spec import ArgError, convert, normalize_name, param_tables
-from nkirun.source.operands import ViewSyntaxError, parse_view
+from nkirun.views.operands import ViewSyntaxError, parse_view
 from nkirun.hw.targets import DEFAULT_TARGET, TARGETS
 from nkirun.source import tensor_fields
 from nkirun.source.cores import tensor_core

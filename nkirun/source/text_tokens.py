@@ -16,6 +16,7 @@ _ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)")
 _ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"'}
 _WORDS = {"true": True, "false": False, "True": True, "False": False, "null": None}
 _MISSING = object()
+MAX_DEPTH = 64  # nesting of lists (and YAML collections): a 5-D data list needs 5
 
 
 class _Syntax(Exception):
@@ -61,6 +62,8 @@ def _unquote(text: str, col: int) -> str:
 
 def _list(text: str, col: int):
     """A `[...]` literal (nested lists of words, numbers and quoted strings)."""
+    if text.count("[") > MAX_DEPTH:  # rare: then find the first list too deep, by its column
+        _too_deep(text, col)
     if _NUM_LIST.fullmatch(text):
         try:
             return json.loads(text)
@@ -106,6 +109,30 @@ def _list(text: str, col: int):
     if text[pos:].strip():
         raise _Syntax(col + pos, f"unexpected {text[pos:].strip()!r} after the list")
     return value
+
+
+def _too_deep(text: str, col: int) -> None:
+    """Refuse a list nested more than MAX_DEPTH deep (recursion in the readers below, and
+    no tensor has that many dimensions); brackets inside quotes do not count."""
+    depth, quote, escaped = 0, None, False
+    for i, c in enumerate(text):
+        if quote:
+            if escaped:
+                escaped = False
+            elif c == "\\" and quote == '"':
+                escaped = True
+            elif c == quote:
+                quote = None
+        elif c in "\"'":
+            quote = c
+        elif c == "[":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise _Syntax(col + i, f"the list nests more than {MAX_DEPTH} levels deep",
+                              hint="a data list has one level per dimension; large data "
+                                   "belongs in a .npy file (`file=`)")
+        elif c == "]":
+            depth -= 1
 
 
 def value_of(text: str, col: int):

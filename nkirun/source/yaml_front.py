@@ -7,26 +7,21 @@ accepted; alias expansion and nesting are bounded.
 from __future__ import annotations
 
 import os
-import re
 
 import yaml
 from yaml.constructor import ConstructorError, SafeConstructor
 
 from nkirun.diagnostics import Diagnostic, Loc, error
 from nkirun.source.builder import Builder
-
-try:  # the C composer is ~10x faster; fall back to pure Python where libyaml is missing
-    _Loader = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover
-    _Loader = yaml.SafeLoader
+from nkirun.source.yaml_limits import (LAZY_LINES_FROM, LOADER, LONG_LINE_RE, reader_error,
+                                       stream, too_deep, too_many_keys)
 
 _STD = "tag:yaml.org,2002:"
 _SCALAR_TAGS = frozenset(_STD + t for t in ("str", "int", "float", "bool", "null", "timestamp"))
 # Bounds on what a program may expand to, checked before anything is converted: the node
-# count after alias expansion ("billion laughs") and the nesting depth. A program needs
-# depth ~10 (data lists of 5-D tensors); large data belongs in .npy files.
+# count after alias expansion ("billion laughs") here, the nesting depth (a program needs
+# ~10: data lists of 5-D tensors) in yaml_limits. Large data belongs in .npy files.
 _MAX_NODES = 1_000_000
-_MAX_DEPTH = 64
 
 
 class _Walker:
@@ -170,47 +165,6 @@ def read_source(path: str) -> tuple[str | None, list[Diagnostic]]:
     return text.lstrip("\ufeff"), []
 
 
-_LAZY_LINES_FROM = 1 << 20
-_LONG_LINE = 10_000
-_MAX_KEYS_PER_LINE = 1_000  # an instruction has a few dozen keywords at most
-_LONG_LINE_RE = re.compile(r"[^\n]{%d}" % _LONG_LINE)
-_KEY_SEP = re.compile(r"[^\s,{\[\]]\s*:\s")
-
-
-class _Chunks:
-    """A large text handed to libyaml in pieces: given the whole str, PyYAML would first
-    make a UTF-8 copy of all of it (40 MB more for a 40 MB file)."""
-
-    def __init__(self, text: str):
-        self.text, self.pos = text, 0
-
-    def read(self, size: int = -1) -> str:
-        size = len(self.text) if size is None or size < 0 else size
-        piece = self.text[self.pos:self.pos + size]
-        self.pos += len(piece)
-        return piece
-
-
-def _stream(text: str):
-    return _Chunks(text) if len(text) > _LAZY_LINES_FROM else text
-
-
-def _too_many_keys(text: str, path: str) -> Diagnostic | None:
-    """A line holding thousands of `key: value` pairs is refused before PyYAML composes it
-    (a 100,000-keyword line took a minute to reject); only long lines are looked at."""
-    from nkirun.source.lines import content_lines
-    for ln, line in content_lines(text):
-        if len(line) > _LONG_LINE:
-            n = len(_KEY_SEP.findall(line))
-            if n > _MAX_KEYS_PER_LINE:
-                return error("E020", f"a line with {n:,} `key: value` pairs: an instruction "
-                             f"has a few dozen keywords at most (over {_MAX_KEYS_PER_LINE:,} "
-                             "is refused unread)", Loc(path, ln, 1),
-                             hint="one instruction per entry; large data belongs in a .npy "
-                                  "file (`file:`)")
-    return None
-
-
 _MAGIC = ((b"\x93NUMPY", "binary data: a NumPy .npy file"),
           (b"PK\x03\x04", "binary data: a zip archive, e.g. an .npz file"),
           (b"\x7fELF", "binary data: an executable"),
@@ -233,19 +187,19 @@ def _binary_kind(raw: bytes) -> str | None:
 
 def parse_yaml(text: str, path: str, base_dir: str | None = None):
     """Parse program text: returns (Program | None, diagnostics)."""
-    if len(text) > _LAZY_LINES_FROM:  # e.g. 40 MB of blank lines: no tuple of millions
+    if len(text) > LAZY_LINES_FROM:  # e.g. 40 MB of blank lines: no tuple of millions
         from nkirun.source.lines import Lines
         lines = Lines(text)
     else:
         lines = tuple(text.splitlines())
     try:
-        too_deep = _too_deep(text, path)
-        if too_deep is not None:
-            return None, [too_deep]
-        too_many = _too_many_keys(text, path) if _LONG_LINE_RE.search(text) else None
+        nested = too_deep(text, path)
+        if nested is not None:
+            return None, [nested]
+        too_many = too_many_keys(text, path) if LONG_LINE_RE.search(text) else None
         if too_many is not None:
             return None, [too_many]
-        root = yaml.compose(_stream(text), Loader=_Loader)
+        root = yaml.compose(stream(text), Loader=LOADER)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         loc = Loc(path, mark.line + 1, mark.column + 1) if mark else Loc(path)
@@ -256,6 +210,8 @@ def parse_yaml(text: str, path: str, base_dir: str | None = None):
             # the usual cause: an unquoted view with a comma inside `{ ... }`
             hint += "; inside { } quote a view that has a comma: \"t[:, 0:128]\""
         return None, [error("E001", f"YAML syntax error: {what}", loc, hint=hint)]
+    except yaml.reader.ReaderError as e:  # a character YAML does not allow, e.g. NUL
+        return None, [reader_error(e, text, path)]
     except yaml.YAMLError as e:
         return None, [error("E001", f"YAML error: {e}", Loc(path))]
     except RecursionError:
@@ -284,23 +240,6 @@ def parse_yaml(text: str, path: str, base_dir: str | None = None):
     except RecursionError:
         b.diags.append(error("E001", "the YAML document is nested too deeply", Loc(path)))
     return b.finish()
-
-
-def _too_deep(text: str, path: str) -> Diagnostic | None:
-    """A diagnostic when collections nest deeper than _MAX_DEPTH, found from the event
-    stream and stopping at the first offending one: libyaml's composer recurses in C (it
-    crashes the process at ~100,000 levels) and is quadratic on deep flow collections."""
-    depth = 0
-    for ev in yaml.parse(_stream(text), Loader=_Loader):
-        if isinstance(ev, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
-            depth += 1
-            if depth > _MAX_DEPTH:
-                m = ev.start_mark
-                return error("E001", f"the YAML document nests collections more than "
-                             f"{_MAX_DEPTH} levels deep", Loc(path, m.line + 1, m.column + 1))
-        elif isinstance(ev, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
-            depth -= 1
-    return None
 
 
 def _build(w: _Walker, b: Builder, root) -> None:

@@ -105,7 +105,7 @@ def test_live_deltas_by_one_dict_equal_first_and_last_uses():
     import random
     from types import SimpleNamespace
 
-    from nkirun.checker.bound import Bound, _set_args
+    from nkirun.isa.bound import Bound, _set_args
     from nkirun.checker.passes import _first_last, _live_deltas, _span_deltas
     rng = random.Random(14)
     for trial in range(300):

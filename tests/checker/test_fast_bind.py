@@ -154,7 +154,7 @@ def test_template_bound_objects_are_the_constructors(tmp_path):
     field as the constructors set them."""
     import dataclasses
 
-    from nkirun.checker.bound import Bound, Operands
+    from nkirun.isa.bound import Bound, Operands
     from nkirun.checker.intern import Templates
     made = []
     plain_bind = Templates.bind

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from nkirun.api import run
-from nkirun.checker.mask import MaskError, evaluate
+from nkirun.isa.mask import MaskError, evaluate
 from nkirun.isa import MODULES, REGISTRY
 from prog_helpers import (assert_bits_equal, codes, diagnostics, out, reported_at, run_program,
                           sbuf, tmp, write_program)

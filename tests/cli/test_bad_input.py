@@ -6,8 +6,8 @@ import os
 import resource
 import subprocess
 import sys
-import time
 
+import numpy as np
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -108,6 +108,26 @@ def test_bad_input_in_the_text_form(tmp_path, monkeypatch, case):
     assert "error[E" in r.output.splitlines()[0]
 
 
+DEEP = "[" * 3000 + "1" + "]" * 3000
+
+
+@pytest.mark.parametrize("line,col", [
+    (f"tensor x hbm [1] float32 data={DEEP}", 31 + 64),
+    (f"memset dst=t value={DEEP}", 20 + 64),
+    ("memset dst=t value=[\"]]\\\"]\",'[[',[" + "[" * 64 + "1" + "]" * 66, 20 + 14 + 63)],
+    ids=["data", "keyword", "brackets-in-quotes"])
+def test_a_text_list_nested_3000_deep_is_a_located_error(tmp_path, monkeypatch, line, col):
+    """It was a RecursionError (exit 3) in the list reader; now E001 at the first `[` past
+    64 levels, the bound YAML programs have too (brackets inside quotes do not count)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "p.nkis").write_text("version 1\ntensor t sbuf [4, 8] float32\n" + line + "\n")
+    for cmd in ("check", "run"):
+        r = invoke(cmd, "p.nkis")
+        assert r.exit_code == 1, r.output[-400:]
+        first = r.output.splitlines()[0]
+        assert first == f"p.nkis:3:{col}: error[E001]: the list nests more than 64 levels deep"
+
+
 def test_tensor_name_ending_in_a_newline_is_refused(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     for name in ("y\\n", "y\\r", "y\\t", "y ", "\\ny"):
@@ -143,14 +163,13 @@ def test_a_run_larger_than_memory_is_refused_before_allocating(tmp_path):
     extra = "".join(f"  a{k}: {{buffer: hbm, shape: [268435456], dtype: float32, fill: 1.0}}\n"
                     for k in range(3))  # 3 GiB of tensors under a 2.5 GiB address space
     (tmp_path / "p.yaml").write_text(program().replace("  t: {", extra + "  t: {"))
-    t0 = time.monotonic()
     r = subprocess.run([sys.executable, "-m", "nkirun", "run", "p.yaml"], cwd=tmp_path,
-                       env=ENV, capture_output=True, text=True, timeout=120,
+                       env=ENV, capture_output=True, text=True, timeout=120,  # hang guard
                        preexec_fn=_limited(2.5))
     assert r.returncode == 1, r.stderr[-500:]
     assert "error[E091]" in r.stderr and "refused before allocating" in r.stderr
     assert r.stderr.startswith("p.yaml: error[E091]")  # names the program, not <program>
-    assert time.monotonic() - t0 < 60 and not (tmp_path / "out").exists()
+    assert not (tmp_path / "out").exists()
 
 
 def test_dev_zero_as_a_program_under_a_memory_limit(tmp_path):
@@ -224,12 +243,6 @@ def test_convert_round_trips_every_name_it_accepts(tmp_path, name):
 
 
 # ---- slow rejections ---------------------------------------------------------------------------
-def _cpu(fn):
-    t0 = time.process_time()
-    out = fn()
-    return time.process_time() - t0, out
-
-
 @pytest.mark.parametrize("form", ["nkis", "yaml", "nkis-quoted"])
 def test_a_100000_keyword_line_is_rejected_fast(tmp_path, form):
     if form == "yaml":
@@ -244,8 +257,8 @@ def test_a_100000_keyword_line_is_rejected_fast(tmp_path, form):
                                                          range(100_000)) + "\n")
     p = tmp_path / f"p.{form.split('-')[0]}"
     p.write_text(body)
-    cpu, c = _cpu(lambda: check_program(str(p)))
-    assert c.errors and cpu < 2.0, cpu
+    c = check_program(str(p))  # (how fast: benchmarks/bench_rejections.py)
+    assert c.errors
     assert len(c.diagnostics) <= 20  # a handful of lines, not 100,000
     r = invoke("check", p)
     assert r.exit_code == 1 and len(r.output) < 20_000
@@ -263,12 +276,56 @@ def test_forty_megabytes_of_blank_lines(tmp_path, form, bound):
     size = p.stat().st_size
     # VmHWM: this process's peak RSS (ru_maxrss would include the forked pytest's)
     code = ("import re, sys, time\nfrom nkirun.api import check_program\n"
-            "t = time.process_time(); c = check_program(sys.argv[1])\n"
+            "c = check_program(sys.argv[1])\n"
             "hwm = int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())[1])\n"
-            "print(time.process_time() - t, hwm * 1024, len(c.errors))")
+            "print(hwm * 1024, len(c.errors))")
     r = subprocess.run([sys.executable, "-c", code, str(p)], env=ENV, capture_output=True,
                        text=True, timeout=300)
-    cpu, rss, errors = r.stdout.split()
+    rss, errors = r.stdout.split()
     assert int(errors) == 0, r.stderr
     assert int(rss) < bound * size, (int(rss) / size)
-    assert float(cpu) < 10
+
+
+# ---- an unreadable program ---------------------------------------------------------------------
+KERNEL = """import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def copy(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+"""
+
+
+@pytest.mark.parametrize("name", ["p.yaml", "k.py"])
+@pytest.mark.parametrize("cmd", ["check", "run", "cost"])
+def test_an_unreadable_program_is_a_located_error(tmp_path, monkeypatch, name, cmd):
+    """Permission denied (root reads any file, so `open` is made to refuse it): E000 or
+    E600 at the file, exit 1 — not "the kernel raised PermissionError" or a usage error."""
+    import builtins
+
+    from nkirun.source import yaml_front
+    from nkirun.source.kernel import loader
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / name).write_text(KERNEL if name.endswith(".py") else program())
+    np.save(tmp_path / "x.npy", np.ones((4, 8), np.float32))
+
+    def refuse(path, *a, **k):
+        if os.path.basename(str(path)) == name:
+            raise PermissionError(13, "Permission denied", str(path))
+        return builtins.open(path, *a, **k)
+    for module in (yaml_front, loader):
+        monkeypatch.setattr(module, "open", refuse, raising=False)
+    extra = ["--shape", "x=float32[4,8]"] if name.endswith(".py") and cmd != "run" else \
+        ["--input", "x=x.npy"] if name.endswith(".py") else []
+    r = invoke(cmd, name, *extra)
+    code = "E600" if name.endswith(".py") else "E000"
+    assert r.exit_code == 1, r.output
+    first = r.output.splitlines()[0]
+    assert first.startswith(f"{name}: error[{code}]: cannot read ") and \
+        first.endswith(": Permission denied"), first

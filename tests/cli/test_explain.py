@@ -56,8 +56,11 @@ def test_explain_json_matches_the_spec(name):
             assert p["dtypes"] == sorted(q.dtypes)
         if q.buffers is not None:
             assert p["buffers"] == sorted(q.buffers)
+    tags = [t for t in ("[OLD-ISA]",) if t in (spec.cost_note or "") + spec.cost_formula]
     assert d["cost"] == {"formula": spec.cost_formula, "assumed": spec.cost_assumed,
-                         "note": spec.cost_note or None}
+                         "note": spec.cost_note or None,
+                         "tags": [m for m in d["cost"]["tags"] if m.split(":")[0] in tags]}
+    assert len(d["cost"]["tags"]) == len(tags)  # each tag used says what it means
     assert d["semantics"] == spec.semantics
 
 

@@ -376,3 +376,55 @@ def test_dev_stdout_is_streamed_not_replaced(small, cmd):
         '"traceEvents"' in r.stdout)
     if before is not None:  # the device link is still the device link
         assert os.path.islink("/dev/stdout") and os.readlink("/dev/stdout") == before
+
+
+# ---- a signal that another thread takes ------------------------------------------------------
+def _sigint_from_another_thread():
+    """A thread started now (so its signal mask is the process's, as OpenBLAS's workers'
+    is) that sends SIGINT to the process when `go` is set. The kernel hands a process
+    signal to a thread that does not block it: this one, while the main thread holds."""
+    go = threading.Event()
+
+    def send():
+        go.wait(10)
+        os.kill(os.getpid(), signal.SIGINT)
+    t = threading.Thread(target=send)
+    t.start()
+    return go, t
+
+
+def test_a_signal_another_thread_takes_is_held_too():
+    from nkirun import safeio
+    go, t = _sigint_from_another_thread()
+    reached = []
+    with pytest.raises(KeyboardInterrupt):
+        with safeio.signals_held():
+            go.set()
+            t.join()
+            time.sleep(0.05)  # time enough for the handler to run, were it not held
+            reached.append("end of the held block")
+    assert reached  # the interrupt came after the block, not inside it
+
+
+def test_ctrl_c_while_the_backups_are_removed_leaves_no_bak(tmp_path, monkeypatch):
+    """Ctrl-C (taken by another thread) after the new outputs are in place: the old
+    outputs' hard-link backups were left in --out as `.y.npy.<hex>.bak`."""
+    from nkirun.runner import outputs
+    old = np.full((4, 8), 99, np.float32)
+    for name in ("y", "z"):
+        np.save(tmp_path / f"{name}.npy", old)
+    go, t = _sigint_from_another_thread()
+    real = outputs._unlink
+
+    def unlink_then_interrupt(path):
+        real(path)
+        if not go.is_set():
+            go.set()
+            t.join()
+            time.sleep(0.05)
+    monkeypatch.setattr(outputs, "_unlink", unlink_then_interrupt)
+    new = np.ones((4, 8), np.float32)
+    with pytest.raises(KeyboardInterrupt):
+        outputs.write_outputs({"y": new, "z": new}, str(tmp_path))
+    assert sorted(os.listdir(tmp_path)) == ["y.npy", "z.npy"]
+    assert all(np.array_equal(np.load(tmp_path / f), new) for f in ("y.npy", "z.npy"))

@@ -16,7 +16,6 @@ import pickle
 import re
 import subprocess
 import sys
-import time
 import tracemalloc
 
 import ml_dtypes
@@ -107,6 +106,13 @@ YAML_CASES = [
     ("bad-indent", b"version: 1\ntensors:\n  x: 1\n y: 2\n", 1, "YAML syntax error", True),
     ("tab-indent", b"version: 1\ntensors:\n\tx: 1\n", 1, "YAML syntax error", True),
     ("not-utf8", b"version: 1\nname: \xff\xfe\n", 1, "not UTF-8", True),
+    # characters YAML refuses: PyYAML gives an offset; nkirun gives line:column
+    ("nul-byte", b"version: 1\nname: a\x00b\n", 1,
+     "bad.yaml:2:8: error[E001]: the character U+0000 is not allowed in YAML", True),
+    ("control-character", b"version: 1\n\nname: \"ab\x01\"\n", 1,
+     "bad.yaml:3:10: error[E001]: the character U+0001 is not allowed", True),
+    ("after-a-yaml-line-break", "version: 1\n\x85 \x7f\n".encode(), 1,
+     "bad.yaml:3:3: error[E001]: the character U+007F", True),
     ("utf16", "version: 1\n".encode("utf-16"), 1, "not UTF-8", True),
     ("empty", b"", 1, "the program is empty", True),
     ("only-comments", b"# nothing here\n\n", 1, "the program is empty", True),
@@ -139,9 +145,7 @@ def test_bad_program_file(work, case, cmd):
     (work / "bad.yaml").write_bytes(text)
     before = _snapshot(work / "out")
     args = [cmd, "bad.yaml"] + (["--out", "out"] if cmd == "run" else [])
-    t0 = time.perf_counter()
-    r = invoke(*args, cwd=work, catch_exceptions=False)
-    assert time.perf_counter() - t0 < 3.0  # refused quickly, bombs included
+    r = invoke(*args, cwd=work, catch_exceptions=False)  # (speed: benchmarks/bench_rejections.py)
     _assert_clean_failure(r, code, fragment, located, before, work)
     assert not (work / "pwned").exists()
 
@@ -181,13 +185,10 @@ def test_out_of_memory_is_a_diagnostic(work, monkeypatch):
 def test_yaml_bombs_in_a_fresh_process(tmp_path, text):
     """Out of process: a C-level stack overflow in libyaml would kill pytest itself."""
     (tmp_path / "b.yaml").write_bytes(text)
-    t0 = time.perf_counter()
     p = subprocess.run([sys.executable, "-m", "nkirun", "check", "b.yaml"], cwd=tmp_path,
-                       capture_output=True, text=True, timeout=60)
-    elapsed = time.perf_counter() - t0
-    assert p.returncode == 1, p.stderr
+                       capture_output=True, text=True, timeout=60)  # a hang guard only
+    assert p.returncode == 1, p.stderr  # (how fast: benchmarks/bench_rejections.py)
     assert "error[E001]" in p.stdout + p.stderr and "Traceback" not in p.stderr
-    assert elapsed < 5.0, elapsed  # interpreter start-up included
 
 
 # ---- .npy data files ------------------------------------------------------------------------
@@ -407,16 +408,13 @@ def test_size_refused_instantly(work, case):
     (work / "big.yaml").write_text(f"version: 1\ntensors:\n  big: {decl}\ninstructions: []\n")
     before = _snapshot(work / "out")
     tracemalloc.start()
-    t0 = time.perf_counter()
     try:
         r = invoke("run", "big.yaml", "--out", "out", cwd=work, catch_exceptions=False)
-        elapsed = time.perf_counter() - t0
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
     _assert_clean_failure(r, 1, fragment, True, before, work)
     assert f"error[{code}]" in r.output
-    assert elapsed < 1.0, elapsed
     assert peak < 20 * 2**20, peak  # no tensor-sized allocation
 
 
@@ -427,9 +425,7 @@ def test_data_list_over_the_yaml_budget(work):
             "tensors:\n  x: {buffer: hbm, shape: [4, 1000, 1000], dtype: float32, "
             "data: [*b, *b, *b, *b]}\n")
     (work / "big.yaml").write_text(text)
-    t0 = time.perf_counter()
     r = invoke("check", "big.yaml", cwd=work, catch_exceptions=False)
-    assert time.perf_counter() - t0 < 1.0
     assert r.exit_code == 1 and "expands to more than 1,000,000 values" in r.output
 
 
@@ -770,3 +766,24 @@ instructions:
         tracemalloc.stop()
     assert r.exit_code == 1 and "error[E017]" in r.output and "error[E043]" in r.output
     assert peak < 20 * 2**20, peak
+
+
+@pytest.mark.parametrize("text", ["version: 1\nname: " + "[" * 100_000 + "]" * 100_000 + "\n",
+                                  "version: 1\nname: " + "{a: " * 2000,
+                                  "version: 1\n" + "".join(" " * i + "k:\n" for i in range(1200))],
+                         ids=["flow", "unclosed", "block"])
+def test_nesting_refusal_is_the_same_with_or_without_libyaml_limit(monkeypatch, text):
+    """PyYAML 6.0.4's libyaml stops at its own nesting limit (1000) while scanning ahead,
+    with its own message; the pure-Python parser has none. Both give nkirun's E001 at the
+    65th level."""
+    import yaml
+
+    from nkirun.source import yaml_limits
+    from nkirun.source.yaml_front import parse_yaml
+    seen = []
+    for loader in (yaml_limits.LOADER, yaml.SafeLoader):
+        monkeypatch.setattr(yaml_limits, "LOADER", loader)
+        _, diags = parse_yaml(text, "p.yaml")
+        seen.append([(d.code, d.message, d.loc.line, d.loc.column) for d in diags])
+    assert seen[0] == seen[1] and len(seen[0]) == 1
+    assert seen[0][0][0] == "E001" and "more than 64 levels deep" in seen[0][0][1]

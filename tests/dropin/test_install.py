@@ -125,3 +125,45 @@ def test_a_tagged_x4_array_is_an_x4_tensor(dropin):
     np.testing.assert_array_equal(np.asarray(out).view(np.uint32), bits)
     nki.cpu_simulate(copy)(bits)  # the same bits untagged: a uint32 tensor
     assert seen["dtype"] == nl.uint32
+
+
+def test_uninitialized_reads_follow_the_install_option():
+    """A kernel that copies a tile it wrote only half of to its output (nki-library's MX
+    scale buffers have such unwritten partitions): E090 by default; NaN there with
+    install(uninitialized="nan"), the written half exact."""
+    from nkirun.diagnostics import NkirunError
+    nkirun.install()
+    try:
+        import nki
+        import nki.isa as nisa
+        import nki.language as nl
+
+        @nki.jit
+        def half(a):
+            out = nl.ndarray((4, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+            t = nl.ndarray((4, 4), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t[0:2, :], src=a[0:2, :])
+            nisa.dma_copy(dst=out, src=t)
+            return out
+        x = np.ones((4, 4), np.float32)
+        with pytest.raises(NkirunError, match="E090"):
+            nki.cpu_simulate(half)[1](a=x)
+        nkirun.install(uninitialized="nan")
+        out = nki.cpu_simulate(half)[1](a=x)
+        assert (out[:2] == 1).all() and np.isnan(out[2:]).all()
+        with pytest.raises(ValueError, match="unknown uninitialized 'maybe'"):
+            nkirun.install(uninitialized="maybe")
+    finally:
+        uninstall()
+
+
+def test_an_interruption_during_the_trace_is_the_callers():
+    """pytest-timeout's Failed (a BaseException raised by a signal handler while the kernel
+    runs) reaches the test as it is, not as the kernel's E602."""
+    class Interrupted(BaseException):
+        pass
+
+    def kernel(a):
+        raise Interrupted()
+    with pytest.raises(Interrupted):
+        nkirun.simulate(kernel)(np.ones((2, 2), np.float32))

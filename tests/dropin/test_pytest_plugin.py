@@ -81,4 +81,4 @@ def test_the_suite_runs_checked_and_costed_on_nkirun(tmp_path):
 
 def test_an_unknown_target_is_a_usage_error(tmp_path):
     r = _pytest(tmp_path, "--nkirun-target", "trn9")
-    assert r.returncode == 4 and "--nkirun-target: unknown target 'trn9'" in r.stderr
+    assert r.returncode == 4 and "--nkirun: unknown target 'trn9'" in r.stderr

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from prog_helpers import NP_TYPES, out, reported_at, run_program, sbuf, write_program
 
-from nkirun.checker.mask import evaluate
+from nkirun.isa.mask import evaluate
 
 # Tensors for SPEC.example (tests/isa/test_registry.py checks and runs it)
 EXAMPLE_TENSORS = {

@@ -164,7 +164,7 @@ def test_a_form_that_failed_has_no_template(tmp_path, template_uses):
 def test_rebased_is_dataclasses_replace(tmp_path):
     import dataclasses
 
-    from nkirun.source.operands import Resolved
+    from nkirun.views.operands import Resolved
     checked = 0
     for _, make in _cases(tmp_path):
         program = make().program
@@ -239,12 +239,12 @@ def test_the_builder_keeps_a_negative_zero(tmp_path):
 
 
 def test_form_bounds_answer_as_their_operands(tmp_path, monkeypatch):
-    """A FormBound (checker/bound.py) holds PendingOperands until `args` is read: its
+    """A FormBound (isa/bound.py) holds PendingOperands until `args` is read: its
     names, plan and form are those of the Operands it then makes, which equal the Operands
     bind makes with LAZY_OPERANDS off and the plain path's; names_plan() of a fresh Bound
     over them (computed, not kept) agrees; after the read it is a plain Bound. With the
     switch off, check and run give the same diagnostics and results."""
-    from nkirun.checker.bound import Bound, FormBound, raw_args
+    from nkirun.isa.bound import Bound, FormBound, raw_args
     lazy_seen = 0
     for name, make in _cases(tmp_path):
         traced = make()

@@ -82,7 +82,7 @@ def test_rec_of_kind_is_the_tensor_rec():
     from nkirun.diagnostics import Loc
     from nkirun.source.kernel import consts
     from nkirun.source.kernel.tensor import TensorRec, _Decl, rec_kind, rec_of_kind
-    from nkirun.source.strided import StridedView
+    from nkirun.views.strided import StridedView
     loc = Loc("k.py", 4, 9)
     for shape, dtype, buf in (((128, 64), "float32", consts.sbuf), ((2, 3, 5), "bfloat16",
                                                                      consts.psum),

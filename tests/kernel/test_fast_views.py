@@ -12,7 +12,7 @@ from nkirun.source.kernel import tensor as tensor_mod
 from nkirun.source.kernel import views
 from nkirun.api_kernel import trace_call
 from nkirun.source.kernel.session import ir_index
-from nkirun.source.strided import StridedView
+from nkirun.views.strided import StridedView
 
 FIELDS = StridedView.__slots__
 

@@ -111,3 +111,34 @@ def test_bfloat16_raw_file_needs_no_suffix(tmp_path):
     r = _run("run", k, "--input", f"x={x}", "--out", tmp_path / "o")
     assert r.exit_code == 0 and "W601" not in r.output, r.output
     np.testing.assert_array_equal(np.load(tmp_path / "o" / "out0.npy"), [[1.5, -3.25]])
+
+
+# ---- a NumPy default dtype (int64, float64) says what to save it as (issue 24) --------------
+def test_int64_and_float64_inputs_say_what_to_save_them_as(tmp_path):
+    for arr, like in ((np.ones((4, 8), np.int64), "int32"), (np.ones((4, 8)), "float32")):
+        k, x = _setup(tmp_path, arr)
+        r = _run("run", k, "--input", f"x={x}", "--out", tmp_path / "o")
+        assert r.exit_code == 1 and "error[E073]" in r.output
+        assert f"save it as {like}: np.save(" in r.output and f".astype(np.{like})" in r.output
+
+
+def test_api_dtype_errors_name_the_parameter(tmp_path):
+    import sys
+
+    import pytest
+
+    import nkirun
+    k, _ = _setup(tmp_path, np.ones((4, 8), np.float32))
+    sys.path.insert(0, str(tmp_path))
+    try:
+        from widen import widen
+    finally:
+        sys.path.remove(str(tmp_path))
+    with pytest.raises(TypeError, match=r"parameter `x`: arrays of dtype float64 are not NKI "
+                                        r"tensors; pass x\.astype\(np\.float32\)"):
+        nkirun.simulate(widen)(np.ones((4, 8)))
+    with pytest.raises(TypeError, match=r"parameter `x`: arrays of dtype int64 .* "
+                                        r"x\.astype\(np\.int32\)"):
+        nkirun.check(widen, x=np.ones((4, 8), np.int64))
+    with pytest.raises(TypeError, match=r"parameter `x`: unknown dtype 'float64'"):
+        nkirun.cost(widen, nkirun.shape("float64", 4, 8))

@@ -83,3 +83,16 @@ def test_a_bad_manifest_is_located(project):
     (project / "pyproject.toml").write_text(MANIFEST + '\n[[tool.nkirun.kernels]]\nkernal = "x"\n')
     r = nk("check", ".")
     assert r.exit_code == 1 and "pyproject.toml" in r.output and "kernel 3" in r.output
+
+
+def test_a_manifest_entry_missing_a_parameter_does_not_hide_the_others(project):
+    (project / "pyproject.toml").write_text(MANIFEST.replace('shape = ["x=float32[4,8]"]\n'
+                                                             'target', 'target', 1)
+                                            .replace('kernel = "kernels/bad.py::cp"\n'
+                                                     'shape = ["x=float32[4,8]"]',
+                                                     'kernel = "kernels/bad.py::cp"'))
+    r = nk("check", "pyproject.toml")
+    assert r.exit_code == 1 and "E595" in r.output and "`x` is missing" in r.output
+    assert "kernels/good.py::cp: ok" in r.output
+    r = nk("check", "kernels/bad.py::cp")  # alone: a usage error
+    assert r.exit_code == 2

@@ -75,7 +75,7 @@ def test_write_casts_like_dtypes_cast(name, masked):
 def _whole_view(arr: np.ndarray, target):
     """The Resolved view of the whole of tensor `t`."""
     from nkirun.ir import TensorDecl, View
-    from nkirun.source.operands import resolve
+    from nkirun.views.operands import resolve
     r, diag = resolve(View("t"), TensorDecl("t", "sbuf", arr.shape, target))
     assert diag is None
     return r

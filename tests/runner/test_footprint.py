@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nkirun.runner import footprint
-from nkirun.source.access import _byte_offsets
+from nkirun.views.access import _byte_offsets
 
 ITEM = st.sampled_from([1, 2, 4])
 

@@ -137,6 +137,27 @@ def test_text_and_trace_output(tmp_path):
     assert r.exit_code == 2 and "--shadow-top needs --shadow" in r.output
 
 
+def test_each_outputs_final_error_is_in_the_text_too(tmp_path):
+    """The text showed per-instruction errors only; each output's error against the
+    shadow when the run ends is a line of its own (JSON: shadow_outputs), here checked
+    against the same steps in NumPy: float32 throughout vs the bfloat16 subtract."""
+    x = np.random.default_rng(0).uniform(1, 2, (P, N)).astype(np.float32)
+    a = x * np.float32(1.0009765625) + np.float32(0.5)
+    exact = (a - x) * np.float32(4)
+    real = (a - x).astype(ml_dtypes.bfloat16).astype(np.float32) * np.float32(4)
+    want = float(np.abs(real - exact).max())
+    path = cancellation_program(tmp_path)
+    r = invoke("run", path, "--out", tmp_path / "o", "--shadow")
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    at = lines.index("shadow: each output's final error against the float32 shadow:")
+    assert lines[at + 1].startswith(f"  y: max abs {want:.3g}, rel ")
+    rep = run(path, shadow=True)
+    (final,) = rep["shadow_outputs"]
+    assert final["name"] == final["tensor"] == "y" and final["max_abs_error"] == want
+    assert final["index"] == list(np.unravel_index(np.abs(real - exact).argmax(), (P, N)))
+
+
 def test_text_front_end(tmp_path):
     r = invoke("run", ROOT / "programs" / "rowmax_in_window.nkis", "--out", tmp_path,
                "--shadow", "--format", "json")

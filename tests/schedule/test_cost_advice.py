@@ -15,8 +15,8 @@ from nkirun.schedule.advice import advice
 _n = itertools.count()
 
 
-def _program(tmp_path, tensors, instructions):
-    doc = {"version": 1, "target": "trn2", "tensors": tensors, "instructions": instructions}
+def _program(tmp_path, tensors, instructions, target="trn2"):
+    doc = {"version": 1, "target": target, "tensors": tensors, "instructions": instructions}
     path = tmp_path / f"a{next(_n)}.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return str(path)
@@ -33,6 +33,7 @@ def test_a_chain_of_tiny_dependent_transfers_is_latency_bound(tmp_path):
         steps += [{"load": {"dst": "a", "src": "x"}}, {"store": {"dst": "x", "src": "a"}}]
     a = advice(api.cost(_program(tmp_path, tensors, steps)))
     assert a["latency"]["latency_bound"] and a["latency"]["waiting_share"] > 0.8
+    assert a["latency"]["assumed_share"] == 0  # documented costs only
     row = a["dma"][0]
     assert row["descriptor_bytes"] == 4 and row["bytes_each"] == 512
     assert any("descriptors" in w for w in row["warnings"])
@@ -62,3 +63,13 @@ def test_plain_report_has_the_advice_and_reorder_hints(tmp_path):
     assert r.exit_code == 0, r.output
     assert "what to change" in r.output and "roofline:" in r.output
     assert "reordering: 1 instruction" in r.output and "could start at" in r.output
+
+
+def test_the_share_resting_on_an_assumed_cost_is_named(tmp_path):
+    # exponential (trn3) has no documented cost formula (cost_assumed): an assumption
+    tensors = {"a": _t((128, 512)), "b": _t((128, 512)), "e": _t((128, 512))}
+    s = api.cost(_program(tmp_path, tensors, [
+        {"tensor_copy": {"dst": "b", "src": "a", "engine": "vector"}},
+        {"exponential": {"dst": "e", "src": "b"}}], target="trn3"))
+    a = advice(s)
+    assert 0 < a["latency"]["assumed_share"] < 1

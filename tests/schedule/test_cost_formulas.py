@@ -12,7 +12,7 @@ from nkirun.ir import TensorDecl, View
 from nkirun.isa import REGISTRY
 from nkirun.isa.spec import Bound
 from nkirun.hw.targets import TARGETS
-from nkirun.source.operands import resolve
+from nkirun.views.operands import resolve
 
 TRN1, TRN2 = TARGETS["trn1"], TARGETS["trn2"]
 MIN_II = 64

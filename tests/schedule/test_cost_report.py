@@ -224,3 +224,57 @@ def test_to_json_is_pure(monkeypatch):
     s = api.cost("programs/causal_softmax.yaml")
     assert to_json(s) == to_json(s)
     json.dumps(to_json(s))  # serialisable
+
+
+# ---- units, letters and tags the reports explain (issue 24) -----------------------------------
+def test_cycles_are_cycles_and_every_row_has_its_own_ns(monkeypatch):
+    """The cycles column held ns for DMA rows: now DMA shows "-" there, and every row has
+    its own time in ns (JSON `ns` = cycles / the engine's clock_ghz; DMA, modelled in ns,
+    counts cycles at its nominal 1 GHz, so `cycles` stays a number for readers of it)."""
+    monkeypatch.chdir(ROOT)
+    doc = to_json(api.cost("programs/rowmax_in_window.yaml"))
+    for i in doc["instructions"]:
+        clock = doc["engines"][i["engine"]]["clock_ghz"]
+        assert i["ns"] == pytest.approx(i["cycles"] / clock, abs=1e-3)
+    assert doc["engines"]["dma"]["clock_ghz"] == 1.0
+    text = report("programs/rowmax_in_window.yaml", views=("table",))
+    head = next(ln for ln in text.splitlines() if "| cycles |" in ln)
+    assert "own ns" in head
+    rows = [ln.split("|") for ln in text.splitlines() if "dma.q0-15" in ln or "| vector" in ln]
+    at = head.split("|").index(" cycles ")
+    assert {r[at].strip() for r in rows if "dma" in "".join(r)} == {"-"}
+    assert all(" ns" not in r[at] for r in rows)
+
+
+def test_timeline_letters_are_the_same_in_every_report(monkeypatch):
+    """A letter was picked per op and per report (`S` was select_reduce in one report, store
+    in another); now each engine has its letter, consecutive instructions on a track
+    alternating its case, and the legend says so."""
+    from nkirun.schedule.views import ENGINE_LETTERS, timeline
+    monkeypatch.chdir(ROOT)
+    for name in ("select_reduce_reverse", "rowmax_in_window", "causal_softmax"):
+        s = api.cost(f"programs/{name}.yaml")
+        legend = report(f"programs/{name}.yaml", views=("timeline",)).split("legend:")[1]
+        used = {x.engine for x in s.slots}
+        assert all(f"{ENGINE_LETTERS[e]} {e}" in legend for e in used)
+        assert "case alternates between consecutive instructions" in legend
+        for row in timeline(s, width=400)["rows"]:  # wide: every instruction shows
+            letters = set(row["bar"]) - {"."}
+            assert {c.upper() for c in letters} <= {ENGINE_LETTERS[e] for e in used}
+            runs = "".join(c for k, c in enumerate(row["bar"])
+                           if c != "." and (k == 0 or row["bar"][k - 1] != c))
+            assert len(runs) <= len(row["instructions"])
+    dma = timeline(api.cost("programs/rowmax_in_window.yaml"), width=400)["rows"][-1]["bar"]
+    assert "D" in dma and "d" in dma  # two loads and stores back to back: both cases
+
+
+def test_old_isa_tag_is_explained(monkeypatch):
+    """`[OLD-ISA]` in a note said nothing to a reader; the notes now say what it is."""
+    monkeypatch.chdir(ROOT)
+    notes = to_json(api.cost("programs/matmul_transpose.yaml"))["notes"]
+    assert any("[OLD-ISA]" in n for n in notes)
+    meaning = [n for n in notes if n.startswith("[OLD-ISA]: ")]
+    assert len(meaning) == 1 and "legacy NKI ISA" in meaning[0] and "https://" in meaning[0]
+    r = CliRunner().invoke(cli, ["explain", "nc_matmul"])
+    assert "[OLD-ISA]: the cost estimate of the legacy NKI ISA pages" in " ".join(
+        r.output.split())

@@ -143,3 +143,25 @@ def test_trace_file_says_where_and_respects_the_umask(tmp_path):
     assert stat.S_IMODE(out.stat().st_mode) == 0o640
     assert str(out) in r.stderr
     assert [p.name for p in tmp_path.iterdir()] == ["t.json"]  # no temporary file left
+
+
+@pytest.mark.parametrize("path", ["programs/range_select_chain.yaml",
+                                  "programs/selective_scan.yaml",
+                                  "programs/moe_expert_loop.yaml"])
+def test_back_to_back_slices_do_not_overlap(path):
+    """ts and dur were rounded each on its own, so a slice that ends where the next one on
+    its track starts overlapped it by 1 ps; the end points are rounded now. (DMA slices
+    that really overlap in the schedule, transfers in flight together, still do.)"""
+    s, events = _events(path)
+    first = {}
+    for e in events:
+        if e["ph"] == "X" and "op" in e["args"]:
+            first[e["args"]["index"]] = e
+    slots = sorted(s.slots, key=lambda x: (x.queue, x.start_ns))
+    checked = 0
+    for a, b in zip(slots, slots[1:]):
+        if a.queue == b.queue and a.end_ns <= b.start_ns:
+            ea, eb = first[a.index], first[b.index]
+            assert round(ea["ts"] + ea["dur"], 6) <= eb["ts"], (a, b)
+            checked += 1
+    assert checked

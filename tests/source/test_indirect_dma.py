@@ -124,8 +124,8 @@ def test_text_form_and_convert_keep_the_index(tmp_path):
 def test_python_views_with_runtime_indices_lower_to_indirect_patterns(tmp_path):
     from nkirun.hw import dtypes as dt
     from nkirun.ir import TensorDecl
-    from nkirun.source.reshape import ViewError
-    from nkirun.source.strided import StridedView
+    from nkirun.views.reshape import ViewError
+    from nkirun.views.strided import StridedView
     f32, i32 = dt.DTYPES["float32"], dt.DTYPES["int32"]
     data = StridedView.of(TensorDecl("d", "hbm", (6, 4, 10), f32))
     idx = StridedView.of(TensorDecl("i", "sbuf", (4, 1), i32))

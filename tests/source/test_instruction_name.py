@@ -46,9 +46,9 @@ def test_cost_report_and_json_show_the_name(tmp_path):
     s = cost(_program(tmp_path, "qk_max"))
     assert s.slots[0].title == "tensor_scalar (name=qk_max)"
     from nkirun.schedule.views import instruction_row
-    assert instruction_row(s.slots[0])["name"] == "qk_max"
+    assert instruction_row(s.slots[0], s.own_ns(s.slots[0]))["name"] == "qk_max"
     plain = cost(_program(tmp_path, None))
-    assert "name" not in instruction_row(plain.slots[0])
+    assert "name" not in instruction_row(plain.slots[0], plain.own_ns(plain.slots[0]))
 
 
 def test_trace_shows_the_name(tmp_path):

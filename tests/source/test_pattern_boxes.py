@@ -11,7 +11,7 @@ import pytest
 from nkirun.hw import dtypes as dt
 from nkirun.ir import AccessPattern, TensorDecl, View
 from nkirun.checker.overlap import overlaps
-from nkirun.source.operands import resolve
+from nkirun.views.operands import resolve
 
 RNG = np.random.default_rng(1414)
 SHAPES = [("sbuf", (8, 12)), ("sbuf", (5, 3, 4)), ("hbm", (6, 10)), ("hbm", (2, 3, 8))]
@@ -67,7 +67,7 @@ def test_boxes_are_exact_or_contain_every_touched_element(buffer, shape, dtype):
 
 def test_an_exact_box_matches_the_basic_view_it_equals():
     decl = TensorDecl("t", "sbuf", (8, 12), dt.DTYPES["float32"])
-    from nkirun.source.operands import parse_view
+    from nkirun.views.operands import parse_view
     a, _ = resolve(parse_view("t[2:6, 1:10:3]"), decl)
     b, _ = resolve(parse_view("t.ap([[12,4],[3,3]],offset=25)"), decl)
     assert b.ap.exact_box and a.box == b.box

@@ -8,8 +8,8 @@ import pytest
 
 from nkirun.hw import dtypes as dt
 from nkirun.ir import AccessPattern, TensorDecl
-from nkirun.source.reshape import ViewError
-from nkirun.source.strided import StridedView
+from nkirun.views.reshape import ViewError
+from nkirun.views.strided import StridedView
 from prog_helpers import out, run_program, sbuf
 
 F32, BF16, U8 = dt.DTYPES["float32"], dt.DTYPES["bfloat16"], dt.DTYPES["uint8"]

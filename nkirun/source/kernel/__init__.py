@@ -5,7 +5,7 @@ The kernel's Python runs with nkirun's own `nki` modules (modules.py: isa_shim.p
 lang.py, convenience.py); every `nisa.*` call becomes an instruction of the same IR the
 YAML and text front ends build (session.py records into `source.builder.Builder`),
 located at its line in the `.py` file. Tensor handles and views: tensor.py, views.py
-(over `source.strided.StridedView`); the pre-0.2 API: legacy.py, tile_ops.py. Parameters, tracing and outputs: trace.py; finding the kernel: loader.py.
+(over `views.strided.StridedView`); the pre-0.2 API: legacy.py, tile_ops.py. Parameters, tracing and outputs: trace.py; finding the kernel: loader.py.
 Like every front end it stops at the IR: the traced program becomes a pipeline Front
 (nkirun/pipeline/front.py) that check, run, cost and convert take from there; the
 Python API is nkirun/api_kernel.py, the command line nkirun/cli/.

@@ -238,6 +238,7 @@ def build_module(name: str = "nki.isa") -> types.ModuleType:
     m = _IsaModule(name)
     m.__doc__ = "nkirun's nki.isa (see docs/kernels.md)"
     m.__path__ = []  # a package: `import nki.isa.constants` works
+    m._made_on_use = {}  # name -> the instruction function __getattr__ made
     m.constants = types.ModuleType(f"{name}.constants", "the enums of nki.isa (NKI 0.6)")
     for enum_name, members in ENUMS.items():
         namespace = consts.EnumNamespace(f"nki.isa.{enum_name}", members)
@@ -267,6 +268,7 @@ class _IsaModule(types.ModuleType):
         if name in REGISTRY and REGISTRY[name].nki.module == "nki.isa":
             fn = _front_end(REGISTRY[name].nki.front_end) or make_instruction(name)
             setattr(self, name, fn)
+            self._made_on_use[name] = fn  # (kept when modules.py restores the module)
             return fn
         raise unsupported(f"nki.isa.{name}")
 

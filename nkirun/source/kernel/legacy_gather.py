@@ -67,7 +67,7 @@ def gather(t, items: list, at: list):
 
 def _indirect(base, idx, stride_bytes: int):
     from nkirun.source.kernel.tensor import _new_view
-    from nkirun.source.strided import ViewError
+    from nkirun.views.strided import ViewError
     try:
         v = base._v._indexed("vector", idx, stride_bytes)
     except ViewError as e:

@@ -65,6 +65,12 @@ def import_kernel_module(path: str):
     """Import the kernel file (under nkirun's `nki`, which the caller has installed)."""
     if not os.path.isfile(path):
         raise NkirunError(error("E600", f"kernel file {path} not found", Loc(path)))
+    try:  # an unreadable file is the input's fault, not an exception "the kernel raised"
+        with open(path, "rb") as f:
+            f.read(1)
+    except OSError as e:
+        raise NkirunError(error("E600", f"cannot read kernel file {path}: {e.strerror or e}",
+                                Loc(path), hint="make it readable (chmod u+r)")) from None
     name, root = module_name_for(path)
     if root not in sys.path:  # after the standard library: a json.py beside the kernel
         sys.path.insert(_after_stdlib(), root)  # must not replace nkirun's json

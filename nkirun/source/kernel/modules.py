@@ -109,6 +109,7 @@ class CpuSimulate:
     sets), else nkirun's default (NEURON_PLATFORM_TARGET_OVERRIDE, trn2)."""
 
     target: str | None = None  # set by nkirun.install(target=...)
+    uninitialized = "error"  # nkirun.install(uninitialized=...): as simulate(uninitialized=)
 
     def __init__(self, kernel):
         self.kernel = kernel
@@ -126,7 +127,8 @@ def _simulate_on(kernel, lnc: int):
     simulate = _SIMULATOR[0]  # nkirun.simulate (set_simulator: the API is above us)
     gen = os.environ.get("NKI_NC_VERSION", "").strip().lower()
     by_gen = {g: t for t, g in TARGET_VERSION.items() if t != "inf2"}
-    return simulate(kernel, CpuSimulate.target or by_gen.get(gen, gen or None), lnc)
+    return simulate(kernel, CpuSimulate.target or by_gen.get(gen, gen or None), lnc,
+                    uninitialized=CpuSimulate.uninitialized)
 
 
 class _DtypeModule(types.ModuleType):
@@ -341,6 +343,9 @@ def _pristine() -> None:
     built them (`nl.multiply = nl.add` in one kernel must not change the next one)."""
     for m, attrs in _BUILT.values():
         d = m.__dict__
+        made = attrs.get("_made_on_use")  # (nki.isa's functions, made on first use)
+        if made:
+            attrs = {**attrs, **made}
         if len(d) != len(attrs) or any(d.get(k, d) is not v for k, v in attrs.items()):
             d.clear()
             d.update(attrs)

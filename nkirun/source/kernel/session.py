@@ -333,7 +333,7 @@ _LOWERED: dict = {}  # (tensor buffer, shape, dtype, view fields) -> the view's 
 
 
 def ir_index(v):
-    """The IR index of handle v: its StridedView's lowering (source/strided.py)."""
+    """The IR index of handle v: its StridedView's lowering (views/strided.py)."""
     return v._v.to_ir().index
 
 

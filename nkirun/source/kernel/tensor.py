@@ -1,6 +1,6 @@
 """`nl.ndarray`: a tensor handle, and the views NKI derives from it.
 
-A handle is its tensor (`TensorRec`) and one `source.strided.StridedView` of it: the
+A handle is its tensor (`TensorRec`) and one `views.strided.StridedView` of it: the
 access-pattern view model every front end shares (shape, strides and offset in elements,
 the NumPy basic index while the view is one). Indexing and the view methods are
 StridedView's; `views.py` turns its ViewErrors into located kernel diagnostics (E603 for
@@ -18,7 +18,7 @@ import threading
 
 from nkirun.source.kernel import consts
 from nkirun.source.kernel.unsupported import kernel_error, unsupported
-from nkirun.source.strided import StridedView
+from nkirun.views.strided import StridedView
 
 
 class _Decl:

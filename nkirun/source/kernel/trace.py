@@ -51,13 +51,16 @@ class Shape:
         return f"nkirun.shape({self.dtype!r}, {', '.join(map(str, self.shape))})"
 
 
-def tensor_arg(value) -> TensorArg | None:
-    """A TensorArg for an array or Shape, else None."""
+def tensor_arg(value, name: str | None = None) -> TensorArg | None:
+    """A TensorArg for an array or Shape, else None. `name`: the kernel parameter it is
+    for, which a dtype error names."""
     from nkirun.hw import dtypes as dt
+    whose = f"parameter `{name}`: " if name else ""
     if isinstance(value, Shape):
         d = consts.to_dtype(value.dtype)
         if d is None or d.nkirun is None:
-            raise KernelUsageError(f"unknown dtype {value.dtype!r}")
+            raise KernelUsageError(f"{whose}unknown dtype {value.dtype!r} (allowed: "
+                                   f"{', '.join(dt.DTYPES)})")
         return TensorArg(value.shape, d.nkirun)
     if isinstance(value, np.generic):
         return None  # a NumPy scalar (np.float64(0.125)) is a number, not a tensor
@@ -68,8 +71,10 @@ def tensor_arg(value) -> TensorArg | None:
             arr = arr.view(np.uint8)  # nl.bool_ is stored as a byte (0 or 1)
         d = dt.from_numpy(arr.dtype)
         if d is None:
-            raise KernelUsageError(f"arrays of dtype {arr.dtype} are not NKI tensors "
-                                   f"(allowed: {', '.join(dt.DTYPES)})")
+            like = dt.nki_stand_in(arr.dtype)
+            fix = f"; pass {name or 'it'}.astype(np.{like})" if like else ""
+            raise KernelUsageError(f"{whose}arrays of dtype {arr.dtype} are not NKI tensors"
+                                   f"{fix} (allowed: {', '.join(dt.DTYPES)})")
         return TensorArg(tuple(arr.shape) or (1,), d, array=arr.reshape(arr.shape or (1,)))
     return None
 
@@ -126,6 +131,8 @@ def trace(kernel, values: dict, target: str = "trn2", grid=None, lnc: int = 1) -
             except (NkirunError, KeyboardInterrupt):
                 raise
             except BaseException as exc:  # noqa: BLE001 - the kernel's own (sys.exit too)
+                if not isinstance(exc, (Exception, SystemExit)):
+                    raise  # the caller's (a signal handler's: pytest-timeout's Failed)
                 raise kernel_exception(exc) from None
             if inst == instances[0]:
                 result = ret

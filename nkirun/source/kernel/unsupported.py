@@ -100,6 +100,8 @@ def kernel_error(code: str, message: str, hint: str | None = None,
 
 
 def unsupported(qualname: str, why: str = "") -> KernelError:
+    if len(qualname) > 200 or not qualname.isprintable():  # (a name the kernel made up)
+        qualname = repr(qualname[:200]) + ("..." if len(qualname) > 200 else "")
     return kernel_error("E601", f"{qualname} is not supported by nkirun"
                         + (f" ({why})" if why else ""),
                         hint="`nkirun ops` lists the nki.isa instructions nkirun provides; "

@@ -1,5 +1,5 @@
 """Views of tensor handles: NKI's indexing and view methods are those of
-`source.strided.StridedView` (the one view model of every front end); this module wraps
+`views.strided.StridedView` (the one view model of every front end); this module wraps
 their results in handles and their ViewErrors in located diagnostics (E603 for an index,
 E604 for a view method's documented constraint), and adds the index arrays of the pre-0.2
 API (`nl.arange`, legacy.py).
@@ -12,8 +12,8 @@ from nkirun import speed  # the speed switches, beside their plain twins
 from nkirun.source.kernel import consts
 from nkirun.source.kernel.tensor import _new_view, ndarray
 from nkirun.source.kernel.unsupported import here, kernel_error, unsupported
-from nkirun.source.reshape import EmptySlice, ViewError
-from nkirun.source.strided import StridedView
+from nkirun.views.reshape import EmptySlice, ViewError
+from nkirun.views.strided import StridedView
 
 _ARRAY = np.ndarray
 _PLAIN = frozenset({int, slice})

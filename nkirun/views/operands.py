@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from nkirun.diagnostics import Loc, error
 from nkirun.ir import Slice, TensorDecl, View
-from nkirun.source import access
+from nkirun.views import access
 
 _NAME = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_.]*)\s*")
 _INT = r"[+-]?\d+"

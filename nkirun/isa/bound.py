@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from nkirun.diagnostics import Diagnostic, Loc, error, warning
 from nkirun.ir import Instruction
-from nkirun.source.operands import Resolved
+from nkirun.views.operands import Resolved
 
 
 
@@ -49,7 +49,6 @@ def _names_of(args, acc: Accesses) -> tuple:
 
 if TYPE_CHECKING:
     from nkirun.hw.targets import Target
-    from nkirun.isa.spec import InstructionDef
 
 
 class Operands(dict):
@@ -110,9 +109,9 @@ class Bound:
     """An instruction with its operands resolved against the declared tensors."""
 
     inst: Instruction
-    spec: InstructionDef
+    spec: Any  # its isa.spec.InstructionDef (which imports this module)
     args: Operands  # every param: Resolved for tiles, typed values otherwise (read-only)
-    mask: Any = None  # compiled mask (nkirun.checker.mask), or None
+    mask: Any = None  # compiled mask (nkirun.isa.mask), or None
     engine: str = ""
     target: Target | None = None
 

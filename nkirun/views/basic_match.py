@@ -1,4 +1,4 @@
-"""Whether a strided view (source/strided.py) is a NumPy basic index in disguise: a view
+"""Whether a strided view (views/strided.py) is a NumPy basic index in disguise: a view
 made by `.ap`, `.reshape`, an index array, ... that selects exactly the elements of some
 `t[a:b, c, ...]` in the same order and shape is lowered as that basic index, the IR's
 fast path (no access pattern to check, resolve and bound-box)."""

@@ -10,7 +10,7 @@ stay inside the partition. HBM tensors are flat: any pattern inside the tensor's
 Zero steps broadcast (reads only). Everything is checked statically; a resolved pattern
 is a NumPy strided view of the tensor's buffer (runner/machine.py). The scheduler gets the
 exact per-dim box when the pattern is a basic slice in disguise, else its bounding box.
-Patterns indexed at run time (scalar_offset/vector_offset) are in source/indirect.py.
+Patterns indexed at run time (scalar_offset/vector_offset) are in views/indirect.py.
 
 Readings (where the NKI docs leave it open; docs/views.md):
   * steps may be negative (the hardware stride is a signed int16); the view still has to
@@ -34,7 +34,7 @@ import numpy as np
 from nkirun.diagnostics import Loc, error
 from nkirun.hw import dtypes as dt
 from nkirun.ir import AccessPattern, TensorDecl, View
-from nkirun.source.indirect import Indirect, static_part
+from nkirun.views.indirect import Indirect, static_part
 
 MAX_DIMS = 5  # the partition entry + up to 4 free dims (NKI language guide: "up to 5")
 MAX_PARTITIONS = 128
@@ -61,7 +61,7 @@ class Strided:
     byte_strides: tuple[int, ...]  # per view dim (the on-chip (P,1) tail has stride 0)
     overlapping: bool  # some element is addressed twice (zero or overlapping steps)
     exact_box: bool  # Resolved.box is exactly the storage elements touched, else a bound
-    indirect: Indirect | None = None  # runtime-indexed (source/indirect.py)
+    indirect: Indirect | None = None  # runtime-indexed (views/indirect.py)
 
 
 # ---- spelling ----------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Index and shape arithmetic of views (source/strided.py): ints, slices, `...` and
+"""Index and shape arithmetic of views (views/strided.py): ints, slices, `...` and
 `nl.ds`, row-major strides, -1 inference, NumPy's no-copy reshape, and
 `NkiTensor.rearrange` (einops style): split, permute, merge.
 

@@ -12,7 +12,7 @@ A view is `shape`, `strides` and `offset` in elements of its `dtype`, counted fr
 start of the tensor's storage (NKI's "strided view"); while it is still a NumPy basic index
 of the tensor it also keeps that index (`basic`), so plain slicing stays on the fast path.
 Methods raise ViewError (message, hint) for what NKI's method docs forbid; bounds and the
-hardware rules are checked when the program is checked (source/access.py), located there.
+hardware rules are checked when the program is checked (views/access.py), located there.
 
 Readings:
   * `.ap(pattern, offset=N)` on a view starts at that view's own storage offset plus N (the
@@ -21,7 +21,7 @@ Readings:
   * `nl.ds(start, size)` is `slice(start, start + size)` (any object with .start/.size);
   * a runtime index (`.ap(scalar_offset=..)`/`.ap(vector_offset=..)`, `select(dim, tensor)`,
     `vector_select(0, tensor)`; the index is a StridedView or an ir.View) makes an indirect
-    view of an HBM tensor (source/indirect.py); `indirect_dim` names a dim of the view it is
+    view of an HBM tensor (views/indirect.py); `indirect_dim` names a dim of the view it is
     called on, whose stride must be the stride of a dim of the declared tensor; such a view
     is final (further view methods raise ViewError);
   * an integer index on an on-chip partition dim keeps it at size 1; on a free dim it drops
@@ -34,8 +34,8 @@ from math import prod
 from nkirun.diagnostics import Loc
 from nkirun.hw import dtypes as dt
 from nkirun.ir import AccessPattern, Slice, TensorDecl, View, view_at
-from nkirun.source.basic_match import match_basic
-from nkirun.source.reshape import (ViewError, dim_index, dtype_of, expand_key, infer_shape,
+from nkirun.views.basic_match import match_basic
+from nkirun.views.reshape import (ViewError, dim_index, dtype_of, expand_key, infer_shape,
                                    int_index, rearrange, reshape_strides, row_major,
                                    slice_triple)
 
@@ -333,7 +333,7 @@ class StridedView:
 
     def to_ir(self, loc: Loc | None = None) -> View:
         """The operand this view is, for the IR: its basic index, or the basic index it
-        equals (source/basic_match.py), else an access pattern. Equal views share one
+        equals (views/basic_match.py), else an access pattern. Equal views share one
         index object, so the checker resolves a view that a kernel's loop repeats once."""
         basic = self.basic if self.dtype is self.decl.dtype else None
         if basic is None and self.dtype is self.decl.dtype and self.indirect is None:
