@@ -20,7 +20,7 @@ from __future__ import annotations
 import heapq
 
 from nkirun.diagnostics import Diagnostic, error, warning
-from nkirun.checker.bound import raw_args
+from nkirun.isa.bound import raw_args
 
 def _uses(program, bound, buf: str) -> tuple[dict, list]:
     """({tensor: [instruction positions using it]}, [(tensors used, tensors written,

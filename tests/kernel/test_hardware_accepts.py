@@ -196,7 +196,7 @@ def test_a_runtime_index_over_a_reshape_of_the_tensor_is_accepted_and_gathers(tm
 
 
 def test_the_index_stride_round_trips_through_the_text_form():
-    from nkirun.source.access import parse_ap_text
+    from nkirun.views.access import parse_ap_text
     v = parse_ap_text("h.ap([[32,128],[1,32]],vector_offset=i,indirect_stride=32)", None,
                       lambda text, loc: text)
     assert v.index.indirect_stride == 32
