@@ -184,12 +184,10 @@ class _Allocators:
             raise AttributeError(name)
         return self._placed
 
-    def _placed(self, *args, **kwargs):
-        """A strategy's allocation: the kernel places its tensors itself, so a live set
-        over capacity cannot spill (checker/capacity.py)."""
+    def _placed(self, *args, **kwargs):  # the kernel places its tensors: none spill
         from nkirun.source.kernel.tensor import TRACERS
         if TRACERS:
-            TRACERS[-1].placement = "explicit"
+            TRACERS[-1].placement = "explicit"  # (checker/capacity.py)
         return self._buffer
 
 
