@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any, Literal, overload  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from nkirun import schedule, testing
+from nkirun import schedule
 from nkirun import api as _api
 from nkirun.api import ProgramSource
 from nkirun.diagnostics import Diagnostic, Loc, NkirunError
+from nkirun.limits import budget as _budget
 from nkirun.schedule.model import Schedule
 
 if TYPE_CHECKING:
@@ -39,11 +40,13 @@ def check(program: ProgramSource, fmt: str | None = None, target: str | None = N
 @overload
 def check(program: Callable[..., Any], *args: Any, **kwargs: Any) -> list[Diagnostic]: ...
 def check(program: Any, *args: Any, **kwargs: Any) -> list[Diagnostic]:  # noqa: E302
-    """Diagnostics of a program file, or of a kernel function called with `args`."""
+    """Diagnostics of a program file, or of a kernel function called with `args`
+    (`max_instructions=N`: the budget, nkirun/limits.py)."""
     if callable(program):
         from nkirun.api_kernel import check as check_kernel
         return check_kernel(program, *args, **kwargs)
-    return _api.check(program, *args, **kwargs)
+    with _budget(kwargs.pop("max_instructions", None)):
+        return _api.check(program, *args, **kwargs)
 
 
 @overload
@@ -52,11 +55,13 @@ def cost(program: ProgramSource, fmt: str | None = None, target: str | None = No
 @overload
 def cost(program: Callable[..., Any], *args: Any, **kwargs: Any) -> Schedule: ...
 def cost(program: Any, *args: Any, **kwargs: Any) -> Schedule:  # noqa: E302
-    """The schedule of a program file, or of a kernel function called with `args`."""
+    """The schedule of a program file, or of a kernel function called with `args`
+    (`max_instructions=N`: the budget of the trace and the loops' trips, nkirun/limits.py)."""
     if callable(program):
         from nkirun.api_kernel import cost as cost_kernel
         return cost_kernel(program, *args, **kwargs)
-    return _api.cost(program, *args, **kwargs)
+    with _budget(kwargs.pop("max_instructions", None)):
+        return _api.cost(program, *args, **kwargs)
 
 
 @overload
@@ -74,32 +79,36 @@ def run(program: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: E302
     structure (as `simulate(kernel)(*args, **kwargs)`). shadow=True (programs): the
     ShadowReport of a float32 shadow run instead (nkirun.api.shadow, docs/shadow.md)."""
     if callable(program):  # nkirun's options are not the kernel's (docs/api.md)
-        opts = {k: kwargs.pop(k) for k in ("target", "lnc", "shadow", "uninitialized")
-                if k in kwargs}
+        opts = {k: kwargs.pop(k) for k in ("target", "lnc", "shadow", "uninitialized",
+                                           "max_instructions") if k in kwargs}
         extra = kwargs.pop("kernel_kwargs", None) or {}
         clash = set(extra) & set(kwargs)
         if clash:
             raise TypeError(f"kernel parameter `{min(clash)}` is given twice (as a keyword "
                             "and in kernel_kwargs)")
         return simulate(program, **opts)(*args, **kwargs, **extra)
-    if kwargs.pop("shadow", False):
-        return _api.shadow(program, *args, **kwargs)
-    return _api.run(program, *args, **kwargs)
+    with _budget(kwargs.pop("max_instructions", None)):
+        if kwargs.pop("shadow", False):
+            return _api.shadow(program, *args, **kwargs)
+        return _api.run(program, *args, **kwargs)
 
 
 def simulate(kernel: Callable[..., Any], target: str | None = None, lnc: int = 1,
-             shadow: bool = False, uninitialized: str = "error") -> Callable[..., Any]:
+             shadow: bool = False, uninitialized: str = "error",
+             max_instructions: int | None = None) -> Callable[..., Any]:
     """`nkirun.simulate(kernel)(*arrays, **kwargs)` runs a kernel on NumPy arrays; `lnc=2`
     on the two cores of a logical core (trn2/trn3, like `--lnc 2`); with shadow=True the
     call returns a ShadowReport (docs/shadow.md), outputs in `.outputs`; `uninitialized`
     "nan"/"zero" reads elements nothing wrote as NaN/0 instead of E090 (`run
-    --uninitialized`)."""
+    --uninitialized`); `max_instructions`: the budget of the trace and the run
+    (`--max-instructions`, default 10 million)."""
     from nkirun.api_kernel import simulate as simulate_kernel
-    return simulate_kernel(kernel, target, lnc, shadow, uninitialized)
+    return simulate_kernel(kernel, target, lnc, shadow, uninitialized, max_instructions)
 
 
 def trace(kernel: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """The IR Program a kernel function traces to with these arguments."""
+    """The IR Program a kernel function traces to with these arguments
+    (`max_instructions=N`: the trace's budget)."""
     from nkirun.api_kernel import trace as trace_kernel
     return trace_kernel(kernel, *args, **kwargs)
 
@@ -111,11 +120,11 @@ def shape(dtype: str, *dims: int) -> Any:
 
 
 def __getattr__(name: str) -> Any:
-    """`nkirun.sweep(...)` (docs/sweep.md), imported on first use: the command's start-up
-    does not pay for it."""
-    if name == "sweep":
+    """`nkirun.sweep(...)` (docs/sweep.md) and `nkirun.testing`, imported on first use: the
+    command's start-up does not pay for them."""
+    if name in ("sweep", "testing"):  # testing pulls in runner/compare.py: `check` needs none
         import importlib
-        return importlib.import_module("nkirun.sweep")
+        return importlib.import_module(f"nkirun.{name}")
     raise AttributeError(f"module 'nkirun' has no attribute {name!r}")
 
 

@@ -7,7 +7,8 @@
 
 nkirun's own options are keywords of these functions and never reach the kernel:
 `target` (trn1|trn2|trn3|inf2; default: NEURON_PLATFORM_TARGET_OVERRIDE, else trn2), `lnc`
-(1 or 2) and, for cost, `trips`. A bad value is a ValueError. A kernel parameter that is
+(1 or 2), `max_instructions` (the budget, nkirun/limits.py) and, for cost, `trips`. A bad
+value is a ValueError. A kernel parameter that is
 itself named `target`, `lnc`, `trips` or `kernel_kwargs` is passed in `kernel_kwargs={...}`,
 or through the curried form, whose second call passes everything to the kernel:
 `nkirun.simulate(kernel, target="trn1")(x, target=...)`.
@@ -23,6 +24,7 @@ import numpy as np
 
 from nkirun.diagnostics import NkirunError
 from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES
+from nkirun.limits import budget, checked_budget
 from nkirun.pipeline import commands
 from nkirun.pipeline.front import call_front, require_lnc, require_target, require_trips
 from nkirun.pipeline.kernel_calls import default_target, trace_call  # noqa: F401
@@ -46,19 +48,26 @@ def _front(kernel, args, kwargs, target, lnc, kernel_kwargs):
 
 
 def simulate(kernel, target: str | None = None, lnc: int = 1, shadow: bool = False,
-             uninitialized: str = "error"):
+             uninitialized: str = "error", max_instructions: int | None = None):
     """`nkirun.simulate(kernel)(*arrays, **kwargs)`: the kernel's return structure, with
     NumPy arrays for its tensors. `lnc=2`: on the two cores of a logical core (trn2/trn3).
     shadow=True: a ShadowReport (docs/shadow.md) whose `outputs` is that structure.
     `uninitialized`: reading an element nothing wrote is E090 ("error") or reads NaN /
-    0 ("nan" / "zero"), as `run --uninitialized`."""
+    0 ("nan" / "zero"), as `run --uninitialized`. `max_instructions`: the budget of the
+    trace and the run (nkirun/limits.py; default 10 million)."""
     require_target(target)
+    if max_instructions is not None:
+        checked_budget(max_instructions)
     lnc = require_lnc(lnc)
     if uninitialized not in commands.UNINITIALIZED:
         raise ValueError(f"uninitialized must be one of {', '.join(commands.UNINITIALIZED)}; "
                          f"got {uninitialized!r}")
 
     def call(*args, **kwargs):
+        with budget(max_instructions):
+            return _simulated(args, kwargs)
+
+    def _simulated(args, kwargs):
         front = call_front(kernel, args, kwargs, target, lnc)
         c = commands.require_valid(front)
         for watch in WATCHERS:
@@ -75,24 +84,29 @@ def simulate(kernel, target: str | None = None, lnc: int = 1, shadow: bool = Fal
 
 
 def check(kernel, *args, target: str | None = None, lnc: int = 1,
-          kernel_kwargs: dict | None = None, **kwargs) -> list:
+          kernel_kwargs: dict | None = None, max_instructions: int | None = None,
+          **kwargs) -> list:
     """Every diagnostic of the traced kernel (errors and warnings)."""
-    return commands.check(_front(kernel, args, kwargs, target, lnc, kernel_kwargs)).diagnostics
+    with budget(max_instructions):
+        front = _front(kernel, args, kwargs, target, lnc, kernel_kwargs)
+        return commands.check(front).diagnostics
 
 
 def cost(kernel, *args, target: str | None = None, lnc: int = 1, trips=None,
-         kernel_kwargs: dict | None = None, **kwargs):
+         kernel_kwargs: dict | None = None, max_instructions: int | None = None, **kwargs):
     """The predicted schedule of the traced kernel (`trips={"loop": N}` assumes runtime
     loop counts; without it they are counted by running the kernel on its arrays)."""
     trips = require_trips(trips)
-    c = commands.require_valid(_front(kernel, args, kwargs, target, lnc, kernel_kwargs))
-    return commands.cost(c, trips)
+    with budget(max_instructions):
+        c = commands.require_valid(_front(kernel, args, kwargs, target, lnc, kernel_kwargs))
+        return commands.cost(c, trips)
 
 
 def trace(kernel, *args, target: str | None = None, lnc: int = 1,
-          kernel_kwargs: dict | None = None, **kwargs):
+          kernel_kwargs: dict | None = None, max_instructions: int | None = None, **kwargs):
     """The traced IR Program (nkirun.source.write.write_program turns it into YAML/text)."""
-    front = _front(kernel, args, kwargs, target, lnc, kernel_kwargs)
+    with budget(max_instructions):
+        front = _front(kernel, args, kwargs, target, lnc, kernel_kwargs)
     errors = [d for d in front.diagnostics if d.is_error]
     if errors:
         raise NkirunError(errors)

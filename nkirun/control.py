@@ -18,12 +18,18 @@ Readings (the nki.language.fori_loop / while_loop / dynamic_range documentation)
   the body); after each iteration the condition takes the value of the `next` register
   (the register the body function returns).
 - A loop that runs more than MAX_ITERATIONS times on one entry is stopped with E661
-  rather than hanging.
+  rather than hanging; a walk as a whole stops at the instruction budget
+  (nkirun/limits.py: each trip counts the instructions of its own body, at least one),
+  E662 naming the loop, so nested loops end too.
 """
 from __future__ import annotations
 
+import os
+
 from nkirun.diagnostics import RunError, error
 from nkirun.ir import Loop, Program, Register
+from nkirun.limits import max_instructions
+from nkirun.progress import Progress
 
 MAX_ITERATIONS = 1_000_000  # per entry of one loop: a while loop whose condition never clears
 
@@ -58,17 +64,28 @@ class Walk:
     """One walk of the control flow. `read(name, loop)` gives a register's value;
     `trips[name]` collects the iterations of each entry of each loop."""
 
-    def __init__(self, program: Program, read, write, assumed: dict | None = None):
+    def __init__(self, program: Program, read, write, assumed: dict | None = None,
+                 what: str | None = None):
         self.program, self.read, self.write = program, read, write
         self.assumed = assumed  # loop name -> trip count (cost without data), or None
         self.trips: dict[str, list[int]] = {lp.name: [] for lp in program.loops}
         self.tree = loop_tree(program.loops)
+        self.weight = _trip_weights(self.tree)  # loop name -> budget steps per trip
+        self.steps, self.limit = 0, max_instructions()
+        self.at: list = []  # [loop, trips so far] of the loops being walked, outermost first
+        # (`what`: a progress line of its own; a run has runner/watch.py's bar)
+        name = os.path.basename(program.path or "") or "the program"
+        self.progress = Progress(f"{what} {name}", live=what is not None)
+        self.next_tick = min(_TICK, self.limit + 1)
 
     def indices(self, count: int, first: int = 0, core: int | None = None):
         """Instruction indices first..count-1 in execution order (a two-core program walks
         each core's span of indices with its own loops (`core`), on its own registers)."""
         tree = self.tree if core is None else [n for n in self.tree if n[0].core == core]
-        yield from self._span(first, count, tree)
+        try:
+            yield from self._span(first, count, tree)
+        finally:
+            self.progress.close()
 
     def _span(self, lo: int, hi: int, children):
         i = lo
@@ -79,42 +96,83 @@ class Walk:
         yield from range(i, hi)
 
     def _loop(self, lp: Loop, kids):
-        n = 0
+        here = [lp, 0]
+        self.at.append(here)
         if self.assumed is not None:
             trips = static_trips(lp)
             trips = self.assumed[lp.name] if trips is None else trips
             for _ in range(trips):
+                self._step(here)
                 yield from self._span(lp.first, lp.end, kids)
-            self.trips[lp.name].append(trips)
-            return
-        if lp.kind == "for":
+        elif lp.kind == "for":
             value = self._value(lp.start, lp)
             stop = self._value(lp.stop, lp)
             while value < stop:
-                n = self._count(n, lp)
+                self._count(here)
                 self.write(lp.index, value)
                 yield from self._span(lp.first, lp.end, kids)
                 value += lp.step
         else:
             while self.read(lp.cond, lp) != 0:
-                n = self._count(n, lp)
+                self._count(here)
                 yield from self._span(lp.first, lp.end, kids)
                 if lp.next is not None and lp.next != lp.cond:
                     self.write(lp.cond, self.read(lp.next, lp))
-        self.trips[lp.name].append(n)
+        self.at.pop()
+        self.trips[lp.name].append(here[1])
 
     def _value(self, v, lp: Loop) -> int:
         return self.read(v.name, lp) if isinstance(v, Register) else v
 
-    @staticmethod
-    def _count(n: int, lp: Loop) -> int:
-        if n >= MAX_ITERATIONS:
+    def _count(self, here: list) -> None:
+        lp = here[0]
+        if here[1] >= MAX_ITERATIONS:
             raise RunError(error(
                 "E661", f"loop `{lp.name}` ran {MAX_ITERATIONS:,} iterations without ending",
                 lp.loc, lp.first,
                 hint="a while loop ends when its condition register becomes 0: write the "
                      "register the body returns (register_load / register_move) in the body"))
-        return n + 1
+        self._step(here)
+
+    def _step(self, here: list) -> None:
+        """One more trip of here[0]: within the budget, and shown on the progress line."""
+        here[1] += 1
+        self.steps += self.weight[here[0].name]
+        if self.steps >= self.next_tick:
+            if self.steps > self.limit:
+                self.progress.close()
+                raise RunError(self._over_budget(here[0]))
+            self.progress.tick(self.steps, self.where())
+            self.next_tick = min(self.steps + _TICK, self.limit + 1)
+
+    def where(self) -> str:
+        """The loops being walked and their trips so far: `loop i trip 3, loop j trip 7`."""
+        return ", ".join(f"loop {lp.name} trip {n:,}" for lp, n in self.at)
+
+    def close(self) -> None:
+        self.progress.close()
+
+    def _over_budget(self, lp: Loop):
+        return error(
+            "E662", f"the loops reached the budget of {self.limit:,} instructions in loop "
+            f"`{lp.name}` ({self.where()})", lp.loc, lp.first,
+            hint="loops that run longer than intended (a bound from the wrong register?); "
+                 "if the run is meant to be this long, raise the budget: --max-instructions "
+                 "N (API: max_instructions=N)")
+
+
+_TICK = 4096  # budget steps between two looks at the budget and the clock
+
+
+def _trip_weights(tree) -> dict:
+    """Loop name -> what one trip costs against the budget: the instructions of its own
+    body (not those of loops nested in it, which count their own trips), at least 1."""
+    out = {}
+    for lp, kids in tree:
+        own = (lp.end - lp.first) - sum(k.end - k.first for k, _ in kids)
+        out[lp.name] = max(1, own)
+        out.update(_trip_weights(kids))
+    return out
 
 
 def assumed_order(program: Program, count: int, trips: dict) -> tuple[list[int], dict]:
@@ -123,7 +181,7 @@ def assumed_order(program: Program, count: int, trips: dict) -> tuple[list[int],
     missing = [lp for lp in program.loops if static_trips(lp) is None and lp.name not in trips]
     if missing:
         raise RunError(*[missing_trip(lp) for lp in missing])
-    w = Walk(program, None, None, assumed=trips)
+    w = Walk(program, None, None, assumed=trips, what="expanding the loops of")
     return list(w.indices(count)), w.trips
 
 

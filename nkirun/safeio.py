@@ -135,18 +135,29 @@ def unlink_quietly(path: str) -> None:
         pass
 
 
-def write_file(path: str, data: bytes) -> str:
-    """Write `data` to `path` as the module docstring says; returns where it went (for
-    "wrote ..." messages). Raises OSError on failure, leaving `path` as it was."""
+def _write_all(f, data) -> None:
+    """`data`: bytes, or an iterable of bytes chunks written as they are made (a large
+    document need not exist whole in memory)."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        f.write(data)
+        return
+    for chunk in data:
+        f.write(chunk)
+
+
+def write_file(path: str, data) -> str:
+    """Write `data` (bytes, or an iterable of bytes chunks) to `path` as the module
+    docstring says; returns where it went (for "wrote ..." messages). Raises OSError on
+    failure, leaving `path` as it was (standard output and streams excepted)."""
     if path == STDOUT:
         out = sys.stdout.buffer
-        out.write(data)
+        _write_all(out, data)
         out.flush()
         WRITTEN.append(shown(path))
         return shown(path)
     if is_stream(path):
         with open(path, "wb") as f:
-            f.write(data)
+            _write_all(f, data)
         WRITTEN.append(path)
         return path
     target = os.path.realpath(path)  # a symlink to a regular file stays a symlink
@@ -155,7 +166,7 @@ def write_file(path: str, data: bytes) -> str:
         with signals_held():  # a signal right after mkstemp still finds `tmp` to remove
             fd, tmp = exclusive_temp(os.path.dirname(target) or ".", os.path.basename(target))
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            _write_all(f, data)
             f.flush()
             os.fsync(f.fileno())
         with signals_held():

@@ -17,6 +17,8 @@ and schedule.
 | LOWERED_INDEX   | a view's IR index worked out when the view is made      | worked out when an instruction first uses it  |
 | LAZY_OPERANDS   | a form instance's Operands made on first read           | every bound instruction's Operands made by    |
 |                 | (checker/intern.py PendingOperands)                     | bind                                          |
+| STREAMED_JSON   | --format json written as it is made, a long list's rows | json.dumps(indent=2) of the whole document    |
+|                 | one compact line each (show/json_out.py)                |                                               |
 
 Shortcuts chosen by an argument rather than a switch, each tested against its twin:
 runner/plan.py (a planned run; `interpret.execute(plan=False)`: runner/plain.py, tests/
@@ -32,3 +34,4 @@ ALLOC_PLANS = True
 SIMPLE_CALLS = True
 LOWERED_INDEX = True
 LAZY_OPERANDS = True
+STREAMED_JSON = True

@@ -1,6 +1,7 @@
 """The house follows the pipeline (issue 25): nkirun's parts import one way,
 
-    base -> hw -> ir -> views -> control -> isa -> source -> checker -> runner/schedule -> show
+    base -> hw -> limits -> ir -> views -> control -> isa -> source -> checker
+         -> runner/schedule -> show
          -> pipeline -> api -> nkirun -> cli
 
 and no modules import each other in a cycle. Every import counts, module-level or inside a
@@ -18,6 +19,7 @@ PACKAGE = ROOT / "nkirun"
 LAYERS = [
     {"_startup", "diagnostics", "codes", "safeio", "gc_policy", "terminal", "speed"},
     {"hw"},
+    {"limits", "progress"},  # the instruction budget and the progress line of long passes
     {"ir"},
     {"views"},  # the IR's operand model: views as text, boxes and access patterns
     {"control"},  # the order a program's runtime loops run in: IR semantics

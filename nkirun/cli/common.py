@@ -43,8 +43,9 @@ _TOLERANCE = _ToleranceType()
 
 
 def _echo_json(obj) -> None:
-    import json  # lazily: json is only needed for --format json (start-up time, issue 7)
-    click.echo(json.dumps(obj, indent=2))
+    # lazily: json is only needed for --format json (start-up time, issue 7)
+    from nkirun.show.json_out import write_json
+    write_json(obj, sys.stdout)
 
 
 def _fail(e: NkirunError, lines=()) -> None:
@@ -110,7 +111,10 @@ def _internal(e: Exception, debug: bool):
 
 def kernel_options(f):
     """--input, --arg, --shape, --grid, --lnc: a kernel's parameters (--input also a
-    program's initial contents where the command has no --input of its own)."""
+    program's initial contents where the command has no --input of its own); and
+    --max-instructions, the budget the command runs within (nkirun/limits.py), for
+    programs too."""
+    f = _within_budget(f)
     opts = [
         click.option("--arg", "kernel_args", multiple=True, metavar="NAME=VALUE",
                      help="kernel parameter NAME (a Python literal), repeatable"),
@@ -121,10 +125,28 @@ def kernel_options(f):
         click.option("--lnc", "lnc", type=click.IntRange(1, 2), default=None,
                      help="logical NeuronCore size: 2 runs the kernel on two cores "
                           "(trn2/trn3)"),
+        click.option("--max-instructions", "max_instructions", default=None,
+                     type=click.IntRange(min=1), metavar="N",
+                     help="the budget: instructions a kernel's trace may record and a run "
+                          "or cost may execute, loop bodies once per trip [default: "
+                          "10,000,000]"),
     ]
     for o in reversed(opts):
         f = o(f)
     return f
+
+
+def _within_budget(f):
+    """The command `f` run within its --max-instructions budget, and the --max-hbm-bytes
+    limit where it has one (a kernel's parameters are checked against it as it traces)."""
+    import functools
+
+    @functools.wraps(f)
+    def command(*args, max_instructions=None, **kwargs):
+        from nkirun.limits import budget
+        with budget(max_instructions, kwargs.get("max_hbm_bytes")):
+            return f(*args, **kwargs)
+    return command
 
 
 input_option = click.option(

@@ -20,6 +20,7 @@ class OptionError(ValueError):
         super().__init__(message)
         self.option = option
 
+_MAX_DIGITS = 30  # digits of a --shape dimension beyond any byte count
 _SHAPE = re.compile(r"^\s*([A-Za-z_]\w*)\s*=\s*([A-Za-z_][\w.]*)\s*\[([\d\s,]*)\]\s*$")
 
 
@@ -63,6 +64,9 @@ def _parse_args(values) -> dict:
             raise OptionError(f"{v!r}: expected NAME=VALUE", "--arg")
         try:
             out[name.strip()] = ast.literal_eval(text.strip())
+        except (MemoryError, RecursionError):  # nested or signed past the parser's limits
+            raise OptionError(f"{name.strip()}=...: VALUE ({len(text):,} characters) is "
+                              "nested too deeply for a Python literal", "--arg") from None
         except (ValueError, SyntaxError):
             if all(w.isidentifier() for w in text.strip().split(".")):
                 out[name.strip()] = _Word(text.strip())  # an Enum member's name, maybe
@@ -79,7 +83,9 @@ def _parse_shapes(values) -> dict:
     out = {}
     for v in values:
         m = _SHAPE.match(v)
-        dims = [int(x) for x in m.group(3).split(",") if x.strip()] if m else []
+        # (a dimension too long for int() is beyond any byte count: the trace's E043 says so)
+        dims = [int(x) if len(x.strip()) <= _MAX_DIGITS else 10 ** _MAX_DIGITS
+                for x in m.group(3).split(",") if x.strip()] if m else []
         d = consts.to_dtype(m.group(2)) if m else None
         if not m or not dims or any(n <= 0 for n in dims) or d is None or d.nkirun is None:
             raise OptionError(f"{v!r}: expected NAME=DTYPE[D0,D1,...] such as "

@@ -46,14 +46,23 @@ def execute_plain(program: Program, bound, inputs=None, after_each=None,
     except NkirunError:
         raise
     except KeyboardInterrupt as stop:  # Ctrl-C / SIGTERM: the CLI says where it stopped
-        stop.nkirun_at = f"#{b.index} {b.title}" if b is not None else None
+        stop.nkirun_at = stopped_at(b, m)
         raise
     except Exception as exc:
         raise failure(exc, b) from exc
+    finally:
+        if m.walk is not None:  # (its progress line goes now, before any message)
+            m.walk.close()
     m.current = None
     return m
 
 
+def stopped_at(b, m: Machine) -> str | None:
+    """Where a run stopped: the instruction; in loops, its line and the trips so far."""
+    if b is None:
+        return None
+    loops = m.walk.where() if m.walk is not None else ""
+    return f"#{b.index} {b.title}" + (f" (line {b.loc().line}; {loops})" if loops else "")
 
 
 def out_of_memory(program: Program) -> RunError:

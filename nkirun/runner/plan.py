@@ -175,8 +175,9 @@ class _Planner:
         self.outputs = ({n for n, t in self.tensors.items() if t.output} if outputs is None
                         else outputs)
         self.free: dict = {}  # (shape, dtype name) -> entries no live tensor holds
-        # name -> its entry (array, array number, the free list of its kind)
-        self.arrays = {n: (a, i, self._free_list(n)) for i, (n, a) in enumerate(m.buffers.items())}
+        # name -> its entry (array, array number, its kind: the key of its free list; not
+        # the list itself, which would make a cycle keeping every array until a collection)
+        self.arrays = {n: (a, i, self._kind(n)) for i, (n, a) in enumerate(m.buffers.items())}
         self.slot_of = {n: e[1] for n, e in self.arrays.items()}  # name -> array number
         self.tracked = {n for n, w in m.written.items() if w is not None}
         self.bound_in_m = set(self.arrays)  # tensors the Machine holds now
@@ -186,9 +187,11 @@ class _Planner:
         self.bs, self.calls = [], []  # the steps: the instruction, the call
         self.compile(bound, ends)  # (ends: last_uses, without the kept tensors)
 
-    def _free_list(self, name: str) -> list:
+    def _kind(self, name: str) -> tuple:
         t = self.tensors[name]
-        return self.free.setdefault((t.shape, t.dtype.name), [])
+        kind = (t.shape, t.dtype.name)
+        self.free.setdefault(kind, [])
+        return kind
 
     def compile(self, bound, ends: dict) -> None:  # long: the one hot loop, locals on purpose
         slot_of, recipes, tracked, outputs = self.slot_of, self.recipes, self.tracked, self.outputs
@@ -235,7 +238,7 @@ class _Planner:
                         self.release(n, b)
                     else:  # (the usual tile: inline)
                         e = arrays.pop(n)
-                        e[2].append(e)
+                        free[e[2]].append(e)
 
     def view(self, r, shape=None):
         """r's storage as an array of `shape` (default r.shape) without a copy, or None."""
@@ -272,7 +275,7 @@ class _Planner:
         if spare:
             e = spare.pop()
         else:
-            e = (np.zeros(t.shape, t.dtype.np_type), len(self.slot_of), self._free_list(name))
+            e = (np.zeros(t.shape, t.dtype.np_type), len(self.slot_of), self._kind(name))
             self.made += 1
         self.arrays[name] = e
         self.slot_of[name] = e[1]
@@ -300,7 +303,7 @@ class _Planner:
     def release(self, name: str, b) -> None:
         """After b, the tensor's last use: its array is free for a later tensor."""
         e = self.arrays.pop(name)
-        e[2].append(e)
+        self.free[e[2]].append(e)
         self.tracked.discard(name)
         if name in self.bound_in_m:
             self.bound_in_m.discard(name)

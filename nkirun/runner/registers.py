@@ -18,6 +18,7 @@ class LoopState:
         self.trips: dict[str, list[int]] = {}  # loop name -> iterations of each entry
         self.looped: frozenset = frozenset()  # instruction indices inside runtime loops
         self._first_held: dict = {}
+        self.walk = None  # the control.Walk of a program with loops (where Ctrl-C stopped)
 
     def register(self, name: str, where=None) -> int:
         """A register's value; reading one nothing wrote is E655 (run time)."""
@@ -52,7 +53,7 @@ def order(program, bound, m):
         m.registers[name] = value
 
     w = Walk(program, read, write)
-    m.trips = w.trips
+    m.trips, m.walk = w.trips, w
     m.looped = frozenset(i for lp in program.loops for i in range(lp.first, lp.end))
     return (by_index[i] for i in w.indices(max(by_index, default=-1) + 1) if i in by_index)
 

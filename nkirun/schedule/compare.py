@@ -29,7 +29,7 @@ def side(s: Schedule, label: str) -> dict:
         ops[x.op] = ops.get(x.op, 0.0) + (x.busy_ns / max(1, len(x.queues))
                                           if x.engine == "dma" else x.duration_ns)
     return {"label": label, "target": s.target.name, "total_ns": _r(s.total_ns),
-            "instructions": len(s.slots), "bottleneck": s.bottleneck(),
+            "instructions": s.instruction_count, "bottleneck": s.bottleneck(),
             "busy_ns": {n: _r(e["busy_ns"]) for n, e in engines.items()},
             "critical_path_ns": {k: _r(v) for k, v in on_path.items()},
             "critical_path_length": len(path),

@@ -12,6 +12,8 @@ critical path stays a chain of ends and starts). A meeting's `fence` param (core
 """
 from __future__ import annotations
 
+import os
+
 from nkirun.checker.meet import sync_order
 from nkirun.schedule.model import Slot
 from nkirun.schedule.scheduler import earliest_start
@@ -26,18 +28,31 @@ def schedule(program, bound, target=None):
     if program.cores > 1:  # both cores' engines in one schedule
         return schedule_cores(program, bound, target or TARGETS[program.target])
     s = Scheduler(program, target or TARGETS[program.target])
-    from nkirun.schedule.spills import Spills, spill_events
-    events = spill_events(program, bound, s.target)
-    if not events:
-        for b in bound:
+    from nkirun.progress import Progress
+    from nkirun.schedule.steady import SteadyPlan, schedule_plan
+    progress = Progress(f"costing {os.path.basename(program.path or '') or 'the program'}")
+    b = None
+    try:
+        if isinstance(bound, SteadyPlan):  # loops of too many trips: their steady state
+            return schedule_plan(bound, s, progress)
+        from nkirun.schedule.spills import Spills, spill_events
+        events = spill_events(program, bound, s.target)
+        spills = Spills(events, s.target) if events else None  # (schedule/spills.py)
+        for k, b in enumerate(bound):
+            if not k & 4095:
+                progress.tick(k)
+            if spills is not None and k in events:
+                s.hold = spills.hold(k, s)
             s.place(b)
-        return s.sched
-    spills = Spills(events, s.target)  # the compiler's spills (schedule/spills.py)
-    for pos, b in enumerate(bound):
-        if pos in events:
-            s.hold = spills.hold(pos, s)
-        s.place(b)
-    s.sched.spills = spills.totals
+        if spills is not None:
+            s.sched.spills = spills.totals
+    except KeyboardInterrupt as stop:  # Ctrl-C: the CLI says where the cost was
+        stop.nkirun_at = stop.__dict__.get("nkirun_at") or (
+            f"#{b.inst.index} {b.op} (line {b.inst.loc.line}) while costing"
+            if b is not None else None)
+        raise
+    finally:
+        progress.close()
     return s.sched
 
 

@@ -99,6 +99,29 @@ class Server:
             del starts[k + 1], ends[k + 1], owners[k + 1]
         self._trim()
 
+    def advance(self, first: int, shift_ns: float, shift_index: int) -> None:
+        """Intervals owned by positions >= `first` move `shift_ns` later; the earliest of
+        them keeps its start, so the time in between counts as busy (the gaps of trips not
+        scheduled are closed, as _trim closes the oldest ones)."""
+        starts, ends, owners = self.starts, self.ends, self.owners
+        moved = [j for j, o in enumerate(owners) if o >= first]
+        for k, j in enumerate(moved):
+            if k:
+                starts[j] += shift_ns
+            ends[j] += shift_ns
+            owners[j] += shift_index
+        if any(a > b for a, b in zip(starts, starts[1:])) or \
+                any(e > s for e, s in zip(ends, starts[1:])):  # (an earlier owner lay later)
+            merged: list = []
+            for iv in sorted(zip(starts, ends, owners)):
+                if merged and iv[0] <= merged[-1][1]:
+                    last = merged[-1]
+                    merged[-1] = (last[0], max(last[1], iv[1]), iv[2] if iv[1] >= last[1]
+                                  else last[2])
+                else:
+                    merged.append(iv)
+            self.starts, self.ends, self.owners = (list(x) for x in zip(*merged))
+
     def _trim(self) -> None:
         starts, ends, owners = self.starts, self.ends, self.owners
         if len(starts) > _MAX_INTERVALS:  # close the oldest gap: never earlier than truth
@@ -140,6 +163,11 @@ class DmaEngines:
             if bl is not None and blocker is None:
                 blocker = bl
         return self._hbm(t0, hbm_ns, owner, first, end, blocker)
+
+    def advance(self, first: int, shift_ns: float, shift_index: int) -> None:
+        """scheduler.advance's move of the busy intervals positions >= `first` own."""
+        for server in [self.shared, self.hbm, *(self.servers or ())]:
+            server.advance(first, shift_ns, shift_index)
 
     def _hbm(self, t0, hbm_ns, owner, first, end, blocker):
         if self.hbm_binds and hbm_ns > 0:

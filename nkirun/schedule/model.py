@@ -113,6 +113,8 @@ class Schedule:
     # the compiler's spills booked on the DMA engines (schedule/spills.py): bytes, transfers,
     # the time instructions waited on them; empty when nothing spills
     spills: dict = field(default_factory=dict)
+    # trips not scheduled, each a shifted copy of the trip before (schedule/steady.py)
+    repeats: list = field(default_factory=list)
     # instructions whose engine the program left open, placed on the Scalar engine
     # (schedule/placement.py)
     placed_on_scalar: int = 0
@@ -123,9 +125,21 @@ class Schedule:
                 f"instructions, total {self.total_ns:,.1f} ns>")
 
     @property
+    def instruction_count(self) -> int:
+        """Instructions scheduled, and those of the trips repeated (steady.py)."""
+        if not self.repeats:
+            return len(self.slots)
+        from nkirun.schedule.steady import weights
+        return sum(weights(self.slots, self.repeats))
+
+    @property
     def total_ns(self) -> float:
         """The makespan over all engines and queues."""
-        return max((s.end_ns for s in self.slots), default=0.0)
+        end = max((s.end_ns for s in self.slots), default=0.0)
+        if self.repeats:  # (the last repeated trip's end)
+            from nkirun.schedule.steady import repeat_ends
+            end = max([end] + repeat_ends(self.slots, self.repeats))
+        return end
 
     @property
     def launch_ns(self) -> float:
@@ -165,18 +179,32 @@ class Schedule:
         out = {n: {"clock_ghz": self.clock(n), "busy_ns": 0.0, "instructions": 0}
                for n in self.engine_names()}
         dma = []
-        for s in self.slots:
+        weight = [1] * len(self.slots)
+        if self.repeats:  # trips not scheduled run what the last one scheduled ran
+            from nkirun.schedule.steady import weights
+            weight = weights(self.slots, self.repeats)
+        for s, n in zip(self.slots, weight):
             e = out[s.engine]
-            e["instructions"] += 1
+            e["instructions"] += n
             if s.engine == "dma":
                 dma.append(s)
             else:
-                e["busy_ns"] += s.duration_ns
+                e["busy_ns"] += n * s.duration_ns
         d = out["dma"]
         d["busy_ns"] = sum(_union_length([(s.start_ns, s.end_ns) for s in dma if s.core == c])
                            for c in range(self.program.cores))
         d["queues"] = self.target.dma_queues * self.program.cores
-        d["queue_busy_ns"] = sum(s.busy_ns for s in dma)
+        d["queue_busy_ns"] = sum(n * s.busy_ns for s, n in zip(self.slots, weight)
+                                 if s.engine == "dma")
+        spans = [(s.start_ns, s.end_ns) for s in dma]
+        for r in self.repeats:  # each repeated trip: the DMA time its copy adds
+            window = self.slots[r.first:r.first + r.count]
+            more = [(s.start_ns + r.shift_ns, s.end_ns + r.shift_ns) for s in window
+                    if s.engine == "dma"]
+            if more:
+                outer = weight[r.first] // (1 + r.times)  # (the outer loops' repeats)
+                d["busy_ns"] += outer * r.times * (_union_length(spans + more)
+                                                   - _union_length(spans))
         d["queue_utilization"] = (d["queue_busy_ns"] / (d["queues"] * total)
                                   if total else 0.0)
         for e in out.values():
@@ -204,9 +232,19 @@ class Schedule:
         s = max(self.slots, key=lambda x: (x.end_ns, -x.index))
         path = [s]
         while s.waited_on is not None:
-            s = by_index[s.waited_on]
+            s = by_index.get(s.waited_on) or self._repeated(s.waited_on, by_index)
             path.append(s)
         return path[::-1]
+
+    def _repeated(self, index: int, by_index: dict) -> Slot:
+        """The scheduled slot an instruction of a trip not scheduled copies (the path then
+        goes on in the last scheduled trip: the repeated trips are not listed)."""
+        for r in self.repeats:
+            base = self.slots[r.first].index
+            m = (index - base) // r.index_shift if r.index_shift else 0
+            if 1 <= m <= r.times and index - m * r.index_shift in by_index:
+                return by_index[index - m * r.index_shift]
+        raise KeyError(index)
 
     def notes(self) -> list[str]:
         """The cost notes of the instructions used (SPEC.cost_note / cost_assumed) and any

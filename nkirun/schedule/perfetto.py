@@ -22,6 +22,7 @@ from nkirun.schedule.views import instruction_row, tracks
 
 PID = 1
 _ON_CHIP = ("sbuf", "psum")
+_CHUNK = 512  # events encoded and written at a time
 
 
 def _us(ns: float) -> float:
@@ -38,6 +39,13 @@ def _processes(s: Schedule) -> list[tuple[int, str, Schedule]]:
 
 def _track_events(s: Schedule) -> tuple[list[dict], dict[int, list[tuple[int, int]]]]:
     """Metadata and slices; per instruction index, the (pid, tid) of its tracks in order."""
+    events, tids = _metadata(s)
+    events.extend(_slices(s, tids))
+    return events, tids
+
+
+def _metadata(s: Schedule) -> tuple[list[dict], dict[int, list[tuple[int, int]]]]:
+    """The process and track names; per instruction index, the (pid, tid) of its tracks."""
     events: list[dict] = []
     tids: dict[int, list[tuple[int, int]]] = {}
     for pid, head, part in _processes(s):
@@ -51,18 +59,22 @@ def _track_events(s: Schedule) -> tuple[list[dict], dict[int, list[tuple[int, in
                            "args": {"sort_index": tid}})
             for x in slots:
                 tids.setdefault(x.index, []).append((pid, tid))
+    return events, tids
+
+
+def _slices(s: Schedule, tids: dict[int, list[tuple[int, int]]]):
+    """One complete event per instruction on each of its tracks, in program order."""
     for x in s.slots:
         (pid, first), *rest = tids[x.index]
         # the end points are rounded and the duration derived from them: rounding ts and
         # dur each on its own made back-to-back slices on a track overlap by 1 ps
         ts = _us(x.start_ns)
         dur = round(_us(x.end_ns) - ts, 6)
-        events.append({"ph": "X", "name": x.title, "cat": x.engine, "pid": pid, "tid": first,
-                       "ts": ts, "dur": dur, "args": instruction_row(x, s.own_ns(x))})
+        yield {"ph": "X", "name": x.title, "cat": x.engine, "pid": pid, "tid": first,
+               "ts": ts, "dur": dur, "args": instruction_row(x, s.own_ns(x))}
         for _, tid in rest:  # the same transfer on its other queue groups: the index only
-            events.append({"ph": "X", "name": x.title, "cat": x.engine, "pid": pid, "tid": tid,
-                           "ts": ts, "dur": dur, "args": {"index": x.index, "queue": x.queue}})
-    return events, tids
+            yield {"ph": "X", "name": x.title, "cat": x.engine, "pid": pid, "tid": tid,
+                   "ts": ts, "dur": dur, "args": {"index": x.index, "queue": x.queue}}
 
 
 def _flow_events(s: Schedule, tids: dict[int, list[tuple[int, int]]]) -> list[dict]:
@@ -124,14 +136,41 @@ def trace_events(s: Schedule) -> dict:
     events, tids = _track_events(s)
     events += _flow_events(s, tids)
     events += _counter_events(s)
-    return {"traceEvents": events, "displayTimeUnit": "ns",
-            "otherData": {"program": s.program.path, "target": s.target.name,
-                          "total_ns": round(s.total_ns, 3)}}
+    return {"traceEvents": events, **trace_events_tail(s)}
 
 
 def write_trace(s: Schedule, path: str) -> str:
     """Write the trace (`-`: standard output; a regular file atomically, a device or FIFO
     as a stream: nkirun.safeio). Returns where it went."""
+    from nkirun import speed
     from nkirun.safeio import write_file
+    if speed.STREAMED_JSON:
+        return write_file(path, _streamed(s))
     text = json.dumps(trace_events(s), separators=(",", ":"))  # dumps: much faster
     return write_file(path, text.encode("utf-8"))
+
+
+def _streamed(s: Schedule):
+    """The bytes of json.dumps(trace_events(s), separators=(",", ":")), made and written a
+    few hundred events at a time: no list of every event, no one giant string."""
+    from itertools import chain, islice
+    encode = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
+    meta, tids = _metadata(s)
+    events = chain(meta, _slices(s, tids), _flow_events(s, tids), _counter_events(s))
+    yield b'{"traceEvents":['
+    sep = b""
+    while True:
+        part = list(islice(events, _CHUNK))
+        if not part:
+            break
+        yield sep + ",".join(map(encode, part)).encode("utf-8")
+        sep = b","
+    tail = trace_events_tail(s)
+    yield b"]," + encode(tail)[1:].encode("utf-8")
+
+
+def trace_events_tail(s: Schedule) -> dict:
+    """The document's keys after traceEvents."""
+    return {"displayTimeUnit": "ns",
+            "otherData": {"program": s.program.path, "target": s.target.name,
+                          "total_ns": round(s.total_ns, 3)}}

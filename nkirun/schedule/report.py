@@ -207,7 +207,8 @@ def _summary(console, s: Schedule, color: bool) -> None:
                       f"iterations in {row['entries']:,} "
                       f"{'entry' if row['entries'] == 1 else 'entries'}, trip count "
                       + {"static": "from its constant bounds", "data": "from running the data",
-                         "assumed": "ASSUMED (--trip)"}[row["trips"]])
+                         "assumed": "ASSUMED (--trip)"}[row["trips"]]
+                      + _extrapolated(row))
     bn = d["bottleneck"]
     if bn:
         e = d["engines"][bn]
@@ -355,3 +356,12 @@ def _critical(console, s: Schedule, color: bool, palette, max_rows: int) -> None
           styles=[palette.get(x.op) if color else None for x in shown])
     if len(shown) < len(path):
         console.print(f"... {len(path) - len(shown):,} more steps (--max-rows 0 shows all)")
+
+
+def _extrapolated(row: dict) -> str:
+    """The words for a loop whose later trips repeat its steady state (schedule/steady.py)."""
+    x = row.get("extrapolated")
+    if not x:
+        return ""
+    return (f"; trips {x['trips_scheduled'] + 1:,} on repeat trip {x['trips_scheduled']:,}, "
+            f"{_time(x['period_ns'])} apart (steady state)")

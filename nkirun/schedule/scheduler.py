@@ -341,6 +341,25 @@ class _Scheduler:
             clock = self.clocks[engine] = self.sched.clock(engine)
         return clock
 
+    def advance(self, first: int, shift_ns: float, shift_index: int) -> None:
+        """Move what instructions at positions >= `first` left in the state (engines, PE
+        cells, tensor accesses, DMA engines) `shift_ns` later and `shift_index` positions
+        on: the state after trips that repeat the last ones (schedule/steady.py)."""
+        def moved(entry):
+            end, index = entry[0], entry[1]
+            if index is None or index < first:
+                return entry
+            return (end + shift_ns, index + shift_index, *entry[2:])
+        self.engine_free = {e: moved(v) for e, v in self.engine_free.items()}
+        if self.pe is not None:
+            self.pe = [moved(v) for v in self.pe]
+        for st in self.tensors.values():
+            st.writes = {box: moved(v) for box, v in st.writes.items()}
+            st.reads = {box: moved(v) for box, v in st.reads.items()}
+            st.write_end = max((e + lat for e, _, lat in st.writes.values()), default=0.0)
+            st.read_end = max((e for e, _ in st.reads.values()), default=0.0)
+        self.dma.advance(first, shift_ns, shift_index)
+
     def occupy(self, engine: str, cells, end: float, index: int) -> None:
         if engine == "tensor" and self.pe is not None:
             for c in (cells if cells is not None else range(_GRID * _GRID)):

@@ -21,6 +21,7 @@ from dataclasses import replace
 from nkirun.isa.bound import Bound
 from nkirun.control import assumed_order, missing_trip, static_trips, summary
 from nkirun.diagnostics import NkirunError, RunError, error
+from nkirun.schedule import steady
 
 
 def expand(program, bound, trips: dict | None = None, run=None) -> tuple[list, list]:
@@ -32,6 +33,10 @@ def expand(program, bound, trips: dict | None = None, run=None) -> tuple[list, l
     _check_trips(program, trips)
     dynamic = [lp for lp in program.loops if static_trips(lp) is None]
     count = max((b.index for b in bound), default=-1) + 1
+    if (trips or not dynamic) and program.cores == 1 and not _missing(program, trips) \
+            and steady.expanded_length(program, bound, trips) > steady.EXTRAPOLATE_ABOVE:
+        rows = steady.summary_rows(program, trips, {lp.name: "assumed" for lp in dynamic})
+        return steady.SteadyPlan(program, bound, trips, rows), rows  # (schedule() knows it)
     if trips or not dynamic:
         order, counts = assumed_order(program, count, trips)
         source = {lp.name: "assumed" for lp in dynamic}
@@ -46,6 +51,11 @@ def expand(program, bound, trips: dict | None = None, run=None) -> tuple[list, l
         seq = [Bound(replace(b.inst, index=k), b.spec, b.args, b.mask, b.engine, b.target)
                for k, b in enumerate(seq)]
     return seq, summary(program, counts, source)
+
+
+def _missing(program, trips: dict) -> bool:
+    """Whether a dynamic loop has no trip count (assumed_order says which: E657)."""
+    return any(static_trips(lp) is None and lp.name not in trips for lp in program.loops)
 
 
 def _both_cores(program, trips: dict) -> dict:

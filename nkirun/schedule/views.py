@@ -43,7 +43,7 @@ def summary(s: Schedule) -> dict:
         "total_ns": _r(s.total_ns),
         "launch_ns": _r(s.launch_ns),
         "kernel_ns": _r(s.kernel_ns),
-        "instruction_count": len(s.slots),
+        "instruction_count": s.instruction_count,
         "engines": {n: {k: (_r(v) if isinstance(v, float) else v) for k, v in e.items()}
                     for n, e in engines.items()},
         "bottleneck": s.bottleneck(),
@@ -63,7 +63,7 @@ def summary(s: Schedule) -> dict:
 
 def _core_summary(s: Schedule) -> dict:
     """One core's share of a two-core schedule: its instructions, end and engines."""
-    return {"instruction_count": len(s.slots), "end_ns": _r(s.total_ns),
+    return {"instruction_count": s.instruction_count, "end_ns": _r(s.total_ns),
             "engines": {n: {k: (_r(v) if isinstance(v, float) else v) for k, v in e.items()}
                         for n, e in s.engines().items() if e["instructions"]}}
 

@@ -1,7 +1,8 @@
 """The distributed backends: `ray[:ADDRESS]` and `dask[:ADDRESS]` (`pip install
 'nkirun[ray]'` / `'nkirun[dask]'`). Without an address each starts a local cluster of
 `--jobs` single-threaded workers. The setup (kernel sources included) is shipped once, each
-variant is one task, one per worker in flight (so its deadline runs from submission); a task past its deadline is
+variant is one task, two per worker in flight (a task's deadline runs from when it is
+among the oldest `jobs` in flight: the tasks ahead of it have finished); a task past its deadline is
 cancelled (ray: its worker is killed; dask: its worker is restarted), a task whose worker
 died is retried once, then recorded as crashed. Rows are the local pool's rows."""
 from __future__ import annotations
@@ -66,12 +67,15 @@ class _Cluster:
         self._start()
         shipped = self._ship(setup)
         queue = [(v, 1) for v in reversed(variants)]  # (popped from the end: id order)
-        flight: dict = {}  # handle -> (variant, attempt, submitted)
+        flight: dict = {}  # handle -> (variant, attempt, started or None), oldest first
         while queue or flight:
-            while queue and len(flight) < self.jobs:
+            while queue and len(flight) < 2 * self.jobs:
                 v, attempt = queue.pop()
                 v.known = frozenset((known or [])[-KNOWN_SHIPPED:])
-                flight[self._submit(shipped, v, attempt)] = (v, attempt, time.monotonic())
+                flight[self._submit(shipped, v, attempt)] = (v, attempt, None)
+            for h in list(flight)[:self.jobs]:  # (a worker each: their clocks run)
+                if flight[h][2] is None:
+                    flight[h] = (*flight[h][:2], time.monotonic())
             done = self._wait(list(flight), 0.2)
             now = time.monotonic()
             lost = False  # a worker died or was killed: its replacement warms up first
@@ -87,7 +91,7 @@ class _Cluster:
                         queue.append((v, 2))
                     else:
                         on_row(failed_row(v, "crashed", f"the worker died ({crashed})", 0.0))
-                elif now - started > self.timeout:
+                elif started is not None and now - started > self.timeout:
                     del flight[h]
                     self._cancel(h)
                     lost = True
@@ -167,7 +171,11 @@ class DaskBackend(_Cluster):
         if self.address:
             self.client, self.cluster = Client(self.address), None
         else:
-            with dask.config.set({"distributed.scheduler.allowed-failures": 0}), blas_env():
+            # no retries of its own (ours: once), and a task goes to a worker only when it
+            # has a free thread (a task queued behind a hung one would die with it)
+            with dask.config.set({"distributed.scheduler.allowed-failures": 0,
+                                  "distributed.scheduler.worker-saturation": 1.0}), \
+                    blas_env():
                 self.cluster = LocalCluster(n_workers=self.jobs, threads_per_worker=1,
                                             processes=True, dashboard_address=None,
                                             silence_logs=logging.ERROR)

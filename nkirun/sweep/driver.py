@@ -85,9 +85,10 @@ def parse_verify(text: str) -> tuple[str, int]:
 
 
 def run_plan(plan: Plan, backend, out_dir: str, resume: bool = False,
-             on_row=None, on_start=None) -> dict[int, dict]:
+             on_row=None, on_start=None, close: bool = True) -> dict[int, dict]:
     """Run (or continue) the sweep; id -> final row. `on_start(total, done)` is told how
-    many variants there are and how many were finished before."""
+    many variants there are and how many were finished before; `close`: the backend's
+    workers (or cluster) are stopped at the end."""
     results = ResultsFile(out_dir)
     done = results.start(plan.meta, resume)
     mode, k = parse_verify(plan.verify)
@@ -103,7 +104,8 @@ def run_plan(plan: Plan, backend, out_dir: str, resume: bool = False,
         if mode == "top" and plan.setup.reference is not None:
             _verify_top(plan, backend, emitter, k)
     finally:
-        backend.close()
+        if close:
+            backend.close()
         results.close()
     return emitter.rows
 

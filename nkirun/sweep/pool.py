@@ -99,13 +99,17 @@ class _Worker:
         child.close()
         self.setup_id = None
         self.known_sent = 0  # how many of the pool's fingerprints this worker has
-        self.task = None  # (variant, attempt, deadline)
+        self.tasks: deque = deque()  # (variant, attempt) sent, in the order it runs them
+        self.started = 0.0  # when the first of them started (its deadline runs from here)
 
     def kill(self) -> None:
         if self.proc.is_alive():
             self.proc.kill()
         self.proc.join(5)
         self.conn.close()
+
+
+PREFETCH = 2  # variants sent to a worker at once: the next waits in its pipe, not for us
 
 
 class LocalPool:
@@ -140,62 +144,84 @@ class LocalPool:
         queue = deque((v, 1) for v in variants)
         setup_id = id(setup)
         try:
-            while queue or any(w.task for w in self.workers):
-                self._fill(ctx, queue, setup, setup_id, known)
+            while queue or any(w.tasks for w in self.workers):
+                self._fill(ctx, queue, setup, setup_id, known, on_row)
                 self._wait(on_row, queue)
         except BaseException:  # Ctrl-C, a failing callback: no worker outlives the sweep
             self.close()
             raise
 
-    def _fill(self, ctx, queue, setup, setup_id, known) -> None:
+    def _fill(self, ctx, queue, setup, setup_id, known, on_row) -> None:
         while len(self.workers) < self.jobs and queue:
             self.workers.append(_Worker(ctx, self.memory_cap))
-        for w in self.workers:
-            if w.task is None and queue:
+        for w in list(self.workers):
+            while len(w.tasks) < PREFETCH and queue:
                 variant, attempt = queue.popleft()
-                if w.setup_id != setup_id:
-                    w.conn.send(("setup", setup))
-                    w.setup_id, w.known_sent = setup_id, 0
-                w.conn.send(("variant", (variant, known[w.known_sent:])))
+                try:
+                    if w.setup_id != setup_id:
+                        w.conn.send(("setup", setup))
+                        w.setup_id, w.known_sent = setup_id, 0
+                    w.conn.send(("variant", (variant, known[w.known_sent:])))
+                except OSError:  # the worker is dead: the variant was not sent
+                    self._unsent(w, variant, attempt, queue, on_row)
+                    break
                 w.known_sent = len(known)
-                now = time.monotonic()
-                w.task = (variant, attempt, now + self.timeout, now)
+                if not w.tasks:
+                    w.started = time.monotonic()
+                w.tasks.append((variant, attempt))
 
     def _wait(self, on_row, queue) -> None:
         from multiprocessing.connection import wait
-        busy = [w for w in self.workers if w.task]
+        busy = [w for w in self.workers if w.tasks]
         if not busy:
             return
-        now = time.monotonic()
-        limit = max(0.0, min(w.task[2] for w in busy) - now)
+        limit = max(0.0, min(w.started for w in busy) + self.timeout - time.monotonic())
         ready = wait([w.conn for w in busy] + [w.proc.sentinel for w in busy], limit)
         now = time.monotonic()
         for w in busy:
-            variant, attempt, deadline, started = w.task
+            (variant, attempt), started = w.tasks[0], w.started
             if w.conn in ready:
                 try:
                     row = w.conn.recv()
                 except (EOFError, OSError):
                     row = None
                 if row is not None:
-                    w.task = None
+                    w.tasks.popleft()
+                    w.started = now  # the next one sent starts now
                     on_row(row)
                     continue
             if w.proc.sentinel in ready or not w.proc.is_alive():
-                self._replace(w)
+                self._replace(w, queue)
                 if attempt == 1:  # a crashed worker: its variant once more, first in line
                     queue.appendleft((variant, 2))
                 else:
                     on_row(failed_row(variant, "crashed", crash_message(w.proc.exitcode),
                                       now - started))
-            elif now >= deadline:
-                self._replace(w)
+            elif now >= started + self.timeout:
+                self._replace(w, queue)
                 on_row(failed_row(variant, "timeout", f"no result within the {self.timeout:g} "
                                   "s deadline (--timeout)", now - started))
 
-    def _replace(self, w: _Worker) -> None:
+    def _unsent(self, w: _Worker, variant, attempt, queue, on_row) -> None:
+        """A send to a dead worker. Behind a running variant, it goes back in line (_wait
+        sees the death); to an idle worker, the worker died before it got any (e.g. a
+        memory cap too small to start): that counts as the variant's attempt, so that a
+        pool whose workers cannot live ends instead of starting them forever."""
+        if w.tasks:
+            queue.appendleft((variant, attempt))
+            return
+        self._replace(w, queue)
+        if attempt == 1:
+            queue.appendleft((variant, 2))
+        else:
+            on_row(failed_row(variant, "crashed", crash_message(w.proc.exitcode), 0.0))
+
+    def _replace(self, w: _Worker, queue) -> None:
+        """Stop the worker; the variants it had not started go back first in line."""
         w.kill()
         self.workers.remove(w)
+        for task in reversed(list(w.tasks)[1:]):
+            queue.appendleft(task)
 
     def close(self) -> None:
         for w in self.workers:

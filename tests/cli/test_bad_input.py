@@ -264,8 +264,12 @@ def test_a_100000_keyword_line_is_rejected_fast(tmp_path, form):
     assert r.exit_code == 1 and len(r.output) < 20_000
 
 
-@pytest.mark.parametrize("form,bound", [("nkis", 3.0), ("yaml", 4.0)])
+@pytest.mark.parametrize("form,bound", [("nkis", 2.5), ("yaml", 3.25)])
 def test_forty_megabytes_of_blank_lines(tmp_path, form, bound):
+    """Memory grows by a small multiple of the file, never by a tuple of 40 million lines.
+    Measured from the process's size once nkirun is imported (that differs between
+    installs: 35 MB in one, 39 MB in a fresh venv, which made a bound on the total flaky);
+    the growth was 2.0x (text) and 2.7x (YAML) the file's size."""
     head = ("version 1\ntensor x hbm [4, 8] float32 fill=1.0\n" if form == "nkis" else
             "version: 1\n")
     p = tmp_path / f"p.{form}"
@@ -275,15 +279,17 @@ def test_forty_megabytes_of_blank_lines(tmp_path, form, bound):
         f.write("# the end\n")
     size = p.stat().st_size
     # VmHWM: this process's peak RSS (ru_maxrss would include the forked pytest's)
-    code = ("import re, sys, time\nfrom nkirun.api import check_program\n"
+    code = ("import re, sys\nfrom nkirun.api import check_program\n"
+            "def kb(key): return int(re.search(key + r':\\s+(\\d+)', "
+            "open('/proc/self/status').read())[1])\n"
+            "base = kb('VmRSS')\n"
             "c = check_program(sys.argv[1])\n"
-            "hwm = int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())[1])\n"
-            "print(hwm * 1024, len(c.errors))")
+            "print((kb('VmHWM') - base) * 1024, len(c.errors))")
     r = subprocess.run([sys.executable, "-c", code, str(p)], env=ENV, capture_output=True,
                        text=True, timeout=300)
-    rss, errors = r.stdout.split()
+    grown, errors = r.stdout.split()
     assert int(errors) == 0, r.stderr
-    assert int(rss) < bound * size, (int(rss) / size)
+    assert int(grown) < bound * size, (int(grown) / size)
 
 
 # ---- an unreadable program ---------------------------------------------------------------------

@@ -66,3 +66,14 @@ def test_registry_substitution_is_undone(monkeypatch):
         assert "extra_op" in REGISTRY and list(REGISTRY)[-1] == "extra_op"
     assert REGISTRY["store"] is store and "extra_op" not in REGISTRY
     assert list(REGISTRY) == list(MODULES)
+
+
+def test_import_nkirun_leaves_the_comparison_helpers_for_first_use():
+    """`nkirun.testing` (and runner/compare.py under it) loads when first named: `check`
+    never compares outputs (issue 28, start-up)."""
+    code = ("import sys, nkirun; print('nkirun.runner.compare' in sys.modules); "
+            "print(callable(nkirun.testing.assert_close)); "
+            "from nkirun import testing; print(testing is nkirun.testing)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout
+    assert out.split() == ["False", "True", "True"]

@@ -120,6 +120,10 @@ ELSEWHERE = {
             "test_raw_one_byte_file_without_dtype_warns_and_reads_e4m3",
     "W602": "kernel/test_kernel_rounding.py::test_mod_in_a_program_warns_and_runs",
     "E661": "runner/test_runtime_loops.py::test_endless_while_loop_stops_with_e661",
+    "E609": "kernel/test_trace_bounds.py::"
+            "test_the_trace_budget_names_the_line_that_keeps_recording",
+    "E662": "runner/test_run_budget.py::"
+            "test_nested_loops_stop_at_the_budget_with_e662_naming_the_loop",
 }
 
 

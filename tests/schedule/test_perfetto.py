@@ -165,3 +165,19 @@ def test_back_to_back_slices_do_not_overlap(path):
             assert round(ea["ts"] + ea["dur"], 6) <= eb["ts"], (a, b)
             checked += 1
     assert checked
+
+
+@pytest.mark.parametrize("path", PROGRAMS)
+def test_streamed_trace_is_the_plain_twins_bytes(path, tmp_path, monkeypatch):
+    """speed.STREAMED_JSON: the trace written a few hundred events at a time is byte for
+    byte json.dumps of the whole document (its plain twin)."""
+    from nkirun import speed
+    from nkirun.schedule import perfetto, write_trace
+    monkeypatch.setattr(perfetto, "_CHUNK", 3)  # several chunks even for a short program
+    s = api.cost(path)
+    write_trace(s, str(tmp_path / "streamed.json"))
+    monkeypatch.setattr(speed, "STREAMED_JSON", False)
+    write_trace(s, str(tmp_path / "plain.json"))
+    streamed = (tmp_path / "streamed.json").read_bytes()
+    assert streamed == (tmp_path / "plain.json").read_bytes()
+    assert streamed == json.dumps(trace_events(s), separators=(",", ":")).encode()

@@ -67,14 +67,14 @@ FAULTS = {"loops": "timeout", "allocates": "crashed", "exits": "crashed",
 def test_faults_end_with_their_status_and_the_sweep_goes_on(tmp_path):
     files = faulty(tmp_path)
     rows = nkirun.sweep(f"{tmp_path}/cands/*.py::cand", X, vary={"TILE": [128]}, jobs=2,
-                        timeout=3, out=str(tmp_path / "out"))
+                        timeout=5, out=str(tmp_path / "out"))
     got = {os.path.basename(r["kernel"].split("::")[0])[:-3]: r for r in rows}
     assert {k: r["status"] for k, r in got.items()} == FAULTS
     assert "SyntaxError" in got["syntax"]["message"]
     assert "not_a_module_nkirun_sweep" in got["imports"]["message"]
     assert "exited with status 7" in got["exits"]["message"]
     assert "memory" in got["allocates"]["message"]
-    assert "3 s deadline" in got["loops"]["message"]
+    assert "5 s deadline" in got["loops"]["message"]
     assert len(files) == len(rows)
 
 
@@ -138,3 +138,21 @@ def test_resume_after_sigkill_reproduces_the_summary(tmp_path):
     assert resumed.returncode == 0, resumed.stderr
     cut = (tmp_path / "cut" / "summary.csv").read_text()
     assert cut == (tmp_path / "whole" / "summary.csv").read_text()
+
+
+def test_a_worker_dead_before_its_next_variant_is_sent(tmp_path, monkeypatch):
+    """The pool sends each worker its next variant ahead; a worker that died (os._exit)
+    before that send refuses it (a broken pipe): the variant goes back in line."""
+    from nkirun.sweep import pool
+    sent = pool._Worker.__init__
+
+    def dies_at_once(self, ctx, cap):
+        sent(self, ctx, cap)
+        self.conn.send(("setup", None))  # (the worker's loop ends on a bad message)
+        self.conn.send(("variant", (None, [])))
+        self.proc.join(10)
+    monkeypatch.setattr(pool._Worker, "__init__", dies_at_once)
+    k = copy_kernel(tmp_path)
+    rows = nkirun.sweep(f"{k}::copy", X, vary={"TILE": [128, 256]}, jobs=1, timeout=20,
+                        out=str(tmp_path / "out"))
+    assert [r["status"] for r in rows] == ["crashed", "crashed"]

@@ -92,6 +92,8 @@ def simple_call(tracer, op: str, values: dict, fill_in: list, loc: Loc, tables) 
     if state.get("legacy_pending") is not None:
         legacy.flush(tracer)
     index = tracer.builder.count
+    if index >= tracer.budget.next_check:  # (the budget's and the progress line's turn)
+        tracer.budget.checkpoint(tracer.builder, loc)
     if state.get("legacy_valid"):
         legacy.record(tracer, op, values, loc, tables)
         return index

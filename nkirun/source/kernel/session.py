@@ -27,6 +27,7 @@ from nkirun.isa import REGISTRY
 from nkirun.isa.spec import TILE, TILE_OR_SCALAR, ArgError, convert, param_tables
 from nkirun.source.builder import Builder
 from nkirun.source.forms import FormLocs
+from nkirun.source.kernel.bounds import TraceBudget
 from nkirun.source.kernel import call_forms, consts
 from nkirun.source.kernel.control import VirtualRegister
 from nkirun.source.kernel.tensor import TRACERS, _NO_INDEX, TensorRec, ndarray, rec_kind, \
@@ -75,6 +76,7 @@ class Tracer:
         self.alloc_plans: dict = {}
         self.lnc = 1  # 2: a two-core trace; self.builder.core is the core being traced
         self.placement = "compiler"  # "explicit" once the kernel pins an on-chip tensor
+        self.budget = TraceBudget(path)  # (its next_check: one comparison per instruction)
 
     def __enter__(self):
         from nkirun.hw.targets import TARGETS  # (set after modules.installed() restored it)
@@ -171,6 +173,8 @@ class Tracer:
     # ---- instructions --------------------------------------------------------------------
     def emit(self, op: str, values: dict, loc: Loc, tables=None, form=_UNSET) -> None:
         """Record an nki.isa call (`form`: its call_forms.form_key when already worked out)."""
+        if self.builder.count >= self.budget.next_check:
+            self.budget.checkpoint(self.builder, loc)
         if form is _UNSET:
             form = call_forms.form_key(op, values, loc) if speed.CALL_FORMS else None
         if form is not None:
@@ -357,6 +361,7 @@ def lowered_index(v):
 
 
 _SHAPES_SEEN: set = set()  # shapes already checked (traces allocate the same few shapes)
+SHAPES_SEEN_MAX = 10_000  # (a long-lived caller tracing ever new shapes stays bounded)
 
 
 def _checked_shape(shape) -> tuple:
@@ -368,7 +373,8 @@ def _checked_shape(shape) -> tuple:
     if not shape or any(n <= 0 for n in shape):
         raise kernel_error("E603", f"nl.ndarray: shape must hold positive sizes, got "
                            f"{list(shape)}")
-    _SHAPES_SEEN.add(shape)
+    if len(_SHAPES_SEEN) < SHAPES_SEEN_MAX:
+        _SHAPES_SEEN.add(shape)
     return shape
 
 

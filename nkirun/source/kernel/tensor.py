@@ -14,6 +14,7 @@ rather than silently clamped.
 """
 from __future__ import annotations
 
+import itertools
 import threading
 
 from nkirun.source.kernel import consts
@@ -46,10 +47,21 @@ class TensorRec:
         self.whole = whole_view(self.decl)  # the view of the whole tensor
         self.strides = self.whole.strides
         # a small int naming (buffer, shape, dtype): equal for equal layouts (call_forms.py)
-        self.layout = _LAYOUT_IDS.setdefault((buffer, shape, dtype), len(_LAYOUT_IDS))
+        self.layout = _layout_id((buffer, shape, dtype))
 
 
 _LAYOUT_IDS: dict = {}  # (buffer, shape, dtype) -> TensorRec.layout
+LAYOUT_IDS_MAX = 10_000  # a long-lived caller tracing ever new shapes stays bounded
+_NEXT_LAYOUT = itertools.count()  # (ids are never reused: a cleared table cannot alias)
+
+
+def _layout_id(key: tuple) -> int:
+    hit = _LAYOUT_IDS.get(key)
+    if hit is None:
+        if len(_LAYOUT_IDS) >= LAYOUT_IDS_MAX:
+            _LAYOUT_IDS.clear()
+        hit = _LAYOUT_IDS[key] = next(_NEXT_LAYOUT)
+    return hit
 
 
 def rec_kind(rec: TensorRec) -> tuple:

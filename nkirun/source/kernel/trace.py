@@ -12,7 +12,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from nkirun.diagnostics import NkirunError, error
-from nkirun.source.kernel import consts, legacy
+from nkirun import limits
+from nkirun.source.kernel import bounds, consts, legacy
 from nkirun.source.kernel.loader import KernelUsageError, kernel_exception
 from nkirun.source.kernel.modules import Kernel, installed
 from nkirun.source.kernel.session import Tracer, new_tensor
@@ -107,35 +108,38 @@ def check_names(func, given: dict) -> None:
                                    f"--arg {name}=VALUE")
 
 
-def trace(kernel, values: dict, target: str = "trn2", grid=None, lnc: int = 1) -> Traced:
+def trace(kernel, values: dict, target: str = "trn2", grid=None, lnc: int = 1,
+          max_hbm_bytes: int | None = None) -> Traced:
     """Trace `kernel` (a function or nki.jit Kernel) called with `values` (parameter name ->
-    TensorArg or plain value); `lnc=2`: once per core of a two-core program."""
+    TensorArg or plain value); `lnc=2`: once per core of a two-core program. The tensor
+    parameters' sizes (`max_hbm_bytes`, default the limit in force: limits.py) and the grid
+    are checked before the kernel runs;
+    the trace stops at the instruction budget (nkirun/limits.py, bounds.py)."""
     func = kernel.func if isinstance(kernel, Kernel) else kernel
     grid = tuple(grid) if grid else (kernel.grid if isinstance(kernel, Kernel) else ())
     path = inspect.getsourcefile(func) or "<kernel>"
     if lnc > 1:
         grid = _lnc_grid(lnc, grid, target, path)
+    locs = _parameter_locs(func, path)
+    bounds.check_parameter_sizes(_tensor_parameters(values),
+                                 max_hbm_bytes or limits.max_hbm_bytes(), locs)
+    bounds.check_grid(grid, path)
     tracer = Tracer(path, target, grid)
     tracer.lnc = lnc
     result = None
     with installed(), tracer:  # (one trace at a time; prints go to stderr: modules.py)
-        call, inputs, names, handles = _parameters(tracer, values, _parameter_locs(func, path))
-        instances = list(itertools.product(*(range(g) for g in grid))) if grid else [()]
-        for inst in instances:
-            tracer.instance, tracer.shared_at = inst, 0
-            if lnc > 1:  # each instance is one core's stream
-                tracer.builder.cores, tracer.builder.core = lnc, inst[0]
-            try:
-                ret = func(**call)
-                legacy.flush(tracer)  # a result the kernel computed last (legacy.py)
-            except (NkirunError, KeyboardInterrupt):
-                raise
-            except BaseException as exc:  # noqa: BLE001 - the kernel's own (sys.exit too)
-                if not isinstance(exc, (Exception, SystemExit)):
-                    raise  # the caller's (a signal handler's: pytest-timeout's Failed)
-                raise kernel_exception(exc) from None
-            if inst == instances[0]:
-                result = ret
+        call, inputs, names, handles = _parameters(tracer, values, locs)
+        instances = itertools.product(*(range(g) for g in grid)) if grid else [()]
+        try:
+            for inst in instances:
+                tracer.instance, tracer.shared_at = inst, 0
+                if lnc > 1:  # each instance is one core's stream
+                    tracer.builder.cores, tracer.builder.core = lnc, inst[0]
+                ret = _call(tracer, func, call)
+                if not any(inst):  # the first instance's result is the kernel's
+                    result = ret
+        finally:
+            tracer.budget.progress.close()
         from nkirun.source.kernel.control import check_closed
         check_closed(tracer)  # a runtime loop left open (E659)
         outputs, structure = _outputs(tracer, result)
@@ -149,6 +153,38 @@ def trace(kernel, values: dict, target: str = "trn2", grid=None, lnc: int = 1) -
     if tracer.placement != program.placement:
         program = replace(program, placement=tracer.placement)
     return Traced(program, diags, outputs, structure, inputs, names)
+
+
+def _call(tracer, func, call: dict):
+    """One instance of the kernel's Python; its errors located in the kernel; Ctrl-C says
+    where the kernel was (bounds.interrupted_at)."""
+    try:
+        ret = func(**call)
+        legacy.flush(tracer)  # a result the kernel computed last (legacy.py)
+        return ret
+    except NkirunError:
+        raise
+    except KeyboardInterrupt as stop:
+        if getattr(stop, "nkirun_at", None) is None:
+            stop.nkirun_at = bounds.interrupted_at(stop.__traceback__, tracer.builder.count)
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the kernel's own (sys.exit too)
+        if not isinstance(exc, (Exception, SystemExit)):
+            raise  # the caller's (a signal handler's: pytest-timeout's Failed)
+        raise kernel_exception(exc) from None
+
+
+def _tensor_parameters(values: dict) -> list:
+    """(tensor name, parameter, TensorArg) of each tensor parameter, as _parameters names
+    them (a list of arrays: `param_0`, `param_1`, ...)."""
+    out = []
+    for pname, v in values.items():
+        if isinstance(v, TensorArg):
+            out.append((pname, pname, v))
+        elif isinstance(v, (list, tuple)):
+            out += [(f"{pname}_{i}", pname, x) for i, x in enumerate(v)
+                    if isinstance(x, TensorArg)]
+    return out
 
 
 def _lnc_grid(lnc: int, grid: tuple, target: str, path: str) -> tuple:

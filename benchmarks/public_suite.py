@@ -1,0 +1,345 @@
+"""Speed on public kernels at their authors' shapes (issue 28): one command, one table.
+
+    python benchmarks/public_suite.py                  # the default set; table to stdout and
+                                                       # benchmarks/results/public-suite.md
+    python benchmarks/public_suite.py -k mamba         # kernels whose name contains "mamba"
+    python benchmarks/public_suite.py --all            # every kernel of public_kernels.KERNELS
+    python benchmarks/public_suite.py --out FILE.md
+
+Each kernel is extracted from its repository at the pinned commit (benchmarks/
+public_kernels.py; nothing of it is stored here) and measured in a FRESH Python process, so
+that one kernel's caches and heap do not help or hurt the next and the peak RSS
+(`ru_maxrss`) is that kernel's alone. Inside it, stage by stage, CPU time
+(`time.process_time`, user + system of this process; the shared machine's load makes wall
+time meaningless): trace (import + trace of the kernel), check, cost (the schedule), then
+each output of `nkirun cost`: the text report (all views, as piped), `--format json` (all
+views, and `--view summary`), the Perfetto trace (`--trace-out`). µs/instr divides by the
+traced instruction count. `run` rows time `nkirun.simulate` against a hand-written NumPy
+equivalent (one thread: OPENBLAS_NUM_THREADS=1), in the same process, alternating.
+The stage process holds everything at once, so its peak RSS is an upper bound; the whole
+`nkirun check` and `nkirun cost --format json` processes are then run once each (CPU time
+and peak RSS from os.wait4, that child alone).
+
+Start-up: whole processes, `python -m nkirun check` of a 6-instruction program against
+`python -c "import numpy"`, children's CPU time (resource.RUSAGE_CHILDREN), median of 7.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+import public_kernels as pk  # noqa: E402
+
+# kernels measured by default: every tutorial version and Mamba at the tutorial shapes, and
+# NKIBench baselines that trace in seconds (--all adds the rest)
+DEFAULT = ("matmul tutorial v1", "matmul tutorial v2", "matmul tutorial v3",
+           "matmul tutorial v4", "fused mamba v1 c4096 s512", "fused mamba v2 c4096 s512",
+           "fused mamba v3 c4096 s512", "nkibench silu", "nkibench rmsnorm_matmul",
+           "nkibench swiglu", "nkibench adamw", "nkibench bmm")
+# run against NumPy at a smaller shape (the authors' shape is 550 GFLOP: minutes of NumPy)
+RUNS = (("matmul tutorial v1", (2048, 1024), (2048, 2048)),
+        ("matmul tutorial v4", (2048, 2048), (2048, 4096)))
+STARTUP_PROGRAM = ROOT / "programs" / "rowmax_in_window.yaml"
+
+
+def _cpu() -> float:
+    return time.process_time()
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def worker(name: str) -> dict:
+    """Runs in its own process: every stage of one kernel, CPU seconds each."""
+    import gc
+    import io
+
+    k = pk.KERNELS[name]
+    folder = Path(tempfile.mkdtemp(prefix="nkirun-suite-"))
+    path = pk.write_kernel(k, folder)
+    opts = pk.shape_options(k)
+    shapes = tuple(v for f, v in zip(opts[::2], opts[1::2]) if f == "--shape")
+    args = tuple(v for f, v in zip(opts[::2], opts[1::2]) if f == "--arg")
+    out: dict = {"name": name, "target": k.target, "source": f"{k.repo}@{k.commit}"}
+    t = _cpu()
+    from nkirun.pipeline import commands
+    from nkirun.pipeline.front import KernelOptions, load
+    from nkirun.schedule import render_report, to_json, write_trace
+    from nkirun.schedule.report import parse_views
+    out["import_s"] = _cpu() - t
+    from nkirun.diagnostics import NkirunError
+    t = _cpu()
+    try:
+        front = load(f"{path}::{k.function}", None, k.target,
+                     KernelOptions(shapes=shapes, args=args))
+    except NkirunError as e:  # refused while tracing: named in the table, not timed
+        out["refused"] = sorted({d.code for d in e.diagnostics})
+        return out
+    out["trace_s"] = _cpu() - t
+    out["instructions"] = len(front.program.instructions)
+    t = _cpu()
+    c = commands.check(front)
+    out["check_s"] = _cpu() - t
+    errors = [d.code for d in c.diagnostics if d.severity == "error"]
+    out["errors"] = sorted(set(errors))
+    if errors:
+        out["peak_mb"] = _peak_mb()
+        return out
+    gc.collect()
+    t = _cpu()
+    sched = commands.cost(c)
+    out["cost_s"] = _cpu() - t
+    views = parse_views(None)
+    t = _cpu()
+    render_report(sched, stream=io.StringIO(), width=100, color=False, views=views)
+    out["text_s"] = _cpu() - t
+    try:  # what `--format json` writes with (since issue 28)
+        from nkirun.show.json_out import write_json
+    except ImportError:
+        def write_json(obj, stream):
+            stream.write(json.dumps(obj, indent=2) + "\n")
+    t = _cpu()
+    write_json(to_json(sched, views), io.StringIO())
+    out["json_s"] = _cpu() - t
+    t = _cpu()
+    write_json(to_json(sched, parse_views("summary")), io.StringIO())
+    out["json_summary_s"] = _cpu() - t
+    t = _cpu()
+    write_trace(sched, str(folder / "trace.json"))
+    out["perfetto_s"] = _cpu() - t
+    out["peak_mb"] = _peak_mb()
+    return out
+
+
+def run_worker(name: str, inner: tuple, outer: tuple) -> dict:
+    """`nkirun.simulate` of a matmul tutorial kernel against NumPy (one thread)."""
+    import ml_dtypes
+    import numpy as np
+
+    import nkirun
+    k = pk.KERNELS[name]
+    kernel = pk.load(k.repo, k.path, k.function, k.commit)
+    rng = np.random.default_rng(0)
+    lhs_t = rng.standard_normal(inner).astype(ml_dtypes.bfloat16)
+    rhs = rng.standard_normal(outer).astype(ml_dtypes.bfloat16)
+
+    def numpy_matmul():  # the hand-written equivalent: fp32 accumulation, bf16 result
+        return (lhs_t.astype(np.float32).T @ rhs.astype(np.float32)).astype(ml_dtypes.bfloat16)
+
+    sim = nkirun.simulate(kernel, target=k.target)
+    got = sim(lhs_t, rhs)  # warm-up (traces once) and a check of the result
+    want = numpy_matmul()
+    # the kernels round partial sums to bfloat16 where the tutorial does: not bit-equal to
+    # one fp32 sum, so the table shows the largest difference relative to the largest value
+    diff = np.abs(got.astype(np.float32) - want.astype(np.float32)).max()
+    close = float(diff / np.abs(want.astype(np.float32)).max())
+    ours, base = [], []
+    for _ in range(3):
+        t = _cpu()
+        sim(lhs_t, rhs)
+        ours.append(_cpu() - t)
+        t = _cpu()
+        numpy_matmul()
+        base.append(_cpu() - t)
+    return {"name": f"{name} run {inner}x{outer}", "run_s": statistics.median(ours),
+            "numpy_s": statistics.median(base), "matches": close, "peak_mb": _peak_mb(),
+            "live_mb": (lhs_t.nbytes + rhs.nbytes + want.nbytes) / 2**20}
+
+
+def _child(argv: list[str], timeout: float) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OPENBLAS_NUM_THREADS="1")
+    p = subprocess.run([sys.executable, __file__, *argv], capture_output=True, text=True,
+                       timeout=timeout, env=env)
+    if p.returncode != 0:
+        return {"name": argv[-1], "failed": (p.stderr.strip() or p.stdout.strip())[-300:]}
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def _command(cmd: list[str], env: dict) -> dict:
+    """One whole process: its CPU seconds (user + system) and peak RSS (os.wait4's rusage,
+    this child alone), and its exit status."""
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return {"cpu_s": ru.ru_utime + ru.ru_stime, "peak_mb": ru.ru_maxrss / 1024,
+            "exit": p.returncode}
+
+
+def commands(name: str, folder: Path) -> dict:
+    """`nkirun check` and `nkirun cost --format json` of the kernel as whole processes."""
+    k = pk.KERNELS[name]
+    path = pk.write_kernel(k, folder)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OPENBLAS_NUM_THREADS="1")
+    base = [sys.executable, "-m", "nkirun"]
+    spec = [f"{path}::{k.function}", "--target", k.target, *pk.shape_options(k)]
+    return {"check": _command(base + ["check", *spec], env),
+            "cost_json": _command(base + ["cost", *spec, "--format", "json"], env)}
+
+
+def _children_cpu(cmd: list[str], env: dict) -> float:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(cmd, capture_output=True, env=env, check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def startup(repeats: int = 7) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OPENBLAS_NUM_THREADS="1",
+               PYTHONPYCACHEPREFIX=os.path.join(tempfile.gettempdir(), "nkirun-suite-pyc"))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    check = [sys.executable, "-m", "nkirun", "check", str(STARTUP_PROGRAM)]
+    numpy = [sys.executable, "-c", "import numpy"]
+    _children_cpu(check, env)  # byte code cached, as installed
+    a, b = [], []
+    for _ in range(repeats):
+        a.append(_children_cpu(check, env))
+        b.append(_children_cpu(numpy, env))
+    return {"check_s": statistics.median(a), "numpy_s": statistics.median(b),
+            "ratio": statistics.median(x / y for x, y in zip(a, b))}
+
+
+def _us(row, key):
+    n = row.get("instructions") or 0
+    return f"{row[key] / n * 1e6:.1f}" if key in row and n else "-"
+
+
+def table(rows: list[dict], runs: list[dict], start: dict | None) -> str:
+    head = ("| kernel | instr | trace+check µs/instr | cost µs/instr | text s | json s "
+            "| json/text | json/text (command) | json summary s | perfetto s | check s "
+            "| peak RSS MB |")
+    lines = [head, "|" + "|".join(["---"] * (head.count("|") - 1)) + "|"]
+    medians: dict = {"tc": [], "cost": [], "ratio": [], "command": []}
+    for r in rows:
+        if "failed" in r:
+            lines.append(f"| {r['name']} | failed: {r['failed'][:80]} |")
+            continue
+        if "refused" in r:
+            lines.append(f"| {r['name']} | refused while tracing: {', '.join(r['refused'])} |")
+            continue
+        n = r["instructions"]
+        tc = (r["trace_s"] + r["check_s"]) / n * 1e6
+        medians["tc"].append(tc)
+        if "cost_s" in r:
+            medians["cost"].append(r["cost_s"] / n * 1e6)
+            ratio = r["json_s"] / r["text_s"]
+            medians["ratio"].append(ratio)
+            # the whole `nkirun cost` command: import, trace, check, cost, then the output
+            base = r["import_s"] + r["trace_s"] + r["check_s"] + r["cost_s"]
+            command = (base + r["json_s"]) / (base + r["text_s"])
+            medians["command"].append(command)
+            lines.append(f"| {r['name']} | {n:,} | {tc:.1f} | {_us(r, 'cost_s')} | "
+                         f"{r['text_s']:.2f} | {r['json_s']:.2f} | {ratio:.2f} | {command:.2f} | "
+                         f"{r['json_summary_s']:.3f} | {r['perfetto_s']:.2f} | "
+                         f"{r['check_s']:.2f} | {r['peak_mb']:.0f} |")
+        else:
+            lines.append(f"| {r['name']} | {n:,} | {tc:.1f} | refused {r['errors']} | "
+                         f"- | - | - | - | - | - | {r['check_s']:.2f} | {r['peak_mb']:.0f} |")
+    med = {k: statistics.median(v) for k, v in medians.items() if v}
+    cmd_rows = [r for r in rows if "commands" in r]
+    lines.append(f"| **median** | | **{med.get('tc', 0):.1f}** | **{med.get('cost', 0):.1f}** "
+                 f"| | | **{med.get('ratio', 0):.2f}** | **{med.get('command', 0):.2f}** "
+                 "| | | | |")
+    lines.append("")
+    if cmd_rows:
+        lines += ["Whole processes (start-up included), CPU s and peak RSS MB:", "",
+                  "| kernel | `check` s | `check` MB | `cost --format json` s | "
+                  "`cost --format json` MB |", "|---|---|---|---|---|"]
+        for r in cmd_rows:
+            c, j = r["commands"]["check"], r["commands"]["cost_json"]
+            lines.append(f"| {r['name']} | {c['cpu_s']:.2f} | {c['peak_mb']:.0f} | "
+                         f"{j['cpu_s']:.2f} | {j['peak_mb']:.0f} |")
+        lines.append("")
+    if runs:
+        lines += ["| run | nkirun s | NumPy s | ratio | max rel. difference | peak RSS MB | "
+                  "live tensors MB |", "|---|---|---|---|---|---|---|"]
+        for r in runs:
+            if "failed" in r:
+                lines.append(f"| {r['name']} | failed: {r['failed'][:80]} |||||")
+                continue
+            lines.append(f"| {r['name']} | {r['run_s']:.3f} | {r['numpy_s']:.3f} | "
+                         f"{r['run_s'] / r['numpy_s']:.2f} | {r['matches']:.1e} | "
+                         f"{r['peak_mb']:.0f} | {r['live_mb']:.0f} |")
+        lines.append("")
+    if start:
+        lines.append(f"Start-up: `nkirun check` of a 6-instruction program {start['check_s']:.3f} s "
+                     f"CPU, `import numpy` {start['numpy_s']:.3f} s: {start['ratio']:.2f}× "
+                     "(median of pairs).")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("-k", default=None, help="only kernels whose name contains this")
+    ap.add_argument("--all", action="store_true", help="every kernel of the table")
+    ap.add_argument("--no-run", action="store_true", help="skip the run-vs-NumPy rows")
+    ap.add_argument("--no-startup", action="store_true")
+    ap.add_argument("--no-commands", action="store_true",
+                    help="skip the whole `nkirun check` / `cost --format json` processes")
+    ap.add_argument("--timeout", type=float, default=1800)
+    ap.add_argument("--out", default=str(HERE / "results" / "public-suite.md"))
+    ap.add_argument("--table", help="only print the table of rows saved with --save")
+    ap.add_argument("--save", help="also write the raw rows (JSON) here")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--run-worker", help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.worker:
+        print(json.dumps(worker(a.worker)))
+        return 0
+    if a.run_worker:
+        name, inner, outer = json.loads(a.run_worker)
+        print(json.dumps(run_worker(name, tuple(inner), tuple(outer))))
+        return 0
+    if a.table:
+        saved = json.loads(Path(a.table).read_text())
+        print(table(saved["rows"], saved["runs"], saved["startup"]))
+        return 0
+    names = list(pk.KERNELS) if a.all else list(DEFAULT)
+    if a.k:
+        names = [n for n in pk.KERNELS if a.k in n]
+    rows = []
+    folder = Path(tempfile.mkdtemp(prefix="nkirun-suite-"))
+    for name in names:
+        rows.append(_child(["--worker", name], a.timeout))
+        if not a.no_commands and "cost_s" in rows[-1]:
+            rows[-1]["commands"] = commands(name, folder)
+        print(json.dumps(rows[-1]), file=sys.stderr)
+    runs = []
+    if not a.no_run:
+        for name, inner, outer in RUNS:
+            if a.k and a.k not in name:
+                continue
+            runs.append(_child(["--run-worker", json.dumps([name, inner, outer])], a.timeout))
+            print(json.dumps(runs[-1]), file=sys.stderr)
+    start = None if a.no_startup else startup()
+    load = os.getloadavg()[0]
+    text = (f"CPU time (user + system) of a fresh process per kernel; load average {load:.1f} "
+            f"on {os.cpu_count()} CPUs; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+            f", nkirun at {_commit()}.\n\n" + table(rows, runs, start))
+    print(text)
+    if a.save:
+        Path(a.save).write_text(json.dumps({"rows": rows, "runs": runs, "startup": start}))
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(text)
+    return 0
+
+
+def _commit() -> str:
+    p = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                       capture_output=True, text=True)
+    return p.stdout.strip() or "?"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
