@@ -258,7 +258,6 @@ class Schedule:
                            f"{spec.cost_formula}")
             seen.add(b_op)
         if self.spills:
-            from nkirun.schedule.spills import spill_note
             out.append(spill_note(self.spills))
         if self.placed_on_scalar:
             out.append(f"{self.placed_on_scalar} instruction(s) that name no engine (copies, "
@@ -312,3 +311,12 @@ def queue_label(queues) -> str:
     if queues[-1] - queues[0] == len(queues) - 1:
         return f"dma.q{queues[0]}-{queues[-1]}"
     return "dma.q" + ",".join(map(str, queues))
+
+
+def spill_note(t: dict) -> str:
+    """The cost report's note on a schedule's spills (Schedule.spills)."""
+    return (f"spills: the live on-chip set exceeds capacity (check: W047); nkirun booked "
+            f"{t['save_bytes'] / 1e6:,.2f} MB of saves and {t['reload_bytes'] / 1e6:,.2f} MB "
+            f"of reloads on the DMA engines ({t['transfers']:,} transfers, evicting the tile "
+            "used again furthest ahead; the compiler's own choice may differ), "
+            f"{t['dma_ns'] / 1e3:,.1f} us of DMA time uncontended")

@@ -8,8 +8,9 @@ from nkirun.hw.targets import TARGETS, Target
 from nkirun.isa.common import dma_cycles
 from nkirun.schedule import dma
 from nkirun.ir import Program
-from nkirun.schedule.model import (ENGINE, QUEUE, RAW, READY, RECOMPUTE, SPILL, WAR, WAW,
-                                   Schedule, Slot, queue_label)
+from nkirun.schedule.model import (ENGINE, QUEUE, RAW, READY, RECOMPUTE, WAR, WAW, Schedule,
+                                   Slot, queue_label)
+from nkirun.schedule.spills import held
 from nkirun.schedule import placement, recompute
 from nkirun.schedule.placement import earliest_start
 from nkirun.checker.overlap import contains, overlaps
@@ -260,15 +261,6 @@ class _Scheduler:
         return (c[0], reads, writes, c[3], uniq(names), key, uniq_reads(names),
                 uniq_writes(names))
 
-    def held(self, ready, dep, kind, dep_tensor) -> tuple:
-        """data_ready's answer, or later: the compiler's spill or reload the instruction
-        waits for (spills.py sets `hold` before placing it)."""
-        hold, self.hold = self.hold, (0.0, None)
-        if hold[0] > ready:
-            slots = self.sched.slots
-            return hold[0], slots[-1].index if slots else None, SPILL, hold[1]
-        return ready, dep, kind, dep_tensor
-
     def place(self, b) -> None:
         engine, index = b.engine, b.inst.index
         ckey = (b.args, engine)
@@ -285,7 +277,7 @@ class _Scheduler:
         if self.storage is not None:  # one buffer per allocation site: accesses of one tensor
             reads, writes = self.in_storage(reads), self.in_storage(writes)
         is_dma = engine == "dma"
-        ready, dep, kind, dep_tensor = self.held(*self.data_ready(
+        ready, dep, kind, dep_tensor = held(self, *self.data_ready(
             reads, writes, self.latency_factor.get(engine, 1.0)))
         values, same = self.values, None
         if values is not None:

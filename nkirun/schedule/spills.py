@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from nkirun.hw.cost_tables import cost_table
 from nkirun.hw.targets import Target
+from nkirun.schedule.model import SPILL
 
 
 def spill_events(program, bound, target: Target) -> dict[int, list]:
@@ -85,10 +86,11 @@ class Spills:
 
 
 
-def spill_note(t: dict) -> str:
-    """The cost report's note on a schedule's spills (Schedule.spills)."""
-    return (f"spills: the live on-chip set exceeds capacity (check: W047); nkirun booked "
-            f"{t['save_bytes'] / 1e6:,.2f} MB of saves and {t['reload_bytes'] / 1e6:,.2f} MB "
-            f"of reloads on the DMA engines ({t['transfers']:,} transfers, evicting the tile "
-            "used again furthest ahead; the compiler's own choice may differ), "
-            f"{t['dma_ns'] / 1e3:,.1f} us of DMA time uncontended")
+def held(sched, ready, dep, kind, dep_tensor) -> tuple:
+    """The scheduler's data_ready answer, or later: the compiler's spill or reload the
+    instruction waits for (Spills.hold set `sched.hold` before placing it)."""
+    hold, sched.hold = sched.hold, (0.0, None)
+    if hold[0] > ready:
+        slots = sched.sched.slots
+        return hold[0], slots[-1].index if slots else None, SPILL, hold[1]
+    return ready, dep, kind, dep_tensor
