@@ -57,6 +57,13 @@ class PublicKernel:
     toolchain: str = ""
     source_url: str = ""
     family: str = ""                # variants of one kernel at one shape share a family
+    spill_save_mb: float | None = None  # the profile's spill_save_bytes / 1e6, if published
+    # A kernel of a package (nki-library): `package` is the folder to extract (its parent
+    # goes on sys.path), `driver` names a function here that imports the kernel and returns
+    # (kernel, args, kwargs) with nkirun.shape() for tensors; `lnc` its launch.
+    package: str | None = None
+    driver: str | None = None
+    lnc: int = 1
     notes: str = ""
     extra: dict = field(default_factory=dict)   # keyword arguments (--arg)
 
@@ -212,8 +219,9 @@ def shape_options(k: PublicKernel, source: str | None = None) -> list[str]:
             out += ["--arg", f"{name}={shape!r}"]
         else:
             out += ["--shape", f"{name}={dtype}[{','.join(map(str, shape))}]"]
-    for key, v in k.extra.items():
-        out += ["--arg", f"{key}={v}"]
+    if k.driver is None:
+        for key, v in k.extra.items():
+            out += ["--arg", f"{key}={v}"]
     return out
 
 
@@ -222,6 +230,33 @@ def write_kernel(k: PublicKernel, folder: str | Path) -> Path:
     path = Path(folder) / (k.name.replace(" ", "_").replace("/", "_") + ".py")
     path.write_text(kernel_source(k))
     return path
+
+
+def traced(k: PublicKernel, root: str | Path):
+    """Trace a package kernel through its driver (nkirun's Python API), the package
+    extracted under root: the Traced of nkirun.source.kernel.api.trace_call."""
+    import sys
+    import nkirun  # noqa: F401  (its nki modules, before the package imports nki)
+    from nkirun.source.kernel.api import trace_call
+    top = str(Path(root) / Path(k.package).parent)
+    if top not in sys.path:
+        sys.path.insert(0, top)
+    kernel, args, kwargs = globals()[k.driver](**k.extra)
+    return trace_call(kernel, args, kwargs, target=k.target, lnc=k.lnc)
+
+
+def rmsnorm_quant(seqlen: int, quant_only: bool, hidden: int = 16384):
+    """nki-library's rmsnorm_quant_kernel as its LNC test calls it: bf16 [1, seqlen, hidden]
+    to fp8 row quantization, with RMSNorm unless quant_only."""
+    import nkirun
+    from nkilib_src.nkilib.core.rmsnorm.rmsnorm_quant import (RmsNormQuantKernelArgs,
+                                                             rmsnorm_quant_kernel)
+    from nkilib_src.nkilib.core.utils.common_types import NormType, QuantizationType
+    kargs = RmsNormQuantKernelArgs(
+        quantization_type=QuantizationType.ROW, lower_bound=0.0, eps=1e-6,
+        norm_type=NormType.NO_NORM if quant_only else NormType.RMS_NORM)
+    args = (nkirun.shape("bfloat16", 1, seqlen, hidden), nkirun.shape("bfloat16", 1, hidden))
+    return rmsnorm_quant_kernel, args, {"kargs": kargs, "input_dequant_scale": None}
 
 
 # ---- the table ------------------------------------------------------------------------------
@@ -233,21 +268,22 @@ def _bf16(*dims):
     return ("bfloat16", dims)
 
 
-_NKIBENCH_MS = {  # NKIBench/kernels/<file>: latency ms (profile total_time, mean of 10), trn1
-    "swiglu_M4096_N3072_K1024_0": 4.222,
-    "matmul_add_rmsnorm_M4096_N2048_K2048_0": 2.667,
-    "add_rmsnorm_matmul_M4096_N2048_K1024_0": 1.222,
-    "matmul_M4096_N12288_K5120_0": 35.200,
-    "gqa_full_B1_N4096_QH16_KH8_D128_0": 19.111,
-    "rmsnorm_matmul_M4096_N2048_K1024_0": 1.056,
-    "rope_single_freq_apply_B1_H64_N4096_D128_0": 4.333,
-    "bmm_B16_M4096_K64_N4096_0": 4.611,
-    "bmm_softmax_B16_K64_M4096_N4096_0": 12.000,
-    "transpose_matmul_M4096_K2048_N10944_0": 9.610,
-    "lora_M4096_N12288_K5120_R128_0": 30.166,
-    "adamw_M10944_N2048_0": 2.000,
-    "silu_M4096_N7168_0": 1.333,
-    "mamba_M7168_C256_S16_0": 2.889,
+_NKIBENCH_MS = {  # NKIBench/kernels/<file>: (latency ms: profile total_time, mean of 10;
+    # spill save MB), trn1; AccelOpt experiments/full_complete_local/profile_results.csv
+    "swiglu_M4096_N3072_K1024_0": (4.222, 67),
+    "matmul_add_rmsnorm_M4096_N2048_K2048_0": (2.667, 0),
+    "add_rmsnorm_matmul_M4096_N2048_K1024_0": (1.222, 0),
+    "matmul_M4096_N12288_K5120_0": (35.200, 0),
+    "gqa_full_B1_N4096_QH16_KH8_D128_0": (19.111, 1099),
+    "rmsnorm_matmul_M4096_N2048_K1024_0": (1.056, 0),
+    "rope_single_freq_apply_B1_H64_N4096_D128_0": (4.333, 0),
+    "bmm_B16_M4096_K64_N4096_0": (4.611, 13),
+    "bmm_softmax_B16_K64_M4096_N4096_0": (12.000, 754),
+    "transpose_matmul_M4096_K2048_N10944_0": (9.610, 0),
+    "lora_M4096_N12288_K5120_R128_0": (30.166, 1068),
+    "adamw_M10944_N2048_0": (2.000, 0),
+    "silu_M4096_N7168_0": (1.333, 0),
+    "mamba_M7168_C256_S16_0": (2.889, 55),
 }
 _NKIBENCH_REF = {  # kernel file -> reference file (the numpy_N suffix differs per op)
     "gqa_full_B1_N4096_QH16_KH8_D128_0": "gqa_full_B1_N4096_QH16_KH8_D128_numpy_2",
@@ -259,7 +295,7 @@ _NKIBENCH_REF = {  # kernel file -> reference file (the numpy_N suffix differs p
 
 def _nkibench() -> list[PublicKernel]:
     out = []
-    for stem, ms in _NKIBENCH_MS.items():
+    for stem, (ms, spill_mb) in _NKIBENCH_MS.items():
         op = stem.split("_M")[0].split("_B1")[0].split("_B16")[0]
         ref = _NKIBENCH_REF.get(stem, stem[:-2] + "_numpy_1")
         out.append(PublicKernel(
@@ -267,7 +303,7 @@ def _nkibench() -> list[PublicKernel]:
             path=f"NKIBench/kernels/{stem}.py", function="kernel", target="trn1",
             reference=f"NKIBench/reference/{ref}.py", measured_ms=ms,
             method="neuron-profile total_time, mean of 10", toolchain="AccelOpt 2026 (trn1)",
-            source_url=NKIBENCH, family=f"nkibench {op}"))
+            source_url=NKIBENCH, family=f"nkibench {op}", spill_save_mb=spill_mb))
     return out
 
 
@@ -314,9 +350,25 @@ def _fused_mamba() -> list[PublicKernel]:
         for v, c, s, ms in points]
 
 
+def _nkilib() -> list[PublicKernel]:
+    """nki-library's QoR values (test/integration/nkilib/core/rmsnorm/test_rmsnorm_quant.py,
+    `tpbSgCyclesSum`: profiler ticks of 1 ps, the slowest core; trn2, LNC2)."""
+    points = ((2, True, 51_564_336), (2, False, 89_102_777), (160, False, 106_546_750),
+              (2048, False, 683_281_265))
+    return [PublicKernel(
+        name=f"nkilib rmsnorm_quant s{s}{' quant-only' if q else ''}", repo=NKILIB,
+        commit=NKILIB_AT, path="src/nkilib_src/nkilib/core/rmsnorm/rmsnorm_quant.py",
+        function="rmsnorm_quant_kernel", target="trn2", measured_ms=ticks / 1e9,
+        method="neuron-profile CycleCount (1 ps ticks), max over cores",
+        toolchain="nki-library d2ad3a57 QoR (2026-02)",
+        source_url="https://github.com/aws-neuron/nki-library", family=f"rmsnorm_quant s{s}",
+        package="src/nkilib_src", driver="rmsnorm_quant", lnc=2,
+        extra={"seqlen": s, "quant_only": q}) for s, q, ticks in points]
+
+
 KERNELS: dict[str, PublicKernel] = {
     k.name: k for k in (*_nkibench(), *_optimization_guide(), *_matmul_tutorial(),
-                        *_fused_mamba())}
+                        *_fused_mamba(), *_nkilib())}
 
 
 # ---- loading for the calibration (benchmarks/calibration/public.py) ----------------------

@@ -62,6 +62,9 @@ class AccessPattern:
     scalar_offset: "View | None" = None
     vector_offset: "View | None" = None
     indirect_dim: int = 0
+    # The index's step in elements of the tensor's own dtype, where it is no dim's stride
+    # (a kernel's `.ap(...)` on a reshape of the tensor); None: dim indirect_dim's stride.
+    indirect_stride: int | None = None
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -79,6 +82,8 @@ class AccessPattern:
             out.append(f"vector_offset={self.vector_offset}")
         if self.indirect_dim:
             out.append(f"indirect_dim={self.indirect_dim}")
+        if self.indirect_stride is not None:
+            out.append(f"indirect_stride={self.indirect_stride}")
         return ".ap(" + ",".join(out) + ")"
 
 
@@ -266,6 +271,10 @@ class Program:
     cores: int = 1
     # Runtime loops over spans of `instructions`, outermost first (empty: straight-line).
     loops: tuple[Loop, ...] = ()
+    # "compiler": the compiler places the on-chip tensors and spills a live set over
+    # capacity (W047); "explicit": the kernel pins them (nki.compiler allocators,
+    # address=), so an over-full live set is E041 (checker/capacity.py).
+    placement: str = field(default="compiler", compare=False)
     # The compiler keeps one buffer per on-chip allocation site (a kernel under
     # nki.compiler.skip_middle_end_transformations): the cost model orders the accesses of
     # tensors allocated at one place as accesses of one tensor (schedule/scheduler.py).

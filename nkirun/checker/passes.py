@@ -166,30 +166,34 @@ def _named_by(program: Program, indices: set[int]) -> set[str]:
     return names
 
 
-def _capacity(program: Program, bound: list[Bound]) -> list[Diagnostic]:
-    """Peak per-partition SBUF/PSUM use over the program, tensors live first to last use."""
-    target = TARGETS[program.target]
-    n = len(bound)
+def _deltas(program: Program, bound: list[Bound]) -> dict:
+    """buffer -> the change of its live bytes per partition at each instruction."""
     if program.loops:  # a tensor used in a loop body and live before it stays live through it
         from nkirun.checker.control import widen_live
         first, last = _first_last(program, bound)
         widen_live(program.loops, first, last, bound)
-        delta = _span_deltas(program, first, last, n)
-    else:
-        delta = _live_deltas(program, bound)
+        return _span_deltas(program, first, last, len(bound))
+    return _live_deltas(program, bound)
+
+
+def live_peak(program: Program, bound: list[Bound], buf: str) -> int:
+    """The peak live bytes per partition of `buf` (schedule/spills.py)."""
+    return _peak_live(_deltas(program, bound).get(buf, ()), len(bound))[0]
+
+
+def _capacity(program: Program, bound: list[Bound]) -> list[Diagnostic]:
+    """Peak per-partition SBUF/PSUM use over the program, tensors live first to last use."""
+    target = TARGETS[program.target]
+    n = len(bound)
+    delta = _deltas(program, bound)
     out = []
     for buf, cap in (("sbuf", target.sbuf_bytes_per_partition),
                      ("psum", target.psum_bytes_per_partition)):
         peak, peak_at = _peak_live(delta.get(buf, ()), n)
-        if peak > cap:
-            b = bound[peak_at]
-            out.append(error("E041", f"live {buf.upper()} tensors need {peak:,} bytes per "
-                             f"partition at instruction {peak_at} ({b.op}); {target.name} has "
-                             f"{cap:,}" + _live_at_peak(program, bound, buf, peak_at, target),
-                             b.loc(), peak_at,
-                             hint="finish with a tile before the next is first used (a "
-                                  "tile lives from its first to its last use), reuse "
-                                  "tiles, or split the work into smaller tiles"))
+        if peak > cap:  # spilled (W047) unless the kernel places tensors itself (E041)
+            from nkirun.checker.capacity import over_capacity
+            out += over_capacity(program, bound, buf, cap, peak, peak_at, target.name,
+                                 _live_at_peak(program, bound, buf, peak_at, target))
     return out
 
 

@@ -26,8 +26,10 @@ Readings:
 * The indirect view is nkirun's `.ap(..., vector_offset=idx)` (docs/views.md): row k0 of
   the view is row flat_indices[k0] of the indexed dim. oob_mode skip leaves the dst column
   (the last dst axis) of a skipped row as it was; error stops the run with E093.
-* A direct transpose with dge_mode swdge/none, or oob_mode skip without an indirect src, is
-  refused (E435): the page allows neither.
+* A direct transpose with dge_mode swdge, or oob_mode skip without an indirect src, is
+  refused (E435): the page allows neither. dge_mode none (static descriptors the compiler
+  writes, no DGE at run time) is accepted: nki-library's MLP and norm TKG kernels transpose
+  that way and pass their tests on hardware.
 * A 1-byte or 8-byte dtype is refused on every DGE mode (the engines transpose 2- and 4-byte
   elements only); hwdge also refuses 4-byte ones, as its constraint list says.
 """
@@ -108,10 +110,11 @@ def _form_rules(b: Bound, src, mode: str):
                         "software DGE", "dge_mode", hint="dge_mode unknown or swdge")
         yield from indirect_transpose_rules(b, src)
         return
-    if mode in ("swdge", "none"):
+    if mode == "swdge":
         yield b.err("E435", f"dge_mode {mode}: a direct transpose (src without vector_offset) "
-                    "is lowered to the hardware DGE or left to the compiler", "dge_mode",
-                    hint="dge_mode unknown or hwdge; swdge is the indirect form's")
+                    "is lowered to the hardware DGE, to static descriptors (none) or left to "
+                    "the compiler", "dge_mode",
+                    hint="dge_mode unknown, hwdge or none; swdge is the indirect form's")
     if b.get("oob_mode") == "skip":
         yield b.err("E435", "oob_mode skip is only valid when src uses indirect indexing "
                     "(vector_offset)", "oob_mode", hint="leave oob_mode at error")

@@ -34,6 +34,7 @@ AP_MAPPING = {
         "dtype": {"type": "string"},
         "scalar_offset": {"type": "string"}, "vector_offset": {"type": "string"},
         "indirect_dim": {"type": "integer"},
+        "indirect_stride": {"type": "integer", "minimum": 1},
     },
 }
 INT_STRING = r"^\s*[+-]?(0[xXoObB][0-9a-fA-F_]+|[0-9][0-9_]*)\s*$"

@@ -6,8 +6,12 @@ Facts (the nki.isa.nc_transpose documentation):
 * dst.dtype must equal data.dtype (the NKI 0.2+ rule; the legacy `dtype=` cast is gone).
 * cost: Vector max(MIN_II, N); Tensor max(P, min(64, F)) (back-to-back), P = partitions and
   F = elements per partition of data.
-Reading for engine=unknown (the compiler's choice in NKI): the Tensor engine when data is in
-SBUF and dst in PSUM (its only route), otherwise the Vector engine.
+Reading for engine=unknown: the page says the compiler "will automatically select an engine
+based on the input shape". So: the Tensor engine when data is in SBUF and dst in PSUM (its
+only route) or when data is larger than the Vector engine's 32 x 32 (the shape rules it
+out); otherwise the Vector engine. A Tensor-engine transpose chosen by shape whose buffers
+are not SBUF -> PSUM is what the compiler must route through copies: warning W264 (nkirun
+runs it as the element copy it is and costs the Tensor transpose alone).
 The result is an exact element copy: TensorE transposes are bit-exact on NC-v3 (trn2); on
 NC-v2 (trn1/inf2) NaN/Inf may differ on hardware (§1.15), which nkirun does not model.
 """
@@ -37,6 +41,8 @@ def engine_of(b: Bound) -> str:
     data, dst = b.tile("data"), b.tile("dst")
     if data is not None and dst is not None and data.buffer == "sbuf" and dst.buffer == "psum":
         return "tensor"
+    if data is not None and max(data.partitions, data.free_size) > LIMITS["vector"]:
+        return "tensor"  # the shape rules the Vector engine out (the page: by shape)
     return "vector"
 
 
@@ -58,7 +64,14 @@ def check(b: Bound):
                     f"transposes at most {limit} x {limit}", "data",
                     hint="the Tensor engine takes up to 128 x 128 (SBUF -> PSUM)"
                     if eng == "vector" else "split the tile into 128 x 128 blocks")
-    if eng == "tensor":
+    chosen = b.get("engine", "unknown") == "unknown"
+    if eng == "tensor" and chosen and (data.buffer, dst.buffer) != ("sbuf", "psum"):
+        yield b.warn("W264", f"data is {data.partitions} x {data.free_size}, more than the "
+                     f"Vector engine's 32 x 32, so the compiler picks the Tensor engine, which "
+                     f"reads SBUF and writes PSUM: with data in {data.buffer} and dst in "
+                     f"{dst.buffer} it inserts copies nkirun does not cost", "data",
+                     hint="transpose from an SBUF tile into a PSUM tile")
+    elif eng == "tensor":
         if data.buffer != "sbuf":
             yield b.err("E261", f"the Tensor engine reads data from SBUF (data is in "
                         f"{data.buffer})", "data", hint="engine: vector reads PSUM (<= 32x32)")

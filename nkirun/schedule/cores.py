@@ -35,10 +35,17 @@ def schedule(program, bound, target=None):
     try:
         if isinstance(bound, SteadyPlan):  # loops of too many trips: their steady state
             return schedule_plan(bound, s, progress)
+        from nkirun.schedule.spills import Spills, spill_events
+        events = spill_events(program, bound, s.target)
+        spills = Spills(events, s.target) if events else None  # (schedule/spills.py)
         for k, b in enumerate(bound):
             if not k & 4095:
                 progress.tick(k)
+            if spills is not None and k in events:
+                s.hold = spills.hold(k, s)
             s.place(b)
+        if spills is not None:
+            s.sched.spills = spills.totals
     except KeyboardInterrupt as stop:  # Ctrl-C: the CLI says where the cost was
         stop.nkirun_at = stop.__dict__.get("nkirun_at") or (
             f"#{b.inst.index} {b.op} (line {b.inst.loc.line}) while costing"

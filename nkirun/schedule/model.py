@@ -29,6 +29,8 @@ FALLBACK_CLOCK_GHZ = 1.0
 READY, RAW, WAR, WAW, ENGINE, QUEUE = "ready", "data", "war", "waw", "engine", "dma_queue"
 # An instruction that computes again what an earlier one computed: elided (schedule/recompute.py).
 RECOMPUTE = "recompute"
+# Waiting for the compiler's spill or reload of an on-chip tensor (schedule/spills.py).
+SPILL = "spill"
 # Two-core programs: waiting for the other core at a meeting point (schedule/cores.py): the
 # wait kind is the meeting-point instruction's name (e.g. core_barrier, sendrecv).
 
@@ -37,7 +39,7 @@ def meeting_words(kind: str) -> str | None:
     """How a report names a wait for the other core at meeting point `kind` (its spec's
     Meeting.wait_words), or None when `kind` is no meeting point."""
     from nkirun.isa import REGISTRY
-    plain = (READY, RAW, WAR, WAW, ENGINE, QUEUE, RECOMPUTE)
+    plain = (READY, RAW, WAR, WAW, ENGINE, QUEUE, RECOMPUTE, SPILL)
     spec = REGISTRY.get(kind) if kind not in plain else None
     return spec.meeting.wait_words if spec is not None and spec.meeting is not None else None
 
@@ -93,6 +95,8 @@ class Slot:
         if self.wait_kind == RECOMPUTE:
             return (f"recomputes instruction {k}'s value from unchanged inputs: elided, as the "
                     "compiler's common-subexpression elimination does")
+        if self.wait_kind == SPILL:
+            return f"the compiler's spill traffic (room for it, or reloading {t})"
         if meeting_words(self.wait_kind) is not None:
             return f"core {1 - self.core} reaching its {self.wait_kind} (after instruction {k})"
         return "ready at start"
@@ -106,6 +110,9 @@ class Schedule:
     # runtime loops: one row each (name, kind, line, entries, iterations, trips: "static",
     # "data" or "assumed"); schedule/trips.py
     loops: list[dict] = field(default_factory=list)
+    # the compiler's spills booked on the DMA engines (schedule/spills.py): bytes, transfers,
+    # the time instructions waited on them; empty when nothing spills
+    spills: dict = field(default_factory=dict)
     # trips not scheduled, each a shifted copy of the trip before (schedule/steady.py)
     repeats: list = field(default_factory=list)
     # instructions whose engine the program left open, placed on the Scalar engine
@@ -250,6 +257,8 @@ class Schedule:
                 out.append(f"{b_op}: no cost formula is documented; nkirun assumes "
                            f"{spec.cost_formula}")
             seen.add(b_op)
+        if self.spills:
+            out.append(spill_note(self.spills))
         if self.placed_on_scalar:
             out.append(f"{self.placed_on_scalar} instruction(s) that name no engine (copies, "
                        "affine tensor_scalar, reciprocal) run on the Scalar engine, which "
@@ -302,3 +311,12 @@ def queue_label(queues) -> str:
     if queues[-1] - queues[0] == len(queues) - 1:
         return f"dma.q{queues[0]}-{queues[-1]}"
     return "dma.q" + ",".join(map(str, queues))
+
+
+def spill_note(t: dict) -> str:
+    """The cost report's note on a schedule's spills (Schedule.spills)."""
+    return (f"spills: the live on-chip set exceeds capacity (check: W047); nkirun booked "
+            f"{t['save_bytes'] / 1e6:,.2f} MB of saves and {t['reload_bytes'] / 1e6:,.2f} MB "
+            f"of reloads on the DMA engines ({t['transfers']:,} transfers, evicting the tile "
+            "used again furthest ahead; the compiler's own choice may differ), "
+            f"{t['dma_ns'] / 1e3:,.1f} us of DMA time uncontended")

@@ -51,7 +51,12 @@ def _metadata(s: Schedule) -> tuple[list[dict], dict[int, list[tuple[int, int]]]
     for pid, head, part in _processes(s):
         events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
                        "args": {"name": head}})
-        for tid, (name, slots) in enumerate(tracks(part), start=1):
+        named = tracks(part)
+        on_track = {x.index for _, slots in named for x in slots}
+        elided = [x for x in part.slots if x.index not in on_track]
+        if elided:  # a transfer elided as a recompute has no DMA queue: a track of its own
+            named.append(("dma.elided", elided))
+        for tid, (name, slots) in enumerate(named, start=1):
             label = name if name.startswith("dma") else f"{name} ({s.clock(name):g} GHz)"
             events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
                            "args": {"name": label}})

@@ -144,7 +144,8 @@ def _short(x) -> str:
     return {m.RAW: f"data from #{k} ({t})", m.WAR: f"WAR: #{k} reads {t}",
             m.WAW: f"WAW: #{k} writes {t}", m.ENGINE: f"engine busy (#{k})",
             m.QUEUE: f"DMA queues busy (#{k})",
-            m.RECOMPUTE: f"elided: recomputes #{k}"}.get(x.wait_kind, "ready at start")
+            m.RECOMPUTE: f"elided: recomputes #{k}",
+            m.SPILL: f"spill/reload ({x.wait_tensor})"}.get(x.wait_kind, "ready at start")
 
 
 def render_report(s: Schedule, stream=None, width: int | None = None,

@@ -10,6 +10,7 @@ from nkirun.schedule import dma
 from nkirun.ir import Program
 from nkirun.schedule.model import (ENGINE, QUEUE, RAW, READY, RECOMPUTE, WAR, WAW, Schedule,
                                    Slot, queue_label)
+from nkirun.schedule.spills import held
 from nkirun.schedule import placement, recompute
 from nkirun.schedule.placement import earliest_start
 from nkirun.checker.overlap import contains, overlaps
@@ -156,6 +157,7 @@ class _Scheduler:
         self.values = recompute.Recomputes() if recompute.applies(program) else None
         self.key_ids: dict[tuple, int] = {}
         self.by_form: dict[tuple[int, str], tuple | bool] = {}
+        self.hold: tuple[float, str | None] = (0.0, None)  # spills.py: the next one waits
         self.storage = placement.storage_names(program) if program.reuse_buffers else None
 
     def overlap(self, a, b) -> bool:
@@ -275,8 +277,8 @@ class _Scheduler:
         if self.storage is not None:  # one buffer per allocation site: accesses of one tensor
             reads, writes = self.in_storage(reads), self.in_storage(writes)
         is_dma = engine == "dma"
-        ready, dep, kind, dep_tensor = self.data_ready(reads, writes,
-                                                       self.latency_factor.get(engine, 1.0))
+        ready, dep, kind, dep_tensor = held(self, *self.data_ready(
+            reads, writes, self.latency_factor.get(engine, 1.0)))
         values, same = self.values, None
         if values is not None:
             if key is not None:

@@ -14,11 +14,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from nkirun import limits
 from nkirun.diagnostics import NkirunError
 
 STATUSES = ("ok", "invalid", "error", "mismatch", "timeout", "crashed", "duplicate")
 # Codes that say the candidate's own Python failed rather than a rule of the hardware.
-_PYTHON_FAILED = {"E595", "E600", "E602"}
+_PYTHON_FAILED = {"E595", "E600", "E602", "E609"}  # E609: over the instruction budget
 
 
 @dataclass
@@ -73,21 +74,9 @@ def trace_variant(setup: Setup, variant: Variant):
     plain = func.func if isinstance(func, Kernel) else func
     _enum_args(getattr(plain, "__wrapped__", plain), values)
     check_names(plain, values)
-    with _budget(setup.max_instructions):
+    with limits.budget(setup.max_instructions):  # E609 stops a kernel that keeps recording
         traced = trace(func, values, setup.target or default_target(), setup.grid, setup.lnc)
     return traced, traced_front(traced, variant.kernel, path)
-
-
-def _budget(max_instructions):
-    """The trace's own instruction budget where nkirun has one (nkirun.limits: it stops a
-    kernel that keeps recording); else nothing, and _evaluate counts after the trace."""
-    import contextlib
-    import importlib
-    try:  # (by name: nkirun.limits arrives with the correct-bounded work)
-        limits = importlib.import_module("nkirun.limits")
-    except ImportError:
-        return contextlib.nullcontext()
-    return limits.budget(max_instructions)
 
 
 # ---- the evaluation ----------------------------------------------------------------------
@@ -125,16 +114,11 @@ def _fail(row: dict, status: str, codes: list, message: str) -> None:
 
 
 def _evaluate(setup: Setup, variant: Variant, row: dict) -> None:
-    from nkirun.diagnostics import Loc, error
     from nkirun.pipeline import commands
     from nkirun.sweep.fingerprint import fingerprint
     traced, front = trace_variant(setup, variant)
     n = len(front.program.instructions)
     row["instructions"] = n
-    if setup.max_instructions is not None and n > setup.max_instructions:
-        raise NkirunError(error("E600", f"the kernel traced to {n:,} instructions, over the "
-                                f"instruction budget of {setup.max_instructions:,} "
-                                "(--max-instructions)", Loc(variant.kernel)))
     row["fingerprint"] = fp = fingerprint(front.program)
     checked = commands.check(front)
     row["codes"] = sorted({d.code for d in checked.diagnostics})

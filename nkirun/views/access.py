@@ -42,7 +42,8 @@ _AP_TEXT = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_.]*?)\s*\.ap\s*\((.*)\)\s*", re.
 _AP_COMPACT = re.compile(r"([A-Za-z_][A-Za-z0-9_.]*?)\.ap\(\[((?:\[-?\d+,\d+\],?)+)\]"
                          r"(?:,offset=(\d+))?(?:,dtype=(\w+))?\)")
 _INTS = re.compile(r"-?\d+")
-_AP_KEYS = ("pattern", "offset", "scalar_offset", "vector_offset", "indirect_dim", "dtype")
+_AP_KEYS = ("pattern", "offset", "scalar_offset", "vector_offset", "indirect_dim", "dtype",
+            "indirect_stride")
 _EXACT_LIMIT = 1 << 22  # overlap of a write pattern: enumerate up to this many elements
 
 
@@ -136,6 +137,10 @@ def make_ap(values: dict) -> AccessPattern:
     for k, v in (("offset", offset), ("indirect_dim", indirect)):
         if not isinstance(v, int) or isinstance(v, bool):
             raise APSyntaxError(f"`{k}` must be an integer, got {v!r}")
+    stride = values.get("indirect_stride")
+    if stride is not None and (not isinstance(stride, int) or isinstance(stride, bool)
+                               or stride < 1):
+        raise APSyntaxError(f"`indirect_stride` must be a positive integer, got {stride!r}")
     dtype = values.get("dtype")
     if dtype is not None and not isinstance(dtype, dt.DType):
         d = dt.lookup(str(dtype))
@@ -143,7 +148,8 @@ def make_ap(values: dict) -> AccessPattern:
             raise APSyntaxError(f"unknown dtype {dtype!r} in an access pattern")
         dtype = d
     return AccessPattern(tuple((int(s), int(n)) for s, n in pat), offset, dtype,
-                         values.get("scalar_offset"), values.get("vector_offset"), indirect)
+                         values.get("scalar_offset"), values.get("vector_offset"), indirect,
+                         stride)
 
 
 # ---- resolution --------------------------------------------------------------------------------

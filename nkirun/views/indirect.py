@@ -63,7 +63,8 @@ def static_part(ap, decl, dtype):
     if not 0 <= ap.indirect_dim < len(decl.shape):
         return None, (f"indirect_dim {ap.indirect_dim} is not a dim of `{decl.name}` "
                       f"({len(decl.shape)} dims)")
-    stride = prod(decl.shape[ap.indirect_dim + 1:]) * decl.dtype.itemsize
+    stride = (prod(decl.shape[ap.indirect_dim + 1:]) if ap.indirect_stride is None
+              else ap.indirect_stride) * decl.dtype.itemsize
     if stride % dtype.itemsize:
         return None, f"the indexed dim's stride is not a whole number of {dtype.name} elements"
     vector = ap.vector_offset is not None

@@ -121,6 +121,11 @@ def reshape_strides(old, old_strides, new):
         ni += 1
     return tuple(result)
 
+class EmptySlice(ViewError):
+    """A slice that selects nothing: an error where an instruction uses the view (kernels
+    may make one they never use, as Python and the compiler allow)."""
+
+
 def dim_index(d: int, ndim: int) -> int:
     if not -ndim <= d < ndim:
         raise ViewError(f"dim {d} is out of range for {ndim} dims")
@@ -151,8 +156,8 @@ def slice_triple(item: slice, n: int, axis: int) -> tuple[int, int, int]:
     start, stop, _ = item.indices(n)
     count = max(0, -(-(stop - start) // step))
     if count == 0:
-        raise ViewError(f"slice {item.start}:{item.stop} selects nothing of dim {axis} "
-                        f"(size {n})")
+        raise EmptySlice(f"slice {item.start}:{item.stop} selects nothing of dim {axis} "
+                         f"(size {n})")
     return start, count, step
 
 

@@ -48,7 +48,8 @@ class StridedView:
               (start, count, step)), None once the view is no basic index;
     tail      True when an on-chip view keeps a size-1 dim that is no tensor dim;
     indirect  ("scalar" | "vector", the index's ir.View, the tensor dim whose stride the
-              index scales) for a runtime-indexed view (final: no more view methods).
+              index scales, or (0, stride in elements) when no dim has it) for a
+              runtime-indexed view (final: no more view methods).
     Immutable by convention (a plain slotted class: kernels make a view per statement)."""
 
     __slots__ = ("decl", "shape", "strides", "offset", "dtype", "basic", "tail", "indirect")
@@ -308,12 +309,17 @@ class StridedView:
             raise ViewError("indirect addressing needs an HBM tensor")
         d = self.decl
         dims = [prod(d.shape[k + 1:]) * d.dtype.itemsize for k in range(len(d.shape))]
-        if stride_bytes not in dims:
-            raise ViewError("the indexed dim's stride is no dim of the declared tensor",
-                            "index a dim of the tensor itself (or of a contiguous reshape)")
+        if stride_bytes in dims:
+            where = dims.index(stride_bytes)
+        elif stride_bytes > 0 and stride_bytes % d.dtype.itemsize == 0:
+            # a reshape of the tensor (HBM is row-major storage): the DMA scales the index
+            # by any stride, so the IR carries it (ir.AccessPattern.indirect_stride)
+            where = (0, stride_bytes // d.dtype.itemsize)
+        else:
+            raise ViewError("the indexed dim's stride is not a whole number of the tensor's "
+                            "elements", "index a dim of the tensor or of a reshape of it")
         ir_index = index.to_ir() if hasattr(index, "to_ir") else index
-        return self._replace(basic=None, tail=False,
-                       indirect=(kind, ir_index, dims.index(stride_bytes)))
+        return self._replace(basic=None, tail=False, indirect=(kind, ir_index, where))
 
     def _final(self) -> None:
         if self.indirect is not None:
@@ -377,7 +383,8 @@ def _index_of(v: StridedView, basic):
                      Slice(b[0], b[0] + (b[1] - 1) * b[2] + 1, None if b[2] == 1 else b[2])
                      for b in basic)
     kind, index, dim = v.indirect or (None, None, 0)
+    dim, stride = dim if dim.__class__ is tuple else (dim, None)  # (see _indexed)
     return AccessPattern(tuple(zip(v.strides, v.shape)), v.offset,
                          None if v.dtype is v.decl.dtype else v.dtype,
                          index if kind == "scalar" else None,
-                         index if kind == "vector" else None, dim)
+                         index if kind == "vector" else None, dim, stride)

@@ -38,11 +38,46 @@ def test_tensors_whose_live_ranges_do_not_overlap_share_the_space(tmp_path):
 
 @pytest.mark.parametrize("target,limit", [("trn2", "229,376"), ("trn1", "196,608")])
 def test_peak_and_its_instruction_are_reported(tmp_path, target, limit):
+    """The compiler places a program's tensors and spills what does not fit: W047, not
+    E041 (issue 26), naming the peak, the tiles live there and the spill traffic."""
     _check(tmp_path, BOTH_LIVE, target)
     # at the second load, where b becomes live
-    d, _ = reported_at(tmp_path / "p.yaml", "E041", line=11, column=5, only=True)
+    d, _ = reported_at(tmp_path / "p.yaml", "W047", line=11, column=5, only=True)
     assert "240,000 bytes per partition at instruction 1 (load)" in d.message
     assert f"{target} has {limit}" in d.message
+    assert "`a` (line 7, 120,000 B), `b` (line 8, 120,000 B)" in d.message
+    # b is a load nothing read yet: the compiler can load it after a's last use
+    assert "no spill traffic" in d.message
+
+
+def test_one_instructions_operands_over_capacity_are_e041(tmp_path):
+    """What one instruction reads and writes must be resident together: nothing spills."""
+    p = tmp_path / "p.yaml"
+    c = "  c: {buffer: sbuf, shape: [128, 30000], dtype: float32}\ninstructions:\n"
+    p.write_text(HEADER.replace("TARGET", "trn2").replace("instructions:\n", c)
+                 + "".join(f"  - {i}\n" for i in [
+                     "load: {dst: a, src: x}", "load: {dst: b, src: x}",
+                     "tensor_tensor: {dst: c, data1: a, data2: b, op: add}",
+                     "store: {dst: y, src: c}"]))
+    d, _ = reported_at(p, "E041", line=13, column=5, only=True)
+    assert "operands of instruction 2 (tensor_tensor) need 360,000 bytes" in d.message
+
+
+@pytest.mark.parametrize("program,events", [
+    # a computed (dirty) tile is stored once and reloaded before its next use
+    (["load: {dst: a, src: x}", "tensor_scalar: {dst: a, data: a, op0: multiply, operand0: 2}",
+      "load: {dst: b, src: x}", "store: {dst: y, src: a}", "store: {dst: z, src: b}"],
+     [(2, "save", "a"), (3, "reload", "a")]),
+    # a loaded tile already read is loaded again from HBM: no save
+    (["load: {dst: a, src: x}", "store: {dst: z, src: a}", "load: {dst: b, src: x}",
+      "store: {dst: y, src: a}", "store: {dst: z, src: b}"], [(3, "reload", "a")]),
+])
+def test_spill_plan_evicts_the_tile_used_furthest_ahead(tmp_path, program, events):
+    from nkirun.checker.capacity import spill_plan
+    _check(tmp_path, program)
+    checked = check_program(str(tmp_path / "p.yaml"))  # (the program, bound as check binds it)
+    plan = spill_plan(checked.program, checked.bound, "sbuf", 229_376)
+    assert plan["events"] == [(*e, 120_000 * 128) for e in events]
 
 
 def test_peak_without_lists_equals_the_per_instruction_definition():

@@ -63,6 +63,8 @@ SOURCE_CODES = re.compile(r"""["']([EW]\d{3})["']""")
 # Codes that cannot come from a program file alone (file-system and data-file problems,
 # run-time errors and warnings): the test that covers each (tests/<path>::<function>).
 ELSEWHERE = {
+    "W264": "kernel/test_hardware_accepts.py::test_a_transpose_wider_than_32_is_the_tensor_engines",
+    "W047": "checker/test_capacity.py::test_peak_and_its_instruction_are_reported",
     "E000": "cli/test_robustness.py::test_missing_program_file",
     "E595": "contract/test_kernel_contract_audit.py::"
             "test_python_api__parameter_mismatch_is_a_typeerror_and_an_nkirunerror",

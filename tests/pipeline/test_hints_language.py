@@ -76,8 +76,15 @@ def test_yaml_hints_stay_yaml():
 
 
 def test_e041_names_the_live_tiles_and_psum_banks(tmp_path):
+    """A kernel that places its tiles itself (an nki.compiler allocator) cannot spill: E041;
+    where the compiler places them it spills (W047, issue 26), naming the same tiles."""
+    pinned = PSUM.replace("import nki\n", "import nki\nimport nki.compiler as ncc\n", 1).replace(
+        "buffer=nl.psum)", "buffer=ncc.psum.mod_alloc(base_bank=0))")
     with pytest.raises(nkirun.NkirunError) as e:
-        nkirun.simulate(_load(tmp_path, PSUM, "kp"))(np.zeros((128, 512), np.float32))
+        nkirun.simulate(_load(tmp_path, pinned, "kp"))(np.zeros((128, 512), np.float32))
     (d,) = [d for d in e.value.diagnostics if d.code == "E041"]
-    assert "`p` (line 11, 2,048 B)" in d.message and "and 1 more" in d.message
+    assert "`p` (line 12, 2,048 B)" in d.message and "and 1 more" in d.message
     assert "9 PSUM banks of 2,048 bytes, the partition has 8" in d.message
+    (w,) = [d for d in nkirun.check(_load(tmp_path, PSUM, "kq"), nkirun.shape("float32", 128, 512))
+            if d.code == "W047"]
+    assert "`p` (line 11, 2,048 B)" in w.message and "9 PSUM banks" in w.message

@@ -59,5 +59,5 @@ def test_given_arrays_are_the_verified_inputs(tmp_path):
 def test_the_instruction_budget(tmp_path):
     row = nkirun.sweep.evaluate(f"{copy_kernel(tmp_path)}::copy", X, params={"TILE": 128},
                                 max_instructions=7)
-    assert row["status"] in ("error", "invalid") and row["total_ns"] is None
-    assert "budget" in row["message"]
+    assert row["status"] == "error" and row["total_ns"] is None
+    assert row["codes"] == ["E609"] and "budget" in row["message"]

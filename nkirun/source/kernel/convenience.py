@@ -298,6 +298,8 @@ def broadcast_to(x, shape, dtype=None):
 
 
 def transpose(x, dtype=None, mask=None, **_):
+    if _is_tile(x) and max(x.shape) > 32:  # the Tensor engine's transpose: from SBUF
+        x = _in_sbuf(x)
     t = _new((x.shape[1], x.shape[0]), dtype or x.dtype, consts.psum)
     return _result(t, "nc_transpose", dst=t, data=x, mask=mask)
 

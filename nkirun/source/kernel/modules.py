@@ -16,7 +16,7 @@ import threading
 import types
 from contextlib import contextmanager
 
-from nkirun.source.kernel.unsupported import unsupported
+from nkirun.source.kernel.unsupported import Unprovided, here, importing, unsupported
 
 NAMES = ("nki", "nki.isa", "nki.isa.constants", "nki.language", "nki.collectives",
          "nki.typing", "nki.compiler", "nki.dtype", "nki.language.dtypes", "nki.builtin",
@@ -182,7 +182,13 @@ class _Allocators:
     def __getattr__(self, name):
         if name.startswith("_"):
             raise AttributeError(name)
-        return lambda *args, **kwargs: self._buffer
+        return self._placed
+
+    def _placed(self, *args, **kwargs):  # the kernel places its tensors: none spill
+        from nkirun.source.kernel.tensor import TRACERS
+        if TRACERS:
+            TRACERS[-1].placement = "explicit"  # (checker/capacity.py)
+        return self._buffer
 
 
 class _NoReorder:
@@ -233,6 +239,8 @@ class _Package(types.ModuleType):
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
+        if importing():  # an import is not a use (unsupported.Unprovided)
+            return Unprovided(f"{self.__name__}.{name}", here().line)
         raise unsupported(f"{self.__name__}.{name}")
 
 

@@ -66,6 +66,7 @@ class Tracer:
         # nl.ndarray repeats its call)
         self.alloc_plans: dict = {}
         self.lnc = 1  # 2: a two-core trace; self.builder.core is the core being traced
+        self.placement = "compiler"  # "explicit" once the kernel pins an on-chip tensor
         self.budget = TraceBudget(path)  # (its next_check: one comparison per instruction)
 
     def __enter__(self):

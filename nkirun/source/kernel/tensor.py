@@ -207,7 +207,10 @@ class ndarray:
             if blocks is not None:
                 return blocks
             shape = tuple(int(n) if isinstance(n, int) else n for n in shape)  # nl.par_dim
-        rec = (TRACERS[-1] if TRACERS else current()).allocate(shape, dtype, buffer, name)
+        tracer = TRACERS[-1] if TRACERS else current()
+        if address is not None:  # a pinned address: nothing of this kernel spills
+            tracer.placement = "explicit"
+        rec = tracer.allocate(shape, dtype, buffer, name)
         v = _new(ndarray)
         v._rec, v._v, v._dtype, v._ir = rec, rec.whole, rec.dtype, None  # the whole tensor
         return v

@@ -150,6 +150,8 @@ def trace(kernel, values: dict, target: str = "trn2", grid=None, lnc: int = 1,
     program, diags = tracer.builder.finish()
     diags = [d for d in diags if d.code != "E004"]
     program = _mark_inputs(program, set(names.values()))  # (a file's init stays "file")
+    if tracer.placement != program.placement:
+        program = replace(program, placement=tracer.placement)
     return Traced(program, diags, outputs, structure, inputs, names)
 
 

@@ -106,3 +106,40 @@ def unsupported(qualname: str, why: str = "") -> KernelError:
                         + (f" ({why})" if why else ""),
                         hint="`nkirun ops` lists the nki.isa instructions nkirun provides; "
                              "docs/kernels.md (in nkirun's repository) the rest of its nki API")
+
+
+def importing() -> bool:
+    """Whether the caller's caller is a `from nki import NAME` statement (its IMPORT_FROM,
+    or the import machinery's fromlist check before it), not `nki.NAME` in an expression."""
+    f = sys._getframe(2)
+    code = f.f_code
+    return (code.co_filename.startswith("<frozen")
+            or code.co_code[f.f_lasti] == _IMPORT_FROM)
+
+
+_IMPORT_FROM = __import__("dis").opmap["IMPORT_FROM"]
+
+
+class Unprovided:
+    """What `from nki import NAME` binds for a NAME nkirun does not provide
+    (`from neuronxcc.nki import trace` heads many machine-written kernels and is never
+    used): Python and the Neuron compiler accept an unused import, so nkirun does too,
+    and refuses (E601) the first use, located where it is used."""
+
+    __slots__ = ("_qualname", "_line")
+
+    def __init__(self, qualname: str, line: int):
+        self._qualname, self._line = qualname, line
+
+    def _refuse(self, *_args, **_kwargs):
+        raise unsupported(self._qualname, f"imported at line {self._line}")
+
+    __call__ = __getitem__ = __iter__ = __enter__ = _refuse
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        self._refuse()
+
+    def __repr__(self) -> str:
+        return f"<{self._qualname}: not provided by nkirun>"

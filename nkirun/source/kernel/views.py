@@ -14,8 +14,8 @@ from nkirun.source.kernel.index_arrays import advanced_pattern, with_pattern
 from nkirun.source.kernel.legacy_gather import gather
 from nkirun.source.kernel.lowering import lowered_index
 from nkirun.source.kernel.tensor import _new_view, ndarray
-from nkirun.source.kernel.unsupported import kernel_error, unsupported
-from nkirun.views.reshape import ViewError
+from nkirun.source.kernel.unsupported import here, kernel_error, unsupported
+from nkirun.views.reshape import EmptySlice, ViewError
 from nkirun.views.strided import StridedView
 
 _ARRAY = np.ndarray
@@ -36,6 +36,8 @@ def index_view(t, key):
     hit = _LAYOUTS.get(memo)
     if hit is None:
         out = index_view_plain(t, key)
+        if out.__class__ is EmptyView:
+            return out
         w = out._v
         if len(_LAYOUTS) >= _LAYOUTS_MAX:
             _LAYOUTS.clear()
@@ -88,9 +90,33 @@ def index_view_plain(t, key):
         items = tuple(_plain(k, t) for k in items)
     try:
         v = t._v[items]
+    except EmptySlice as e:
+        return EmptyView(f"{t.name}{list(t.shape)}: {e}", here().line)
     except ViewError as e:
         raise kernel_error("E603", f"{t.name}{list(t.shape)}: {e}", hint=e.hint) from None
     return _new_view(t._rec, v, t._dtype)
+
+
+class EmptyView:
+    """`t[a:a]`: a view of no element. Making one is not an error (Python and the compiler
+    accept an empty slice nothing reads); any use of it is E603, located at the use."""
+
+    __slots__ = ("_why", "_line")
+
+    def __init__(self, why: str, line: int):
+        self._why, self._line = why, line
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise kernel_error("E603", f"{self._why} (the empty view made at line {self._line} "
+                           "is used here)", hint="an instruction needs at least one element")
+
+    def __getitem__(self, key):
+        return self.__getattr__("index")
+
+    def __repr__(self) -> str:
+        return f"<empty view: {self._why}>"
 
 
 def _plain(k, t):
