@@ -91,7 +91,19 @@ def run_main(group: click.Group, args=None) -> None:
             raise
         _silence_stdout()
         code = 1
+    _default_handlers()
     sys.exit(code)
+
+
+def _default_handlers() -> None:
+    """The work is done (or undone) and said: a signal from here on ends the process as its
+    default action would (-signal), instead of raising Terminated inside the interpreter's
+    shutdown (threading._shutdown), where it would print a traceback."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        try:
+            signal.signal(signum, signal.SIG_DFL)
+        except (ValueError, OSError):  # pragma: no cover - not the main thread
+            pass
 
 
 def _invoke(group: click.Group, args) -> int:

@@ -428,3 +428,29 @@ def test_ctrl_c_while_the_backups_are_removed_leaves_no_bak(tmp_path, monkeypatc
         outputs.write_outputs({"y": new, "z": new}, str(tmp_path))
     assert sorted(os.listdir(tmp_path)) == ["y.npy", "z.npy"]
     assert all(np.array_equal(np.load(tmp_path / f), new) for f in ("y.npy", "z.npy"))
+
+
+def test_signals_after_the_work_take_their_default_action(monkeypatch):
+    """Once run_main has its exit code, SIGTERM/SIGHUP/SIGINT no longer raise (a SIGHUP in
+    the interpreter's shutdown used to print a Terminated traceback from threading)."""
+    import click
+
+    from nkirun import entry
+
+    @click.group()
+    def group():
+        pass
+
+    @group.command()
+    def noop():
+        pass
+
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        with pytest.raises(SystemExit) as done:
+            entry.run_main(group, ["noop"])
+        assert done.value.code == 0
+        assert all(signal.getsignal(s) == signal.SIG_DFL for s in saved)
+    finally:
+        for s, h in saved.items():
+            signal.signal(s, h)
