@@ -17,6 +17,8 @@ and schedule.
 | LOWERED_INDEX   | a view's IR index worked out when the view is made      | worked out when an instruction first uses it  |
 | LAZY_OPERANDS   | a form instance's Operands made on first read           | every bound instruction's Operands made by    |
 |                 | (checker/intern.py PendingOperands)                     | bind                                          |
+| AFFINE_OWN_SHAPE| an index array's affinity checked over its own shape    | over the broadcast shape of the whole index    |
+|                 | (source/kernel/legacy.py affine)                        | (affine_plain)                                |
 | STREAMED_JSON   | --format json written as it is made, a long list's rows | json.dumps(indent=2) of the whole document    |
 |                 | one compact line each (show/json_out.py)                |                                               |
 
@@ -35,3 +37,4 @@ SIMPLE_CALLS = True
 LOWERED_INDEX = True
 LAZY_OPERANDS = True
 STREAMED_JSON = True
+AFFINE_OWN_SHAPE = True

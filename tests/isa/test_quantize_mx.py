@@ -110,6 +110,41 @@ def test_scale_is_twice_the_ocp_scale_and_never_saturates(tmp_path):
     assert (q.view(np.uint8).view(ml_dtypes.float8_e5m2).astype(np.float32) == 32768).all()
 
 
+def _group(values, dtype):
+    """One 8 x 4 group (32 partitions, 4 columns; the other groups zero) from 32 values."""
+    src = np.zeros((32, 4), np.float32)
+    src[0:8] = np.asarray(values, np.float32).reshape(8, 4)
+    return src.astype(dtype)
+
+
+def _codes(q):
+    return q.view(np.uint8).reshape(32, 4)[0:8].reshape(-1)
+
+
+def test_ties_round_to_even_and_subnormals(tmp_path):
+    # codes written by hand from the e4m3fn layout (bias 7, 3 mantissa bits, subnormal step
+    # 2^-9), independent of any cast: amax 256 -> X = 2^(8 - 7) = 2
+    vals = [256.0, 2.125, 2.375, -2.125, 2.0 ** -9, 3 * 2.0 ** -9, 2.0 ** -7, 0.0] * 4
+    q, s = quantize(tmp_path, _group(vals, ml_dtypes.bfloat16), "float8_e4m3fn_x4")
+    assert s.view(np.uint8)[0, 0] == 128
+    # 128; 1.0625 ties to 1.0; 1.1875 ties to 1.25; -1.0; 2^-10 ties to 0;
+    # 3 * 2^-10 ties to 2^-8 (code 2); 2^-8; 0
+    assert _codes(q).tolist() == [0x70, 0x38, 0x3A, 0xB8, 0x00, 0x02, 0x02, 0x00] * 4
+    # float16 subnormal inputs: amax 3 * 2^-24 -> X = 2^(-23 - 7); 64 and 192
+    q, s = quantize(tmp_path, _group([2.0 ** -24, 3 * 2.0 ** -24] * 16, np.float16),
+                    "float8_e4m3fn_x4")
+    assert s.view(np.uint8)[0, 0] == 127 - 30
+    assert _codes(q).tolist() == [0x68, 0x74] * 16
+
+
+def test_scale_exponent_clamps_at_minus_127(tmp_path):
+    # bfloat16 amax 2^-126: 2^(-126 - 7) is below e8m0's range; X = 2^-127, values * 2^127
+    q, s = quantize(tmp_path, _group([2.0 ** -126, 2.0 ** -127] * 16, ml_dtypes.bfloat16),
+                    "float8_e4m3fn_x4")
+    assert s.view(np.uint8)[0, 0] == 0
+    assert _codes(q).tolist() == [0x40, 0x38] * 16  # 2.0 and 1.0
+
+
 def test_all_zero_group_gets_2_pow_minus_127(tmp_path):
     q, s = quantize(tmp_path, np.zeros((32, 8), np.float16), "float8_e4m3fn_x4",
                     scale_dtype="uint8")

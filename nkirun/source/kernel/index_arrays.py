@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from nkirun import speed  # the speed switches, beside their plain twins
 from nkirun.source.kernel.tensor import _new_view
 from nkirun.source.kernel.unsupported import kernel_error
 from nkirun.views.strided import StridedView
@@ -13,7 +14,20 @@ from nkirun.views.strided import StridedView
 
 def affine(arr: np.ndarray, shape: tuple):
     """(constant, per-axis coefficient) with arr == c + sum(k_a * pos_a) over `shape`, or
-    None when arr is no such function."""
+    None when arr is no such function.
+
+    speed.AFFINE_OWN_SHAPE: checked over arr's own shape (a broadcast axis has coefficient
+    0 either way): 128 values, not 65,536; twin affine_plain (tests/kernel/test_affine_fast.py)."""
+    pad = len(shape) - arr.ndim
+    if not speed.AFFINE_OWN_SHAPE or pad < 0 or 0 in shape or arr.size == 0:
+        return affine_plain(arr, shape)
+    own = arr.reshape((1,) * pad + arr.shape)
+    fit = affine_plain(own, own.shape)  # None: not affine
+    return fit and (fit[0], [k if m == n else 0 for k, m, n in zip(fit[1], own.shape, shape)])
+
+
+def affine_plain(arr: np.ndarray, shape: tuple):
+    """affine() by its definition: the broadcast array against c + sum(k_a * pos_a)."""
     full = np.broadcast_to(arr, shape)
     c = int(full[(0,) * len(shape)]) if full.size else 0
     coefs = []

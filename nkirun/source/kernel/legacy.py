@@ -32,7 +32,8 @@ from __future__ import annotations
 import numpy as np
 
 from nkirun.source.kernel import consts
-from nkirun.source.kernel.index_arrays import affine, advanced_pattern, with_pattern  # noqa
+from nkirun.source.kernel.index_arrays import affine, affine_plain, advanced_pattern, \
+    with_pattern  # noqa: F401 (affine, affine_plain: legacy_affine.py and tests use them)
 from nkirun.source.kernel.legacy_gather import narrowed
 from nkirun.source.kernel.legacy_mask import Predicate, index_array, predicate, predicate_text
 from nkirun.source.kernel.tensor import current, ndarray
