@@ -8,7 +8,6 @@ import os
 import sys
 import tempfile
 
-
 _MODULES: dict = {}  # (path, source digest) -> module
 
 
