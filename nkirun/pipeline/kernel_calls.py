@@ -22,20 +22,26 @@ def default_target() -> str:
 def import_function(path: str, func_name: str | None):
     """The kernel function `PATH.py::FUNCTION` (or the file's one @nki.jit function),
     imported with nkirun's `nki`; what the module prints goes to stderr."""
-    from nkirun.source.kernel.loader import (KernelUsageError, find_function,
-                                             import_kernel_module, kernel_exception)
+    from nkirun.source.kernel.loader import KernelUsageError, find_function
     from nkirun.source.kernel.modules import installed
     with installed():  # (prints go to stderr while the kernel's module runs: modules.py)
-        try:
-            module = import_kernel_module(path)
-        except NkirunError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the kernel file's own error
-            raise kernel_exception(exc) from None
+        module = import_kernel(path)
         try:
             return find_function(module, path, func_name)
         except KernelUsageError as e:
             raise NkirunError(error("E600", str(e), Loc(path))) from None
+
+
+def import_kernel(path: str):
+    """The kernel file's module, imported with nkirun's `nki` (the caller holds
+    modules.installed()); an exception of the file's own code is its E602."""
+    from nkirun.source.kernel.loader import import_kernel_module, kernel_exception
+    try:
+        return import_kernel_module(path)
+    except NkirunError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the kernel file's own error
+        raise kernel_exception(exc) from None
 
 
 def _function(kernel):

@@ -8,15 +8,13 @@ import os
 import sys
 import tempfile
 
-from nkirun.diagnostics import NkirunError
-
 _MODULES: dict = {}  # (path, source digest) -> module
 
 
 def kernel_module(path: str, source: str | None):
     """The imported kernel file; `source`: its text, written to a private folder and
     imported from there when this machine has no such file or another version of it."""
-    from nkirun.source.kernel.loader import import_kernel_module, kernel_exception
+    from nkirun.pipeline.kernel_calls import import_kernel
     from nkirun.source.kernel.modules import installed
     digest = hashlib.blake2b(source.encode(), digest_size=16).hexdigest() if source else ""
     key = (path, digest)
@@ -33,12 +31,7 @@ def kernel_module(path: str, source: str | None):
                 f.write(source)
             os.replace(tmp, where)
     with installed(), contextlib.redirect_stdout(sys.stderr):
-        try:
-            module = import_kernel_module(where)
-        except NkirunError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the kernel file's own error
-            raise kernel_exception(exc) from None
+        module = import_kernel(where)
     _MODULES[key] = module
     return module
 
