@@ -70,21 +70,21 @@ def install(target: str | None = None, uninitialized: str = "error") -> None:
 def uninstall() -> None:
     """Undo install(): the names it set are what they were before (nkirun's last-resort
     `import nki` finder stays, as `import nkirun` has it)."""
-    for name, before in _installed.items():
-        if before is None:
-            sys.modules.pop(name, None)
-        else:
-            sys.modules[name] = before
-    _installed.clear()
+    _put_back(sys.modules, _installed)
     _active.clear()
     _modules.CpuSimulate.target = None
     _modules.CpuSimulate.uninitialized = "error"
-    for key, value in _saved_env.items():
-        if value is None:
-            os.environ.pop(key, None)
+    _put_back(os.environ, _saved_env)
+
+
+def _put_back(where, saved: dict) -> None:
+    """Each saved key as it was before (None: it was absent), then forget them."""
+    for key, before in saved.items():
+        if before is None:
+            where.pop(key, None)
         else:
-            os.environ[key] = value
-    _saved_env.clear()
+            where[key] = before
+    saved.clear()
 
 
 def installed() -> bool:

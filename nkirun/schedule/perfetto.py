@@ -102,14 +102,24 @@ def _mid(x: Slot) -> float:
     return _us((x.start_ns + x.end_ns) / 2)
 
 
-def live_bytes(s: Schedule) -> dict[str, list[tuple[float, int]]]:
-    """Per on-chip buffer, the steps of its live bytes: [(time ns, bytes from then on)]."""
+def live_ranges(s: Schedule) -> tuple[dict[str, float], dict[str, float], dict[str, int]]:
+    """Per tensor used: the start of its first use, the end of its last, and the source
+    line of the instruction that used it first."""
     first: dict[str, float] = {}
     last: dict[str, float] = {}
+    line: dict[str, int] = {}
     for x in s.slots:
         for name in x.tensors:
-            first[name] = min(first.get(name, x.start_ns), x.start_ns)
+            if name not in first or x.start_ns < first[name]:
+                first[name], line[name] = x.start_ns, x.line
             last[name] = max(last.get(name, x.end_ns), x.end_ns)
+    return first, last, line
+
+
+def live_bytes(s: Schedule, ranges=None) -> dict[str, list[tuple[float, int]]]:
+    """Per on-chip buffer, the steps of its live bytes: [(time ns, bytes from then on)]
+    (`ranges`: live_ranges(s), when the caller has it)."""
+    first, last, _ = ranges or live_ranges(s)
     out = {}
     for buf in _ON_CHIP:
         deltas: dict[float, int] = {}

@@ -20,7 +20,7 @@ import os
 
 from nkirun.hw.cost_tables import cost_table
 from nkirun.schedule.model import Schedule, path_contributions
-from nkirun.schedule.perfetto import live_bytes
+from nkirun.schedule.perfetto import live_bytes, live_ranges
 from nkirun.schedule.views import summary, tracks
 
 MAX_SOURCE_LINES = 20_000  # a longer source shows its first lines only
@@ -137,18 +137,11 @@ def memory_view(s: Schedule) -> dict:
     tiles placed on banks (first fit; see the module docstring)."""
     t = s.target
     cores = s.program.cores
-    first: dict[str, float] = {}
-    last: dict[str, float] = {}
-    where: dict[str, int] = {}
-    for x in s.slots:
-        for name in x.tensors:
-            if name not in first or x.start_ns < first[name]:
-                first[name], where[name] = x.start_ns, x.line
-            last[name] = max(last.get(name, x.end_ns), x.end_ns)
+    ranges = first, last, where = live_ranges(s)
     out = {"capacity": {"sbuf": t.sbuf_bytes_per_partition * t.partitions * cores,
                         "psum": t.psum_bytes_per_partition * t.partitions * cores},
            "series": {}, "peaks": {}, "psum_banks": []}
-    for buf, steps in live_bytes(s).items():
+    for buf, steps in live_bytes(s, ranges).items():
         out["series"][buf] = [[_r(a), b] for a, b in steps]
         peak_t, peak = max(steps, key=lambda st: (st[1], -st[0]))
         live = [(name, d) for name, d in s.program.tensors.items()
