@@ -192,6 +192,20 @@ def _differs(arrays: list) -> np.ndarray:
     """Which elements' bytes differ between the arrays (all of one shape and dtype)."""
     first = arrays[0]
     size = first.itemsize
+    unsigned = _UNSIGNED.get(size)
+    if unsigned is not None:  # one comparison per element, not per byte
+        base = first.view(unsigned) if first.ndim else first.reshape(1).view(unsigned)
+        out = np.zeros(base.shape, bool)
+        for a in arrays[1:]:
+            out |= (a.view(unsigned) if a.ndim else a.reshape(1).view(unsigned)) != base
+        return out.reshape(first.shape)
+    return differs_bytewise(arrays)
+
+
+def differs_bytewise(arrays: list) -> np.ndarray:
+    """_differs byte by byte (its plain twin, for any element size)."""
+    first = arrays[0]
+    size = first.itemsize
     out = np.zeros(first.size, bool)
     base = np.ascontiguousarray(first).reshape(-1).view(np.uint8).reshape(-1, size)
     for a in arrays[1:]:

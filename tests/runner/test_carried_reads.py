@@ -255,3 +255,16 @@ def test_the_fills_touch_only_the_box_a_read_stays_in(dtype):
     filled = np.zeros(buf.shape, bool)
     filled[:, 1, 2:8:2] = True
     assert (raw[filled] == 0x7E).all() and (raw[~filled] == 0).all()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int8", "float64"])
+def test_which_elements_differ_per_element_equals_byte_by_byte(dtype):
+    from nkirun.hw import dtypes as dt
+    from nkirun.runner.carried import _differs, differs_bytewise
+    np_dtype = dt.numpy_dtype(dtype) if dt.lookup(dtype) else np.dtype(dtype)
+    raw = RNG.integers(0, 4, (5, 3, 7 * np_dtype.itemsize), dtype=np.uint8)
+    arrays = [raw.copy().view(np_dtype) for _ in range(4)]
+    for k, a in enumerate(arrays[1:]):  # a few bytes changed, NaN payloads and -0 included
+        a.view(np.uint8).reshape(-1)[RNG.integers(0, raw.size, 6 + k)] ^= 0x80
+    np.testing.assert_array_equal(_differs(arrays), differs_bytewise(arrays))
+    assert _differs(arrays).any() and not _differs([arrays[0], arrays[0].copy()]).any()
