@@ -90,7 +90,11 @@ def _pytest(a, scratch: Path, lib: Path, glue: Path, paths: list, k: int) -> int
            "-q", "--junitxml", str(junit), "--output-directory", str(scratch / "test-output")]
     if a.jobs > 1:
         cmd += ["-n", str(a.jobs)]
-    env = dict(os.environ, PYTHONHASHSEED="0", NKILIB_SAMPLE=str(a.sample),
+    # NEURON_PYTHONHASHSEED seeds the harness's `random` before collection: its sweeps
+    # draw their shapes at import (`random.sample` in class bodies), so the test ids, and
+    # the sample, are the same in every run
+    env = dict(os.environ, PYTHONHASHSEED="0", NEURON_PYTHONHASHSEED="0",
+               NKILIB_SAMPLE=str(a.sample),
                OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
                PYTHONPATH=os.pathsep.join([str(ROOT), str(HERE), str(glue),
                                            str(lib / "src")]))
