@@ -9,7 +9,7 @@ its `--test-mode simulation`, with nkirun as the simulator through the pytest pl
 nki-library is read from its git mirror at the pinned commit (benchmarks/public_kernels.py:
 `fetch github:aws-neuron/nki-library` makes the mirror); nothing of it is stored here.
 `--python`: an interpreter with what the harness imports (torch (CPU), pytest,
-pytest-timeout, allpairspy, boto3, fabric2, filelock, plotext, scipy, attrs,
+pytest-timeout, pytest-html, allpairspy, boto3, fabric2, filelock, plotext, scipy, attrs,
 aws-embedded-metrics, paramiko) and nkirun's dependencies; nkirun itself comes from this
 tree. `--neuron-dtypes DIR`: the `neuron_dtypes` package the tests' input generators and
 comparators import (it ships with AWS's Neuron compiler and is not public: AWS's, or a

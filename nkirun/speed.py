@@ -23,6 +23,8 @@ and schedule.
 |                 | [:, None]) carries its affine form; a view indexed with | values (index_arrays.advanced_pattern_plain)  |
 |                 | such arrays is built from the forms                     |                                               |
 |                 | (source/kernel/index_forms.py)                          |                                               |
+| INDIRECT_ROWS   | an indirect view's element offsets computed once per    | computed at each of the instruction's uses     |
+|                 | index values (runner/indirect_rows.py)                  | (rows_plain)                                   |
 | STREAMED_JSON   | --format json written as it is made, a long list's rows | json.dumps(indent=2) of the whole document    |
 |                 | one compact line each (show/json_out.py)                |                                               |
 
@@ -43,3 +45,4 @@ LAZY_OPERANDS = True
 STREAMED_JSON = True
 AFFINE_OWN_SHAPE = True
 INDEX_FORMS = True
+INDIRECT_ROWS = True
