@@ -174,14 +174,21 @@ class _Scheduler:
         under a write (WAW, WAR). A map is scanned only if its upper bound of ends could beat
         what was found."""
         ready, dep, kind, dep_tensor = 0.0, None, READY, None
-        tensors, overlap = self.tensors, self.overlap
+        tensors, memo = self.tensors, self.overlap_memo  # (self.overlap, inlined: hot)
         for name, box in reads:
             st = tensors.get(name)
             if st is not None and st.write_end > ready:
                 for wbox, (end, k, lat) in st.writes.items():
                     if compute:
                         end += lat * compute
-                    if end > ready and (wbox is box or overlap(wbox, box)):
+                    if end > ready:
+                        if wbox is not box:
+                            key = (id(wbox), id(box))
+                            hit = memo.get(key)
+                            if hit is None:
+                                hit = memo[key] = overlaps(wbox, box)
+                            if not hit:
+                                continue
                         ready, dep, kind, dep_tensor = end, k, RAW, name
         for name, box in writes:
             st = tensors.get(name)
@@ -191,7 +198,14 @@ class _Scheduler:
                                          (st.reads, st.read_end, WAR)):
                 if bound > ready:
                     for other, a in accesses.items():
-                        if a[0] > ready and (other is box or overlap(other, box)):
+                        if a[0] > ready:
+                            if other is not box:
+                                key = (id(other), id(box))
+                                hit = memo.get(key)
+                                if hit is None:
+                                    hit = memo[key] = overlaps(other, box)
+                                if not hit:
+                                    continue
                             ready, dep, kind, dep_tensor = a[0], a[1], why, name
         return ready, dep, kind, dep_tensor
 
@@ -313,14 +327,16 @@ class _Scheduler:
                 values.store(key, rv, write_names, index, end)
         self.record_accesses(reads, writes, end, index, lat)
         spec = b.spec
+        if is_dma and same is None:
+            dma_bytes, dma_run, hbm_bytes = extra[8], extra[9], extra[2] * self.hbm_rate
+        else:
+            dma_bytes = dma_run = hbm_bytes = 0.0
+        # every field positionally (Slot's order): keywords cost a dict per instruction
         self.sched.slots.append(Slot(index, spec.name, engine, label, queues, cycles, start, end,
                                      spec.cost_formula, spec.cost_assumed, kind, dep,
-                                     dep_tensor, b.inst.loc.line, names,
-                                     inst_name=b.args.get("name"), busy_ns=busy,
-                                     ready_ns=ready,
-                                     **({"dma_bytes": extra[8], "dma_run": extra[9],
-                                         "hbm_bytes": extra[2] * self.hbm_rate}
-                                        if is_dma and same is None else {})))
+                                     dep_tensor, b.inst.loc.line, names, 0,
+                                     b.args.get("name"), busy, ready, dma_bytes, dma_run,
+                                     hbm_bytes))
 
     def in_storage(self, accesses) -> tuple:
         """(tensor, box) pairs with each tensor named by its buffer (Program.reuse_buffers)."""
