@@ -47,60 +47,19 @@ def write_cost_json(s: Schedule, views: tuple[str, ...], stream, detail: str = "
 def row_texts(s: Schedule):
     """Each slot's row as the streamed writer spells `views.table(s)`'s dict for it."""
     from nkirun.show.json_out import _ROW as encoder
-    quoted: dict = {None: "null"}
-    times: dict = {}
-    clocks: dict = {}
-    queue_lists: dict = {(): "[]"}
-    two_cores = s.program.cores > 1
-
-    def text(x) -> str:  # a str or None, encoded once per value
-        t = quoted.get(x)
-        if t is None:
-            if x.__class__ is not str:
-                raise _Plain
-            t = quoted[x] = _quote(x)
-        return t
-
-    def time(x) -> str:  # round(x, 3) as JSON, once per value
-        if x.__class__ is not float:  # (an int equals a float key: never looked up)
-            if x.__class__ is int:
-                return repr(x)
-            raise _Plain
-        t = times.get(x)
-        if t is None:
-            r = round(x, 3)
-            t = (repr(r) if -_INF < r < _INF else
-                 "NaN" if r != r else "Infinity" if r > 0 else "-Infinity")
-            if x:  # (0.0 and -0.0 are one key)
-                if len(times) >= _MEMO:  # bounded: starts and ends rarely repeat far apart
-                    times.clear()
-                times[x] = t
-        return t
-
-    def integer(x) -> str:
-        if x.__class__ is not int:
-            raise _Plain
-        return repr(x)
-
+    sp, clocks, two_cores = _Spelling(), {}, s.program.cores > 1
+    text, time, integer = sp.text, sp.time, sp.integer
     for x in s.slots:
         try:
             engine = x.engine
             clock = clocks.get(engine)
             if clock is None:
                 clock = clocks[engine] = s.clock(engine)
-            if x.queues.__class__ is not tuple:
-                raise _Plain
-            queues = queue_lists.get(x.queues)
-            if queues is None:
-                if any(q.__class__ is not int for q in x.queues):
-                    raise _Plain
-                queues = queue_lists[x.queues] = "[" + ", ".join(map(repr, x.queues)) + "]"
-            assumed = x.assumed
+            assumed, waited_on = x.assumed, x.waited_on
             if assumed is not True and assumed is not False:
                 raise _Plain
-            waited_on = x.waited_on
             row = _ROW % (
-                integer(x.index), text(x.op), text(engine), text(x.queue), queues,
+                integer(x.index), text(x.op), text(engine), text(x.queue), sp.queues(x.queues),
                 integer(x.cycles), time(x.cycles / clock), time(x.start_ns),
                 time(x.end_ns), time(x.end_ns - x.start_ns), text(x.formula),
                 "true" if assumed else "false", _wait(x), text(x.wait_kind),
@@ -114,6 +73,62 @@ def row_texts(s: Schedule):
         except _Plain:  # a value of another type: as the plain path spells it
             plain = v.instruction_row(x, s.own_ns(x))
             yield encoder.encode(dict(plain, core=x.core) if two_cores else plain)
+
+
+class _Spelling:
+    """JSON of the values a row holds, each checked for its type (_Plain otherwise) and
+    remembered where values repeat."""
+
+    __slots__ = ("quoted", "times", "queue_lists")
+
+    def __init__(self):
+        self.quoted: dict = {None: "null"}
+        self.times: dict = {}
+        self.queue_lists: dict = {(): "[]"}
+
+    def text(self, x) -> str:
+        """A str or None, encoded once per value."""
+        t = self.quoted.get(x)
+        if t is None:
+            if x.__class__ is not str:
+                raise _Plain
+            t = self.quoted[x] = _quote(x)
+        return t
+
+    def time(self, x) -> str:
+        """round(x, 3) as JSON, once per value."""
+        if x.__class__ is not float:  # (an int equals a float key: never looked up)
+            if x.__class__ is int:
+                return repr(x)
+            raise _Plain
+        times = self.times
+        t = times.get(x)
+        if t is None:
+            r = round(x, 3)
+            t = (repr(r) if -_INF < r < _INF else
+                 "NaN" if r != r else "Infinity" if r > 0 else "-Infinity")
+            if x:  # (0.0 and -0.0 are one key)
+                if len(times) >= _MEMO:  # bounded: starts and ends rarely repeat far apart
+                    times.clear()
+                times[x] = t
+        return t
+
+    @staticmethod
+    def integer(x) -> str:
+        if x.__class__ is not int:
+            raise _Plain
+        return repr(x)
+
+    def queues(self, qs) -> str:
+        """A tuple of ints as a JSON list."""
+        if qs.__class__ is not tuple:
+            raise _Plain
+        t = self.queue_lists.get(qs)
+        if t is None:
+            if any(q.__class__ is not int for q in qs):
+                raise _Plain
+            t = self.queue_lists[qs] = "[" + ", ".join(map(repr, qs)) + "]"
+        return t
 
 
 def _wait(x) -> str:
