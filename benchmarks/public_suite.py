@@ -106,7 +106,7 @@ def worker(name: str) -> dict:
     render_report(sched, stream=io.StringIO(), width=100, color=False, views=views)
     out["text_s"] = _cpu() - t
     try:  # what `nkirun cost --format json [--detail summary]` writes with (issue 28)
-        from nkirun.schedule.json_rows import write_cost_json
+        from nkirun.show.cost_json import write_cost_json
     except ImportError:  # (an older nkirun: the document, then the writer)
         try:
             from nkirun.show.json_out import write_json

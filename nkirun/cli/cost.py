@@ -120,7 +120,7 @@ def cost(program, fmt, target, trace_out, html_out, view, detail, max_rows, widt
     if to_stdout:  # standard output carries the trace or the page alone
         sys.exit(EXIT_OK)
     if fmt == "json":
-        from nkirun.schedule.json_rows import write_cost_json
+        from nkirun.show.cost_json import write_cost_json
         write_cost_json(sched, views, sys.stdout, detail)
     else:
         render_report(sched, width=width, views=views, max_rows=max_rows)

@@ -38,8 +38,8 @@ def to_json(s: Schedule, views: tuple[str, ...] = v.VIEWS, timeline_width: int =
             detail: str = "full", rows=None) -> dict:
     """The contract's keys (target, total_ns, engines, instructions) always, plus the
     summary's fields and the selected views. detail="summary" (opt-in: `cost --detail
-    summary`) leaves out the `instructions` list; `rows` stands in for it (schedule/
-    json_rows.py: the rows already spelled as JSON)."""
+    summary`) leaves out the `instructions` list; `rows` stands in for it (show/
+    cost_json.py: the rows already spelled as JSON)."""
     out = v.summary(s)
     if detail != "summary":
         out["instructions"] = v.table(s) if rows is None else rows

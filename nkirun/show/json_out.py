@@ -28,7 +28,7 @@ def _rows(items: list, pad: str, write) -> None:
 class EncodedRows:
     """A list given as the compact JSON text of each element, written where the list would
     be, as it would be (the texts are what the row encoder gives each element; a producer
-    such as schedule/json_rows.py spells them without building the elements)."""
+    such as show/cost_json.py spells them without building the elements)."""
 
     __slots__ = ("count", "texts")
 

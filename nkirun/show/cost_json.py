@@ -8,7 +8,7 @@ costs beyond the text report. Here each row's text is formatted from its slot: s
 (op, engine, queue, formula, ...) are encoded once per distinct value, and a time is
 rounded once per distinct value (an end is the next start, own times repeat). The text is
 what the streamed writer gives the plain row, byte for byte; a row holding a value of any
-other type than those expected takes the plain path (tests/schedule/test_json_rows.py).
+other type than those expected takes the plain path (tests/schedule/test_cost_json.py).
 
 `detail="summary"` leaves the `instructions` list out (an opt-in level for sweeps and CI
 jobs that read only the totals; the default document keeps the contract's keys).

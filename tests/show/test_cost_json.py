@@ -1,5 +1,5 @@
 """`cost --format json` with its rows spelled from the slots (speed.JSON_ROWS,
-schedule/json_rows.py) against the plain twin (views.table's dicts through the streamed
+show/cost_json.py) against the plain twin (views.table's dicts through the streamed
 writer), and the opt-in summary level (`--detail summary`)."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from nkirun import api, speed
 from nkirun.cli import cli
 from nkirun.schedule import VIEWS, to_json
-from nkirun.schedule.json_rows import row_texts, write_cost_json
+from nkirun.show.cost_json import row_texts, write_cost_json
 from nkirun.show.json_out import EncodedRows, write_json
 
 from repo_paths import ROOT
