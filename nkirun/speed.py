@@ -23,6 +23,9 @@ and schedule.
 |                 | [:, None]) carries its affine form; a view indexed with | values (index_arrays.advanced_pattern_plain)  |
 |                 | such arrays is built from the forms                     |                                               |
 |                 | (source/kernel/index_forms.py)                          |                                               |
+| PSUM_BY_FORM    | the PSUM hazard pass reads a form instance's PSUM       | every instance's Operands made and read       |
+|                 | operands through its form (checker/psum.py             |                                               |
+|                 | _form_operands): its Operands stay unmade               |                                               |
 | STREAMED_JSON   | --format json written as it is made, a long list's rows | json.dumps(indent=2) of the whole document    |
 |                 | one compact line each (show/json_out.py)                |                                               |
 
@@ -43,3 +46,4 @@ LAZY_OPERANDS = True
 STREAMED_JSON = True
 AFFINE_OWN_SHAPE = True
 INDEX_FORMS = True
+PSUM_BY_FORM = True
