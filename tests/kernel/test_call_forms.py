@@ -274,3 +274,36 @@ def test_form_bounds_answer_as_their_operands(tmp_path, monkeypatch):
             assert [a.tobytes() for a in run_traced(traced, again)] == \
                 [a.tobytes() for a in run_traced(traced, eager)], name
     assert lazy_seen > 30
+
+
+TWIN_SITES = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def twins(x, n):
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    for i in range(n):
+        a = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=a, src=x)
+        b = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=b, src=x)            # the same operands as the line above
+        nisa.tensor_tensor(dst=a, data1=a, data2=b, op=nl.add)
+    nisa.dma_copy(dst=out, src=a)
+    return out
+'''
+
+
+def test_a_form_first_bound_as_another_forms_instance_gets_a_template(tmp_path,
+                                                                      template_uses):
+    """The second dma_copy's first instance equals the first's (bind's form_key): it is
+    bound as that one, and then also serves as its own form's template, so the later
+    instances of both lines come from templates."""
+    (tmp_path / "twin_sites.py").write_text(TWIN_SITES)
+    twins = _module(tmp_path / "twin_sites.py", "twin_sites").twins
+    program = trace_call(twins, (np.zeros((128, 64), np.float32), 10)).program
+    fast, plain = bind(program), bind(program, fast=False)
+    assert FAST_BIND.summary(*fast) == FAST_BIND.summary(*plain)
+    assert sum(template_uses) == 3 * 9  # every instance after the first of each line
