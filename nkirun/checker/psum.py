@@ -166,10 +166,6 @@ def _form_operands(spec, pending):
     return tuple(reads), tuple(writes), _mode(spec, template)
 
 
-def _named(ops, names):
-    return tuple((r.decl.name if j is None else names[j], r, box) for j, r, box in ops)
-
-
 def psum_hazards(program: Program, bound: list[Bound]) -> list[Diagnostic]:
     """W053-W055 over the program. speed.PSUM_BY_FORM: an instance of a call-site form
     whose Operands are not made yet is read through its form (_form_operands), and they
@@ -193,10 +189,17 @@ def psum_hazards(program: Program, bound: list[Bound]) -> list[Diagnostic]:
             rw = by_form.get(id(args.template))
             if rw is None:
                 rw = by_form[id(args.template)] = _form_operands(b.spec, args)
-            if not rw[0] and not rw[1]:
+            reads, writes, mode = rw
+            if not reads and not writes:
                 continue
-            reads, writes = _named(rw[0], args.names_in), _named(rw[1], args.names_in)
-            mode = rw[2]
+            names = args.names_in
+            for j, r, box in reads:  # (as below, each tensor named by the instance)
+                tiles[r.decl.name if j is None else names[j]].set(r, box, None, MM_READ,
+                                                                  None, only=MM_UNREAD)
+            for j, r, box in writes:
+                t = r.decl.name if j is None else names[j]
+                out += _write(b, t, r, box, tiles[t], None, name, mode)
+            continue
         else:
             rw = ops_of.get(id(b.args))
             if rw is None:

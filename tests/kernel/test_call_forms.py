@@ -307,3 +307,19 @@ def test_a_form_first_bound_as_another_forms_instance_gets_a_template(tmp_path,
     fast, plain = bind(program), bind(program, fast=False)
     assert FAST_BIND.summary(*fast) == FAST_BIND.summary(*plain)
     assert sum(template_uses) == 3 * 9  # every instance after the first of each line
+
+
+def _here_plain():
+    from nkirun.source.kernel.unsupported import frame_loc, kernel_frame
+    return frame_loc(kernel_frame(2))  # (here()'s definition)
+
+
+def _call(fn):
+    return fn()  # (here() and its definition called from the same place)
+
+
+def test_here_is_frame_loc_of_kernel_frame():
+    from nkirun.source.kernel.unsupported import here
+    for _ in range(2):  # (the second time from the tables)
+        fast, plain = (_call(f) for f in (here, _here_plain))
+        assert fast == plain and fast.line
