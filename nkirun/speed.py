@@ -23,6 +23,9 @@ and schedule.
 |                 | [:, None]) carries its affine form; a view indexed with | values (index_arrays.advanced_pattern_plain)  |
 |                 | such arrays is built from the forms                     |                                               |
 |                 | (source/kernel/index_forms.py)                          |                                               |
+| PSUM_BY_FORM    | the PSUM hazard pass reads a form instance's PSUM       | every instance's Operands made and read       |
+|                 | operands through its form (checker/psum.py             |                                               |
+|                 | _form_operands): its Operands stay unmade               |                                               |
 | STREAMED_JSON   | --format json written as it is made, a long list's rows | json.dumps(indent=2) of the whole document    |
 |                 | one compact line each (show/json_out.py)                |                                               |
 | JSON_ROWS       | cost --format json's instruction rows spelled from the  | views.table's dicts through the streamed      |
@@ -46,3 +49,4 @@ STREAMED_JSON = True
 JSON_ROWS = True
 AFFINE_OWN_SHAPE = True
 INDEX_FORMS = True
+PSUM_BY_FORM = True
