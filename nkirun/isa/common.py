@@ -277,6 +277,32 @@ def widened(pair) -> np.ndarray:
     return work
 
 
+def widened_ufunc_plan(ufunc, dst, a, c, shape):
+    """A plan form's build of dst = ufunc(a, c) computed in float32 on float operands
+    widened to float32 (exact) and cast into dst as Machine.write casts a float32 value
+    (NumPy's round to nearest even; dst a float type other than tfloat32), all as `shape`."""
+    def build(view):
+        x, y, out = f32_operand(view, a, shape, "a"), f32_operand(view, c, shape, "c"), \
+            view(dst, shape)
+        if x is None or y is None or out is None:
+            return None
+        result = out if out.dtype == np.float32 else view.scratch("result", shape)
+        return partial(_ufunc_widened, ufunc, x, y, result, out)
+    return build
+
+
+def _ufunc_widened(ufunc, x, y, result, out) -> None:
+    ufunc(widened(x), widened(y), out=result)
+    if result is not out:
+        np.copyto(out, result, casting="unsafe")
+
+
+def row_major(a: np.ndarray) -> bool:
+    """Whether a's dims step forwards, outer ones by more (size-1 dims aside)."""
+    steps = [s for s, n in zip(a.strides, a.shape) if n > 1]
+    return all(s > 0 for s in steps) and all(x >= y for x, y in zip(steps, steps[1:]))
+
+
 def cast_copy_plan(dst, src):
     """A plan form's build of dst = src for float src and dst (not tfloat32), cast as
     Machine.write casts a float32 value (round to nearest even) after widening src to

@@ -43,14 +43,13 @@ NKI 0.6's tile_position/tile_size, perf_mode, is_transpose and is_*_onezero: mat
 """
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
 
 from nkirun.hw import dtypes as dt
 from nkirun.hw.cost_tables import cost_table
 from nkirun.isa import matmul_modes as modes
-from nkirun.isa.common import f32_operand, flat, widened
+from nkirun.isa.matmul_plan import plan
+from nkirun.isa.common import flat
 from nkirun.isa.removed import NKI_020_228
 from nkirun.isa.spec import BOOL, ENUM, INT_LIST, MASK, TILE, Bound, InstructionDef, NkiApi, Param
 
@@ -145,66 +144,6 @@ def execute(b: Bound, m) -> None:
             prev = flat(dt.to_f32(m.view(dst)))
             out = np.where(held.reshape(out.shape), prev + out, out)
     m.write(dst, out.reshape(dst.shape), None, b.mask)
-
-
-def plan(b: Bound):
-    """runner/plan.py's form (float32 dst, no mask, transpose, double-row or one/zero hint):
-    the operands widened into work arrays (float32 ones used in place), the product
-    computed by the same np.matmul straight into dst, or into a work array added onto dst
-    in place (accumulate, or unset on a dst whose every element holds data: view.holds;
-    unset on a dst of which only some do is left to execute). The same values as execute without its temporaries (a fresh temporary
-    per matmul costs a page-faulting allocation); tests/runner/test_plan.py."""
-    args = b.args
-    dst, stationary, moving = args["dst"], args["stationary"], args["moving"]
-    if b.mask is not None or dst.dtype.name != "float32" or modes.transposing(b) or \
-            modes.double_row(b) or args.get("is_stationary_onezero") or \
-            args.get("is_moving_onezero"):
-        return None
-    k_size, m_size, n_size = modes.dims(b)
-    mode = args.get("accumulate")
-
-    def build(view):
-        d = view(dst, (m_size, n_size))
-        st = _widened(view, stationary, (k_size, m_size), "stationary")
-        mv = _widened(view, moving, (k_size, n_size), "moving")
-        if d is None or st is None or mv is None:
-            return None
-        held = view.holds(dst) if mode is None else None
-        if mode is None and held is None:
-            return None  # (some elements hold data: execute decides per element)
-        onto = bool(mode) or (mode is None and held)
-        if not onto and d.flags.c_contiguous:
-            return partial(_product_into, st, mv, d)
-        out = view.scratch("product", (m_size, n_size))
-        return partial(_added_onto if onto else _product_copied, st, mv, out, d)
-    return build
-
-
-def _widened(view, r, shape, tag):
-    """f32_operand, or None when the view is not a plain row-major array (its float32
-    copy would then not be laid out as execute's, and np.matmul may sum in another order
-    on another layout)."""
-    pair = f32_operand(view, r, shape, tag)
-    return pair if pair is not None and _row_major(pair[0]) else None
-
-
-def _row_major(a: np.ndarray) -> bool:
-    steps = [s for s, n in zip(a.strides, a.shape) if n > 1]
-    return all(s > 0 for s in steps) and all(x >= y for x, y in zip(steps, steps[1:]))
-
-
-def _product_into(st, mv, d) -> None:
-    np.matmul(widened(st).T, widened(mv), out=d)
-
-
-def _product_copied(st, mv, out, d) -> None:
-    np.matmul(widened(st).T, widened(mv), out=out)
-    np.copyto(d, out)
-
-
-def _added_onto(st, mv, out, d) -> None:
-    np.matmul(widened(st).T, widened(mv), out=out)
-    np.add(d, out, out=d)  # PSUM accumulates in float32
 
 
 def cycles(b: Bound, target) -> int:

@@ -11,7 +11,7 @@ from functools import partial
 import numpy as np
 
 from nkirun.hw import alu as ops
-from nkirun.isa.common import f32_operand, flat, same_shape, widened
+from nkirun.isa.common import flat, same_shape, widened_ufunc_plan
 from nkirun.isa.spec import (ENUM, OP, TILE, Bound, InstructionDef, NkiApi, Param, common_tail,
                              out_dtype)
 
@@ -133,21 +133,7 @@ def plan(b: Bound):
                 partial(ufunc, a, c, out=out)
         return build
 
-    def build_mixed(view):
-        shape = _flat_shape(d1)
-        a, c = f32_operand(view, d1, shape, "data1"), f32_operand(view, d2, shape, "data2")
-        out = view(dst, shape)
-        if a is None or c is None or out is None:
-            return None
-        result = out if out.dtype == _F32 else view.scratch("result", shape)
-        return partial(_mixed, ufunc, a, c, result, out)
-    return build_mixed
-
-
-def _mixed(ufunc, a, c, result, out) -> None:
-    ufunc(widened(a), widened(c), out=result)
-    if result is not out:
-        np.copyto(out, result, casting="unsafe")
+    return widened_ufunc_plan(ufunc, dst, d1, d2, _flat_shape(d1))
 
 
 def _flat_shape(r) -> tuple:
