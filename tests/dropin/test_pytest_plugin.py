@@ -89,7 +89,9 @@ def test_the_suite_runs_checked_and_costed_on_nkirun(tmp_path):
     # nkirun's own share of the test: the one simulate() call, traced then run
     assert ok["nkirun_calls"] == 1 and 0 < ok["nkirun_seconds"] <= ok["seconds"]
     k = ok["kernels"][0]
-    assert k["trace_seconds"] + k["run_seconds"] == pytest.approx(k["seconds"], abs=2e-3)
+    assert k["trace_seconds"] + k["cost_seconds"] + k["run_seconds"] == \
+        pytest.approx(k["seconds"], abs=3e-3)
+    assert k["cost_seconds"] >= 0 and 0 < k["cpu_seconds"] == ok["nkirun_cpu_seconds"]
     assert k["peak_mb"] >= k["rss_mb"] > 0 and k["extra_mb"] == k["peak_mb"] - k["rss_mb"]
     bad = tests["test_suite.py::test_invalid_kernel"]
     assert bad["outcome"] == "failed" and bad["errors"][0]["code"].startswith("E")
