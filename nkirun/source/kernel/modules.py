@@ -223,18 +223,6 @@ class _TensorType(_Annotation, metaclass=_IsTensor):
     """`nki.typing.tensor[...]` / `nki.tensor`: an annotation, and the type of tensors."""
 
 
-class ReplicaGroup:
-    """`nki.collectives.ReplicaGroup`: the ranks a collective runs on, as lists of ranks.
-    Kernels import it and take one as a parameter; nkirun runs one NeuronCore (or one LNC2
-    pair), so the collectives themselves are E601 and this only holds the lists."""
-
-    def __init__(self, rank_lists=()):
-        self.rank_lists = [list(r) for r in rank_lists]
-
-    def __repr__(self) -> str:
-        return f"ReplicaGroup({self.rank_lists})"
-
-
 class _Package(types.ModuleType):
     def __getattr__(self, name):
         if name.startswith("__"):
@@ -246,13 +234,12 @@ class _Package(types.ModuleType):
 
 def modules() -> dict[str, types.ModuleType]:
     if not _MODULES:
-        from nkirun.source.kernel import consts, isa_shim, lang
+        from nkirun.source.kernel import collectives as ncc, consts, isa_shim, lang
         nki = _Package("nki")
         nki.__path__ = []  # a package: `import nki.isa` works
         nki.__doc__ = "nkirun's nki package (see docs/kernels.md)"
         isa, language = isa_shim.build_module(), lang.build_module()
-        collectives = _Package("nki.collectives")
-        collectives.ReplicaGroup = ReplicaGroup  # a description only: the collectives are E601
+        collectives = ncc.build_module()
         nki.isa, nki.language, nki.collectives = isa, language, collectives
         nki.jit, nki.simulate, nki.Kernel = jit, _simulate, Kernel
         dtypes = _DtypeModule("nki.language.dtypes", "NKI dtypes (nkirun's nl dtype objects)")

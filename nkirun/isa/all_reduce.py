@@ -1,0 +1,69 @@
+"""nki.collectives.all_reduce — every rank of a rank-list gets the reduction of their srcs.
+
+Facts (the NKI 0.6 page, https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/
+generated/nki.collectives.all_reduce.html): `all_reduce(srcs, dsts, replica_group, op)`,
+op one of nl.add, nl.minimum, nl.maximum; HBM or SBUF, not mixed. The shared readings
+(matching, the reduction's order and precision, unwritten elements, cost):
+isa/collective.py.
+"""
+from __future__ import annotations
+
+from nkirun.isa import collective as cc
+from nkirun.isa.spec import OP, TILE, Bound, InstructionDef, NkiApi, Param
+
+
+def check(b: Bound):
+    yield from cc.group_rules(b)
+    yield from cc.memory_rules(b, "src", "dst")
+    src, dst = b.tile("src"), b.tile("dst")
+    if src.shape != dst.shape:
+        yield cc.shape_err(b, "all_reduce writes dst in src's shape", src, dst)
+
+
+def execute(b: Bound, m) -> None:
+    src, dst = b["src"], b["dst"]
+    rank = cc.seat().rank
+    parts = cc.meet(b, cc.my_list(b["replica_group"], rank) or (rank,),
+                    cc.describe(b, "src", "dst", "replica_group", "op"), cc.payload_of(m, src))
+    values = cc.reduce(b["op"], [v for v, _ in parts], dst.dtype)
+    cc.deliver(m, dst, values, cc.all_held([h for _, h in parts]))
+
+
+def cycles(b: Bound, target) -> int:
+    return cc.ring_ns(cc.ring_size(b), cc.nbytes(b["dst"]), rounds=2)
+
+
+SPEC = InstructionDef(
+    name="all_reduce",
+    engine=cc.ENGINE,
+    params=(
+        Param("src", TILE, required=True, buffers=cc.MEMORY, doc="this rank's values"),
+        Param("dst", TILE, required=True, out=True, buffers=cc.MEMORY,
+              doc="the reduction of the rank-list's srcs (src's shape)"),
+        Param("replica_group", cc.RANK_LISTS, required=True,
+              doc="the rank-lists (nki.collectives.ReplicaGroup)"),
+        Param("op", OP, required=True, choices=cc.REDUCE_OPS, doc="add, minimum or maximum"),
+    ),
+    summary="all-reduce across the ranks of a rank-list (nki.collectives)",
+    semantics=("Each rank's dst is op over its rank-list's srcs, elementwise, folded in the "
+               "rank-list's order in float32 (int64 for integer dtypes) and rounded once to "
+               "dst's dtype. The k-th collective of a rank meets the k-th of the others of "
+               "its rank-list (E691, E692)."),
+    cost_formula=cc.COST_FORMULA + ", 2(n-1) steps (reduce-scatter then all-gather)",
+    execute=execute,
+    cycles=cycles,
+    check=check,
+    collective=True,
+    same_partitions=(),  # (the shape rules are its own: check)
+    direct_storage=True,
+    cost_assumed=True,
+    cost_note=cc.COST_NOTE,
+    constraints=("E690 a replica group of disjoint, equal rank-lists, and a run with its ranks",
+                 "E693 HBM or SBUF, one dtype, dst in src's shape",
+                 "E691/E692 every rank of the rank-list calls the same collective"),
+    source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
+           "nki.collectives.all_reduce.html",
+    example="- all_reduce: {src: a, dst: b, replica_group: [[0]], op: add}",
+    nki=NkiApi("srcs dsts replica_group op", module="nki.collectives",
+               front_end="nkirun.source.kernel.collectives:all_reduce"),
+)
