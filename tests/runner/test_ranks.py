@@ -1,0 +1,114 @@
+"""Multi-rank runs (runner/ranks.py, pipeline/ranks.py): deadlocks and mismatched
+collectives are located errors naming every rank, never a hang; a rank's own error names
+the rank; simulate(ranks=N) is safe to call from several threads; per-rank inputs."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import nkirun
+from collective_helpers import group, inputs, kernels, summed
+
+import nki.language as nl  # nkirun's
+
+HANG_GUARD_S = 300  # a deadlock must be reported, not waited out: far above any real run
+
+
+@pytest.fixture(scope="module")
+def k(tmp_path_factory):
+    return kernels(tmp_path_factory)
+
+
+def bounded(fn):
+    """fn() in a thread that must end (a hang fails the test instead of the suite)."""
+    box: dict = {}
+
+    def run():
+        try:
+            box["value"] = fn()
+        except BaseException as e:  # (handed to the test)
+            box["error"] = e
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(HANG_GUARD_S)
+    assert not t.is_alive(), "the multi-rank run hung"
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def test_a_rank_that_never_joins_is_a_deadlock_naming_each_rank(k):
+    sim = nkirun.simulate(k.maybe_reduce, ranks=3)
+    with pytest.raises(nkirun.NkirunError) as e:
+        bounded(lambda: sim(nkirun.per_rank(inputs(3)), group(range(3)),
+                            nkirun.per_rank([True, False, True])))
+    d = e.value.diagnostics[0]
+    assert d.code == "E692" and d.loc.file.endswith("cc_kernels.py") and d.loc.line > 0
+    assert "rank 1 finished after 0 collective(s)" in d.message
+    assert "rank 0 waits at all_reduce" in d.message and "same order" in d.hint
+
+
+def test_different_first_collectives_are_a_mismatch_showing_each_call(k):
+    sim = nkirun.simulate(k.reduce_then_gather, ranks=2)
+    with pytest.raises(nkirun.NkirunError) as e:
+        bounded(lambda: sim(nkirun.per_rank(inputs(2)), group([0, 1]), 2,
+                            nkirun.per_rank([True, False])))
+    d = e.value.diagnostics[0]
+    assert d.code == "E691" and d.loc.line > 0
+    assert "rank 0: all_gather" in d.message and "rank 1: all_reduce" in d.message
+
+
+def test_ranks_disagreeing_on_the_op_are_a_mismatch(k):
+    with pytest.raises(nkirun.NkirunError) as e:
+        bounded(lambda: nkirun.simulate(k.reduce, ranks=2)(
+            nkirun.per_rank(inputs(2)), group([0, 1]), nkirun.per_rank([nl.add, nl.maximum])))
+    assert e.value.diagnostics[0].code == "E691"
+    assert "op=add" in e.value.diagnostics[0].message
+
+
+def test_a_rank_list_beyond_the_run_is_e690(k):
+    with pytest.raises(nkirun.NkirunError) as e:
+        bounded(lambda: nkirun.simulate(k.reduce, ranks=2)(
+            nkirun.per_rank(inputs(2)), group([0, 1, 2, 3]), nl.add))
+    assert e.value.diagnostics[0].code == "E690"
+
+
+def test_a_rank_s_own_error_names_the_rank(k):
+    xs = inputs(2)
+    table = np.zeros((1, 8), np.float32)  # rank 1 reads row 1 of a 1-row table
+    with pytest.raises(nkirun.NkirunError) as e:
+        bounded(lambda: nkirun.simulate(k.whoami, ranks=2)(table))
+    assert e.value.diagnostics[0].message.startswith("rank 1: ")
+    del xs
+
+
+def test_each_takes_per_rank_kwargs_dicts_or_a_function(k):
+    xs = inputs(2)
+    g = group([0, 1])
+    sim = nkirun.simulate(k.reduce, ranks=2)
+    a = sim.each([{"x": xs[r], "group": g, "op": nl.add} for r in range(2)])
+    b = sim.each(lambda r: {"x": xs[r], "group": g, "op": nl.add})
+    for out in a + b:
+        np.testing.assert_array_equal(out, summed(xs, np.float32))
+    with pytest.raises(ValueError, match="one per rank"):
+        sim(nkirun.per_rank(xs[:1]), g, nl.add)
+    with pytest.raises(ValueError, match="ranks must be"):
+        nkirun.simulate(k.reduce, ranks=0)
+
+
+def test_simulate_with_ranks_from_several_threads_at_once(k):
+    results: dict = {}
+
+    def one(seed):
+        xs = inputs(4, seed=seed)
+        outs = nkirun.simulate(k.reduce, ranks=4)(nkirun.per_rank(xs), group(range(4)), nl.add)
+        results[seed] = all(np.array_equal(o, summed(xs, np.float32)) for o in outs)
+    threads = [threading.Thread(target=one, args=(s,), daemon=True) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(HANG_GUARD_S)
+    assert not any(t.is_alive() for t in threads)
+    assert results == {0: True, 1: True, 2: True, 3: True}
