@@ -156,7 +156,14 @@ import nkirun.source.write  # noqa: E402,F401  (Program.to_yaml/to_text write th
 def _install_nki_fallback() -> None:
     from nkirun.source.kernel.modules import install_fallback_finder, set_simulator
     install_fallback_finder()
-    set_simulator(simulate)  # what `nki.simulate` and calling a jit kernel run
+    set_simulator(simulate, _simulate_world)  # what `nki.simulate`, a jit kernel's call
+    # and `nki.cpu_simulate` run
+
+
+def _simulate_world(*args: Any, **kwargs: Any) -> Any:
+    """`nki.cpu_simulate`'s run: api_kernel.simulate_world (imported on first use)."""
+    from nkirun.api_kernel import simulate_world
+    return simulate_world(*args, **kwargs)
 
 
 _install_nki_fallback()

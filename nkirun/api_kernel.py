@@ -130,6 +130,26 @@ def simulate_ranks(kernel, ranks: int, target=None, lnc: int = 1,
     return call
 
 
+def simulate_world(kernel, target=None, lnc: int = 1, uninitialized: str = "error"):
+    """`nki.cpu_simulate(kernel)[lnc](...)` (the drop-in, source/kernel/modules.py): a call
+    with no rank count. A kernel whose collectives' replica groups name ranks up to N-1
+    runs as N ranks with these same arguments on every rank (nki-library's harness: a
+    plain input dict is every rank's), and rank 0's result is returned; any other kernel
+    runs as simulate() does."""
+    from nkirun.pipeline import ranks as multi
+    plain = simulate(kernel, target, lnc, uninitialized=uninitialized)
+
+    def call(*args, **kwargs):
+        from nkirun.isa.collective import RanksNeeded
+        try:
+            return plain(*args, **kwargs)
+        except RanksNeeded:  # (only then: tracing again is for collective kernels alone)
+            program = trace(kernel, *args, target=target, lnc=lnc, kernel_kwargs=kwargs)
+            n = multi.world_size(program)
+            return simulate_ranks(kernel, n, target, lnc, uninitialized)(*args, **kwargs)[0]
+    return call
+
+
 def check(kernel, *args, target: str | None = None, lnc: int = 1,
           kernel_kwargs: dict | None = None, max_instructions: int | None = None,
           **kwargs) -> list:

@@ -126,6 +126,11 @@ def shape_err(b: Bound, what: str, src, dst):
 
 
 # ---- run time: meeting the other ranks -----------------------------------------------------
+class RanksNeeded(RunError):
+    """E690 of a run without ranks whose collective names other ranks (nki.cpu_simulate,
+    which has no rank count, then runs them: api_kernel.simulate_world)."""
+
+
 class Solo:
     """The world of a run without ranks: rank 0 alone (runner/ranks.py's World is the
     multi-rank one, bound to each rank's thread by `SEAT`)."""
@@ -134,7 +139,7 @@ class Solo:
 
     def meet(self, seat, b: Bound, group: tuple, key: tuple, payload):
         if group != (0,):
-            raise RunError(error(
+            raise RanksNeeded(error(
                 "E690", f"{b.title}: its rank-list {list(group)} needs {max(group) + 1} "
                 "ranks; this run has one (rank 0)", b.loc(), b.index,
                 hint=f"nkirun.simulate(kernel, ranks={max(group) + 1})(...) (CLI: --ranks "

@@ -69,3 +69,24 @@ def run_checked(checked: list, uninitialized: str = "error") -> list:
                                  for d in e.diagnostics]
             raise
     return run_ranks(len(checked), work)
+
+
+def world_size(program) -> int:
+    """The ranks a program's collectives name (the largest rank + 1; 1 without any)."""
+    from nkirun.isa import REGISTRY
+    from nkirun.isa.kinds import ArgError
+    top = 0
+    for inst in program.instructions:
+        spec = REGISTRY.get(inst.op)
+        if spec is None or not spec.collective:
+            continue
+        for p in spec.params:
+            value = inst.args.get(p.name)
+            if value is None or p.kind.name != "rank_lists":
+                continue
+            try:
+                lists = p.kind.convert(p, value, inst.loc)
+            except ArgError:  # (the check reports it)
+                continue
+            top = max([top, *(r + 1 for g in lists for r in g)])
+    return max(top, 1)

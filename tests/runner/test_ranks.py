@@ -112,3 +112,27 @@ def test_simulate_with_ranks_from_several_threads_at_once(k):
         t.join(HANG_GUARD_S)
     assert not any(t.is_alive() for t in threads)
     assert results == {0: True, 1: True, 2: True, 3: True}
+
+
+def test_the_command_line_runs_ranks_with_per_rank_inputs(tmp_path):
+    from collective_helpers import SOURCE
+    from tests.kernel.test_kernel_contract import invoke
+    kernel = tmp_path / "cc_kernels.py"
+    kernel.write_text(SOURCE)
+    xs = inputs(2)
+    for r, x in enumerate(xs):
+        np.save(tmp_path / f"x{r}.npy", x)
+    out = tmp_path / "out"
+    res = invoke("run", f"{kernel}::maybe_reduce", "--ranks", 2, "--input",
+                 f"x={tmp_path}/x{{rank}}.npy", "--arg", "group=[[0, 1]]", "--arg",
+                 "join=True", "--out", out)
+    assert res.exit_code == 0, res.output
+    for r in range(2):
+        np.testing.assert_array_equal(np.load(out / f"rank{r}" / "out0.npy"),
+                                      summed(xs, np.float32))
+    # rank 0 leaves the all_reduce out (join={rank}: 0, 1): a deadlock, exit 1, located
+    res = invoke("run", f"{kernel}::maybe_reduce", "--ranks", 2, "--input",
+                 f"x={tmp_path}/x{{rank}}.npy", "--arg", "group=[[0, 1]]", "--arg",
+                 "join={rank}", "--out", tmp_path / "out2")
+    assert res.exit_code == 1 and "E692" in res.output and "Traceback" not in res.output
+    assert not (tmp_path / "out2").exists()

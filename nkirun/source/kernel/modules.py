@@ -85,11 +85,11 @@ def jit(fn=None, **kwargs):
 
 # `nkirun.simulate`, set by `import nkirun` (the API sits above the front ends: a front end
 # never imports it; the `nki` shim calls whatever the API put here)
-_SIMULATOR: list = [None]
+_SIMULATOR: list = [None, None]  # nkirun.simulate, api_kernel.simulate_world
 
 
-def set_simulator(simulate) -> None:
-    _SIMULATOR[0] = simulate
+def set_simulator(simulate, world=None) -> None:
+    _SIMULATOR[0], _SIMULATOR[1] = simulate, world
 
 
 def _simulate(kernel):
@@ -124,11 +124,12 @@ class CpuSimulate:
 def _simulate_on(kernel, lnc: int):
     import os
     from nkirun.source.kernel.consts import TARGET_VERSION
-    simulate = _SIMULATOR[0]  # nkirun.simulate (set_simulator: the API is above us)
+    # api_kernel.simulate_world: nkirun.simulate, and the ranks a collective kernel's
+    # replica groups name (set_simulator: the API is above us)
     gen = os.environ.get("NKI_NC_VERSION", "").strip().lower()
     by_gen = {g: t for t, g in TARGET_VERSION.items() if t != "inf2"}
-    return simulate(kernel, CpuSimulate.target or by_gen.get(gen, gen or None), lnc,
-                    uninitialized=CpuSimulate.uninitialized)
+    return _SIMULATOR[1](kernel, CpuSimulate.target or by_gen.get(gen, gen or None), lnc,
+                         uninitialized=CpuSimulate.uninitialized)
 
 
 class _DtypeModule(types.ModuleType):
