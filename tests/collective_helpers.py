@@ -45,6 +45,20 @@ def gather_sbuf(x, group, n):
 
 
 @nki.jit
+def gather_per_core(x, group, n):
+    # lnc=2: core c gathers its own tile x[c] from core c of every rank
+    C, P, W = x.shape
+    c = nl.program_id(0)
+    t = nl.ndarray((P, W), dtype=x.dtype, buffer=nl.sbuf)
+    g = nl.ndarray((P, W * n), dtype=x.dtype, buffer=nl.sbuf)
+    out = _hbm((C, P, W * n), x.dtype)
+    nisa.dma_copy(dst=t, src=x[c])
+    ncc.all_gather(srcs=[t], dsts=[g], replica_group=group, collective_dim=1)
+    nisa.dma_copy(dst=out[c], src=g)
+    return out
+
+
+@nki.jit
 def reduce(x, group, op):
     src, dst, out = _hbm(x.shape, x.dtype), _hbm(x.shape, x.dtype), _hbm(x.shape, x.dtype)
     nisa.dma_copy(dst=src, src=x)

@@ -56,11 +56,6 @@ def core_rules(program: Program, bound) -> list[Diagnostic]:
             continue
         if not two:
             continue
-        if b.spec.collective:  # (each rank's two cores would meet the others twice)
-            out.append(b.err("E694", "nkirun simulates collectives on ranks of one core; "
-                             "this is a two-core (LNC2) program", hint="run it with lnc=1 "
-                             "(--lnc 1); each rank is then one NeuronCore"))
-            continue
         for key, r in b.accesses().reads + b.accesses().writes:
             owner = r.decl.core
             if owner is not None and owner != b.inst.core:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from nkirun.isa import collective as cc
-from nkirun.isa.spec import INT, TILE, Bound, InstructionDef, NkiApi, Param
+from nkirun.isa.spec import TILE, Bound, Param
 
 
 def check(b: Bound):
@@ -43,37 +43,21 @@ def cycles(b: Bound, target) -> int:
     return cc.ring_ns(cc.ring_size(b), cc.nbytes(b["dst"]))
 
 
-SPEC = InstructionDef(
-    name="all_gather",
-    engine=cc.ENGINE,
+SPEC = cc.collective_spec(
+    "all_gather", "srcs dsts replica_group collective_dim",
+    "E693 HBM or SBUF, one dtype, dst = src x n along collective_dim",
+    "n-1 steps of dst's bytes / n",
     params=(
         Param("src", TILE, required=True, buffers=cc.MEMORY, doc="this rank's part"),
         Param("dst", TILE, required=True, out=True, buffers=cc.MEMORY,
               doc="every rank's src of the rank-list, concatenated along collective_dim"),
-        Param("replica_group", cc.RANK_LISTS, required=True,
-              doc="the rank-lists (nki.collectives.ReplicaGroup)"),
-        Param("collective_dim", INT, required=True, doc="0 (HBM); 0 or 1 (SBUF)"),
+        cc.group_param(), cc.dim_param(),
     ),
     summary="all-gather across the ranks of a rank-list (nki.collectives)",
     semantics=("Each rank's dst is the srcs of its rank-list's ranks, in the rank-list's "
                "order, concatenated along collective_dim. The k-th collective of a rank meets "
                "the k-th of the others of its rank-list; they must call the same one (E691) "
                "and all reach it (E692)."),
-    cost_formula=cc.COST_FORMULA + ", n-1 steps of dst's bytes / n",
-    execute=execute,
-    cycles=cycles,
-    check=check,
-    collective=True,
-    same_partitions=(),  # (the shape rules are its own: check)
-    direct_storage=True,
-    cost_assumed=True,
-    cost_note=cc.COST_NOTE,
-    constraints=("E690 a replica group of disjoint, equal rank-lists, and a run with its ranks",
-                 "E693 HBM or SBUF, one dtype, dst = src x n along collective_dim",
-                 "E691/E692 every rank of the rank-list calls the same collective"),
-    source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
-           "nki.collectives.all_gather.html",
+    execute=execute, cycles=cycles, check=check,
     example="- all_gather: {src: a, dst: b, replica_group: [[0]], collective_dim: 0}",
-    nki=NkiApi("srcs dsts replica_group collective_dim", module="nki.collectives",
-               front_end="nkirun.source.kernel.collectives:all_gather"),
 )

@@ -9,7 +9,7 @@ isa/collective.py.
 from __future__ import annotations
 
 from nkirun.isa import collective as cc
-from nkirun.isa.spec import OP, TILE, Bound, InstructionDef, NkiApi, Param
+from nkirun.isa.spec import TILE, Bound, Param
 
 
 def check(b: Bound):
@@ -33,37 +33,21 @@ def cycles(b: Bound, target) -> int:
     return cc.ring_ns(cc.ring_size(b), cc.nbytes(b["dst"]), rounds=2)
 
 
-SPEC = InstructionDef(
-    name="all_reduce",
-    engine=cc.ENGINE,
+SPEC = cc.collective_spec(
+    "all_reduce", "srcs dsts replica_group op",
+    "E693 HBM or SBUF, one dtype, dst in src's shape",
+    "2(n-1) steps (reduce-scatter then all-gather)",
     params=(
         Param("src", TILE, required=True, buffers=cc.MEMORY, doc="this rank's values"),
         Param("dst", TILE, required=True, out=True, buffers=cc.MEMORY,
               doc="the reduction of the rank-list's srcs (src's shape)"),
-        Param("replica_group", cc.RANK_LISTS, required=True,
-              doc="the rank-lists (nki.collectives.ReplicaGroup)"),
-        Param("op", OP, required=True, choices=cc.REDUCE_OPS, doc="add, minimum or maximum"),
+        cc.group_param(), cc.op_param(),
     ),
     summary="all-reduce across the ranks of a rank-list (nki.collectives)",
     semantics=("Each rank's dst is op over its rank-list's srcs, elementwise, folded in the "
                "rank-list's order in float32 (int64 for integer dtypes) and rounded once to "
                "dst's dtype. The k-th collective of a rank meets the k-th of the others of "
                "its rank-list (E691, E692)."),
-    cost_formula=cc.COST_FORMULA + ", 2(n-1) steps (reduce-scatter then all-gather)",
-    execute=execute,
-    cycles=cycles,
-    check=check,
-    collective=True,
-    same_partitions=(),  # (the shape rules are its own: check)
-    direct_storage=True,
-    cost_assumed=True,
-    cost_note=cc.COST_NOTE,
-    constraints=("E690 a replica group of disjoint, equal rank-lists, and a run with its ranks",
-                 "E693 HBM or SBUF, one dtype, dst in src's shape",
-                 "E691/E692 every rank of the rank-list calls the same collective"),
-    source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
-           "nki.collectives.all_reduce.html",
+    execute=execute, cycles=cycles, check=check,
     example="- all_reduce: {src: a, dst: b, replica_group: [[0]], op: add}",
-    nki=NkiApi("srcs dsts replica_group op", module="nki.collectives",
-               front_end="nkirun.source.kernel.collectives:all_reduce"),
 )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from nkirun.isa import collective as cc
-from nkirun.isa.spec import INT, TILE, Bound, InstructionDef, NkiApi, Param
+from nkirun.isa.spec import TILE, Bound, Param
 
 
 def check(b: Bound):
@@ -45,37 +45,21 @@ def cycles(b: Bound, target) -> int:
     return cc.ring_ns(cc.ring_size(b), cc.nbytes(b["src"]))
 
 
-SPEC = InstructionDef(
-    name="all_to_all",
-    engine=cc.ENGINE,
+SPEC = cc.collective_spec(
+    "all_to_all", "srcs dsts replica_group collective_dim",
+    "E693 HBM or SBUF, one dtype, one shape split into n chunks",
+    "n-1 steps of src's bytes / n",
     params=(
         Param("src", TILE, required=True, buffers=cc.MEMORY,
               doc="n chunks along collective_dim, chunk i for the rank at position i"),
         Param("dst", TILE, required=True, out=True, buffers=cc.MEMORY,
               doc="chunk j: what the rank at position j sent this rank"),
-        Param("replica_group", cc.RANK_LISTS, required=True,
-              doc="the rank-lists (nki.collectives.ReplicaGroup)"),
-        Param("collective_dim", INT, required=True, doc="0 (HBM); 0 or 1 (SBUF)"),
+        cc.group_param(), cc.dim_param(),
     ),
     summary="all-to-all exchange of chunks within a rank-list (nki.collectives)",
     semantics=("src and dst are n chunks along collective_dim (n: the rank-list's size); "
                "chunk j of the dst of the rank at position i is chunk i of the src of the "
                "rank at position j."),
-    cost_formula=cc.COST_FORMULA + ", n-1 steps of src's bytes / n",
-    execute=execute,
-    cycles=cycles,
-    check=check,
-    collective=True,
-    same_partitions=(),  # (the shape rules are its own: check)
-    direct_storage=True,
-    cost_assumed=True,
-    cost_note=cc.COST_NOTE,
-    constraints=("E690 a replica group of disjoint, equal rank-lists, and a run with its ranks",
-                 "E693 HBM or SBUF, one dtype, one shape split into n chunks",
-                 "E691/E692 every rank of the rank-list calls the same collective"),
-    source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
-           "nki.collectives.all_to_all.html",
+    execute=execute, cycles=cycles, check=check,
     example="- all_to_all: {src: a, dst: b, replica_group: [[0]], collective_dim: 0}",
-    nki=NkiApi("srcs dsts replica_group collective_dim", module="nki.collectives",
-               front_end="nkirun.source.kernel.collectives:all_to_all"),
 )

@@ -12,7 +12,9 @@ nki.collectives.html and the pages of each function):
 
 Readings (the pages are silent):
 * Matching: the k-th collective a rank runs meets the k-th collective of every other rank
-  of its rank-list (each rank runs the same program, SPMD). Ranks that call different
+  of its rank-list (each rank runs the same program, SPMD). With two cores per rank
+  (LNC2) each core is its own stream: core c's k-th collective meets core c's k-th on the
+  other ranks (nki-library's tiled SBUF all-gather gives each core different tiles). Ranks that call different
   collectives there (instruction, replica group, dtypes, shapes, keywords) are a mismatch
   (E691); a rank waiting for one that finishes, fails, or waits elsewhere forever is a
   deadlock (E692). runner/ranks.py keeps the meetings; nothing here waits.
@@ -36,7 +38,8 @@ import numpy as np
 
 from nkirun.diagnostics import RunError, error
 from nkirun.isa.kinds import ArgError, Kind
-from nkirun.isa.spec import Bound
+from nkirun.isa.spec import (INT, NKI_API_PAGES, OP, Bound, InstructionDef, NkiApi,
+                             Param)
 
 ENGINE = "collectives"  # the collective-communication engine; cycles are ns (1 GHz)
 # ESTIMATED: NeuronLink-v3 is listed at 1 TB/s per Trainium2 chip over its links
@@ -137,7 +140,7 @@ class Solo:
 
     size = 1
 
-    def meet(self, seat, b: Bound, group: tuple, key: tuple, payload):
+    def meet(self, seat, k, b: Bound, group: tuple, key: tuple, payload):
         if group != (0,):
             raise RanksNeeded(error(
                 "E690", f"{b.title}: its rank-list {list(group)} needs {max(group) + 1} "
@@ -148,13 +151,18 @@ class Solo:
 
 
 class Seat:
-    """One rank of a world, as its thread sees it: the rank, and how many collectives it
-    has met so far (the k of the k-th collective)."""
+    """One rank of a world, as its thread sees it: the rank, and how many collectives each
+    of its cores has met so far (a core's k-th collective is `(core, k)`)."""
 
-    __slots__ = ("world", "rank", "calls")
+    __slots__ = ("world", "rank", "calls", "met")
 
     def __init__(self, world, rank: int):
-        self.world, self.rank, self.calls = world, rank, 0
+        self.world, self.rank, self.calls, self.met = world, rank, {}, 0
+
+    def next_call(self, core: int) -> tuple[int, int]:
+        self.calls[core] = self.calls.get(core, 0) + 1
+        self.met += 1
+        return core, self.calls[core]
 
 
 SEAT: ContextVar = ContextVar("nkirun_rank_seat", default=None)
@@ -173,8 +181,7 @@ def meet(b: Bound, group: tuple, key: tuple, payload) -> list:
     """Every payload of `group`'s ranks, in the group's order, once all have arrived at
     this (the caller's k-th) collective. `key`: what must be equal on every rank."""
     s = seat()
-    s.calls += 1
-    return s.world.meet(s, b, group, key, payload)
+    return s.world.meet(s, s.next_call(b.inst.core), b, group, key, payload)
 
 
 def payload_of(m, r) -> tuple:
@@ -241,3 +248,40 @@ COST_NOTE = ("ESTIMATED: no per-collective latency or bandwidth is published; th
 
 def nbytes(r) -> int:
     return r.size * r.dtype.itemsize
+
+
+# ---- what every collective's InstructionDef shares ---------------------------------------------
+GROUP_RULE = "E690 a replica group of disjoint, equal rank-lists, and a run with its ranks"
+MATCH_RULE = "E691/E692 every rank of the rank-list calls the same collective"
+
+
+def group_param() -> Param:
+    return Param("replica_group", RANK_LISTS, required=True,
+                 doc="the rank-lists (nki.collectives.ReplicaGroup)")
+
+
+def dim_param() -> Param:
+    return Param("collective_dim", INT, required=True, doc="0 (HBM); 0 or 1 (SBUF)")
+
+
+def op_param() -> Param:
+    return Param("op", OP, required=True, choices=REDUCE_OPS, doc="add, minimum or maximum")
+
+
+def collective_spec(name: str, signature: str, rule: str, steps: str, **fields):
+    """The InstructionDef of collective `name`: on the collectives engine, meeting the
+    other ranks (`collective`), with the shared cost model and rules; `rule`: its own
+    E693 line; `steps`: what its ring moves."""
+    url = f"{NKI_API_PAGES}/nki.collectives.{name}.html"
+    return InstructionDef(
+        name=name, engine=ENGINE, collective=True,
+        same_partitions=(),  # (the shape rules are its own: check)
+        direct_storage=True, cost_assumed=True, cost_note=COST_NOTE,
+        cost_formula=f"{COST_FORMULA}, {steps}",
+        constraints=(GROUP_RULE if "replica_group" in signature else
+                     "E690 (source, target) pairs of ranks, each target once", rule,
+                     MATCH_RULE),
+        source=url,
+        nki=NkiApi(signature, module="nki.collectives",
+                   front_end=f"nkirun.source.kernel.collectives:{name}"),
+        **fields)

@@ -13,7 +13,7 @@ cost): isa/collective.py.
 from __future__ import annotations
 
 from nkirun.isa import collective as cc
-from nkirun.isa.spec import TILE, Bound, InstructionDef, NkiApi, Param
+from nkirun.isa.spec import TILE, Bound, Param
 
 HBM = frozenset({"hbm"})
 
@@ -55,9 +55,9 @@ def cycles(b: Bound, target) -> int:
     return cc.ring_ns(2, 2 * cc.nbytes(b["src"]))  # one step of the whole src
 
 
-SPEC = InstructionDef(
-    name="collective_permute",
-    engine=cc.ENGINE,
+SPEC = cc.collective_spec(
+    "collective_permute", "srcs dsts source_target_pairs",
+    "E693 HBM, one dtype, one shape", "one step of src's bytes",
     params=(
         Param("src", TILE, required=True, buffers=HBM, doc="what this rank sends"),
         Param("dst", TILE, required=True, out=True, buffers=HBM,
@@ -69,21 +69,6 @@ SPEC = InstructionDef(
     semantics=("For each (source, target) pair the target's dst receives the source's src. "
                "The ranks the pairs name meet (the k-th collective of each); a rank no pair "
                "targets keeps its dst."),
-    cost_formula=cc.COST_FORMULA + ", one step of src's bytes",
-    execute=execute,
-    cycles=cycles,
-    check=check,
-    collective=True,
-    same_partitions=(),  # (the shape rules are its own: check)
-    direct_storage=True,
-    cost_assumed=True,
-    cost_note=cc.COST_NOTE,
-    constraints=("E690 (source, target) pairs of ranks, each target once",
-                 "E693 HBM, one dtype, one shape",
-                 "E691/E692 every rank the pairs name calls the same collective"),
-    source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
-           "nki.collectives.collective_permute.html",
+    execute=execute, cycles=cycles, check=check,
     example="- collective_permute: {src: a, dst: b, source_target_pairs: [[0, 0]]}",
-    nki=NkiApi("srcs dsts source_target_pairs", module="nki.collectives",
-               front_end="nkirun.source.kernel.collectives:collective_permute"),
 )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from nkirun.isa import collective as cc
-from nkirun.isa.spec import INT, OP, TILE, Bound, InstructionDef, NkiApi, Param
+from nkirun.isa.spec import TILE, Bound, Param
 
 
 def check(b: Bound):
@@ -45,39 +45,22 @@ def cycles(b: Bound, target) -> int:
     return cc.ring_ns(cc.ring_size(b), cc.nbytes(b["src"]))
 
 
-SPEC = InstructionDef(
-    name="reduce_scatter",
-    engine=cc.ENGINE,
+SPEC = cc.collective_spec(
+    "reduce_scatter", "srcs dsts replica_group collective_dim op",
+    "E693 HBM or SBUF, one dtype, src = dst x n along collective_dim",
+    "n-1 steps of src's bytes / n",
     params=(
         Param("src", TILE, required=True, buffers=cc.MEMORY,
               doc="this rank's values, n chunks along collective_dim"),
         Param("dst", TILE, required=True, out=True, buffers=cc.MEMORY,
               doc="the reduction of every rank's chunk at this rank's position"),
-        Param("replica_group", cc.RANK_LISTS, required=True,
-              doc="the rank-lists (nki.collectives.ReplicaGroup)"),
-        Param("collective_dim", INT, required=True, doc="0 (HBM); 0 or 1 (SBUF)"),
-        Param("op", OP, required=True, choices=cc.REDUCE_OPS, doc="add, minimum or maximum"),
+        cc.group_param(), cc.dim_param(), cc.op_param(),
     ),
     summary="reduce-scatter across the ranks of a rank-list (nki.collectives)",
     semantics=("src is n chunks along collective_dim (n: the rank-list's size); the rank at "
                "position i gets op over every rank's chunk i, folded in the rank-list's "
                "order in float32 (int64 for integers), rounded once to dst's dtype."),
-    cost_formula=cc.COST_FORMULA + ", n-1 steps of src's bytes / n",
-    execute=execute,
-    cycles=cycles,
-    check=check,
-    collective=True,
-    same_partitions=(),  # (the shape rules are its own: check)
-    direct_storage=True,
-    cost_assumed=True,
-    cost_note=cc.COST_NOTE,
-    constraints=("E690 a replica group of disjoint, equal rank-lists, and a run with its ranks",
-                 "E693 HBM or SBUF, one dtype, src = dst x n along collective_dim",
-                 "E691/E692 every rank of the rank-list calls the same collective"),
-    source="https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
-           "nki.collectives.reduce_scatter.html",
+    execute=execute, cycles=cycles, check=check,
     example="- reduce_scatter: {src: a, dst: b, replica_group: [[0]], collective_dim: 0, "
             "op: add}",
-    nki=NkiApi("srcs dsts replica_group collective_dim op", module="nki.collectives",
-               front_end="nkirun.source.kernel.collectives:reduce_scatter"),
 )

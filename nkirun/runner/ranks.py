@@ -45,7 +45,8 @@ class World:
         self.arrived: dict[int, dict[int, _Arrival]] = {}  # k -> rank -> its arrival
         self.state = ["running"] * size  # "running" | "waiting" | "finished" | "failed"
         self.position: list[str] = [""] * size  # what each rank waits at, for messages
-        self.calls = [0] * size  # the k each rank is at
+        self.calls: list[tuple] = [(0, 0)] * size  # the (core, k) each rank is at
+        self.met = [0] * size  # how many collectives each has met
         self.groups: list[tuple] = [()] * size  # the rank-list each waits with
         self.failure: RunError | None = None  # the E691/E692 every waiting rank raises
 
@@ -53,8 +54,8 @@ class World:
         return Seat(self, rank)
 
     # ---- one rank at its k-th collective -----------------------------------------------------
-    def meet(self, seat: Seat, b, group: tuple, key: tuple, payload) -> list:
-        rank, k = seat.rank, seat.calls
+    def meet(self, seat: Seat, k: tuple, b, group: tuple, key: tuple, payload) -> list:
+        rank = seat.rank
         if max(group) >= self.size:
             raise RunError(error(
                 "E690", f"{b.title}: its rank-list {list(group)} names rank {max(group)}; this "
@@ -63,11 +64,11 @@ class World:
                      f"below {self.size}"))
         where = f"{b.title} at {b.loc()}"
         with self.lock:
-            self.calls[rank], self.groups[rank] = k, group
+            self.calls[rank], self.groups[rank], self.met[rank] = k, group, seat.met
             here = self.arrived.setdefault(k, {})
             here[rank] = _Arrival(key, payload, where, len(group))
             self.state[rank], self.position[rank] = "waiting", f"waits at {where} " \
-                                                              f"(its collective #{k})"
+                                                              f"(its collective {_nth(k)})"
             self.lock.notify_all()
             while True:
                 if self.failure is not None:
@@ -112,7 +113,7 @@ class World:
         with self.lock:
             self.state[rank] = "failed" if failed else "finished"
             self.position[rank] = ("stopped with an error" if failed
-                                   else f"finished after {self.calls[rank]} collective(s)")
+                                   else f"finished after {self.met[rank]} collective(s)")
             self.lock.notify_all()
 
     # ---- messages ------------------------------------------------------------------------------
@@ -121,8 +122,8 @@ class World:
 
     def _deadlock(self, b, group: tuple, k: int) -> RunError:
         return RunError(error(
-            "E692", f"deadlock: {b.title} (collective #{k} of rank-list {list(group)}) can "
-            f"never complete — {self._ranks_text()}", b.loc(), b.index, hint=FIX))
+            "E692", f"deadlock: {b.title} (collective {_nth(k)} of rank-list "
+            f"{list(group)}) can never complete — {self._ranks_text()}", b.loc(), b.index, hint=FIX))
 
     def _mismatch(self, b, group: tuple, here: dict) -> RunError:
         calls = "; ".join(f"rank {r}: {', '.join(map(str, here[r].key))} ({here[r].where})"
@@ -130,6 +131,12 @@ class World:
         return RunError(error(
             "E691", f"mismatched collective: the ranks of rank-list {list(group)} met with "
                     f"different calls — {calls}", b.loc(), b.index, hint=FIX))
+
+
+def _nth(k: tuple) -> str:
+    """`#3`, or `#3 of core 1` (LNC2: each core's collectives count apart)."""
+    core, n = k
+    return f"#{n}" + (f" of core {core}" if core else "")
 
 
 def run_ranks(size: int, work) -> list:

@@ -131,7 +131,6 @@ ELSEWHERE = {
     "E692": "runner/test_ranks.py::"
             "test_a_rank_that_never_joins_is_a_deadlock_naming_each_rank",
     "E693": "isa/test_all_gather.py::test_a_dst_of_the_wrong_size_is_e693",
-    "E694": "kernel/test_kernel_trials.py::test_collectives_on_two_cores_are_e694",
 }
 
 

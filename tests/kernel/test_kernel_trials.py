@@ -560,14 +560,6 @@ def test_replica_group_imports_and_one_rank_runs_a_group_of_one(tmp_path):
     assert "E693" in codes
 
 
-def test_collectives_on_two_cores_are_e694(tmp_path):
-    k = nkirun_kernel(write(tmp_path, REPLICA_GROUP), "maybe_gather")
-    from nkirun.source.kernel.collectives import ReplicaGroup
-    x = np.arange(64, dtype=np.float32).reshape(8, 8)
-    codes = [d.code for d in nkirun.check(k, x, group=ReplicaGroup([[0]]), lnc=2)]
-    assert "E694" in codes
-
-
 PER_LAYER = """\
 import nki
 import nki.isa as nisa

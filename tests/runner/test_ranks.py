@@ -84,6 +84,15 @@ def test_a_rank_s_own_error_names_the_rank(k):
     del xs
 
 
+def test_with_two_cores_each_core_meets_the_same_core_of_the_others(k):
+    xs = inputs(2, shape=(2, 128, 4))
+    outs = bounded(lambda: nkirun.simulate(k.gather_per_core, ranks=2, lnc=2)(
+        nkirun.per_rank(xs), group([0, 1]), 2))
+    for out in outs:
+        for c in range(2):
+            np.testing.assert_array_equal(out[c], np.concatenate([xs[0][c], xs[1][c]], 1))
+
+
 def test_each_takes_per_rank_kwargs_dicts_or_a_function(k):
     xs = inputs(2)
     g = group([0, 1])
