@@ -19,6 +19,10 @@ and schedule.
 |                 | (checker/intern.py PendingOperands)                     | bind                                          |
 | AFFINE_OWN_SHAPE| an index array's affinity checked over its own shape    | over the broadcast shape of the whole index    |
 |                 | (source/kernel/legacy.py affine)                        | (affine_plain)                                |
+| INDEX_FORMS     | an index array (nl.arange, its +, -, * with ints, its   | every index array proved affine over its      |
+|                 | [:, None]) carries its affine form; a view indexed with | values (index_arrays.advanced_pattern_plain)  |
+|                 | such arrays is built from the forms                     |                                               |
+|                 | (source/kernel/index_forms.py)                          |                                               |
 | STREAMED_JSON   | --format json written as it is made, a long list's rows | json.dumps(indent=2) of the whole document    |
 |                 | one compact line each (show/json_out.py)                |                                               |
 
@@ -38,3 +42,4 @@ LOWERED_INDEX = True
 LAZY_OPERANDS = True
 STREAMED_JSON = True
 AFFINE_OWN_SHAPE = True
+INDEX_FORMS = True

@@ -5,7 +5,8 @@ every call converted afresh; `speed.ALLOC_PLANS = False`: every nl.ndarray check
 `speed.SIMPLE_CALLS = False`: every nki.isa call through the general path;
 `speed.FORM_ARGS = False`: every instruction with an args dict of its own;
 `speed.LOWERED_INDEX = False`: a view's IR index worked out at its first use;
-`speed.LAZY_OPERANDS = False`: every bound instruction's Operands made by bind), run to the
+`speed.LAZY_OPERANDS = False`: every bound instruction's Operands made by bind;
+`speed.INDEX_FORMS = False`: every index array proved affine from its values), run to the
 same results, and the instructions bound from a form's template (checker/intern.py
 `Templates`) equal the plain path's (`bind(program, fast=False)`): diagnostics, engines,
 operands, read/write sets.
@@ -63,7 +64,8 @@ def _diags(diags):
 
 
 SWITCHES = ((speed, "CALL_FORMS"), (speed, "ALLOC_PLANS"), (speed, "FORM_ARGS"),
-            (speed, "SIMPLE_CALLS"), (speed, "LOWERED_INDEX"), (speed, "LAZY_OPERANDS"))
+            (speed, "SIMPLE_CALLS"), (speed, "LOWERED_INDEX"), (speed, "LAZY_OPERANDS"),
+            (speed, "INDEX_FORMS"))
 
 
 def _plain_switches(monkeypatch, on: bool) -> None:

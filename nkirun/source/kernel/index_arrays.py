@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from nkirun import speed  # the speed switches, beside their plain twins
+from nkirun.source.kernel import index_forms
 from nkirun.source.kernel.tensor import _new_view
 from nkirun.source.kernel.unsupported import kernel_error
 from nkirun.views.strided import StridedView
@@ -48,7 +49,19 @@ def affine_plain(arr: np.ndarray, shape: tuple):
 
 def advanced_pattern(shape_strides: list, offset: int, items: list):
     """The (pattern, offset) that index arrays/ints `items` (one per view dim) select from
-    a view with (stride, count) pairs `shape_strides` starting at `offset`."""
+    a view with (stride, count) pairs `shape_strides` starting at `offset`.
+
+    speed.INDEX_FORMS: from the forms the index arrays carry (index_forms.py) where every
+    item has one; twin advanced_pattern_plain (tests/kernel/test_index_forms.py)."""
+    if speed.INDEX_FORMS:
+        fast = index_forms.pattern(shape_strides, offset, items)
+        if fast is not None:
+            return fast
+    return advanced_pattern_plain(shape_strides, offset, items)
+
+
+def advanced_pattern_plain(shape_strides: list, offset: int, items: list):
+    """advanced_pattern by its definition: each index array proved affine (affine())."""
     if any(isinstance(k, slice) or k is Ellipsis for k in items):
         raise kernel_error("E607", "index arrays (nl.arange/nl.mgrid) mixed with slices or "
                            "`...` in one index", hint="index every dim with an index "

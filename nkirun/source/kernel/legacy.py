@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nkirun.source.kernel import consts
+from nkirun.source.kernel import consts, index_forms
 from nkirun.source.kernel.index_arrays import affine, affine_plain, advanced_pattern, \
     with_pattern  # noqa: F401 (affine, affine_plain: legacy_affine.py and tests use them)
 from nkirun.source.kernel.legacy_gather import narrowed
@@ -50,7 +50,8 @@ def par_dim(n):
 
 
 def arange(start, stop=None, step=1):
-    return index_array(np.arange(start, stop, step) if stop is not None else np.arange(start))
+    arr = np.arange(start, stop, step) if stop is not None else np.arange(start)
+    return index_array(arr, index_forms.of_arange(arr, 0 if stop is None else start, step))
 
 
 class Grid(tuple):
@@ -76,7 +77,13 @@ class Grid(tuple):
 class _MGrid:
     def __getitem__(self, key):
         key = key if isinstance(key, tuple) else (key,)
-        return Grid(index_array(g) for g in np.ogrid[key])
+        return Grid(index_array(g, _form(g)) for g in np.ogrid[key])
+
+
+def _form(g: np.ndarray):
+    """The affine form of an ogrid array, proved once (index_forms.py)."""
+    fit = affine_plain(g, g.shape) if g.dtype == np.int64 and g.size else None
+    return fit and (fit[0], tuple(fit[1]))
 
 
 mgrid = _MGrid()

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from nkirun import speed  # the speed switches, beside their plain twins
+from nkirun.source.kernel import index_forms
 from nkirun.source.kernel.index_arrays import affine
 from nkirun.source.kernel.unsupported import kernel_error
 
@@ -44,7 +46,11 @@ def _plain(x):
 
 class IndexArray(np.ndarray):
     """An integer index array (`nl.arange`, `nl.mgrid`): NumPy arithmetic, and comparisons
-    that remember what they compared (a Mask)."""
+    that remember what they compared (a Mask). Read-only, as NKI's index expressions are
+    immutable: `ix += 1` makes a new array (rebinds ix), as it does in NKI. With
+    speed.INDEX_FORMS it carries its affine form where it is known (index_forms.py)."""
+
+    _form = None  # (c, coefs) over its own shape, or None: unknown (index_forms.py)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         plain = [_plain(x) for x in inputs]
@@ -55,7 +61,28 @@ class IndexArray(np.ndarray):
             return out
         if ufunc in _COMPARE and len(plain) == 2:
             return Mask.of(out, [(_difference(*plain), _COMPARE[ufunc])])
-        return out.view(IndexArray) if out.dtype.kind in "iu" else out
+        if out.dtype.kind not in "iu":
+            return out
+        arr = index_array(out)
+        if speed.INDEX_FORMS and not kwargs:
+            arr._form = index_forms.of_ufunc(ufunc, inputs, out)
+        return arr
+
+    def __getitem__(self, key):
+        out = super().__getitem__(key)
+        if self._form is not None and out.__class__ is IndexArray:
+            out._form = index_forms.of_index(self._form, self.shape, key, out.shape)
+        return out
+
+    # in-place arithmetic makes a new array (the operand is read-only, as in NKI)
+    def __iadd__(self, other):
+        return self + other
+
+    def __isub__(self, other):
+        return self - other
+
+    def __imul__(self, other):
+        return self * other
 
 
 class Mask(np.ndarray):
@@ -106,8 +133,13 @@ def _difference(a, b):
     return np.subtract(a, b, dtype=np.float64)
 
 
-def index_array(arr: np.ndarray) -> IndexArray:
-    return np.asarray(arr).view(IndexArray)
+def index_array(arr: np.ndarray, form=None) -> IndexArray:
+    """arr (a new array no one else holds) as a read-only IndexArray with `form`."""
+    out = np.asarray(arr).view(IndexArray)
+    out.flags.writeable = False
+    if form is not None and speed.INDEX_FORMS:
+        out._form = form
+    return out
 
 
 # ---- a non-rectangular mask -> the IR's predicate ------------------------------------------
