@@ -65,12 +65,14 @@ def main(argv=None) -> int:
         link.unlink()
     link.symlink_to(Path(a.neuron_dtypes).resolve(), target_is_directory=True)
     groups = [[t] for t in a.tests] if a.each else [a.tests]
-    for old in scratch.glob(f"junit-{a.platform}-*.xml"):
+    for old in [*scratch.glob(f"junit-{a.platform}-*.xml"),
+                *scratch.glob(f"nkirun-{a.platform}-*.json")]:
         old.unlink()
     rc = 0
     for k, paths in enumerate(groups):
         rc = max(rc, _pytest(a, scratch, lib, glue, paths, k))
-    summary = summarize(sorted(scratch.glob(f"junit-{a.platform}-*.xml")))
+    summary = summarize(sorted(scratch.glob(f"junit-{a.platform}-*.xml")),
+                        sorted(scratch.glob(f"nkirun-{a.platform}-*.json")))
     summary.update(platform=a.platform, sample=a.sample, pytest_exit=rc,
                    peak_rss_mb=resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)
     (scratch / f"summary-{a.platform}.json").write_text(json.dumps(summary, indent=1))
@@ -83,11 +85,16 @@ def _pytest(a, scratch: Path, lib: Path, glue: Path, paths: list, k: int) -> int
     cmd = [a.python, "-m", "pytest", *paths, "--test-mode", "simulation",
            "--platform-target", a.platform, "-p", "nkirun_pytest", "--nkirun",
            *a.nkirun_args.split(), "-p", "nkilib_env", "-p", "no:cacheprovider",
+           "--nkirun-json", str(scratch / f"nkirun-{a.platform}-{k}.json"),
            "--continue-on-collection-errors", "--timeout", str(a.timeout), "--tb=line",
            "-q", "--junitxml", str(junit), "--output-directory", str(scratch / "test-output")]
     if a.jobs > 1:
         cmd += ["-n", str(a.jobs)]
-    env = dict(os.environ, PYTHONHASHSEED="0", NKILIB_SAMPLE=str(a.sample),
+    # NEURON_PYTHONHASHSEED seeds the harness's `random` before collection: its sweeps
+    # draw their shapes at import (`random.sample` in class bodies), so the test ids, and
+    # the sample, are the same in every run
+    env = dict(os.environ, PYTHONHASHSEED="0", NEURON_PYTHONHASHSEED="0",
+               NKILIB_SAMPLE=str(a.sample),
                OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
                PYTHONPATH=os.pathsep.join([str(ROOT), str(HERE), str(glue),
                                            str(lib / "src")]))
@@ -101,10 +108,20 @@ def _pytest(a, scratch: Path, lib: Path, glue: Path, paths: list, k: int) -> int
                               preexec_fn=cap).returncode
 
 
-def summarize(junits: list) -> dict:
+def summarize(junits: list, shares: list = ()) -> dict:
     """Counts, failures grouped by their message's first line, the slowest tests, and each
-    test's time and peak resident memory (nkilib_env.py records it)."""
+    test's time and peak resident memory (nkilib_env.py records it), with nkirun's share of
+    them where the plugin's JSON (`shares`) has it: nkirun_s (time in nkirun's simulate),
+    nkirun_mb (the most one simulate call added to the process's resident memory) and
+    nkirun_peak_mb (the process's resident memory at its highest during one)."""
     tests, groups = {}, {}
+    share = {}
+    for path in shares:
+        try:
+            for node, data in json.loads(Path(path).read_text())["tests"].items():
+                share[node.removeprefix("test/")] = data
+        except (OSError, ValueError, KeyError):  # a process that died before writing it
+            pass
     cases = []
     for junit in junits:
         try:
@@ -123,6 +140,9 @@ def summarize(junits: list) -> dict:
             first = ((bad.get("message") or bad.text or "").strip().splitlines() or [""])[0]
             row["why"] = first[:240]
             groups.setdefault(first[:120], []).append(node)
+        mine = share.get(_node_id(case), {})
+        row.update(nkirun_s=mine.get("nkirun_seconds"), nkirun_mb=mine.get("nkirun_extra_mb"),
+                   nkirun_peak_mb=mine.get("nkirun_peak_mb"))
         tests[node] = row
     count = lambda o: sum(1 for t in tests.values() if t["outcome"] == o)  # noqa: E731
     lost = sum(1 for g in groups if g.startswith("no report: "))
@@ -132,7 +152,20 @@ def summarize(junits: list) -> dict:
             "failures": {k: v for k, v in sorted(groups.items(), key=lambda kv: -len(kv[1]))},
             "slowest": [(n, t["seconds"]) for n, t in slow],
             "max_rss_mb": max((t["max_rss_mb"] or 0 for t in tests.values()), default=0),
+            "max_nkirun_mb": max((t["nkirun_mb"] or 0 for t in tests.values()), default=0),
+            "slowest_in_nkirun": sorted(((n, t["nkirun_s"]) for n, t in tests.items()
+                                         if t["nkirun_s"]), key=lambda r: -r[1])[:10],
             "tests": tests}
+
+
+def _node_id(case) -> str:
+    """pytest's node id of a junit test case (`a.b.test_x.TestK` + `test_y[p]` ->
+    `a/b/test_x.py::TestK::test_y[p]`) as the plugin's JSON names tests, less the `test/`
+    it starts with where pytest's root is the checkout rather than its `test/`."""
+    parts = (case.get("classname") or "").split(".")
+    module = next((i for i, p in enumerate(parts) if p.startswith("test_")), len(parts) - 1)
+    path = "/".join(parts[:module + 1]) + ".py"
+    return "::".join([path, *parts[module + 1:], case.get("name") or ""])
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ kernel's parameters raises TypeError naming the parameter.
 """
 from __future__ import annotations
 
+from contextlib import ExitStack
+
 import numpy as np
 
 from nkirun.diagnostics import NkirunError
@@ -35,6 +37,9 @@ from nkirun.source.kernel.trace import Traced
 # it runs (nkirun/dropin/pytest_plugin.py: --nkirun-check, --nkirun-cost); `front.program`
 # is the traced program
 WATCHERS: list = []
+# context-manager factories, called with the kernel and entered around each simulate() call
+# (the plugin's measure of nkirun's own time and memory per test)
+AROUND: list = []
 
 
 def _front(kernel, args, kwargs, target, lnc, kernel_kwargs):
@@ -71,7 +76,9 @@ def simulate(kernel, target: str | None = None, lnc: int = 1, shadow: bool = Fal
                          f"got {uninitialized!r}")
 
     def call(*args, **kwargs):
-        with budget(max_instructions):
+        with budget(max_instructions), ExitStack() as spans:
+            for around in AROUND:
+                spans.enter_context(around(kernel))
             return _simulated(args, kwargs)
 
     def _simulated(args, kwargs):

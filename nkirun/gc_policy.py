@@ -4,9 +4,10 @@ Building and checking a long program allocates millions of small objects and fre
 none, so cyclic collections would only rescan the growing IR (a third of the time on
 100k-instruction traces). The `nkirun` command owns its process and pauses the collector
 for the whole command. In a caller's process the collector is paused only while a kernel
-is traced and while the traced program is checked (api_kernel.py: 10-15% of the
-trace and ~25% of the check of 100,000 instructions), and restored as it was when the
-pass ends, also when the kernel raises; `import nkirun` alone changes nothing.
+is traced, while the traced program is checked and while it is scheduled (api_kernel.py,
+pipeline/commands.py: 10-15% of the trace and ~25% of the check of 100,000 instructions,
+20-25% of the schedule of the 39,000-instruction matmul tutorial), and restored as it was
+when the pass ends, also when the kernel raises; `import nkirun` alone changes nothing.
 
 A pause must not keep garbage alive for ever in a long-lived caller (1,500 API calls grew
 a process to 1 GB): what a short pass allocated is left to the young generations, where

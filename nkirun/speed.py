@@ -23,12 +23,19 @@ and schedule.
 |                 | [:, None]) carries its affine form; a view indexed with | values (index_arrays.advanced_pattern_plain)  |
 |                 | such arrays is built from the forms                     |                                               |
 |                 | (source/kernel/index_forms.py)                          |                                               |
+| PSUM_BY_FORM    | the PSUM hazard pass reads a form instance's PSUM       | every instance's Operands made and read       |
+|                 | operands through its form (checker/psum.py             |                                               |
+|                 | _form_operands): its Operands stay unmade               |                                               |
 | STREAMED_JSON   | --format json written as it is made, a long list's rows | json.dumps(indent=2) of the whole document    |
 |                 | one compact line each (show/json_out.py)                |                                               |
+| JSON_ROWS       | cost --format json's instruction rows spelled from the  | views.table's dicts through the streamed      |
+|                 | slots (show/cost_json.py)                           | writer                                        |
 
 Shortcuts chosen by an argument rather than a switch, each tested against its twin:
 runner/plan.py (a planned run; `interpret.execute(plan=False)`: runner/plain.py, tests/
-runner/test_plan.py), checker/intern.py (`bind(..., fast=False)`, tests/checker/
+runner/test_plan.py; tiles written in parts decided while planning, runner/plan_writes.py,
+and the plan forms of nc_matmul, tensor_tensor and tensor_copy across dtypes: tests/runner/
+test_plan_writes.py), checker/intern.py (`bind(..., fast=False)`, tests/checker/
 test_fast_bind.py), isa/fast/ (each module beside the instruction's plain `definition`),
 runner/shadow_native.py (the C module beside the NumPy comparisons, tests/runner/
 test_shadow_native.py), runner/shadow_bits.py (bfloat16 on the bits beside the plain
@@ -41,5 +48,7 @@ SIMPLE_CALLS = True
 LOWERED_INDEX = True
 LAZY_OPERANDS = True
 STREAMED_JSON = True
+JSON_ROWS = True
 AFFINE_OWN_SHAPE = True
 INDEX_FORMS = True
+PSUM_BY_FORM = True

@@ -119,8 +119,8 @@ def matmul_transpose(folder: pathlib.Path) -> None:
     """C = A @ B with A [128, 256] and B [256, 512] in bfloat16 (B as two 128-row halves)."""
     import ml_dtypes
     rng = np.random.default_rng(2010)
-    # (through float32: ml_dtypes 0.7 rounds float64 to bfloat16 directly, older ones via
-    # float32; the committed data are the latter's)
+    # through float32: ml_dtypes 0.7 rounds float64 to bfloat16 once, earlier releases
+    # went through float32 (twice); the committed data must come back under both
     a = rng.standard_normal((128, 256)).astype(np.float32).astype(ml_dtypes.bfloat16)
     b = rng.standard_normal((256, 512)).astype(np.float32).astype(ml_dtypes.bfloat16)
     _save(folder, a=a, b0=b[:128].copy(), b1=b[128:].copy())

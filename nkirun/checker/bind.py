@@ -27,7 +27,8 @@ from nkirun.views import access
 from nkirun.views.operands import resolve
 
 
-
+# (split, a call per instruction would cost what the shortcuts below save)
+# long: check's per-instruction loop, its shortcuts sharing locals
 def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES, fast: bool = True
          ) -> tuple[list[Bound], list[Diagnostic]]:
     """Resolve operands and apply the per-parameter and per-instruction rules.
@@ -64,7 +65,9 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES, fast: boo
         like = passed.get(same)
         if like is not None:
             like.args.shared = True
-            bound.append(Bound(inst, spec, like.args, None, like.engine, target))
+            b = Bound(inst, spec, like.args, None, like.engine, target)
+            forms.adopt(inst, b)
+            bound.append(b)
             continue
         form = form_key(spec.name, args.values(), views.token) if same is not None else None
         like = passed_form.get(form) if form is not None else None
@@ -72,6 +75,7 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES, fast: boo
             b = Bound(inst, spec, Operands(args, like.args.form), None, like.engine, target)
             if inst.index in repeated:  # (not under `same`: a new tile's ids do not recur)
                 passed_at[inst.index] = b
+            forms.adopt(inst, b)
             bound.append(b)
             continue
         b = Bound(inst, spec, Operands(args, None if form is None else {}), None, "", target)

@@ -147,6 +147,14 @@ class Templates:
         self.by_form[id(locs)] = (b, tuple((k, self.last[key], b.args[k])
                                            for k, key in zip(locs.views, keys)), plan, at)
 
+    def adopt(self, inst, b) -> None:
+        """put(inst, b) for b bound as an equal earlier instruction that passed (by
+        identity or form_key) when inst's form has no template yet: a form whose first
+        instance matched another form's (two nl.broadcast_to calls) gets one too."""
+        locs = inst.arg_locs
+        if locs.__class__ is FormLocs and id(locs) not in self.by_form:
+            self.put(inst, b)
+
     def bind(self, inst, program, target):
         """inst bound as its form's template, or None (no template yet, an undeclared
         tensor, a dropped instruction: bind's own path decides)."""

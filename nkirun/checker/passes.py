@@ -176,9 +176,12 @@ def _deltas(program: Program, bound: list[Bound]) -> dict:
     return _live_deltas(program, bound)
 
 
-def live_peak(program: Program, bound: list[Bound], buf: str) -> int:
-    """The peak live bytes per partition of `buf` (schedule/spills.py)."""
-    return _peak_live(_deltas(program, bound).get(buf, ()), len(bound))[0]
+def live_peaks(program: Program, bound: list[Bound]) -> dict[str, int]:
+    """buffer -> its peak live bytes per partition (schedule/spills.py), every buffer from
+    one pass over the instructions."""
+    n = len(bound)
+    return {buf: max(itertools.accumulate(itertools.islice(d, n)), default=0)
+            for buf, d in _deltas(program, bound).items()}
 
 
 def _capacity(program: Program, bound: list[Bound]) -> list[Diagnostic]:

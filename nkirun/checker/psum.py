@@ -22,8 +22,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from nkirun import speed  # the speed switches, beside their plain twins
+from nkirun.checker.intern import PendingOperands
 from nkirun.diagnostics import Diagnostic
 from nkirun.ir import Program
+from nkirun.isa.bound import raw_args
 from nkirun.isa.spec import Bound, param_tables
 from nkirun.views.operands import Resolved
 
@@ -73,6 +76,10 @@ class _Tile:
             self.boxes, self.states, self.whos = [(box, state, who)], None, None
             return
         if self.states is None and box is not None:
+            if box == self.boxes_whole:  # (every box inside: each either kept or set whole)
+                self.boxes = [(b, state, w if who is None else who) if s == only
+                              else (b, s, w) for b, s, w in self.boxes]
+                return
             kept = []
             for b, s, w in self.boxes:
                 if (only is not None and s != only) or not _overlap(b, box):
@@ -130,16 +137,39 @@ def _subtract(a, b) -> list:
 
 
 def _psum_operands(b: Bound):
-    """((view, its _box) of each PSUM operand read, the same for those written) of b."""
+    """((tensor, view, its _box) of each PSUM operand read, the same for those written)
+    of b, and its `accumulate` mode (False where it has none)."""
     reads, writes = [], []
     for p in param_tables(b.spec).views:
         r = b.args.get(p.name)
         if isinstance(r, Resolved) and r.buffer == "psum":
-            (writes if p.out else reads).append((r, _box(r)))
-    return tuple(reads), tuple(writes)
+            (writes if p.out else reads).append((r.decl.name, r, _box(r)))
+    return tuple(reads), tuple(writes), _mode(b.spec, b.args)
+
+
+def _mode(spec, args):
+    return args.get("accumulate") if spec.param("accumulate") else False
+
+
+def _form_operands(spec, pending):
+    """_psum_operands of every instance of a call-site form (checker/intern.py
+    PendingOperands), without making its Operands: its views are the template's rebased
+    onto its own tensors (same index, same box), so per PSUM operand (position of its
+    tensor among the instance's names or None: the template's own tensor, view, _box);
+    its other values are the template's."""
+    template, at = pending.template, {k: j for j, (k, _, _) in enumerate(pending.views)}
+    reads, writes = [], []
+    for p in param_tables(spec).views:
+        r = template.get(p.name)
+        if isinstance(r, Resolved) and r.buffer == "psum":
+            (writes if p.out else reads).append((at.get(p.name), r, _box(r)))
+    return tuple(reads), tuple(writes), _mode(spec, template)
 
 
 def psum_hazards(program: Program, bound: list[Bound]) -> list[Diagnostic]:
+    """W053-W055 over the program. speed.PSUM_BY_FORM: an instance of a call-site form
+    whose Operands are not made yet is read through its form (_form_operands), and they
+    stay unmade; twin: every instance's Operands read (tests/checker/test_psum_forms.py)."""
     tiles = {n: _Tile(t.shape, t.init is not None)
              for n, t in program.tensors.items() if t.buffer == "psum"}
     if not tiles:
@@ -148,27 +178,47 @@ def psum_hazards(program: Program, bound: list[Bound]) -> list[Diagnostic]:
     op_at = {b.index: b.op for b in bound}
     name = lambda who: f"{op_at.get(who, 'an instruction')} (instruction {who})"
     ops_of: dict = {}  # id(b.args) -> _psum_operands (see Bound: repeats share args)
+    by_form: dict = {}  # id(template Operands) -> _form_operands
+    forms = speed.PSUM_BY_FORM
+    dropped = program.dropped
     for b in bound:
-        if b.index in program.dropped:
+        if b.index in dropped:
             continue
-        rw = ops_of.get(id(b.args))
-        if rw is None:
-            rw = ops_of[id(b.args)] = _psum_operands(b)
-        reads, writes = rw
-        if not reads and not writes:
+        args = raw_args(b)
+        if forms and args.__class__ is PendingOperands:
+            rw = by_form.get(id(args.template))
+            if rw is None:
+                rw = by_form[id(args.template)] = _form_operands(b.spec, args)
+            reads, writes, mode = rw
+            if not reads and not writes:
+                continue
+            names = args.names_in
+            for j, r, box in reads:  # (as below, each tensor named by the instance)
+                tiles[r.decl.name if j is None else names[j]].set(r, box, None, MM_READ,
+                                                                  None, only=MM_UNREAD)
+            for j, r, box in writes:
+                t = r.decl.name if j is None else names[j]
+                out += _write(b, t, r, box, tiles[t], None, name, mode)
             continue
+        else:
+            rw = ops_of.get(id(b.args))
+            if rw is None:
+                rw = ops_of[id(b.args)] = _psum_operands(b)
+            reads, writes, mode = rw
+            if not reads and not writes:
+                continue
         mask = b.mask if b.spec.mask_on == "dst" else None
-        for r, box in reads:  # reads happen before the write
-            tiles[r.decl.name].set(r, box, None, MM_READ, None, only=MM_UNREAD)
-        for r, box in writes:
-            out += _write(b, r, box, tiles[r.decl.name], mask, name)
+        for t, r, box in reads:  # reads happen before the write
+            tiles[t].set(r, box, None, MM_READ, None, only=MM_UNREAD)
+        for t, r, box in writes:
+            out += _write(b, t, r, box, tiles[t], mask, name, mode)
     return out
 
 
-def _write(b: Bound, r: Resolved, box, tile: _Tile, mask, writer) -> list[Diagnostic]:
-    name, out = r.decl.name, []
+def _write(b: Bound, name: str, r: Resolved, box, tile: _Tile, mask, writer, mode
+           ) -> list[Diagnostic]:
+    out = []
     pe = b.engine == "tensor"
-    mode = b.args.get("accumulate") if b.spec.param("accumulate") else False
     if pe and mode is not False:  # accumulates where the elements hold data
         who = tile.find(r, box, mask, OTHER)
         if who is not None:

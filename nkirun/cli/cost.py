@@ -32,6 +32,11 @@ TARGET_NAMES = tuple(TARGETS)
 @click.option("--view", "view", default="all", show_default=True, metavar="LIST",
               help="views to show, comma-separated: summary, table, timeline, critical, "
                    "advice, all")
+@click.option("--detail", type=click.Choice(("full", "summary")), default="full",
+              show_default=True,
+              help="--format json: full lists every instruction (`instructions`); summary "
+                   "leaves that list out (totals, engines and the chosen views only: for "
+                   "sweeps and CI jobs)")
 @click.option("--max-rows", type=int, default=200, show_default=True, metavar="N",
               help="instruction-table rows in text output (0: all)")
 @click.option("--width", type=click.IntRange(60, 400), default=None, metavar="COLUMNS",
@@ -53,8 +58,8 @@ TARGET_NAMES = tuple(TARGETS)
 @_debug_option
 @_guard
 # long: a click command: its help text, the kernel dispatch and the report
-def cost(program, fmt, target, trace_out, html_out, view, max_rows, width, program_format, debug,
-         compare_with=None, compare_target=None, compare_shapes=(),
+def cost(program, fmt, target, trace_out, html_out, view, detail, max_rows, width,
+         program_format, debug, compare_with=None, compare_target=None, compare_shapes=(),
          inputs=(), kernel_args=(), kernel_shapes=(), grid=None, lnc=None, trip=()):
     """Estimate cycles per instruction and the multi-engine schedule of PROGRAM.
 
@@ -70,6 +75,7 @@ def cost(program, fmt, target, trace_out, html_out, view, max_rows, width, progr
       nkirun cost prog.yaml
       nkirun cost prog.yaml --view summary,critical
       nkirun cost prog.yaml --target trn1 --format json
+      nkirun cost prog.yaml --format json --detail summary   # no per-instruction rows
       nkirun cost prog.yaml --trace-out trace.json    # open it in ui.perfetto.dev
       nkirun cost k.py::f --shape x=float32[256,512] --html k.html   # open it in a browser
       nkirun cost a.yaml --compare b.yaml             # what-if: side by side
@@ -80,11 +86,14 @@ def cost(program, fmt, target, trace_out, html_out, view, max_rows, width, progr
     """
     from dataclasses import replace
 
-    from nkirun.schedule import parse_views, render_report, to_json
+    from nkirun.schedule import parse_views, render_report
     try:
         views = parse_views(view)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--view")
+    if detail != "full" and fmt != "json":
+        raise click.UsageError("--detail applies to --format json; the text report chooses "
+                               "what it shows with --view (e.g. --view summary)")
     from nkirun.schedule.trips import parse_trips
     trips = parse_trips(trip)
     opts = kernel_params(inputs, kernel_shapes, kernel_args, grid, lnc)
@@ -99,6 +108,9 @@ def cost(program, fmt, target, trace_out, html_out, view, max_rows, width, progr
         if trace_out:
             raise click.UsageError("--trace-out writes one schedule; it cannot be combined "
                                    "with --compare/--compare-target/--compare-shape")
+        if detail != "full":
+            raise click.UsageError("--detail applies to one schedule's JSON; the "
+                                   "comparison has no instruction rows to leave out")
         other = replace(opts, shapes=tuple(compare_shapes)) if compare_shapes else opts
         sys.exit(_compare(program, compare_with or program, target, compare_target or target,
                           opts, other, fmt, width, program_format, trips, html_out))
@@ -108,7 +120,8 @@ def cost(program, fmt, target, trace_out, html_out, view, max_rows, width, progr
     if to_stdout:  # standard output carries the trace or the page alone
         sys.exit(EXIT_OK)
     if fmt == "json":
-        _echo_json(to_json(sched, views))
+        from nkirun.show.cost_json import write_cost_json
+        write_cost_json(sched, views, sys.stdout, detail)
     else:
         render_report(sched, width=width, views=views, max_rows=max_rows)
     sys.exit(EXIT_OK)

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import contextmanager
 
 import pytest
 
 _KEY = "nkirun"
+_USAGE = ("seconds", "trace_seconds", "rss_mb", "peak_mb", "extra_mb")
 
 
 def configure(config, target, uninitialized, check: bool, cost: bool, json_path) -> None:
@@ -38,14 +40,18 @@ class _Report:
     def __init__(self, check: bool, cost: bool, json_path: str | None):
         self.check, self.cost, self.json_path = check, cost, json_path
         self.current: list | None = None  # the running test's kernels
+        self.calls: list | None = None  # its simulate() calls: time and memory
         self.tests: dict = {}  # node id -> {"outcome", "kernels": [...]}
 
     # -- on the worker ------------------------------------------------------------------
     def watch(self, kernel, traced, bound, diags) -> None:
-        if self.current is None:
+        if self.current is None or not self.calls:
             return
-        row = {"kernel": getattr(kernel, "__qualname__", None) or "kernel",
-               "target": traced.program.target, "lnc": traced.program.cores}
+        call = self.calls[-1]
+        call["trace_seconds"] = round(time.perf_counter() - call.pop("_t0"), 3)
+        row = call.setdefault("kernel_row", {})
+        row.update(kernel=getattr(kernel, "__qualname__", None) or "kernel",
+                   target=traced.program.target, lnc=traced.program.cores)
         if self.check or self.json_path:
             row["warnings"] = [{"code": d.code, "message": d.message,
                                 "where": str(d.loc) if d.loc else None}
@@ -54,18 +60,40 @@ class _Report:
             row["predicted_ns"] = _predicted_ns(traced, bound)
         self.current.append(row)
 
+    @contextmanager
+    def around(self, kernel):
+        """One simulate() call of the running test: nkirun's own time and memory."""
+        if self.current is None:
+            yield
+            return
+        from nkirun.dropin.usage import measured
+        call = {"_t0": time.perf_counter()}
+        self.calls.append(call)
+        try:
+            with measured(call):
+                yield
+        finally:
+            call.pop("_t0", None)
+            row = call.pop("kernel_row", None)
+            if row is not None:  # traced and valid: its time and memory too
+                row.update({k: call[k] for k in _USAGE if k in call})
+                row["run_seconds"] = round(call["seconds"] - call["trace_seconds"], 3)
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_call(self, item):
-        from nkirun.api_kernel import WATCHERS
-        self.current = []
+        from nkirun.api_kernel import AROUND, WATCHERS
+        self.current, self.calls = [], []
         WATCHERS.append(self.watch)
+        AROUND.append(self.around)
         start = time.perf_counter()
         try:
             outcome = yield
         finally:
             WATCHERS.remove(self.watch)
+            AROUND.remove(self.around)
         data = {"kernels": self.current, "seconds": round(time.perf_counter() - start, 3)}
-        self.current = None
+        data.update(_nkirun_share(self.calls))
+        self.current = self.calls = None
         exc = outcome.excinfo[1] if outcome.excinfo else None
         diags = getattr(exc, "diagnostics", None)
         if diags:
@@ -97,6 +125,18 @@ class _Report:
             with open(self.json_path, "w", encoding="utf-8") as f:
                 json.dump({"tests": self.tests}, f, indent=1, sort_keys=True)
             tr.write_line(f"nkirun: wrote {self.json_path}")
+
+
+def _nkirun_share(calls: list) -> dict:
+    """A test's simulate() calls together: nkirun_seconds (their time), nkirun_peak_mb (the
+    process's resident size at its highest during one of them) and nkirun_extra_mb (the
+    most one call added over what the process held when it began: nkirun's own memory)."""
+    if not calls:
+        return {}
+    return {"nkirun_calls": len(calls),
+            "nkirun_seconds": round(sum(c.get("seconds", 0) for c in calls), 3),
+            "nkirun_peak_mb": max(c.get("peak_mb", 0) for c in calls),
+            "nkirun_extra_mb": max(c.get("extra_mb", 0) for c in calls)}
 
 
 def _predicted_ns(traced, bound):

@@ -258,6 +258,71 @@ def copy_plan(dst, src):
     return build
 
 
+def f32_operand(view, r, shape, tag: str):
+    """A plan form's float32 reading of operand r as `shape`: (its storage view, None) for
+    a float32 one, else (the view, a float32 work array it is widened into at each call:
+    widened()); None when r has no plain view."""
+    a = view(r, shape)
+    if a is None:
+        return None
+    return (a, None) if a.dtype == np.float32 else (a, view.scratch(tag, shape))
+
+
+def widened(pair) -> np.ndarray:
+    """The float32 values of an f32_operand (an exact widening, as astype(float32))."""
+    a, work = pair
+    if work is None:
+        return a
+    np.copyto(work, a, casting="unsafe")
+    return work
+
+
+def widened_ufunc_plan(ufunc, dst, a, c, shape):
+    """A plan form's build of dst = ufunc(a, c) computed in float32 on float operands
+    widened to float32 (exact) and cast into dst as Machine.write casts a float32 value
+    (NumPy's round to nearest even; dst a float type other than tfloat32), all as `shape`."""
+    def build(view):
+        x, y, out = f32_operand(view, a, shape, "a"), f32_operand(view, c, shape, "c"), \
+            view(dst, shape)
+        if x is None or y is None or out is None:
+            return None
+        result = out if out.dtype == np.float32 else view.scratch("result", shape)
+        return partial(_ufunc_widened, ufunc, x, y, result, out)
+    return build
+
+
+def _ufunc_widened(ufunc, x, y, result, out) -> None:
+    ufunc(widened(x), widened(y), out=result)
+    if result is not out:
+        np.copyto(out, result, casting="unsafe")
+
+
+def row_major(a: np.ndarray) -> bool:
+    """Whether a's dims step forwards, outer ones by more (size-1 dims aside)."""
+    steps = [s for s, n in zip(a.strides, a.shape) if n > 1]
+    return all(s > 0 for s in steps) and all(x >= y for x, y in zip(steps, steps[1:]))
+
+
+def cast_copy_plan(dst, src):
+    """A plan form's build of dst = src for float src and dst (not tfloat32), cast as
+    Machine.write casts a float32 value (round to nearest even) after widening src to
+    float32 (exact): one copyto when either side is float32, else through a work array."""
+    def build(view):
+        d = view(dst)
+        s = view(src, d.shape) if d is not None else None
+        if s is None:
+            return None
+        if np.float32 in (s.dtype, d.dtype):
+            return partial(np.copyto, d, s, casting="unsafe")
+        return partial(_through_f32, s, view.scratch("cast", d.shape), d)
+    return build
+
+
+def _through_f32(s, work, d) -> None:
+    np.copyto(work, s, casting="unsafe")
+    np.copyto(d, work, casting="unsafe")
+
+
 def _gather_mask(b: Bound, m, src, dst):
     """b.mask, less the dst elements whose source partition an indirect src skipped
     (oob_mode=skip; views/indirect.py): they keep their value."""

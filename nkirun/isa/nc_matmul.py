@@ -48,6 +48,7 @@ import numpy as np
 from nkirun.hw import dtypes as dt
 from nkirun.hw.cost_tables import cost_table
 from nkirun.isa import matmul_modes as modes
+from nkirun.isa.matmul_plan import plan
 from nkirun.isa.common import flat
 from nkirun.isa.removed import NKI_020_228
 from nkirun.isa.spec import BOOL, ENUM, INT_LIST, MASK, TILE, Bound, InstructionDef, NkiApi, Param
@@ -169,6 +170,7 @@ SPEC = InstructionDef(
         "to it and accumulated into by later ones (NKI's auto-detect)."),
     cost_formula="max(min(64, Ns), Nm) PE cycles (fp8/bf16/fp16/tf32); 4x for fp32 operands",
     execute=execute,
+    plan=plan,
     direct_storage=True,
     cycles=cycles,
     check=check,

@@ -160,8 +160,10 @@ class InstructionDef:
     collective: bool = False
     # The fast form for runner/plan.py: (Bound) -> None when it does not apply, else
     # build(view) -> a no-argument call doing what execute(b, m) does on fixed operand
-    # arrays (view(r, shape=None): r's storage without a copy, or None; build may return
-    # None). Applies only where b writes each output in full (no mask).
+    # arrays (view(r, shape=None): r's storage without a copy, or None; view.holds(r):
+    # whether r's elements hold data before b; view.scratch(tag, shape): a work array;
+    # runner/plan_writes.py Viewer; build may return None). Applies only where b writes
+    # each output in full (no mask).
     plan: Callable | None = None
     # How NKI's Python API spells it (isa/nki_api.py): the NKI 0.6 signature, nki.isa or
     # nki.language, the pre-0.2 call forms; the kernel front end reads only this.

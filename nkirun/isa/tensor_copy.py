@@ -10,7 +10,7 @@ from functools import partial
 
 import numpy as np
 
-from nkirun.isa.common import activation_pass, copy_plan, flat, is_nc_v2, same_shape
+from nkirun.isa.common import activation_pass, cast_copy_plan, copy_plan, flat, is_nc_v2, same_shape
 from nkirun.isa.spec import ENUM, TILE, Bound, InstructionDef, NkiApi, Param, common_tail, out_dtype
 
 PARAMS = (
@@ -50,13 +50,18 @@ def execute(b: Bound, m) -> None:
 
 
 def plan(b: Bound):
-    """runner/plan.py's form of a bit copy (src, the output dtype and dst share one storage
-    type, not tfloat32, no mask): one copyto between fixed views."""
+    """runner/plan.py's form, no mask: a bit copy (src, the output dtype and dst share one
+    storage type, not tfloat32) is one copyto between fixed views; a float-to-float cast
+    (the output dtype dst's, not tfloat32) is execute's widening to float32 and the
+    store's rounding (common.cast_copy_plan)."""
     src, dst, out = b["src"], b["dst"], out_dtype(b)
-    if b.mask is not None or _through_f32(b) or dst.dtype.name == "tfloat32" or \
-            not src.dtype.np_type == out.np_type == dst.dtype.np_type:
+    if b.mask is not None or dst.dtype.name == "tfloat32" or out.np_type != dst.dtype.np_type:
         return None
-    return copy_plan(dst, src)
+    if not _through_f32(b) and src.dtype.np_type == dst.dtype.np_type:
+        return copy_plan(dst, src)
+    if src.dtype.is_float and dst.dtype.is_float:
+        return cast_copy_plan(dst, src)
+    return None
 
 
 def cycles(b: Bound, target) -> int:

@@ -11,7 +11,7 @@ from functools import partial
 import numpy as np
 
 from nkirun.hw import alu as ops
-from nkirun.isa.common import flat, same_shape
+from nkirun.isa.common import flat, same_shape, widened_ufunc_plan
 from nkirun.isa.spec import (ENUM, OP, TILE, Bound, InstructionDef, NkiApi, Param, common_tail,
                              out_dtype)
 
@@ -113,20 +113,27 @@ def execute(b: Bound, m) -> None:
 
 
 def plan(b: Bound):
-    """execute's straight-into-dst form for runner/plan.py: float32 operands and dst, no
-    mask, no other dtype=; the ufunc on views fixed when the plan is built."""
+    """execute's form for runner/plan.py: add/subtract/multiply/max/min of float operands
+    into a float dst (not tfloat32), no mask, no other dtype=. All float32: the ufunc on
+    views fixed when the plan is built, straight into dst. Otherwise the operands are
+    widened to float32 (exact), the ufunc computes in float32 and the result is cast into
+    dst as Machine.write casts (NumPy's round to nearest even): definition's values."""
     args = b.args
     ufunc = _INTO.get(args["op"])
     dst, d1, d2 = args["dst"], args["data1"], args["data2"]
     if ufunc is None or b.mask is not None or args["dtype"] not in (None, dst.dtype) or \
-            not dst.dtype.name == d1.dtype.name == d2.dtype.name == "float32":
+            dst.dtype.name == "tfloat32" or \
+            not dst.dtype.is_float == d1.dtype.is_float == d2.dtype.is_float is True:
         return None
+    if dst.dtype.name == d1.dtype.name == d2.dtype.name == "float32":
+        def build(view):
+            a, out = view(d1, _flat_shape(d1)), view(dst, _flat_shape(d1))
+            c = view(d2, _flat_shape(d2))
+            return None if a is None or c is None or out is None else \
+                partial(ufunc, a, c, out=out)
+        return build
 
-    def build(view):
-        a, out = view(d1, _flat_shape(d1)), view(dst, _flat_shape(d1))
-        c = view(d2, _flat_shape(d2))
-        return None if a is None or c is None or out is None else partial(ufunc, a, c, out=out)
-    return build
+    return widened_ufunc_plan(ufunc, dst, d1, d2, _flat_shape(d1))
 
 
 def _flat_shape(r) -> tuple:

@@ -183,6 +183,7 @@ def require_run_time_inputs(front: Front) -> None:
 def cost(c: Checked, trips=None):
     """The predicted schedule; runtime loops counted by `trips` ({loop: N}) or by running
     the program on its inputs (schedule/trips.py)."""
+    from nkirun.gc_policy import paused_gc
     from nkirun.runner.freeing import execute_freeing
     from nkirun.schedule import schedule
     from nkirun.schedule.trips import expand
@@ -192,7 +193,8 @@ def cost(c: Checked, trips=None):
             program, bound, c.front.inputs, observe))
     except NkirunError as e:
         raise located(c.front, e) from None
-    sched = schedule(program, seq)
+    with paused_gc():  # a slot per instruction, none freed: as check (gc_policy.py)
+        sched = schedule(program, seq)
     sched.loops = loops
     return sched
 

@@ -151,16 +151,59 @@ class _Snapshot:
 
 
 def _fill_unwritten(m, reads, fill: int) -> None:
+    """Every byte of the unwritten elements each read may touch := `fill`: those of its
+    box (the bounding box of what it reads), not the whole tensor (a matmul reading one
+    128 x 128 tile of a large, partly written buffer filled all of it five times)."""
     for _, r in reads:
         w = m.written.get(r.decl.name)
-        if w is not None:
-            buf = m.buffers[r.decl.name]
-            raw = buf.reshape(-1).view(np.uint8).reshape(buf.size, buf.itemsize)
+        if w is None:
+            continue
+        buf = m.buffers[r.decl.name]
+        box = _read_box(r, w.ndim)
+        if box is not None:
+            buf, w = buf[box], w[box]
+        if w.all():
+            continue
+        unsigned = _UNSIGNED.get(buf.itemsize)
+        if unsigned is None:  # (no unsigned integer of its size: byte by byte)
+            raw = np.ascontiguousarray(buf).reshape(-1).view(np.uint8).reshape(buf.size, -1)
             raw[~w.reshape(-1)] = fill
+            buf[...] = raw.view(buf.dtype).reshape(buf.shape)
+            continue
+        np.copyto(buf.view(unsigned), unsigned(int.from_bytes(bytes([fill]) * buf.itemsize,
+                                                              "little")), where=~w)
+
+
+_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _read_box(r, ndim: int):
+    """The NumPy basic index of the region of its tensor a read stays in, or None (the
+    whole tensor: a runtime-indexed pattern, or one reinterpreting the tensor's dtype,
+    whose box is not in the tensor's own elements)."""
+    if r.ap is not None and (r.ap.indirect is not None or r.ap.dtype != r.decl.dtype):
+        return None
+    if len(r.box) != ndim or any(t <= 0 for _, _, t in r.box):
+        return None
+    return tuple(slice(s, s + (c - 1) * t + 1, t) for s, c, t in r.box)
 
 
 def _differs(arrays: list) -> np.ndarray:
     """Which elements' bytes differ between the arrays (all of one shape and dtype)."""
+    first = arrays[0]
+    size = first.itemsize
+    unsigned = _UNSIGNED.get(size)
+    if unsigned is not None:  # one comparison per element, not per byte
+        base = first.view(unsigned) if first.ndim else first.reshape(1).view(unsigned)
+        out = np.zeros(base.shape, bool)
+        for a in arrays[1:]:
+            out |= (a.view(unsigned) if a.ndim else a.reshape(1).view(unsigned)) != base
+        return out.reshape(first.shape)
+    return differs_bytewise(arrays)
+
+
+def differs_bytewise(arrays: list) -> np.ndarray:
+    """_differs byte by byte (its plain twin, for any element size)."""
     first = arrays[0]
     size = first.itemsize
     out = np.zeros(first.size, bool)

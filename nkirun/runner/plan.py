@@ -43,6 +43,7 @@ from nkirun.runner.carried import Replan, execute_one
 from nkirun.runner.files import initial_buffers
 from nkirun.runner.machine import Machine
 from nkirun.runner.memory import refuse_if_too_large
+from nkirun.runner.plan_writes import PlannedWrites, Viewer, hand_over
 
 
 def plannable(program) -> bool:
@@ -185,6 +186,7 @@ class _Planner:
         self.recipes: dict = {}  # id(form) -> _Recipe of the form's instructions
         self.views: dict = {}  # (array number, layout, shape) -> view
         self.bs, self.calls = [], []  # the steps: the instruction, the call
+        self.writes = PlannedWrites()  # tensors written in parts so far (plan_writes.py)
         self.compile(bound, ends)  # (ends: last_uses, without the kept tensors)
 
     def _kind(self, name: str) -> tuple:
@@ -198,6 +200,8 @@ class _Planner:
         tensors, free, arrays, bound_in_m = self.tensors, self.free, self.arrays, self.bound_in_m
         slot = slot_of.__getitem__
         add_b, add_call = self.bs.append, self.calls.append
+        masks = self.writes.masks
+        viewer = Viewer(self.view, self.writes)
         for i, b in enumerate(bound):
             args = raw_args(b)  # (names, form: no dict)
             names = args.names if args.names is not None else b.names_plan()[1]
@@ -207,24 +211,38 @@ class _Planner:
                 r = _Recipe(b, names, tensors)
                 if form is not None:
                     recipes[id(form)] = r
+            fresh = ()  # positions of the tensors b is the first to use (they hold nothing)
             for n in names:
                 if n not in slot_of:  # its first use
                     p = names.index(n)
+                    fresh += (p,)
                     spare = free.get(r.kinds[p]) if p in r.whole else None
                     if spare and n not in outputs:
                         e = arrays[n] = spare.pop()  # (the usual tile: inline)
                         slot_of[n] = e[1]
                     else:
-                        self.allocate(n, b, p in r.whole)
+                        self.allocate(n, b, p in r.whole, r.planned)
             call = None
             if r.planned and (not tracked or tracked.isdisjoint(names)):
-                key = tuple(map(slot, names))
-                call = r.calls.get(key)
-                if call is None:
-                    call = b.spec.plan(b)(self.view)
-                    if form is not None and call is not None:
-                        r.calls[key] = call
+                # (a tensor written in parts so far: decided per instruction, never shared)
+                partial_writes = bool(masks) and not masks.keys().isdisjoint(names)
+                if not partial_writes or self.writes.decides(b):
+                    key = (*map(slot, names), fresh)
+                    call = None if partial_writes else r.calls.get(key)
+                    if call is None:
+                        viewer.fresh = frozenset(names[p] for p in fresh)
+                        call = b.spec.plan(b)(viewer)
+                        if form is not None and call is not None and not partial_writes:
+                            r.calls[key] = call
+                    if partial_writes and call is not None:
+                        self.writes.mark(b)
             if call is None:
+                for p in fresh:  # (allocated as written whole by a plan that did not apply)
+                    if names[p] not in tracked and names[p] not in masks:
+                        self.start_tracking(names[p], b)
+                for n in names:
+                    if n in masks:
+                        self.hand_over(n, b)
                 for n in names:
                     if n not in bound_in_m:
                         self.bind(n, b)
@@ -234,11 +252,13 @@ class _Planner:
             done = ends.get(i)
             if done is not None:
                 for n in ((done,) if done.__class__ is str else done):
-                    if n in tracked or n in bound_in_m:
+                    if n in tracked or n in bound_in_m or n in masks:
                         self.release(n, b)
                     else:  # (the usual tile: inline)
                         e = arrays.pop(n)
                         free[e[2]].append(e)
+        for n in [n for n in masks if n in outputs]:  # (kept: the run tracks the rest)
+            self.hand_over(n, bound[-1])
 
     def view(self, r, shape=None):
         """r's storage as an array of `shape` (default r.shape) without a copy, or None."""
@@ -267,9 +287,10 @@ class _Planner:
         self.views[key] = a
         return a
 
-    def allocate(self, name: str, b, whole: bool) -> None:
+    def allocate(self, name: str, b, whole: bool, planned: bool = False) -> None:
         """The array of a tensor first used by b (`whole`: b, planned, writes all of it
-        and does not read it); decides whether it is tracked."""
+        and does not read it); decides whether it is tracked: by the plan's masks when b's
+        form is planned (plan_writes.py), else at run time."""
         t = self.tensors[name]
         spare = None if t.output else self.free.get((t.shape, t.dtype.name))
         if spare:
@@ -284,14 +305,41 @@ class _Planner:
             if t.output:
                 self.bind(name, b)
             return
-        self.tracked.add(name)  # (under every policy: the fill is not a write)
+        if not planned:
+            return self.start_tracking(name, b)
+        self._fill(name, b)
+        self.writes.start(name, t.shape)
+        if t.output:  # (in the Machine from the start; its written mask comes later)
+            self.bound_in_m.add(name)
+            self.bs.append(b)
+            self.calls.append(partial(_bind, self.m, name, arr, None))
+
+    def _fill(self, name: str, b) -> None:
+        # (a reused slot holds an earlier tensor's values: start it as the plain path does)
+        t = self.tensors[name]
         fill = np.zeros((), t.dtype.np_type)
         if self.policy == "nan" and t.dtype.is_float:
             fill = dt.cast(np.array(np.nan, np.float32), t.dtype)
-        # (a reused slot holds an earlier tensor's values: start it as the plain path does)
         self.bs.append(b)
-        self.calls.append(partial(np.copyto, arr, fill))
+        self.calls.append(partial(np.copyto, self.arrays[name][0], fill))
+
+    def start_tracking(self, name: str, b) -> None:
+        """Before b, its first use: the tensor starts as on the plain path (the fill, no
+        element written), tracked at run time. Also for a tensor allocated as written
+        whole by a planned form whose instruction b then runs plainly: b may read what
+        it writes (nc_matmul's unset accumulate adds onto the elements that hold data)."""
+        self._fill(name, b)
+        self.tracked.add(name)  # (under every policy: the fill is not a write)
+        self.bound_in_m.discard(name)
         self.bind(name, b)
+
+    def hand_over(self, name: str, b) -> None:
+        """Before b: the run tracks the tensor from here on, from the plan's mask."""
+        mask = self.writes.drop(name)
+        self.tracked.add(name)
+        self.bound_in_m.add(name)
+        self.bs.append(b)
+        self.calls.append(partial(hand_over, self.m, name, self.arrays[name][0], mask))
 
     def bind(self, name: str, b) -> None:
         """Put the tensor into the Machine (for the plain calls) before b."""
@@ -305,6 +353,7 @@ class _Planner:
         e = self.arrays.pop(name)
         self.free[e[2]].append(e)
         self.tracked.discard(name)
+        self.writes.drop(name)
         if name in self.bound_in_m:
             self.bound_in_m.discard(name)
             self.bs.append(b)

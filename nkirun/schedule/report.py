@@ -34,11 +34,15 @@ def parse_views(text: str | None) -> tuple[str, ...]:
     return names
 
 
-def to_json(s: Schedule, views: tuple[str, ...] = v.VIEWS, timeline_width: int = 64) -> dict:
+def to_json(s: Schedule, views: tuple[str, ...] = v.VIEWS, timeline_width: int = 64,
+            detail: str = "full", rows=None) -> dict:
     """The contract's keys (target, total_ns, engines, instructions) always, plus the
-    summary's fields and the selected views."""
+    summary's fields and the selected views. detail="summary" (opt-in: `cost --detail
+    summary`) leaves out the `instructions` list; `rows` stands in for it (show/
+    cost_json.py: the rows already spelled as JSON)."""
     out = v.summary(s)
-    out["instructions"] = v.table(s)
+    if detail != "summary":
+        out["instructions"] = v.table(s) if rows is None else rows
     if "timeline" in views:
         out["timeline"] = v.timeline(s, timeline_width)
     if "critical" in views:

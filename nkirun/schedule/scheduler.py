@@ -13,62 +13,11 @@ from nkirun.schedule.model import (ENGINE, QUEUE, RAW, READY, RECOMPUTE, WAR, WA
 from nkirun.schedule.spills import held
 from nkirun.schedule import placement, recompute
 from nkirun.schedule.placement import earliest_start
-from nkirun.checker.overlap import contains, overlaps
+from nkirun.checker.overlap import overlaps
+from nkirun.schedule.history import AccessHistory
 
 
-class _Tensor:
-    """The accesses of one tensor that can still delay a later instruction, keyed by box:
-    box -> (end_ns, instruction, latency_ns) for writes (latency: what a compute reader adds,
-    hw/cost_tables.py raw_latency_ns) and box -> (end_ns, instruction) for reads.
-
-    Dominated accesses are dropped, so the maps stay small and scheduling stays linear:
-    a new write replaces the write and the read of the identical box (it waited for both,
-    so it ends after them); a new read replaces the read of the identical box if it ends no
-    earlier. When a map has doubled since the last sweep, a sweep also drops the accesses a
-    newer one covers (`contains`), at amortised O(1) per access. Dropping never changes a
-    start time: whatever overlaps the dropped access overlaps the newer one, which ends no
-    earlier.
-
-    `write_end` / `read_end` bound the ends in each map from above, so the scheduler skips
-    scanning a map that cannot delay an instruction any further (most of them, in traces)."""
-
-    __slots__ = ("writes", "reads", "limit", "write_end", "read_end")
-
-    def __init__(self):
-        self.writes: dict[tuple, tuple[float, int, float]] = {}
-        self.reads: dict[tuple, tuple[float, int]] = {}
-        self.limit = _SWEEP_MIN
-        self.write_end = self.read_end = 0.0
-
-    def wrote(self, box, end: float, index: int, latency: float) -> None:
-        self.writes[box] = (end, index, latency)
-        if end + latency > self.write_end:
-            self.write_end = end + latency
-        self.reads.pop(box, None)
-        if len(self.writes) + len(self.reads) > self.limit:
-            self.writes = {b: a for b, a in self.writes.items() if b == box
-                           or not contains(box, b)}
-            self.reads = {b: a for b, a in self.reads.items() if not contains(box, b)}
-            self._relimit()
-
-    def read(self, box, end: float, index: int) -> None:
-        cur = self.reads.get(box)
-        if cur is None or cur[0] <= end:
-            self.reads[box] = (end, index)
-            if end > self.read_end:
-                self.read_end = end
-        if len(self.writes) + len(self.reads) > self.limit:
-            self.reads = {b: a for b, a in self.reads.items() if b == box
-                          or not (a[0] <= end and contains(box, b))}
-            self._relimit()
-
-    def _relimit(self) -> None:
-        self.limit = max(_SWEEP_MIN, 2 * (len(self.writes) + len(self.reads)))
-
-
-_SWEEP_MIN = 16
-
-
+_NO_BYTES = (0.0, 0.0, 0.0)
 PE_CELL = 32  # the PE array in 32 x 32 cells: the finest tile_size (NeuronCore-v3 on)
 _GRID = 128 // PE_CELL
 
@@ -147,7 +96,7 @@ class _Scheduler:
         self.dma = dma.DmaEngines(target)
         self.pe: list[tuple[float, int | None]] | None = None  # per cell, once tiling is used
         self.labels: dict[tuple[int, ...], str] = {}
-        self.tensors: dict[str, _Tensor] = {}
+        self.tensors: dict[str, AccessHistory] = {}
         # Traces repeat instructions: bind interns the operands of identical ones into one
         # Operands object (isa/bound.py), so cycles and accesses are computed once per
         # (operands, engine); likewise each pair of boxes (kept alive by the operands) is
@@ -174,14 +123,21 @@ class _Scheduler:
         under a write (WAW, WAR). A map is scanned only if its upper bound of ends could beat
         what was found."""
         ready, dep, kind, dep_tensor = 0.0, None, READY, None
-        tensors, overlap = self.tensors, self.overlap
+        tensors, memo = self.tensors, self.overlap_memo  # (self.overlap inlined: the hot loop)
         for name, box in reads:
             st = tensors.get(name)
             if st is not None and st.write_end > ready:
                 for wbox, (end, k, lat) in st.writes.items():
                     if compute:
                         end += lat * compute
-                    if end > ready and (wbox is box or overlap(wbox, box)):
+                    if end > ready:
+                        if wbox is not box:
+                            key = (id(wbox), id(box))
+                            hit = memo.get(key)
+                            if hit is None:
+                                hit = memo[key] = overlaps(wbox, box)
+                            if not hit:
+                                continue
                         ready, dep, kind, dep_tensor = end, k, RAW, name
         for name, box in writes:
             st = tensors.get(name)
@@ -191,7 +147,7 @@ class _Scheduler:
                                          (st.reads, st.read_end, WAR)):
                 if bound > ready:
                     for other, a in accesses.items():
-                        if a[0] > ready and (other is box or overlap(other, box)):
+                        if a[0] > ready and (other is box or self.overlap(other, box)):
                             ready, dep, kind, dep_tensor = a[0], a[1], why, name
         return ready, dep, kind, dep_tensor
 
@@ -208,12 +164,12 @@ class _Scheduler:
         for name, box in reads:
             st = self.tensors.get(name)
             if st is None:
-                st = self.tensors[name] = _Tensor()
+                st = self.tensors[name] = AccessHistory()
             st.read(box, end, index)
         for name, box in writes:
             st = self.tensors.get(name)
             if st is None:
-                st = self.tensors[name] = _Tensor()
+                st = self.tensors[name] = AccessHistory()
             st.wrote(box, end, index, lat)
 
     def new_costed(self, b) -> tuple:
@@ -313,14 +269,13 @@ class _Scheduler:
                 values.store(key, rv, write_names, index, end)
         self.record_accesses(reads, writes, end, index, lat)
         spec = b.spec
+        moved = ((extra[8], extra[9], extra[2] * self.hbm_rate) if is_dma and same is None
+                 else _NO_BYTES)  # (DMA: bytes delivered, per descriptor, in HBM)
+        # every field positionally (Slot's order): keywords cost a dict per instruction
         self.sched.slots.append(Slot(index, spec.name, engine, label, queues, cycles, start, end,
                                      spec.cost_formula, spec.cost_assumed, kind, dep,
-                                     dep_tensor, b.inst.loc.line, names,
-                                     inst_name=b.args.get("name"), busy_ns=busy,
-                                     ready_ns=ready,
-                                     **({"dma_bytes": extra[8], "dma_run": extra[9],
-                                         "hbm_bytes": extra[2] * self.hbm_rate}
-                                        if is_dma and same is None else {})))
+                                     dep_tensor, b.inst.loc.line, names, 0,
+                                     b.args.get("name"), busy, ready, *moved))
 
     def in_storage(self, accesses) -> tuple:
         """(tensor, box) pairs with each tensor named by its buffer (Program.reuse_buffers)."""

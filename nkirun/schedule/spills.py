@@ -27,13 +27,14 @@ def spill_events(program, bound, target: Target) -> dict[int, list]:
     """{position in bound: [(kind, tensor, bytes, buffer)]} for every on-chip buffer whose
     live set exceeds the capacity in a compiler-placed program (empty otherwise)."""
     from nkirun.checker.capacity import explicit, spill_plan
-    from nkirun.checker.passes import live_peak
+    from nkirun.checker.passes import live_peaks
     if explicit(program) or program.cores > 1 or program.loops or not bound:
         return {}  # (runtime loops: the schedule's sequence is not the bound program's)
     out: dict[int, list] = {}
+    peaks = live_peaks(program, bound)
     for buf, cap in (("sbuf", target.sbuf_bytes_per_partition),
                      ("psum", target.psum_bytes_per_partition)):
-        if live_peak(program, bound, buf) <= cap:
+        if peaks.get(buf, 0) <= cap:
             continue
         plan = spill_plan(program, bound, buf, cap)
         if plan["too_big"] is not None:

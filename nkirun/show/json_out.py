@@ -25,6 +25,28 @@ def _rows(items: list, pad: str, write) -> None:
         write(pad + text + ("\n" if last else ",\n"))
 
 
+class EncodedRows:
+    """A list given as the compact JSON text of each element, written where the list would
+    be, as it would be (the texts are what the row encoder gives each element; a producer
+    such as show/cost_json.py spells them without building the elements)."""
+
+    __slots__ = ("count", "texts")
+
+    def __init__(self, count: int, texts):
+        self.count, self.texts = count, texts  # texts: an iterator of `count` strings
+
+
+def _encoded_rows(rows: EncodedRows, pad: str, write) -> None:
+    from itertools import islice
+    texts, left = iter(rows.texts), rows.count
+    while left > 0:
+        part = list(islice(texts, min(_CHUNK, left)))
+        if not part:  # (a producer that miscounted: never a truncated document)
+            raise ValueError(f"{rows.count} rows announced, {rows.count - left} given")
+        left -= len(part)
+        write(pad + (",\n" + pad).join(part) + ("\n" if left <= 0 else ",\n"))
+
+
 def _key(key) -> str:
     """A dict key as json.dumps spells it."""
     if isinstance(key, str):
@@ -46,6 +68,13 @@ def _value(obj, depth: int, write) -> None:
             _value(v, depth + 1, write)
             write(",\n" if i < last else "\n")
         write("  " * depth + "}")
+    elif obj.__class__ is EncodedRows:
+        if not obj.count:
+            write("[]")
+            return
+        write("[\n")
+        _encoded_rows(obj, pad, write)
+        write("  " * depth + "]")
     elif isinstance(obj, (list, tuple)) and obj and \
             any(isinstance(x, (dict, list, tuple)) for x in obj):
         write("[\n")

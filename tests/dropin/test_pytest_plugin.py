@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 CONFTEST = '''
@@ -84,8 +86,14 @@ def test_the_suite_runs_checked_and_costed_on_nkirun(tmp_path):
     ok = tests["test_suite.py::test_double"]
     assert ok["outcome"] == "passed" and ok["kernels"][0]["target"] == "trn3"
     assert ok["kernels"][0]["predicted_ns"] > 0 and ok["kernels"][0]["kernel"] == "double"
+    # nkirun's own share of the test: the one simulate() call, traced then run
+    assert ok["nkirun_calls"] == 1 and 0 < ok["nkirun_seconds"] <= ok["seconds"]
+    k = ok["kernels"][0]
+    assert k["trace_seconds"] + k["run_seconds"] == pytest.approx(k["seconds"], abs=2e-3)
+    assert k["peak_mb"] >= k["rss_mb"] > 0 and k["extra_mb"] == k["peak_mb"] - k["rss_mb"]
     bad = tests["test_suite.py::test_invalid_kernel"]
     assert bad["outcome"] == "failed" and bad["errors"][0]["code"].startswith("E")
+    assert bad["nkirun_calls"] == 1 and bad["kernels"] == []  # refused: timed all the same
 
 
 def test_an_unknown_target_is_a_usage_error(tmp_path):

@@ -6,7 +6,8 @@ every call converted afresh; `speed.ALLOC_PLANS = False`: every nl.ndarray check
 `speed.FORM_ARGS = False`: every instruction with an args dict of its own;
 `speed.LOWERED_INDEX = False`: a view's IR index worked out at its first use;
 `speed.LAZY_OPERANDS = False`: every bound instruction's Operands made by bind;
-`speed.INDEX_FORMS = False`: every index array proved affine from its values), run to the
+`speed.INDEX_FORMS = False`: every index array proved affine from its values;
+`speed.PSUM_BY_FORM = False`: the PSUM hazard pass reads every instance's Operands), run to the
 same results, and the instructions bound from a form's template (checker/intern.py
 `Templates`) equal the plain path's (`bind(program, fast=False)`): diagnostics, engines,
 operands, read/write sets.
@@ -65,7 +66,7 @@ def _diags(diags):
 
 SWITCHES = ((speed, "CALL_FORMS"), (speed, "ALLOC_PLANS"), (speed, "FORM_ARGS"),
             (speed, "SIMPLE_CALLS"), (speed, "LOWERED_INDEX"), (speed, "LAZY_OPERANDS"),
-            (speed, "INDEX_FORMS"))
+            (speed, "INDEX_FORMS"), (speed, "PSUM_BY_FORM"))
 
 
 def _plain_switches(monkeypatch, on: bool) -> None:
@@ -273,3 +274,52 @@ def test_form_bounds_answer_as_their_operands(tmp_path, monkeypatch):
             assert [a.tobytes() for a in run_traced(traced, again)] == \
                 [a.tobytes() for a in run_traced(traced, eager)], name
     assert lazy_seen > 30
+
+
+TWIN_SITES = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def twins(x, n):
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    for i in range(n):
+        a = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=a, src=x)
+        b = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=b, src=x)            # the same operands as the line above
+        nisa.tensor_tensor(dst=a, data1=a, data2=b, op=nl.add)
+    nisa.dma_copy(dst=out, src=a)
+    return out
+'''
+
+
+def test_a_form_first_bound_as_another_forms_instance_gets_a_template(tmp_path,
+                                                                      template_uses):
+    """The second dma_copy's first instance equals the first's (bind's form_key): it is
+    bound as that one, and then also serves as its own form's template, so the later
+    instances of both lines come from templates."""
+    (tmp_path / "twin_sites.py").write_text(TWIN_SITES)
+    twins = _module(tmp_path / "twin_sites.py", "twin_sites").twins
+    program = trace_call(twins, (np.zeros((128, 64), np.float32), 10)).program
+    fast, plain = bind(program), bind(program, fast=False)
+    assert FAST_BIND.summary(*fast) == FAST_BIND.summary(*plain)
+    assert sum(template_uses) == 3 * 9  # every instance after the first of each line
+
+
+def _here_plain():
+    from nkirun.source.kernel.unsupported import frame_loc, kernel_frame
+    return frame_loc(kernel_frame(2))  # (here()'s definition)
+
+
+def _call(fn):
+    return fn()  # (here() and its definition called from the same place)
+
+
+def test_here_is_frame_loc_of_kernel_frame():
+    from nkirun.source.kernel.unsupported import here
+    for _ in range(2):  # (the second time from the tables)
+        fast, plain = (_call(f) for f in (here, _here_plain))
+        assert fast == plain and fast.line

@@ -233,3 +233,38 @@ def test_garbage_into_a_tensor_the_plan_does_not_track(tmp_path, rows):
             run(path)
         assert e.value.diagnostics[0].code == "E090" and "tensor_copy reads `t`" in \
             e.value.diagnostics[0].message
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int8"])
+def test_the_fills_touch_only_the_box_a_read_stays_in(dtype):
+    """find_nonzero_indices transposes 128 x 128 tiles of a (128, 80, 128) buffer written
+    in one column of 16: filling the whole buffer's unwritten bytes for each of them made
+    the run 100 s; a fill covers the read's box, with the same bytes as before there."""
+    from types import SimpleNamespace
+
+    from nkirun.hw import dtypes as dt
+    from nkirun.runner.carried import _fill_unwritten
+    buf = np.zeros((4, 3, 8), dt.numpy_dtype(dtype))
+    w = np.zeros(buf.shape, bool)
+    w[:, :, 0] = True
+    m = SimpleNamespace(written={"t": w}, buffers={"t": buf})
+    read = SimpleNamespace(decl=SimpleNamespace(name="t", dtype=dt.lookup(dtype)), ap=None,
+                           box=((0, 4, 1), (1, 1, 1), (0, 4, 2)))  # t[:, 1, 0:8:2]
+    _fill_unwritten(m, [(None, read)], 0x7E)
+    raw = buf.view(np.uint8).reshape(4, 3, 8, -1)
+    filled = np.zeros(buf.shape, bool)
+    filled[:, 1, 2:8:2] = True
+    assert (raw[filled] == 0x7E).all() and (raw[~filled] == 0).all()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int8", "float64"])
+def test_which_elements_differ_per_element_equals_byte_by_byte(dtype):
+    from nkirun.hw import dtypes as dt
+    from nkirun.runner.carried import _differs, differs_bytewise
+    np_dtype = dt.numpy_dtype(dtype) if dt.lookup(dtype) else np.dtype(dtype)
+    raw = RNG.integers(0, 4, (5, 3, 7 * np_dtype.itemsize), dtype=np.uint8)
+    arrays = [raw.copy().view(np_dtype) for _ in range(4)]
+    for k, a in enumerate(arrays[1:]):  # a few bytes changed, NaN payloads and -0 included
+        a.view(np.uint8).reshape(-1)[RNG.integers(0, raw.size, 6 + k)] ^= 0x80
+    np.testing.assert_array_equal(_differs(arrays), differs_bytewise(arrays))
+    assert _differs(arrays).any() and not _differs([arrays[0], arrays[0].copy()]).any()

@@ -30,9 +30,9 @@ def of_arange(arr: np.ndarray, start, step):
     """The form of np.arange(start, stop, step) (arr), or None."""
     if arr.dtype != np.int64 or arr.ndim != 1:
         return None
-    c = int(start)
-    coefs = (int(step) if arr.shape[0] > 1 else 0,)
-    return (c, coefs) if _small(c, coefs, arr.shape) else None
+    c, n = int(start), arr.shape[0]
+    k = int(step) if n > 1 else 0
+    return (c, (k,)) if abs(c) + abs(k) * n < _INT64 else None
 
 
 def of_index(form, shape: tuple, key, out_shape: tuple):
@@ -41,6 +41,20 @@ def of_index(form, shape: tuple, key, out_shape: tuple):
     this reading expects."""
     c, coefs = form
     items = key if key.__class__ is tuple else (key,)
+    if len(items) == len(shape) + 1 and len(out_shape) == len(items):  # [:, None] and alike
+        out, axis = [], 0
+        for k in items:
+            if k is None:
+                out.append(0)
+            elif k.__class__ is slice and k.start is None and k.stop is None and \
+                    k.step is None:
+                out.append(coefs[axis])
+                axis += 1
+            else:
+                break
+        else:
+            if axis == len(shape):
+                return (c, tuple(out))
     if sum(k is Ellipsis for k in items) > 1:
         return None
     used = sum(k is not None and k is not Ellipsis for k in items)

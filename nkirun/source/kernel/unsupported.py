@@ -87,7 +87,9 @@ _TABLES: dict = {}
 
 
 def here() -> Loc:
-    return frame_loc(kernel_frame(2))
+    """The kernel's line that called into nkirun: frame_loc(kernel_frame()) of the caller,
+    by call_loc's tables."""
+    return call_loc(2)
 
 
 class KernelError(NkirunError):

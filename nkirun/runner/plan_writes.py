@@ -1,0 +1,113 @@
+"""What runner/plan.py knows, while it builds a plan, about which elements hold data.
+
+A tensor first written in parts (a tile loaded slice by slice, a PSUM tile filled bank by
+bank) is tracked element by element at run time on the plain path. Most such tensors are
+written in plain boxes by planned instructions and read only where already written, which
+the plan can see without running anything: `PlannedWrites` keeps a written-element mask of
+each such tensor while the plan is built. An instruction whose reads of them are fully
+written is planned and its box writes are marked; the tensor leaves the masks (it is then
+like any untracked tensor) once every element is written. An instruction the plan cannot
+decide (a read of an unwritten element, a write that is not a box) takes the plain path,
+and from there on the tensor is tracked at run time, starting from the mask (`hand_over`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def box_index(r):
+    """The NumPy basic index of the storage elements view r touches, or None when they are
+    no box (a reinterpreting or stepping access pattern that is not exactly one)."""
+    if r.ap is None:
+        return r.np_index
+    if r.ap.exact_box and r.ap.indirect is None:
+        return tuple(slice(s, s + (c - 1) * t + 1, t) for s, c, t in r.box)
+    return None
+
+
+class PlannedWrites:
+    """tensor name -> bool array of its elements written so far by planned instructions."""
+
+    __slots__ = ("masks",)
+
+    def __init__(self):
+        self.masks: dict = {}
+
+    def start(self, name: str, shape: tuple) -> None:
+        self.masks[name] = np.zeros(shape, bool)
+
+    def held(self, r) -> bool | None:
+        """Whether every element of view r holds data (True), none does (False), or some
+        (None; also for a view that is no box). Tensors not in the masks hold data."""
+        mask = self.masks.get(r.decl.name)
+        if mask is None:
+            return True
+        at = box_index(r)
+        if at is None:
+            return None
+        sel = mask[at]
+        return True if sel.all() else (False if not sel.any() else None)
+
+    def decides(self, b) -> bool:
+        """Whether b can be planned as far as the masks go: each read of a masked tensor
+        is of written elements only, each write of one is a box."""
+        masks = self.masks
+        acc = b.accesses()
+        for _, r in acc.reads:
+            if r.decl.name in masks and self.held(r) is not True:
+                return False
+        return all(box_index(r) is not None for _, r in acc.writes if r.decl.name in masks)
+
+    def mark(self, b) -> None:
+        """b (planned) wrote its write views; a tensor written in full leaves the masks."""
+        masks = self.masks
+        for _, r in b.accesses().writes:
+            mask = masks.get(r.decl.name)
+            if mask is not None:
+                mask[box_index(r)] = True
+                if mask.all():
+                    del masks[r.decl.name]
+
+    def drop(self, name: str):
+        """The tensor leaves the masks; returns its mask (None if it had none)."""
+        return self.masks.pop(name, None)
+
+
+class Viewer:
+    """What a plan form's build(view) gets: `view(r, shape=None)` (the planner's view),
+    `holds(r)` (whether every element of view r holds data before this instruction: True,
+    False for none, None for some) and `scratch(tag, shape)`, a float32 work array of this
+    run shared by every call asking for the same tag and shape: its contents do not
+    outlive one call (the calls of a run are made one at a time)."""
+
+    __slots__ = ("_view", "_writes", "fresh", "_scratch")
+
+    def __init__(self, view, writes: PlannedWrites):
+        self._view, self._writes, self.fresh, self._scratch = view, writes, frozenset(), {}
+
+    def __call__(self, r, shape=None):
+        return self._view(r, shape)
+
+    def holds(self, r) -> bool | None:
+        if r.decl.name in self.fresh and r.decl.name not in self._writes.masks:
+            return False  # (first used here, written whole: nothing before)
+        return self._writes.held(r)
+
+    def scratch(self, tag: str, shape: tuple, dtype=np.float32) -> np.ndarray:
+        key = (tag, shape, np.dtype(dtype))
+        a = self._scratch.get(key)
+        if a is None:
+            a = self._scratch[key] = np.empty(shape, dtype)
+        return a
+
+
+def hand_over(m, name: str, arr, mask) -> None:
+    """A plan step: from here on the run tracks the tensor (its array `arr`), starting
+    with `mask` as its written elements (None: every element holds data)."""
+    m.buffers[name] = arr
+    if mask is None:
+        m.written[name] = None
+        m._unwritten.pop(name, None)
+        return
+    m.written[name] = mask
+    m._unwritten[name] = int(mask.size - np.count_nonzero(mask))

@@ -1,0 +1,58 @@
+"""The accesses of one tensor that can still delay a later instruction (the scheduler's
+state per tensor, scheduler.py)."""
+from __future__ import annotations
+
+from nkirun.checker.overlap import contains
+
+
+class AccessHistory:
+    """The accesses of one tensor that can still delay a later instruction, keyed by box:
+    box -> (end_ns, instruction, latency_ns) for writes (latency: what a compute reader adds,
+    hw/cost_tables.py raw_latency_ns) and box -> (end_ns, instruction) for reads.
+
+    Dominated accesses are dropped, so the maps stay small and scheduling stays linear:
+    a new write replaces the write and the read of the identical box (it waited for both,
+    so it ends after them); a new read replaces the read of the identical box if it ends no
+    earlier. When a map has doubled since the last sweep, a sweep also drops the accesses a
+    newer one covers (`contains`), at amortised O(1) per access. Dropping never changes a
+    start time: whatever overlaps the dropped access overlaps the newer one, which ends no
+    earlier.
+
+    `write_end` / `read_end` bound the ends in each map from above, so the scheduler skips
+    scanning a map that cannot delay an instruction any further (most of them, in traces)."""
+
+    __slots__ = ("writes", "reads", "limit", "write_end", "read_end")
+
+    def __init__(self):
+        self.writes: dict[tuple, tuple[float, int, float]] = {}
+        self.reads: dict[tuple, tuple[float, int]] = {}
+        self.limit = _SWEEP_MIN
+        self.write_end = self.read_end = 0.0
+
+    def wrote(self, box, end: float, index: int, latency: float) -> None:
+        self.writes[box] = (end, index, latency)
+        if end + latency > self.write_end:
+            self.write_end = end + latency
+        self.reads.pop(box, None)
+        if len(self.writes) + len(self.reads) > self.limit:
+            self.writes = {b: a for b, a in self.writes.items() if b == box
+                           or not contains(box, b)}
+            self.reads = {b: a for b, a in self.reads.items() if not contains(box, b)}
+            self._relimit()
+
+    def read(self, box, end: float, index: int) -> None:
+        cur = self.reads.get(box)
+        if cur is None or cur[0] <= end:
+            self.reads[box] = (end, index)
+            if end > self.read_end:
+                self.read_end = end
+        if len(self.writes) + len(self.reads) > self.limit:
+            self.reads = {b: a for b, a in self.reads.items() if b == box
+                          or not (a[0] <= end and contains(box, b))}
+            self._relimit()
+
+    def _relimit(self) -> None:
+        self.limit = max(_SWEEP_MIN, 2 * (len(self.writes) + len(self.reads)))
+
+
+_SWEEP_MIN = 16
