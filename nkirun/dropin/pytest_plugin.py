@@ -49,7 +49,9 @@ class _Report:
         if self.current is None or not self.calls:
             return
         call = self.calls[-1]
-        call["trace_seconds"] = round(time.perf_counter() - call.pop("_t0"), 3)
+        t0 = call.pop("_t0", None)  # (None: a call that ended, e.g. a collective kernel's
+        if t0 is not None:         # one-rank try before its ranks run as a call of their own)
+            call["trace_seconds"] = round(time.perf_counter() - t0, 3)
         row = call.setdefault("kernel_row", {})
         row.update(kernel=getattr(kernel, "__qualname__", None) or "kernel",
                    target=traced.program.target, lnc=traced.program.cores)
@@ -80,7 +82,7 @@ class _Report:
             row = call.pop("kernel_row", None)
             if row is not None:  # traced and valid: its time and memory too
                 row.update({k: call[k] for k in _USAGE if k in call})
-                row["run_seconds"] = round(call["seconds"] - call["trace_seconds"]
+                row["run_seconds"] = round(call["seconds"] - call.get("trace_seconds", 0)
                                            - call.get("cost_seconds", 0), 3)
 
     @pytest.hookimpl(hookwrapper=True)
