@@ -127,7 +127,7 @@ def _ring(op: str, lists: dict, channel_ids, fields: dict, name) -> None:
     each `*_by_channel` list's i-th entry (NKI: no coalescing here)."""
     from nkirun.source.kernel.control import _tracer
     tracer, loc = _tracer(), frame_loc(kernel_frame(3))
-    ids = list(channel_ids) if isinstance(channel_ids, (list, tuple)) else [channel_ids]
+    ids = [channel_ids] if isinstance(channel_ids, int) else list(channel_ids)
     if ids != list(range(len(ids))):
         raise kernel_error("E693", f"nki.collectives.{op}: channel_ids {ids}; NKI takes "
                            "consecutive channels from 0", hint="channel_ids=[0] or [0, 1]",
