@@ -7,7 +7,9 @@
     python benchmarks/public_suite.py --out FILE.md
 
 Each kernel is extracted from its repository at the pinned commit (benchmarks/
-public_kernels.py; nothing of it is stored here) and measured in a FRESH Python process, so
+public_kernels.py; nothing of it is stored here; an nki-library kernel as its package tree,
+traced through its driver there at a shape of the library's own tests, so it has no
+whole-process `nkirun check` row) and measured in a FRESH Python process, so
 that one kernel's caches and heap do not help or hurt the next and the peak RSS
 (`ru_maxrss`) is that kernel's alone. Inside it, stage by stage, CPU time
 (`time.process_time`, user + system of this process; the shared machine's load makes wall
@@ -45,12 +47,17 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 import public_kernels as pk  # noqa: E402
 
-# kernels measured by default: every tutorial version and Mamba at the tutorial shapes, and
-# NKIBench baselines that trace in seconds (--all adds the rest)
+# kernels measured by default: every tutorial version and Mamba at the tutorial shapes,
+# NKIBench baselines that trace in seconds, nki-library's attention, MLP and RMSNorm kernels
+# at their tests' shapes (--all adds the rest)
 DEFAULT = ("matmul tutorial v1", "matmul tutorial v2", "matmul tutorial v3",
            "matmul tutorial v4", "fused mamba v1 c4096 s512", "fused mamba v2 c4096 s512",
            "fused mamba v3 c4096 s512", "nkibench silu", "nkibench rmsnorm_matmul",
-           "nkibench swiglu", "nkibench adamw", "nkibench bmm")
+           "nkibench swiglu", "nkibench adamw", "nkibench bmm",
+           "nkilib attention_cte float32 q4096 kv9216",
+           "nkilib attention_cte bfloat16 q9216 kv9216 causal",
+           "nkilib mlp_cte s4096 h8192 i448 rms_norm", "nkilib mlp_cte s2048 h8448 i1408 no_norm",
+           "nkilib rmsnorm_quant s2048", "nkilib rmsnorm_quant s160")
 # run against NumPy at a smaller shape (the authors' shape is 550 GFLOP: minutes of NumPy)
 RUNS = (("matmul tutorial v1", (2048, 1024), (2048, 2048)),
         ("matmul tutorial v4", (2048, 2048), (2048, 4096)))
@@ -72,11 +79,14 @@ def worker(name: str) -> dict:
 
     k = pk.KERNELS[name]
     folder = Path(tempfile.mkdtemp(prefix="nkirun-suite-"))
-    path = pk.write_kernel(k, folder)
-    opts = pk.shape_options(k)
-    shapes = tuple(v for f, v in zip(opts[::2], opts[1::2]) if f == "--shape")
-    args = tuple(v for f, v in zip(opts[::2], opts[1::2]) if f == "--arg")
     out: dict = {"name": name, "target": k.target, "source": f"{k.repo}@{k.commit}"}
+    if k.package is not None:  # a library kernel: its package tree, traced by its driver
+        pk.extract_tree(k.repo, k.commit, k.package, folder)
+    else:
+        path = pk.write_kernel(k, folder)
+        opts = pk.shape_options(k)
+        shapes = tuple(v for f, v in zip(opts[::2], opts[1::2]) if f == "--shape")
+        args = tuple(v for f, v in zip(opts[::2], opts[1::2]) if f == "--arg")
     t = _cpu()
     from nkirun.pipeline import commands
     from nkirun.pipeline.front import KernelOptions, load
@@ -86,8 +96,11 @@ def worker(name: str) -> dict:
     from nkirun.diagnostics import NkirunError
     t = _cpu()
     try:
-        front = load(f"{path}::{k.function}", None, k.target,
-                     KernelOptions(shapes=shapes, args=args))
+        if k.package is not None:  # (the package's own import counts as trace)
+            front = _quiet(pk.package_front, k, folder)
+        else:
+            front = load(f"{path}::{k.function}", None, k.target,
+                         KernelOptions(shapes=shapes, args=args))
     except NkirunError as e:  # refused while tracing: named in the table, not timed
         out["refused"] = sorted({d.code for d in e.diagnostics})
         return out
@@ -133,6 +146,14 @@ def worker(name: str) -> dict:
     out["perfetto_s"] = _cpu() - t
     out["peak_mb"] = _peak_mb()
     return out
+
+
+def _quiet(f, *args):
+    """f(*args) with what it prints (nki-library logs its allocator) kept off stdout,
+    where the worker's JSON row goes."""
+    import contextlib
+    with contextlib.redirect_stdout(sys.stderr):
+        return f(*args)
 
 
 def run_worker(name: str, inner: tuple, outer: tuple) -> dict:
@@ -340,7 +361,7 @@ def main(argv=None) -> int:
     _compile_all()
     for name in names:
         rows.append(_child(["--worker", name], a.timeout))
-        if not a.no_commands and "cost_s" in rows[-1]:
+        if not a.no_commands and "cost_s" in rows[-1] and pk.KERNELS[name].package is None:
             rows[-1]["commands"] = commands(name, folder)
         print(json.dumps(rows[-1]), file=sys.stderr)
     runs = []
