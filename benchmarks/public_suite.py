@@ -305,8 +305,12 @@ def _us(row, key):
     return f"{row[key] / n * 1e6:.1f}" if key in row and n else "-"
 
 
+def _s(row, key):
+    return f"{row[key]:.2f}" if key in row else "-"
+
+
 def table(rows: list[dict], runs: list[dict], start: dict | None) -> str:
-    head = ("| kernel | instr | trace+check µs/instr | cost µs/instr | text s | json s "
+    head = ("| kernel | instr | start s | trace+check µs/instr | cost µs/instr | text s | json s "
             "| json/text | json/text (command) | json summary s | perfetto s | check s "
             "| peak RSS MB |")
     lines = [head, "|" + "|".join(["---"] * (head.count("|") - 1)) + "|"]
@@ -326,19 +330,22 @@ def table(rows: list[dict], runs: list[dict], start: dict | None) -> str:
             ratio = r["json_s"] / r["text_s"]
             medians["ratio"].append(ratio)
             # the whole `nkirun cost` command: import, trace, check, cost, then the output
-            base = r["import_s"] + r["trace_s"] + r["check_s"] + r["cost_s"]
+            base = r["import_s"] + r.get("start_s", 0) + r["trace_s"] + r["check_s"] + \
+                r["cost_s"]
             command = (base + r["json_s"]) / (base + r["text_s"])
             medians["command"].append(command)
-            lines.append(f"| {r['name']} | {n:,} | {tc:.1f} | {_us(r, 'cost_s')} | "
+            lines.append(f"| {r['name']} | {n:,} | {_s(r, 'start_s')} | {tc:.1f} | "
+                         f"{_us(r, 'cost_s')} | "
                          f"{r['text_s']:.2f} | {r['json_s']:.2f} | {ratio:.2f} | {command:.2f} | "
                          f"{r['json_summary_s']:.3f} | {r['perfetto_s']:.2f} | "
                          f"{r['check_s']:.2f} | {r['peak_mb']:.0f} |")
         else:
-            lines.append(f"| {r['name']} | {n:,} | {tc:.1f} | refused {r['errors']} | "
+            lines.append(f"| {r['name']} | {n:,} | {_s(r, 'start_s')} | {tc:.1f} | "
+                         f"refused {r['errors']} | "
                          f"- | - | - | - | - | - | {r['check_s']:.2f} | {r['peak_mb']:.0f} |")
     med = {k: statistics.median(v) for k, v in medians.items() if v}
     cmd_rows = [r for r in rows if "commands" in r]
-    lines.append(f"| **median** | | **{med.get('tc', 0):.1f}** | **{med.get('cost', 0):.1f}** "
+    lines.append(f"| **median** | | | **{med.get('tc', 0):.1f}** | **{med.get('cost', 0):.1f}** "
                  f"| | | **{med.get('ratio', 0):.2f}** | **{med.get('command', 0):.2f}** "
                  "| | | | |")
     lines.append("")
