@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     from nkirun.show.shadow_report import ShadowReport
 
 __version__ = "0.1.0"
-__all__ = ["check", "cost", "run", "simulate", "trace", "shape", "sweep", "install",
-           "Diagnostic", "Loc", "NkirunError", "schedule", "testing", "__version__"]
+__all__ = ["check", "cost", "run", "simulate", "per_rank", "trace", "shape", "sweep",
+           "install", "Diagnostic", "Loc", "NkirunError", "schedule", "testing", "__version__"]
 
 
 @overload
@@ -95,15 +95,27 @@ def run(program: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: E302
 
 def simulate(kernel: Callable[..., Any], target: str | None = None, lnc: int = 1,
              shadow: bool = False, uninitialized: str = "error",
-             max_instructions: int | None = None) -> Callable[..., Any]:
+             max_instructions: int | None = None, *, ranks: int | None = None
+             ) -> Callable[..., Any]:
     """`nkirun.simulate(kernel)(*arrays, **kwargs)` runs a kernel on NumPy arrays; `lnc=2`
     on the two cores of a logical core (trn2/trn3, like `--lnc 2`); with shadow=True the
     call returns a ShadowReport (docs/shadow.md), outputs in `.outputs`; `uninitialized`
     "nan"/"zero" reads elements nothing wrote as NaN/0 instead of E090 (`run
     --uninitialized`); `max_instructions`: the budget of the trace and the run
-    (`--max-instructions`, default 10 million)."""
+    (`--max-instructions`, default 10 million). `ranks=N`: N ranks meeting at their
+    nki.collectives, one program each; the call returns a list of N results, and takes
+    per-rank arguments as `nkirun.per_rank([v0, ..., vN-1])` (docs/kernels.md,
+    "Collectives")."""
     from nkirun.api_kernel import simulate as simulate_kernel
-    return simulate_kernel(kernel, target, lnc, shadow, uninitialized, max_instructions)
+    return simulate_kernel(kernel, target, lnc, shadow, uninitialized, max_instructions,
+                           ranks)
+
+
+def per_rank(values: Any) -> Any:
+    """An argument of `simulate(kernel, ranks=N)` with one value per rank: a sequence of N,
+    or a function of the rank."""
+    from nkirun.pipeline.ranks import PerRank
+    return PerRank(values)
 
 
 def trace(kernel: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -144,7 +156,14 @@ import nkirun.source.write  # noqa: E402,F401  (Program.to_yaml/to_text write th
 def _install_nki_fallback() -> None:
     from nkirun.source.kernel.modules import install_fallback_finder, set_simulator
     install_fallback_finder()
-    set_simulator(simulate)  # what `nki.simulate` and calling a jit kernel run
+    set_simulator(simulate, _simulate_world)  # what `nki.simulate`, a jit kernel's call
+    # and `nki.cpu_simulate` run
+
+
+def _simulate_world(*args: Any, **kwargs: Any) -> Any:
+    """`nki.cpu_simulate`'s run: api_kernel.simulate_world (imported on first use)."""
+    from nkirun.api_kernel import simulate_world
+    return simulate_world(*args, **kwargs)
 
 
 _install_nki_fallback()

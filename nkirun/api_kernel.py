@@ -53,13 +53,20 @@ def _front(kernel, args, kwargs, target, lnc, kernel_kwargs):
 
 
 def simulate(kernel, target: str | None = None, lnc: int = 1, shadow: bool = False,
-             uninitialized: str = "error", max_instructions: int | None = None):
+             uninitialized: str = "error", max_instructions: int | None = None,
+             ranks: int | None = None):
     """`nkirun.simulate(kernel)(*arrays, **kwargs)`: the kernel's return structure, with
     NumPy arrays for its tensors. `lnc=2`: on the two cores of a logical core (trn2/trn3).
     shadow=True: a ShadowReport (docs/shadow.md) whose `outputs` is that structure.
     `uninitialized`: reading an element nothing wrote is E090 ("error") or reads NaN /
     0 ("nan" / "zero"), as `run --uninitialized`. `max_instructions`: the budget of the
-    trace and the run (nkirun/limits.py; default 10 million)."""
+    trace and the run (nkirun/limits.py; default 10 million). `ranks=N`: N ranks, each its
+    own program, meeting at their nki.collectives; the call returns the list of each
+    rank's return structure (simulate_ranks)."""
+    if ranks is not None:
+        if shadow:
+            raise ValueError("shadow=True runs one rank; leave ranks out")
+        return simulate_ranks(kernel, ranks, target, lnc, uninitialized, max_instructions)
     require_target(target)
     if max_instructions is not None:
         checked_budget(max_instructions)
@@ -87,6 +94,66 @@ def simulate(kernel, target: str | None = None, lnc: int = 1, shadow: bool = Fal
             return _structure(front.structure, arrays)
         ran.shadow.outputs = _structure(front.structure, arrays)
         return ran.shadow
+    return call
+
+
+def simulate_ranks(kernel, ranks: int, target=None, lnc: int = 1,
+                   uninitialized: str = "error", max_instructions: int | None = None):
+    """`simulate(kernel, ranks=N)(*args, **kwargs)` -> [rank 0's return, ..., rank N-1's]:
+    an argument wrapped in `nkirun.per_rank(values)` gives rank r values[r] (or values(r));
+    the others are every rank's. `.each(inputs)`: inputs a list of N kwargs dicts, or a
+    function rank -> kwargs dict."""
+    from nkirun.pipeline import ranks as multi
+    n = multi.require_ranks(ranks)
+    require_target(target)
+    lnc = require_lnc(lnc)
+    if max_instructions is not None:
+        checked_budget(max_instructions)
+    if uninitialized not in commands.UNINITIALIZED:
+        raise ValueError(f"uninitialized must be one of {', '.join(commands.UNINITIALIZED)}; "
+                         f"got {uninitialized!r}")
+
+    def run_all(calls):
+        with budget(max_instructions):
+            fronts = [call_front(kernel, a, k, target, lnc) for a, k in calls]
+            checked = [commands.require_valid(f) for f in fronts]
+            for watch in WATCHERS:  # (rank 0's view: the plugin's check and cost)
+                watch(kernel, fronts[0], checked[0].bound, checked[0].diagnostics)
+            ran = multi.run_checked(checked, uninitialized)
+        return [_structure(f.structure, [r.outputs[o.name] for o in f.outputs])
+                for f, r in zip(fronts, ran)]
+
+    def call(*args, **kwargs):
+        return run_all(multi.split(args, kwargs, n))
+
+    def each(inputs):
+        if callable(inputs):
+            inputs = [inputs(r) for r in range(n)]
+        if len(inputs) != n or not all(isinstance(k, dict) for k in inputs):
+            raise ValueError(f"each() takes {n} kwargs dicts (one per rank), or a function "
+                             "rank -> kwargs dict")
+        return run_all([((), dict(k)) for k in inputs])
+    call.each = each
+    return call
+
+
+def simulate_world(kernel, target=None, lnc: int = 1, uninitialized: str = "error"):
+    """`nki.cpu_simulate(kernel)[lnc](...)` (the drop-in, source/kernel/modules.py): a call
+    with no rank count. A kernel whose collectives' replica groups name ranks up to N-1
+    runs as N ranks with these same arguments on every rank (nki-library's harness: a
+    plain input dict is every rank's), and rank 0's result is returned; any other kernel
+    runs as simulate() does."""
+    from nkirun.pipeline import ranks as multi
+    plain = simulate(kernel, target, lnc, uninitialized=uninitialized)
+
+    def call(*args, **kwargs):
+        from nkirun.isa.collective import RanksNeeded
+        try:
+            return plain(*args, **kwargs)
+        except RanksNeeded:  # (only then: tracing again is for collective kernels alone)
+            program = trace(kernel, *args, target=target, lnc=lnc, kernel_kwargs=kwargs)
+            n = multi.world_size(program)
+            return simulate_ranks(kernel, n, target, lnc, uninitialized)(*args, **kwargs)[0]
     return call
 
 

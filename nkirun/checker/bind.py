@@ -27,7 +27,8 @@ from nkirun.views import access
 from nkirun.views.operands import resolve
 
 
-
+# (split, a call per instruction would cost what the shortcuts below save)
+# long: check's per-instruction loop, its shortcuts sharing locals
 def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES, fast: bool = True
          ) -> tuple[list[Bound], list[Diagnostic]]:
     """Resolve operands and apply the per-parameter and per-instruction rules.

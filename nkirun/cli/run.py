@@ -72,6 +72,10 @@ def default_out_dir(program: str) -> str:
               show_default=True, help="reading an element nothing wrote: error = its garbage "
               "is carried, E090 when it reaches an output, an index or a register; strict = "
               "E090 at the read; nan / zero = it reads as NaN / 0 (the outputs too)")
+@click.option("--ranks", type=click.IntRange(1, 64), default=None, metavar="N",
+              help="run N ranks, one program each, meeting at their nki.collectives; "
+                   "`{rank}` in an --input path or an --arg value is each rank's number; "
+                   "outputs go to DIR/rank<r>/ (docs/kernels.md, \"Collectives\")")
 @_program_format_option
 @_target_option
 @kernel_options
@@ -81,7 +85,7 @@ def default_out_dir(program: str) -> str:
 def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, range_rtol, ulp, trace,
         dump_dir, dump_after, uninitialized, program_format, debug, fmt="text", target=None,
         kernel_args=(), kernel_shapes=(), grid=None, lnc=None, shadow=False, shadow_top=None,
-        html_out=None):
+        html_out=None, ranks=None):
     """Check, then execute PROGRAM with NumPy; write every `output: true` tensor.
 
     Outputs go to DIR/<name>.npy (--out DIR), written only after the whole run succeeded,
@@ -99,6 +103,7 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, range_r
       nkirun run prog.yaml --shadow                   # where did the precision go?
       nkirun run kernel.py::fn --shadow --shadow-top 3 --format json
       nkirun run prog.yaml --shadow --html prec.html  # the same, as pictures
+      nkirun run k.py::gather --ranks 4 --input x=x{rank}.npy --arg group=[[0,1,2,3]]
 
     \b
     --shadow runs the program as written and a float32 copy of it side by side. Per
@@ -120,6 +125,13 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, range_r
     from nkirun.runner.outputs import write_outputs
     from nkirun.show.render import print_diagnostics
     _check_run_options(out_dir, dump_dir, expect_dir, rtol, atol, range_rtol, ulp, dump_after)
+    if ranks is not None:
+        if shadow or trace or dump_dir or expect_dir or html_out:
+            raise click.UsageError("--ranks runs without --shadow, --trace, --dump, --expect "
+                                   "and --html (compare each DIR/rank<r>/ yourself)")
+        sys.exit(_run_ranks(program, ranks, out_dir, inputs, kernel_args, kernel_shapes,
+                            grid, lnc, program_format, target, uninitialized,
+                            max_hbm_bytes or DEFAULT_MAX_HBM_BYTES, fmt))
     front = load(program, program_format, target,
                  kernel_params(inputs, kernel_shapes, kernel_args, grid, lnc))
     c = commands.require_valid(front, max_hbm_bytes or DEFAULT_MAX_HBM_BYTES)
@@ -140,6 +152,38 @@ def run(program, out_dir, inputs, max_hbm_bytes, expect_dir, rtol, atol, range_r
     if fmt == "json":
         _echo_json(report)
     sys.exit(EXIT_INVALID if bad else EXIT_OK)
+
+
+def _run_ranks(program, ranks, out_dir, inputs, args, shapes, grid, lnc, program_format,
+               target, uninitialized, max_hbm_bytes, fmt) -> int:
+    """`run --ranks N`: each rank's program loaded with `{rank}` put in its --input paths
+    and --arg values, checked, then all run meeting at their collectives; each rank's
+    outputs written to DIR/rank<r>/ once every rank succeeded."""
+    from nkirun.pipeline import commands
+    from nkirun.pipeline.front import load
+    from nkirun.pipeline.ranks import run_checked
+    from nkirun.runner.outputs import write_outputs
+    from nkirun.show.render import print_diagnostics
+
+    def mine(words, r):
+        return [w.replace("{rank}", str(r)) for w in words]
+    checked = [commands.require_valid(load(program, program_format, target, kernel_params(
+        mine(inputs, r), shapes, mine(args, r), grid, lnc)), max_hbm_bytes)
+        for r in range(ranks)]
+    ran = run_checked(checked, uninitialized)
+    print_diagnostics(ran[0].warnings, checked[0].front.lines, sys.stderr)
+    base = out_dir or default_out_dir(program)
+    reports = []
+    for r, (c, one) in enumerate(zip(checked, ran)):
+        written = write_outputs(one.outputs, os.path.join(base, f"rank{r}"))
+        if fmt == "json":
+            reports.append({"rank": r, **_run_json(program, c, one.outputs, written,
+                                                   one.warnings)})
+        else:
+            _print_run_summary(f"{program} (rank {r})", c, one.outputs, written)
+    if fmt == "json":
+        _echo_json({"program": program, "ok": True, "ranks": reports})
+    return EXIT_OK
 
 
 def _write_profile(c, ran, html_out) -> None:

@@ -31,6 +31,8 @@ MODULES = (
     "sequence_bounds", "nonzero_with_count", "topk", "dma_compute",
     "sendrecv", "core_barrier",
     "register_alloc", "register_move", "register_load", "register_store",
+    "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "collective_permute",
+    "rank_id",
 )
 
 

@@ -155,6 +155,9 @@ class InstructionDef:
     not_accessed: tuple[str, ...] = ()
     # A meeting point of the two cores of an LNC2 program (Meeting above), or None.
     meeting: Meeting | None = None
+    # An nki.collectives instruction: it meets the other ranks of a multi-rank run
+    # (isa/collective.py), so it runs once per occurrence and moves unwritten elements itself.
+    collective: bool = False
     # The fast form for runner/plan.py: (Bound) -> None when it does not apply, else
     # build(view) -> a no-argument call doing what execute(b, m) does on fixed operand
     # arrays (view(r, shape=None): r's storage without a copy, or None; view.holds(r):

@@ -43,7 +43,7 @@ def execute_one(b, m, run, last=None) -> None:
     """Execute b (`run()`; `last()`: the final run, when it must differ, e.g. a shadow
     run's step), carrying unwritten inputs into unwritten results under the "error"
     policy (module comment above)."""
-    if not m.carry or b.spec.meeting is not None:
+    if not m.carry or b.spec.meeting is not None or b.spec.collective:
         (last or run)()  # (a meeting's exchange moves unwritten elements itself: above)
     elif _reads_unwritten(b, m):
         _carry(b, m, run, last or run)

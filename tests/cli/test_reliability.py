@@ -167,8 +167,10 @@ def test_signal_during_start_up_gives_no_traceback(small, delay):
     assert all("__init__.py" in ln or "_startup.py" in ln for ln in frames), err
     if frames:
         assert "import nkirun._startup" in err or "signal.signal" in err, err
-    if "Traceback" in err:  # the interpreter's own start: Python's report
-        assert p.returncode in (1, -signal.SIGINT) and "<frozen" in err  # (CPython re-kills itself)
+    if "Exception ignored" in err:  # the interrupt landed in a finalizer (Python reports it
+        assert p.returncode in (0, 130, -signal.SIGINT), err  # and goes on)
+    elif "Traceback" in err:  # the interpreter's own start: Python's report
+        assert p.returncode in (1, -signal.SIGINT) and "<frozen" in err, (p.returncode, err)
     else:
         assert p.returncode in (0, 130, -signal.SIGINT), err
 

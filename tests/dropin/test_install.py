@@ -167,3 +167,27 @@ def test_an_interruption_during_the_trace_is_the_callers():
         raise Interrupted()
     with pytest.raises(Interrupted):
         nkirun.simulate(kernel)(np.ones((2, 2), np.float32))
+
+
+def test_cpu_simulate_runs_the_ranks_a_collective_kernel_names_with_shared_inputs(dropin):
+    # nki-library's harness passes one input dict for every rank and no rank count:
+    # the ranks are those the replica group names, rank 0's result comes back
+    import nki
+    import nki.collectives as ncc
+    import nki.isa as nisa
+    import nki.language as nl
+    assert importlib.import_module("nki_cpu_simulator.nki.collectives") is ncc
+
+    @nki.jit
+    def summed(a, group):
+        src = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        dst = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=src, src=a)
+        ncc.all_reduce(srcs=[src], dsts=[dst], replica_group=group, op=nl.add)
+        nisa.dma_copy(dst=out, src=dst)
+        return out
+    x = np.arange(8 * 4, dtype=np.float32).reshape(8, 4)
+    group = ncc.ReplicaGroup([[0, 1, 2, 3]])
+    for lnc in (1, 2):  # (LNC2: each core meets the same core of the other ranks)
+        np.testing.assert_array_equal(nki.cpu_simulate(summed)[lnc](a=x, group=group), 4 * x)

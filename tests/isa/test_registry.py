@@ -124,6 +124,13 @@ ELSEWHERE = {
             "test_the_trace_budget_names_the_line_that_keeps_recording",
     "E662": "runner/test_run_budget.py::"
             "test_nested_loops_stop_at_the_budget_with_e662_naming_the_loop",
+    # collectives (multi-rank runs)
+    "E690": "isa/test_collective_permute.py::test_two_pairs_to_one_target_is_e690",
+    "E691": "runner/test_ranks.py::"
+            "test_different_first_collectives_are_a_mismatch_showing_each_call",
+    "E692": "runner/test_ranks.py::"
+            "test_a_rank_that_never_joins_is_a_deadlock_naming_each_rank",
+    "E693": "isa/test_all_gather.py::test_a_dst_of_the_wrong_size_is_e693",
 }
 
 

@@ -21,8 +21,15 @@ from tests.kernel.test_kernel_contract import nkirun_kernel, write
 def test_each_instructions_nki_facts_fit_its_keywords(name):
     spec = REGISTRY[name]
     api = spec.nki
-    assert api.module in ("nki.isa", "nki.language")
-    if api.signature:
+    assert api.module in ("nki.isa", "nki.language", "nki.collectives")
+    if api.signature and api.front_end:  # NKI's parameters are the front-end function's
+        module, _, function = api.front_end.partition(":")
+        import inspect
+        takes = list(inspect.signature(getattr(importlib.import_module(module),
+                                               function)).parameters)
+        names = [n for n, _ in parameters(api.signature)]
+        assert takes[:len(names)] == names, (takes, names)
+    elif api.signature:
         order = parameters(api.signature)
         names = [n for n, _ in order]
         assert len(set(names)) == len(names), names

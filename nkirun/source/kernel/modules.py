@@ -85,11 +85,11 @@ def jit(fn=None, **kwargs):
 
 # `nkirun.simulate`, set by `import nkirun` (the API sits above the front ends: a front end
 # never imports it; the `nki` shim calls whatever the API put here)
-_SIMULATOR: list = [None]
+_SIMULATOR: list = [None, None]  # nkirun.simulate, api_kernel.simulate_world
 
 
-def set_simulator(simulate) -> None:
-    _SIMULATOR[0] = simulate
+def set_simulator(simulate, world=None) -> None:
+    _SIMULATOR[0], _SIMULATOR[1] = simulate, world
 
 
 def _simulate(kernel):
@@ -124,11 +124,12 @@ class CpuSimulate:
 def _simulate_on(kernel, lnc: int):
     import os
     from nkirun.source.kernel.consts import TARGET_VERSION
-    simulate = _SIMULATOR[0]  # nkirun.simulate (set_simulator: the API is above us)
+    # api_kernel.simulate_world: nkirun.simulate, and the ranks a collective kernel's
+    # replica groups name (set_simulator: the API is above us)
     gen = os.environ.get("NKI_NC_VERSION", "").strip().lower()
     by_gen = {g: t for t, g in TARGET_VERSION.items() if t != "inf2"}
-    return simulate(kernel, CpuSimulate.target or by_gen.get(gen, gen or None), lnc,
-                    uninitialized=CpuSimulate.uninitialized)
+    return _SIMULATOR[1](kernel, CpuSimulate.target or by_gen.get(gen, gen or None), lnc,
+                         uninitialized=CpuSimulate.uninitialized)
 
 
 class _DtypeModule(types.ModuleType):
@@ -223,18 +224,6 @@ class _TensorType(_Annotation, metaclass=_IsTensor):
     """`nki.typing.tensor[...]` / `nki.tensor`: an annotation, and the type of tensors."""
 
 
-class ReplicaGroup:
-    """`nki.collectives.ReplicaGroup`: the ranks a collective runs on, as lists of ranks.
-    Kernels import it and take one as a parameter; nkirun runs one NeuronCore (or one LNC2
-    pair), so the collectives themselves are E601 and this only holds the lists."""
-
-    def __init__(self, rank_lists=()):
-        self.rank_lists = [list(r) for r in rank_lists]
-
-    def __repr__(self) -> str:
-        return f"ReplicaGroup({self.rank_lists})"
-
-
 class _Package(types.ModuleType):
     def __getattr__(self, name):
         if name.startswith("__"):
@@ -246,13 +235,12 @@ class _Package(types.ModuleType):
 
 def modules() -> dict[str, types.ModuleType]:
     if not _MODULES:
-        from nkirun.source.kernel import consts, isa_shim, lang
+        from nkirun.source.kernel import collectives as ncc, consts, isa_shim, lang
         nki = _Package("nki")
         nki.__path__ = []  # a package: `import nki.isa` works
         nki.__doc__ = "nkirun's nki package (see docs/kernels.md)"
         isa, language = isa_shim.build_module(), lang.build_module()
-        collectives = _Package("nki.collectives")
-        collectives.ReplicaGroup = ReplicaGroup  # a description only: the collectives are E601
+        collectives = ncc.build_module()
         nki.isa, nki.language, nki.collectives = isa, language, collectives
         nki.jit, nki.simulate, nki.Kernel = jit, _simulate, Kernel
         dtypes = _DtypeModule("nki.language.dtypes", "NKI dtypes (nkirun's nl dtype objects)")
