@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import importlib.util
 import textwrap
+import threading
 
 import ml_dtypes
 import numpy as np
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
+HANG_GUARD_S = 300  # a deadlock must be reported, not waited out: far above any real run
 
 SOURCE = """\
 import nki
@@ -164,3 +166,21 @@ def summed(xs: list, dtype) -> np.ndarray:
     for x in xs[1:]:
         acc = acc + x.astype(np.float32)
     return acc.astype(dtype)
+
+
+def bounded(fn):
+    """fn() in a thread that must end (a hang fails the test instead of the suite)."""
+    box: dict = {}
+
+    def run():
+        try:
+            box["value"] = fn()
+        except BaseException as e:  # (handed to the test)
+            box["error"] = e
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(HANG_GUARD_S)
+    assert not t.is_alive(), "the multi-rank run hung"
+    if "error" in box:
+        raise box["error"]
+    return box["value"]

@@ -32,7 +32,8 @@ MODULES = (
     "sendrecv", "core_barrier",
     "register_alloc", "register_move", "register_load", "register_store",
     "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "collective_permute",
-    "rank_id",
+    "collective_permute_implicit", "collective_permute_implicit_reduce",
+    "collective_permute_implicit_current_processing_rank_id", "rank_id",
 )
 
 

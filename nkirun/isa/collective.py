@@ -14,9 +14,9 @@ Readings (the pages are silent):
 * Matching: the k-th collective a rank runs meets the k-th collective of every other rank
   of its rank-list (each rank runs the same program, SPMD). With two cores per rank
   (LNC2) each core is its own stream: core c's k-th collective meets core c's k-th on the
-  other ranks (nki-library's tiled SBUF all-gather gives each core different tiles). Ranks that call different
-  collectives there (instruction, replica group, dtypes, shapes, keywords) are a mismatch
-  (E691); a rank waiting for one that finishes, fails, or waits elsewhere forever is a
+  other ranks (nki-library's tiled SBUF all-gather gives each core different tiles). Ranks
+  that call different collectives there (instruction, replica group, dtypes, shapes,
+  keywords) are a mismatch (E691); a rank waiting for one that finishes, fails, or waits elsewhere forever is a
   deadlock (E692). runner/ranks.py keeps the meetings; nothing here waits.
 * A collective moves data without computing on it, except the reductions: a reduction
   adds (min, max) in float32 (integers in int64) in the rank-list's order and rounds once
@@ -49,6 +49,7 @@ ENGINE = "collectives"  # the collective-communication engine; cycles are ns (1 
 LINK_GBPS = 256.0  # bytes per ns = GB/s / 1
 STEP_LATENCY_NS = 2000.0
 REDUCE_OPS = ("add", "minimum", "maximum")
+MAX_CHANNELS = 4  # the pages: at most 4 channels (2 for groups short of a node's devices)
 MEMORY = frozenset({"hbm", "sbuf"})
 
 
@@ -117,6 +118,17 @@ def dim_rules(b: Bound, key: str = "collective_dim"):
         where = "HBM" if allowed == (0,) else "SBUF (2-D tiles)"
         yield b.err("E693", f"{key} is {d}; on {where} it is {' or '.join(map(str, allowed))}",
                     key)
+
+
+def channel_rules(b: Bound):
+    """channel_id 0..3, below num_channels when a kernel gives it (NKI 0.2's keyword)."""
+    c, n = b.get("channel_id", 0), b.get("num_channels")
+    if n is not None and not 1 <= n <= MAX_CHANNELS:
+        yield b.err("E693", f"num_channels {n}: 1 to {MAX_CHANNELS}", "num_channels")
+    elif not 0 <= c < (MAX_CHANNELS if n is None else n):
+        yield b.err("E693", f"channel_id {c}" + ("" if n is None else f" of {n} channels")
+                    + f": channels are numbered from 0, at most {MAX_CHANNELS}", "channel_id",
+                    hint="channel_ids=[0, 1] for two channels")
 
 
 def ring_size(b: Bound, key: str = "replica_group") -> int:

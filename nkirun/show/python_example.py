@@ -35,15 +35,23 @@ def nisa_example(spec, width: int = 76) -> str | None:
 
 def _call_lines(head: str, items: list[str], width: int = 76) -> list[str]:
     """`head` + the items + `)`, continued under the first item where a line would pass
-    `width` columns (explain's text stays within 80)."""
-    lines, line = [], head
+    `width` columns, or four columns in after `head` alone where the head is too long for
+    that (explain's text stays within 80)."""
+    lines = _filled([], head, " " * len(head), items, width)
+    if items and max(map(len, lines)) > width:
+        lines = _filled([head], "    ", "    ", items, width)
+    return lines
+
+
+def _filled(lines: list[str], line: str, indent: str, items: list[str], width: int):
+    head = line
     for k, item in enumerate(items):
         piece = item + (")" if k == len(items) - 1 else ",")
         if line != head and not line.endswith("(") and len(line) + 1 + len(piece) > width:
             lines.append(line)
-            line = " " * len(head) + piece
+            line = indent + piece
         else:
-            line += ("" if line.endswith("(") else " ") + piece
+            line += ("" if line.endswith("(") or not line.strip() else " ") + piece
     return lines + [line if items else head + ")"]
 
 

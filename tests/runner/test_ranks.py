@@ -9,34 +9,13 @@ import numpy as np
 import pytest
 
 import nkirun
-from collective_helpers import group, inputs, kernels, summed
+from collective_helpers import HANG_GUARD_S, bounded, group, inputs, kernels, summed
 
 import nki.language as nl  # nkirun's
-
-HANG_GUARD_S = 300  # a deadlock must be reported, not waited out: far above any real run
-
 
 @pytest.fixture(scope="module")
 def k(tmp_path_factory):
     return kernels(tmp_path_factory)
-
-
-def bounded(fn):
-    """fn() in a thread that must end (a hang fails the test instead of the suite)."""
-    box: dict = {}
-
-    def run():
-        try:
-            box["value"] = fn()
-        except BaseException as e:  # (handed to the test)
-            box["error"] = e
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    t.join(HANG_GUARD_S)
-    assert not t.is_alive(), "the multi-rank run hung"
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
 
 
 def test_a_rank_that_never_joins_is_a_deadlock_naming_each_rank(k):

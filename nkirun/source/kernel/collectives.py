@@ -9,8 +9,9 @@ Readings:
   values and nkirun's collective cost model has no queues to order (docs/kernels.md).
 - `rank_id()` returns a register (as NKI 0.6 does): a `scalar_offset`, a register_* operand
   or a runtime loop bound; never a Python number (E659).
-- The names NKI 0.6 documents that nkirun does not simulate (all_to_all_v, all_gather_v,
-  the implicit ring permutes) are E601 when used.
+- The implicit ring permutes take one tensor per channel and record one instruction per
+  channel. The names NKI 0.6 documents that nkirun does not simulate (all_to_all_v,
+  all_gather_v) are E601 when used.
 """
 from __future__ import annotations
 
@@ -103,6 +104,69 @@ def collective_permute(srcs, dsts, source_target_pairs, priority=None, name=None
             {"source_target_pairs": [list(p) for p in source_target_pairs]}, name)
 
 
+def collective_permute_implicit(srcs_by_channel, dsts_by_channel, replica_group,
+                                channel_ids=(0,), priority=None, name=None):
+    _ring("collective_permute_implicit",
+          {"src": ("srcs_by_channel", srcs_by_channel),
+           "dst": ("dsts_by_channel", dsts_by_channel)},
+          channel_ids, {"replica_group": replica_group}, name)
+
+
+def collective_permute_implicit_reduce(srcs0_by_channel, srcs1_by_channel, dsts_by_channel,
+                                       replica_group, op, channel_ids=(0,), priority=None,
+                                       name=None):
+    _ring("collective_permute_implicit_reduce",
+          {"src0": ("srcs0_by_channel", srcs0_by_channel),
+           "src1": ("srcs1_by_channel", srcs1_by_channel),
+           "dst": ("dsts_by_channel", dsts_by_channel)},
+          channel_ids, {"replica_group": replica_group, "op": op}, name)
+
+
+def _ring(op: str, lists: dict, channel_ids, fields: dict, name) -> None:
+    """One instruction per channel, in channel order: channel i takes the one tensor of
+    each `*_by_channel` list's i-th entry (NKI: no coalescing here)."""
+    from nkirun.source.kernel.control import _tracer
+    tracer, loc = _tracer(), frame_loc(kernel_frame(3))
+    ids = [channel_ids] if isinstance(channel_ids, int) else list(channel_ids)
+    if ids != list(range(len(ids))):
+        raise kernel_error("E693", f"nki.collectives.{op}: channel_ids {ids}; NKI takes "
+                           "consecutive channels from 0", hint="channel_ids=[0] or [0, 1]",
+                           loc=loc)
+    for key, (keyword, value) in lists.items():
+        if not isinstance(value, (list, tuple)) or len(value) != len(ids):
+            raise kernel_error("E603", f"nki.collectives.{op}: `{keyword}` holds one list per "
+                               f"channel; {len(ids)} channel(s), got {value!r:.80}", loc=loc)
+    for i, channel in enumerate(ids):
+        values = {key: _one(op, f"{keyword}[{i}]", value[i], loc)
+                  for key, (keyword, value) in lists.items()}
+        values.update(fields, channel_id=channel)
+        tracer.emit(op, {**values, **({"name": name} if name else {})}, loc)
+
+
+def _one(op: str, key: str, value, loc):
+    items = _listed(op, key, value, loc)
+    if len(items) != 1:
+        raise kernel_error("E603", f"nki.collectives.{op}: `{key}` holds exactly one tensor "
+                           f"(NKI: no coalescing here), got {len(items)}", loc=loc)
+    return items[0]
+
+
+def collective_permute_implicit_current_processing_rank_id(iteration_id, replica_group,
+                                                           channel_id=0, num_channels=None,
+                                                           name=None):
+    from nkirun.source.kernel.control import _ASSIGN, VirtualRegister, _name, _tracer
+    tracer, loc = _tracer(), frame_loc(kernel_frame(2))
+    reg = VirtualRegister(_name(tracer, loc, _ASSIGN, "rank"))
+    step = iteration_id.name if isinstance(iteration_id, VirtualRegister) else iteration_id
+    values = {"dst": reg.name, "iteration_id": step, "replica_group": replica_group,
+              "channel_id": channel_id}
+    if num_channels is not None:  # NKI 0.2's keyword (removed in 0.3): still checked
+        values["num_channels"] = num_channels
+    tracer.emit("collective_permute_implicit_current_processing_rank_id",
+                {**values, **({"name": name} if name else {})}, loc)
+    return reg
+
+
 def rank_id(name=None):
     from nkirun.source.kernel.control import _ASSIGN, VirtualRegister, _name, _tracer
     tracer, loc = _tracer(), frame_loc(kernel_frame(2))
@@ -120,7 +184,9 @@ class _Collectives(types.ModuleType):
         raise unsupported(f"nki.collectives.{name}")
 
 
-FUNCTIONS = (all_reduce, all_gather, reduce_scatter, all_to_all, collective_permute, rank_id)
+FUNCTIONS = (all_reduce, all_gather, reduce_scatter, all_to_all, collective_permute,
+             collective_permute_implicit, collective_permute_implicit_reduce,
+             collective_permute_implicit_current_processing_rank_id, rank_id)
 
 
 def build_module() -> types.ModuleType:
