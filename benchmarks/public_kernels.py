@@ -232,17 +232,30 @@ def write_kernel(k: PublicKernel, folder: str | Path) -> Path:
     return path
 
 
-def traced(k: PublicKernel, root: str | Path):
-    """Trace a package kernel through its driver (nkirun's Python API), the package
-    extracted under root: the Traced of nkirun.source.kernel.api.trace_call."""
+def package_call(k: PublicKernel, root: str | Path):
+    """(kernel, args, kwargs) of a package kernel's driver, the package extracted under
+    root (its parent put on sys.path)."""
     import sys
     import nkirun  # noqa: F401  (its nki modules, before the package imports nki)
-    from nkirun.source.kernel.api import trace_call
     top = str(Path(root) / Path(k.package).parent)
     if top not in sys.path:
         sys.path.insert(0, top)
-    kernel, args, kwargs = globals()[k.driver](**k.extra)
+    return globals()[k.driver](**k.extra)
+
+
+def traced(k: PublicKernel, root: str | Path):
+    """Trace a package kernel through its driver (nkirun's Python API): the Traced of
+    nkirun.pipeline.kernel_calls.trace_call."""
+    from nkirun.pipeline.kernel_calls import trace_call
+    kernel, args, kwargs = package_call(k, root)
     return trace_call(kernel, args, kwargs, target=k.target, lnc=k.lnc)
+
+
+def package_front(k: PublicKernel, root: str | Path):
+    """The pipeline's Front of a package kernel (what `commands.check` takes)."""
+    from nkirun.pipeline.front import call_front
+    kernel, args, kwargs = package_call(k, root)
+    return call_front(kernel, args, kwargs, target=k.target, lnc=k.lnc)
 
 
 def rmsnorm_quant(seqlen: int, quant_only: bool, hidden: int = 16384):
@@ -257,6 +270,51 @@ def rmsnorm_quant(seqlen: int, quant_only: bool, hidden: int = 16384):
         norm_type=NormType.NO_NORM if quant_only else NormType.RMS_NORM)
     args = (nkirun.shape("bfloat16", 1, seqlen, hidden), nkirun.shape("bfloat16", 1, hidden))
     return rmsnorm_quant_kernel, args, {"kargs": kargs, "input_dequant_scale": None}
+
+
+def attention_cte(bs: int, seqlen_kv: int, seqlen_q: int, d: int, scale: float, dtype: str,
+                  causal: bool):
+    """nki-library's attention_cte as test_attention_cte_no_cp_unit calls it: q
+    [bs, seqlen_q, d] (tp_q), k [bs, d, seqlen_kv], v [bs, seqlen_kv, d]."""
+    import nkirun
+    from nkilib_src.nkilib.core.attention.attention_cte import attention_cte as kernel
+    args = (nkirun.shape(dtype, bs, seqlen_q, d), nkirun.shape(dtype, bs, d, seqlen_kv),
+            nkirun.shape(dtype, bs, seqlen_kv, d))
+    return kernel, args, {"scale": scale, "causal_mask": causal, "tp_q": True,
+                          "tp_out": False}
+
+
+def mlp_cte(batch: int, seqlen: int, hidden: int, intermediate: int, norm: str):
+    """nki-library's mlp_cte (context encoding: SiLU gate, up and down projections, the
+    norm fused) at a test_mlp_cte unit point, bf16. Its public entry `core/mlp/mlp.py` does
+    not parse at the pinned commit, so a small kernel here does what that entry does on the
+    CTE path: MLPParameters, the HBM output, mlp_cte."""
+    import nki
+    import nki.language as nl
+    import nkirun
+    from nkilib_src.nkilib.core.mlp.mlp_cte.mlp_cte import mlp_cte as body
+    from nkilib_src.nkilib.core.mlp.mlp_parameters import (MLPParameters,
+                                                          validate_mlp_arguments)
+    from nkilib_src.nkilib.core.utils.common_types import ActFnType, NormType
+
+    @nki.jit
+    def mlp_cte_entry(hidden_tensor, gate_w, up_w, down_w, norm_w):
+        params = MLPParameters(
+            hidden_tensor=hidden_tensor, gate_proj_weights_tensor=gate_w,
+            up_proj_weights_tensor=up_w, down_proj_weights_tensor=down_w,
+            normalization_weights_tensor=norm_w, activation_fn=ActFnType.SiLU,
+            normalization_type=getattr(NormType, norm), output_dtype=nl.bfloat16,
+            force_cte_mode=True)
+        validate_mlp_arguments(params)
+        out = nl.ndarray((batch, seqlen, hidden), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+        body(params, out, None)
+        return out
+
+    bf = "bfloat16"
+    args = (nkirun.shape(bf, batch, seqlen, hidden), nkirun.shape(bf, hidden, intermediate),
+            nkirun.shape(bf, hidden, intermediate), nkirun.shape(bf, intermediate, hidden),
+            nkirun.shape(bf, 1, hidden))
+    return mlp_cte_entry, args, {}
 
 
 # ---- the table ------------------------------------------------------------------------------
@@ -363,7 +421,38 @@ def _nkilib() -> list[PublicKernel]:
         toolchain="nki-library d2ad3a57 QoR (2026-02)",
         source_url="https://github.com/aws-neuron/nki-library", family=f"rmsnorm_quant s{s}",
         package="src/nkilib_src", driver="rmsnorm_quant", lnc=2,
-        extra={"seqlen": s, "quant_only": q}) for s, q, ticks in points]
+        extra={"seqlen": s, "quant_only": q}) for s, q, ticks in points] + [
+        # attention_cte: test_attention_cte_no_cp_unit's rows (bs, seqlen_kv, seqlen_q, d,
+        # scale, dtype, causal; tp_q, not tp_out); QoR tpbSgCyclesSum; one core
+        PublicKernel(
+            name=f"nkilib attention_cte {dt} q{sq} kv{skv}{' causal' if causal else ''}",
+            repo=NKILIB, commit=NKILIB_AT,
+            path="src/nkilib_src/nkilib/core/attention/attention_cte.py",
+            function="attention_cte", target="trn2", measured_ms=ticks / 1e9,
+            method="neuron-profile CycleCount (1 ps ticks), max over cores",
+            toolchain="nki-library d2ad3a57 QoR (2026-02)",
+            source_url="https://github.com/aws-neuron/nki-library",
+            family=f"attention_cte q{sq} kv{skv}", package="src/nkilib_src",
+            driver="attention_cte", lnc=1,
+            extra={"bs": 1, "seqlen_kv": skv, "seqlen_q": sq, "d": 64, "scale": scale,
+                   "dtype": dt, "causal": causal})
+        for skv, sq, scale, dt, causal, ticks in ((9216, 4096, 0.5, "float32", False, 580e6),
+                                                  (9216, 9216, 1.0, "bfloat16", True, 694e6))
+    ] + [
+        # mlp_cte: test_mlp_cte's unit rows (vnc 2, batch 1, seqlen, hidden, intermediate,
+        # norm; SiLU, no quantization, no bias)
+        PublicKernel(
+            name=f"nkilib mlp_cte s{s} h{h} i{i} {norm.lower()}", repo=NKILIB, commit=NKILIB_AT,
+            path="src/nkilib_src/nkilib/core/mlp/mlp_cte/mlp_cte.py", function="mlp_cte",
+            target="trn2", measured_ms=ticks / 1e9,
+            method="neuron-profile CycleCount (1 ps ticks), max over cores",
+            toolchain="nki-library d2ad3a57 QoR (2026-02)",
+            source_url="https://github.com/aws-neuron/nki-library",
+            family=f"mlp_cte s{s} h{h} i{i}", package="src/nkilib_src", driver="mlp_cte",
+            lnc=2, extra={"batch": 1, "seqlen": s, "hidden": h, "intermediate": i,
+                          "norm": norm})
+        for s, h, i, norm, ticks in ((4096, 8192, 448, "RMS_NORM", 1_176_746_495),
+                                     (2048, 8448, 1408, "NO_NORM", 1_437_844_003))]
 
 
 KERNELS: dict[str, PublicKernel] = {

@@ -18,9 +18,9 @@ rounds past 448 (|x| >= 464), an infinity or a NaN becomes NaN (no saturation).
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
-import ml_dtypes
 import numpy as np
 
 
@@ -43,15 +43,46 @@ def _d(name, np_type, is_float, rank, packed=1):
     return DType(name, t, is_float, t.itemsize, rank, packed)
 
 
+_NP_TYPE = DType.__dict__["np_type"]  # (the slot under the field)
+
+
+class _MlDType(DType):
+    """A DType stored as an ml_dtypes type, which is imported when `np_type` is first read:
+    importing ml_dtypes costs several times `import numpy` (0.7 registers its ufunc loops
+    one by one), and checking a program that has no such tensor never reads it."""
+
+    __slots__ = ()
+
+    @property
+    def np_type(self) -> np.dtype:
+        try:
+            return _NP_TYPE.__get__(self)
+        except AttributeError:
+            import ml_dtypes
+            t = np.dtype(getattr(ml_dtypes, self.name))
+            _NP_TYPE.__set__(self, t)
+            return t
+
+    @np_type.setter
+    def np_type(self, t) -> None:  # (dataclass __init__, copy and pickle set it)
+        if t is not None:
+            _NP_TYPE.__set__(self, np.dtype(t))
+
+
+def _ml(name, is_float, rank, itemsize):
+    """A DType of ml_dtypes.<name> (itemsize bytes), ml_dtypes imported on first use."""
+    return _MlDType(name, None, is_float, itemsize, rank)
+
+
 DTYPES: dict[str, DType] = {d.name: d for d in [
     _d("float32", np.float32, True, 60),
     _d("tfloat32", np.float32, True, 50),  # stored as float32, mantissa rounded to 10 bits
     _d("float16", np.float16, True, 40),
-    _d("bfloat16", ml_dtypes.bfloat16, True, 41),
-    _d("float8_e4m3", ml_dtypes.float8_e4m3, True, 20),
-    _d("float8_e5m2", ml_dtypes.float8_e5m2, True, 21),
+    _ml("bfloat16", True, 41, 2),
+    _ml("float8_e4m3", True, 20, 1),
+    _ml("float8_e5m2", True, 21, 1),
     # OCP fp8 (NeuronCore-v4 only: NCV4_ONLY): no inf, max 448, NaN is S.1111.111
-    _d("float8_e4m3fn", ml_dtypes.float8_e4m3fn, True, 22),
+    _ml("float8_e4m3fn", True, 22, 1),
     _d("int8", np.int8, False, 10),
     _d("uint8", np.uint8, False, 10),
     _d("int16", np.int16, False, 12),
@@ -60,7 +91,7 @@ DTYPES: dict[str, DType] = {d.name: d for d in [
     _d("uint32", np.uint32, False, 14),
     # MX types (NeuronCore-v4): stored as their bits. is_float False for the packed ones, so
     # that a cast to them is a bit-level integer store (memset 0 writes zero bits).
-    _d("float8_e8m0fnu", ml_dtypes.float8_e8m0fnu, True, 19),
+    _ml("float8_e8m0fnu", True, 19, 1),
     _d("float8_e4m3fn_x4", np.uint32, False, 5, packed=4),
     _d("float8_e5m2_x4", np.uint32, False, 5, packed=4),
     _d("float4_e2m1fn_x4", np.uint16, False, 4, packed=4),
@@ -123,7 +154,10 @@ def from_numpy(t: np.dtype) -> DType | None:
         d = DTYPES.get(t.metadata.get(key))
         if d is not None and d.np_type == t:
             return d
+    ml = "ml_dtypes" in sys.modules  # (else no dtype of t's is an ml_dtypes type)
     for d in DTYPES.values():
+        if d.__class__ is _MlDType and not ml:
+            continue
         if d.np_type == t and d.name != "tfloat32" and d.packed == 1:
             return d
     return None

@@ -150,8 +150,11 @@ class Bound:
         writes, in order — one tuple per Operands —, and the plan of _names_of (keywords
         read, keywords written, positions of the on-chip tensors), shared by the Operands
         of one interned form. Compact, as a traced kernel binds 100,000s of instructions;
-        tensor_names() spells it out."""
-        args = self.args
+        tensor_names() spells it out. A FormBound's pending Operands know both already
+        (checker/intern.py PendingOperands): they are not made for it."""
+        args = raw_args(self)
+        if args.__class__ is not Operands:  # (PendingOperands: plan and names as they will be)
+            return args.plan, args.names
         if args.names is None:
             form = args.form
             plan = form.get("names_plan") if form is not None else None

@@ -19,7 +19,10 @@ which could also run them, shows no activity in those profiles: it is not a cand
 """
 from __future__ import annotations
 
+from nkirun.isa.bound import raw_args
 from nkirun.schedule.model import ENGINE, READY
+
+_UNSET = object()
 
 
 def scalar_cycles(b, target) -> int | None:
@@ -44,7 +47,14 @@ def on_scalar(sched, b, reads, writes, vector_end: float) -> tuple | None:
     """The placement on the Scalar engine (of scheduler `sched`) when it may run `b` and
     finishes it before `vector_end` (the Vector engine's end): (engine, cycles, start, end,
     ready, dep, kind, tensor), else None."""
-    cycles = scalar_cycles(b, sched.target)
+    form = raw_args(b).form if b.mask is None else None
+    if form is None:
+        cycles = scalar_cycles(b, sched.target)
+    else:  # equal for every instance of a form (operands equal up to tensor names): once
+        key = (id(form), "activation_form")  # (sched.by_form: the form dicts outlive it)
+        cycles = sched.by_form.get(key, _UNSET)
+        if cycles is _UNSET:
+            cycles = sched.by_form[key] = scalar_cycles(b, sched.target)
     if cycles is None:
         return None
     ready, dep, kind, tensor = sched.data_ready(reads, writes, 1.0)

@@ -38,7 +38,7 @@ runtime loops or two cores (where a version count per tensor is not the whole st
 """
 from __future__ import annotations
 
-from nkirun.isa.bound import views_of
+from nkirun.isa.bound import raw_args, views_of
 
 ENGINES = frozenset({"vector", "scalar", "gpsimd"})
 MAX_REUSE_BYTES = 2048  # per partition (fitted; see above)
@@ -95,7 +95,7 @@ def fast_key(b, reads) -> tuple | object | None:
     (tensor, box) pairs in operand order). Equal fast keys imply equal value keys; a match
     the fast key misses (equal scalars the front end did not share) only costs a
     recomputation. Operands with no form take the plain key."""
-    form = b.args.form
+    form = raw_args(b).form  # (a FormBound's pending Operands stay unmade)
     if form is None:
         return value_key(b)
     shape = form.get("value_key", _UNSET)

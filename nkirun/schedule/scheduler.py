@@ -5,6 +5,7 @@ from operator import itemgetter
 
 from nkirun.hw.cost_tables import cost_table
 from nkirun.hw.targets import TARGETS, Target
+from nkirun.isa.bound import Operands, raw_args
 from nkirun.isa.common import dma_cycles
 from nkirun.schedule import dma
 from nkirun.ir import Program
@@ -53,6 +54,15 @@ def _costed(b, target: Target) -> tuple:
     write_names = tuple(dict.fromkeys(n for n, _ in writes))
     return (int(cycles), reads, writes, extra, names, recompute.fast_key(b, reads), read_names,
             write_names)
+
+
+def inst_name(args):
+    """The `name=` label of an instruction whose raw args are `args` (isa/bound.py
+    raw_args): a pending Operands' is its template's (a scalar keyword: equal in every
+    instance of the form)."""
+    if args.__class__ is not Operands:
+        args = args.template
+    return args.get("name")
 
 
 def _kept_reads(b) -> tuple[int, ...] | None:
@@ -219,16 +229,17 @@ class _Scheduler:
 
     def place(self, b) -> None:
         engine, index = b.engine, b.inst.index
-        ckey = (b.args, engine)
-        c = self.costed.get(ckey)
+        args = raw_args(b)  # a FormBound's pending Operands stay unmade (isa/bound.py)
+        pending = args.__class__ is not Operands
+        c = None if pending else self.costed.get((args, engine))  # (pending: its own, unshared)
         if c is None:
-            form = b.args.form
+            form = args.form
             if form is not None and b.mask is None:
                 c = self.costed_by_form(b, form, engine)
-                if b.args.shared:  # kept only for operands several instructions share
-                    self.costed[ckey] = c
+                if not pending and args.shared:  # kept only for operands several share
+                    self.costed[(args, engine)] = c
             else:
-                c = self.costed[ckey] = self.new_costed(b)
+                c = self.costed[(b.args, engine)] = self.new_costed(b)
         cycles, reads, writes, extra, names, key, read_names, write_names = c
         if self.storage is not None:  # one buffer per allocation site: accesses of one tensor
             reads, writes = self.in_storage(reads), self.in_storage(writes)
@@ -275,7 +286,7 @@ class _Scheduler:
         self.sched.slots.append(Slot(index, spec.name, engine, label, queues, cycles, start, end,
                                      spec.cost_formula, spec.cost_assumed, kind, dep,
                                      dep_tensor, b.inst.loc.line, names, 0,
-                                     b.args.get("name"), busy, ready, *moved))
+                                     inst_name(args), busy, ready, *moved))
 
     def in_storage(self, accesses) -> tuple:
         """(tensor, box) pairs with each tensor named by its buffer (Program.reuse_buffers)."""
