@@ -40,7 +40,8 @@ def _handles():
 
 
 KEYS = [0, 1, -1, 3, slice(None), slice(2, 9), slice(None, None, 3), slice(1, 30, 4),
-        slice(-5, None), slice(0, 1)]
+        slice(-5, None), slice(0, 1), tensor_mod.DynSlice(2, 7), tensor_mod.DynSlice(0, 64),
+        tensor_mod.DynSlice(60, 8)]
 
 
 @pytest.mark.parametrize("n_items", [1, 2, 3])
@@ -69,6 +70,9 @@ def test_hashable_key_keeps_apart_what_differs():
     assert k((slice(1, 2, None), 0)) != k((slice(1, 2, 1), 0))
     assert k(np.int64(3)) is None and k(slice(np.int64(1), 4)) is None
     assert k(True) is None and k(Ellipsis) is None and k(None) is None
+    ds = tensor_mod.DynSlice
+    assert k(ds(2, 7)) == k((ds(2, 7),)) and k(ds(2, 7)) != k(ds(2, 8))
+    assert k(ds(2, 7)) != k(slice(2, 9)) and k((ds(0, 3), 1)) != k((slice(0, 3), 1))
 
 
 def test_whole_view_is_of():

@@ -13,6 +13,7 @@ from nkirun.source.kernel import consts, tensor
 from nkirun.source.kernel.index_arrays import advanced_pattern, with_pattern
 from nkirun.source.kernel.legacy_gather import gather
 from nkirun.source.kernel.lowering import lowered_index
+from nkirun.source.kernel.tensor import DynSlice as _DS
 from nkirun.source.kernel.tensor import _new_view, ndarray
 from nkirun.source.kernel.unsupported import here, kernel_error, unsupported
 from nkirun.views.reshape import EmptySlice, ViewError
@@ -23,8 +24,8 @@ _PLAIN = frozenset({int, slice})
 
 
 def index_view(t, key):
-    """`t[key]`: `index_view_plain`, memoised for keys of ints and slices of ints on the
-    layout of t's view (a loop indexes same-layout views with the same keys over and over;
+    """`t[key]`: `index_view_plain`, memoised for keys of ints, slices of ints and nl.ds on
+    the layout of t's view (a loop indexes same-layout views with the same keys over and over;
     slices are unhashable before Python 3.12, so a slice is keyed as its three ends)."""
     v = t._v
     hk = _hashable_key(key)
@@ -65,7 +66,9 @@ _new_strided = _new_handle = object.__new__
 
 
 def _hashable_key(key):
-    """A key of ints and slices of ints/None as a hashable tuple; None for anything else."""
+    """A key of ints, slices of ints/None and `nl.ds` as a hashable tuple; None for
+    anything else. (An nl.ds, whose start and size are ints, is ("ds", start, size): never
+    equal to a slice's (start, stop, step), whose first item is an int or None.)"""
     out = []
     for k in (key if key.__class__ is tuple else (key,)):
         c = k.__class__
@@ -74,6 +77,8 @@ def _hashable_key(key):
         elif c is slice and k.start.__class__ in _SLICE_END and \
                 k.stop.__class__ in _SLICE_END and k.step.__class__ in _SLICE_END:
             out.append((k.start, k.stop, k.step))
+        elif c is _DS:
+            out.append(("ds", k.start, k.size))
         else:
             return None
     return tuple(out)
