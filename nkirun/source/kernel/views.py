@@ -147,6 +147,60 @@ def _plain(k, t):
 
 
 def view_method(t, name: str, args: tuple, nl_dtype=None):
+    """`view_method_plain`, memoised as index_view is: for arguments of ints, None and
+    lists or tuples of them (a loop calls `.ap(pattern, offset)`, `.reshape(shape)` on
+    same-layout views over and over), keyed on the layout of t's view and tensor."""
+    v = t._v
+    hk = _hashable_args(args) if nl_dtype is None and v.indirect is None else None
+    if hk is None:
+        return view_method_plain(t, name, args, nl_dtype)
+    rec = t._rec
+    memo = (name, hk, v.shape, v.strides, v.offset, v.dtype.name, v.basic, v.tail,
+            v.decl.on_chip, v.dtype is v.decl.dtype, rec.layout)
+    hit = _METHODS.get(memo)
+    if hit is None:
+        out = view_method_plain(t, name, args)
+        w = out._v
+        if len(_METHODS) >= _LAYOUTS_MAX:
+            _METHODS.clear()
+        if out is t:
+            _METHODS[memo] = _SAME
+        elif w.indirect is None and w.decl is v.decl:
+            _METHODS[memo] = (w.shape, w.strides, w.offset, w.dtype, w.basic, w.tail)
+        return out
+    if hit is _SAME:
+        return t
+    w = _new_strided(StridedView)
+    w.decl, w.indirect = v.decl, None
+    w.shape, w.strides, w.offset, w.dtype, w.basic, w.tail = hit
+    return _new_view(rec, w, t._dtype)
+
+
+# (method, its arguments, view layout, tensor layout) -> the new view's fields (or _SAME)
+_METHODS: dict = {}
+_SAME = object()
+_ARG_ATOMS = frozenset({int, type(None)})
+
+
+def _hashable_args(args):
+    """A view method's arguments as a hashable tuple when they are ints, None and lists or
+    tuples of them (tagged apart); None for anything else."""
+    out = []
+    for a in args:
+        c = a.__class__
+        if c in _ARG_ATOMS:
+            out.append(a)
+        elif c is list or c is tuple:
+            inner = _hashable_args(a)
+            if inner is None:
+                return None
+            out.append((c is list, inner))
+        else:
+            return None
+    return tuple(out)
+
+
+def view_method_plain(t, name: str, args: tuple, nl_dtype=None):
     """t.<name>(*args) through StridedView; nl_dtype names the view's dtype for the kernel."""
     if name in _RUNTIME_INDEXED:
         scalar, vector = _RUNTIME_INDEXED[name]
