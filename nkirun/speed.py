@@ -41,7 +41,13 @@ test_plan_writes.py), checker/intern.py (`bind(..., fast=False)`, tests/checker/
 test_fast_bind.py), isa/fast/ (each module beside the instruction's plain `definition`),
 runner/shadow_native.py (the C module beside the NumPy comparisons, tests/runner/
 test_shadow_native.py), runner/shadow_bits.py (bfloat16 on the bits beside the plain
-helpers).
+helpers). Memos, each beside its plain definition: source/kernel/views.py `index_view`
+(keys of ints, slices and nl.ds) and `view_method` (.ap, .reshape, ... with plain
+arguments), twins `index_view_plain` and `view_method_plain` (tests/kernel/
+test_fast_views.py). Under LAZY_OPERANDS the scheduler reads a form instance's pending
+Operands raw (schedule/scheduler.py `place`, placement.on_scalar's cycles per form); with
+the switch off every instance has its Operands and the same schedule comes out
+(tests/kernel/test_call_forms.py).
 """
 CALL_FORMS = True
 FORM_ARGS = True

@@ -13,6 +13,7 @@ from nkirun.source.kernel import consts, tensor
 from nkirun.source.kernel.index_arrays import advanced_pattern, with_pattern
 from nkirun.source.kernel.legacy_gather import gather
 from nkirun.source.kernel.lowering import lowered_index
+from nkirun.source.kernel.tensor import DynSlice as _DS
 from nkirun.source.kernel.tensor import _new_view, ndarray
 from nkirun.source.kernel.unsupported import here, kernel_error, unsupported
 from nkirun.views.reshape import EmptySlice, ViewError
@@ -23,8 +24,8 @@ _PLAIN = frozenset({int, slice})
 
 
 def index_view(t, key):
-    """`t[key]`: `index_view_plain`, memoised for keys of ints and slices of ints on the
-    layout of t's view (a loop indexes same-layout views with the same keys over and over;
+    """`t[key]`: `index_view_plain`, memoised for keys of ints, slices of ints and nl.ds on
+    the layout of t's view (a loop indexes same-layout views with the same keys over and over;
     slices are unhashable before Python 3.12, so a slice is keyed as its three ends)."""
     v = t._v
     hk = _hashable_key(key)
@@ -65,7 +66,9 @@ _new_strided = _new_handle = object.__new__
 
 
 def _hashable_key(key):
-    """A key of ints and slices of ints/None as a hashable tuple; None for anything else."""
+    """A key of ints, slices of ints/None and `nl.ds` as a hashable tuple; None for
+    anything else. (An nl.ds, whose start and size are ints, is ("ds", start, size): never
+    equal to a slice's (start, stop, step), whose first item is an int or None.)"""
     out = []
     for k in (key if key.__class__ is tuple else (key,)):
         c = k.__class__
@@ -74,6 +77,8 @@ def _hashable_key(key):
         elif c is slice and k.start.__class__ in _SLICE_END and \
                 k.stop.__class__ in _SLICE_END and k.step.__class__ in _SLICE_END:
             out.append((k.start, k.stop, k.step))
+        elif c is _DS:
+            out.append(("ds", k.start, k.size))
         else:
             return None
     return tuple(out)
@@ -142,6 +147,60 @@ def _plain(k, t):
 
 
 def view_method(t, name: str, args: tuple, nl_dtype=None):
+    """`view_method_plain`, memoised as index_view is: for arguments of ints, None and
+    lists or tuples of them (a loop calls `.ap(pattern, offset)`, `.reshape(shape)` on
+    same-layout views over and over), keyed on the layout of t's view and tensor."""
+    v = t._v
+    hk = _hashable_args(args) if nl_dtype is None and v.indirect is None else None
+    if hk is None:
+        return view_method_plain(t, name, args, nl_dtype)
+    rec = t._rec
+    memo = (name, hk, v.shape, v.strides, v.offset, v.dtype.name, v.basic, v.tail,
+            v.decl.on_chip, v.dtype is v.decl.dtype, rec.layout)
+    hit = _METHODS.get(memo)
+    if hit is None:
+        out = view_method_plain(t, name, args)
+        w = out._v
+        if len(_METHODS) >= _LAYOUTS_MAX:
+            _METHODS.clear()
+        if out is t:
+            _METHODS[memo] = _SAME
+        elif w.indirect is None and w.decl is v.decl:
+            _METHODS[memo] = (w.shape, w.strides, w.offset, w.dtype, w.basic, w.tail)
+        return out
+    if hit is _SAME:
+        return t
+    w = _new_strided(StridedView)
+    w.decl, w.indirect = v.decl, None
+    w.shape, w.strides, w.offset, w.dtype, w.basic, w.tail = hit
+    return _new_view(rec, w, t._dtype)
+
+
+# (method, its arguments, view layout, tensor layout) -> the new view's fields (or _SAME)
+_METHODS: dict = {}
+_SAME = object()
+_ARG_ATOMS = frozenset({int, type(None)})
+
+
+def _hashable_args(args):
+    """A view method's arguments as a hashable tuple when they are ints, None and lists or
+    tuples of them (tagged apart); None for anything else."""
+    out = []
+    for a in args:
+        c = a.__class__
+        if c in _ARG_ATOMS:
+            out.append(a)
+        elif c is list or c is tuple:
+            inner = _hashable_args(a)
+            if inner is None:
+                return None
+            out.append((c is list, inner))
+        else:
+            return None
+    return tuple(out)
+
+
+def view_method_plain(t, name: str, args: tuple, nl_dtype=None):
     """t.<name>(*args) through StridedView; nl_dtype names the view's dtype for the kernel."""
     if name in _RUNTIME_INDEXED:
         scalar, vector = _RUNTIME_INDEXED[name]
