@@ -40,7 +40,8 @@ test_fast_bind.py), isa/fast/ (each module beside the instruction's plain `defin
 runner/shadow_native.py (the C module beside the NumPy comparisons, tests/runner/
 test_shadow_native.py), runner/shadow_bits.py (bfloat16 on the bits beside the plain
 helpers). Memos, each beside its plain definition: source/kernel/views.py `index_view`
-(keys of ints, slices and nl.ds) and `view_method` (.ap, .reshape, ... with plain
+(keys of ints, slices, nl.ds and index arrays carrying their affine form, keyed as
+("ix", form, shape)) and `view_method` (.ap, .reshape, ... with plain
 arguments), twins `index_view_plain` and `view_method_plain` (tests/kernel/
 test_fast_views.py). Under LAZY_OPERANDS the scheduler reads a form instance's pending
 Operands raw (schedule/scheduler.py `place`, placement.on_scalar's cycles per form); with
