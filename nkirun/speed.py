@@ -23,6 +23,10 @@ and schedule.
 |                 | [:, None]) carries its affine form; a view indexed with | values (index_arrays.advanced_pattern_plain)  |
 |                 | such arrays is built from the forms                     |                                               |
 |                 | (source/kernel/index_forms.py)                          |                                               |
+| INDEX_MEMO      | an index expression of ints and form arrays (nl.arange,| every nl.arange, indexing and arithmetic of  |
+|                 | its [:, None], + - * with ints) made once and shared:   | index arrays makes a new array                |
+|                 | index arrays are read-only, their data frozen           | (legacy.arange_plain, IndexArray.getitem_plain,|
+|                 | (source/kernel/legacy_mask.py index_memo)               | ufunc_plain)                                  |
 | PSUM_BY_FORM    | the PSUM hazard pass reads a form instance's PSUM       | every instance's Operands made and read       |
 |                 | operands through its form (checker/psum.py             |                                               |
 |                 | _form_operands): its Operands stay unmade               |                                               |
@@ -58,4 +62,5 @@ STREAMED_JSON = True
 JSON_ROWS = True
 AFFINE_OWN_SHAPE = True
 INDEX_FORMS = True
+INDEX_MEMO = True
 PSUM_BY_FORM = True

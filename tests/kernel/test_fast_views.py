@@ -165,8 +165,8 @@ def _index_keys():
     from nkirun.source.kernel.legacy import arange
     ip, ip2 = arange(128)[:, None], arange(64)[:, None]
     jf, jf2 = arange(64)[None, :], 8 * 2 + arange(16)[None, :]
-    return [(ip, jf), (ip2, jf), (ip2, jf2), (ip, jf2 * 2), (ip, 3), (3, jf), (1, ip, jf), (2, ip2, jf2),
-            (ip, jf, 0), (arange(8),), (arange(2, 8, 3),), (ip, jf + ip), (ip, slice(None)),
+    return [(ip, jf), (ip2, jf), (ip2, jf2), (ip, jf2 * 2), (ip, 3), (3, jf), (1, ip, jf),
+            (2, ip2, jf2), (ip, jf, 0), (arange(8),), (arange(2, 8, 3),), (ip, jf + ip), (ip, slice(None)),
             (arange(5), arange(6)), (-1 + arange(4)[:, None], jf)]
 
 
