@@ -130,9 +130,15 @@ def _clear_frames(exc) -> None:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item):
-    """Each test's process peak resident memory so far (MB), into the junit report."""
+    """Each test's process peak resident memory so far (MB) and its CPU time (inputs,
+    golden, nkirun and comparison: on a shared machine its wall time says little), into
+    the junit report."""
     import resource
+    before = resource.getrusage(resource.RUSAGE_SELF)
     yield
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    item.user_properties.append(("cpu_s", round(after.ru_utime + after.ru_stime
+                                                - before.ru_utime - before.ru_stime, 1)))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss << 10
     usage = sys.modules.get("nkirun.dropin.usage")  # it resets the kernel's high-water mark
     if usage is not None:

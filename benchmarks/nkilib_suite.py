@@ -9,7 +9,7 @@ its `--test-mode simulation`, with nkirun as the simulator through the pytest pl
 nki-library is read from its git mirror at the pinned commit (benchmarks/public_kernels.py:
 `fetch github:aws-neuron/nki-library` makes the mirror); nothing of it is stored here.
 `--python`: an interpreter with what the harness imports (torch (CPU), pytest,
-pytest-timeout, allpairspy, boto3, fabric2, filelock, plotext, scipy, attrs,
+pytest-timeout, pytest-html, allpairspy, boto3, fabric2, filelock, plotext, scipy, attrs,
 aws-embedded-metrics, paramiko) and nkirun's dependencies; nkirun itself comes from this
 tree. `--neuron-dtypes DIR`: the `neuron_dtypes` package the tests' input generators and
 comparators import (it ships with AWS's Neuron compiler and is not public: AWS's, or a
@@ -110,8 +110,9 @@ def _pytest(a, scratch: Path, lib: Path, glue: Path, paths: list, k: int) -> int
 
 def summarize(junits: list, shares: list = ()) -> dict:
     """Counts, failures grouped by their message's first line, the slowest tests, and each
-    test's time and peak resident memory (nkilib_env.py records it), with nkirun's share of
-    them where the plugin's JSON (`shares`) has it: nkirun_s (time in nkirun's simulate),
+    test's time, CPU time (cpu_s) and peak resident memory (nkilib_env.py records them), with
+    nkirun's share of them where the plugin's JSON (`shares`) has it: nkirun_s (time in
+    nkirun's simulate; nkirun_cpu_s its CPU time),
     nkirun_mb (the most one simulate call added to the process's resident memory) and
     nkirun_peak_mb (the process's resident memory at its highest during one)."""
     tests, groups = {}, {}
@@ -135,6 +136,7 @@ def summarize(junits: list, shares: list = ()) -> dict:
         outcome = "skipped" if skipped else "failed" if bad is not None else "passed"
         props = {p.get("name"): p.get("value") for p in case.iter("property")}
         row = {"outcome": outcome, "seconds": float(case.get("time") or 0),
+               "cpu_s": float(props["cpu_s"]) if "cpu_s" in props else None,
                "max_rss_mb": int(props["max_rss_mb"]) if "max_rss_mb" in props else None}
         if bad is not None:
             first = ((bad.get("message") or bad.text or "").strip().splitlines() or [""])[0]
@@ -142,6 +144,7 @@ def summarize(junits: list, shares: list = ()) -> dict:
             groups.setdefault(first[:120], []).append(node)
         mine = share.get(_node_id(case), {})
         row.update(nkirun_s=mine.get("nkirun_seconds"), nkirun_mb=mine.get("nkirun_extra_mb"),
+                   nkirun_cpu_s=mine.get("nkirun_cpu_seconds"),
                    nkirun_peak_mb=mine.get("nkirun_peak_mb"))
         tests[node] = row
     count = lambda o: sum(1 for t in tests.values() if t["outcome"] == o)  # noqa: E731

@@ -243,14 +243,6 @@ def package_call(k: PublicKernel, root: str | Path):
     return globals()[k.driver](**k.extra)
 
 
-def traced(k: PublicKernel, root: str | Path):
-    """Trace a package kernel through its driver (nkirun's Python API): the Traced of
-    nkirun.pipeline.kernel_calls.trace_call."""
-    from nkirun.pipeline.kernel_calls import trace_call
-    kernel, args, kwargs = package_call(k, root)
-    return trace_call(kernel, args, kwargs, target=k.target, lnc=k.lnc)
-
-
 def package_front(k: PublicKernel, root: str | Path):
     """The pipeline's Front of a package kernel (what `commands.check` takes)."""
     from nkirun.pipeline.front import call_front

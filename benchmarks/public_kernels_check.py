@@ -72,19 +72,19 @@ def driver_main(name: str, root: str, cost: bool) -> None:
     """(In the child) check, and with cost schedule, a package kernel; prints JSON like
     `nkirun check --format json` (+ total_ns)."""
     from nkirun.diagnostics import NkirunError
-    from nkirun.source.kernel.api import check_traced
+    from nkirun.pipeline import commands
     k = pk.KERNELS[name]
+    checked = None
     try:
-        traced = pk.traced(k, root)
-        bound, diags = check_traced(traced)
+        checked = commands.check(pk.package_front(k, root))
+        diags = checked.diagnostics
     except NkirunError as e:
-        diags, bound = e.diagnostics, None
+        diags = e.diagnostics
     out = {"ok": not any(d.is_error for d in diags),
            "diagnostics": [{"severity": "error" if d.is_error else "warning", "code": d.code,
                             "message": d.message, "line": d.loc.line} for d in diags]}
     if cost and out["ok"]:
-        from nkirun.schedule import schedule
-        out["total_ns"] = schedule(traced.program, bound).total_ns
+        out["total_ns"] = commands.cost(checked).total_ns
     print(json.dumps(out))
 
 

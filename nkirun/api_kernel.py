@@ -114,7 +114,9 @@ def simulate_ranks(kernel, ranks: int, target=None, lnc: int = 1,
                          f"got {uninitialized!r}")
 
     def run_all(calls):
-        with budget(max_instructions):
+        with budget(max_instructions), ExitStack() as spans:
+            for around in AROUND:  # (the plugin's time and memory: the ranks' run as one)
+                spans.enter_context(around(kernel))
             fronts = [call_front(kernel, a, k, target, lnc) for a, k in calls]
             checked = [commands.require_valid(f) for f in fronts]
             for watch in WATCHERS:  # (rank 0's view: the plugin's check and cost)

@@ -27,6 +27,8 @@ and schedule.
 |                 | its [:, None], + - * with ints) made once and shared:   | index arrays makes a new array                |
 |                 | index arrays are read-only, their data frozen           | (legacy.arange_plain, IndexArray.getitem_plain,|
 |                 | (source/kernel/legacy_mask.py index_memo)               | ufunc_plain)                                  |
+| INDIRECT_ROWS   | an indirect view's element offsets computed once per    | computed at each of the instruction's uses     |
+|                 | index values (runner/indirect_rows.py)                  | (rows_plain)                                   |
 | PSUM_BY_FORM    | the PSUM hazard pass reads a form instance's PSUM       | every instance's Operands made and read       |
 |                 | operands through its form (checker/psum.py             |                                               |
 |                 | _form_operands): its Operands stay unmade               |                                               |
@@ -63,4 +65,5 @@ JSON_ROWS = True
 AFFINE_OWN_SHAPE = True
 INDEX_FORMS = True
 INDEX_MEMO = True
+INDIRECT_ROWS = True
 PSUM_BY_FORM = True

@@ -259,7 +259,8 @@ def _param_rules(b: Bound):
             yield b.err("E490", f"`{p.name}` ({r.decl.name}) is {r.dtype.name}, four MX values "
                         f"packed per element; {b.op} does not compute on packed elements", p.name,
                         hint="quantize_mx writes and nc_matmul_mx reads x4 tiles; load, store, "
-                             "dma_copy and tensor_copy copy their bits; memset fills them with 0")
+                             "dma_copy, tensor_copy and sendrecv copy their bits; memset fills "
+                             "them with 0")
         if p.per_partition and r.free_size != 1:
             yield b.err("E061", f"`{p.name}` must hold one element per partition, shape (P, 1); "
                         f"got {list(r.shape)}", p.name,

@@ -16,7 +16,8 @@ from contextlib import contextmanager
 import pytest
 
 _KEY = "nkirun"
-_USAGE = ("seconds", "trace_seconds", "rss_mb", "peak_mb", "extra_mb")
+_USAGE = ("seconds", "cpu_seconds", "trace_seconds", "cost_seconds", "rss_mb", "peak_mb",
+          "extra_mb")
 
 
 def configure(config, target, uninitialized, check: bool, cost: bool, json_path) -> None:
@@ -48,7 +49,9 @@ class _Report:
         if self.current is None or not self.calls:
             return
         call = self.calls[-1]
-        call["trace_seconds"] = round(time.perf_counter() - call.pop("_t0"), 3)
+        t0 = call.pop("_t0", None)  # (None: a call that ended, e.g. a collective kernel's
+        if t0 is not None:         # one-rank try before its ranks run as a call of their own)
+            call["trace_seconds"] = round(time.perf_counter() - t0, 3)
         row = call.setdefault("kernel_row", {})
         row.update(kernel=getattr(kernel, "__qualname__", None) or "kernel",
                    target=traced.program.target, lnc=traced.program.cores)
@@ -57,7 +60,9 @@ class _Report:
                                 "where": str(d.loc) if d.loc else None}
                                for d in diags if not d.is_error]
         if self.cost or self.json_path:
+            t0 = time.perf_counter()
             row["predicted_ns"] = _predicted_ns(traced, bound)
+            call["cost_seconds"] = round(time.perf_counter() - t0, 3)
         self.current.append(row)
 
     @contextmanager
@@ -77,7 +82,8 @@ class _Report:
             row = call.pop("kernel_row", None)
             if row is not None:  # traced and valid: its time and memory too
                 row.update({k: call[k] for k in _USAGE if k in call})
-                row["run_seconds"] = round(call["seconds"] - call["trace_seconds"], 3)
+                row["run_seconds"] = round(call["seconds"] - call.get("trace_seconds", 0)
+                                           - call.get("cost_seconds", 0), 3)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_call(self, item):
@@ -128,13 +134,15 @@ class _Report:
 
 
 def _nkirun_share(calls: list) -> dict:
-    """A test's simulate() calls together: nkirun_seconds (their time), nkirun_peak_mb (the
+    """A test's simulate() calls together: nkirun_seconds (their time; nkirun_cpu_seconds
+    the process's CPU time in them), nkirun_peak_mb (the
     process's resident size at its highest during one of them) and nkirun_extra_mb (the
     most one call added over what the process held when it began: nkirun's own memory)."""
     if not calls:
         return {}
     return {"nkirun_calls": len(calls),
             "nkirun_seconds": round(sum(c.get("seconds", 0) for c in calls), 3),
+            "nkirun_cpu_seconds": round(sum(c.get("cpu_seconds", 0) for c in calls), 3),
             "nkirun_peak_mb": max(c.get("peak_mb", 0) for c in calls),
             "nkirun_extra_mb": max(c.get("extra_mb", 0) for c in calls)}
 

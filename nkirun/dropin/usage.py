@@ -55,19 +55,21 @@ def process_peak_bytes() -> int | None:
 
 @contextmanager
 def measured(row: dict):
-    """Time and memory of the enclosed call, into `row`: seconds, rss_mb (resident at the
-    start), peak_mb (resident at the peak during the call) and extra_mb (peak_mb - rss_mb:
+    """Time and memory of the enclosed call, into `row`: seconds, cpu_seconds (the
+    process's CPU time over it: on a loaded machine, what wall time cannot say), rss_mb
+    (resident at the start), peak_mb (resident at the peak during the call) and extra_mb (peak_mb - rss_mb:
     what the call itself added at its worst, nkirun's own share)."""
     # a call running beside another (threads) measures without resetting the other's peak
     alone = _lock.acquire(blocking=False)
     try:
         start_kb = _status_kb("VmRSS")
         exact = alone and start_kb is not None and _reset_peak()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         try:
             yield row
         finally:
             row["seconds"] = round(time.perf_counter() - t0, 3)
+            row["cpu_seconds"] = round(time.process_time() - c0, 3)
             end_kb = _status_kb("VmHWM" if exact else "VmRSS")
             if start_kb is not None and end_kb is not None:
                 row["rss_mb"] = start_kb >> 10

@@ -27,7 +27,9 @@ two-core passes checker/cores.py, runner/cores.py and schedule/cores.py apply):
   touches the pending transfer's tiles.
 * A matched pair completes as one step: both sources are read, then both destinations are
   written (so src and dst may be the same tile, a swap). The transfer moves the whole tile
-  without computing on it: src elements that hold no data are not an error here (nki-library
+  without computing on it (an x4-packed MX tile moves as its bits, as dma_copy moves it:
+  nki-library's rmsnorm_mx_quantize_tkg trades its quantised halves so); src elements that
+  hold no data are not an error here (nki-library
   sends fixed-size buffers only partly written, e.g. attention_tkg's 16-row max buffer
   holding 4 rows); the dst elements they land in hold no data, and an instruction that
   later reads one is E090 (runner/carried.py). Each core's later instructions see
@@ -156,6 +158,7 @@ SPEC = InstructionDef(
         "dtype and shape, SBUF only; trn2/trn3."),
     cost_formula=DMA_COST_FORMULA + ", starting when both cores have reached it",
     execute=execute,
+    packed_copy=True,
     direct_storage=True,
     cycles=dma_cycles,
     check=check,

@@ -123,8 +123,8 @@ class InstructionDef:
     # are, with no commit latency, so an explicit accumulate=True costs what the auto rule
     # (no declared read) costs.
     pipelined_accumulate: bool = False
-    # Moves x4-packed MX tiles bit for bit (load, store, dma_copy, tensor_copy, memset of
-    # 0): the binder lets packed dtypes through only here or where a Param lists them, and
+    # Moves x4-packed MX tiles bit for bit (load, store, dma_copy, tensor_copy, sendrecv,
+    # memset of 0): the binder lets packed dtypes through only here or where a Param lists them, and
     # requires every tile of such a copy to have the same dtype (E490/E491).
     packed_copy: bool = False
     # DMA instructions whose engines stream more than the bytes they move (transposing,

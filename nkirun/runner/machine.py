@@ -10,9 +10,9 @@ import numpy as np
 
 from nkirun.diagnostics import RunError, error
 from nkirun.hw import dtypes as dt
-from nkirun.views import indirect
-from nkirun.views.access import static_offsets, storage_elements
+from nkirun.views.access import storage_elements
 from nkirun.views.operands import Resolved
+from nkirun.runner import indirect_rows
 from nkirun.runner.held import HeldElements
 from nkirun.runner.registers import LoopState
 from nkirun.runner.streamed import last_streamed, store_cast
@@ -74,13 +74,9 @@ class Machine(LoopState, HeldElements):
     # ---- indirect (runtime-indexed) patterns: views/indirect.py --------------------------------
     def indirect_rows(self, r: Resolved):
         """Byte offsets of an indirect view's elements from its index's current values, and
-        which partitions stay in bounds ((P,) bool; None: all). E093 under oob_mode=error."""
-        ind = r.ap.indirect
-        values = (self.read(ind.index, strict=True) if ind.register is None
-                  else np.array([self.register(ind.register)], np.int64))
-        b = self.current
-        mode = b.get("oob_mode") if b is not None and hasattr(b, "get") else None
-        return indirect.offsets(r, values, static_offsets(r), mode or "error", b)
+        which partitions stay in bounds ((P,) bool; None: all). E093 under oob_mode=error.
+        Computed once per instruction (runner/indirect_rows.py); the arrays are read-only."""
+        return indirect_rows.rows(self, r)
 
     def _typed_flat(self, r: Resolved) -> np.ndarray:
         name = r.decl.name

@@ -121,6 +121,8 @@ def offsets(r, index_values: np.ndarray, static: np.ndarray, oob_mode: str, wher
         off = static + (idx * ind.stride_bytes).reshape((-1,) + (1,) * (static.ndim - 1))
     else:
         off = static + idx[0] * ind.stride_bytes
+    if _inside(static, idx if ind.per_partition else idx[:1], ind.stride_bytes, isz, nbytes):
+        return off, None
     bad = (off < 0) | (off + isz > nbytes)
     if not bad.any():
         return off, None
@@ -136,3 +138,14 @@ def offsets(r, index_values: np.ndarray, static: np.ndarray, oob_mode: str, wher
             b.loc() if b else None, b.index if b else None,
             hint="oob_mode: skip leaves out-of-bounds transfers out"))
     return np.where(bad, 0, off), ~rows
+
+
+def _inside(static: np.ndarray, idx: np.ndarray, stride: int, isz: int, nbytes: int) -> bool:
+    """Whether every element is inside the tensor, from the pattern's lowest and highest
+    offsets and the index's extremes (a few passes fewer than testing each element; where
+    it says no, the elements are tested one by one)."""
+    if static.size == 0 or idx.size == 0:
+        return False
+    lo, hi = int(static.min()), int(static.max())
+    moves = (int(idx.min()) * stride, int(idx.max()) * stride)
+    return lo + min(moves) >= 0 and hi + isz + max(moves) <= nbytes

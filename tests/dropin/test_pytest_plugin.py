@@ -47,6 +47,25 @@ def test_double():
 
 def test_invalid_kernel():
     nki.cpu_simulate(too_tall)[1](a=np.ones((8, 4), np.float32))
+
+
+@nki.jit
+def summed(a):
+    import nki.collectives as ncc
+    src = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    dst = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=src, src=a)
+    ncc.all_reduce(srcs=[src], dsts=[dst], replica_group=ncc.ReplicaGroup([[0, 1]]),
+                   op=nl.add)
+    nisa.dma_copy(dst=out, src=dst)
+    return out
+
+
+def test_collective():
+    # the harness's call: no rank count; the replica group asks for two ranks
+    x = np.ones((8, 4), np.float32)
+    np.testing.assert_array_equal(nki.cpu_simulate(summed)[1](a=x), 2 * x)
 '''
 
 
@@ -79,7 +98,7 @@ def test_the_suite_runs_checked_and_costed_on_nkirun(tmp_path):
     r = _pytest(tmp_path, "--nkirun-check", "--nkirun-cost", "--nkirun-json", str(out),
                 "--nkirun-target", "trn3")
     text = r.stdout + r.stderr
-    assert "1 failed, 1 passed" in text, text
+    assert "1 failed, 2 passed" in text, text
     assert "nkirun check" in text and "1 tests stopped by an nkirun error" in text
     assert "nkirun predicted kernel time" in text and "test_suite.py::test_double" in text
     tests = json.loads(out.read_text())["tests"]
@@ -89,8 +108,14 @@ def test_the_suite_runs_checked_and_costed_on_nkirun(tmp_path):
     # nkirun's own share of the test: the one simulate() call, traced then run
     assert ok["nkirun_calls"] == 1 and 0 < ok["nkirun_seconds"] <= ok["seconds"]
     k = ok["kernels"][0]
-    assert k["trace_seconds"] + k["run_seconds"] == pytest.approx(k["seconds"], abs=2e-3)
+    assert k["trace_seconds"] + k["cost_seconds"] + k["run_seconds"] == \
+        pytest.approx(k["seconds"], abs=3e-3)
+    assert k["cost_seconds"] >= 0 and 0 < k["cpu_seconds"] == ok["nkirun_cpu_seconds"]
     assert k["peak_mb"] >= k["rss_mb"] > 0 and k["extra_mb"] == k["peak_mb"] - k["rss_mb"]
+    # a collective kernel: its one-rank try, then its ranks' run, each a timed call
+    both = tests["test_suite.py::test_collective"]
+    assert both["outcome"] == "passed" and both["nkirun_calls"] == 2
+    assert both["kernels"][0]["kernel"] == "summed" and both["kernels"][0]["trace_seconds"] > 0
     bad = tests["test_suite.py::test_invalid_kernel"]
     assert bad["outcome"] == "failed" and bad["errors"][0]["code"].startswith("E")
     assert bad["nkirun_calls"] == 1 and bad["kernels"] == []  # refused: timed all the same

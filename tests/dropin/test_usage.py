@@ -40,3 +40,14 @@ def test_a_call_beside_another_does_not_reset_its_peak():
     assert not inner.get("peak_exact", False)
     if outer.get("peak_exact"):
         assert outer["extra_mb"] >= 30
+
+
+def test_cpu_time_counts_work_and_not_waiting():
+    import time
+    busy, idle = {}, {}
+    with usage.measured(busy):
+        np.sort(np.random.default_rng(0).random(4 << 20))
+    with usage.measured(idle):
+        time.sleep(0.2)
+    assert busy["cpu_seconds"] > 0 and idle["seconds"] >= 0.2
+    assert idle["cpu_seconds"] < idle["seconds"] / 2

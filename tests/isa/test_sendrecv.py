@@ -51,6 +51,18 @@ def test_each_core_receives_the_others_tile_bit_for_bit(shape, dtype):
     assert_bits_equal(out["rb"], x)
 
 
+def test_packed_mx_tiles_travel_bit_for_bit():
+    """An x4 tile (four MX values packed per element, quantize_mx's output) moves as its
+    bits, as dma_copy moves it: nki-library's rmsnorm_mx_quantize_tkg (LNC2) trades its
+    quantised halves this way."""
+    rng = np.random.default_rng(5)
+    x, y = (rng.integers(0, 2**32, (16, 8), dtype=np.uint32) for _ in "xy")
+    out = run2(pair_tensors((16, 8), "float8_e4m3fn_x4"), *exchange("a", "ra", "b", "rb"),
+               inputs={"a": x, "b": y})
+    assert_bits_equal(out["ra"], y)
+    assert_bits_equal(out["rb"], x)
+
+
 def test_in_place_exchange_is_a_swap():
     x, y = np.full((4, 6), 1.0, np.float32), np.full((4, 6), 2.0, np.float32)
     tensors = {"a": empty((4, 6), "float32", 0, output=True),
