@@ -23,6 +23,10 @@ and schedule.
 |                 | [:, None]) carries its affine form; a view indexed with | values (index_arrays.advanced_pattern_plain)  |
 |                 | such arrays is built from the forms                     |                                               |
 |                 | (source/kernel/index_forms.py)                          |                                               |
+| INDEX_MEMO      | an index expression of ints and form arrays (nl.arange,| every nl.arange, indexing and arithmetic of  |
+|                 | its [:, None], + - * with ints) made once and shared:   | index arrays makes a new array                |
+|                 | index arrays are read-only, their data frozen           | (legacy.arange_plain, IndexArray.getitem_plain,|
+|                 | (source/kernel/legacy_mask.py index_memo)               | ufunc_plain)                                  |
 | INDIRECT_ROWS   | an indirect view's element offsets computed once per    | computed at each of the instruction's uses     |
 |                 | index values (runner/indirect_rows.py)                  | (rows_plain)                                   |
 | PSUM_BY_FORM    | the PSUM hazard pass reads a form instance's PSUM       | every instance's Operands made and read       |
@@ -42,7 +46,8 @@ test_fast_bind.py), isa/fast/ (each module beside the instruction's plain `defin
 runner/shadow_native.py (the C module beside the NumPy comparisons, tests/runner/
 test_shadow_native.py), runner/shadow_bits.py (bfloat16 on the bits beside the plain
 helpers). Memos, each beside its plain definition: source/kernel/views.py `index_view`
-(keys of ints, slices and nl.ds) and `view_method` (.ap, .reshape, ... with plain
+(keys of ints, slices, nl.ds and index arrays carrying their affine form, keyed as
+("ix", form, shape)) and `view_method` (.ap, .reshape, ... with plain
 arguments), twins `index_view_plain` and `view_method_plain` (tests/kernel/
 test_fast_views.py). Under LAZY_OPERANDS the scheduler reads a form instance's pending
 Operands raw (schedule/scheduler.py `place`, placement.on_scalar's cycles per form); with
@@ -59,5 +64,6 @@ STREAMED_JSON = True
 JSON_ROWS = True
 AFFINE_OWN_SHAPE = True
 INDEX_FORMS = True
+INDEX_MEMO = True
 INDIRECT_ROWS = True
 PSUM_BY_FORM = True

@@ -158,3 +158,47 @@ def test_hashable_args_keeps_apart_what_differs():
     assert k(((1, 2),)) != k(([1, 2],)) and k((1, None)) != k((None, 1))
     assert k(([[64, 128], [1, 64]], 0)) == k(([[64, 128], [1, 64]], 0))
     assert k((True,)) is None and k((np.int64(1),)) is None and k((1.0,)) is None
+
+
+def _index_keys():
+    """Keys of nl.arange expressions (form index arrays) and ints, valid or not."""
+    from nkirun.source.kernel.legacy import arange
+    ip, ip2 = arange(128)[:, None], arange(64)[:, None]
+    jf, jf2 = arange(64)[None, :], 8 * 2 + arange(16)[None, :]
+    return [(ip, jf), (ip2, jf), (ip2, jf2), (ip, jf2 * 2), (ip, 3), (3, jf), (1, ip, jf),
+            (2, ip2, jf2), (ip, jf, 0), (arange(8),), (arange(2, 8, 3),), (ip, jf + ip), (ip, slice(None)),
+            (arange(5), arange(6)), (-1 + arange(4)[:, None], jf)]
+
+
+def test_index_view_of_index_arrays_is_plain():
+    """Keys with form index arrays (remembered as ("ix", form, shape)) give the handle, or
+    the error, index_view_plain gives."""
+    tracer, handles = _handles()
+    with tracer:
+        for t, key in itertools.product(handles, _index_keys()):
+            try:
+                want = views.index_view_plain(t, key)
+            except Exception as e:  # noqa: BLE001 - the same error either way
+                for _ in range(2):
+                    with pytest.raises(type(e)):
+                        views.index_view(t, key)
+                continue
+            for _ in range(2):  # computed, then remembered
+                got = views.index_view(t, key)
+                assert got._rec is want._rec and got._dtype is want._dtype
+                assert same_view(got._v, want._v), (t, key)
+                if got._ir is not tensor_mod._NO_INDEX:
+                    assert got._ir == ir_index(want), (t, key)
+
+
+def test_hashable_key_of_index_arrays(monkeypatch):
+    from nkirun import speed
+    from nkirun.source.kernel.legacy import arange
+    k = views._hashable_key
+    col, row = arange(4)[:, None], arange(4)[None, :]
+    assert k((col, 1)) is not None and k((col, 1)) == k((arange(4)[:, None], 1))
+    assert k((col, 1)) != k((row, 1)) and k(col) != k(1 + col) and k(col) != k(2 * col)
+    assert k(arange(4)) != k(arange(5)) and k(arange(4)) != k(slice(0, 4, 1))
+    assert k(np.arange(4)) is None and k((col.reshape(2, 2), 0)) is None  # no form
+    monkeypatch.setattr(speed, "INDEX_FORMS", False)
+    assert k(arange(4)[:, None]) is None

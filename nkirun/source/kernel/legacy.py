@@ -31,11 +31,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from nkirun import speed  # the speed switches, beside their plain twins
 from nkirun.source.kernel import consts, index_forms
 from nkirun.source.kernel.index_arrays import affine, affine_plain, advanced_pattern, \
     with_pattern  # noqa: F401 (affine, affine_plain: legacy_affine.py and tests use them)
 from nkirun.source.kernel.legacy_gather import narrowed
-from nkirun.source.kernel.legacy_mask import Predicate, index_array, predicate, predicate_text
+from nkirun.source.kernel.legacy_mask import Predicate, index_array, index_memo, predicate, \
+    predicate_text
 from nkirun.source.kernel.tensor import current, ndarray
 from nkirun.source.kernel.unsupported import here, kernel_error
 from nkirun.source.kernel.views import index_view
@@ -50,6 +52,16 @@ def par_dim(n):
 
 
 def arange(start, stop=None, step=1):
+    """`nl.arange`: arange_plain, made once per (start, stop, step) of ints under
+    speed.INDEX_MEMO with INDEX_FORMS (legacy_mask.index_memo: an index array is
+    read-only)."""
+    if speed.INDEX_MEMO and speed.INDEX_FORMS and start.__class__ is int and \
+            step.__class__ is int and (stop is None or stop.__class__ is int):
+        return index_memo(("arange", start, stop, step), arange_plain, start, stop, step)
+    return arange_plain(start, stop, step)
+
+
+def arange_plain(start, stop=None, step=1):
     arr = np.arange(start, stop, step) if stop is not None else np.arange(start)
     return index_array(arr, index_forms.of_arange(arr, 0 if stop is None else start, step))
 

@@ -53,6 +53,15 @@ class IndexArray(np.ndarray):
     _form = None  # (c, coefs) over its own shape, or None: unknown (index_forms.py)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """ufunc_plain, remembered (speed.INDEX_MEMO) when every input is a form array or
+        an int and the result an index array (remembered: index_memo)."""
+        if speed.INDEX_MEMO and speed.INDEX_FORMS and method == "__call__" and not kwargs:
+            key = _inputs_key(inputs)
+            if key is not None:
+                return index_memo((ufunc, key), self.ufunc_plain, ufunc, method, *inputs)
+        return self.ufunc_plain(ufunc, method, *inputs, **kwargs)
+
+    def ufunc_plain(self, ufunc, method, *inputs, **kwargs):
         plain = [_plain(x) for x in inputs]
         if "out" in kwargs:
             kwargs["out"] = tuple(_plain(o) for o in kwargs["out"])
@@ -69,6 +78,16 @@ class IndexArray(np.ndarray):
         return arr
 
     def __getitem__(self, key):
+        """getitem_plain, remembered (speed.INDEX_MEMO) for a form array and a key of ints,
+        None, `...` and slices of ints (`[:, None]`)."""
+        if speed.INDEX_MEMO and speed.INDEX_FORMS and self._form is not None:
+            hk = _item_key(key)
+            if hk is not None:
+                return index_memo((self._form, self.shape, self.dtype, hk),
+                                  self.getitem_plain, key)
+        return self.getitem_plain(key)
+
+    def getitem_plain(self, key):
         out = super().__getitem__(key)
         if self._form is not None and out.__class__ is IndexArray:
             out._form = index_forms.of_index(self._form, self.shape, key, out.shape)
@@ -83,6 +102,65 @@ class IndexArray(np.ndarray):
 
     def __imul__(self, other):
         return self * other
+
+
+# ---- speed.INDEX_MEMO: an index expression made once ----------------------------------------
+# A form array's values are a function of its form, shape and dtype (index_forms.py), and an
+# index array is read-only: so `nl.arange(128)[:, None]`, `512 * i + nl.arange(512)[None, :]`
+# are the same arrays each time a loop body makes them, and one object (its data frozen too)
+# serves every call. Keys: (start, stop, step) of nl.arange (legacy.py), (form, shape,
+# dtype, key) of an indexing, (ufunc, inputs) of arithmetic; the plain twins
+# (IndexArray.getitem_plain, ufunc_plain, legacy.arange_plain) make them afresh
+# (tests/kernel/test_index_memo.py). Only with speed.INDEX_FORMS (the keys are forms).
+_MEMO: dict = {}
+_MEMO_MAX = 50_000
+_ITEM = frozenset({int, type(None)})
+
+
+def index_memo(key, make, *args):
+    """make(*args), remembered under `key` when it is an IndexArray (then frozen: neither
+    it nor its data can be made writeable again)."""
+    hit = _MEMO.get(key)
+    if hit is None:
+        hit = make(*args)
+        if hit.__class__ is not IndexArray:
+            return hit
+        base = hit.base if hit.base is not None else hit
+        base.flags.writeable = False
+        if len(_MEMO) >= _MEMO_MAX:
+            _MEMO.clear()
+        _MEMO[key] = hit
+    return hit
+
+
+def _item_key(key):
+    """An index of ints, None, `...` and slices of ints/None as a hashable tuple, or None."""
+    out = []
+    for k in (key if key.__class__ is tuple else (key,)):
+        c = k.__class__
+        if c in _ITEM:
+            out.append(k)
+        elif k is Ellipsis:
+            out.append("...")
+        elif c is slice and k.start.__class__ in _ITEM and k.stop.__class__ in _ITEM and \
+                k.step.__class__ in _ITEM:
+            out.append((k.start, k.stop, k.step))
+        else:
+            return None
+    return (key.__class__ is tuple, tuple(out))
+
+
+def _inputs_key(inputs):
+    """A ufunc's inputs, each a form array or an int, as a hashable tuple, or None."""
+    out = []
+    for x in inputs:
+        if x.__class__ is int:
+            out.append(x)
+        elif x.__class__ is IndexArray and x._form is not None:
+            out.append((x._form, x.shape, x.dtype))
+        else:
+            return None
+    return tuple(out)
 
 
 class Mask(np.ndarray):

@@ -11,6 +11,7 @@ SHIM_DIR = os.path.dirname(os.path.abspath(__file__))
 # (code object, its file) -> Loc by instruction index; the file is part of the key because
 # equal code objects compile from different files compare equal (co_filename is not compared)
 _POSITIONS: dict = {}
+_CO_POSITIONS: dict = {}  # the same key -> list(code.co_positions())
 
 
 def kernel_frame(depth: int = 1):
@@ -47,7 +48,9 @@ def frame_loc(f) -> Loc:
     i = f.f_lasti // 2
     loc = table[i] if i < len(table) else None
     if loc is None:
-        positions = list(code.co_positions())
+        positions = _CO_POSITIONS.get(key)
+        if positions is None:  # (once per code object: a long kernel has many call sites)
+            positions = _CO_POSITIONS[key] = list(code.co_positions())
         line, _, col, _ = positions[i] if i < len(positions) else (f.f_lineno, 0, 0, 0)
         loc = Loc(code.co_filename, line or f.f_lineno, (col or 0) + 1)
         if i < len(table):

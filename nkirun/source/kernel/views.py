@@ -12,6 +12,7 @@ from nkirun import speed  # the speed switches, beside their plain twins
 from nkirun.source.kernel import consts, tensor
 from nkirun.source.kernel.index_arrays import advanced_pattern, with_pattern
 from nkirun.source.kernel.legacy_gather import gather
+from nkirun.source.kernel.legacy_mask import IndexArray
 from nkirun.source.kernel.lowering import lowered_index
 from nkirun.source.kernel.tensor import DynSlice as _DS
 from nkirun.source.kernel.tensor import _new_view, ndarray
@@ -24,7 +25,8 @@ _PLAIN = frozenset({int, slice})
 
 
 def index_view(t, key):
-    """`t[key]`: `index_view_plain`, memoised for keys of ints, slices of ints and nl.ds on
+    """`t[key]`: `index_view_plain`, memoised for keys of ints, slices of ints, nl.ds and
+    index arrays that carry their affine form (nl.arange expressions, speed.INDEX_FORMS) on
     the layout of t's view (a loop indexes same-layout views with the same keys over and over;
     slices are unhashable before Python 3.12, so a slice is keyed as its three ends)."""
     v = t._v
@@ -66,9 +68,11 @@ _new_strided = _new_handle = object.__new__
 
 
 def _hashable_key(key):
-    """A key of ints, slices of ints/None and `nl.ds` as a hashable tuple; None for
-    anything else. (An nl.ds, whose start and size are ints, is ("ds", start, size): never
-    equal to a slice's (start, stop, step), whose first item is an int or None.)"""
+    """A key of ints, slices of ints/None, `nl.ds` and form index arrays as a hashable
+    tuple; None for anything else. (An nl.ds, whose start and size are ints, is ("ds",
+    start, size); an index array with its affine form (index_forms.py), whose values the
+    form and its shape determine, is ("ix", form, shape): never equal to a slice's (start,
+    stop, step), whose first item is an int or None, or to each other.)"""
     out = []
     for k in (key if key.__class__ is tuple else (key,)):
         c = k.__class__
@@ -79,6 +83,8 @@ def _hashable_key(key):
             out.append((k.start, k.stop, k.step))
         elif c is _DS:
             out.append(("ds", k.start, k.size))
+        elif c is IndexArray and k._form is not None:
+            out.append(("ix", k._form, k.shape))
         else:
             return None
     return tuple(out)
