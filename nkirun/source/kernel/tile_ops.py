@@ -154,7 +154,9 @@ class BlockBuffer:
         flat = 0
         for axis, n in enumerate(self.blocks):
             k = key[axis] if axis < len(key) else None
-            if hasattr(k, "__index__") and not isinstance(k, bool) and \
+            if k.__class__ is int:  # (the loop variables: what the test below passes)
+                i = k
+            elif hasattr(k, "__index__") and not isinstance(k, bool) and \
                     getattr(k, "ndim", 0) == 0:
                 i = int(k.__index__())
             elif hasattr(k, "size") and k.size == 1 and k.dtype.kind in "iu":
