@@ -69,6 +69,13 @@ class _MlDType(DType):
             _NP_TYPE.__set__(self, np.dtype(t))
 
 
+def register_ml_names() -> None:
+    """Have NumPy know the ml_dtypes names ("bfloat16", "float8_e4m3", ...): ml_dtypes
+    registers them when imported. A kernel's `nl` dtype is its name, so
+    `np.zeros(n, dtype=nl.bfloat16)` resolves only then (the nki modules call this)."""
+    import ml_dtypes  # noqa: F401
+
+
 def _ml(name, is_float, rank, itemsize):
     """A DType of ml_dtypes.<name> (itemsize bytes), ml_dtypes imported on first use."""
     return _MlDType(name, None, is_float, itemsize, rank)

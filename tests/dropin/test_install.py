@@ -70,6 +70,36 @@ def test_the_harness_imports_are_nkirun_modules(dropin):
     assert list(nl.range(2, 7, 2)) == [2, 4, 6]
 
 
+def test_an_array_made_with_an_x4_dtype_is_an_x4_tensor(dropin):
+    # nki-library's MX tests make their inputs as np.zeros(shape, dtype=nl.float4_e2m1fn_x4)
+    # and the kernel branches on `x.dtype == nl.float4_e2m1fn_x4`: the array must carry it
+    import nki
+    import nki.isa as nisa
+    import nki.language as nl
+    for name, storage in (("float4_e2m1fn_x4", np.uint16), ("float8_e4m3fn_x4", np.uint32),
+                          ("float8_e5m2_x4", np.uint32)):
+        x4 = getattr(nl, name)
+        assert x4 == name and name == x4 and hash(x4) == hash(name) and str(x4) == name
+        assert isinstance(x4, nki.dtype) and x4.itemsize == np.dtype(storage).itemsize
+        a = np.zeros((4, 3), dtype=x4)
+        assert a.dtype == storage and dt.from_numpy(a.dtype).name == name
+        a[:] = np.arange(12, dtype=storage).reshape(4, 3)
+        seen = []
+
+        def k(x):
+            seen.append((x.dtype == x4, str(x.dtype)))
+            t = nl.ndarray(x.shape, dtype=x4, buffer=nl.sbuf)
+            out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+            nisa.dma_copy(dst=t, src=x)
+            nisa.dma_copy(dst=out, src=t)
+            return out
+
+        out = nkirun.simulate(k)(a)
+        assert seen == [(True, name)]
+        assert out.view(storage).tolist() == a.view(storage).tolist()
+        assert np.zeros(2, dtype=nl.uint32).dtype.metadata is None  # (plain types stay plain)
+
+
 def test_uninstall_puts_back_what_was_there():
     before = object()
     sys.modules["nki.isa"], saved = before, sys.modules.get("nki.isa")

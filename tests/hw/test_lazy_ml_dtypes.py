@@ -58,3 +58,10 @@ def test_check_of_a_float32_program_does_not_import_ml_dtypes():
                "except SystemExit as e:\n    assert e.code in (0, None), e.code\n"
                "print('ml_dtypes' in sys.modules)\n")
     assert out.split("\n")[-2:] == [f"{program}: ok — 6 instructions", "False"]
+
+
+def test_numpy_knows_the_nl_dtype_names_once_nki_is_imported():
+    # an nl dtype is its name, which NumPy resolves through the names ml_dtypes registers
+    out = _run("import numpy as np, nkirun\nimport nki.language as nl\n"
+               "print(np.dtype(nl.bfloat16), np.zeros(1, dtype=nl.float8_e4m3).dtype)")
+    assert out == "bfloat16 float8_e4m3"

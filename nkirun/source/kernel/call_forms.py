@@ -22,7 +22,8 @@ from nkirun.source.kernel.lowering import lowered_index
 from nkirun.source.kernel.tensor import _NO_INDEX, ndarray
 
 FORMS_MAX = 10_000  # form and allocation-plan tables stop growing there
-_FORM_SCALARS = frozenset({str, int, float, bool, type(None), consts.Token, consts.NlDType})
+_FORM_SCALARS = frozenset({str, int, float, bool, type(None), consts.Token, consts.NlDType,
+                           consts.NlPackedDType})
 
 
 def form_key(op: str, values: dict, loc: Loc):

@@ -28,11 +28,7 @@ class NlDType(str):
     @property
     def nkirun(self):
         """The nkirun DType, or None when nkirun does not support this NKI dtype."""
-        key = str.__str__(self)
-        hit = _NKIRUN.get(key, _NKIRUN)
-        if hit is _NKIRUN:
-            hit = _NKIRUN[key] = dt.lookup(_STORAGE.get(key, key))
-        return hit
+        return _nkirun_dtype(str.__str__(self))
 
     @property
     def itemsize(self) -> int:
@@ -43,19 +39,63 @@ class NlDType(str):
         return f"nl.{str.__str__(self)}"
 
 
+class NlPackedDType:
+    """An MX x4 `nl` dtype (`nl.float8_e4m3fn_x4`, ...). Not a `str`: NumPy reads a str by its
+    name, and the name's storage type (uint32, uint16) would lose what the array holds. NumPy
+    takes this object's `dtype` instead, the storage type tagged with the name, so
+    `np.zeros(n, dtype=nl.float4_e2m1fn_x4)` is an x4 array (hw.dtypes.numpy_dtype), as
+    simulate reads it. It compares and hashes as its name, like NlDType."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str):
+        self._name = name
+
+    @property
+    def nkirun(self):
+        return _nkirun_dtype(self._name)
+
+    itemsize = NlDType.itemsize
+
+    @property
+    def dtype(self):
+        return dt.numpy_dtype(self._name)
+
+    def __str__(self) -> str:
+        return self._name
+
+    def __repr__(self) -> str:
+        return f"nl.{self._name}"
+
+    def __eq__(self, other):
+        return self._name == (other._name if isinstance(other, NlPackedDType) else other)
+
+    def __hash__(self) -> int:
+        return hash(self._name)
+
+
+def _nkirun_dtype(key: str):
+    hit = _NKIRUN.get(key, _NKIRUN)
+    if hit is _NKIRUN:
+        hit = _NKIRUN[key] = dt.lookup(_STORAGE.get(key, key))
+    return hit
+
+
+NL_DTYPES = (NlDType, NlPackedDType)  # isinstance: any `nl` dtype
+
 _DTYPE_NAMES = ("bool_", "int8", "int16", "int32", "uint8", "uint16", "uint32", "float16",
                 "float32", "bfloat16", "tfloat32", "float8_e4m3", "float8_e4m3fn",
                 "float8_e5m2", "float8_e5m2_x4", "float8_e4m3fn_x4", "float8_e8m0fnu",
                 "float4_e2m1fn_x4")
 _STORAGE = {"bool_": "uint8"}
 _NKIRUN: dict = {}  # NKI dtype name -> nkirun DType or None
-DTYPES = {n: NlDType(n) for n in _DTYPE_NAMES}
+DTYPES = {n: (NlPackedDType if n.endswith("_x4") else NlDType)(n) for n in _DTYPE_NAMES}
 DTYPES["bool"] = DTYPES["bool_"]  # nki-library writes nl.bool
 
 
 def to_dtype(value):
     """An NlDType for an `nl` dtype, a dtype name, or a NumPy/ml_dtypes dtype; else None."""
-    if isinstance(value, NlDType):
+    if isinstance(value, NL_DTYPES):
         return value
     if isinstance(value, str):
         d = DTYPES.get(value.removeprefix("nl.").removeprefix("np."))

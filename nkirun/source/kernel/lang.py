@@ -21,6 +21,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from nkirun.hw import dtypes as dt
 from nkirun.source.kernel import consts, convenience as cv, legacy, nl_wrappers as nw
 from nkirun.source.kernel.tensor import DynSlice, ndarray
 from nkirun.source.kernel.tile_ops import LoopReduce  # (and ndarray's operators: provided)
@@ -255,6 +256,7 @@ def build_module(name: str = "nki.language") -> types.ModuleType:
     m.__path__ = []  # a package: `import nki.language.foo` reaches the finder (E601)
     ns = m.__dict__
     ns.update(consts.DTYPES)
+    dt.register_ml_names()  # (np.zeros(n, dtype=nl.bfloat16) in the kernel's own code)
     ns.update(consts.BUFFERS)
     ns.update(ndarray=ndarray, NkiTensor=ndarray, NKIObject=NKIObject, tile_size=consts.tile_size,
               MemoryRegion=MemoryRegion, DType=consts.NlDType, ds=ds,

@@ -137,8 +137,8 @@ class _DtypeModule(types.ModuleType):
     and, as an annotation or in isinstance, the type of a dtype."""
 
     def __instancecheck__(self, obj):
-        from nkirun.source.kernel.consts import NlDType
-        return isinstance(obj, NlDType)
+        from nkirun.source.kernel.consts import NL_DTYPES
+        return isinstance(obj, NL_DTYPES)
 
     def __getattr__(self, name):
         if name.startswith("__"):

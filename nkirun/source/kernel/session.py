@@ -260,7 +260,7 @@ class Tracer:
             return str(self.operand(v, Loc()))
         if isinstance(v, consts.Token):
             return v.ir
-        if isinstance(v, consts.NlDType):
+        if isinstance(v, consts.NL_DTYPES):
             return v.nkirun.name if v.nkirun is not None else str(v)
         if isinstance(v, VirtualRegister):  # a register (kernel/control.py)
             return v.name
