@@ -18,8 +18,8 @@ from __future__ import annotations
 import types
 from enum import Enum
 
-from nkirun.source.kernel.unsupported import (Unprovided, frame_loc, here, importing,
-                                              kernel_error, kernel_frame, unsupported)
+from nkirun.source.kernel.unsupported import (NkiPackage, frame_loc, kernel_error,
+                                              kernel_frame)
 
 
 class rg_partition_op(Enum):  # noqa: N801  (NKI's spelling)
@@ -175,22 +175,13 @@ def rank_id(name=None):
     return reg
 
 
-class _Collectives(types.ModuleType):
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        if importing():  # an import is not a use (unsupported.Unprovided)
-            return Unprovided(f"nki.collectives.{name}", here().line)
-        raise unsupported(f"nki.collectives.{name}")
-
-
 FUNCTIONS = (all_reduce, all_gather, reduce_scatter, all_to_all, collective_permute,
              collective_permute_implicit, collective_permute_implicit_reduce,
              collective_permute_implicit_current_processing_rank_id, rank_id)
 
 
 def build_module() -> types.ModuleType:
-    m = _Collectives("nki.collectives", "nkirun's nki.collectives (docs/kernels.md, "
+    m = NkiPackage("nki.collectives", "nkirun's nki.collectives (docs/kernels.md, "
                                         "\"Collectives\")")
     m.ReplicaGroup, m.rg_partition_op = ReplicaGroup, rg_partition_op
     for f in FUNCTIONS:

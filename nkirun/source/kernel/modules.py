@@ -16,7 +16,7 @@ import threading
 import types
 from contextlib import contextmanager
 
-from nkirun.source.kernel.unsupported import Unprovided, here, importing, unsupported
+from nkirun.source.kernel.unsupported import NkiPackage, unsupported
 
 NAMES = ("nki", "nki.isa", "nki.isa.constants", "nki.language", "nki.collectives",
          "nki.typing", "nki.compiler", "nki.dtype", "nki.language.dtypes", "nki.builtin",
@@ -224,19 +224,10 @@ class _TensorType(_Annotation, metaclass=_IsTensor):
     """`nki.typing.tensor[...]` / `nki.tensor`: an annotation, and the type of tensors."""
 
 
-class _Package(types.ModuleType):
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        if importing():  # an import is not a use (unsupported.Unprovided)
-            return Unprovided(f"{self.__name__}.{name}", here().line)
-        raise unsupported(f"{self.__name__}.{name}")
-
-
 def modules() -> dict[str, types.ModuleType]:
     if not _MODULES:
         from nkirun.source.kernel import collectives as ncc, consts, isa_shim, lang
-        nki = _Package("nki")
+        nki = NkiPackage("nki")
         nki.__path__ = []  # a package: `import nki.isa` works
         nki.__doc__ = "nkirun's nki package (see docs/kernels.md)"
         isa, language = isa_shim.build_module(), lang.build_module()
@@ -247,20 +238,20 @@ def modules() -> dict[str, types.ModuleType]:
         dtypes.__dict__.update(consts.DTYPES)
         nki.dtype = language.dtypes = dtypes
         nki.cpu_simulate = CpuSimulate
-        nki.builtin = _Package("nki.builtin", "NKI 0.6's nki.builtin: nkirun defines no names in it")
+        nki.builtin = NkiPackage("nki.builtin", "NKI 0.6's nki.builtin: nkirun defines no names in it")
         nki.simulate_kernel = _simulate_kernel
         nki.tensor = _TensorType  # `x: nki.tensor` annotations (pre-0.2)
         nki.baremetal = nki.benchmark = nki.profile = _same_kernel
-        typing = _Package("nki.typing")
+        typing = NkiPackage("nki.typing")
         typing.tensor = typing.mutable_tensor = _TensorType
         typing.scalar = _Annotation
-        compiler = _Package("nki.compiler")
+        compiler = NkiPackage("nki.compiler")
         compiler.skip_middle_end_transformations = _skip_middle_end
         compiler.sbuf, compiler.psum = _Allocators(consts.sbuf), _Allocators(consts.psum)
         compiler.no_reorder = _NoReorder
         compiler.enable_stack_allocator = compiler.force_auto_alloc = _passthrough
         nki.typing, nki.compiler = typing, compiler
-        neuronxcc = _Package("neuronxcc")
+        neuronxcc = NkiPackage("neuronxcc")
         neuronxcc.__path__ = []
         neuronxcc.nki = nki
         mods = {"nki": nki, "nki.isa": isa, "nki.language": language,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import types
 
 from nkirun.diagnostics import Loc, NkirunError, error
 
@@ -148,3 +149,14 @@ class Unprovided:
 
     def __repr__(self) -> str:
         return f"<{self._qualname}: not provided by nkirun>"
+
+
+class NkiPackage(types.ModuleType):
+    """An nki module of nkirun's: a name it lacks is E601 at its first use, not at import."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if importing():  # an import is not a use (Unprovided)
+            return Unprovided(f"{self.__name__}.{name}", here().line)
+        raise unsupported(f"{self.__name__}.{name}")
