@@ -36,6 +36,9 @@ and schedule.
 |                 | one compact line each (show/json_out.py)                |                                               |
 | JSON_ROWS       | cost --format json's instruction rows spelled from the  | views.table's dicts through the streamed      |
 |                 | slots (show/cost_json.py)                           | writer                                        |
+| WIDEN_ONCE      | a planned run widens a 16-bit or fp8 matmul operand     | each call widens its operands into scratch    |
+|                 | into a float32 copy once per write of its view, not per | arrays (isa/common.f32_operand; tests/runner/ |
+|                 | read (runner/plan_widen.py)                             | test_plan_widen.py)                           |
 
 Shortcuts chosen by an argument rather than a switch, each tested against its twin:
 runner/plan.py (a planned run; `interpret.execute(plan=False)`: runner/plain.py, tests/
@@ -67,3 +70,4 @@ INDEX_FORMS = True
 INDEX_MEMO = True
 INDIRECT_ROWS = True
 PSUM_BY_FORM = True
+WIDEN_ONCE = True

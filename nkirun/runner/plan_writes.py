@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from nkirun import speed  # the speed switches, beside their plain twins
+
 
 def box_index(r):
     """The NumPy basic index of the storage elements view r touches, or None when they are
@@ -76,14 +78,16 @@ class PlannedWrites:
 class Viewer:
     """What a plan form's build(view) gets: `view(r, shape=None)` (the planner's view),
     `holds(r)` (whether every element of view r holds data before this instruction: True,
-    False for none, None for some) and `scratch(tag, shape)`, a float32 work array of this
+    False for none, None for some), `scratch(tag, shape)`, a float32 work array of this
     run shared by every call asking for the same tag and shape: its contents do not
-    outlive one call (the calls of a run are made one at a time)."""
+    outlive one call (the calls of a run are made one at a time), and `widened(r, shape,
+    tag)`, r's float32 values for the call to read (runner/plan_widen.py)."""
 
-    __slots__ = ("_view", "_writes", "fresh", "_scratch")
+    __slots__ = ("_view", "_writes", "fresh", "_scratch", "_key", "_widen")
 
-    def __init__(self, view, writes: PlannedWrites):
+    def __init__(self, view, writes: PlannedWrites, key=None, widen=None):
         self._view, self._writes, self.fresh, self._scratch = view, writes, frozenset(), {}
+        self._key, self._widen = key, widen  # (the planner's view key, its WidenOnce)
 
     def __call__(self, r, shape=None):
         return self._view(r, shape)
@@ -100,6 +104,19 @@ class Viewer:
             a = self._scratch[key] = np.empty(shape, dtype)
         return a
 
+    def widened(self, r, shape: tuple, tag: str):
+        """r as `shape` in float32, as a pair for isa/common.widened (None: no plain view):
+        (the view, None) for a float32 one; else (its float32 copy, None), the plan
+        widening it only after a write (speed.WIDEN_ONCE), or (the view, scratch), the
+        call widening it each time (the plain twin, isa/common.f32_operand's)."""
+        a = self._view(r, shape)
+        if a is None or a.dtype == np.float32:
+            return None if a is None else (a, None)
+        if not speed.WIDEN_ONCE or self._widen is None:
+            return a, self.scratch(tag, shape)
+        key = self._key(r, shape)
+        return self._widen.copy_of(key, key[0], a), None
+
 
 def hand_over(m, name: str, arr, mask) -> None:
     """A plan step: from here on the run tracks the tensor (its array `arr`), starting
@@ -111,3 +128,16 @@ def hand_over(m, name: str, arr, mask) -> None:
         return
     m.written[name] = mask
     m._unwritten[name] = int(mask.size - np.count_nonzero(mask))
+
+
+def bind(m, name: str, arr, tracked_shape) -> None:
+    """A plan step: the tensor (its array `arr`) is in the Machine, for the plain calls;
+    tracked element by element from none written when `tracked_shape` is given."""
+    m.buffers[name] = arr
+    m.written[name] = None if tracked_shape is None else np.zeros(tracked_shape, bool)
+
+
+def unbind(m, name: str) -> None:
+    """A plan step: the tensor leaves the Machine (after its last use)."""
+    m.buffers.pop(name, None)
+    m.written.pop(name, None)

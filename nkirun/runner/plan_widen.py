@@ -1,0 +1,72 @@
+"""Operands widened to float32 once per write, not once per read (a planned run).
+
+nc_matmul computes in float32: its plan form (isa/matmul_plan.py) widens a bfloat16 (or
+other 16-bit, fp8) stationary and moving into float32 work arrays at every call. A
+blocked matmul reads each loaded tile many times (the tutorial's fully optimised kernel
+reads every moving tile once per stationary tile: 16 times at 2048 x 2048 x 4096), so
+most of those widenings redo the last one: the tile was not written in between.
+
+The plan knows, while it is built, every instruction that writes each array (runner/
+plan.py: a planned instruction writes its written operands; a plain one may write any
+tensor it names; a fill or a newly placed tensor rewrites its slot). So it can tell,
+per read, whether the view's float32 copy made at an earlier read still holds its
+values. `WidenOnce` keeps one float32 copy per view (array number, layout, shape: the
+planner's view key, so equal views share it) and, before an instruction whose plan form
+reads one (`Viewer.widened`), adds a widening step when the view's array was written
+since its copy was made, or it has none yet. The call itself reads the copy. The
+widening is the same `np.copyto(..., casting="unsafe")` into a C-contiguous float32
+array of the view's shape that the call made itself before (speed.WIDEN_ONCE off: the
+plain twin; tests/runner/test_plan_widen.py compares them and the plain interpreter)."""
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+
+
+class WidenOnce:
+    """The float32 copies of the views planned calls read widened, and which are current.
+
+    `copies`: view key -> (array number, the view, its float32 copy); `current`: array
+    number -> the view keys whose copies hold the array's values now; `needing`: while a
+    plan form builds its call, the keys it reads (kept with the call in its recipe)."""
+
+    __slots__ = ("copies", "current", "needing")
+
+    def __init__(self):
+        self.copies: dict = {}
+        self.current: dict = {}
+        self.needing: list | None = None
+
+    def copy_of(self, key: tuple, number: int, a: np.ndarray) -> np.ndarray:
+        """The float32 copy of view `a` (of array `number`; `key`: the planner's view key)
+        that the call being built reads instead of widening a itself."""
+        have = self.copies.get(key)
+        if have is None:
+            have = self.copies[key] = (number, a, np.empty(a.shape, np.float32))
+        self.needing.append(key)
+        return have[2]
+
+    def steps(self, keys: tuple, b, add_b, add_call) -> None:
+        """Before b (whose call reads the copies of `keys`): a widening step for each copy
+        whose array was written since it was made."""
+        current, copies = self.current, self.copies
+        for key in keys:
+            number, a, work = copies[key]
+            now = current.get(number)
+            if now is None:
+                now = current[number] = set()
+            elif key in now:
+                continue
+            add_b(b)
+            add_call(partial(np.copyto, work, a, casting="unsafe"))
+            now.add(key)
+
+    def written_by(self, names, slot) -> None:
+        """Tensors `names` are written (slot: name -> its array number)."""
+        for n in names:
+            self.current.pop(slot(n), None)
+
+    def written(self, number: int) -> None:
+        """Array `number` is written (or handed to another tensor): its copies are stale."""
+        self.current.pop(number, None)
