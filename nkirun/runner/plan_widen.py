@@ -27,46 +27,48 @@ import numpy as np
 class WidenOnce:
     """The float32 copies of the views planned calls read widened, and which are current.
 
-    `copies`: view key -> (array number, the view, its float32 copy); `current`: array
-    number -> the view keys whose copies hold the array's values now; `needing`: while a
-    plan form builds its call, the keys it reads (kept with the call in its recipe)."""
+    `copies`: view key -> (the view, its float32 copy); `fresh`: the keys whose copies
+    hold their view's values now; `current`: array number -> those of its keys (what a
+    write of the array makes stale); `needing`: while a plan form builds its call, the
+    keys it reads (kept with the call in its recipe)."""
 
-    __slots__ = ("copies", "current", "needing")
+    __slots__ = ("copies", "fresh", "current", "needing")
 
     def __init__(self):
         self.copies: dict = {}
+        self.fresh: set = set()
         self.current: dict = {}
         self.needing: list | None = None
 
-    def copy_of(self, key: tuple, number: int, a: np.ndarray) -> np.ndarray:
-        """The float32 copy of view `a` (of array `number`; `key`: the planner's view key)
-        that the call being built reads instead of widening a itself."""
+    def copy_of(self, key: tuple, a: np.ndarray) -> np.ndarray:
+        """The float32 copy of view `a` (key: the planner's view key, its array number
+        first) that the call being built reads instead of widening a itself."""
         have = self.copies.get(key)
         if have is None:
-            have = self.copies[key] = (number, a, np.empty(a.shape, np.float32))
+            have = self.copies[key] = (a, np.empty(a.shape, np.float32))
         self.needing.append(key)
-        return have[2]
+        return have[1]
 
     def steps(self, keys: tuple, b, add_b, add_call) -> None:
         """Before b (whose call reads the copies of `keys`): a widening step for each copy
         whose array was written since it was made."""
-        current, copies = self.current, self.copies
+        fresh = self.fresh
         for key in keys:
-            number, a, work = copies[key]
-            now = current.get(number)
-            if now is None:
-                now = current[number] = set()
-            elif key in now:
+            if key in fresh:
                 continue
+            a, work = self.copies[key]
             add_b(b)
             add_call(partial(np.copyto, work, a, casting="unsafe"))
-            now.add(key)
+            fresh.add(key)
+            self.current.setdefault(key[0], []).append(key)
 
     def written_by(self, names, slot) -> None:
         """Tensors `names` are written (slot: name -> its array number)."""
         for n in names:
-            self.current.pop(slot(n), None)
+            self.written(slot(n))
 
     def written(self, number: int) -> None:
         """Array `number` is written (or handed to another tensor): its copies are stale."""
-        self.current.pop(number, None)
+        keys = self.current.pop(number, None)
+        if keys is not None:
+            self.fresh.difference_update(keys)

@@ -28,15 +28,19 @@ def box_index(r):
 
 
 class PlannedWrites:
-    """tensor name -> bool array of its elements written so far by planned instructions."""
+    """tensor name -> bool array of its elements written so far by planned instructions
+    (`masks`), and how many of them are not (`left`: a tile loaded in k parts costs k
+    box-sized counts, not k passes over the whole mask)."""
 
-    __slots__ = ("masks",)
+    __slots__ = ("masks", "left")
 
     def __init__(self):
         self.masks: dict = {}
+        self.left: dict = {}
 
     def start(self, name: str, shape: tuple) -> None:
-        self.masks[name] = np.zeros(shape, bool)
+        self.masks[name] = mask = np.zeros(shape, bool)
+        self.left[name] = mask.size
 
     def held(self, r) -> bool | None:
         """Whether every element of view r holds data (True), none does (False), or some
@@ -62,16 +66,21 @@ class PlannedWrites:
 
     def mark(self, b) -> None:
         """b (planned) wrote its write views; a tensor written in full leaves the masks."""
-        masks = self.masks
+        masks, left = self.masks, self.left
         for _, r in b.accesses().writes:
-            mask = masks.get(r.decl.name)
+            name = r.decl.name
+            mask = masks.get(name)
             if mask is not None:
-                mask[box_index(r)] = True
-                if mask.all():
-                    del masks[r.decl.name]
+                at = box_index(r)
+                sel = mask[at]
+                left[name] -= sel.size - np.count_nonzero(sel)
+                mask[at] = True
+                if not left[name]:
+                    del masks[name], left[name]
 
     def drop(self, name: str):
         """The tensor leaves the masks; returns its mask (None if it had none)."""
+        self.left.pop(name, None)
         return self.masks.pop(name, None)
 
 
@@ -114,8 +123,7 @@ class Viewer:
             return None if a is None else (a, None)
         if not speed.WIDEN_ONCE or self._widen is None:
             return a, self.scratch(tag, shape)
-        key = self._key(r, shape)
-        return self._widen.copy_of(key, key[0], a), None
+        return self._widen.copy_of(self._key(r, shape), a), None
 
 
 def hand_over(m, name: str, arr, mask) -> None:
