@@ -32,13 +32,15 @@ class WidenOnce:
     write of the array makes stale); `needing`: while a plan form builds its call, the
     keys it reads (kept with the call in its recipe)."""
 
-    __slots__ = ("copies", "fresh", "current", "needing")
+    __slots__ = ("copies", "fresh", "current", "needing", "before", "read")
 
     def __init__(self):
         self.copies: dict = {}
         self.fresh: set = set()
         self.current: dict = {}
         self.needing: list | None = None
+        self.before: dict = {}  # array number -> the keys read before its last write
+        self.read: dict = {}  # array number -> the keys read since its last write
 
     def copy_of(self, key: tuple, a: np.ndarray) -> np.ndarray:
         """The float32 copy of view `a` (key: the planner's view key, its array number
@@ -50,17 +52,28 @@ class WidenOnce:
         return have[1]
 
     def steps(self, keys: tuple, b, add_b, add_call) -> None:
-        """Before b (whose call reads the copies of `keys`): a widening step for each copy
-        whose array was written since it was made."""
-        fresh = self.fresh
+        """Before b (whose call reads the copies of `keys`): one widening step for each
+        copy whose array was written since it was made. When the copy was current before
+        that write, the array's other copies that were too come with it, in address order:
+        the loop that read them then is likely to read them again (a blocked matmul reads
+        a loaded tile's views one by one between other work, each from cold memory)."""
+        fresh, copies, read = self.fresh, self.copies, self.read
         for key in keys:
+            seen = read.get(key[0])
+            if seen is None:
+                read[key[0]] = {key}
+            else:
+                seen.add(key)
             if key in fresh:
                 continue
-            a, work = self.copies[key]
+            before = self.before.get(key[0])
+            group = (before if before is not None and key in before else {key}) - fresh
+            pairs = [copies[k] for k in group]
+            pairs.sort(key=_address)
             add_b(b)
-            add_call(partial(np.copyto, work, a, casting="unsafe"))
-            fresh.add(key)
-            self.current.setdefault(key[0], []).append(key)
+            add_call(partial(_widen_all, pairs))
+            fresh |= group
+            self.current.setdefault(key[0], []).extend(group)
 
     def written_by(self, names, slot) -> None:
         """Tensors `names` are written (slot: name -> its array number)."""
@@ -70,5 +83,15 @@ class WidenOnce:
     def written(self, number: int) -> None:
         """Array `number` is written (or handed to another tensor): its copies are stale."""
         keys = self.current.pop(number, None)
-        if keys is not None:
+        if keys:
             self.fresh.difference_update(keys)
+            self.before[number] = frozenset(self.read.pop(number, ()))
+
+
+def _address(pair) -> int:
+    return pair[0].__array_interface__["data"][0]
+
+
+def _widen_all(pairs) -> None:
+    for a, work in pairs:
+        np.copyto(work, a, casting="unsafe")
