@@ -54,8 +54,9 @@ for _command in (check.check, run.run, cost.cost, sweep.sweep, cost.convert, mis
 
 def main():
     from nkirun.entry import run_main
-    from nkirun.gc_policy import paused_gc
-    with paused_gc():  # this process is ours: see gc_policy
+    from nkirun.gc_policy import paused_gc, skip_exit_collection
+    skip_exit_collection()  # this process is ours: see gc_policy
+    with paused_gc():
         run_main(cli)
 
 
