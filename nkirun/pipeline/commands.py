@@ -72,6 +72,7 @@ def located(front: Front, e: NkirunError) -> NkirunError:
 # ---- run -----------------------------------------------------------------------------------
 @dataclass
 class Ran:
+    """What `run` gives: the outputs, the machine they ran on and the warnings."""
     outputs: dict  # output name -> array, in output order
     machine: object
     warnings: list  # the check's (less those the run showed harmless), the run's, the shadow's

@@ -8,7 +8,7 @@ import re
 import yaml
 
 from nkirun.diagnostics import Diagnostic, Loc, error
-from nkirun.source.text_tokens import MAX_DEPTH
+from nkirun.limits import MAX_DEPTH
 
 try:  # the C composer is ~10x faster; fall back to pure Python where libyaml is missing
     LOADER = yaml.CSafeLoader
