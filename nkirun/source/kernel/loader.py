@@ -10,6 +10,7 @@ import sys
 import traceback
 
 from nkirun.diagnostics import Loc, NkirunError, error
+from nkirun.source.kernel import is_kernel_path  # noqa: F401  (where it was)
 
 NKIRUN_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -33,10 +34,6 @@ class KernelUsageError(NkirunError, TypeError):
         self.args = (message,)  # str(e): the message alone (the CLI's usage line)
 
 
-def is_kernel_path(program: str) -> bool:
-    """`PATH::FUNCTION`, or a `.py` file (a folder named `x.py` is not one)."""
-    path = program.split("::", 1)[0]
-    return "::" in program or (path.endswith(".py") and not os.path.isdir(path))
 
 
 def split_spec(spec: str) -> tuple[str, str | None]:
