@@ -10,7 +10,6 @@ import sys
 import traceback
 
 from nkirun.diagnostics import Loc, NkirunError, error
-from nkirun.source.kernel import is_kernel_path  # noqa: F401  (where it was)
 
 NKIRUN_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
