@@ -21,8 +21,8 @@ import numpy as np
 from nkirun.hw import alu as ops
 from nkirun.isa.common import (flat, same_shape, scratch_of, unary_operand_zero,
                                vector_arith_ops)
-from nkirun.isa.spec import (elementwise, BOOL, OP, TILE, TILE_OR_SCALAR, Bound, InstructionDef, NkiApi, Param,
-                             common_tail, out_dtype)
+from nkirun.isa.spec import (BOOL, OP, TILE, TILE_OR_SCALAR, Bound, InstructionDef, NkiApi, Param,
+                             common_tail, out_dtype, elementwise)
 
 URL = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
        "nki.isa.scalar_tensor_tensor.html")

@@ -12,8 +12,8 @@ import numpy as np
 
 from nkirun.hw import alu as ops
 from nkirun.isa.common import flat, same_shape, widened_ufunc_plan
-from nkirun.isa.spec import (elementwise, ENUM, OP, TILE, Bound, InstructionDef, NkiApi, Param, common_tail,
-                             out_dtype)
+from nkirun.isa.spec import (ENUM, OP, TILE, Bound, InstructionDef, NkiApi, Param, common_tail,
+                             out_dtype, elementwise)
 
 BINARY_OPS = tuple(n for n in ops.OPS if n not in ops.UNARY)
 INT32 = ("int32", "uint32")
