@@ -28,6 +28,7 @@ NAME_PREFIXES = ("nki.isa.", "nisa.", "nl.", "nki.language.", "isa.")
 
 @dataclass(frozen=True, slots=True)
 class Param:
+    """One keyword of an instruction: its kind, default and whether it is required."""
     name: str
     kind: Kind
     required: bool = False
@@ -94,6 +95,7 @@ NAME_PARAM = Param("name", LABEL, doc="a label naming this instruction (NKI's na
 
 @dataclass(frozen=True, slots=True)
 class InstructionDef:
+    """Everything about one instruction: parameters, rules, semantics and cost."""
     name: str
     engine: str  # default engine; `engine_of` may refine per instruction
     params: tuple[Param, ...]
