@@ -32,6 +32,10 @@ and schedule.
 | PSUM_BY_FORM    | the PSUM hazard pass reads a form instance's PSUM       | every instance's Operands made and read       |
 |                 | operands through its form (checker/psum.py             |                                               |
 |                 | _form_operands): its Operands stay unmade               |                                               |
+| CORES_BY_NAMES  | a two-core program's ownership (E633) and race (W630)  | every instruction's accesses() read (its      |
+|                 | rules read an instruction's tensor names (names_plan)  | form instance's Operands made)                |
+|                 | and its accesses only where a name may matter: another |                                               |
+|                 | core's tensor, a shared-HBM one (checker/cores.py)     |                                               |
 | STREAMED_JSON   | --format json written as it is made, a long list's rows | json.dumps(indent=2) of the whole document    |
 |                 | one compact line each (show/json_out.py)                |                                               |
 | JSON_ROWS       | cost --format json's instruction rows spelled from the  | views.table's dicts through the streamed      |
@@ -67,3 +71,4 @@ INDEX_FORMS = True
 INDEX_MEMO = True
 INDIRECT_ROWS = True
 PSUM_BY_FORM = True
+CORES_BY_NAMES = True

@@ -22,6 +22,7 @@ give the same bound values and diagnostics.
 from __future__ import annotations
 
 from nkirun import speed  # the speed switches, beside their plain twins
+from nkirun.ir import AccessPattern
 from nkirun.isa.bound import Bound, FormBound, Operands, _set_args
 from nkirun.source.forms import FormArgs, FormLocs
 from nkirun.views.operands import Resolved
@@ -55,8 +56,12 @@ def rebased(template: Resolved, decl) -> Resolved:
 
 def layout_key(decl, index):
     """What resolve(view, decl) depends on besides the tensor's name, as a value; None when
-    the index is not a plain value (an access pattern: resolved the plain way)."""
-    if index is not None and index.__class__ is not tuple:
+    the index is not a plain value (an indirect access pattern, whose Resolved holds its
+    index tensor's view: resolved the plain way). A direct access pattern (`.ap()`) is a
+    value like a tuple index: its Resolved is a function of the pattern and the layout."""
+    if index is not None and index.__class__ is not tuple and (
+            index.__class__ is not AccessPattern or index.scalar_offset is not None
+            or index.vector_offset is not None):
         return None
     return (decl.buffer, decl.shape, decl.dtype, index)
 
@@ -92,7 +97,7 @@ class Views:
         """Remember r (resolved the plain way, without error) as the view tensor[index]."""
         self.by_view[(tensor, id(index))] = r
         lkey = layout_key(decl, index)
-        if lkey is not None and r.ap is None:
+        if lkey is not None and (r.ap is None or r.ap.indirect is None):
             first = self.by_layout.setdefault(lkey, r)
             self.token[id(r)] = self.token.get(id(first), len(self.by_layout))
         else:
@@ -133,8 +138,8 @@ class Templates:
             return
         for k in locs.views:
             r = b.args.get(k)
-            if r.__class__ is not Resolved or r.ap is not None:
-                return  # (an access pattern: its Resolved may depend on other tensors)
+            if r.__class__ is not Resolved or (r.ap is not None and r.ap.indirect is not None):
+                return  # (an indirect access pattern: its Resolved depends on other tensors)
         keys = [self.token.get(id(b.args[k]), id(b.args[k])) for k in locs.views]
         for k, key in zip(locs.views, keys):
             self.last.setdefault(key, {}).setdefault(inst.args[k].tensor, b.args[k])
