@@ -26,7 +26,9 @@ and schedule.
 | INDEX_MEMO      | an index expression of ints and form arrays (nl.arange,| every nl.arange, indexing and arithmetic of  |
 |                 | its [:, None], + - * with ints) made once and shared:   | index arrays makes a new array                |
 |                 | index arrays are read-only, their data frozen           | (legacy.arange_plain, IndexArray.getitem_plain,|
-|                 | (source/kernel/legacy_mask.py index_memo)               | ufunc_plain)                                  |
+|                 | (source/kernel/legacy_mask.py index_memo); each shared  | ufunc_plain)                                  |
+|                 | array also remembers its own indexings and + - * with   |                                               |
+|                 | ints, which skip NumPy's dispatch (IndexArray._with_int)|                                               |
 | INDIRECT_ROWS   | an indirect view's element offsets computed once per    | computed at each of the instruction's uses     |
 |                 | index values (runner/indirect_rows.py)                  | (rows_plain)                                   |
 | PSUM_BY_FORM    | the PSUM hazard pass reads a form instance's PSUM       | every instance's Operands made and read       |
