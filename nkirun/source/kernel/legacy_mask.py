@@ -91,7 +91,7 @@ class IndexArray(np.ndarray):
                 if hit is None:
                     hit = index_memo((self._form, self.shape, self.dtype, hk),
                                      self.getitem_plain, key)
-                    if hit.__class__ is IndexArray:
+                    if hit.__class__ is IndexArray and len(made) < _MADE_MAX:
                         made[hk] = hit
                 return hit
         return self.getitem_plain(key)
@@ -109,7 +109,7 @@ class IndexArray(np.ndarray):
         hit = made.get(key)
         if hit is None:
             hit = plain(other)
-            if hit.__class__ is IndexArray and hit._form is not None:
+            if hit.__class__ is IndexArray and hit._form is not None and len(made) < _MADE_MAX:
                 made[key] = hit
         return hit
 
@@ -170,6 +170,7 @@ class IndexArray(np.ndarray):
 # (tests/kernel/test_index_memo.py). Only with speed.INDEX_FORMS (the keys are forms).
 _MEMO: dict = {}
 _MEMO_MAX = 50_000
+_MADE_MAX = 1_000  # what one shared array remembers (IndexArray._made) stops growing there
 _ITEM = frozenset({int, type(None)})
 
 
