@@ -13,7 +13,8 @@ and schedule.
 |                 | (source/forms.py FormArgs)                              |                                               |
 | ALLOC_PLANS     | an nl.ndarray of a known layout reuses the checks of    | every allocation checked afresh               |
 |                 | the first (tensor.rec_of_kind)                          |                                               |
-| SIMPLE_CALLS    | a keyword-only nki.isa call skips the general binding   | the general path (isa_shim.py)                |
+| SIMPLE_CALLS    | a keyword-only nki.isa call, or one by position with dst| the general path (isa_shim.py)                |
+|                 | first (NKI 0.2+), skips the general binding             |                                               |
 | LOWERED_INDEX   | a view's IR index worked out when the view is made      | worked out when an instruction first uses it  |
 | LAZY_OPERANDS   | a form instance's Operands made on first read           | every bound instruction's Operands made by    |
 |                 | (checker/intern.py PendingOperands)                     | bind                                          |

@@ -21,6 +21,8 @@ give the same bound values and diagnostics.
 """
 from __future__ import annotations
 
+from operator import itemgetter
+
 from nkirun import speed  # the speed switches, beside their plain twins
 from nkirun.ir import AccessPattern
 from nkirun.isa.bound import Bound, FormBound, Operands, _set_args
@@ -150,7 +152,9 @@ class Templates:
         at = tuple(locs.views.index(k) for k in plan[3]) if plan[1] is not None and all(
             k in locs.views for k in plan[3]) else None
         self.by_form[id(locs)] = (b, tuple((k, self.last[key], b.args[k])
-                                           for k, key in zip(locs.views, keys)), plan, at)
+                                           for k, key in zip(locs.views, keys)), plan, at,
+                                  None if at is None else _picker(at), b.args, b.args.form,
+                                  b.spec, b.engine)
 
     def adopt(self, inst, b) -> None:
         """put(inst, b) for b bound as an equal earlier instruction that passed (by
@@ -167,25 +171,38 @@ class Templates:
         hit = self.by_form.get(id(locs)) if locs.__class__ is FormLocs else None
         if hit is None or inst.index in self.dropped:
             return None
-        tmpl, views, plan, at = hit
+        _, views, plan, at, pick, targs, tform, spec, engine = hit
         inst_args = inst.args
         names = _form_names(inst_args, _NAMES) if inst_args.__class__ is FormArgs else \
             [inst_args[k].tensor for k in locs.views]  # (_form_names: FormArgs.names)
-        if not all(map(program.tensors.__contains__, names)):
+        tensors = program.tensors
+        if not all(map(tensors.__contains__, names)):
             return None
         args = _new(PendingOperands)  # the template's Operands with these tensors' views
         args.template, args.views, args.tensors, args.names_in, args.form = \
-            tmpl.args, views, program.tensors, names, tmpl.args.form
+            targs, views, tensors, names, tform
         # names_plan() of these operands, when known already
-        args.plan, args.names = (plan, tuple(map(names.__getitem__, at))) if at is not None \
-            else (None, None)
+        if at is None:
+            args.plan = args.names = None
+        else:
+            args.plan, args.names = plan, pick(names)
         if at is None or not speed.LAZY_OPERANDS:
             args, b = args.operands(), _new(Bound)
         else:
             b = _new(FormBound)  # its Operands made when something reads b.args
         _set_args(b, args)  # Bound(inst, tmpl.spec, args, None, tmpl.engine, target), fast
-        b.inst, b.spec, b.mask, b.engine, b.target = inst, tmpl.spec, None, tmpl.engine, target
+        b.inst, b.spec, b.mask, b.engine, b.target = inst, spec, None, engine, target
         return b
+
+
+def _picker(at: tuple):
+    """`lambda names: tuple(map(names.__getitem__, at))`, as operator.itemgetter does it."""
+    if len(at) > 1:
+        return itemgetter(*at)
+    if at:
+        i = at[0]
+        return lambda names: (names[i],)
+    return lambda names: ()
 
 
 class PendingOperands:
