@@ -60,6 +60,11 @@ test_fast_views.py). Under LAZY_OPERANDS the scheduler reads a form instance's p
 Operands raw (schedule/scheduler.py `place`, placement.on_scalar's cycles per form); with
 the switch off every instance has its Operands and the same schedule comes out
 (tests/kernel/test_call_forms.py).
+
+Start-up (issue 28): source/yaml_import.py imports PyYAML with its pure-Python reader's
+character pattern made on first use (`LazyPattern`; twin: `import yaml`, tests/source/
+test_yaml_import.py); the `nkirun` command freezes its objects at exit so that the
+shutdown's full collection skips them (gc_policy.skip_exit_collection).
 """
 CALL_FORMS = True
 FORM_ARGS = True
