@@ -43,6 +43,9 @@ and schedule.
 |                 | one compact line each (show/json_out.py)                |                                               |
 | JSON_ROWS       | cost --format json's instruction rows spelled from the  | views.table's dicts through the streamed      |
 |                 | slots (show/cost_json.py)                           | writer                                        |
+| WIDEN_ONCE      | a planned run widens a 16-bit or fp8 matmul operand     | each call widens its operands into scratch    |
+|                 | into a float32 copy once per write of its view, not per | arrays (isa/common.f32_operand; tests/runner/ |
+|                 | read (runner/plan_widen.py)                             | test_plan_widen.py)                           |
 
 Shortcuts chosen by an argument rather than a switch, each tested against its twin:
 runner/plan.py (a planned run; `interpret.execute(plan=False)`: runner/plain.py, tests/
@@ -80,3 +83,4 @@ INDEX_MEMO = True
 INDIRECT_ROWS = True
 PSUM_BY_FORM = True
 CORES_BY_NAMES = True
+WIDEN_ONCE = True
