@@ -36,6 +36,9 @@ and schedule.
 |                 | one compact line each (show/json_out.py)                |                                               |
 | JSON_ROWS       | cost --format json's instruction rows spelled from the  | views.table's dicts through the streamed      |
 |                 | slots (show/cost_json.py)                           | writer                                        |
+| FORM_PLANS      | the scheduler places a form instance from its form's    | every instruction through                     |
+|                 | plan: what all instances share worked out once          | _Scheduler.place_plain                        |
+|                 | (schedule/fast_place.py)                                |                                               |
 
 Shortcuts chosen by an argument rather than a switch, each tested against its twin:
 runner/plan.py (a planned run; `interpret.execute(plan=False)`: runner/plain.py, tests/
@@ -67,3 +70,4 @@ INDEX_FORMS = True
 INDEX_MEMO = True
 INDIRECT_ROWS = True
 PSUM_BY_FORM = True
+FORM_PLANS = True
