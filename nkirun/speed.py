@@ -39,6 +39,8 @@ and schedule.
 | FORM_PLANS      | the scheduler places a form instance from its form's    | every instruction through                     |
 |                 | plan: what all instances share worked out once          | _Scheduler.place_plain                        |
 |                 | (schedule/fast_place.py)                                |                                               |
+| DEAD_HISTORIES  | a tensor's access history dropped once no later         | every history kept to the end                 |
+|                 | instruction accesses it (schedule/history.py last_uses) |                                               |
 
 Shortcuts chosen by an argument rather than a switch, each tested against its twin:
 runner/plan.py (a planned run; `interpret.execute(plan=False)`: runner/plain.py, tests/
@@ -71,3 +73,4 @@ INDEX_MEMO = True
 INDIRECT_ROWS = True
 PSUM_BY_FORM = True
 FORM_PLANS = True
+DEAD_HISTORIES = True

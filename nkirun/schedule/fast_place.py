@@ -57,7 +57,7 @@ class FormPlan:
     __slots__ = ("engine", "cycles", "extra", "n_reads", "pick_reads", "read_boxes",
                  "write_boxes", "uniq", "uniq_reads", "uniq_writes", "value_shape", "op",
                  "formula", "assumed", "inst_name", "is_dma", "factor", "clock", "label",
-                 "moved", "scalar", "tensor_cells")
+                 "moved", "scalar", "tensor_cells", "facts")
 
 
 def form_layout(s, b) -> tuple:
@@ -104,7 +104,7 @@ def make_plan(s, b, form, engine: str):
     p.is_dma = engine == "dma"
     p.factor = s.latency_factor.get(engine, 1.0)
     p.tensor_cells = engine == "tensor"
-    p.scalar = None
+    p.scalar = p.facts = None  # (facts: at its first placement)
     if p.is_dma:
         extra = c[3]
         p.clock, p.label, p.moved = None, None, (extra[8], extra[9], extra[2] * s.hbm_rate)
@@ -187,17 +187,21 @@ def place_form(s, b, p: FormPlan, names) -> None:
             same, rv = values.lookup(key, p.uniq_reads(names))
         else:
             values.wrote(write_names)
-    queues, busy, moved = (), 0.0, None
+    facts = None  # (None: the plan's own)
     if same is not None:  # its value exists: no engine time (recompute.py)
         start = ready if ready >= same[1] else same[1]
-        end, cycles, dep, kind, dep_tensor = start, 0, same[0], RECOMPUTE, None
-        label = engine
+        end, dep, kind, dep_tensor = start, same[0], RECOMPUTE, None
+        facts = s.facts_of(p.op, engine, engine, (), 0, p.formula, p.assumed, p.inst_name,
+                           0.0, *_NO_BYTES)
         lat = 0.0 if p.is_dma else s.raw_latency
         values.wrote(write_names)
     elif p.is_dma:
         start, end, dep, kind, dep_tensor, queues, label, busy = s.place_dma(
             b, p.extra, ready, dep, kind, dep_tensor)
-        lat, moved = 0.0, p.moved
+        lat = 0.0
+        if p.facts is None:  # (queues, label and busy are the form's: dma.plan)
+            p.facts = s.facts_of(p.op, engine, label, queues, cycles, p.formula, p.assumed,
+                                 p.inst_name, busy, *p.moved, 0)
         if key is not None:  # a language-level load (recompute.py)
             values.store(key, rv, write_names, index, end)
     else:
@@ -213,14 +217,17 @@ def place_form(s, b, p: FormPlan, names) -> None:
         else:
             start, dep, kind, dep_tensor = 0.0, None, READY, None
         end = start + cycles / p.clock
-        label = p.label
         if p.scalar is not None:  # the engine left open: the compiler's choice
             alt = placement.on_scalar(s, b, tuple(zip(rstore, rboxes)),
                                       tuple(zip(wstore, wboxes)), end)
             if alt is not None:
                 engine, cycles, start, end, ready, dep, kind, dep_tensor = alt
                 s.sched.placed_on_scalar += 1
-                label = engine
+                facts = s.facts_of(p.op, engine, engine, (), cycles, p.formula, p.assumed,
+                                   p.inst_name, 0.0, *_NO_BYTES)
+        if facts is None and p.facts is None:
+            p.facts = s.facts_of(p.op, engine, p.label, (), cycles, p.formula, p.assumed,
+                                 p.inst_name, 0.0, *_NO_BYTES)
         if p.tensor_cells:
             s.occupy(engine, extra, end, index)
         else:
@@ -229,15 +236,12 @@ def place_form(s, b, p: FormPlan, names) -> None:
         if values is not None and key is not None:
             values.store(key, rv, write_names, index, end)
     record(s.tensors, rstore, rboxes, wstore, wboxes, end, index, lat)
-    if moved is None:
-        moved = _NO_BYTES
-    s.sched.slots.append(Slot(index, p.op, engine, label, queues, cycles, start, end,
-                              p.formula, p.assumed, kind, dep, dep_tensor,
-                              b.inst.loc.line, names if p.uniq is None else p.uniq(names),
-                              0, p.inst_name, busy, ready, *moved))
+    s.sched.slots.append(Slot(index, p.facts if facts is None else facts, start, end, kind,
+                              dep, dep_tensor, b.inst.loc.line,
+                              names if p.uniq is None else p.uniq(names), ready))
 
 
-_NO_BYTES = (0.0, 0.0, 0.0)
+_NO_BYTES = (0.0, 0.0, 0.0, 0)  # no DMA bytes (delivered, per descriptor, in HBM); core 0
 
 
 def record(tensors, rnames, rboxes, wnames, wboxes, end, index, lat) -> None:

@@ -90,6 +90,7 @@ class _Scheduler:
         self.hold: tuple[float, str | None] = (0.0, None)  # spills.py: the next one waits
         self.storage = placement.storage_names(program) if program.reuse_buffers else None
         self.plans: dict = {}  # id(form) -> FormPlan, or False (fast_place.py)
+        self.facts: dict = {}  # Slot.facts, interned (facts_of)
         self.form_plans = speed.FORM_PLANS
 
     def overlap(self, a, b) -> bool:
@@ -231,11 +232,19 @@ class _Scheduler:
         spec = b.spec
         moved = ((extra[8], extra[9], extra[2] * self.hbm_rate) if is_dma and same is None
                  else _NO_BYTES)  # (DMA: bytes delivered, per descriptor, in HBM)
-        # every field positionally (Slot's order): keywords cost a dict per instruction
-        self.sched.slots.append(Slot(index, spec.name, engine, label, queues, cycles, start, end,
-                                     spec.cost_formula, spec.cost_assumed, kind, dep,
-                                     dep_tensor, b.inst.loc.line, names, 0,
-                                     inst_name(args), busy, ready, *moved))
+        facts = self.facts_of(spec.name, engine, label, queues, cycles, spec.cost_formula,
+                              spec.cost_assumed, inst_name(args), busy, *moved, 0)
+        self.sched.slots.append(Slot(index, facts, start, end, kind, dep, dep_tensor,
+                                     b.inst.loc.line, names, ready))
+
+    def facts_of(self, *facts) -> tuple:
+        """model.slot_facts(*facts), one tuple per distinct value and types (slots share it:
+        an int and a float, or True and 1, are equal, but not spelled alike)."""
+        key = (facts, *map(type, facts[4:]))
+        got = self.facts.get(key)
+        if got is None:
+            got = self.facts[key] = facts
+        return got
 
     def in_storage(self, accesses) -> tuple:
         """(tensor, box) pairs with each tensor named by its buffer (Program.reuse_buffers)."""
