@@ -145,7 +145,9 @@ def summarize(junits: list, shares: list = ()) -> dict:
         mine = share.get(_node_id(case), {})
         row.update(nkirun_s=mine.get("nkirun_seconds"), nkirun_mb=mine.get("nkirun_extra_mb"),
                    nkirun_cpu_s=mine.get("nkirun_cpu_seconds"),
-                   nkirun_peak_mb=mine.get("nkirun_peak_mb"))
+                   nkirun_peak_mb=mine.get("nkirun_peak_mb"),
+                   tensor_mb=max((k.get("tensor_bytes", 0) >> 20
+                                  for k in mine.get("kernels", ())), default=None))
         tests[node] = row
     count = lambda o: sum(1 for t in tests.values() if t["outcome"] == o)  # noqa: E731
     lost = sum(1 for g in groups if g.startswith("no report: "))
@@ -156,6 +158,9 @@ def summarize(junits: list, shares: list = ()) -> dict:
             "slowest": [(n, t["seconds"]) for n, t in slow],
             "max_rss_mb": max((t["max_rss_mb"] or 0 for t in tests.values()), default=0),
             "max_nkirun_mb": max((t["nkirun_mb"] or 0 for t in tests.values()), default=0),
+            # issue 28's memory goal: nkirun's own share <= the kernel's tensors + 150 MB
+            "over_tensor_mb_150": sorted(n for n, t in tests.items() if t["nkirun_mb"]
+                                         and t["nkirun_mb"] > (t["tensor_mb"] or 0) + 150),
             "slowest_in_nkirun": sorted(((n, t["nkirun_s"]) for n, t in tests.items()
                                          if t["nkirun_s"]), key=lambda r: -r[1])[:10],
             "tests": tests}

@@ -21,12 +21,13 @@ import numpy as np  # noqa: E402
 
 from nkirun import schedule
 from nkirun import api as _api
+from nkirun import ir as _ir
 from nkirun.api import ProgramSource
 from nkirun.diagnostics import Diagnostic, Loc, NkirunError
 from nkirun.limits import budget as _budget
-from nkirun.schedule.model import Schedule
 
 if TYPE_CHECKING:
+    from nkirun.schedule.model import Schedule
     from nkirun.show.shadow_report import ShadowReport
 
 __version__ = "0.1.0"
@@ -132,11 +133,14 @@ def shape(dtype: str, *dims: int) -> Any:
 
 
 def __getattr__(name: str) -> Any:
-    """`nkirun.sweep(...)` (docs/sweep.md) and `nkirun.testing`, imported on first use: the
-    command's start-up does not pay for them."""
+    """`nkirun.sweep(...)` (docs/sweep.md), `nkirun.testing` and `nkirun.Schedule`, imported
+    on first use: the command's start-up does not pay for them."""
     if name in ("sweep", "testing"):  # testing pulls in runner/compare.py: `check` needs none
         import importlib
         return importlib.import_module(f"nkirun.{name}")
+    if name == "Schedule":  # (the cost model: `check` needs none)
+        from nkirun.schedule.model import Schedule
+        return Schedule
     raise AttributeError(f"module 'nkirun' has no attribute {name!r}")
 
 
@@ -150,7 +154,15 @@ def install(target: str | None = None, uninitialized: str = "error") -> None:
     install_dropin(target, uninitialized)
 
 
-import nkirun.source.write  # noqa: E402,F401  (Program.to_yaml/to_text write through it)
+def _write_program(program: Any, fmt: str) -> str:
+    """Program.to_yaml/to_text: source/write.py, imported on first use (`check` writes no
+    program; the IR sits below the front ends that write it)."""
+    from nkirun.source.write import write_program
+    return write_program(program, fmt)
+
+
+if _ir.WRITER[0] is None:
+    _ir.WRITER[0] = _write_program
 
 
 def _install_nki_fallback() -> None:

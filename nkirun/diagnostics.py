@@ -38,6 +38,7 @@ def loc_at(file: str, line: int, column: int) -> Loc:
 
 @dataclass(frozen=True, slots=True)
 class Diagnostic:
+    """One finding about a program: an error or a warning, its code, message and place."""
     severity: str  # "error" | "warning"
     code: str  # stable, documented in docs/diagnostics.md
     message: str

@@ -9,6 +9,11 @@ pipeline/commands.py: 10-15% of the trace and ~25% of the check of 100,000 instr
 20-25% of the schedule of the 39,000-instruction matmul tutorial), and restored as it was
 when the pass ends, also when the kernel raises; `import nkirun` alone changes nothing.
 
+When the command's process exits, the interpreter's shutdown runs one more full collection
+over every object it holds (NumPy's, the modules', the IR's); none of them needs it, as the
+process's memory goes back whole. `skip_exit_collection` freezes them first, at exit (10-15%
+of the CPU time of `nkirun check` of a small program; issue 28, docs/performance.md).
+
 A pause must not keep garbage alive for ever in a long-lived caller (1,500 API calls grew
 a process to 1 GB): what a short pass allocated is left to the young generations, where
 its garbage dies as usual; a long pass's objects are filed under the oldest generation
@@ -19,6 +24,7 @@ with a full collection — by then the caller has usually dropped the earlier re
 """
 from __future__ import annotations
 
+import atexit
 import gc
 import threading
 from contextlib import contextmanager
@@ -43,6 +49,14 @@ def paused_gc():
     finally:
         _file_what_the_pass_left()
         gc.enable()
+
+
+def skip_exit_collection() -> None:
+    """At this process's exit, move every object out of the shutdown's full collection
+    (gc.freeze; registered before the command runs, so after the exit handlers the command
+    registers; freezing frees nothing, so handlers after it still see their objects).
+    Only for a process that is the `nkirun` command (cli.main)."""
+    atexit.register(gc.freeze)
 
 
 def _collect_if_due() -> None:

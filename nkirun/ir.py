@@ -18,6 +18,7 @@ ON_CHIP = frozenset({"sbuf", "psum"})
 
 @dataclass(frozen=True, slots=True)
 class Slice:
+    """`start:stop:step` of one dimension of a view's index."""
     start: int | None = None
     stop: int | None = None
     step: int | None = None
@@ -132,6 +133,7 @@ class Loop:
 
 @dataclass(frozen=True, slots=True)
 class TensorDecl:
+    """A declared tensor: buffer, shape, dtype and initial contents."""
     name: str
     buffer: str
     shape: tuple[int, ...]
@@ -171,6 +173,7 @@ class TensorDecl:
 
 @dataclass(frozen=True, slots=True)
 class Instruction:
+    """One instruction of a program: its op, typed keyword arguments and place."""
     op: str
     args: dict[str, Any]  # keyword -> typed value (View, float, int, str, tuple, ...)
     index: int  # position in the program
@@ -250,6 +253,7 @@ def instruction_at(op: str, args: dict, index: int, loc: Loc, arg_locs: dict,
 
 @dataclass(frozen=True, slots=True)
 class Program:
+    """A whole program: its tensors and instructions (what every front end builds)."""
     version: int
     target: str
     tensors: dict[str, TensorDecl]

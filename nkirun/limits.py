@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 DEFAULT_MAX_INSTRUCTIONS = 10_000_000
+# how deep a program source nests lists (text) and collections (YAML): a 5-D data list needs 5
+MAX_DEPTH = 64
 _MAX_INSTRUCTIONS: ContextVar[int] = ContextVar("nkirun_max_instructions",
                                                 default=DEFAULT_MAX_INSTRUCTIONS)
 _MAX_HBM_BYTES: ContextVar = ContextVar("nkirun_max_hbm_bytes", default=None)

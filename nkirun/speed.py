@@ -41,6 +41,9 @@ and schedule.
 |                 | (schedule/fast_place.py)                                |                                               |
 | DEAD_HISTORIES  | a tensor's access history dropped once no later         | every history kept to the end                 |
 |                 | instruction accesses it (schedule/history.py last_uses) |                                               |
+| WIDEN_ONCE      | a planned run widens a 16-bit or fp8 matmul operand     | each call widens its operands into scratch    |
+|                 | into a float32 copy once per write of its view, not per | arrays (isa/common.f32_operand; tests/runner/ |
+|                 | read (runner/plan_widen.py)                             | test_plan_widen.py)                           |
 
 Shortcuts chosen by an argument rather than a switch, each tested against its twin:
 runner/plan.py (a planned run; `interpret.execute(plan=False)`: runner/plain.py, tests/
@@ -58,6 +61,11 @@ test_fast_views.py). Under LAZY_OPERANDS the scheduler reads a form instance's p
 Operands raw (schedule/scheduler.py `place`, placement.on_scalar's cycles per form); with
 the switch off every instance has its Operands and the same schedule comes out
 (tests/kernel/test_call_forms.py).
+
+Start-up (issue 28): source/yaml_import.py imports PyYAML with its pure-Python reader's
+character pattern made on first use (`LazyPattern`; twin: `import yaml`, tests/source/
+test_yaml_import.py); the `nkirun` command freezes its objects at exit so that the
+shutdown's full collection skips them (gc_policy.skip_exit_collection).
 """
 CALL_FORMS = True
 FORM_ARGS = True
@@ -74,3 +82,4 @@ INDIRECT_ROWS = True
 PSUM_BY_FORM = True
 FORM_PLANS = True
 DEAD_HISTORIES = True
+WIDEN_ONCE = True

@@ -11,7 +11,12 @@ W047, naming the peak and its largest tiles; `spill_plan` estimates the traffic,
 `nkirun cost` books on the DMA queues (schedule/spills.py).
 
 E041 stays where nothing can be spilled: a kernel that places its tensors itself, and one
-instruction whose own on-chip operands exceed the capacity (they must all be resident).
+instruction whose own on-chip operands exceed the capacity (they must all be resident),
+unless it is elementwise (its SPEC's `free_split`): the compiler can issue such an
+instruction in free-axis pieces, as nki-library's cross_entropy_forward needs on trn2 (two
+(64, 65535) bfloat16 tiles, 262,140 bytes per partition, in one tensor_scalar; its
+pre-commit tests run that shape on the default trn2 target,
+https://github.com/aws-neuron/nki-library test/integration/nkilib/experimental/loss).
 The spill estimate is nkirun's, not the compiler's: Belady's rule (evict the tensor used
 again furthest ahead; store it once while it is dirty, reload it before its next use).
 """
@@ -65,7 +70,10 @@ def spill_plan(program, bound, buf: str, cap: int) -> dict:
     """Belady's spill schedule for buffer `buf` (per partition capacity `cap`):
     {"events": [(position, "save" | "reload", tensor, bytes)], "save_bytes", "reload_bytes",
     "too_big": (position, bytes per partition) of an instruction whose operands alone
-    exceed cap, or None}. Bytes are whole-tensor bytes (all partitions).
+    exceed cap, or None; "split": [(position, bytes per partition)] of the elementwise ones
+    the compiler issues in free-axis pieces}. Bytes are whole-tensor bytes (all partitions).
+    An elementwise instruction whose operands together exceed cap (each alone fits) streams
+    the excess through the next memory: one save and one reload of it, nkirun's estimate.
     A tile that is a copy of HBM data (written by a load, not modified since) needs no save:
     it is loaded again from its source; one evicted before anything read it costs nothing
     (the compiler issues the load later, where the room is)."""
@@ -80,11 +88,22 @@ def spill_plan(program, bound, buf: str, cap: int) -> dict:
         else:
             b.dirty |= wrote
             b.fresh -= wrote
-        if need > cap and b.out["too_big"] is None:
-            b.out["too_big"] = (i, need)
+        if need > cap:
+            if _streams(bound[i], here, b, cap):
+                b.stream(i, here, wrote, need - cap)
+            elif b.out["too_big"] is None:
+                b.out["too_big"] = (i, need)
         b.evict(here, i)
         b.free_dead(here)
     return b.out
+
+
+def _streams(b, here: set, belady, cap: int) -> bool:
+    """Whether instruction `b`, whose operands `here` do not fit together, can be issued in
+    free-axis pieces: elementwise (its SPEC's free_split), each operand fitting alone."""
+    split = b.spec.free_split
+    return (split is not None and split(b)
+            and all(belady.resident[name] <= cap for name in here))
 
 
 class _Belady:
@@ -99,7 +118,20 @@ class _Belady:
         self.fresh: set[str] = set()           # loaded from HBM and not read since
         self.heap: list = []                   # (-next use, name)
         self.used = 0
-        self.out = {"events": [], "save_bytes": 0, "reload_bytes": 0, "too_big": None}
+        self.out = {"events": [], "save_bytes": 0, "reload_bytes": 0, "too_big": None,
+                    "split": []}
+
+    def stream(self, i: int, here: set, wrote: set, over: int) -> None:
+        """Book `over` bytes per partition of instruction i's operands as saved and reloaded
+        (the pieces that did not fit), named after its largest output (else operand)."""
+        pool = (wrote & here) or here
+        name = max(sorted(pool), key=lambda n: self.resident[n])
+        t = self.tensors[name]
+        nbytes = over * (t.nbytes // max(_size(t), 1))
+        self.out["split"].append((i, over + self.cap))
+        self.out["events"] += [(i, "save", name, nbytes), (i, "reload", name, nbytes)]
+        self.out["save_bytes"] += nbytes
+        self.out["reload_bytes"] += nbytes
 
     def bring(self, name: str, i: int) -> int:
         """Make `name` resident for instruction i (reloading it if it was spilled);
@@ -173,6 +205,13 @@ def over_capacity(program, bound, buf: str, cap: int, peak: int, at: int,
                       f"need {need:,} bytes per partition together; {target_name} has "
                       f"{cap:,} (they must all be resident, none can spill)", bi.loc(), i,
                       hint="split the instruction's operands into smaller tiles")]
+    split = ""
+    if plan["split"]:
+        i, need = plan["split"][0]
+        more = f" (and {len(plan['split']) - 1} more)" if len(plan["split"]) > 1 else ""
+        split = (f"; the operands of instruction {i} ({bound[i].op}){more} need {need:,} "
+                 f"bytes per partition together: an elementwise instruction, which the "
+                 f"compiler issues in free-axis pieces")
     mb = (plan["save_bytes"] + plan["reload_bytes"]) / 1e6
     nxt = "SBUF" if buf == "psum" else "HBM"
     estimate = (f"nkirun's estimate: {plan['save_bytes'] / 1e6:,.2f} MB saved and "
@@ -180,7 +219,7 @@ def over_capacity(program, bound, buf: str, cap: int, peak: int, at: int,
                 "by `nkirun cost`)" if plan["events"] else
                 "nkirun's estimate: no spill traffic, as the tiles over capacity are loads "
                 "nothing read yet, which the compiler can issue later")
-    return [warning("W047", f"{head}{live}: the compiler spills to {nxt} or reorders. "
-                    f"{estimate}", b.loc(), at,
+    return [warning("W047", f"{head}{live}: the compiler spills to {nxt} or reorders"
+                    f"{split}. {estimate}", b.loc(), at,
                     hint="allocate tiles inside the loop that uses them, or tile the long "
                          "dimension, so fewer are live at once")]

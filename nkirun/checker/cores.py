@@ -19,11 +19,15 @@ Views known statically are compared here; indirect (runtime-indexed) ones at run
 """
 from __future__ import annotations
 
-from nkirun.checker.meet import SyncOrder, sync_order, where as _where
+from typing import TYPE_CHECKING
+
 from nkirun.diagnostics import Diagnostic, error, warning
 from nkirun.ir import Program
 
 from nkirun.hw.targets import LNC_TARGETS  # noqa: E402,F401  (re-exported)
+
+if TYPE_CHECKING:  # (meet.py is imported by a program that has meeting points or two cores)
+    from nkirun.checker.meet import SyncOrder
 
 
 def is_meeting(b) -> bool:
@@ -149,6 +153,7 @@ def _sweep(name, accesses, reported, writes) -> list[Diagnostic]:
 
 
 def _race(b, key, name, written, ob, owritten) -> Diagnostic:
+    from nkirun.checker.meet import where as _where
     what = lambda w: "writes" if w else "reads"  # noqa: E731
     both = ("; the result depends on which write lands last unless both write the same "
             "values (run compares them: W633 when they differ)") if written and owritten else ""
@@ -168,6 +173,7 @@ def check_cores(program: Program, bound) -> tuple[list, list[Diagnostic]]:
     diags = core_rules(program, bound)
     if program.cores == 1:
         return bound, diags
+    from nkirun.checker.meet import sync_order
     order = sync_order(bound)
     if order.deadlock is not None and _looped_meeting(program, bound):
         d = order.deadlock

@@ -6,14 +6,31 @@ traceback).
 """
 from __future__ import annotations
 
+from importlib import import_module
+
 import click
+
+# The commands in workflow order (check, run, cost, ...): name -> (module, function).
+COMMANDS = {"check": ("check", "check"), "run": ("run", "run"), "cost": ("cost", "cost"),
+            "sweep": ("sweep", "sweep"), "convert": ("cost", "convert"),
+            "explain": ("misc", "explain"), "ops": ("misc", "ops"), "schema": ("misc", "schema")}
 
 
 class _InOrder(click.Group):
-    """Lists the commands in workflow order (check, run, cost, ...), not alphabetically."""
+    """Lists the commands in workflow order, not alphabetically. A command's module is
+    imported when the command is named (`nkirun check` builds no other command's options);
+    `--help`, completion and an unknown name (click's "did you mean") load them all."""
 
     def list_commands(self, ctx):
-        return list(self.commands)
+        return list(dict.fromkeys([*COMMANDS, *self.commands]))
+
+    def get_command(self, ctx, name):
+        if name not in self.commands:
+            for other in ([name] if name in COMMANDS else COMMANDS):
+                if other not in self.commands:
+                    module, function = COMMANDS[other]
+                    self.add_command(getattr(import_module(f"nkirun.cli.{module}"), function))
+        return self.commands.get(name)
 
 
 @click.group(cls=_InOrder, context_settings={"help_option_names": ["-h", "--help"],
@@ -45,17 +62,11 @@ def cli(color):
     set_color_mode(color)
 
 
-from nkirun.cli import check, cost, misc, run, sweep  # the commands, in workflow order
-
-for _command in (check.check, run.run, cost.cost, sweep.sweep, cost.convert, misc.explain,
-                 misc.ops, misc.schema):
-    cli.add_command(_command)
-
-
 def main():
     from nkirun.entry import run_main
-    from nkirun.gc_policy import paused_gc
-    with paused_gc():  # this process is ours: see gc_policy
+    from nkirun.gc_policy import paused_gc, skip_exit_collection
+    skip_exit_collection()  # this process is ours: see gc_policy
+    with paused_gc():
         run_main(cli)
 
 

@@ -101,19 +101,26 @@ def check_one(spec: str, program_format, target, opts, many: bool = False):
                    front.lines)
 
 
+MANIFEST = "pyproject.toml"  # pipeline/manifest.py's, imported only to read one
+
+
+def _read_manifest(path: str) -> list:
+    from nkirun.pipeline.manifest import read_manifest
+    return read_manifest(path)
+
+
 def _items(paths):
     """((spec, its KernelOptions or None, its target or None) to check, the paths with
     nothing to check): program files, folders (their programs, and the kernels their
     pyproject.toml lists), a pyproject.toml (its kernels), kernels."""
     import os
 
-    from nkirun.pipeline.manifest import MANIFEST, read_manifest
     from nkirun.show.check_report import expand
     items, empty = [], []
     for p in paths:
         manifest = p if os.path.basename(p) == MANIFEST and os.path.isfile(p) else \
             os.path.join(p, MANIFEST) if os.path.isdir(p) else None
-        listed = read_manifest(manifest) if manifest and os.path.isfile(manifest) else []
+        listed = _read_manifest(manifest) if manifest and os.path.isfile(manifest) else []
         found = [] if manifest == p else expand([p])[0]
         items += [(f, None, None) for f in found]
         items += [(e.spec, e.options, e.target) for e in listed]

@@ -66,20 +66,19 @@ def _guard(fn):
     import functools
 
     from nkirun.pipeline.kernel_params import OptionError
-    from nkirun.source.kernel.loader import KernelUsageError
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         debug = kwargs.get("debug", False)
         try:
             return fn(*args, **kwargs)
-        except KernelUsageError as e:  # a missing or unknown kernel parameter
-            raise click.UsageError(str(e)) from None
         except OptionError as e:
             if e.option is None:
                 raise click.UsageError(str(e)) from None
             raise click.BadParameter(str(e), param_hint=e.option) from None
         except NkirunError as e:
+            if _kernel_usage(e):  # a missing or unknown kernel parameter
+                raise click.UsageError(str(e)) from None
             if kwargs.get("fmt") == "json" and fn.__name__ in ("run", "cost"):
                 _echo_json({"program": kwargs.get("program"), "ok": False,
                             "diagnostics": [d.as_dict() for d in e.diagnostics]})
@@ -94,6 +93,13 @@ def _guard(fn):
         except Exception as e:  # noqa: BLE001
             return _internal(e, debug)
     return wrapper
+
+
+def _kernel_usage(e: Exception) -> bool:
+    """Whether `e` is a KernelUsageError (source/kernel/loader.py, not imported until a
+    kernel is loaded: a program's check never raises one)."""
+    loader = sys.modules.get("nkirun.source.kernel.loader")
+    return loader is not None and isinstance(e, loader.KernelUsageError)
 
 
 def _internal(e: Exception, debug: bool):

@@ -54,7 +54,8 @@ class _Report:
             call["trace_seconds"] = round(time.perf_counter() - t0, 3)
         row = call.setdefault("kernel_row", {})
         row.update(kernel=getattr(kernel, "__qualname__", None) or "kernel",
-                   target=traced.program.target, lnc=traced.program.cores)
+                   target=traced.program.target, lnc=traced.program.cores,
+                   tensor_bytes=_tensor_bytes(traced.program))
         if self.check or self.json_path:
             row["warnings"] = [{"code": d.code, "message": d.message,
                                 "where": str(d.loc) if d.loc else None}
@@ -145,6 +146,13 @@ def _nkirun_share(calls: list) -> dict:
             "nkirun_cpu_seconds": round(sum(c.get("cpu_seconds", 0) for c in calls), 3),
             "nkirun_peak_mb": max(c.get("peak_mb", 0) for c in calls),
             "nkirun_extra_mb": max(c.get("extra_mb", 0) for c in calls)}
+
+
+def _tensor_bytes(program) -> int:
+    """The bytes of every tensor the kernel declares (its HBM inputs, outputs and scratch,
+    its on-chip tiles): what a simulator must hold, against which nkirun's own memory is
+    judged (issue 28: peak RSS <= live tensor bytes + 150 MB)."""
+    return sum(t.nbytes for t in program.tensors.values())
 
 
 def _predicted_ns(traced, bound):

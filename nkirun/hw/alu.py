@@ -18,6 +18,7 @@ ARITH, COMPARE, BITWISE, LOGICAL = "arithmetic", "comparison", "bitwise", "logic
 
 @dataclass(frozen=True, slots=True)
 class AluOp:
+    """An ALU operator (add, max, bitwise_and, ...): its kind and NumPy function."""
     name: str
     kind: str
     fn: Callable  # binary (a, b) -> array, computed on float32 (bitwise: on integers)

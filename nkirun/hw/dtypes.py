@@ -26,6 +26,7 @@ import numpy as np
 
 @dataclass(frozen=True, slots=True)
 class DType:
+    """A tensor element type: its name, NumPy type and size on chip."""
     name: str
     np_type: np.dtype
     is_float: bool

@@ -28,6 +28,7 @@ COMPUTE_ENGINES = ("tensor", "vector", "scalar", "gpsimd")
 
 @dataclass(frozen=True, slots=True)
 class Target:
+    """One chip generation's numbers (trn1, trn2, ...): partitions, buffer sizes, clocks."""
     name: str
     core: str
     partitions: int

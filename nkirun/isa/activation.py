@@ -103,6 +103,11 @@ def execute(b: Bound, m, reduce_cmd: str | None = None) -> None:
     m.write(b["dst"], y.reshape(b["dst"].shape), out_dtype(b), b.mask)
 
 
+def _free_split(b: Bound) -> bool:
+    """Elementwise unless it also reduces along the free axis (checker/capacity.py)."""
+    return b.tile("reduce_res") is None and b.get("reduce_cmd", "idle") == "idle"
+
+
 def cycles(b: Bound, target) -> int:
     n = max(target.min_ii, b["data"].free_size)
     # reading the accumulator out is a separate ActReadAccumulator, ~MIN_II cycles ([ARCH2])
@@ -113,6 +118,7 @@ SPEC = InstructionDef(
     name="activation",
     engine="scalar",
     params=PARAMS,
+    free_split=_free_split,
     summary="dst = op(data * scale + bias) on the Scalar engine, optional row-sum reduction",
     semantics=(
         "Computes op(data*scale + bias) elementwise in float32 (scale: scalar or (P, 1) "

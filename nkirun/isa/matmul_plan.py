@@ -9,7 +9,7 @@ from functools import partial
 import numpy as np
 
 from nkirun.isa import matmul_modes as modes
-from nkirun.isa.common import f32_operand, row_major, widened
+from nkirun.isa.common import row_major, widened
 from nkirun.isa.spec import Bound
 
 
@@ -46,10 +46,11 @@ def plan(b: Bound):
 
 
 def _widened(view, r, shape, tag):
-    """f32_operand, or None when the view is not row-major (its float32 copy would not be
-    laid out as execute's: np.matmul may sum in another order on another layout)."""
-    pair = f32_operand(view, r, shape, tag)
-    return pair if pair is not None and row_major(pair[0]) else None
+    """view.widened (a float32 copy the plan keeps while the view is not written,
+    runner/plan_widen.py), or None when the view is not row-major (its float32 copy would
+    not be laid out as execute's: np.matmul may sum in another order on another layout)."""
+    a = view(r, shape)
+    return view.widened(r, shape, tag) if a is not None and row_major(a) else None
 
 
 def _product_into(st, mv, d) -> None:

@@ -32,6 +32,7 @@ UNSET = object()  # `name=...`: NKI's default is not filled in (nkirun's applies
 
 @dataclass(frozen=True, slots=True)
 class NkiApi:
+    """How NKI's Python API spells an instruction (its signature, module, aliases)."""
     signature: str = ""
     module: str = "nki.isa"
     front_end: str = ""

@@ -22,7 +22,7 @@ from nkirun.hw import alu as ops
 from nkirun.isa.common import (flat, same_shape, scratch_of, unary_operand_zero,
                                vector_arith_ops)
 from nkirun.isa.spec import (BOOL, OP, TILE, TILE_OR_SCALAR, Bound, InstructionDef, NkiApi, Param,
-                             common_tail, out_dtype)
+                             common_tail, out_dtype, elementwise)
 
 URL = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api/generated/"
        "nki.isa.scalar_tensor_tensor.html")
@@ -89,6 +89,7 @@ SPEC = InstructionDef(
     name="scalar_tensor_tensor",
     engine="vector",
     params=PARAMS,
+    free_split=elementwise,
     summary="dst = (data op0 operand0) op1 operand1: a tensor_scalar step then a tensor_tensor",
     semantics=(
         "Applies op0 with operand0 (a scalar or a (P, 1) tile broadcast along the free axes) "

@@ -28,6 +28,7 @@ NAME_PREFIXES = ("nki.isa.", "nisa.", "nl.", "nki.language.", "isa.")
 
 @dataclass(frozen=True, slots=True)
 class Param:
+    """One keyword of an instruction: its kind, default and whether it is required."""
     name: str
     kind: Kind
     required: bool = False
@@ -94,6 +95,7 @@ NAME_PARAM = Param("name", LABEL, doc="a label naming this instruction (NKI's na
 
 @dataclass(frozen=True, slots=True)
 class InstructionDef:
+    """Everything about one instruction: parameters, rules, semantics and cost."""
     name: str
     engine: str  # default engine; `engine_of` may refine per instruction
     params: tuple[Param, ...]
@@ -144,6 +146,10 @@ class InstructionDef:
     # A language-level load (nl.load) the compiler treats as a value: repeated from
     # unchanged elements it is elided like a recomputation (schedule/recompute.py).
     value_load: bool = False
+    # Each output element depends only on the inputs at its own position (per-partition
+    # scalar columns aside), so the compiler can issue the instruction in free-axis pieces:
+    # its operands need not all be resident at once (checker/capacity.py). (Bound) -> bool.
+    free_split: Callable | None = None
     # The instruction's own rules, one line each with its code, for `explain` (the rules
     # the Params declare are listed from them).
     constraints: tuple[str, ...] = ()
@@ -190,6 +196,11 @@ class InstructionDef:
         """The instruction's public NKI API page (`nki.module`: load/store are nki.language
         functions)."""
         return f"{NKI_API_PAGES}/{self.nki.module}.{self.name}.html"
+
+
+def elementwise(b: Bound) -> bool:
+    """`free_split` of an instruction that is elementwise in every form."""
+    return True
 
 
 def convert(p: Param, value: Any, loc: Loc) -> Any:

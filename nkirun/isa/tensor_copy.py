@@ -11,7 +11,8 @@ from functools import partial
 import numpy as np
 
 from nkirun.isa.common import activation_pass, cast_copy_plan, copy_plan, flat, is_nc_v2, same_shape
-from nkirun.isa.spec import ENUM, TILE, Bound, InstructionDef, NkiApi, Param, common_tail, out_dtype
+from nkirun.isa.spec import (ENUM, TILE, Bound, InstructionDef, NkiApi, Param, common_tail,
+                             elementwise, out_dtype)
 
 PARAMS = (
     Param("dst", TILE, required=True, out=True,
@@ -72,6 +73,7 @@ SPEC = InstructionDef(
     name="tensor_copy",
     engine="vector",
     params=PARAMS,
+    free_split=elementwise,
     summary="copy a tile (bit-exact when the dtypes match, else through float32)",
     semantics=(
         "Copies src into dst (same partitions and elements per partition). Vector and GpSimd "

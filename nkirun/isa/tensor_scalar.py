@@ -14,7 +14,7 @@ import numpy as np
 from nkirun.hw import alu as ops
 from nkirun.isa.common import activation_pass, flat, is_nc_v2, same_shape
 from nkirun.isa.spec import (BOOL, ENUM, OP, TILE, TILE_OR_SCALAR, Bound, InstructionDef, NkiApi,
-                             Param, common_tail, out_dtype)
+                             Param, common_tail, out_dtype, elementwise)
 
 # §1.3 [OLD-ISA][NEW-ISA]: the only (op0, op1) pairs the Scalar engine runs (trn2 on)
 SCALAR_ENGINE_PAIRS = (("multiply", "add"), ("multiply", None), ("add", None))
@@ -169,7 +169,7 @@ def cycles(b: Bound, target) -> int:
 SPEC = InstructionDef(
     name="tensor_scalar",
     engine="vector",
-    params=PARAMS,
+    params=PARAMS, free_split=elementwise,
     summary="(data op0 operand0) op1 operand1, operands scalars or (P, 1) tiles",
     semantics=(
         "Applies op0 with operand0 (a scalar or a (P, 1) tile broadcast along the free axis) "

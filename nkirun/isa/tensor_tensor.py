@@ -13,7 +13,7 @@ import numpy as np
 from nkirun.hw import alu as ops
 from nkirun.isa.common import flat, same_shape, widened_ufunc_plan
 from nkirun.isa.spec import (ENUM, OP, TILE, Bound, InstructionDef, NkiApi, Param, common_tail,
-                             out_dtype)
+                             out_dtype, elementwise)
 
 BINARY_OPS = tuple(n for n in ops.OPS if n not in ops.UNARY)
 INT32 = ("int32", "uint32")
@@ -167,6 +167,7 @@ SPEC = InstructionDef(
     name="tensor_tensor",
     engine="vector",
     params=PARAMS,
+    free_split=elementwise,
     summary="elementwise op of two tiles of the same shape",
     semantics=(
         "dst = op(data1, data2) element by element; data1, data2 and dst have the same "

@@ -45,9 +45,11 @@ def check(front: Front, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES) -> Checked:
         return Checked(front, [], list(front.diagnostics))
     with paused_gc():  # (nkirun/gc_policy.py: the caller's collector is restored after)
         bound, more = validate(front.program, max_hbm_bytes)
-    from nkirun.pipeline.hints import in_language
     diags = sorted(front.diagnostics + front.relocated(more), key=sort_key)
-    return Checked(front, bound, in_language(diags, front))
+    if front.language != "yaml":  # (the checker words its fixes for YAML)
+        from nkirun.pipeline.hints import in_language
+        diags = in_language(diags, front)
+    return Checked(front, bound, diags)
 
 
 def require_valid(front: Front, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES) -> Checked:
@@ -72,6 +74,7 @@ def located(front: Front, e: NkirunError) -> NkirunError:
 # ---- run -----------------------------------------------------------------------------------
 @dataclass
 class Ran:
+    """What `run` gives: the outputs, the machine they ran on and the warnings."""
     outputs: dict  # output name -> array, in output order
     machine: object
     warnings: list  # the check's (less those the run showed harmless), the run's, the shadow's

@@ -129,7 +129,7 @@ def parse_source(program, fmt: str | None):
 
 
 def _yaml_of(program: Mapping) -> str:
-    import yaml
+    from nkirun.source.yaml_import import yaml
 
     def plain(v):
         if isinstance(v, Mapping):
@@ -220,7 +220,7 @@ class KernelOptions:
 
 def is_kernel(spec) -> bool:
     """A Python kernel (`PATH.py`, `PATH::FUNCTION`) rather than a program file."""
-    from nkirun.source.kernel.loader import is_kernel_path
+    from nkirun.source.kernel import is_kernel_path
     return isinstance(spec, str) and is_kernel_path(spec)
 
 

@@ -27,6 +27,7 @@ _KEYS = {"kernel", "shape", "arg", "input", "grid", "lnc", "target"}
 
 @dataclass(frozen=True)
 class Entry:
+    """One kernel a manifest lists, with its options and target."""
     spec: str  # PATH.py::FUNCTION, the path joined to the manifest's folder
     options: KernelOptions
     target: str | None = None

@@ -43,7 +43,9 @@ from nkirun.runner.carried import Replan, execute_one
 from nkirun.runner.files import initial_buffers
 from nkirun.runner.machine import Machine
 from nkirun.runner.memory import refuse_if_too_large
-from nkirun.runner.plan_writes import PlannedWrites, Viewer, hand_over
+from nkirun.runner.plan_widen import WidenOnce
+from nkirun.runner.plan_writes import PlannedWrites, Viewer, bind as _bind, hand_over
+from nkirun.runner.plan_writes import unbind as _unbind
 
 
 def plannable(program) -> bool:
@@ -155,15 +157,18 @@ class _Recipe:
     """What one checked form's instructions share (checker/intern.py: equal layouts, so
     equal tensor shapes and dtypes per position): whether they are planned, the positions
     (in names_plan's names) of the tensors they write in full without reading, each
-    position's slot kind, and the prepared calls built so far, by the array numbers of
-    the instruction's tensors. Per instruction the compile then only looks up slots."""
+    position's slot kind, how many of the names are read (the rest are written), and
+    the prepared calls built so far, by the array numbers of the instruction's tensors,
+    each with the views it reads widened (plan_widen.py). Per instruction the compile
+    then only looks up slots."""
 
-    __slots__ = ("planned", "whole", "kinds", "calls")
+    __slots__ = ("planned", "whole", "kinds", "calls", "reads")
 
     def __init__(self, b, names, tensors):
         self.planned, self.whole = _facts(b, names)
         self.kinds = tuple((tensors[n].shape, tensors[n].dtype.name) for n in names)
         self.calls: dict = {}
+        self.reads = len(b.names_plan()[0][0])
 
 
 class _Planner:
@@ -187,6 +192,7 @@ class _Planner:
         self.views: dict = {}  # (array number, layout, shape) -> view
         self.bs, self.calls = [], []  # the steps: the instruction, the call
         self.writes = PlannedWrites()  # tensors written in parts so far (plan_writes.py)
+        self.widen = WidenOnce()  # float32 copies of views read widened (plan_widen.py)
         self.compile(bound, ends)  # (ends: last_uses, without the kept tensors)
 
     def _kind(self, name: str) -> tuple:
@@ -201,7 +207,8 @@ class _Planner:
         slot = slot_of.__getitem__
         add_b, add_call = self.bs.append, self.calls.append
         masks = self.writes.masks
-        viewer = Viewer(self.view, self.writes)
+        widen = self.widen
+        viewer = Viewer(self.view, self.writes, self.view_key, widen)
         for i, b in enumerate(bound):
             args = raw_args(b)  # (names, form: no dict)
             names = args.names if args.names is not None else b.names_plan()[1]
@@ -222,21 +229,24 @@ class _Planner:
                         slot_of[n] = e[1]
                     else:
                         self.allocate(n, b, p in r.whole, r.planned)
-            call = None
+            call, widened = None, ()
             if r.planned and (not tracked or tracked.isdisjoint(names)):
                 # (a tensor written in parts so far: decided per instruction, never shared)
                 partial_writes = bool(masks) and not masks.keys().isdisjoint(names)
                 if not partial_writes or self.writes.decides(b):
                     key = (*map(slot, names), fresh)
-                    call = None if partial_writes else r.calls.get(key)
-                    if call is None:
+                    got = None if partial_writes else r.calls.get(key)
+                    if got is None:
                         viewer.fresh = frozenset(names[p] for p in fresh)
-                        call = b.spec.plan(b)(viewer)
-                        if form is not None and call is not None and not partial_writes:
-                            r.calls[key] = call
+                        widen.needing = []
+                        got = (b.spec.plan(b)(viewer), tuple(widen.needing))
+                        if form is not None and got[0] is not None and not partial_writes:
+                            r.calls[key] = got
+                    call, widened = got
                     if partial_writes and call is not None:
                         self.writes.mark(b)
-            if call is None:
+            plain = call is None
+            if plain:
                 for p in fresh:  # (allocated as written whole by a plan that did not apply)
                     if names[p] not in tracked and names[p] not in masks:
                         self.start_tracking(names[p], b)
@@ -247,8 +257,12 @@ class _Planner:
                     if n not in bound_in_m:
                         self.bind(n, b)
                 call = partial(_plain, self.m, b)
+            elif widened:  # (widening steps for the copies the call reads, when stale)
+                widen.steps(widened, b, add_b, add_call)
             add_b(b)
             add_call(call)
+            if widen.current:  # (what b writes: a plain call may write any tensor it names)
+                widen.written_by(names if plain else names[r.reads:], slot)
             done = ends.get(i)
             if done is not None:
                 for n in ((done,) if done.__class__ is str else done):
@@ -260,17 +274,20 @@ class _Planner:
         for n in [n for n in masks if n in outputs]:  # (kept: the run tracks the rest)
             self.hand_over(n, bound[-1])
 
-    def view(self, r, shape=None):
-        """r's storage as an array of `shape` (default r.shape) without a copy, or None."""
-        arr, n, _ = self.arrays[r.decl.name]
-        shape = r.shape if shape is None else shape
+    def view_key(self, r, shape=None) -> tuple:
+        """(array number, layout, shape) of view(r, shape): equal keys, equal views."""
         s = r.ap
         layout = r.box if s is None else (s.byte_offset, s.byte_strides, s.shape,
                                           s.dtype.np_type)
-        key = (n, layout, shape)
+        return self.arrays[r.decl.name][1], layout, r.shape if shape is None else shape
+
+    def view(self, r, shape=None):
+        """r's storage as an array of `shape` (default r.shape) without a copy, or None."""
+        key = self.view_key(r, shape)
         v = self.views.get(key, False)
         if v is not False:
             return v
+        arr, s, shape = self.arrays[r.decl.name][0], r.ap, key[2]
         if s is None:
             a = arr[r.np_index]
         elif s.indirect is not None or s.overlapping or not arr.flags.c_contiguous:
@@ -322,6 +339,7 @@ class _Planner:
             fill = dt.cast(np.array(np.nan, np.float32), t.dtype)
         self.bs.append(b)
         self.calls.append(partial(np.copyto, self.arrays[name][0], fill))
+        self.widen.written(self.arrays[name][1])
 
     def start_tracking(self, name: str, b) -> None:
         """Before b, its first use: the tensor starts as on the plain path (the fill, no
@@ -358,16 +376,6 @@ class _Planner:
             self.bound_in_m.discard(name)
             self.bs.append(b)
             self.calls.append(partial(_unbind, self.m, name))
-
-
-def _bind(m: Machine, name: str, arr, tracked_shape) -> None:
-    m.buffers[name] = arr
-    m.written[name] = None if tracked_shape is None else np.zeros(tracked_shape, bool)
-
-
-def _unbind(m: Machine, name: str) -> None:
-    m.buffers.pop(name, None)
-    m.written.pop(name, None)
 
 
 def _facts(b, names) -> tuple:

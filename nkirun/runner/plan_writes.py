@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from nkirun import speed  # the speed switches, beside their plain twins
+
 
 def box_index(r):
     """The NumPy basic index of the storage elements view r touches, or None when they are
@@ -26,15 +28,19 @@ def box_index(r):
 
 
 class PlannedWrites:
-    """tensor name -> bool array of its elements written so far by planned instructions."""
+    """tensor name -> bool array of its elements written so far by planned instructions
+    (`masks`), and how many of them are not (`left`: a tile loaded in k parts costs k
+    box-sized counts, not k passes over the whole mask)."""
 
-    __slots__ = ("masks",)
+    __slots__ = ("masks", "left")
 
     def __init__(self):
         self.masks: dict = {}
+        self.left: dict = {}
 
     def start(self, name: str, shape: tuple) -> None:
-        self.masks[name] = np.zeros(shape, bool)
+        self.masks[name] = mask = np.zeros(shape, bool)
+        self.left[name] = mask.size
 
     def held(self, r) -> bool | None:
         """Whether every element of view r holds data (True), none does (False), or some
@@ -60,30 +66,37 @@ class PlannedWrites:
 
     def mark(self, b) -> None:
         """b (planned) wrote its write views; a tensor written in full leaves the masks."""
-        masks = self.masks
+        masks, left = self.masks, self.left
         for _, r in b.accesses().writes:
-            mask = masks.get(r.decl.name)
+            name = r.decl.name
+            mask = masks.get(name)
             if mask is not None:
-                mask[box_index(r)] = True
-                if mask.all():
-                    del masks[r.decl.name]
+                at = box_index(r)
+                sel = mask[at]
+                left[name] -= sel.size - np.count_nonzero(sel)
+                mask[at] = True
+                if not left[name]:
+                    del masks[name], left[name]
 
     def drop(self, name: str):
         """The tensor leaves the masks; returns its mask (None if it had none)."""
+        self.left.pop(name, None)
         return self.masks.pop(name, None)
 
 
 class Viewer:
     """What a plan form's build(view) gets: `view(r, shape=None)` (the planner's view),
     `holds(r)` (whether every element of view r holds data before this instruction: True,
-    False for none, None for some) and `scratch(tag, shape)`, a float32 work array of this
+    False for none, None for some), `scratch(tag, shape)`, a float32 work array of this
     run shared by every call asking for the same tag and shape: its contents do not
-    outlive one call (the calls of a run are made one at a time)."""
+    outlive one call (the calls of a run are made one at a time), and `widened(r, shape,
+    tag)`, r's float32 values for the call to read (runner/plan_widen.py)."""
 
-    __slots__ = ("_view", "_writes", "fresh", "_scratch")
+    __slots__ = ("_view", "_writes", "fresh", "_scratch", "_key", "_widen")
 
-    def __init__(self, view, writes: PlannedWrites):
+    def __init__(self, view, writes: PlannedWrites, key=None, widen=None):
         self._view, self._writes, self.fresh, self._scratch = view, writes, frozenset(), {}
+        self._key, self._widen = key, widen  # (the planner's view key, its WidenOnce)
 
     def __call__(self, r, shape=None):
         return self._view(r, shape)
@@ -100,6 +113,18 @@ class Viewer:
             a = self._scratch[key] = np.empty(shape, dtype)
         return a
 
+    def widened(self, r, shape: tuple, tag: str):
+        """r as `shape` in float32, as a pair for isa/common.widened (None: no plain view):
+        (the view, None) for a float32 one; else (its float32 copy, None), the plan
+        widening it only after a write (speed.WIDEN_ONCE), or (the view, scratch), the
+        call widening it each time (the plain twin, isa/common.f32_operand's)."""
+        a = self._view(r, shape)
+        if a is None or a.dtype == np.float32:
+            return None if a is None else (a, None)
+        if not speed.WIDEN_ONCE or self._widen is None:
+            return a, self.scratch(tag, shape)
+        return self._widen.copy_of(self._key(r, shape), a), None
+
 
 def hand_over(m, name: str, arr, mask) -> None:
     """A plan step: from here on the run tracks the tensor (its array `arr`), starting
@@ -111,3 +136,16 @@ def hand_over(m, name: str, arr, mask) -> None:
         return
     m.written[name] = mask
     m._unwritten[name] = int(mask.size - np.count_nonzero(mask))
+
+
+def bind(m, name: str, arr, tracked_shape) -> None:
+    """A plan step: the tensor (its array `arr`) is in the Machine, for the plain calls;
+    tracked element by element from none written when `tracked_shape` is given."""
+    m.buffers[name] = arr
+    m.written[name] = None if tracked_shape is None else np.zeros(tracked_shape, bool)
+
+
+def unbind(m, name: str) -> None:
+    """A plan step: the tensor leaves the Machine (after its last use)."""
+    m.buffers.pop(name, None)
+    m.written.pop(name, None)

@@ -11,7 +11,7 @@ _OPS = ("op", "op0", "op1", "reduce_op", "op2", "cmp_op", "func")  # operator ke
 def nisa_example(spec, width: int = 76) -> str | None:
     """The instruction's YAML example as `nisa.<name>(...)` calls, lines within `width`
     columns where the keywords allow (None: no example)."""
-    import yaml
+    from nkirun.source.yaml_import import yaml
     if not spec.example:
         return None
     try:

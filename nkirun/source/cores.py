@@ -45,7 +45,7 @@ def begin_core(b, value, loc: Loc) -> bool:
 def yaml_cores(w, b, node, loc: Loc, instruction, seen: set) -> None:
     """YAML `cores:`, a list of two mappings `{instructions: [...]}` (core 0, core 1);
     `instruction(w, b, entry)` reads one entry. `seen`: the top-level keys read so far."""
-    import yaml
+    from nkirun.source.yaml_import import yaml
     b.cores = 2
     if "instructions" in seen:
         b.diags.append(error("E630", "a program has either `instructions:` (one core) or "

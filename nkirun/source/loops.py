@@ -122,7 +122,7 @@ def finish(b) -> tuple:
 # ---- YAML ------------------------------------------------------------------------------------
 def yaml_loop(w, b, kind: str, vnode, loc: Loc, instruction, unique_keys) -> None:
     """A `for:` / `while:` entry: its keys, then each entry of its body."""
-    import yaml
+    from nkirun.source.yaml_import import yaml
     fields = unique_keys(w, b, vnode, lambda kn, vn: (vn, w.loc(kn)))
     body = fields.pop("body", None)
     begin(b, kind, {k: (w.value(vn), kl) for k, (vn, kl) in fields.items()}, loc)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import re
 
+from nkirun.limits import MAX_DEPTH
+
 _KEY = re.compile(r"([A-Za-z_]\w*)=")
 _INT = re.compile(r"[-+]?\d+")
 _FLOAT = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
@@ -16,7 +18,6 @@ _ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)")
 _ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"'}
 _WORDS = {"true": True, "false": False, "True": True, "False": False, "null": None}
 _MISSING = object()
-MAX_DEPTH = 64  # nesting of lists (and YAML collections): a 5-D data list needs 5
 
 
 class _Syntax(Exception):

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import re
 
-import yaml
-
 from nkirun.diagnostics import Diagnostic, Loc, error
-from nkirun.source.text_tokens import MAX_DEPTH
+from nkirun.limits import MAX_DEPTH
+from nkirun.source.yaml_import import yaml
 
 try:  # the C composer is ~10x faster; fall back to pure Python where libyaml is missing
     LOADER = yaml.CSafeLoader

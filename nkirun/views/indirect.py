@@ -47,6 +47,7 @@ INDEX_DTYPES = frozenset({"int32", "uint32", "int16", "uint16", "int8", "uint8"}
 
 @dataclass(frozen=True, slots=True)
 class Indirect:
+    """The indirect part of an access pattern: the index tensor's view and its step."""
     view: object  # ir.View of the index tensor
     per_partition: bool  # vector_offset (one index per partition) or scalar_offset
     stride_bytes: int  # bytes one index step moves (dim `indirect_dim` of the tensor)

@@ -50,17 +50,51 @@ def test_peak_and_its_instruction_are_reported(tmp_path, target, limit):
     assert "no spill traffic" in d.message
 
 
-def test_one_instructions_operands_over_capacity_are_e041(tmp_path):
-    """What one instruction reads and writes must be resident together: nothing spills."""
+def _with_c(tmp_path, instructions, extra=""):
     p = tmp_path / "p.yaml"
-    c = "  c: {buffer: sbuf, shape: [128, 30000], dtype: float32}\ninstructions:\n"
+    c = ("  c: {buffer: sbuf, shape: [128, 30000], dtype: float32}\n" + extra
+         + "instructions:\n")
     p.write_text(HEADER.replace("TARGET", "trn2").replace("instructions:\n", c)
-                 + "".join(f"  - {i}\n" for i in [
-                     "load: {dst: a, src: x}", "load: {dst: b, src: x}",
-                     "tensor_tensor: {dst: c, data1: a, data2: b, op: add}",
-                     "store: {dst: y, src: c}"]))
-    d, _ = reported_at(p, "E041", line=13, column=5, only=True)
-    assert "operands of instruction 2 (tensor_tensor) need 360,000 bytes" in d.message
+                 + "".join(f"  - {i}\n" for i in instructions))
+    return p
+
+
+def test_one_instructions_operands_over_capacity_are_e041(tmp_path):
+    """What one instruction reads and writes must be resident together: nothing spills.
+    An activation that also sums its rows into the accumulator is not elementwise."""
+    p = _with_c(tmp_path, [
+        "load: {dst: a, src: x}",
+        "activation: {dst: c, data: a, op: exp, reduce_op: add, reduce_res: r, "
+        "reduce_cmd: reset_reduce}",
+        "store: {dst: y, src: c}", "store: {dst: w, src: r}"],
+        "  r: {buffer: sbuf, shape: [128, 1], dtype: float32}\n"
+        "  w: {buffer: hbm, shape: [128, 1], dtype: float32, output: true}\n")
+    d, _ = reported_at(p, "E041", line=14, column=5, only=True)
+    assert "operands of instruction 1 (activation) need" in d.message
+
+
+ELEMENTWISE = ["load: {dst: a, src: x}", "load: {dst: b, src: x}",
+               "tensor_tensor: {dst: c, data1: a, data2: b, op: add}",
+               "store: {dst: y, src: c}"]
+
+
+def test_an_elementwise_instructions_operands_over_capacity_stream(tmp_path):
+    """An elementwise instruction can be issued in free-axis pieces (nki-library's
+    cross_entropy_forward has one tensor_scalar over two (64, 65535) bfloat16 tiles on trn2):
+    W047, not E041, with the excess saved and reloaded once, and `cost` books it."""
+    from nkirun.api import cost
+    from nkirun.checker.capacity import spill_plan
+    p = _with_c(tmp_path, ELEMENTWISE)
+    d, _ = reported_at(p, "W047", line=13, column=5, only=True)
+    assert ("the operands of instruction 2 (tensor_tensor) need 360,000 bytes per partition "
+            "together: an elementwise instruction") in d.message
+    checked = check_program(str(p))
+    plan = spill_plan(checked.program, checked.bound, "sbuf", 229_376)
+    over = (360_000 - 229_376) * 128
+    assert plan["too_big"] is None and plan["split"] == [(2, 360_000)]
+    assert (2, "save", "c", over) in plan["events"] and (2, "reload", "c", over) in plan["events"]
+    sched = cost(str(p))
+    assert sched.spills["save_bytes"] >= over and sched.spills["reload_bytes"] >= over
 
 
 @pytest.mark.parametrize("program,events", [

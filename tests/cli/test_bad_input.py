@@ -315,7 +315,7 @@ def test_an_unreadable_program_is_a_located_error(tmp_path, monkeypatch, name, c
     E600 at the file, exit 1 — not "the kernel raised PermissionError" or a usage error."""
     import builtins
 
-    from nkirun.source import yaml_front
+    from nkirun.source import reading
     from nkirun.source.kernel import loader
     monkeypatch.chdir(tmp_path)
     (tmp_path / name).write_text(KERNEL if name.endswith(".py") else program())
@@ -325,7 +325,7 @@ def test_an_unreadable_program_is_a_located_error(tmp_path, monkeypatch, name, c
         if os.path.basename(str(path)) == name:
             raise PermissionError(13, "Permission denied", str(path))
         return builtins.open(path, *a, **k)
-    for module in (yaml_front, loader):
+    for module in (reading, loader):
         monkeypatch.setattr(module, "open", refuse, raising=False)
     extra = ["--shape", "x=float32[4,8]"] if name.endswith(".py") and cmd != "run" else \
         ["--input", "x=x.npy"] if name.endswith(".py") else []

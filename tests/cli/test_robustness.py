@@ -23,7 +23,10 @@ import numpy as np
 import pytest
 
 from prog_helpers import invoke
-from repo_paths import PROGRAMS
+from repo_paths import PROGRAMS, ROOT
+
+# subprocesses import the tree under test, not whatever nkirun is installed
+TREE_ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 LOCATED = re.compile(r"\.yaml:\d+:\d+: error\[E\d{3}\]")
 
@@ -186,7 +189,7 @@ def test_yaml_bombs_in_a_fresh_process(tmp_path, text):
     """Out of process: a C-level stack overflow in libyaml would kill pytest itself."""
     (tmp_path / "b.yaml").write_bytes(text)
     p = subprocess.run([sys.executable, "-m", "nkirun", "check", "b.yaml"], cwd=tmp_path,
-                       capture_output=True, text=True, timeout=60)  # a hang guard only
+                       capture_output=True, text=True, timeout=60, env=TREE_ENV)  # (hang guard)
     assert p.returncode == 1, p.stderr  # (how fast: benchmarks/bench_rejections.py)
     assert "error[E001]" in p.stdout + p.stderr and "Traceback" not in p.stderr
 
@@ -740,7 +743,7 @@ def test_nul_in_file_path(work):
 
 def test_closed_stdout_is_not_a_bug(work):
     p = subprocess.Popen([sys.executable, "-m", "nkirun", "cost", "p.yaml"], cwd=work,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=TREE_ENV)
     p.stdout.close()  # like `nkirun cost p.yaml | head -0`
     err = p.stderr.read().decode()
     assert p.wait(timeout=60) == 1, err

@@ -77,3 +77,50 @@ def test_import_nkirun_leaves_the_comparison_helpers_for_first_use():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout
     assert out.split() == ["False", "True", "True"]
+
+
+def _modules_after(*argv: str) -> set[str]:
+    """The modules a fresh `nkirun ARGV` process has imported when it ends."""
+    code = ("import runpy, sys\n"
+            f"sys.argv = ['nkirun', *{list(argv)!r}]\n"
+            "try:\n    runpy.run_module('nkirun', run_name='__main__')\n"
+            "except SystemExit:\n    pass\n"
+            "print(' '.join(sorted(sys.modules)), file=sys.stderr)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return set(p.stderr.split())
+
+
+# What checking a small float32 program never needs (issue 28, start-up): the writer, the
+# cost model, the other commands, kernel loading, two-core checks, colour output, ml_dtypes
+NOT_FOR_A_CHECK = {"nkirun.source.write", "nkirun.schedule.model", "nkirun.pipeline.manifest",
+                   "nkirun.cli.run", "nkirun.cli.cost", "nkirun.cli.sweep", "nkirun.cli.misc",
+                   "nkirun.source.kernel.loader", "nkirun.checker.meet", "rich", "ml_dtypes"}
+
+
+def test_check_of_a_yaml_program_imports_what_it_needs_only():
+    mods = _modules_after("check", str(PROGRAM))
+    assert "nkirun.cli.check" in mods and "nkirun.source.yaml_front" in mods
+    assert not mods & (NOT_FOR_A_CHECK | {"nkirun.source.text_front", "json",
+                                          "nkirun.pipeline.hints"})  # (fixes: worded for YAML)
+
+
+def test_check_of_a_text_program_imports_no_yaml():
+    mods = _modules_after("check", str(PROGRAM.with_suffix(".nkis")))
+    assert "nkirun.source.text_front" in mods
+    assert not mods & (NOT_FOR_A_CHECK | {"yaml", "nkirun.source.yaml_front"})
+
+
+def test_commands_load_when_named_and_all_for_help():
+    from click.testing import CliRunner
+
+    from nkirun.cli import COMMANDS, cli
+    from nkirun.cli.check import MANIFEST
+    from nkirun.pipeline.manifest import MANIFEST as READ
+    assert MANIFEST == READ
+    out = CliRunner().invoke(cli, ["--help"]).output
+    assert all(f"  {name} " in out for name in COMMANDS)
+    assert [c for c in cli.list_commands(None) if c in COMMANDS] == list(COMMANDS)
+    assert {c: cli.get_command(None, c).name for c in COMMANDS} == {c: c for c in COMMANDS}
+    r = CliRunner().invoke(cli, ["chek", "p.yaml"])
+    assert r.exit_code == 2 and "'check'" in r.output  # click's "did you mean" sees them all

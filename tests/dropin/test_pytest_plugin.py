@@ -112,6 +112,7 @@ def test_the_suite_runs_checked_and_costed_on_nkirun(tmp_path):
         pytest.approx(k["seconds"], abs=3e-3)
     assert k["cost_seconds"] >= 0 and 0 < k["cpu_seconds"] == ok["nkirun_cpu_seconds"]
     assert k["peak_mb"] >= k["rss_mb"] > 0 and k["extra_mb"] == k["peak_mb"] - k["rss_mb"]
+    assert k["tensor_bytes"] == 3 * 8 * 4 * 4  # a, out and t: what nkirun's memory is judged by
     # a collective kernel: its one-rank try, then its ranks' run, each a timed call
     both = tests["test_suite.py::test_collective"]
     assert both["outcome"] == "passed" and both["nkirun_calls"] == 2

@@ -113,3 +113,32 @@ def test_hbm_integer_indexing_keeps_one_dim(tmp_path):
         """), "pick")
     x = np.arange(20, dtype=np.float32).reshape(4, 5)
     assert nkirun.simulate(k)(x)[0, 0] == 19.0
+
+
+BASE = """\
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def base(w):
+    assert w.base_tensor is w                       # a parameter is its own base tensor
+    rows = w[2:4]                                   # a view: its base is the whole of w
+    whole = rows.base_tensor
+    assert whole.shape == w.shape and whole.dtype == w.dtype
+    assert w.view(nl.int32).base_tensor.dtype == w.dtype
+    t = nl.ndarray(w.shape, dtype=whole.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=whole)
+    o = nl.ndarray(w.shape, dtype=w.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=o, src=t.base_tensor)
+    return o
+"""
+
+
+def test_base_tensor_is_the_tensor_a_view_was_cut_from(tmp_path):
+    """`base_tensor` is not among NkiTensor's documented attributes, but nki-library reads
+    it of kernel parameters (core/moe/moe_tkg: `weight.base_tensor.dtype`)."""
+    w = np.arange(8 * 6, dtype=np.float32).reshape(8, 6)
+    k = nkirun_kernel(write(tmp_path, BASE), "base")
+    np.testing.assert_array_equal(nkirun.simulate(k)(w), w)

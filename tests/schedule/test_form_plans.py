@@ -1,5 +1,7 @@
 """The scheduler's per-form plans (`speed.FORM_PLANS`, schedule/fast_place.py) schedule
-exactly like the plain path (`_Scheduler.place_plain`): every slot, field by field."""
+exactly like the plain path (`_Scheduler.place_plain`), and dropping the access histories
+of tensors no later instruction accesses (`speed.DEAD_HISTORIES`) exactly like keeping
+them: every slot, field by field."""
 from __future__ import annotations
 
 import importlib.util
@@ -53,9 +55,9 @@ def _cases(tmp_path):
     yield "blocks", trace_call(mod.blocks, (np.ones((16, 128, 512), np.float32), w))
 
 
-def _slots(program, bound, monkeypatch, plans: bool):
+def _slots(program, bound, monkeypatch, plans: bool, switch: str = "FORM_PLANS"):
     with monkeypatch.context() as m:
-        m.setattr(speed, "FORM_PLANS", plans)
+        m.setattr(speed, switch, plans)
         s = schedule(program, bound)
     return [tuple(getattr(x, f) for f in x.__slots__) for x in s.slots], s.total_ns
 
@@ -80,3 +82,30 @@ def test_form_plans_schedule_as_the_plain_path(tmp_path, monkeypatch):
             assert took >= 30, name  # the plan path was taken
         seen += 1
     assert seen >= 6
+
+
+def test_dropping_dead_histories_schedules_as_keeping_them(tmp_path, monkeypatch):
+    seen = 0
+    for name, traced in _cases(tmp_path):
+        bound, diags = check_traced(traced)
+        if any(d.is_error for d in diags):
+            continue
+        kept = _slots(traced.program, bound, monkeypatch, False, "DEAD_HISTORIES")
+        assert _slots(traced.program, bound, monkeypatch, True, "DEAD_HISTORIES") == kept, name
+        seen += 1
+    assert seen >= 6
+
+
+def test_last_uses_names_each_tensor_at_its_last_access(tmp_path):
+    from nkirun.schedule.history import last_uses
+    traced = dict(_cases(tmp_path))["blocks"]
+    bound, _ = check_traced(traced)
+    dead = last_uses(bound)
+    names = [b.names_plan()[1] for b in bound]
+    listed = []
+    for k, gone in enumerate(dead):
+        gone = () if gone is None else (gone,) if isinstance(gone, str) else gone
+        for n in gone:
+            assert n in names[k] and not any(n in later for later in names[k + 1:]), n
+        listed += gone
+    assert sorted(listed) == sorted({n for ns in names for n in ns})

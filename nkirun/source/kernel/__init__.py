@@ -10,6 +10,21 @@ Like every front end it stops at the IR: the traced program becomes a pipeline F
 (nkirun/pipeline/front.py) that check, run, cost and convert take from there; the
 Python API is nkirun/api_kernel.py, the command line nkirun/cli/.
 """
-from nkirun.source.kernel.loader import KernelUsageError, is_kernel_path
+import os
 
 __all__ = ["KernelUsageError", "is_kernel_path"]
+
+
+def is_kernel_path(program: str) -> bool:
+    """`PATH::FUNCTION`, or a `.py` file (a folder named `x.py` is not one)."""
+    path = program.split("::", 1)[0]
+    return "::" in program or (path.endswith(".py") and not os.path.isdir(path))
+
+
+def __getattr__(name: str):
+    """KernelUsageError (loader.py), imported on first use: `import nkirun` imports this
+    package for the `nki` finder of modules.py, and checking a program loads no kernel."""
+    if name == "KernelUsageError":
+        from nkirun.source.kernel.loader import KernelUsageError
+        return KernelUsageError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

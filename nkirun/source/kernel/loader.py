@@ -33,10 +33,6 @@ class KernelUsageError(NkirunError, TypeError):
         self.args = (message,)  # str(e): the message alone (the CLI's usage line)
 
 
-def is_kernel_path(program: str) -> bool:
-    """`PATH::FUNCTION`, or a `.py` file (a folder named `x.py` is not one)."""
-    path = program.split("::", 1)[0]
-    return "::" in program or (path.endswith(".py") and not os.path.isdir(path))
 
 
 def split_spec(spec: str) -> tuple[str, str | None]:

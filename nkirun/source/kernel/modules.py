@@ -8,7 +8,6 @@ import a kernel module and hand its function to `nkirun.simulate`.
 """
 from __future__ import annotations
 
-import importlib.abc
 import importlib.machinery
 import os
 import sys
@@ -348,8 +347,10 @@ def is_ours(module) -> bool:
     return module is not None and any(module is m for m in _MODULES.values())
 
 
-class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """The last resort for `import nki` (see the module docstring)."""
+class _Finder:
+    """The last resort for `import nki` (see the module docstring): a meta path finder and
+    the loader of what it finds (the protocols of importlib.abc.MetaPathFinder and Loader,
+    whose module `import nkirun` does not import)."""
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname in NAMES:

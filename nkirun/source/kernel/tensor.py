@@ -248,6 +248,12 @@ class ndarray:
     def offset(self) -> int:
         return self._v.offset
 
+    @property
+    def base_tensor(self):  # (not among NKI's documented attributes; nki-library reads it
+        rec = self._rec     # of kernel parameters): the tensor viewed, whole, in its dtype
+        return self if self._v is rec.whole and self._dtype is rec.dtype else \
+            _new_view(rec, rec.whole)
+
     def get_pattern(self) -> list:
         return self._v.get_pattern()
 
@@ -317,18 +323,14 @@ class ndarray:
             return NotImplemented  # `t == None`, `t == "x"`: Python's identity rule
         return self._arith(other, op)
 
-    def __neg__(self):
-        return _negative(self)
-
-    def _inplace(self, other, op):
-        return _inplace(self, other, op)
+    def __neg__(self): return _negative(self)  # noqa: E704
+    def _inplace(self, other, op): return _inplace(self, other, op)  # noqa: E704
 
     def __iadd__(self, o): return self._inplace(o, "add")  # noqa: E704
     def __isub__(self, o): return self._inplace(o, "subtract")  # noqa: E704
     def __imul__(self, o): return self._inplace(o, "multiply")  # noqa: E704
 
-    def broadcast_to(self, shape):
-        return _broadcast_to(self, shape)
+    def broadcast_to(self, shape): return _broadcast_to(self, shape)  # noqa: E704
 
     def __iter__(self):
         raise kernel_error("E603", "a tensor cannot be iterated while tracing",
