@@ -13,7 +13,8 @@ and schedule.
 |                 | (source/forms.py FormArgs)                              |                                               |
 | ALLOC_PLANS     | an nl.ndarray of a known layout reuses the checks of    | every allocation checked afresh               |
 |                 | the first (tensor.rec_of_kind)                          |                                               |
-| SIMPLE_CALLS    | a keyword-only nki.isa call skips the general binding   | the general path (isa_shim.py)                |
+| SIMPLE_CALLS    | a keyword-only nki.isa call, or one by position with dst| the general path (isa_shim.py)                |
+|                 | first (NKI 0.2+), skips the general binding             |                                               |
 | LOWERED_INDEX   | a view's IR index worked out when the view is made      | worked out when an instruction first uses it  |
 | LAZY_OPERANDS   | a form instance's Operands made on first read           | every bound instruction's Operands made by    |
 |                 | (checker/intern.py PendingOperands)                     | bind                                          |
@@ -26,12 +27,18 @@ and schedule.
 | INDEX_MEMO      | an index expression of ints and form arrays (nl.arange,| every nl.arange, indexing and arithmetic of  |
 |                 | its [:, None], + - * with ints) made once and shared:   | index arrays makes a new array                |
 |                 | index arrays are read-only, their data frozen           | (legacy.arange_plain, IndexArray.getitem_plain,|
-|                 | (source/kernel/legacy_mask.py index_memo)               | ufunc_plain)                                  |
+|                 | (source/kernel/legacy_mask.py index_memo); each shared  | ufunc_plain)                                  |
+|                 | array also remembers its own indexings and + - * with   |                                               |
+|                 | ints, which skip NumPy's dispatch (IndexArray._with_int)|                                               |
 | INDIRECT_ROWS   | an indirect view's element offsets computed once per    | computed at each of the instruction's uses     |
 |                 | index values (runner/indirect_rows.py)                  | (rows_plain)                                   |
 | PSUM_BY_FORM    | the PSUM hazard pass reads a form instance's PSUM       | every instance's Operands made and read       |
 |                 | operands through its form (checker/psum.py             |                                               |
 |                 | _form_operands): its Operands stay unmade               |                                               |
+| CORES_BY_NAMES  | a two-core program's ownership (E633) and race (W630)  | every instruction's accesses() read (its      |
+|                 | rules read an instruction's tensor names (names_plan)  | form instance's Operands made)                |
+|                 | and its accesses only where a name may matter: another |                                               |
+|                 | core's tensor, a shared-HBM one (checker/cores.py)     |                                               |
 | STREAMED_JSON   | --format json written as it is made, a long list's rows | json.dumps(indent=2) of the whole document    |
 |                 | one compact line each (show/json_out.py)                |                                               |
 | JSON_ROWS       | cost --format json's instruction rows spelled from the  | views.table's dicts through the streamed      |
@@ -62,10 +69,12 @@ Operands raw (schedule/scheduler.py `place`, placement.on_scalar's cycles per fo
 the switch off every instance has its Operands and the same schedule comes out
 (tests/kernel/test_call_forms.py).
 
-Start-up (issue 28): source/yaml_import.py imports PyYAML with its pure-Python reader's
-character pattern made on first use (`LazyPattern`; twin: `import yaml`, tests/source/
-test_yaml_import.py); the `nkirun` command freezes its objects at exit so that the
-shutdown's full collection skips them (gc_policy.skip_exit_collection).
+Start-up (issue 28): records.py `record` makes a dataclass without compiling its
+__repr__/__eq__/__hash__ (twin: `dataclasses.dataclass`, tests/test_records.py);
+source/yaml_import.py imports PyYAML with its pure-Python reader's character pattern made
+on first use (`LazyPattern`; twin: `import yaml`, tests/source/test_yaml_import.py); the
+`nkirun` command freezes its objects at exit so that the shutdown's full collection skips
+them (gc_policy.skip_exit_collection).
 """
 CALL_FORMS = True
 FORM_ARGS = True
@@ -80,6 +89,7 @@ INDEX_FORMS = True
 INDEX_MEMO = True
 INDIRECT_ROWS = True
 PSUM_BY_FORM = True
+CORES_BY_NAMES = True
 FORM_PLANS = True
 DEAD_HISTORIES = True
 WIDEN_ONCE = True

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from nkirun import speed  # the speed switches, beside their plain twins
 from nkirun.diagnostics import Diagnostic, error, warning
 from nkirun.ir import Program
 
@@ -38,6 +39,8 @@ def core_rules(program: Program, bound) -> list[Diagnostic]:
     """Ownership and placement rules of core tags and synchronisation instructions."""
     out = []
     two = program.cores == 2
+    by_names = speed.CORES_BY_NAMES
+    core_of = {n: t.core for n, t in program.tensors.items()}
     if two and program.target not in LNC_TARGETS:
         first = next(iter(program.instructions), None)
         out.append(error("E632", f"a two-core program needs an LNC2 target (trn2, trn3); "
@@ -60,15 +63,30 @@ def core_rules(program: Program, bound) -> list[Diagnostic]:
             continue
         if not two:
             continue
-        for key, r in b.accesses().reads + b.accesses().writes:
-            owner = r.decl.core
-            if owner is not None and owner != b.inst.core:
-                out.append(b.err("E633", f"`{r.decl.name}` belongs to core {owner}; core "
-                                 f"{b.inst.core} cannot access it", key,
-                                 hint="exchange tiles with sendrecv, or through a "
-                                      "shared-HBM tensor and a core_barrier"))
+        if not by_names or _foreign(b, core_of):  # (else: no tensor of the other core's)
+            out.extend(_ownership(b))
         if is_meeting(b) and b.spec.meeting.rules is not None:
             out.extend(b.spec.meeting.rules(b))
+    return out
+
+
+def _foreign(b, core_of: dict) -> bool:
+    """Whether b names a tensor another core owns, read from its tensor names
+    (Bound.names_plan: a form instance's Operands stay unmade)."""
+    core = b.inst.core
+    return any(core_of.get(n) not in (None, core) for n in b.names_plan()[1])
+
+
+def _ownership(b) -> list[Diagnostic]:
+    """E633 for each access of b to a tensor another core owns (the plain rule)."""
+    out = []
+    for key, r in b.accesses().reads + b.accesses().writes:
+        owner = r.decl.core
+        if owner is not None and owner != b.inst.core:
+            out.append(b.err("E633", f"`{r.decl.name}` belongs to core {owner}; core "
+                             f"{b.inst.core} cannot access it", key,
+                             hint="exchange tiles with sendrecv, or through a "
+                                  "shared-HBM tensor and a core_barrier"))
     return out
 
 
@@ -84,9 +102,14 @@ def races(program: Program, order: SyncOrder, bound, writes: list | None = None
     groups: dict = {}  # (tensor, epoch) -> [(lo, hi, run position, Bound, key, box, written)]
     position = {b.index: i for i, b in enumerate(order.flat())}
     epoch = _epochs(program, order, bound)
+    by_names = speed.CORES_BY_NAMES
+    if by_names:
+        local = {n for n, t in program.tensors.items() if t.on_chip or t.core is not None}
     for b in bound:
         if is_meeting(b):
             continue
+        if by_names and local.issuperset(b.names_plan()[1]):
+            continue  # (every tensor it names is on chip or one core's: nothing to compare)
         acc = b.accesses()
         for written, pairs in ((False, acc.reads), (True, acc.writes)):
             for key, r in pairs:

@@ -21,7 +21,10 @@ give the same bound values and diagnostics.
 """
 from __future__ import annotations
 
+from operator import itemgetter
+
 from nkirun import speed  # the speed switches, beside their plain twins
+from nkirun.ir import AccessPattern
 from nkirun.isa.bound import Bound, FormBound, Operands, _set_args
 from nkirun.source.forms import FormArgs, FormLocs
 from nkirun.views.operands import Resolved
@@ -55,8 +58,12 @@ def rebased(template: Resolved, decl) -> Resolved:
 
 def layout_key(decl, index):
     """What resolve(view, decl) depends on besides the tensor's name, as a value; None when
-    the index is not a plain value (an access pattern: resolved the plain way)."""
-    if index is not None and index.__class__ is not tuple:
+    the index is not a plain value (an indirect access pattern, whose Resolved holds its
+    index tensor's view: resolved the plain way). A direct access pattern (`.ap()`) is a
+    value like a tuple index: its Resolved is a function of the pattern and the layout."""
+    if index is not None and index.__class__ is not tuple and (
+            index.__class__ is not AccessPattern or index.scalar_offset is not None
+            or index.vector_offset is not None):
         return None
     return (decl.buffer, decl.shape, decl.dtype, index)
 
@@ -92,7 +99,7 @@ class Views:
         """Remember r (resolved the plain way, without error) as the view tensor[index]."""
         self.by_view[(tensor, id(index))] = r
         lkey = layout_key(decl, index)
-        if lkey is not None and r.ap is None:
+        if lkey is not None and (r.ap is None or r.ap.indirect is None):
             first = self.by_layout.setdefault(lkey, r)
             self.token[id(r)] = self.token.get(id(first), len(self.by_layout))
         else:
@@ -133,8 +140,8 @@ class Templates:
             return
         for k in locs.views:
             r = b.args.get(k)
-            if r.__class__ is not Resolved or r.ap is not None:
-                return  # (an access pattern: its Resolved may depend on other tensors)
+            if r.__class__ is not Resolved or (r.ap is not None and r.ap.indirect is not None):
+                return  # (an indirect access pattern: its Resolved depends on other tensors)
         keys = [self.token.get(id(b.args[k]), id(b.args[k])) for k in locs.views]
         for k, key in zip(locs.views, keys):
             self.last.setdefault(key, {}).setdefault(inst.args[k].tensor, b.args[k])
@@ -145,7 +152,9 @@ class Templates:
         at = tuple(locs.views.index(k) for k in plan[3]) if plan[1] is not None and all(
             k in locs.views for k in plan[3]) else None
         self.by_form[id(locs)] = (b, tuple((k, self.last[key], b.args[k])
-                                           for k, key in zip(locs.views, keys)), plan, at)
+                                           for k, key in zip(locs.views, keys)), plan, at,
+                                  None if at is None else _picker(at), b.args, b.args.form,
+                                  b.spec, b.engine)
 
     def adopt(self, inst, b) -> None:
         """put(inst, b) for b bound as an equal earlier instruction that passed (by
@@ -162,25 +171,38 @@ class Templates:
         hit = self.by_form.get(id(locs)) if locs.__class__ is FormLocs else None
         if hit is None or inst.index in self.dropped:
             return None
-        tmpl, views, plan, at = hit
+        _, views, plan, at, pick, targs, tform, spec, engine = hit
         inst_args = inst.args
         names = _form_names(inst_args, _NAMES) if inst_args.__class__ is FormArgs else \
             [inst_args[k].tensor for k in locs.views]  # (_form_names: FormArgs.names)
-        if not all(map(program.tensors.__contains__, names)):
+        tensors = program.tensors
+        if not all(map(tensors.__contains__, names)):
             return None
         args = _new(PendingOperands)  # the template's Operands with these tensors' views
         args.template, args.views, args.tensors, args.names_in, args.form = \
-            tmpl.args, views, program.tensors, names, tmpl.args.form
+            targs, views, tensors, names, tform
         # names_plan() of these operands, when known already
-        args.plan, args.names = (plan, tuple(map(names.__getitem__, at))) if at is not None \
-            else (None, None)
+        if at is None:
+            args.plan = args.names = None
+        else:
+            args.plan, args.names = plan, pick(names)
         if at is None or not speed.LAZY_OPERANDS:
             args, b = args.operands(), _new(Bound)
         else:
             b = _new(FormBound)  # its Operands made when something reads b.args
         _set_args(b, args)  # Bound(inst, tmpl.spec, args, None, tmpl.engine, target), fast
-        b.inst, b.spec, b.mask, b.engine, b.target = inst, tmpl.spec, None, tmpl.engine, target
+        b.inst, b.spec, b.mask, b.engine, b.target = inst, spec, None, engine, target
         return b
+
+
+def _picker(at: tuple):
+    """`lambda names: tuple(map(names.__getitem__, at))`, as operator.itemgetter does it."""
+    if len(at) > 1:
+        return itemgetter(*at)
+    if at:
+        i = at[0]
+        return lambda names: (names[i],)
+    return lambda names: ()
 
 
 class PendingOperands:

@@ -175,8 +175,12 @@ def psum_hazards(program: Program, bound: list[Bound]) -> list[Diagnostic]:
     if not tiles:
         return []
     out: list[Diagnostic] = []
-    op_at = {b.index: b.op for b in bound}
-    name = lambda who: f"{op_at.get(who, 'an instruction')} (instruction {who})"
+    op_at: dict = {}  # instruction index -> its op, made when a warning first names one
+
+    def name(who):
+        if not op_at:
+            op_at.update((b.index, b.op) for b in bound)
+        return f"{op_at.get(who, 'an instruction')} (instruction {who})"
     ops_of: dict = {}  # id(b.args) -> _psum_operands (see Bound: repeats share args)
     by_form: dict = {}  # id(template Operands) -> _form_operands
     forms = speed.PSUM_BY_FORM

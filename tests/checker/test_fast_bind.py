@@ -88,6 +88,54 @@ def test_loop_kernel_binds_like_the_plain_path(tmp_path):
     assert len(forms) < len(bound) / 2
 
 
+AP_KERNEL = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def aps(x, n):
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.ndarray((128, 32), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=acc, value=0.0)
+    for i in range(n):
+        t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x[:, 0:64])
+        u = nl.ndarray((128, 4, 8), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=u, src=t.ap([[64, 128], [1, 4], [8, 8]], offset=i % 2))
+        h = nl.ndarray((128, 128), dtype=nl.bfloat16, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=h, src=t.ap([[128, 128], [1, 128]], dtype=nl.bfloat16))
+        nisa.tensor_tensor(dst=acc, data1=acc, data2=t.ap([[64, 128], [2, 32]]), op=nl.add)
+        step = 1 if i < 3 else 0  # later iterations: a write that repeats elements (E039)
+        nisa.tensor_copy(dst=t.ap([[64, 128], [step, 32]]), src=acc)
+    nisa.dma_copy(dst=out[:, 0:32], src=acc)
+    return out
+'''
+
+
+def test_access_pattern_views_bind_like_the_plain_path(tmp_path):
+    """A direct access pattern (`.ap()`) on a new tile each iteration is resolved once per
+    layout, as a basic index is (Views.by_layout), and its instructions share a form:
+    the same bound values and diagnostics as the plain path."""
+    (tmp_path / "ap_kernel.py").write_text(AP_KERNEL)
+    import sys
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import ap_kernel
+    finally:
+        sys.path.remove(str(tmp_path))
+    program = trace_call(ap_kernel.aps, (np.zeros((128, 512), np.float32), 8)).program
+    bound, diags = both_agree(program)
+    assert [d.code for d in diags if d.is_error] == ["E039"] * 5
+    with_ap = [b for b in bound if any(r.ap is not None for r in b.args.values()
+                                       if r.__class__.__name__ == "Resolved")]
+    assert len(with_ap) == 8 * 2 + 5  # (the step-2 pattern is a basic slice)
+    # one form per layout (two offsets, one dtype; interned), not one per new tile; each
+    # instruction that broke a rule has its own
+    assert len({id(b.args.form) for b in with_ap}) == 3 + 5
+
+
 def test_form_key_tells_aliasing_apart(tmp_path):
     program = traced_loop(tmp_path, 4)
     bound, _ = bind(program)

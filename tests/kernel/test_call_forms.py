@@ -8,8 +8,9 @@ every call converted afresh; `speed.ALLOC_PLANS = False`: every nl.ndarray check
 `speed.LAZY_OPERANDS = False`: every bound instruction's Operands made by bind;
 `speed.INDEX_FORMS = False`: every index array proved affine from its values;
 `speed.PSUM_BY_FORM = False`: the PSUM hazard pass reads every instance's Operands;
-`speed.INDEX_MEMO = False`: every index expression made afresh; `speed.WIDEN_ONCE =
-False`: each planned matmul widens its operands; `speed.FORM_PLANS = False`: every
+`speed.INDEX_MEMO = False`: every index expression made afresh; `speed.CORES_BY_NAMES =
+False`: the two-core rules read every instruction's accesses; `speed.WIDEN_ONCE = False`:
+each planned matmul widens its operands; `speed.FORM_PLANS = False`: every
 instruction scheduled by the plain path; `speed.DEAD_HISTORIES = False`: every access
 history kept to the end of the schedule), run to the
 same results, and the instructions bound from a form's template (checker/intern.py
@@ -54,9 +55,41 @@ def _cases(tmp_path):
     w = np.random.default_rng(2).standard_normal((1, 192)).astype(np.float32)
     yield "rmsnorm_lnc2", lambda: trace_call(EXAMPLES.kernel_function("rmsnorm_lnc2"),
                                              (x, w), lnc=2)
+    (tmp_path / "forms_positional_kernel.py").write_text(POSITIONAL_KERNEL)
+    positional = _module(tmp_path / "forms_positional_kernel.py",
+                         "forms_positional_kernel").positional
+    yield "positional", lambda: trace_call(positional, (x[:128, :64], 6))
     (tmp_path / "forms_loop_kernel.py").write_text(FAST_BIND.LOOP_KERNEL)
     loop = _module(tmp_path / "forms_loop_kernel.py", "forms_loop_kernel").loop
     yield "loop", lambda: trace_call(loop, (np.zeros((128, 512), np.float32), 12))
+
+
+# nki.isa calls by position, dst first (NKI 0.2+), with and without keywords, and a pre-0.2
+# call without dst (the general path)
+POSITIONAL_KERNEL = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def positional(x, n):
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(acc, 0.0)
+    col = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+    for i in range(n):
+        t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(t, x)
+        nisa.tensor_scalar(t, t, nl.multiply, 2.0)
+        nisa.tensor_tensor(acc, acc, t, op=nl.add)
+        nisa.activation(t, nl.exp, acc, scale=0.5)
+        nisa.tensor_reduce(col, nl.add, t, 1)
+        u = nisa.tensor_tensor(t, acc, nl.subtract)  # (pre-0.2: the result returned)
+        nisa.tensor_copy(acc[:, 0:32], u[:, 0:32], engine=nisa.vector_engine)
+    nisa.dma_copy(out, acc)
+    return out
+'''
 
 
 def _instructions(program):
@@ -71,7 +104,8 @@ def _diags(diags):
 SWITCHES = ((speed, "CALL_FORMS"), (speed, "ALLOC_PLANS"), (speed, "FORM_ARGS"),
             (speed, "SIMPLE_CALLS"), (speed, "LOWERED_INDEX"), (speed, "LAZY_OPERANDS"),
             (speed, "INDEX_FORMS"), (speed, "PSUM_BY_FORM"), (speed, "INDEX_MEMO"),
-            (speed, "WIDEN_ONCE"), (speed, "FORM_PLANS"), (speed, "DEAD_HISTORIES"))
+            (speed, "CORES_BY_NAMES"), (speed, "WIDEN_ONCE"), (speed, "FORM_PLANS"),
+            (speed, "DEAD_HISTORIES"))
 
 
 def _plain_switches(monkeypatch, on: bool) -> None:
@@ -105,6 +139,7 @@ def test_traces_with_forms_equal_the_plain_trace(tmp_path, monkeypatch):
         seen.append((name, sum(i.args.__class__ is FormArgs for i in a.instructions)))
     assert len(seen) >= 8
     assert dict(seen)["loop"] > 30  # the loop's calls do have forms
+    assert dict(seen)["positional"] > 20
 
 
 def test_form_args_read_as_their_dict(tmp_path):
@@ -328,3 +363,33 @@ def test_here_is_frame_loc_of_kernel_frame():
     for _ in range(2):  # (the second time from the tables)
         fast, plain = (_call(f) for f in (here, _here_plain))
         assert fast == plain and fast.line
+
+
+@pytest.mark.parametrize("simple", [True, False])
+def test_a_keyword_given_twice_by_position_is_refused(tmp_path, monkeypatch, simple):
+    """isa_shim's positional shortcut leaves a call that names dst twice to the general
+    path (E603), as without the shortcut."""
+    from nkirun.diagnostics import NkirunError
+    (tmp_path / "twice_kernel.py").write_text(POSITIONAL_KERNEL.replace(
+        "nisa.dma_copy(out, acc)", "nisa.tensor_copy(acc, col, dst=acc)\n    nisa.dma_copy(out, acc)"))
+    twice = _module(tmp_path / "twice_kernel.py", "twice_kernel").positional
+    monkeypatch.setattr(speed, "SIMPLE_CALLS", simple)
+    with pytest.raises(NkirunError) as e:
+        trace_call(twice, (np.zeros((128, 64), np.float32), 2))
+    assert [d.code for d in e.value.diagnostics] == ["E603"]
+    assert "`dst` twice" in e.value.diagnostics[0].message
+
+
+def test_calls_by_position_take_the_simple_path(tmp_path, monkeypatch):
+    """The positional shortcut applies: every dst-first call of the kernel but the one
+    with an NKI-only keyword (engine=) and the pre-0.2 one reaches call_forms.simple_call."""
+    (tmp_path / "forms_positional_kernel.py").write_text(POSITIONAL_KERNEL)
+    positional = _module(tmp_path / "forms_positional_kernel.py", "simple_positional").positional
+    ops = []
+    plain = call_forms.simple_call
+    monkeypatch.setattr(call_forms, "simple_call", lambda tracer, op, *a: ops.append(op) or
+                        plain(tracer, op, *a))
+    trace_call(positional, (np.zeros((128, 64), np.float32), 6))
+    assert sorted(set(ops)) == ["activation", "dma_copy", "memset", "tensor_reduce",
+                                "tensor_scalar", "tensor_tensor"]
+    assert len(ops) == 1 + 6 * 5 + 1

@@ -35,6 +35,8 @@ def _expressions():
         ("arange(6)[:, None].T", ar(6)[:, None].T), ("arange(4) * 2.5", ar(4) * 2.5),
         ("arange(4)[[1, 2]]", ar(4)[[1, 2]]),
         ("2**62 * arange(4)", 2 ** 62 * ar(4)),  # wraps in int64: no longer affine
+        ("arange(8) - 3", ar(8) - 3), ("arange(8)[None, :] + 0", ar(8)[None, :] + 0),
+        ("arange(4) * -1", ar(4) * -1),
     ]
 
 

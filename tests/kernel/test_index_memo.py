@@ -52,3 +52,33 @@ def test_keys_keep_apart_what_differs(monkeypatch):
     assert legacy_mask._item_key((slice(None), None)) != legacy_mask._item_key((None, slice(None)))
     assert legacy_mask._item_key(np.int64(1)) is None and legacy_mask._item_key([1]) is None
     assert legacy_mask._inputs_key((ar(4), True)) is None  # a bool is no int here
+
+
+def test_operators_with_ints_are_the_ufunc_calls(monkeypatch):
+    """`i * x`, `x + i`, `i - x` ... of a form array and an int skip NumPy's dispatch
+    (IndexArray._with_int): the very arrays the ufunc calls give (index_memo's), and each
+    array remembers what it was indexed and combined into."""
+    monkeypatch.setattr(speed, "INDEX_MEMO", True)
+    x = legacy.arange(16)[None, :]
+    pairs = [(3 + x, np.add(3, x)), (x + 3, np.add(x, 3)), (x - 5, np.subtract(x, 5)),
+             (5 - x, np.subtract(5, x)), (4 * x, np.multiply(4, x)), (x * 4, np.multiply(x, 4))]
+    for got, want in pairs:
+        assert got is want
+        assert got._form is not None
+    assert (5 - x).tolist() == (5 - np.arange(16)[None, :]).tolist()
+    assert (x - 5) is not (5 - x) and (x * 4).tolist() == (4 * x).tolist()
+    assert x[:, :, None] is legacy.arange(16)[None, :][:, :, None]
+    assert set(x.__dict__["_made"]) >= {(np.add, True, 3), (np.subtract, False, 5)}
+    assert legacy_mask._item_key((slice(None), None)) == (True, ((None, None, None), None))
+    assert legacy_mask._item_key((None, slice(None))) == (True, (None, (None, None, None)))
+    assert legacy_mask._item_key((slice(0, None), None)) == (True, ((0, None, None), None))
+    assert legacy_mask._item_key((np.arange(2), None)) is None
+    b = x + True  # (a bool is no int here: NumPy's path, no form)
+    assert b.tolist() == (np.arange(16)[None, :] + 1).tolist() and b._form is None
+
+
+def test_operators_without_the_memo_make_new_arrays(monkeypatch):
+    monkeypatch.setattr(speed, "INDEX_MEMO", False)
+    x = legacy.arange(16)[None, :]
+    assert (3 + x) is not (3 + x) and (3 + x).tolist() == (3 + np.arange(16)[None, :]).tolist()
+    assert x[:, :, None] is not x[:, :, None]

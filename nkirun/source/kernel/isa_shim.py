@@ -82,6 +82,7 @@ def make_instruction(op: str):
 
     simple: dict = {}  # keywords given -> NKI defaults to fill, for keyword sets that need
     # nothing else (see _simple_plan): their calls skip the general path's steps
+    positional: dict = {}  # (number of positional args, keywords) -> _positional_plan
 
     def instruction(*args, **kwargs):
         tracer = _CURRENT[-1] if _CURRENT else current()
@@ -94,6 +95,16 @@ def make_instruction(op: str):
                 fill_in = simple[keys] = _simple_plan(op, keys, extras, fill, has_dst)
             if fill_in is not False and (not has_dst or kwargs["dst"] is not None):
                 return NkiInstruction(op, call_forms.simple_call(tracer, op, values, fill_in,
+                                                                 loc, tables))
+        elif has_dst and speed.SIMPLE_CALLS:  # dst first, by position (NKI 0.2+)
+            keys = (len(args), *kwargs)
+            plan = positional.get(keys)
+            if plan is None:
+                plan = positional[keys] = _positional_plan(op, order, keys, extras, fill)
+            if plan is not False and legacy.dst_first(args, required, kwargs, tiles):
+                values = dict(zip(plan[0], args))
+                values.update(kwargs)
+                return NkiInstruction(op, call_forms.simple_call(tracer, op, values, plan[1],
                                                                  loc, tables))
         names = order
         if has_dst and "dst" not in kwargs and \
@@ -153,6 +164,19 @@ def _simple_plan(op: str, given: tuple, extras: dict, fill: list, has_dst: bool)
             or (has_dst and "dst" not in given)):
         return False
     return [(k, d) for k, d in fill if k not in given]
+
+
+def _positional_plan(op: str, order: list, keys: tuple, extras: dict, fill: list):
+    """For a call with keys[0] positional arguments, dst first (legacy.dst_first), and the
+    keywords keys[1:]: (the names of the positional arguments, the NKI defaults to fill)
+    when the general path would only name them (no more than the signature has, none
+    given twice) and fill in (_simple_plan of those keywords); else False."""
+    n, given = keys[0], keys[1:]
+    if n > len(order) or any(k in order[:n] for k in given):
+        return False  # (the general path's E603)
+    names = tuple(order[:n])
+    fill_in = _simple_plan(op, names + given, extras, fill, True)
+    return False if fill_in is False else (names, fill_in)
 
 
 def _keyword_plan(plans: dict, given: tuple, extras: dict, fill: list) -> tuple:

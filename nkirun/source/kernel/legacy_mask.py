@@ -79,13 +79,69 @@ class IndexArray(np.ndarray):
 
     def __getitem__(self, key):
         """getitem_plain, remembered (speed.INDEX_MEMO) for a form array and a key of ints,
-        None, `...` and slices of ints (`[:, None]`)."""
+        None, `...` and slices of ints (`[:, None]`): in index_memo, and on the array itself
+        (`_made`: a shared array is indexed the same few ways over and over)."""
         if speed.INDEX_MEMO and speed.INDEX_FORMS and self._form is not None:
             hk = _item_key(key)
             if hk is not None:
-                return index_memo((self._form, self.shape, self.dtype, hk),
-                                  self.getitem_plain, key)
+                made = self.__dict__.get("_made")
+                if made is None:
+                    made = self._made = {}
+                hit = made.get(hk)
+                if hit is None:
+                    hit = index_memo((self._form, self.shape, self.dtype, hk),
+                                     self.getitem_plain, key)
+                    if hit.__class__ is IndexArray and len(made) < _MADE_MAX:
+                        made[hk] = hit
+                return hit
         return self.getitem_plain(key)
+
+    def _with_int(self, ufunc, other: int, reflected: bool, plain):
+        """self <op> other (other <op> self when reflected) for an int `other`: plain() (the
+        ndarray operator: NumPy's ufunc, then __array_ufunc__ and index_memo), remembered
+        on the array as __getitem__ does, without NumPy's dispatch."""
+        if not (speed.INDEX_MEMO and speed.INDEX_FORMS and self._form is not None):
+            return plain(other)
+        made = self.__dict__.get("_made")
+        if made is None:
+            made = self._made = {}
+        key = (ufunc, reflected, other)
+        hit = made.get(key)
+        if hit is None:
+            hit = plain(other)
+            if hit.__class__ is IndexArray and hit._form is not None and len(made) < _MADE_MAX:
+                made[key] = hit
+        return hit
+
+    def __add__(self, other):
+        if other.__class__ is int:
+            return self._with_int(np.add, other, False, super().__add__)
+        return super().__add__(other)
+
+    def __radd__(self, other):
+        if other.__class__ is int:
+            return self._with_int(np.add, other, True, super().__radd__)
+        return super().__radd__(other)
+
+    def __sub__(self, other):
+        if other.__class__ is int:
+            return self._with_int(np.subtract, other, False, super().__sub__)
+        return super().__sub__(other)
+
+    def __rsub__(self, other):
+        if other.__class__ is int:
+            return self._with_int(np.subtract, other, True, super().__rsub__)
+        return super().__rsub__(other)
+
+    def __mul__(self, other):
+        if other.__class__ is int:
+            return self._with_int(np.multiply, other, False, super().__mul__)
+        return super().__mul__(other)
+
+    def __rmul__(self, other):
+        if other.__class__ is int:
+            return self._with_int(np.multiply, other, True, super().__rmul__)
+        return super().__rmul__(other)
 
     def getitem_plain(self, key):
         out = super().__getitem__(key)
@@ -114,6 +170,7 @@ class IndexArray(np.ndarray):
 # (tests/kernel/test_index_memo.py). Only with speed.INDEX_FORMS (the keys are forms).
 _MEMO: dict = {}
 _MEMO_MAX = 50_000
+_MADE_MAX = 1_000  # what one shared array remembers (IndexArray._made) stops growing there
 _ITEM = frozenset({int, type(None)})
 
 
@@ -134,7 +191,14 @@ def index_memo(key, make, *args):
 
 
 def _item_key(key):
-    """An index of ints, None, `...` and slices of ints/None as a hashable tuple, or None."""
+    """An index of ints, None, `...` and slices of ints/None as a hashable tuple, or None.
+    (`[:, None]` and `[None, :]`, most of a pre-0.2 kernel's, tested first.)"""
+    if key.__class__ is tuple and len(key) == 2:
+        a, b = key
+        if b is None and a.__class__ is slice and a == _ALL:
+            return _COLUMN
+        if a is None and b.__class__ is slice and b == _ALL:
+            return _ROW
     out = []
     for k in (key if key.__class__ is tuple else (key,)):
         c = k.__class__
@@ -148,6 +212,10 @@ def _item_key(key):
         else:
             return None
     return (key.__class__ is tuple, tuple(out))
+
+
+_ALL = slice(None)
+_COLUMN, _ROW = (True, ((None, None, None), None)), (True, (None, (None, None, None)))
 
 
 def _inputs_key(inputs):
