@@ -43,6 +43,11 @@ and schedule.
 |                 | one compact line each (show/json_out.py)                |                                               |
 | JSON_ROWS       | cost --format json's instruction rows spelled from the  | views.table's dicts through the streamed      |
 |                 | slots (show/cost_json.py)                           | writer                                        |
+| FORM_PLANS      | the scheduler places a form instance from its form's    | every instruction through                     |
+|                 | plan: what all instances share worked out once          | _Scheduler.place_plain                        |
+|                 | (schedule/fast_place.py)                                |                                               |
+| DEAD_HISTORIES  | a tensor's access history dropped once no later         | every history kept to the end                 |
+|                 | instruction accesses it (schedule/history.py last_uses) |                                               |
 | WIDEN_ONCE      | a planned run widens a 16-bit or fp8 matmul operand     | each call widens its operands into scratch    |
 |                 | into a float32 copy once per write of its view, not per | arrays (isa/common.f32_operand; tests/runner/ |
 |                 | read (runner/plan_widen.py)                             | test_plan_widen.py)                           |
@@ -85,4 +90,6 @@ INDEX_MEMO = True
 INDIRECT_ROWS = True
 PSUM_BY_FORM = True
 CORES_BY_NAMES = True
+FORM_PLANS = True
+DEAD_HISTORIES = True
 WIDEN_ONCE = True
