@@ -57,6 +57,9 @@ def _cases(tmp_path):
     positional = _module(tmp_path / "forms_positional_kernel.py",
                          "forms_positional_kernel").positional
     yield "positional", lambda: trace_call(positional, (x[:128, :64], 6))
+    (tmp_path / "forms_ap_kernel.py").write_text(FAST_BIND.AP_KERNEL)  # (direct `.ap()`s)
+    aps = _module(tmp_path / "forms_ap_kernel.py", "forms_ap_kernel").aps
+    yield "aps", lambda: trace_call(aps, (np.zeros((128, 512), np.float32), 8))
     (tmp_path / "forms_loop_kernel.py").write_text(FAST_BIND.LOOP_KERNEL)
     loop = _module(tmp_path / "forms_loop_kernel.py", "forms_loop_kernel").loop
     yield "loop", lambda: trace_call(loop, (np.zeros((128, 512), np.float32), 12))
@@ -137,6 +140,7 @@ def test_traces_with_forms_equal_the_plain_trace(tmp_path, monkeypatch):
     assert len(seen) >= 8
     assert dict(seen)["loop"] > 30  # the loop's calls do have forms
     assert dict(seen)["positional"] > 20
+    assert dict(seen)["aps"] > 8 * 3  # (a call with a direct `.ap()` has its form too)
 
 
 def test_form_args_read_as_their_dict(tmp_path):
