@@ -5,10 +5,12 @@ A `Diagnostic` is the unit of user-facing feedback: `check` collects many of the
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from nkirun.records import record
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Loc:
     """A 1-based position in a program file (line 0 means "no position")."""
 
@@ -36,7 +38,7 @@ def loc_at(file: str, line: int, column: int) -> Loc:
     return loc
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Diagnostic:
     """One finding about a program: an error or a warning, its code, message and place."""
     severity: str  # "error" | "warning"

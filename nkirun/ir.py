@@ -5,10 +5,11 @@ diagnostics can point at it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from types import MappingProxyType
 from typing import Any
 
+from nkirun.records import record
 from nkirun.hw.dtypes import DType
 from nkirun.diagnostics import Loc
 
@@ -16,7 +17,7 @@ BUFFERS = ("hbm", "sbuf", "psum")
 ON_CHIP = frozenset({"sbuf", "psum"})
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Slice:
     """`start:stop:step` of one dimension of a view's index."""
     start: int | None = None
@@ -28,7 +29,7 @@ class Slice:
         return s if self.step is None else f"{s}:{self.step}"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class View:
     """An operand: a tensor name with an optional NumPy basic index (`t[:, 0:512]`), or with
     an access pattern (`t.ap([[512,128],[1,512]],offset=8)`: `index` is an AccessPattern)."""
@@ -45,7 +46,7 @@ class View:
         return f"{self.tensor}[{', '.join(str(i) for i in self.index)}]"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class AccessPattern:
     """NKI's `.ap()`: a view as an explicit access pattern over the tensor's storage.
 
@@ -88,7 +89,7 @@ class AccessPattern:
         return ".ap(" + ",".join(out) + ")"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Register:
     """A virtual register (nki.isa.register_alloc): a 32-bit integer of the machine, named
     like a tensor. An operand of the register_* instructions, a loop bound, or an access
@@ -100,7 +101,7 @@ class Register:
         return self.name
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Loop:
     """A runtime loop (nl.dynamic_range / fori_loop / while_loop) over the instructions
     whose index is in [first, end): the body appears once in `Program.instructions`;
@@ -131,7 +132,7 @@ class Loop:
         return self.key_locs.get(key, self.loc)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class TensorDecl:
     """A declared tensor: buffer, shape, dtype and initial contents."""
     name: str
@@ -171,7 +172,7 @@ class TensorDecl:
         return self.size * self.dtype.itemsize
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Instruction:
     """One instruction of a program: its op, typed keyword arguments and place."""
     op: str
@@ -251,7 +252,7 @@ def instruction_at(op: str, args: dict, index: int, loc: Loc, arg_locs: dict,
     return inst
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Program:
     """A whole program: its tensors and instructions (what every front end builds)."""
     version: int

@@ -64,10 +64,12 @@ Operands raw (schedule/scheduler.py `place`, placement.on_scalar's cycles per fo
 the switch off every instance has its Operands and the same schedule comes out
 (tests/kernel/test_call_forms.py).
 
-Start-up (issue 28): source/yaml_import.py imports PyYAML with its pure-Python reader's
-character pattern made on first use (`LazyPattern`; twin: `import yaml`, tests/source/
-test_yaml_import.py); the `nkirun` command freezes its objects at exit so that the
-shutdown's full collection skips them (gc_policy.skip_exit_collection).
+Start-up (issue 28): records.py `record` makes a dataclass without compiling its
+__repr__/__eq__/__hash__ (twin: `dataclasses.dataclass`, tests/test_records.py);
+source/yaml_import.py imports PyYAML with its pure-Python reader's character pattern made
+on first use (`LazyPattern`; twin: `import yaml`, tests/source/test_yaml_import.py); the
+`nkirun` command freezes its objects at exit so that the shutdown's full collection skips
+them (gc_policy.skip_exit_collection).
 """
 CALL_FORMS = True
 FORM_ARGS = True

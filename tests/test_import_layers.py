@@ -17,7 +17,7 @@ from repo_paths import ROOT
 
 PACKAGE = ROOT / "nkirun"
 LAYERS = [
-    {"_startup", "diagnostics", "codes", "safeio", "gc_policy", "terminal", "speed"},
+    {"_startup", "diagnostics", "codes", "safeio", "gc_policy", "terminal", "speed", "records"},
     {"hw"},
     {"limits", "progress"},  # the instruction budget and the progress line of long passes
     {"ir"},

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
+from nkirun.records import record
+
 ARITH, COMPARE, BITWISE, LOGICAL = "arithmetic", "comparison", "bitwise", "logical"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class AluOp:
     """An ALU operator (add, max, bitwise_and, ...): its kind and NumPy function."""
     name: str

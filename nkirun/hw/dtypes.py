@@ -19,12 +19,13 @@ rounds past 448 (|x| >= 464), an infinity or a NaN becomes NaN (no saturation).
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 
 import numpy as np
 
+from nkirun.records import record
 
-@dataclass(frozen=True, slots=True)
+
+@record(frozen=True, slots=True)
 class DType:
     """A tensor element type: its name, NumPy type and size on chip."""
     name: str

@@ -15,7 +15,9 @@ per NeuronCore generation; the DMA model itself in schedule/dma.py (docs/cost.md
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from nkirun.records import record
 
 KIB = 1024
 
@@ -26,7 +28,7 @@ DMA_CLOCK_GHZ = 1.0
 COMPUTE_ENGINES = ("tensor", "vector", "scalar", "gpsimd")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Target:
     """One chip generation's numbers (trn1, trn2, ...): partitions, buffer sizes, clocks."""
     name: str

@@ -12,9 +12,9 @@ cached on that object — never keyed on `id()` of something that could change.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from nkirun.records import record
 from nkirun.diagnostics import Diagnostic, Loc, error, warning
 from nkirun.ir import Instruction
 from nkirun.views.operands import Resolved
@@ -94,7 +94,7 @@ class Operands(dict):
 _SHARED = ()  # Operands.spelled of a shared Operands whose names are not spelled out yet
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Accesses:
     """The tensor regions an instruction reads and writes: (keyword, Resolved) pairs.
     An `out` operand that the instruction also reads (`reads_out`, e.g. an accumulating
@@ -104,7 +104,7 @@ class Accesses:
     writes: tuple[tuple[str, Resolved], ...]
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Bound:
     """An instruction with its operands resolved against the declared tensors."""
 

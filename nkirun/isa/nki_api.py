@@ -22,15 +22,16 @@ docs/instructions.md lists the signatures.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable
+
+from nkirun.records import record
 
 REQUIRED = object()  # a signature's parameter without a default
 UNSET = object()  # `name=...`: NKI's default is not filled in (nkirun's applies)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class NkiApi:
     """How NKI's Python API spells an instruction (its signature, module, aliases)."""
     signature: str = ""

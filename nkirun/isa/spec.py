@@ -6,9 +6,9 @@ validator, interpreter, cost model and `explain` are all generic over these defi
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable
 
+from nkirun.records import record
 from nkirun.hw import dtypes as dt
 from nkirun.diagnostics import Loc
 from nkirun.isa.bound import Bound, views_of  # noqa: F401  (re-exported for instruction modules)
@@ -26,7 +26,7 @@ NKI_API_PAGES = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/api
 NAME_PREFIXES = ("nki.isa.", "nisa.", "nl.", "nki.language.", "isa.")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Param:
     """One keyword of an instruction: its kind, default and whether it is required."""
     name: str
@@ -47,7 +47,7 @@ class Param:
     declares: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class AccumulatorDef:
     """A per-partition accumulator register file that reduce_cmd drives (the NKI ISA documentation)."""
 
@@ -63,7 +63,7 @@ ACCUMULATORS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Meeting:
     """A meeting point of the two cores of an LNC2 program (sendrecv, core_barrier): how the
     instruction pairs with one of the other core's. The passes (checker/cores.py,
@@ -93,7 +93,7 @@ NAME_PARAM = Param("name", LABEL, doc="a label naming this instruction (NKI's na
                                        "traces, cost reports and messages; no effect on results")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class InstructionDef:
     """Everything about one instruction: parameters, rules, semantics and cost."""
     name: str
@@ -208,7 +208,7 @@ def convert(p: Param, value: Any, loc: Loc) -> Any:
     return p.kind.convert(p, value, loc)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class ParamTables:
     """Lookups over one spec's params for the per-instruction loops of the front end and
     the checker (InstructionDef.param is a linear search)."""

@@ -4,10 +4,11 @@ command line (cli/) prints what these return, the Python API returns it."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 import numpy as np
 
+from nkirun.records import record
 from nkirun.diagnostics import Diagnostic, NkirunError, ProgramInvalid, RunError, error
 from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES
 from nkirun.pipeline.front import Front, Output
@@ -15,7 +16,7 @@ from nkirun.pipeline.front import Front, Output
 UNINITIALIZED = ("error", "strict", "nan", "zero")
 
 
-@dataclass
+@record()
 class Checked:
     """A front end's program after the checker: the bound instructions and every
     diagnostic (the front end's and the checker's), sorted."""
@@ -72,7 +73,7 @@ def located(front: Front, e: NkirunError) -> NkirunError:
 
 
 # ---- run -----------------------------------------------------------------------------------
-@dataclass
+@record()
 class Ran:
     """What `run` gives: the outputs, the machine they ran on and the warnings."""
     outputs: dict  # output name -> array, in output order

@@ -8,10 +8,11 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 import numpy as np
 
+from nkirun.records import record
 from nkirun.diagnostics import Loc, NkirunError, error
 from nkirun.hw.targets import TARGETS
 from nkirun.ir import Program, TensorDecl
@@ -21,7 +22,7 @@ LANGUAGES = ("yaml", "text", "python")
 _YAML_TEXT = re.compile(r"\s*(\{|version\s*:)")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Output:
     """One output: `name` is its file's stem and what --expect compares it with (the
     tensor's own name in a program; out0, out1, ... in a kernel's return order)."""
@@ -33,7 +34,7 @@ class Output:
     label: str | None = None  # a kernel's tensor name (`name=`), for the summary
 
 
-@dataclass
+@record()
 class Front:
     """What a front end hands the pipeline (`program` None: it did not parse or trace;
     `diagnostics` say why)."""
@@ -203,7 +204,7 @@ def parse_input_options(values) -> dict[str, str]:
 
 
 # ---- kernels ---------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@record(frozen=True)
 class KernelOptions:
     """A kernel's parameters as the command line (or the manifest) spells them."""
 

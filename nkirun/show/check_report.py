@@ -4,14 +4,15 @@ lines) and `junit` (one test case per program, read by most CI servers)."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from nkirun.records import record
 from nkirun.diagnostics import Diagnostic
 
 PROGRAM_SUFFIXES = (".yaml", ".yml", ".nkis", ".nki.txt")
 
 
-@dataclass
+@record()
 class Checked:
     """One program's result (`program`: the path as given or found)."""
 

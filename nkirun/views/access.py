@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
 from math import prod
 
 import numpy as np
 
+from nkirun.records import record
 from nkirun.diagnostics import Loc, error
 from nkirun.hw import dtypes as dt
 from nkirun.ir import AccessPattern, TensorDecl, View
@@ -51,7 +51,7 @@ class APSyntaxError(ValueError):
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Strided:
     """A resolved access pattern: where its elements sit in the tensor's buffer."""
 

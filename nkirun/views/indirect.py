@@ -35,17 +35,17 @@ A row partly outside the tensor is skipped whole.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from math import prod
 
 import numpy as np
 
+from nkirun.records import record
 from nkirun.diagnostics import RunError, error
 
 INDEX_DTYPES = frozenset({"int32", "uint32", "int16", "uint16", "int8", "uint8"})
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Indirect:
     """The indirect part of an access pattern: the index tensor's view and its step."""
     view: object  # ir.View of the index tensor

@@ -6,8 +6,8 @@ only its partition dimension is a (P, 1) tile, and the partition index must be a
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from nkirun.records import record
 from nkirun.diagnostics import Loc, error
 from nkirun.ir import Slice, TensorDecl, View
 from nkirun.views import access
@@ -88,7 +88,7 @@ def _parse_view(text: str, loc: Loc | None) -> View:
     return View(name, tuple(items), loc or Loc())
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Resolved:
     """A view bound to its tensor: what the checker, interpreter and cost model need."""
 
