@@ -58,8 +58,8 @@ and schedule.
 Shortcuts chosen by an argument rather than a switch, each tested against its twin:
 runner/plan.py (a planned run; `interpret.execute(plan=False)`: runner/plain.py, tests/
 runner/test_plan.py; tiles written in parts decided while planning, runner/plan_writes.py,
-and the plan forms of nc_matmul, tensor_tensor and tensor_copy across dtypes: tests/runner/
-test_plan_writes.py), checker/intern.py (`bind(..., fast=False)`, tests/checker/
+and the plan forms of nc_matmul, tensor_tensor, tensor_copy and dma_copy across dtypes:
+tests/runner/test_plan_writes.py), checker/intern.py (`bind(..., fast=False)`, tests/checker/
 test_fast_bind.py), isa/fast/ (each module beside the instruction's plain `definition`),
 runner/shadow_native.py (the C module beside the NumPy comparisons, tests/runner/
 test_shadow_native.py), runner/shadow_bits.py (bfloat16 on the bits beside the plain
