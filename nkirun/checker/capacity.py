@@ -41,13 +41,14 @@ def _uses(program, bound, buf: str) -> tuple[dict, list]:
         if plan is None:
             plan, names = b.names_plan()
         n_reads = len(plan[0])
-        here, wrote, read = set(), set(), set()
+        here, wrote, read = {}, set(), set()  # (here: in operand order, so that spills
+        # at one instruction come in an order of the program's, not of string hashes)
         load = b.engine == "dma" and all(pos >= n_reads for pos in plan[2])
         for pos, name in enumerate(names):  # (plan[2] lists a tensor read and written once)
             t = tensors.get(name)
             if t is None or t.buffer != buf:
                 continue
-            here.add(name)
+            here[name] = None
             (wrote if pos >= n_reads else read).add(name)
         for name in here:
             uses.setdefault(name, []).append(i)
@@ -98,7 +99,7 @@ def spill_plan(program, bound, buf: str, cap: int) -> dict:
     return b.out
 
 
-def _streams(b, here: set, belady, cap: int) -> bool:
+def _streams(b, here: dict, belady, cap: int) -> bool:
     """Whether instruction `b`, whose operands `here` do not fit together, can be issued in
     free-axis pieces: elementwise (its SPEC's free_split), each operand fitting alone."""
     split = b.spec.free_split
@@ -121,10 +122,10 @@ class _Belady:
         self.out = {"events": [], "save_bytes": 0, "reload_bytes": 0, "too_big": None,
                     "split": []}
 
-    def stream(self, i: int, here: set, wrote: set, over: int) -> None:
+    def stream(self, i: int, here: dict, wrote: set, over: int) -> None:
         """Book `over` bytes per partition of instruction i's operands as saved and reloaded
         (the pieces that did not fit), named after its largest output (else operand)."""
-        pool = (wrote & here) or here
+        pool = (wrote & here.keys()) or here.keys()
         name = max(sorted(pool), key=lambda n: self.resident[n])
         t = self.tensors[name]
         nbytes = over * (t.nbytes // max(_size(t), 1))
@@ -152,7 +153,7 @@ class _Belady:
             heapq.heappush(self.heap, (-lst[k], name))
         return self.resident[name]
 
-    def evict(self, here: set, i: int) -> None:
+    def evict(self, here: dict, i: int) -> None:
         """Evict the tiles used again furthest ahead until the rest fit (none of `here`)."""
         while self.used > self.cap and self.heap:
             neg, name = heapq.heappop(self.heap)
@@ -170,7 +171,7 @@ class _Belady:
                 self.spilled.add(name)
             self.used -= self.resident.pop(name)
 
-    def free_dead(self, here: set) -> None:
+    def free_dead(self, here: dict) -> None:
         """The tiles of `here` whose last use this was leave."""
         for name in here:
             if self.nxt[name] >= len(self.uses[name]) and name in self.resident:

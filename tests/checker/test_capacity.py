@@ -167,3 +167,38 @@ def test_live_deltas_by_one_dict_equal_first_and_last_uses():
             del tensors[tiles[0]]
             plain = _span_deltas(program, *_first_last(program, bound), len(bound))
         assert _live_deltas(program, bound) == plain, trial
+
+
+SPILL_TWO_AT_ONCE = [  # a and b are spilled, then reloaded at one instruction
+    "load: {dst: a, src: x}", "tensor_scalar: {dst: a, data: a, op0: multiply, operand0: 2}",
+    "load: {dst: b, src: x}", "tensor_scalar: {dst: b, data: b, op0: multiply, operand0: 2}",
+    "load: {dst: c, src: x}", "tensor_scalar: {dst: c, data: c, op0: multiply, operand0: 2}",
+    "load: {dst: d, src: x}", "tensor_scalar: {dst: d, data: d, op0: multiply, operand0: 2}",
+    "load: {dst: e, src: x}", "tensor_tensor: {dst: e, data1: e, data2: d, op: add}",
+    "store: {dst: z, src: e}", "tensor_tensor: {dst: c, data1: a, data2: b, op: add}",
+    "store: {dst: y, src: c}"]
+
+
+def test_the_spill_plan_does_not_depend_on_string_hashes(tmp_path):
+    """Two reloads at one instruction come in operand order, in every process (the order
+    followed the hash of the tensors' names: `cost` differed between runs)."""
+    import os
+    import subprocess
+    import sys
+
+    from repo_paths import ROOT
+    p = tmp_path / "p.yaml"
+    small = HEADER.replace("30000", "17500").replace("TARGET", "trn2").replace(
+        "instructions:\n", "".join(f"  {n}: {{buffer: sbuf, shape: [128, 17500], "
+                                   f"dtype: float32}}\n" for n in "cde") + "instructions:\n")
+    p.write_text(small + "".join(f"  - {i}\n" for i in SPILL_TWO_AT_ONCE))
+    code = ("import sys; from nkirun.api import check_program; "
+            "from nkirun.checker.capacity import spill_plan; c = check_program(sys.argv[1]); "
+            "print(spill_plan(c.program, c.bound, 'sbuf', 229_376)['events'])")
+    seen = {subprocess.run([sys.executable, "-c", code, str(p)], capture_output=True,
+                           text=True, check=True,
+                           env={**os.environ, "PYTHONPATH": str(ROOT),
+                                "PYTHONHASHSEED": str(seed)}).stdout
+            for seed in range(6)}
+    assert len(seen) == 1, seen
+    assert "(11, 'reload', 'a', 8960000), (11, 'reload', 'b', 8960000)" in seen.pop()
