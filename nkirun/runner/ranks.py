@@ -8,9 +8,10 @@ It fails, on every rank waiting there, when
 
 * the ranks arrived with different calls (E691: instruction, replica group, dtypes,
   shapes, keywords; the message shows each rank's call and line), or
-* it can never complete (E692, deadlock): a rank of the rank-list has finished (or
-  failed) without arriving, or no rank is running any more (every rank is finished or
-  waiting at a meeting that cannot complete). That test is exact, so a run never hangs:
+* it can never complete (E692, deadlock): no rank is running any more, and a rank of
+  the rank-list has finished (or failed) without arriving, or every rank is finished or
+  waiting at a meeting that cannot complete. (Waiting for the running ranks to stop
+  first makes the message name where every rank is, whatever the threads' timing.) That test is exact, so a run never hangs:
   each rank's own program is bounded (limits.py), and a wait ends when a meeting
   completes or the last running rank stops. WAIT_SLICE only bounds how long a waiting
   thread sleeps before it looks again.
@@ -97,10 +98,11 @@ class World:
         return parts
 
     def _stuck(self, here: dict, group: tuple) -> bool:
+        if "running" in self.state:  # (decided once every rank has stopped somewhere, so
+            return False             # the report says where each one is, every time)
         if any(self.state[r] in ("finished", "failed") and r not in here for r in group):
             return True
-        return "running" not in self.state and not any(
-            s == "waiting" and self._complete(r) for r, s in enumerate(self.state))
+        return not any(s == "waiting" and self._complete(r) for r, s in enumerate(self.state))
 
     def _complete(self, rank: int) -> bool:
         """Whether the meeting a waiting rank waits at has everyone (it runs on when it
