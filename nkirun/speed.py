@@ -43,6 +43,11 @@ and schedule.
 |                 | one compact line each (show/json_out.py)                |                                               |
 | JSON_ROWS       | cost --format json's instruction rows spelled from the  | views.table's dicts through the streamed      |
 |                 | slots (show/cost_json.py)                           | writer                                        |
+| FORM_PLANS      | the scheduler places a form instance from its form's    | every instruction through                     |
+|                 | plan: what all instances share worked out once          | _Scheduler.place_plain                        |
+|                 | (schedule/fast_place.py)                                |                                               |
+| DEAD_HISTORIES  | a tensor's access history dropped once no later         | every history kept to the end                 |
+|                 | instruction accesses it (schedule/history.py last_uses) |                                               |
 | WIDEN_ONCE      | a planned run widens a 16-bit or fp8 matmul operand     | each call widens its operands into scratch    |
 |                 | into a float32 copy once per write of its view, not per | arrays (isa/common.f32_operand; tests/runner/ |
 |                 | read (runner/plan_widen.py)                             | test_plan_widen.py)                           |
@@ -50,8 +55,8 @@ and schedule.
 Shortcuts chosen by an argument rather than a switch, each tested against its twin:
 runner/plan.py (a planned run; `interpret.execute(plan=False)`: runner/plain.py, tests/
 runner/test_plan.py; tiles written in parts decided while planning, runner/plan_writes.py,
-and the plan forms of nc_matmul, tensor_tensor and tensor_copy across dtypes: tests/runner/
-test_plan_writes.py), checker/intern.py (`bind(..., fast=False)`, tests/checker/
+and the plan forms of nc_matmul, tensor_tensor, tensor_copy and dma_copy across dtypes:
+tests/runner/test_plan_writes.py), checker/intern.py (`bind(..., fast=False)`, tests/checker/
 test_fast_bind.py), isa/fast/ (each module beside the instruction's plain `definition`),
 runner/shadow_native.py (the C module beside the NumPy comparisons, tests/runner/
 test_shadow_native.py), runner/shadow_bits.py (bfloat16 on the bits beside the plain
@@ -85,4 +90,6 @@ INDEX_MEMO = True
 INDIRECT_ROWS = True
 PSUM_BY_FORM = True
 CORES_BY_NAMES = True
+FORM_PLANS = True
+DEAD_HISTORIES = True
 WIDEN_ONCE = True

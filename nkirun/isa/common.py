@@ -240,13 +240,16 @@ def dma_execute(b: Bound, m) -> None:
 
 
 def dma_plan(b: Bound):
-    """runner/plan.py's form of a same-dtype transfer without a mask: one copyto between
-    fixed views (an indirect or zero-step view has none: the plain path)."""
+    """runner/plan.py's form of a transfer without a mask: one copyto between fixed views
+    (an indirect or zero-step view has none: the plain path) for the same dtype; for a
+    float-to-float cast, dma_execute's widening to float32 and Machine.write's rounding
+    into dst (cast_copy_plan, as tensor_copy's)."""
     src, dst = b.args["src"], b.args["dst"]
-    if b.mask is not None or src.dtype.np_type != dst.dtype.np_type or \
-            dst.dtype.name == "tfloat32":
+    if b.mask is not None or dst.dtype.name == "tfloat32":
         return None
-    return copy_plan(dst, src)
+    if src.dtype.np_type == dst.dtype.np_type:
+        return copy_plan(dst, src)
+    return cast_copy_plan(dst, src) if src.dtype.is_float and dst.dtype.is_float else None
 
 
 def copy_plan(dst, src):

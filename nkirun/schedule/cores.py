@@ -38,12 +38,24 @@ def schedule(program, bound, target=None):
         from nkirun.schedule.spills import Spills, spill_events
         events = spill_events(program, bound, s.target)
         spills = Spills(events, s.target) if events else None  # (schedule/spills.py)
+        from nkirun import speed
+        from nkirun.schedule.history import last_uses
+        dead = last_uses(bound) if (speed.DEAD_HISTORIES and spills is None
+                                    and s.storage is None) else None
+        tensors, values = s.tensors, s.values
         for k, b in enumerate(bound):
             if not k & 4095:
                 progress.tick(k)
             if spills is not None and k in events:
                 s.hold = spills.hold(k, s)
             s.place(b)
+            if dead is not None and dead[k] is not None:  # no later instruction reads them
+                gone = dead[k]
+                gone = (gone,) if gone.__class__ is str else gone
+                for name in gone:
+                    tensors.pop(name, None)
+                if values is not None:
+                    values.forget(gone)
         if spills is not None:
             s.sched.spills = spills.totals
     except KeyboardInterrupt as stop:  # Ctrl-C: the CLI says where the cost was
@@ -60,7 +72,7 @@ def schedule_cores(program, bound, target):
     from nkirun.schedule.scheduler import _Scheduler
     first = _Scheduler(program, target)
     second = _Scheduler(program, target)
-    for shared in ("sched", "tensors", "costed", "overlap_memo", "clocks"):
+    for shared in ("sched", "tensors", "costed", "overlap_memo", "clocks", "facts"):
         setattr(second, shared, getattr(first, shared))
     per_core = (first, second)
     slots = first.sched.slots
@@ -76,8 +88,10 @@ def schedule_cores(program, bound, target):
         if isinstance(step, tuple):
             _place_pair(per_core, step, core_of)
             continue
-        per_core[step.inst.core].place(step)
-        slots[-1].core = step.inst.core
+        s = per_core[step.inst.core]
+        s.place(step)
+        x = slots[-1]  # (placed as on core 0: the core is one of its facts)
+        x.facts = s.facts_of(*x.facts[:-1], step.inst.core)
     slots.sort(key=lambda x: x.index)
     return first.sched
 
@@ -136,11 +150,11 @@ def _place_pair(per_core, pair, core_of) -> None:
         end, queues, label, busy, lat = _run_half(s, b, c, start)
         cycles, reads, writes, _, names = c[:5]
         s.record_accesses(reads, writes, end, b.index, lat)
-        s.sched.slots.append(Slot(b.index, b.spec.name, b.engine, label, queues, cycles,
-                                  start, end, b.spec.cost_formula, b.spec.cost_assumed, kind,
-                                  dep, tensor, b.inst.loc.line, names, b.inst.core,
-                                  inst_name=b.args.get("name"), busy_ns=busy,
-                                  ready_ns=data_at))
+        facts = s.facts_of(b.spec.name, b.engine, label, queues, cycles, b.spec.cost_formula,
+                           b.spec.cost_assumed, b.args.get("name"), busy, 0.0, 0.0, 0.0,
+                           b.inst.core)
+        s.sched.slots.append(Slot(b.index, facts, start, end, kind, dep, tensor,
+                                  b.inst.loc.line, names, data_at))
 
 
 def _run_half(s, b, c, start) -> tuple:

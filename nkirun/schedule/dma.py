@@ -48,17 +48,19 @@ class Server:
         owner of the interval that delayed the first byte, or None)."""
         starts, ends, owners = self.starts, self.ends, self.owners
         if not starts or t0 >= starts[-1]:  # fast path: at or after the last interval
+            # (one float object for the end kept and the end returned: the next transfer's
+            # start is often this one's end, and a schedule keeps both)
             if starts and ends[-1] >= t0:
                 blocker = owners[-1] if ends[-1] > t0 else None
                 first = ends[-1]
-                ends[-1] = first + work
+                ends[-1] = end = first + work
                 owners[-1] = owner
-                return first, first + work, blocker
+                return first, end, blocker
             starts.append(t0)
-            ends.append(t0 + work)
+            ends.append(end := t0 + work)
             owners.append(owner)
             self._trim()
-            return t0, t0 + work, None
+            return t0, end, None
         i = bisect_right(starts, t0) - 1  # the last interval starting at or before t0
         blocker, t = None, t0
         if i >= 0 and ends[i] > t0:

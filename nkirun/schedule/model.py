@@ -18,10 +18,12 @@ report.py, perfetto.py) read a `Schedule`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from nkirun.ir import Program
 from nkirun.hw.targets import COMPUTE_ENGINES, Target
 
+_INDEX, _START = attrgetter("index"), attrgetter("start_ns")
 # The clock assumed for an engine the docs give no clock for (e.g. the Sync engine).
 FALLBACK_CLOCK_GHZ = 1.0
 
@@ -44,30 +46,69 @@ def meeting_words(kind: str) -> str | None:
     return spec.meeting.wait_words if spec is not None and spec.meeting is not None else None
 
 
+# What the instructions of one form on one engine share, one tuple per distinct value in a
+# Slot's `facts` (the scheduler interns them): read as the slot's attributes of these names.
+FACTS = ("op", "engine", "queue", "queues", "cycles", "formula", "assumed", "inst_name",
+         "busy_ns", "dma_bytes", "dma_run", "hbm_bytes", "core")
+
+
+def slot_facts(op: str, engine: str, queue: str, queues: tuple, cycles: int, formula: str,
+               assumed: bool, inst_name: str | None = None, busy_ns: float = 0.0,
+               dma_bytes: float = 0.0, dma_run: float = 0.0, hbm_bytes: float = 0.0,
+               core: int = 0) -> tuple:
+    """A Slot's `facts` (FACTS, in that order)."""
+    return (op, engine, queue, queues, cycles, formula, assumed, inst_name, busy_ns, dma_bytes,
+            dma_run, hbm_bytes, core)
+
+
 @dataclass(slots=True)
 class Slot:
+    """One instruction's place in the schedule. Its own fields are what differs between
+    instances of a form; `facts` (FACTS, read as attributes: op, engine, queue, queues,
+    cycles, formula, assumed, inst_name, busy_ns, dma_bytes, dma_run, hbm_bytes, core) is
+    one tuple shared by the slots that agree on all of them, so a slot is 10 fields, not 22
+    (cost holds one per instruction: 99,328 on the matmul tutorial's v1)."""
     index: int  # instruction index in the program
-    op: str
-    engine: str  # "vector", "scalar", "gpsimd", "tensor", "dma", ...
-    queue: str  # the in-order queue(s) it ran on: the engine name, or "dma.q0-15"
-    queues: tuple[int, ...]  # DMA queue numbers (empty for compute engines)
-    cycles: int  # in the engine's own cycles (DMA, modelled in ns: ns at its nominal 1 GHz)
+    facts: tuple  # slot_facts(...), shared
     start_ns: float
     end_ns: float
-    formula: str
-    assumed: bool  # the pages give no formula: nkirun's is an assumption
     wait_kind: str  # READY, RAW, WAR, WAW, ENGINE or QUEUE
     waited_on: int | None  # the instruction whose end set the start (None: t = 0)
     wait_tensor: str | None = None  # the tensor of a data dependence
     line: int = 0
     tensors: tuple[str, ...] = ()  # the tensors it reads or writes (live ranges)
-    core: int = 0  # the core that ran it (two-core programs)
-    inst_name: str | None = None  # the program's `name=` label of the instruction
-    busy_ns: float = 0.0  # DMA: engine-ns of streaming (the sum over its engines)
     ready_ns: float = 0.0  # when its data allowed it to start (before engine/queue waits)
-    dma_bytes: float = 0.0  # DMA: bytes delivered
-    dma_run: float = 0.0  # DMA: bytes per descriptor (the contiguous run, at most a row)
-    hbm_bytes: float = 0.0  # DMA: bytes read or written in HBM
+
+    # facts: op; engine ("vector", "scalar", "gpsimd", "tensor", "dma", ...); queue (the
+    # in-order queue(s) it ran on: the engine name, or "dma.q0-15"); queues (DMA queue
+    # numbers, empty for compute engines); cycles (in the engine's own cycles; DMA, modelled
+    # in ns: ns at its nominal 1 GHz); formula; assumed (the pages give no formula: nkirun's
+    # is an assumption); inst_name (the program's `name=` label); busy_ns (DMA: engine-ns of
+    # streaming, the sum over its engines); dma_bytes (DMA: bytes delivered); dma_run (DMA:
+    # bytes per descriptor, the contiguous run, at most a row); hbm_bytes (DMA: bytes read
+    # or written in HBM); core (the core that ran it, two-core programs)
+    op = property(lambda x: x.facts[0])
+    engine = property(lambda x: x.facts[1])
+    queue = property(lambda x: x.facts[2])
+    queues = property(lambda x: x.facts[3])
+    cycles = property(lambda x: x.facts[4])
+    formula = property(lambda x: x.facts[5])
+    assumed = property(lambda x: x.facts[6])
+    inst_name = property(lambda x: x.facts[7])
+    busy_ns = property(lambda x: x.facts[8])
+    dma_bytes = property(lambda x: x.facts[9])
+    dma_run = property(lambda x: x.facts[10])
+    hbm_bytes = property(lambda x: x.facts[11])
+    core = property(lambda x: x.facts[12])
+
+    def replace(self, **changes) -> "Slot":
+        """A copy with `changes` to any of its fields or FACTS (dataclasses.replace)."""
+        from dataclasses import replace
+        facts = list(self.facts)
+        for i, name in enumerate(FACTS):
+            if name in changes:
+                facts[i] = changes.pop(name)
+        return replace(self, facts=tuple(facts), **changes)
 
     @property
     def title(self) -> str:
@@ -191,12 +232,12 @@ class Schedule:
             else:
                 e["busy_ns"] += n * s.duration_ns
         d = out["dma"]
-        d["busy_ns"] = sum(_union_length([(s.start_ns, s.end_ns) for s in dma if s.core == c])
+        d["busy_ns"] = sum(_union_length([s for s in dma if s.core == c], spans=False)
                            for c in range(self.program.cores))
         d["queues"] = self.target.dma_queues * self.program.cores
         d["queue_busy_ns"] = sum(n * s.busy_ns for s, n in zip(self.slots, weight)
                                  if s.engine == "dma")
-        spans = [(s.start_ns, s.end_ns) for s in dma]
+        spans = [(s.start_ns, s.end_ns) for s in dma] if self.repeats else []
         for r in self.repeats:  # each repeated trip: the DMA time its copy adds
             window = self.slots[r.first:r.first + r.count]
             more = [(s.start_ns + r.shift_ns, s.end_ns + r.shift_ns) for s in window
@@ -228,22 +269,22 @@ class Schedule:
         next one's start (data, engine or queue): the chain that decides the makespan."""
         if not self.slots:
             return []
-        by_index = {s.index: s for s in self.slots}
+        slot_of = _slot_finder(self.slots)
         s = max(self.slots, key=lambda x: (x.end_ns, -x.index))
         path = [s]
         while s.waited_on is not None:
-            s = by_index.get(s.waited_on) or self._repeated(s.waited_on, by_index)
+            s = slot_of(s.waited_on) or self._repeated(s.waited_on, slot_of)
             path.append(s)
         return path[::-1]
 
-    def _repeated(self, index: int, by_index: dict) -> Slot:
+    def _repeated(self, index: int, slot_of) -> Slot:
         """The scheduled slot an instruction of a trip not scheduled copies (the path then
         goes on in the last scheduled trip: the repeated trips are not listed)."""
         for r in self.repeats:
             base = self.slots[r.first].index
             m = (index - base) // r.index_shift if r.index_shift else 0
-            if 1 <= m <= r.times and index - m * r.index_shift in by_index:
-                return by_index[index - m * r.index_shift]
+            if 1 <= m <= r.times and slot_of(index - m * r.index_shift) is not None:
+                return slot_of(index - m * r.index_shift)
         raise KeyError(index)
 
     def notes(self) -> list[str]:
@@ -280,6 +321,23 @@ class Schedule:
         return [(op, REGISTRY[op]) for op in seen if op in REGISTRY]
 
 
+def _slot_finder(slots: list[Slot]):
+    """index -> the slot of that instruction, or None: by bisection when the slots are in
+    strictly increasing index order (a schedule's usual order: no table of 100,000s of
+    entries), else through a dict (the last slot of an index, as before)."""
+    from bisect import bisect_left
+    from itertools import pairwise
+    if all(a.index < b.index for a, b in pairwise(slots)):
+        n = len(slots)
+        by = _INDEX
+
+        def find(index):
+            i = bisect_left(slots, index, key=by)
+            return slots[i] if i < n and slots[i].index == index else None
+        return find
+    return {x.index: x for x in slots}.get
+
+
 def path_contributions(path: list[Slot]) -> list[float]:
     """Each critical-path step's own share of the makespan: from the later of its start and
     the previous step's end to its end (a transfer's latency overlaps the step before)."""
@@ -290,9 +348,13 @@ def path_contributions(path: list[Slot]) -> list[float]:
     return out
 
 
-def _union_length(intervals: list[tuple[float, float]]) -> float:
+def _union_length(intervals: list, spans: bool = True) -> float:
+    """The length of the union of the intervals: (start, end) pairs, or slots (spans=False:
+    their start_ns, end_ns, with no pair made per slot)."""
     total, cur_s, cur_e = 0.0, None, None
-    for s, e in sorted(intervals):
+    ordered = sorted(intervals) if spans else sorted(intervals, key=_START)
+    for x in ordered:
+        s, e = x if spans else (x.start_ns, x.end_ns)
         if cur_e is None or s > cur_e:
             if cur_e is not None:
                 total += cur_e - cur_s

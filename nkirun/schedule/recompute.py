@@ -114,11 +114,20 @@ class Recomputes:
     of what an instruction writes and, with a key, notes the value it computed; `wrote`
     only bumps (instructions never elided)."""
 
-    __slots__ = ("versions", "values")
+    __slots__ = ("versions", "values", "kept")
 
     def __init__(self):
         self.versions: dict[str, int] = {}
         self.values: dict[tuple, tuple[int, float, tuple, tuple]] = {}
+        self.kept: set[str] = set()  # tensors a stored value wrote: their versions stay
+
+    def forget(self, names) -> None:
+        """Drop the versions of tensors no later instruction reads or writes (history.py
+        last_uses), except those a stored value wrote: a lookup compares theirs."""
+        kept, versions = self.kept, self.versions
+        for n in names:
+            if n not in kept:
+                versions.pop(n, None)
 
     def lookup(self, key, read_names) -> tuple:
         get = self.versions.get
@@ -141,5 +150,6 @@ class Recomputes:
         versions = self.versions
         for n in write_names:
             versions[n] = versions.get(n, 0) + 1
+        self.kept.update(write_names)
         self.values[(key, rv)] = (index, end, write_names,
                                   tuple([versions[n] for n in write_names]))

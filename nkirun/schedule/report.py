@@ -35,18 +35,19 @@ def parse_views(text: str | None) -> tuple[str, ...]:
 
 
 def to_json(s: Schedule, views: tuple[str, ...] = v.VIEWS, timeline_width: int = 64,
-            detail: str = "full", rows=None) -> dict:
+            detail: str = "full", rows=None, steps=None) -> dict:
     """The contract's keys (target, total_ns, engines, instructions) always, plus the
     summary's fields and the selected views. detail="summary" (opt-in: `cost --detail
     summary`) leaves out the `instructions` list; `rows` stands in for it (show/
-    cost_json.py: the rows already spelled as JSON)."""
+    cost_json.py: the rows already spelled as JSON), `steps` for the critical path's
+    steps (views.critical)."""
     out = v.summary(s)
     if detail != "summary":
         out["instructions"] = v.table(s) if rows is None else rows
     if "timeline" in views:
         out["timeline"] = v.timeline(s, timeline_width)
     if "critical" in views:
-        out["critical_path"] = v.critical(s)
+        out["critical_path"] = v.critical(s, steps)
     if "advice" in views:
         from nkirun.schedule.advice import advice
         out["advice"] = advice(s)

@@ -1,21 +1,22 @@
 """The scheduler: a Schedule from the bound instructions (rules in model.py's docstring)."""
 from __future__ import annotations
 
-from operator import itemgetter
-
 from nkirun.hw.cost_tables import cost_table
 from nkirun.hw.targets import TARGETS, Target
 from nkirun.isa.bound import Operands, raw_args
 from nkirun.isa.common import dma_cycles
 from nkirun.schedule import dma
 from nkirun.ir import Program
-from nkirun.schedule.model import (ENGINE, QUEUE, RAW, READY, RECOMPUTE, WAR, WAW, Schedule,
+from nkirun.schedule.model import (ENGINE, QUEUE, READY, RECOMPUTE, Schedule,
                                    Slot, queue_label)
 from nkirun.schedule.spills import held
 from nkirun.schedule import placement, recompute
 from nkirun.schedule.placement import earliest_start
 from nkirun.checker.overlap import overlaps
 from nkirun.schedule.history import AccessHistory
+from nkirun.schedule.fast_place import (_kept_reads, _picker, form_layout, inst_name,
+                                         make_plan, place_form, ready_of, record)
+from nkirun import speed
 
 
 _NO_BYTES = (0.0, 0.0, 0.0)
@@ -56,36 +57,6 @@ def _costed(b, target: Target) -> tuple:
             write_names)
 
 
-def inst_name(args):
-    """The `name=` label of an instruction whose raw args are `args` (isa/bound.py
-    raw_args): a pending Operands' is its template's (a scalar keyword: equal in every
-    instance of the form)."""
-    if args.__class__ is not Operands:
-        args = args.template
-    return args.get("name")
-
-
-def _kept_reads(b) -> tuple[int, ...] | None:
-    """Positions in b.accesses().reads of the reads the scheduler waits for (None: all):
-    not the reads of its own outputs a pipelined accumulation declares
-    (InstructionDef.pipelined_accumulate)."""
-    spec = b.spec
-    if not spec.pipelined_accumulate or spec.reads_out is None:
-        return None
-    outs = spec.reads_out(b)
-    if not outs:
-        return None
-    return tuple(i for i, (p, _) in enumerate(b.accesses().reads) if p not in outs)
-
-
-def _picker(positions: tuple[int, ...]):
-    """names -> the tuple of names at `positions` (itemgetter, always a tuple)."""
-    if len(positions) == 1:
-        i = positions[0]
-        return lambda names: (names[i],)
-    return itemgetter(*positions) if positions else (lambda names: ())
-
-
 class _Scheduler:
     """One pass over the instructions in program order; each is placed by `place`."""
 
@@ -118,6 +89,9 @@ class _Scheduler:
         self.by_form: dict[tuple[int, str], tuple | bool] = {}
         self.hold: tuple[float, str | None] = (0.0, None)  # spills.py: the next one waits
         self.storage = placement.storage_names(program) if program.reuse_buffers else None
+        self.plans: dict = {}  # id(form) -> FormPlan, or False (fast_place.py)
+        self.facts: dict = {}  # Slot.facts, interned (facts_of)
+        self.form_plans = speed.FORM_PLANS
 
     def overlap(self, a, b) -> bool:
         key = (id(a), id(b))
@@ -130,36 +104,10 @@ class _Scheduler:
         """(time, instruction, kind, tensor) of the latest-ending earlier access that
         conflicts: a write under a read (RAW; a compute reader of a compute write also waits
         `compute` times the commit latency: 0 for DMA, see latency_factor), a write or a read
-        under a write (WAW, WAR). A map is scanned only if its upper bound of ends could beat
-        what was found."""
-        ready, dep, kind, dep_tensor = 0.0, None, READY, None
-        tensors, memo = self.tensors, self.overlap_memo  # (self.overlap inlined: the hot loop)
-        for name, box in reads:
-            st = tensors.get(name)
-            if st is not None and st.write_end > ready:
-                for wbox, (end, k, lat) in st.writes.items():
-                    if compute:
-                        end += lat * compute
-                    if end > ready:
-                        if wbox is not box:
-                            key = (id(wbox), id(box))
-                            hit = memo.get(key)
-                            if hit is None:
-                                hit = memo[key] = overlaps(wbox, box)
-                            if not hit:
-                                continue
-                        ready, dep, kind, dep_tensor = end, k, RAW, name
-        for name, box in writes:
-            st = tensors.get(name)
-            if st is None:
-                continue
-            for accesses, bound, why in ((st.writes, st.write_end, WAW),
-                                         (st.reads, st.read_end, WAR)):
-                if bound > ready:
-                    for other, a in accesses.items():
-                        if a[0] > ready and (other is box or self.overlap(other, box)):
-                            ready, dep, kind, dep_tensor = a[0], a[1], why, name
-        return ready, dep, kind, dep_tensor
+        under a write (WAW, WAR); reads and writes as (tensor, box) pairs (fast_place.ready_of,
+        which takes names and boxes apart)."""
+        return ready_of(self, [n for n, _ in reads], [box for _, box in reads],
+                        [n for n, _ in writes], [box for _, box in writes], compute)
 
     def compute_resource(self, engine: str, cells) -> tuple[float, int | None]:
         """(free time, blocking instruction) of a compute engine, or of the PE cells."""
@@ -171,16 +119,8 @@ class _Scheduler:
         return self.engine_free.get(engine, (0.0, None))
 
     def record_accesses(self, reads, writes, end: float, index: int, lat: float) -> None:
-        for name, box in reads:
-            st = self.tensors.get(name)
-            if st is None:
-                st = self.tensors[name] = AccessHistory()
-            st.read(box, end, index)
-        for name, box in writes:
-            st = self.tensors.get(name)
-            if st is None:
-                st = self.tensors[name] = AccessHistory()
-            st.wrote(box, end, index, lat)
+        record(self.tensors, [n for n, _ in reads], [box for _, box in reads],
+               [n for n, _ in writes], [box for _, box in writes], end, index, lat)
 
     def new_costed(self, b) -> tuple:
         c = _costed(b, self.target)
@@ -197,18 +137,10 @@ class _Scheduler:
         fkey = (id(form), engine)  # the form dicts live as long as `bound`
         t = self.by_form.get(fkey)
         if t is None:
-            c = self.new_costed(b)
-            _, names = b.names_plan()
-            n_reads = len(b.accesses().reads)  # (with any the scheduler does not wait for)
-            kept = _kept_reads(b)
-            kept = tuple(range(n_reads)) if kept is None else kept
-            pick_reads = _picker(kept)
-            if tuple(n for n, _ in c[1] + c[2]) != pick_reads(names) + names[n_reads:]:
+            c, names, n_reads, pick_reads, first = form_layout(self, b)
+            if names is None:
                 self.by_form[fkey] = False  # not the order assumed below
                 return c
-            first = {}
-            for i, n in enumerate(names):
-                first.setdefault(n, i)
             self.by_form[fkey] = (
                 c, (n_reads, pick_reads), tuple(box for _, box in c[1]),
                 tuple(box for _, box in c[2]), _picker(tuple(first.values())),
@@ -228,6 +160,24 @@ class _Scheduler:
                 uniq_writes(names))
 
     def place(self, b) -> None:
+        """Schedule b: through its form's FormPlan (schedule/fast_place.py) when it has
+        one, else `place_plain`."""
+        args = raw_args(b)
+        form = args.form
+        if form is None or b.mask is not None or not self.form_plans:
+            return self.place_plain(b)
+        p = self.plans.get(id(form))  # (the form dicts live as long as `bound`)
+        if p is None:
+            p = self.plans[id(form)] = make_plan(self, b, form, b.engine) or False
+        if p is False or p.engine != b.engine:
+            return self.place_plain(b)
+        names = args.names
+        place_form(self, b, p, b.names_plan()[1] if names is None else names)
+
+    # long: the definition, kept whole beside its fast twin (fast_place.place_form)
+    def place_plain(self, b) -> None:
+        """The definition: each instruction's costed facts from its Operands (or its
+        form's, costed_by_form), then its data, engine and slot."""
         engine, index = b.engine, b.inst.index
         args = raw_args(b)  # a FormBound's pending Operands stay unmade (isa/bound.py)
         pending = args.__class__ is not Operands
@@ -282,11 +232,19 @@ class _Scheduler:
         spec = b.spec
         moved = ((extra[8], extra[9], extra[2] * self.hbm_rate) if is_dma and same is None
                  else _NO_BYTES)  # (DMA: bytes delivered, per descriptor, in HBM)
-        # every field positionally (Slot's order): keywords cost a dict per instruction
-        self.sched.slots.append(Slot(index, spec.name, engine, label, queues, cycles, start, end,
-                                     spec.cost_formula, spec.cost_assumed, kind, dep,
-                                     dep_tensor, b.inst.loc.line, names, 0,
-                                     inst_name(args), busy, ready, *moved))
+        facts = self.facts_of(spec.name, engine, label, queues, cycles, spec.cost_formula,
+                              spec.cost_assumed, inst_name(args), busy, *moved, 0)
+        self.sched.slots.append(Slot(index, facts, start, end, kind, dep, dep_tensor,
+                                     b.inst.loc.line, names, ready))
+
+    def facts_of(self, *facts) -> tuple:
+        """model.slot_facts(*facts), one tuple per distinct value and types (slots share it:
+        an int and a float, or True and 1, are equal, but not spelled alike)."""
+        key = (facts, *map(type, facts[4:]))
+        got = self.facts.get(key)
+        if got is None:
+            got = self.facts[key] = facts
+        return got
 
     def in_storage(self, accesses) -> tuple:
         """(tensor, box) pairs with each tensor named by its buffer (Program.reuse_buffers)."""

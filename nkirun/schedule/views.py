@@ -102,15 +102,15 @@ def tracks(s: Schedule) -> list[tuple[str, list[Slot]]]:
         got = [x for x in s.slots if x.engine == name]
         if got:
             out.append((name, got))
-    per_queue: dict[int, list[Slot]] = {}
-    for x in s.slots:
-        for q in x.queues:
-            per_queue.setdefault(q, []).append(x)
-    groups: dict[tuple[int, ...], list[int]] = {}
-    for q in sorted(per_queue):
-        groups.setdefault(tuple(x.index for x in per_queue[q]), []).append(q)
+    # queues ran the same transfers when every distinct queue set holds both or neither
+    # (no list of slots per queue: 16 of them on a matmul's 64,000 transfers)
+    moved = [x for x in s.slots if x.queues]
+    sets = list(dict.fromkeys(x.queues for x in moved))
+    groups: dict[tuple[bool, ...], list[int]] = {}
+    for q in sorted({q for qs in sets for q in qs}):
+        groups.setdefault(tuple(q in qs for qs in sets), []).append(q)
     for qs in sorted(groups.values()):
-        out.append((queue_label(qs), per_queue[qs[0]]))
+        out.append((queue_label(qs), [x for x in moved if qs[0] in x.queues]))
     return out
 
 
@@ -135,20 +135,25 @@ def legend(s: Schedule) -> dict[str, str]:
 def bar(slots: list[Slot], total: float, width: int) -> str:
     """A track's timeline: its engine's letter over each instruction's time, upper and
     lower case by turns; `.` idle."""
-    turn = {id(x): k % 2 for k, x in enumerate(slots)}
-    return "".join("." if c is None else
-                   (engine_letter(c.engine).lower() if turn[id(c)] else engine_letter(c.engine))
-                   for c in gantt_cells(slots, total, width))
+    return "".join("." if k is None else
+                   (engine_letter(slots[k].engine).lower() if k % 2 else
+                    engine_letter(slots[k].engine))
+                   for k in _gantt_positions(slots, total, width))
 
 
 def gantt_cells(slots: list[Slot], total: float, width: int) -> list[Slot | None]:
     """Split [0, total) into `width` cells; each cell shows the slot covering most of it
     (None: idle). Any busy time in a cell shows, however short."""
-    cover: list[tuple[float, Slot | None]] = [(0.0, None)] * width
+    return [None if k is None else slots[k] for k in _gantt_positions(slots, total, width)]
+
+
+def _gantt_positions(slots: list[Slot], total: float, width: int) -> list[int | None]:
+    """gantt_cells as positions in `slots`."""
+    cover: list[tuple[float, int | None]] = [(0.0, None)] * width
     if total <= 0 or width <= 0:
         return [None] * width
     cell = total / width
-    for x in slots:
+    for k, x in enumerate(slots):
         first = min(width - 1, int(x.start_ns / cell))
         last = min(width - 1, int(x.end_ns / cell))
         if x.end_ns <= x.start_ns:
@@ -157,7 +162,7 @@ def gantt_cells(slots: list[Slot], total: float, width: int) -> list[Slot | None
             lo, hi = max(x.start_ns, j * cell), min(x.end_ns, (j + 1) * cell)
             amount = hi - lo if hi > lo else 1e-12  # zero-length: still mark it
             if amount > cover[j][0]:
-                cover[j] = (amount, x)
+                cover[j] = (amount, k)
     return [c[1] for c in cover]
 
 
@@ -172,17 +177,24 @@ def timeline(s: Schedule, width: int = 64) -> dict:
     return {"total_ns": _r(total), "width": width, "legend": legend(s), "rows": rows}
 
 
-def critical(s: Schedule) -> dict:
+def critical(s: Schedule, steps=None) -> dict:
+    """The critical-path view; `steps(count, dicts)` stands in for the list of steps when
+    given (show/cost_json.py: each encoded as it is made, not all held at once)."""
     path = s.critical_path()
     total = s.total_ns
+    made = (_step(x, total) for x in path)
     return {"total_ns": _r(total), "length": len(path),
             "by_engine": _shares(path, total, lambda x: x.engine),
             "by_op": _shares(path, total, lambda x: x.op),
-            "steps": [{"index": x.index, "op": x.op, "engine": x.queue,
-                       "start_ns": _r(x.start_ns), "end_ns": _r(x.end_ns),
-                       "duration_ns": _r(x.duration_ns),
-                       "share": round(x.duration_ns / total, 4) if total else 0.0,
-                       "after": x.wait} for x in path]}
+            "steps": list(made) if steps is None else steps(len(path), made)}
+
+
+def _step(x: Slot, total: float) -> dict:
+    return {"index": x.index, "op": x.op, "engine": x.queue,
+            "start_ns": _r(x.start_ns), "end_ns": _r(x.end_ns),
+            "duration_ns": _r(x.duration_ns),
+            "share": round(x.duration_ns / total, 4) if total else 0.0,
+            "after": x.wait}
 
 
 def _shares(path: list[Slot], total: float, key) -> dict:

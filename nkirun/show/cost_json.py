@@ -36,10 +36,11 @@ def write_cost_json(s: Schedule, views: tuple[str, ...], stream, detail: str = "
     `write_json(to_json(s, views, timeline_width, detail), stream)`)."""
     from nkirun import speed
     from nkirun.schedule.report import to_json
-    from nkirun.show.json_out import EncodedRows, write_json
+    from nkirun.show.json_out import _ROW, EncodedRows, write_json
     if detail == "full" and speed.JSON_ROWS and speed.STREAMED_JSON:
         rows = EncodedRows(len(s.slots), row_texts(s))
-        write_json(to_json(s, views, timeline_width, rows=rows), stream)
+        write_json(to_json(s, views, timeline_width, rows=rows, steps=lambda n, made:
+                           EncodedRows(n, map(_ROW.encode, made))), stream)
         return
     write_json(to_json(s, views, timeline_width, detail), stream)
 

@@ -89,11 +89,12 @@ def test_repeats_share_args_and_cost_the_same(tmp_path):
     assert fast.bound[1].inst is insts[1] and fast.bound[1].loc().line == insts[1].loc.line
     # ... and a masked instruction is bound on its own, with its own mask
     assert fast.bound[5].mask is not None and fast.bound[5].args is not fast.bound[4].args
-    slots = [dataclasses.astuple(s) for s in schedule(fast.program, fast.bound).slots]
+    placed = schedule(fast.program, fast.bound).slots
+    slots = [dataclasses.astuple(s) for s in placed]
     assert slots == [dataclasses.astuple(s) for s in schedule(careful.program,
                                                               careful.bound).slots]
     # DMA engines follow the partitions (engine e serves 8e..8e+7): t[0:32] -> engines 0-3
-    assert {s[3] for s in slots} >= {"dma.q0-15", "dma.q0-3"}
+    assert {s.queue for s in placed} >= {"dma.q0-15", "dma.q0-3"}
 
 
 def test_repeats_run_like_the_careful_path(tmp_path):

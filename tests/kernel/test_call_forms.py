@@ -10,7 +10,9 @@ every call converted afresh; `speed.ALLOC_PLANS = False`: every nl.ndarray check
 `speed.PSUM_BY_FORM = False`: the PSUM hazard pass reads every instance's Operands;
 `speed.INDEX_MEMO = False`: every index expression made afresh; `speed.CORES_BY_NAMES =
 False`: the two-core rules read every instruction's accesses; `speed.WIDEN_ONCE = False`:
-each planned matmul widens its operands), run to the
+each planned matmul widens its operands; `speed.FORM_PLANS = False`: every
+instruction scheduled by the plain path; `speed.DEAD_HISTORIES = False`: every access
+history kept to the end of the schedule), run to the
 same results, and the instructions bound from a form's template (checker/intern.py
 `Templates`) equal the plain path's (`bind(program, fast=False)`): diagnostics, engines,
 operands, read/write sets.
@@ -102,7 +104,8 @@ def _diags(diags):
 SWITCHES = ((speed, "CALL_FORMS"), (speed, "ALLOC_PLANS"), (speed, "FORM_ARGS"),
             (speed, "SIMPLE_CALLS"), (speed, "LOWERED_INDEX"), (speed, "LAZY_OPERANDS"),
             (speed, "INDEX_FORMS"), (speed, "PSUM_BY_FORM"), (speed, "INDEX_MEMO"),
-            (speed, "CORES_BY_NAMES"), (speed, "WIDEN_ONCE"))
+            (speed, "CORES_BY_NAMES"), (speed, "WIDEN_ONCE"), (speed, "FORM_PLANS"),
+            (speed, "DEAD_HISTORIES"))
 
 
 def _plain_switches(monkeypatch, on: bool) -> None:

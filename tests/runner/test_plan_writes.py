@@ -129,3 +129,24 @@ def test_an_output_stored_in_parts_is_planned_and_complete(tmp_path):
     plain, planned = both_ways(c.program, c.bound)
     assert plain == planned and plain[0] != "error"
     assert _plain_ops(c) == []
+
+
+@pytest.mark.parametrize("dst_dtype", ["bfloat16", "float32", "float16", "float8_e4m3"])
+@pytest.mark.parametrize("src_dtype", ["bfloat16", "float32", "float8_e5m2"])
+def test_casting_dmas_are_planned_and_the_same(tmp_path, dst_dtype, src_dtype):
+    """dma_copy between float dtypes (the matmul tutorial's float32 tile stored to its
+    bfloat16 output): dma_execute's widening and Machine.write's rounding, planned."""
+    x = RNG.standard_normal((64, 96)).astype(np.float32) * 3
+    x.reshape(-1)[:5] = (np.inf, -np.inf, np.nan, 1e38, -3e-39)
+    tensors = {"x": sbuf(x, src_dtype, buffer="hbm"), "t": tmp((64, 96), dst_dtype),
+               "u": tmp((64, 96), src_dtype), "y": out((64, 96), src_dtype, buffer="hbm"),
+               "z": out((64, 96), dst_dtype, buffer="hbm")}
+    body = [{"dma_copy": {"dst": "t", "src": "x"}},          # cast on the way in
+            {"dma_copy": {"dst": "u[:, 0:48]", "src": "t[:, 0:48]"}},  # and back, in parts
+            {"dma_copy": {"dst": "u[:, 48:96]", "src": "t[:, 48:96]"}},
+            {"dma_copy": {"dst": "y", "src": "u"}},
+            {"dma_copy": {"dst": "z", "src": "u"}}]  # cast on the way out
+    c = _checked(write_program(tmp_path, tensors, body))
+    plain, planned = both_ways(c.program, c.bound)
+    assert plain == planned and plain[0] != "error"
+    assert _plain_ops(c) == []

@@ -41,7 +41,9 @@ def loop(x, reps):
 
 
 def _slots(program, bound, monkeypatch, by_form: bool):
+    from nkirun import speed
     with monkeypatch.context() as m:
+        m.setattr(speed, "FORM_PLANS", False)  # place_plain (plans: test_form_plans.py)
         if not by_form:
             m.setattr(scheduler._Scheduler, "costed_by_form",
                       lambda self, b, form, engine: self.new_costed(b))
@@ -77,6 +79,8 @@ def test_costing_per_form_equals_costing_each_instruction(tmp_path, monkeypatch)
 
 
 def test_the_loop_kernel_takes_the_form_path(tmp_path, monkeypatch):
+    from nkirun import speed
+    monkeypatch.setattr(speed, "FORM_PLANS", False)  # (with plans: test_form_plans.py)
     calls = []
     real = scheduler._Scheduler.costed_by_form
     monkeypatch.setattr(scheduler._Scheduler, "costed_by_form",

@@ -186,12 +186,10 @@ def test_streamed_trace_is_the_plain_twins_bytes(path, tmp_path, monkeypatch):
 def test_a_transfer_with_no_queue_gets_a_track(tmp_path):
     """A DMA elided as a recompute has no queue (scheduler.py): the trace once died on it
     with a KeyError (nki-library/NKIBench add_rmsnorm_matmul); it goes on `dma.elided`."""
-    import dataclasses
-
     from nkirun.schedule import write_trace
     s = api.cost("programs/rowmax_in_window.yaml")
     dma = next(x for x in s.slots if x.engine == "dma")
-    s.slots[s.slots.index(dma)] = dataclasses.replace(dma, queues=())
+    s.slots[s.slots.index(dma)] = dma.replace(queues=())
     events = trace_events(s)["traceEvents"]
     names = _thread_names(events)
     elided = [k for k, name in names.items() if name == "dma.elided"]

@@ -3,7 +3,6 @@ show/cost_json.py) against the plain twin (views.table's dicts through the strea
 writer), and the opt-in summary level (`--detail summary`)."""
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
 import math
@@ -61,7 +60,7 @@ def test_two_cores_name_labels_and_odd_values_are_the_plain_twins_bytes(monkeypa
            dict(wait_tensor="t\n\u2028"), dict(cycles=True), dict(queues=(1, 2)),
            dict(queues=[3]), dict(start_ns=1.0005), dict(line=None), dict(assumed=1)]
     for k, change in enumerate(odd):
-        s.slots[k % len(s.slots)] = dataclasses.replace(s.slots[k % len(s.slots)], **change)
+        s.slots[k % len(s.slots)] = s.slots[k % len(s.slots)].replace(**change)
     fast, plain = _both(s, monkeypatch, ("summary",))  # (the other views need finite times)
     assert fast == plain
     assert "NaN" in fast and "Infinity" in fast and '"name": "k\\u00e9\\"1"' in fast
