@@ -48,6 +48,9 @@ and schedule.
 |                 | (schedule/fast_place.py)                                |                                               |
 | DEAD_HISTORIES  | a tensor's access history dropped once no later         | every history kept to the end                 |
 |                 | instruction accesses it (schedule/history.py last_uses) |                                               |
+| SHARED_DMA_SERVERS | DMA engines with equal histories share one Server,   | every engine booked on its own Server         |
+|                 | booked once per transfer (schedule/dma.py               |                                               |
+|                 | _book_grouped)                                          |                                               |
 | WIDEN_ONCE      | a planned run widens a 16-bit or fp8 matmul operand     | each call widens its operands into scratch    |
 |                 | into a float32 copy once per write of its view, not per | arrays (isa/common.f32_operand; tests/runner/ |
 |                 | read (runner/plan_widen.py)                             | test_plan_widen.py)                           |
@@ -93,3 +96,4 @@ CORES_BY_NAMES = True
 FORM_PLANS = True
 DEAD_HISTORIES = True
 WIDEN_ONCE = True
+SHARED_DMA_SERVERS = True

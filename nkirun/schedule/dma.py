@@ -142,6 +142,8 @@ class DmaEngines:
         self.shared = Server()
         self.servers: list[Server] | None = None
         self.hbm = Server()
+        from nkirun import speed
+        self.grouped = speed.SHARED_DMA_SERVERS
         # HBM can only set the pace when the engines together can outrun it
         self.hbm_binds = t.dma_engines * t.dma_engine_bytes_per_ns > t.hbm_bytes_per_ns
 
@@ -153,11 +155,19 @@ class DmaEngines:
                 if self.hbm_binds and hbm_ns > w:
                     w = hbm_ns
                 return self.shared.book(t0, w, owner)
-            self.servers = [self.shared.copy() for _ in range(self.n)]
+            if self.grouped:  # one copy for every engine until their histories part
+                self.servers = [self.shared.copy()] * self.n
+            else:
+                self.servers = [self.shared.copy() for _ in range(self.n)]
             self.hbm = self.shared.copy()
+        got = None
+        if self.grouped:
+            one = self._one_server(shares)  # (the usual case: one booking serves them all)
+            got = [one.book(t0, shares[0][1], owner)] if one is not None else \
+                self._book_grouped(t0, shares, owner)
         first, end, blocker = math.inf, 0.0, None
-        for e, w in shares:
-            f, x, bl = self.servers[e].book(t0, w, owner)
+        for k, (e, w) in enumerate(shares if got is None or len(got) > 1 else shares[:1]):
+            f, x, bl = self.servers[e].book(t0, w, owner) if got is None else got[k]
             if f < first:
                 first = f
             if x > end:
@@ -166,9 +176,49 @@ class DmaEngines:
                 blocker = bl
         return self._hbm(t0, hbm_ns, owner, first, end, blocker)
 
+    def _one_server(self, shares) -> Server | None:
+        """The Server every engine of `shares` shares with no other engine when they all
+        take the same work (engines in increasing order), else None."""
+        servers = self.servers
+        e0, w0 = shares[0]
+        srv, prev = servers[e0], -1
+        for e, w in shares:
+            if e <= prev or w != w0 or servers[e] is not srv:
+                return None
+            prev = e
+        return srv if servers.count(srv) == len(shares) else None
+
+    def _book_grouped(self, t0: float, shares, owner: int) -> list | None:
+        """Each share's Server.book answer, booking once per (Server object, work): engines
+        whose histories are equal share one Server (`speed.SHARED_DMA_SERVERS`), booked in
+        place when every engine sharing it takes the same work now, else copied for those
+        that do (their histories part). The plain twin books every engine on its own Server;
+        tests/schedule/test_dma_groups.py compares both. None: an engine given twice (the
+        plain loop then)."""
+        servers, groups, keys = self.servers, {}, []
+        for e, w in shares:
+            srv = servers[e]
+            key = (id(srv), w)
+            g = groups.get(key)
+            if g is None:
+                g = groups[key] = [srv, []]
+            elif e in g[1]:
+                return None
+            g[1].append(e)
+            keys.append(key)
+        answers = {}
+        for key, (srv, engines) in groups.items():
+            if servers.count(srv) != len(engines):  # others share it: theirs stays as is
+                srv = srv.copy()
+                for e in engines:
+                    servers[e] = srv
+            answers[key] = srv.book(t0, key[1], owner)
+        return [answers[key] for key in keys]
+
     def advance(self, first: int, shift_ns: float, shift_index: int) -> None:
         """scheduler.advance's move of the busy intervals positions >= `first` own."""
-        for server in [self.shared, self.hbm, *(self.servers or ())]:
+        every = [self.shared, self.hbm, *(self.servers or ())]
+        for server in {id(x): x for x in every}.values():  # (engines may share one)
             server.advance(first, shift_ns, shift_index)
 
     def _hbm(self, t0, hbm_ns, owner, first, end, blocker):

@@ -12,7 +12,8 @@ every call converted afresh; `speed.ALLOC_PLANS = False`: every nl.ndarray check
 False`: the two-core rules read every instruction's accesses; `speed.WIDEN_ONCE = False`:
 each planned matmul widens its operands; `speed.FORM_PLANS = False`: every
 instruction scheduled by the plain path; `speed.DEAD_HISTORIES = False`: every access
-history kept to the end of the schedule), run to the
+history kept to the end of the schedule; `speed.SHARED_DMA_SERVERS = False`: every DMA
+engine booked on its own), run to the
 same results, and the instructions bound from a form's template (checker/intern.py
 `Templates`) equal the plain path's (`bind(program, fast=False)`): diagnostics, engines,
 operands, read/write sets.
@@ -59,6 +60,9 @@ def _cases(tmp_path):
     positional = _module(tmp_path / "forms_positional_kernel.py",
                          "forms_positional_kernel").positional
     yield "positional", lambda: trace_call(positional, (x[:128, :64], 6))
+    (tmp_path / "forms_ap_kernel.py").write_text(FAST_BIND.AP_KERNEL)  # (direct `.ap()`s)
+    aps = _module(tmp_path / "forms_ap_kernel.py", "forms_ap_kernel").aps
+    yield "aps", lambda: trace_call(aps, (np.zeros((128, 512), np.float32), 8))
     (tmp_path / "forms_loop_kernel.py").write_text(FAST_BIND.LOOP_KERNEL)
     loop = _module(tmp_path / "forms_loop_kernel.py", "forms_loop_kernel").loop
     yield "loop", lambda: trace_call(loop, (np.zeros((128, 512), np.float32), 12))
@@ -105,7 +109,7 @@ SWITCHES = ((speed, "CALL_FORMS"), (speed, "ALLOC_PLANS"), (speed, "FORM_ARGS"),
             (speed, "SIMPLE_CALLS"), (speed, "LOWERED_INDEX"), (speed, "LAZY_OPERANDS"),
             (speed, "INDEX_FORMS"), (speed, "PSUM_BY_FORM"), (speed, "INDEX_MEMO"),
             (speed, "CORES_BY_NAMES"), (speed, "WIDEN_ONCE"), (speed, "FORM_PLANS"),
-            (speed, "DEAD_HISTORIES"))
+            (speed, "DEAD_HISTORIES"), (speed, "SHARED_DMA_SERVERS"))
 
 
 def _plain_switches(monkeypatch, on: bool) -> None:
@@ -140,6 +144,7 @@ def test_traces_with_forms_equal_the_plain_trace(tmp_path, monkeypatch):
     assert len(seen) >= 8
     assert dict(seen)["loop"] > 30  # the loop's calls do have forms
     assert dict(seen)["positional"] > 20
+    assert dict(seen)["aps"] > 8 * 3  # (a call with a direct `.ap()` has its form too)
 
 
 def test_form_args_read_as_their_dict(tmp_path):

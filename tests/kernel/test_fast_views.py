@@ -202,3 +202,21 @@ def test_hashable_key_of_index_arrays(monkeypatch):
     assert k(np.arange(4)) is None and k((col.reshape(2, 2), 0)) is None  # no form
     monkeypatch.setattr(speed, "INDEX_FORMS", False)
     assert k(arange(4)[:, None]) is None
+
+
+def test_ds_takes_ints_and_int_subclasses_but_not_bools():
+    """nl.ds's check (exact ints first, then the general rule): the same outcomes."""
+    import enum
+
+    from nkirun.diagnostics import NkirunError
+    from nkirun.source.kernel.tensor import DynSlice
+
+    class Start(enum.IntEnum):
+        A = 3
+
+    assert (DynSlice(1, 2).start, DynSlice(1, 2).size) == (1, 2)
+    assert DynSlice(Start.A, 4).start is Start.A
+    for start, size in ((True, 2), (1, False), (1.0, 2), (1, None)):
+        with pytest.raises(NkirunError) as e:
+            DynSlice(start, size)
+        assert e.value.diagnostics[0].code == "E601"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from nkirun import speed  # the speed switches, beside their plain twins
 from nkirun.diagnostics import Loc
-from nkirun.ir import _INST_SET, Instruction
+from nkirun.ir import _INST_SET, AccessPattern, Instruction
 from nkirun.source.forms import FormArgs
 from nkirun.source.kernel import consts, legacy
 from nkirun.source.kernel.lowering import lowered_index
@@ -31,8 +31,9 @@ def form_key(op: str, values: dict, loc: Loc):
     names (source/forms.py): the op, the call site, each keyword's value — for a tensor its
     layout (TensorRec.layout: buffer, shape, dtype) and IR index object (shared between
     equal views, lowered_index) —, and which operands are the same tensor; the tensors in
-    call order. None when a value is anything else (a list, a register, an access
-    pattern: converted afresh)."""
+    call order; a direct access pattern (`.ap()`, no runtime index) by its value, as the
+    view methods make one afresh per view. None when a value is anything else (a list, a
+    register, an indirect access pattern: converted afresh)."""
     key = [op, id(loc)]
     recs = []
     for k, v in values.items():
@@ -42,7 +43,12 @@ def form_key(op: str, values: dict, loc: Loc):
             if index is _NO_INDEX:
                 index = v._ir = lowered_index(v)
             if index is not None and index.__class__ is not tuple:
-                return None
+                if index.__class__ is not AccessPattern or index.scalar_offset is not None \
+                        or index.vector_offset is not None:
+                    return None  # (an indirect pattern names its index tensor)
+                recs.append(rec)  # a direct `.ap()`: a value, made afresh per view
+                key += (k, rec.layout, index)
+                continue
             recs.append(rec)
             key += (k, rec.layout, id(index))
         elif c in _FORM_SCALARS:
