@@ -190,10 +190,14 @@ class _SameValues:
     nki-library's router_topk without token sharding) make the check's W630 harmless, and
     run drops it from its warnings (m.benign)."""
 
-    def __init__(self, pairs):
+    def __init__(self, pairs, once: bool = False):
         self.watch: dict = {}  # instruction index -> [(pair number, key)]
         self.pairs = pairs
-        self.wrote: dict = {}  # (pair number, index) -> (elements, values)
+        # (pair number, index) -> (the view, or the elements an indirect view reached; the
+        # values written there): a static view's elements are made again when compared,
+        # not kept (int64 per element, twice a float32 value's bytes)
+        self.wrote: dict = {}
+        self.once = once  # no runtime loops: a compared pair's writes are not seen again
         for k, (late, lkey, early, ekey, _) in enumerate(pairs):
             self.watch.setdefault(late.index, []).append((k, lkey))
             self.watch.setdefault(early.index, []).append((k, ekey))
@@ -207,19 +211,24 @@ class _SameValues:
             return None
         pairs: list = []
         races(program, order, bound, pairs)
-        return cls(pairs) if pairs else None
+        return cls(pairs, once=not program.loops) if pairs else None
 
     def after(self, b, m) -> None:
         for k, key in self.watch.get(b.index, ()):
             r = b.args[key]
             elems = _elements(r, m)
-            values = m.buffers[r.decl.name].reshape(-1)[elems]
-            self.wrote[(k, b.index)] = (elems, values.copy())
+            values = m.buffers[r.decl.name].reshape(-1)[elems]  # (a copy: fancy indexing)
+            static = r.ap is None or r.ap.indirect is None
+            self.wrote[(k, b.index)] = (r if static else elems, values)
             late, lkey, early, _, name = self.pairs[k]
-            other = self.wrote.get((k, early.index if b.index == late.index else late.index))
+            other_key = (k, early.index if b.index == late.index else late.index)
+            other = self.wrote.get(other_key)
             if other is None:
                 continue
-            _, ia, ib = np.intersect1d(elems, other[0], return_indices=True)
+            if self.once:  # both writes seen, never to run again: their copies go
+                del self.wrote[(k, b.index)], self.wrote[other_key]
+            where = other[0] if isinstance(other[0], np.ndarray) else _elements(other[0], m)
+            _, ia, ib = np.intersect1d(elems, where, return_indices=True)
             mine, theirs = values[ia], other[1][ib]
             if mine.tobytes() == theirs.tobytes():
                 m.benign.add(where_key("W630", late.loc(lkey)))
