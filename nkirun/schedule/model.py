@@ -87,19 +87,7 @@ class Slot:
     # streaming, the sum over its engines); dma_bytes (DMA: bytes delivered); dma_run (DMA:
     # bytes per descriptor, the contiguous run, at most a row); hbm_bytes (DMA: bytes read
     # or written in HBM); core (the core that ran it, two-core programs)
-    op = property(lambda x: x.facts[0])
-    engine = property(lambda x: x.facts[1])
-    queue = property(lambda x: x.facts[2])
-    queues = property(lambda x: x.facts[3])
-    cycles = property(lambda x: x.facts[4])
-    formula = property(lambda x: x.facts[5])
-    assumed = property(lambda x: x.facts[6])
-    inst_name = property(lambda x: x.facts[7])
-    busy_ns = property(lambda x: x.facts[8])
-    dma_bytes = property(lambda x: x.facts[9])
-    dma_run = property(lambda x: x.facts[10])
-    hbm_bytes = property(lambda x: x.facts[11])
-    core = property(lambda x: x.facts[12])
+    # (each read as an attribute: the properties are made from FACTS below the class)
 
     def replace(self, **changes) -> "Slot":
         """A copy with `changes` to any of its fields or FACTS (dataclasses.replace)."""
@@ -141,6 +129,11 @@ class Slot:
         if meeting_words(self.wait_kind) is not None:
             return f"core {1 - self.core} reaching its {self.wait_kind} (after instruction {k})"
         return "ready at start"
+
+
+for _k, _name in enumerate(FACTS):  # Slot.op is slot.facts[0], and so on
+    setattr(Slot, _name, property(lambda x, k=_k: x.facts[k]))
+del _k, _name
 
 
 @dataclass(repr=False)
