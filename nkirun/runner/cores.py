@@ -218,7 +218,8 @@ class _SameValues:
             r = b.args[key]
             elems = _elements(r, m)
             values = m.buffers[r.decl.name].reshape(-1)[elems]  # (a copy: fancy indexing)
-            static = r.ap is None or r.ap.indirect is None
+            # a view no register moves (no runtime loop, no run-time index) is kept as itself
+            static = self.once and (r.ap is None or r.ap.indirect is None)
             self.wrote[(k, b.index)] = (r if static else elems, values)
             late, lkey, early, _, name = self.pairs[k]
             other_key = (k, early.index if b.index == late.index else late.index)
