@@ -50,18 +50,7 @@ def test_index_view_is_plain(n_items):
     with tracer:
         for t, key in itertools.product(handles, itertools.product(KEYS, repeat=n_items)):
             key = key[0] if n_items == 1 else key
-            try:
-                want = views.index_view_plain(t, key)
-            except Exception as e:  # noqa: BLE001 - the same error either way
-                with pytest.raises(type(e)):
-                    views.index_view(t, key)
-                continue
-            for _ in range(2):  # computed, then remembered
-                got = views.index_view(t, key)
-                assert got._rec is want._rec and got._dtype is want._dtype
-                assert same_view(got._v, want._v), (t, key)
-                if got._ir is not tensor_mod._NO_INDEX:  # the IR index it hands out
-                    assert got._ir == ir_index(want), (t, key)
+            _same_as_plain(t, key, raises=1)
 
 
 def test_hashable_key_keeps_apart_what_differs():
@@ -176,19 +165,7 @@ def test_index_view_of_index_arrays_is_plain():
     tracer, handles = _handles()
     with tracer:
         for t, key in itertools.product(handles, _index_keys()):
-            try:
-                want = views.index_view_plain(t, key)
-            except Exception as e:  # noqa: BLE001 - the same error either way
-                for _ in range(2):
-                    with pytest.raises(type(e)):
-                        views.index_view(t, key)
-                continue
-            for _ in range(2):  # computed, then remembered
-                got = views.index_view(t, key)
-                assert got._rec is want._rec and got._dtype is want._dtype
-                assert same_view(got._v, want._v), (t, key)
-                if got._ir is not tensor_mod._NO_INDEX:
-                    assert got._ir == ir_index(want), (t, key)
+            _same_as_plain(t, key, raises=2)
 
 
 def test_hashable_key_of_index_arrays(monkeypatch):
@@ -220,3 +197,21 @@ def test_ds_takes_ints_and_int_subclasses_but_not_bools():
         with pytest.raises(NkirunError) as e:
             DynSlice(start, size)
         assert e.value.diagnostics[0].code == "E601"
+
+
+def _same_as_plain(t, key, raises: int) -> None:
+    """views.index_view against its plain twin on (t, key): the same error (`raises` calls),
+    or, computed and then remembered, the same tensor, dtype, view and IR index."""
+    try:
+        want = views.index_view_plain(t, key)
+    except Exception as e:  # noqa: BLE001 - the same error either way
+        for _ in range(raises):
+            with pytest.raises(type(e)):
+                views.index_view(t, key)
+        return
+    for _ in range(2):  # computed, then remembered
+        got = views.index_view(t, key)
+        assert got._rec is want._rec and got._dtype is want._dtype
+        assert same_view(got._v, want._v), (t, key)
+        if got._ir is not tensor_mod._NO_INDEX:  # the IR index it hands out
+            assert got._ir == ir_index(want), (t, key)
