@@ -178,6 +178,8 @@ def provide(**operations) -> None:
         if "_" + name not in globals() or not callable(fn):
             raise ValueError(f"tensor.provide: no operation {name!r}")
         globals()["_" + name] = fn
+        if name == "index_view":  # `t[key]` calls it with no frame of its own in between
+            ndarray.__getitem__ = fn
 
 
 _NO_INDEX = object()  # a handle's IR index not computed yet
@@ -189,7 +191,7 @@ def _new_view(rec, view: StridedView, dtype=None):
     v = object.__new__(ndarray)
     v._rec, v._v = rec, view
     v._dtype = dtype or rec.dtype
-    v._ir = _NO_INDEX
+    v._ir, v._lk = _NO_INDEX, None  # (_lk: views.index_view's layout token, when asked)
     return v
 
 
@@ -197,7 +199,7 @@ class ndarray:
     """A tensor (or a view of one) in HBM, SBUF or PSUM. `nl.ndarray(shape, dtype,
     buffer=nl.sbuf, name='')` allocates a new tensor on every call."""
 
-    __slots__ = ("_rec", "_v", "_dtype", "_ir", "__weakref__")
+    __slots__ = ("_rec", "_v", "_dtype", "_ir", "_lk", "__weakref__")
 
     def __new__(cls, shape, dtype, buffer=consts.sbuf, name="", address=None, **_legacy):
         if shape.__class__ is list:
@@ -212,7 +214,7 @@ class ndarray:
             tracer.placement = "explicit"
         rec = tracer.allocate(shape, dtype, buffer, name)
         v = _new(ndarray)
-        v._rec, v._v, v._dtype, v._ir = rec, rec.whole, rec.dtype, None  # the whole tensor
+        v._rec, v._v, v._dtype, v._ir, v._lk = rec, rec.whole, rec.dtype, None, None  # whole
         return v
 
     # ---- attributes ----------------------------------------------------------------------
@@ -254,14 +256,9 @@ class ndarray:
         return self if self._v is rec.whole and self._dtype is rec.dtype else \
             _new_view(rec, rec.whole)
 
-    def get_pattern(self) -> list:
-        return self._v.get_pattern()
-
-    def is_contiguous(self) -> bool:
-        return self._v.is_contiguous()
-
-    def is_indirect(self) -> bool:
-        return self._v.indirect is not None
+    def get_pattern(self) -> list: return self._v.get_pattern()  # noqa: E704
+    def is_contiguous(self) -> bool: return self._v.is_contiguous()  # noqa: E704
+    def is_indirect(self) -> bool: return self._v.indirect is not None  # noqa: E704
 
     def to_ir(self):
         """The IR View of this handle (for a runtime index inside another view)."""
@@ -285,7 +282,7 @@ class ndarray:
         return True
 
     # ---- indexing ------------------------------------------------------------------------
-    def __getitem__(self, key):
+    def __getitem__(self, key):  # (views.py's index_view itself, once provided)
         return _index_view(self, key)
 
     def __setitem__(self, key, value):
