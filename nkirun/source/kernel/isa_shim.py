@@ -42,6 +42,9 @@ def signature(op: str, spec) -> list[tuple[str, object]]:
     return list(parameters(spec.nki.signature))
 
 
+_new = object.__new__
+
+
 class NkiInstruction:
     """What an instruction call returns (NKI 0.6): `.depends_on()` has no effect here."""
 
@@ -85,7 +88,7 @@ def make_instruction(op: str):
     positional: dict = {}  # (number of positional args, keywords) -> _positional_plan
 
     def instruction(*args, **kwargs):
-        tracer = _CURRENT[-1] if _CURRENT else current()
+        tracer = _CURRENT.items[-1] if _CURRENT.items else current()  # (no frame: .items)
         loc = call_loc(2)
         values = kwargs  # a fresh dict per call
         if not args and speed.SIMPLE_CALLS:
@@ -94,8 +97,10 @@ def make_instruction(op: str):
             if fill_in is None:
                 fill_in = simple[keys] = _simple_plan(op, keys, extras, fill, has_dst)
             if fill_in is not False and (not has_dst or kwargs["dst"] is not None):
-                return NkiInstruction(op, call_forms.simple_call(tracer, op, values, fill_in,
-                                                                 loc, tables))
+                out = _new(NkiInstruction)  # NkiInstruction(op, index), with no frame
+                out.op, out.index = op, call_forms.simple_call(tracer, op, values, fill_in,
+                                                               loc, tables)
+                return out
         elif has_dst and speed.SIMPLE_CALLS:  # dst first, by position (NKI 0.2+)
             keys = (len(args), *kwargs)
             plan = positional.get(keys)

@@ -209,7 +209,7 @@ class ndarray:
             if blocks is not None:
                 return blocks
             shape = tuple(int(n) if isinstance(n, int) else n for n in shape)  # nl.par_dim
-        tracer = TRACERS[-1] if TRACERS else current()
+        tracer = TRACERS.items[-1] if TRACERS.items else current()
         if address is not None:  # a pinned address: nothing of this kernel spills
             tracer.placement = "explicit"
         rec = tracer.allocate(shape, dtype, buffer, name)
