@@ -120,7 +120,8 @@ class DynSlice:
     __slots__ = ("start", "size")
 
     def __init__(self, start, size):
-        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, size)):
+        if (start.__class__ is not int or size.__class__ is not int) and not all(
+                isinstance(v, int) and not isinstance(v, bool) for v in (start, size)):
             raise unsupported("nl.ds with a run-time (register or tensor) start")
         self.start, self.size = start, size
 
