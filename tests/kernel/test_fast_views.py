@@ -160,6 +160,8 @@ def test_view_method_is_plain():
                 assert (got is t) == (want is t), (t, name, args)
                 assert got._rec is want._rec and got._dtype is want._dtype
                 assert same_view(got._v, want._v), (t, name, args)
+                if got._lk is not None and got is not t:  # the token it hands out
+                    assert got._lk == views._layout_token(want), (t, name, args)
 
 
 def test_hashable_args_keeps_apart_what_differs():

@@ -188,14 +188,14 @@ def _plain(k, t):
 def view_method(t, name: str, args: tuple, nl_dtype=None):
     """`view_method_plain`, memoised as index_view is: for arguments of ints, None and
     lists or tuples of them (a loop calls `.ap(pattern, offset)`, `.reshape(shape)` on
-    same-layout views over and over), keyed on the layout of t's view and tensor."""
-    v = t._v
-    hk = _hashable_args(args) if nl_dtype is None and v.indirect is None else None
+    same-layout views over and over), keyed on the layout token of t (`_layout_token`)."""
+    lk = t._lk
+    if lk is None:
+        lk = t._lk = _layout_token(t)
+    hk = _hashable_args(args) if nl_dtype is None and lk is not False else None
     if hk is None:
         return view_method_plain(t, name, args, nl_dtype)
-    rec = t._rec
-    memo = (name, hk, v.shape, v.strides, v.offset, v.dtype.name, v.basic, v.tail,
-            v.decl.on_chip, v.dtype is v.decl.dtype, rec.layout)
+    memo = (lk, name, hk)
     hit = _METHODS.get(memo)
     if hit is None:
         out = view_method_plain(t, name, args)
@@ -204,18 +204,21 @@ def view_method(t, name: str, args: tuple, nl_dtype=None):
             _METHODS.clear()
         if out is t:
             _METHODS[memo] = _SAME
-        elif w.indirect is None and w.decl is v.decl:
-            _METHODS[memo] = (w.shape, w.strides, w.offset, w.dtype, w.basic, w.tail)
+        elif w.indirect is None and w.decl is t._v.decl:
+            _METHODS[memo] = (w.shape, w.strides, w.offset, w.dtype, w.basic, w.tail,
+                              _layout_token(out))
         return out
     if hit is _SAME:
         return t
     w = _new_strided(StridedView)
-    w.decl, w.indirect = v.decl, None
-    w.shape, w.strides, w.offset, w.dtype, w.basic, w.tail = hit
-    return _new_view(rec, w, t._dtype)
+    w.decl, w.indirect = t._v.decl, None
+    w.shape, w.strides, w.offset, w.dtype, w.basic, w.tail, token = hit
+    h = _new_view(t._rec, w, t._dtype)
+    h._lk = token
+    return h
 
 
-# (method, its arguments, view layout, tensor layout) -> the new view's fields (or _SAME)
+# (layout token, method, its arguments) -> the new view's fields and token (or _SAME)
 _METHODS: dict = {}
 _SAME = object()
 _ARG_ATOMS = frozenset({int, type(None)})
