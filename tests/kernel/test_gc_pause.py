@@ -60,6 +60,29 @@ def test_trace_pauses_the_collector_and_restores_it(kernel_module):
     assert gc.isenabled() and gc.get_freeze_count() == frozen
 
 
+@pytest.mark.parametrize("caller_on", [True, False])
+def test_loading_a_kernel_path_pauses_the_collector(kernel_module, caller_on, monkeypatch):
+    """pipeline.front.load of `PATH.py::FUNCTION` (the suite's and a caller's way to trace a
+    kernel file) traces it paused as trace_call does, and gives the caller's state back."""
+    from nkirun.pipeline.front import KernelOptions, load
+    from nkirun.source.kernel import trace as trace_mod
+    seen, real = [], trace_mod.trace
+
+    def trace(*a, **k):
+        seen.append(gc.isenabled())
+        return real(*a, **k)
+
+    monkeypatch.setattr(trace_mod, "trace", trace)
+    (gc.enable if caller_on else gc.disable)()
+    try:
+        load(f"{kernel_module.__file__}::copy", None, "trn2",
+             KernelOptions(shapes=("x=float32[4,8]",)))
+        assert gc.isenabled() == caller_on
+    finally:
+        gc.enable()
+    assert seen == [False]
+
+
 def test_the_schedule_is_made_with_the_collector_paused(kernel_module, monkeypatch):
     """cost's schedule (a slot per instruction, none freed) pauses it as check does: the
     collector took 20-25% of the schedule of the 39,000-instruction matmul tutorial."""
@@ -181,6 +204,9 @@ def test_the_tracers_tables_stay_bounded_over_ever_new_shapes(kernel_module, mon
     monkeypatch.setattr(tensor, "LAYOUT_IDS_MAX", 5)
     monkeypatch.setattr(session, "_SHAPES_SEEN", set())
     monkeypatch.setattr(tensor, "_LAYOUT_IDS", {})
+    from nkirun.source.kernel import views
+    monkeypatch.setattr(views, "_LAYOUTS_MAX", 5)  # (t[key]'s layout tokens and memos)
+    monkeypatch.setattr(views, "_TOKENS", {})
     seen = []
     for n in range(1, 13):
         x = np.arange(4 * n, dtype=np.float32).reshape(4, n)
@@ -189,4 +215,5 @@ def test_the_tracers_tables_stay_bounded_over_ever_new_shapes(kernel_module, mon
         nkirun.check(kernel_module.copy, nkirun.shape("float32", 4, 8))
         nkirun.check(kernel_module.copy, x)
         assert len(session._SHAPES_SEEN) <= 5 + 1 and len(tensor._LAYOUT_IDS) <= 5
+        assert len(views._TOKENS) <= 5 and len(views._LAYOUTS) <= 5
     assert len(set(seen)) == len(seen)
