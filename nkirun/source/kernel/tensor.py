@@ -338,48 +338,48 @@ class ndarray:
     def reshape(self, shape, *more):
         if isinstance(shape, int):
             shape = (shape, *more)
-        return _method(self, "reshape", tuple(shape))
+        return _view_method(self, "reshape", (tuple(shape),), None)
 
     def ap(self, pattern, offset=None, scalar_offset=None, vector_offset=None,
            indirect_dim=0, dtype=None):
-        return _method(self, "ap", pattern, offset, scalar_offset, vector_offset,
-                       indirect_dim, None if dtype is None else _nkirun_dtype(dtype, ".ap"),
-                       nl_dtype=dtype)
+        return _view_method(self, "ap", (pattern, offset, scalar_offset, vector_offset,
+                            indirect_dim, None if dtype is None else _nkirun_dtype(dtype, ".ap")),
+                            dtype)
 
     def view(self, dtype):
-        return _method(self, "view", _nkirun_dtype(dtype, ".view"), nl_dtype=dtype)
+        return _view_method(self, "view", (_nkirun_dtype(dtype, ".view"),), dtype)
 
     reinterpret_cast = view
 
     def slice(self, dim, start, end, step=1):
-        return _method(self, "slice", dim, start, end, step)
+        return _view_method(self, "slice", (dim, start, end, step), None)
 
     def select(self, dim, index):
-        return _method(self, "select", dim, index)
+        return _view_method(self, "select", (dim, index), None)
 
     def permute(self, dims):
-        return _method(self, "permute", tuple(dims))
+        return _view_method(self, "permute", (tuple(dims),), None)
 
     def broadcast(self, dim, size):
-        return _method(self, "broadcast", dim, size)
+        return _view_method(self, "broadcast", (dim, size), None)
 
     def expand_dim(self, dim):
-        return _method(self, "expand_dim", dim)
+        return _view_method(self, "expand_dim", (dim,), None)
 
     def squeeze_dim(self, dim):
-        return _method(self, "squeeze_dim", dim)
+        return _view_method(self, "squeeze_dim", (dim,), None)
 
     def reshape_dim(self, dim, shape):
-        return _method(self, "reshape_dim", dim, tuple(shape))
+        return _view_method(self, "reshape_dim", (dim, tuple(shape)), None)
 
     def flatten_dims(self, start_dim, end_dim):
-        return _method(self, "flatten_dims", start_dim, end_dim)
+        return _view_method(self, "flatten_dims", (start_dim, end_dim), None)
 
     def vector_select(self, dim, vector_offset):
-        return _method(self, "vector_select", dim, vector_offset)
+        return _view_method(self, "vector_select", (dim, vector_offset), None)
 
     def rearrange(self, src_pattern, dst_pattern, fixed_sizes=None):
-        return _method(self, "rearrange", src_pattern, dst_pattern, fixed_sizes)
+        return _view_method(self, "rearrange", (src_pattern, dst_pattern, fixed_sizes), None)
 
     def indirect(self, index, num_elem=None):
         raise unsupported("NkiTensor.indirect (tensor indirection, NeuronCore-v4)")
@@ -388,10 +388,6 @@ class ndarray:
         if name.startswith("__"):
             raise AttributeError(name)
         raise unsupported(f"nki.language.NkiTensor.{name}")
-
-
-def _method(t, name, *args, nl_dtype=None):
-    return _view_method(t, name, args, nl_dtype)
 
 
 NkiTensor = ndarray

@@ -101,8 +101,8 @@ def _hashable_key(key, head=None):
     tuple after `head`; None for anything else. (An int is itself; a slice is _T_SLICE,
     start, stop, step; an nl.ds, whose start and size are ints, _T_DS, start, size; an index
     array with its affine form (index_forms.py), whose values the form and its shape
-    determine, _T_IX, form, shape: each tag says how many items follow it, so that different keys never
-    give equal tuples.)"""
+    determine, _T_IX, form, shape: each tag says how many items follow it, so that
+    different keys never give equal tuples.)"""
     out = [head]
     for k in (key if key.__class__ is tuple else (key,)):
         c = k.__class__
