@@ -88,6 +88,7 @@ def make_instruction(op: str):
     # nothing else (see _simple_plan): their calls skip the general path's steps
     positional: dict = {}  # (number of positional args, keywords) -> _positional_plan
 
+    # long: every nki.isa call's path, its two shortcuts inline (a frame each would cost)
     def instruction(*args, **kwargs):
         tracer = _CURRENT.items[-1] if _CURRENT.items else current()  # (no frame: .items)
         loc = call_loc(2)
