@@ -75,6 +75,9 @@ def simulate(kernel, target: str | None = None, lnc: int = 1, shadow: bool = Fal
         raise ValueError(f"uninitialized must be one of {', '.join(commands.UNINITIALIZED)}; "
                          f"got {uninitialized!r}")
 
+    from nkirun.pipeline.reuse import CheckMemo
+    memo = CheckMemo()  # (the last call's check: reused when a call traces the same program)
+
     def call(*args, **kwargs):
         with budget(max_instructions), ExitStack() as spans:
             for around in AROUND:
@@ -83,7 +86,7 @@ def simulate(kernel, target: str | None = None, lnc: int = 1, shadow: bool = Fal
 
     def _simulated(args, kwargs):
         front = call_front(kernel, args, kwargs, target, lnc)
-        c = commands.require_valid(front)
+        c = commands.require_valid(front, memo=memo)
         for watch in WATCHERS:
             watch(kernel, front, c.bound, c.diagnostics)
         ran = commands.run(c, uninitialized, shadow=shadow, progress=False)

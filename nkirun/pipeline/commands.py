@@ -38,14 +38,17 @@ class Checked:
         return self.program is not None and not self.errors
 
 
-def check(front: Front, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES) -> Checked:
-    """Validate; never raises for a bad program (everything is a diagnostic)."""
+def check(front: Front, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES, memo=None) -> Checked:
+    """Validate; never raises for a bad program (everything is a diagnostic). `memo`: a
+    pipeline/reuse.py CheckMemo (simulate()'s: the last call's check, reused when this
+    call traced the same program)."""
     from nkirun.checker.passes import sort_key, validate
     from nkirun.gc_policy import paused_gc
     if front.program is None:
         return Checked(front, [], list(front.diagnostics))
     with paused_gc():  # (nkirun/gc_policy.py: the caller's collector is restored after)
-        bound, more = validate(front.program, max_hbm_bytes)
+        bound, more = (validate if memo is None else memo.validate)(front.program,
+                                                                    max_hbm_bytes)
     diags = sorted(front.diagnostics + front.relocated(more), key=sort_key)
     if front.language != "yaml":  # (the checker words its fixes for YAML)
         from nkirun.pipeline.hints import in_language
@@ -53,9 +56,10 @@ def check(front: Front, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES) -> Checked:
     return Checked(front, bound, diags)
 
 
-def require_valid(front: Front, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES) -> Checked:
+def require_valid(front: Front, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES,
+                  memo=None) -> Checked:
     """The checked program; ProgramInvalid (carrying the source lines) on errors."""
-    c = check(front, max_hbm_bytes)
+    c = check(front, max_hbm_bytes, memo)
     if not c.ok:
         e = ProgramInvalid(c.errors or c.diagnostics)
         e.lines = front.lines
