@@ -76,7 +76,9 @@ def simulate(kernel, target: str | None = None, lnc: int = 1, shadow: bool = Fal
                          f"got {uninitialized!r}")
 
     from nkirun.pipeline.reuse import CheckMemo
+    from nkirun.runner.plan_keep import PlanMemo
     memo = CheckMemo()  # (the last call's check: reused when a call traces the same program)
+    plans = PlanMemo()  # (the plan of that check's bound instructions: runner/plan_keep.py)
 
     def call(*args, **kwargs):
         with budget(max_instructions), ExitStack() as spans:
@@ -89,7 +91,7 @@ def simulate(kernel, target: str | None = None, lnc: int = 1, shadow: bool = Fal
         c = commands.require_valid(front, memo=memo)
         for watch in WATCHERS:
             watch(kernel, front, c.bound, c.diagnostics)
-        ran = commands.run(c, uninitialized, shadow=shadow, progress=False)
+        ran = commands.run(c, uninitialized, shadow=shadow, progress=False, plans=plans)
         arrays = [ran.outputs[o.name] for o in front.outputs]
         if not shadow:
             if front.structure is None:

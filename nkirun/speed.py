@@ -59,6 +59,9 @@ and schedule.
 | SAME_TRACE_CHECK| a simulate() call that traced the same program as the   | every call checked afresh (pipeline/reuse.py; |
 |                 | object's last call (every field, locations included:    | same_program_plain; tests/pipeline/           |
 |                 | reuse.same_program) reuses that call's check            | test_check_reuse.py)                          |
+| KEPT_PLAN       | ... and runs that call's execution plan again when no   | every call compiles its plan (tests/runner/   |
+|                 | step of it is plain, the inputs copied into its arrays  | test_plan_keep.py)                            |
+|                 | (runner/plan_keep.py)                                   |                                               |
 
 Shortcuts chosen by an argument rather than a switch, each tested against its twin:
 runner/plan.py (a planned run; `interpret.execute(plan=False)`: runner/plain.py, tests/
@@ -104,3 +107,4 @@ WIDEN_ONCE = True
 SHARED_DMA_SERVERS = True
 BF16_SHIFT = True
 SAME_TRACE_CHECK = True
+KEPT_PLAN = True

@@ -88,11 +88,12 @@ class Ran:
 
 def run(c: Checked, uninitialized: str = "error", shadow: bool = False, trace: bool = False,
         dump_dir: str | None = None, dump_after: int | None = None, after_each=None,
-        progress: bool | None = None) -> Ran:
+        progress: bool | None = None, plans=None) -> Ran:
     """Execute a valid program on its Front's inputs. `trace`/`dump_dir`/`dump_after`:
     `run --trace/--dump/--after`; `after_each(b, m)`: called after each instruction;
     `shadow`: a float32 shadow run beside it (docs/shadow.md); `progress`: the bar on a
-    terminal (None: when stderr is one)."""
+    terminal (None: when stderr is one); `plans`: simulate()'s kept plan (runner/
+    plan_keep.py PlanMemo)."""
     from nkirun.runner.watch import chain, watch
     if uninitialized not in UNINITIALIZED:
         raise ValueError(f"uninitialized must be one of {', '.join(UNINITIALIZED)}; "
@@ -111,7 +112,7 @@ def run(c: Checked, uninitialized: str = "error", shadow: bool = False, trace: b
                    trace_extra=extra) as hook:
             hook = chain(hook, after_each)
             m = _execute(program, bound, front.inputs, hook, step, uninitialized,
-                         plain=dump_dir is not None or after_each is not None)
+                         plain=dump_dir is not None or after_each is not None, plans=plans)
         result = {o.name: read_output(m, o) for o in front.outputs}
     except NkirunError as e:
         raise located(front, e) from None
@@ -132,7 +133,7 @@ def run(c: Checked, uninitialized: str = "error", shadow: bool = False, trace: b
     return Ran(result, m, warnings, report)
 
 
-def _execute(program, bound, inputs, hook, step, uninitialized, plain: bool):
+def _execute(program, bound, inputs, hook, step, uninitialized, plain: bool, plans=None):
     """A run whose tensors live from first to last use (runner/freeing.py), or, where
     something looks at every tensor after each instruction (a dump, the API's
     after_each), with every tensor alive throughout."""
@@ -140,7 +141,7 @@ def _execute(program, bound, inputs, hook, step, uninitialized, plain: bool):
         from nkirun.runner.interpret import execute
         return execute(program, bound, inputs, hook, uninitialized, step=step)
     from nkirun.runner.freeing import execute_freeing
-    return execute_freeing(program, bound, inputs, hook, step, uninitialized)
+    return execute_freeing(program, bound, inputs, hook, step, uninitialized, plans)
 
 
 def read_output(m, out: Output) -> np.ndarray:

@@ -30,12 +30,14 @@ import numpy as np
 from nkirun import speed
 from nkirun.diagnostics import Loc
 from nkirun.ir import Slice
+from nkirun.runner.plan_keep import switches
 from nkirun.source.forms import FormArgs, FormLocs
 
 
 class CheckMemo:
     """The last program a simulate() object checked and what its check found, as one
-    tuple (program, HBM limit, (bound, diagnostics)): replaced whole, never in parts."""
+    tuple (program, (HBM limit, the speed switches then), (bound, diagnostics)): replaced
+    whole, never in parts."""
 
     __slots__ = ("last",)
 
@@ -48,13 +50,14 @@ class CheckMemo:
         from nkirun.checker.passes import validate
         if not speed.SAME_TRACE_CHECK:
             return validate(program, max_hbm_bytes)
-        last = self.last
-        if last is not None and last[1] == max_hbm_bytes and same_program(last[0], program):
+        last, now = self.last, switches()
+        if last is not None and last[1] == (max_hbm_bytes, now) and \
+                same_program(last[0], program):
             bound, diags = last[2]
             return bound, list(diags)
         bound, diags = validate(program, max_hbm_bytes)
         if not program.loops and not program.partial:
-            self.last = (program, max_hbm_bytes, (bound, list(diags)))
+            self.last = (program, (max_hbm_bytes, now), (bound, list(diags)))
         return bound, diags
 
 
