@@ -42,23 +42,28 @@ def _span(dim) -> tuple[int, int]:
 
 
 class BoxIndex:
-    """The boxes of one access map (history.py), each with its place in the map's order,
-    narrow ones in a list sorted by (start on `dim`, place), wider ones than `width` on
-    `dim` (or of another rank) apart."""
+    """The boxes of one access map (history.py), each with its place in the map's order:
+    narrow ones in a list of (start, place, end, start2, end2, box) sorted by start and
+    place, where start and end bound the box on `dim`, the dimension on which the boxes
+    start at the most places, and start2, end2 on `dim2`, the next such; boxes wider on
+    `dim` than `width` (or of another rank) apart."""
 
-    __slots__ = ("dim", "rank", "width", "sorted", "wide", "place", "next")
+    __slots__ = ("dim", "dim2", "rank", "width", "sorted", "wide", "place", "next",
+                 "outgrown")
 
     def __init__(self, boxes: list):
         first = boxes[0]
         self.rank = len(first)
         same = [b for b in boxes if len(b) == self.rank]
-        self.dim = max(range(self.rank), key=lambda d: (len({b[d][0] for b in same}), d))
+        dims = sorted(range(self.rank), key=lambda d: (len({b[d][0] for b in same}), d))
+        self.dim, self.dim2 = dims[-1], dims[-2] if self.rank > 1 else dims[-1]
         spans = sorted(hi - lo for lo, hi in (_span(b[self.dim]) for b in same))
         self.width = spans[(len(spans) * 3) // 4]
         self.sorted: list = []
         self.wide: dict = {}
         self.place: dict = {}
         self.next = 0
+        self.outgrown = 2 * len(boxes)  # then made again: its dimensions chosen afresh
         for b in boxes:
             self.add(b)
 
@@ -73,7 +78,7 @@ class BoxIndex:
         if hi - lo > self.width:
             self.wide[box] = k
         else:
-            insort(self.sorted, (lo, k, box))
+            insort(self.sorted, (lo, k, hi, *_span(box[self.dim2]), box))
 
     def remove(self, box) -> None:
         k = self.place.pop(box)
@@ -87,13 +92,15 @@ class BoxIndex:
         if len(box) != self.rank:
             return list(self.place)
         lo, hi = _span(box[self.dim])
+        lo2, hi2 = _span(box[self.dim2])
         s = self.sorted
-        got = s[bisect_left(s, (lo - self.width,)):bisect_right(s, (hi, _AFTER))]
+        got = [e for e in s[bisect_left(s, (lo - self.width,)):bisect_right(s, (hi, _AFTER))]
+               if e[2] >= lo and e[3] <= hi2 and e[4] >= lo2]
         if self.wide:
-            got += [(0, k, b) for b, k in self.wide.items()]
+            got += [(0, k, 0, 0, 0, b) for b, k in self.wide.items()]
         if len(got) > 1:
             got.sort(key=_place)
-        return [b for _, _, b in got]
+        return [e[5] for e in got]
 
 
 def _place(entry):
@@ -101,12 +108,13 @@ def _place(entry):
 
 
 def indexed(st, reads: bool) -> BoxIndex:
-    """The index of st's reads (or writes) map, made if it has none."""
+    """The index of st's reads (or writes) map, made if it has none or has twice the boxes
+    it was made with (the dimension on which they vary most may have changed)."""
     if reads:
-        if st.rindex is None:
+        if st.rindex is None or len(st.reads) > st.rindex.outgrown:
             st.rindex = BoxIndex(list(st.reads))
         return st.rindex
-    if st.windex is None:
+    if st.windex is None or len(st.writes) > st.windex.outgrown:
         st.windex = BoxIndex(list(st.writes))
     return st.windex
 
