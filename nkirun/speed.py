@@ -54,6 +54,9 @@ and schedule.
 | BOX_INDEX       | the dependence scan visits only the boxes an index says | every live access of the tensor compared      |
 |                 | may overlap, a read's answer kept while the tensor's    | (fast_place.ready_of)                         |
 |                 | writes do not change (schedule/box_index.py)            |                                               |
+| SPILLS_FROM_CHECK | `cost` of a checked program without W047 skips the  | the live sets worked out again for the spills |
+|                 | compiler's spills: the check found every live set       | (schedule/spills.py spill_events)             |
+|                 | within capacity (pipeline/commands.py cost)             |                                               |
 | WIDEN_ONCE      | a planned run widens a 16-bit or fp8 matmul operand     | each call widens its operands into scratch    |
 |                 | into a float32 copy once per write of its view, not per | arrays (isa/common.f32_operand; tests/runner/ |
 |                 | read (runner/plan_widen.py)                             | test_plan_widen.py)                           |
@@ -101,3 +104,4 @@ DEAD_HISTORIES = True
 WIDEN_ONCE = True
 SHARED_DMA_SERVERS = True
 BOX_INDEX = True
+SPILLS_FROM_CHECK = True
