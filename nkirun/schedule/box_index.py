@@ -27,7 +27,7 @@ from nkirun.checker.overlap import overlaps
 from nkirun.schedule.model import RAW, READY, WAR, WAW
 
 INDEX_MIN = 12  # a map of more boxes than this is indexed (below: the plain scan is faster)
-MEMO_MIN = 2  # a read's answer is kept for maps of more writes than this
+MEMO_MIN = 4  # a read's answer is kept for maps of more writes than this
 _AFTER = float("inf")
 
 
@@ -150,20 +150,32 @@ def latest_write(s, st, box, compute: float) -> tuple:
 def ready_indexed(s, rnames, rboxes, wnames, wboxes, compute: float) -> tuple:
     """fast_place.ready_of (the plain scan) through the indexes and the read memo."""
     ready, dep, kind, dep_tensor = 0.0, None, READY, None
-    tensors = s.tensors
+    tensors, overlap_memo = s.tensors, s.overlap_memo
     for name, box in zip(rnames, rboxes):
         st = tensors.get(name)
         if st is None or st.write_end <= ready:
             continue
-        if len(st.writes) > MEMO_MIN:
-            memo = st.raw_memo
-            if memo is None:
-                memo = st.raw_memo = {}
-            got = memo.get(id(box))
-            if got is None or got[0] is not box or got[1] != compute:
-                got = memo[id(box)] = latest_write(s, st, box, compute)
-        else:
-            got = latest_write(s, st, box, compute)
+        writes = st.writes
+        if len(writes) <= MEMO_MIN:  # (a few writes: the plain scan, inline, is faster)
+            for wbox, (end, k, lat) in writes.items():
+                if compute:
+                    end += lat * compute
+                if end > ready:
+                    if wbox is not box:
+                        key = (id(wbox), id(box))
+                        hit = overlap_memo.get(key)
+                        if hit is None:
+                            hit = overlap_memo[key] = overlaps(wbox, box)
+                        if not hit:
+                            continue
+                    ready, dep, kind, dep_tensor = end, k, RAW, name
+            continue
+        memo = st.raw_memo
+        if memo is None:
+            memo = st.raw_memo = {}
+        got = memo.get(id(box))
+        if got is None or got[0] is not box or got[1] != compute:
+            got = memo[id(box)] = latest_write(s, st, box, compute)
         if got[2] > ready:
             ready, dep, kind, dep_tensor = got[2], got[3], RAW, name
     for name, box in zip(wnames, wboxes):

@@ -71,7 +71,7 @@ def test_indexed_scan_answers_as_the_plain_scan(rng, index_min):
     boxes = [_box(rng) for _ in range(rng.randint(1, 30))]
     plain, fast = _scheduler(), _scheduler()
     was = box_index.INDEX_MIN, box_index.MEMO_MIN
-    box_index.INDEX_MIN, box_index.MEMO_MIN = index_min, min(index_min, 2)
+    box_index.INDEX_MIN, box_index.MEMO_MIN = index_min, min(index_min, 4)
     try:
         for i in range(rng.randint(1, 150)):
             what, name = rng.choice("rwq"), f"t{rng.randint(0, 2)}"
