@@ -60,6 +60,14 @@ and schedule.
 | WIDEN_ONCE      | a planned run widens a 16-bit or fp8 matmul operand     | each call widens its operands into scratch    |
 |                 | into a float32 copy once per write of its view, not per | arrays (isa/common.f32_operand; tests/runner/ |
 |                 | read (runner/plan_widen.py)                             | test_plan_widen.py)                           |
+| BF16_SHIFT      | a bfloat16 operand widened to float32 by shifting its   | NumPy's (ml_dtypes') cast (hw/dtypes.py       |
+|                 | bits (hw/dtypes.py widen_into)                          | widen_into_plain; tests/hw/test_widen_bits.py)|
+| SAME_TRACE_CHECK| a simulate() call that traced the same program as the   | every call checked afresh (pipeline/reuse.py; |
+|                 | object's last call (every field, locations included:    | same_program_plain; tests/pipeline/           |
+|                 | reuse.same_program) reuses that call's check            | test_check_reuse.py)                          |
+| KEPT_PLAN       | ... and runs that call's execution plan again when no   | every call compiles its plan (tests/runner/   |
+|                 | step of it is plain, the inputs copied into its arrays  | test_plan_keep.py)                            |
+|                 | (runner/plan_keep.py)                                   |                                               |
 
 Shortcuts chosen by an argument rather than a switch, each tested against its twin:
 runner/plan.py (a planned run; `interpret.execute(plan=False)`: runner/plain.py, tests/
@@ -105,3 +113,6 @@ WIDEN_ONCE = True
 SHARED_DMA_SERVERS = True
 BOX_INDEX = True
 SPILLS_FROM_CHECK = True
+BF16_SHIFT = True
+SAME_TRACE_CHECK = True
+KEPT_PLAN = True
