@@ -62,6 +62,8 @@ and schedule.
 | KEPT_PLAN       | ... and runs that call's execution plan again when no   | every call compiles its plan (tests/runner/   |
 |                 | step of it is plain, the inputs copied into its arrays  | test_plan_keep.py)                            |
 |                 | (runner/plan_keep.py)                                   |                                               |
+| FILL_BITS       | a planned fill (memset, a slot's reset) sets the stored | NumPy's broadcast copy (hw/dtypes.py          |
+|                 | bits through an unsigned view (hw/dtypes.py filler)     | filler_plain; tests/hw/test_widen_bits.py)    |
 
 Shortcuts chosen by an argument rather than a switch, each tested against its twin:
 runner/plan.py (a planned run; `interpret.execute(plan=False)`: runner/plain.py, tests/
@@ -108,3 +110,4 @@ SHARED_DMA_SERVERS = True
 BF16_SHIFT = True
 SAME_TRACE_CHECK = True
 KEPT_PLAN = True
+FILL_BITS = True
