@@ -68,6 +68,8 @@ and schedule.
 | KEPT_PLAN       | ... and runs that call's execution plan again when no   | every call compiles its plan (tests/runner/   |
 |                 | step of it is plain, the inputs copied into its arrays  | test_plan_keep.py)                            |
 |                 | (runner/plan_keep.py)                                   |                                               |
+| FILL_BITS       | a planned fill (memset, a slot's reset) sets the stored | NumPy's broadcast copy (hw/dtypes.py          |
+|                 | bits through an unsigned view (hw/dtypes.py filler)     | filler_plain; tests/hw/test_widen_bits.py)    |
 
 Shortcuts chosen by an argument rather than a switch, each tested against its twin:
 runner/plan.py (a planned run; `interpret.execute(plan=False)`: runner/plain.py, tests/
@@ -78,10 +80,12 @@ test_fast_bind.py), isa/fast/ (each module beside the instruction's plain `defin
 runner/shadow_native.py (the C module beside the NumPy comparisons, tests/runner/
 test_shadow_native.py), runner/shadow_bits.py (bfloat16 on the bits beside the plain
 helpers). Memos, each beside its plain definition: source/kernel/views.py `index_view`
-(keys of ints, slices, nl.ds and index arrays carrying their affine form, keyed as
-("ix", form, shape)) and `view_method` (.ap, .reshape, ... with plain
-arguments), twins `index_view_plain` and `view_method_plain` (tests/kernel/
-test_fast_views.py). Under LAZY_OPERANDS the scheduler reads a form instance's pending
+(keys of ints, slices, nl.ds and index arrays carrying their affine form, as one flat
+tuple after the layout token the handle keeps, `_layout_token`) and `view_method` (.ap,
+.reshape, ... with plain arguments, on the same token), twins `index_view_plain` and
+`view_method_plain` (tests/kernel/test_fast_views.py, also the tokens they hand out).
+A dst-first call by position decides `legacy.dst_first`'s keyword part once per count and
+keywords (isa_shim._positional_plan; tests/kernel/test_call_forms.py compares the two). Under LAZY_OPERANDS the scheduler reads a form instance's pending
 Operands raw (schedule/scheduler.py `place`, placement.on_scalar's cycles per form); with
 the switch off every instance has its Operands and the same schedule comes out
 (tests/kernel/test_call_forms.py).
@@ -116,3 +120,4 @@ SPILLS_FROM_CHECK = True
 BF16_SHIFT = True
 SAME_TRACE_CHECK = True
 KEPT_PLAN = True
+FILL_BITS = True
