@@ -100,7 +100,6 @@ def to_dtype(value):
         found = dt.lookup(value)
         return DTYPES[found.name] if found is not None else None
     try:
-        import numpy as np
         found = dt.from_numpy(np.dtype(value))
     except (TypeError, ValueError):
         return None
