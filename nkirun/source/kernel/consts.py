@@ -7,6 +7,8 @@ Readings:
   compares equal to its name. `nl.bool_` is stored as a byte (its documentation), so it
   is nkirun's uint8; every other NKI dtype is nkirun's of the same name (float8_e4m3fn
   on trn3 only: E680), and a dtype NKI lacks (float64) is refused, located (E605).
+  The MX x4 dtypes are such strs too (NlPackedDType), which NumPy reads as their tagged
+  storage types (hw.dtypes.numpy_dtype), so arrays made with them are x4 arrays.
 - Buffers are `str` subclasses too; `nl.hbm` is documented as an alias of `private_hbm`
   and is the same object. Kernel parameters live in `shared_hbm`.
 - `tile_size` values are the documented NeuronCore limits (pmax 128, PSUM bank 2 KiB =
@@ -77,7 +79,7 @@ def _nkirun_dtype(key: str):
     return hit
 
 
-NL_DTYPES = (NlDType, NlPackedDType)  # isinstance: any `nl` dtype
+NL_DTYPES = (NlDType,)  # isinstance: any `nl` dtype (the x4 ones too)
 
 _DTYPE_NAMES = ("bool_", "int8", "int16", "int32", "uint8", "uint16", "uint32", "float16",
                 "float32", "bfloat16", "tfloat32", "float8_e4m3", "float8_e4m3fn",
