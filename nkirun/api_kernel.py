@@ -75,6 +75,11 @@ def simulate(kernel, target: str | None = None, lnc: int = 1, shadow: bool = Fal
         raise ValueError(f"uninitialized must be one of {', '.join(commands.UNINITIALIZED)}; "
                          f"got {uninitialized!r}")
 
+    from nkirun.pipeline.reuse import CheckMemo
+    from nkirun.runner.plan_keep import PlanMemo
+    memo = CheckMemo()  # (the last call's check: reused when a call traces the same program)
+    plans = PlanMemo()  # (the plan of that check's bound instructions: runner/plan_keep.py)
+
     def call(*args, **kwargs):
         with budget(max_instructions), ExitStack() as spans:
             for around in AROUND:
@@ -83,10 +88,10 @@ def simulate(kernel, target: str | None = None, lnc: int = 1, shadow: bool = Fal
 
     def _simulated(args, kwargs):
         front = call_front(kernel, args, kwargs, target, lnc)
-        c = commands.require_valid(front)
+        c = commands.require_valid(front, memo=memo)
         for watch in WATCHERS:
             watch(kernel, front, c.bound, c.diagnostics)
-        ran = commands.run(c, uninitialized, shadow=shadow, progress=False)
+        ran = commands.run(c, uninitialized, shadow=shadow, progress=False, plans=plans)
         arrays = [ran.outputs[o.name] for o in front.outputs]
         if not shadow:
             if front.structure is None:

@@ -5,9 +5,10 @@ none, so cyclic collections would only rescan the growing IR (a third of the tim
 100k-instruction traces). The `nkirun` command owns its process and pauses the collector
 for the whole command. In a caller's process the collector is paused only while a kernel
 is traced, while the traced program is checked and while it is scheduled (api_kernel.py,
-pipeline/commands.py: 10-15% of the trace and ~25% of the check of 100,000 instructions,
-20-25% of the schedule of the 39,000-instruction matmul tutorial), and restored as it was
-when the pass ends, also when the kernel raises; `import nkirun` alone changes nothing.
+pipeline/kernel_calls.py and front.py's load of a kernel file, pipeline/commands.py:
+10-15% of the trace and ~25% of the check of 100,000 instructions, 20-25% of the schedule
+of the 39,000-instruction matmul tutorial), and restored as it was when the pass ends,
+also when the kernel raises; `import nkirun` alone changes nothing.
 
 When the command's process exits, the interpreter's shutdown runs one more full collection
 over every object it holds (NumPy's, the modules', the IR's); none of them needs it, as the

@@ -54,6 +54,14 @@ and schedule.
 | WIDEN_ONCE      | a planned run widens a 16-bit or fp8 matmul operand     | each call widens its operands into scratch    |
 |                 | into a float32 copy once per write of its view, not per | arrays (isa/common.f32_operand; tests/runner/ |
 |                 | read (runner/plan_widen.py)                             | test_plan_widen.py)                           |
+| BF16_SHIFT      | a bfloat16 operand widened to float32 by shifting its   | NumPy's (ml_dtypes') cast (hw/dtypes.py       |
+|                 | bits (hw/dtypes.py widen_into)                          | widen_into_plain; tests/hw/test_widen_bits.py)|
+| SAME_TRACE_CHECK| a simulate() call that traced the same program as the   | every call checked afresh (pipeline/reuse.py; |
+|                 | object's last call (every field, locations included:    | same_program_plain; tests/pipeline/           |
+|                 | reuse.same_program) reuses that call's check            | test_check_reuse.py)                          |
+| KEPT_PLAN       | ... and runs that call's execution plan again when no   | every call compiles its plan (tests/runner/   |
+|                 | step of it is plain, the inputs copied into its arrays  | test_plan_keep.py)                            |
+|                 | (runner/plan_keep.py)                                   |                                               |
 
 Shortcuts chosen by an argument rather than a switch, each tested against its twin:
 runner/plan.py (a planned run; `interpret.execute(plan=False)`: runner/plain.py, tests/
@@ -64,10 +72,12 @@ test_fast_bind.py), isa/fast/ (each module beside the instruction's plain `defin
 runner/shadow_native.py (the C module beside the NumPy comparisons, tests/runner/
 test_shadow_native.py), runner/shadow_bits.py (bfloat16 on the bits beside the plain
 helpers). Memos, each beside its plain definition: source/kernel/views.py `index_view`
-(keys of ints, slices, nl.ds and index arrays carrying their affine form, keyed as
-("ix", form, shape)) and `view_method` (.ap, .reshape, ... with plain
-arguments), twins `index_view_plain` and `view_method_plain` (tests/kernel/
-test_fast_views.py). Under LAZY_OPERANDS the scheduler reads a form instance's pending
+(keys of ints, slices, nl.ds and index arrays carrying their affine form, as one flat
+tuple after the layout token the handle keeps, `_layout_token`) and `view_method` (.ap,
+.reshape, ... with plain arguments, on the same token), twins `index_view_plain` and
+`view_method_plain` (tests/kernel/test_fast_views.py, also the tokens they hand out).
+A dst-first call by position decides `legacy.dst_first`'s keyword part once per count and
+keywords (isa_shim._positional_plan; tests/kernel/test_call_forms.py compares the two). Under LAZY_OPERANDS the scheduler reads a form instance's pending
 Operands raw (schedule/scheduler.py `place`, placement.on_scalar's cycles per form); with
 the switch off every instance has its Operands and the same schedule comes out
 (tests/kernel/test_call_forms.py).
@@ -97,3 +107,6 @@ FORM_PLANS = True
 DEAD_HISTORIES = True
 WIDEN_ONCE = True
 SHARED_DMA_SERVERS = True
+BF16_SHIFT = True
+SAME_TRACE_CHECK = True
+KEPT_PLAN = True

@@ -7,6 +7,7 @@ from functools import partial
 
 import numpy as np
 
+from nkirun.hw import dtypes as dt
 from nkirun.isa.spec import Bound
 
 COMPARE_UFUNCS = {
@@ -276,7 +277,7 @@ def widened(pair) -> np.ndarray:
     a, work = pair
     if work is None:
         return a
-    np.copyto(work, a, casting="unsafe")
+    dt.widen_into(work, a)
     return work
 
 
@@ -322,7 +323,7 @@ def cast_copy_plan(dst, src):
 
 
 def _through_f32(s, work, d) -> None:
-    np.copyto(work, s, casting="unsafe")
+    dt.widen_into(work, s)
     np.copyto(d, work, casting="unsafe")
 
 

@@ -38,14 +38,17 @@ class Checked:
         return self.program is not None and not self.errors
 
 
-def check(front: Front, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES) -> Checked:
-    """Validate; never raises for a bad program (everything is a diagnostic)."""
+def check(front: Front, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES, memo=None) -> Checked:
+    """Validate; never raises for a bad program (everything is a diagnostic). `memo`: a
+    pipeline/reuse.py CheckMemo (simulate()'s: the last call's check, reused when this
+    call traced the same program)."""
     from nkirun.checker.passes import sort_key, validate
     from nkirun.gc_policy import paused_gc
     if front.program is None:
         return Checked(front, [], list(front.diagnostics))
     with paused_gc():  # (nkirun/gc_policy.py: the caller's collector is restored after)
-        bound, more = validate(front.program, max_hbm_bytes)
+        bound, more = (validate if memo is None else memo.validate)(front.program,
+                                                                    max_hbm_bytes)
     diags = sorted(front.diagnostics + front.relocated(more), key=sort_key)
     if front.language != "yaml":  # (the checker words its fixes for YAML)
         from nkirun.pipeline.hints import in_language
@@ -53,9 +56,10 @@ def check(front: Front, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES) -> Checked:
     return Checked(front, bound, diags)
 
 
-def require_valid(front: Front, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES) -> Checked:
+def require_valid(front: Front, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES,
+                  memo=None) -> Checked:
     """The checked program; ProgramInvalid (carrying the source lines) on errors."""
-    c = check(front, max_hbm_bytes)
+    c = check(front, max_hbm_bytes, memo)
     if not c.ok:
         e = ProgramInvalid(c.errors or c.diagnostics)
         e.lines = front.lines
@@ -84,11 +88,12 @@ class Ran:
 
 def run(c: Checked, uninitialized: str = "error", shadow: bool = False, trace: bool = False,
         dump_dir: str | None = None, dump_after: int | None = None, after_each=None,
-        progress: bool | None = None) -> Ran:
+        progress: bool | None = None, plans=None) -> Ran:
     """Execute a valid program on its Front's inputs. `trace`/`dump_dir`/`dump_after`:
     `run --trace/--dump/--after`; `after_each(b, m)`: called after each instruction;
     `shadow`: a float32 shadow run beside it (docs/shadow.md); `progress`: the bar on a
-    terminal (None: when stderr is one)."""
+    terminal (None: when stderr is one); `plans`: simulate()'s kept plan (runner/
+    plan_keep.py PlanMemo)."""
     from nkirun.runner.watch import chain, watch
     if uninitialized not in UNINITIALIZED:
         raise ValueError(f"uninitialized must be one of {', '.join(UNINITIALIZED)}; "
@@ -107,7 +112,7 @@ def run(c: Checked, uninitialized: str = "error", shadow: bool = False, trace: b
                    trace_extra=extra) as hook:
             hook = chain(hook, after_each)
             m = _execute(program, bound, front.inputs, hook, step, uninitialized,
-                         plain=dump_dir is not None or after_each is not None)
+                         plain=dump_dir is not None or after_each is not None, plans=plans)
         result = {o.name: read_output(m, o) for o in front.outputs}
     except NkirunError as e:
         raise located(front, e) from None
@@ -128,7 +133,7 @@ def run(c: Checked, uninitialized: str = "error", shadow: bool = False, trace: b
     return Ran(result, m, warnings, report)
 
 
-def _execute(program, bound, inputs, hook, step, uninitialized, plain: bool):
+def _execute(program, bound, inputs, hook, step, uninitialized, plain: bool, plans=None):
     """A run whose tensors live from first to last use (runner/freeing.py), or, where
     something looks at every tensor after each instruction (a dump, the API's
     after_each), with every tensor alive throughout."""
@@ -136,7 +141,7 @@ def _execute(program, bound, inputs, hook, step, uninitialized, plain: bool):
         from nkirun.runner.interpret import execute
         return execute(program, bound, inputs, hook, uninitialized, step=step)
     from nkirun.runner.freeing import execute_freeing
-    return execute_freeing(program, bound, inputs, hook, step, uninitialized)
+    return execute_freeing(program, bound, inputs, hook, step, uninitialized, plans)
 
 
 def read_output(m, out: Output) -> np.ndarray:

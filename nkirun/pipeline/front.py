@@ -257,8 +257,10 @@ def kernel_front(spec: str, opts: KernelOptions, target: str | None = None) -> F
     plain = func.func if isinstance(func, Kernel) else func
     kp._enum_args(getattr(plain, "__wrapped__", plain), values)
     check_names(plain, values)
-    traced = trace(func, values, target or default_target(), kp._grid(opts.grid, opts.lnc),
-                   opts.lnc or 1)
+    from nkirun.gc_policy import paused_gc
+    with paused_gc():  # as trace_call (nkirun/gc_policy.py: the caller's collector restored)
+        traced = trace(func, values, target or default_target(),
+                       kp._grid(opts.grid, opts.lnc), opts.lnc or 1)
     traced.program = replace(traced.program, path=path)  # as the user named it
     return traced_front(traced, spec, path, notes)
 

@@ -244,8 +244,11 @@ def _accepted_dtype(got: np.dtype, decl: TensorDecl, bad) -> np.dtype:
 UNINITIALIZED = ("error", "strict", "nan", "zero")
 
 
-def initial_buffers(program: Program, inputs: dict | None = None, uninitialized: str = "error"):
-    """Allocate every tensor with its initial contents: (buffers, written-masks).
+def initial_buffers(program: Program, inputs: dict | None = None, uninitialized: str = "error",
+                    into: dict | None = None):
+    """Allocate every tensor with its initial contents: (buffers, written-masks). `into`:
+    arrays to copy the given inputs into instead, by name (a kept plan's, runner/
+    plan_keep.py; an array of another shape or dtype is not used).
 
     A tensor with no initial contents is tracked element by element (written-mask) under
     the `error` and `strict` policies (runner/carried.py: reading an unwritten element
@@ -263,7 +266,12 @@ def initial_buffers(program: Program, inputs: dict | None = None, uninitialized:
                 arr = load_npy(src, t, "--input file", loc)
             else:  # an array in memory is converted (see _check_array)
                 arr = _check_array(np.asarray(src), t, loc)
-            buffers[name] = arr.copy() if arr is src else arr
+            target = None if into is None else into.get(name)
+            if target is not None and target.shape == arr.shape and target.dtype == arr.dtype:
+                np.copyto(target, arr)
+                buffers[name] = target
+            else:
+                buffers[name] = arr.copy() if arr is src else arr
             written[name] = None
         elif t.init == "file":
             path = os.path.join(program.base_dir, t.init_value)

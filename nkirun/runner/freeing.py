@@ -13,17 +13,18 @@ from dataclasses import replace
 
 
 def execute_freeing(program, bound, inputs, observe=None, step=None,
-                    uninitialized: str = "error"):
+                    uninitialized: str = "error", plans=None):
     """Execute; `observe(b, m)` (optional) is called after each instruction; `step`:
     interpret.execute's (run --shadow); `uninitialized`: reading an element nothing wrote
     is E090 ("error"), or reads NaN / 0 ("nan" / "zero"). Without observe or step, a
     one-core program without runtime loops runs from an execution plan (runner/plan.py:
-    slots shared by tensors whose lives do not overlap, one call per instruction)."""
+    slots shared by tensors whose lives do not overlap, one call per instruction; `plans`:
+    simulate()'s kept plan, runner/plan_keep.py)."""
     from nkirun.runner.files import fresh_buffer
     from nkirun.runner.interpret import execute
     from nkirun.runner.plan import execute_planned, live_ranges, plannable
     if observe is None and step is None and plannable(program):
-        return execute_planned(program, bound, inputs, uninitialized)
+        return execute_planned(program, bound, inputs, uninitialized, plans)
     order = bound
     if program.cores > 1:  # two cores: the run order of both streams (runner/cores.py)
         from nkirun.checker.meet import sync_order

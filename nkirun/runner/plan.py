@@ -28,6 +28,8 @@ decides all of that once, before running, and then makes one call per instructio
 Programs with runtime loops or two cores, and runs that watch each instruction (`--trace`,
 `--dump`, `--shadow`, cost's trip counting), take the plain path. tests/runner/test_plan.py
 runs every example program and kernel both ways and compares outputs bit for bit and errors.
+A simulate() call that traced the same program as the last one runs that call's plan again
+when no step of it is plain (runner/plan_keep.py).
 """
 from __future__ import annotations
 
@@ -39,10 +41,11 @@ import numpy as np
 from nkirun.diagnostics import NkirunError
 from nkirun.hw import dtypes as dt
 from nkirun.isa.bound import raw_args
-from nkirun.runner.carried import Replan, execute_one
+from nkirun.runner.carried import Replan
 from nkirun.runner.files import initial_buffers
 from nkirun.runner.machine import Machine
 from nkirun.runner.memory import refuse_if_too_large
+from nkirun.runner.plan_keep import _plain, give_outputs, run_kept, start_machine
 from nkirun.runner.plan_widen import WidenOnce
 from nkirun.runner.plan_writes import PlannedWrites, Viewer, bind as _bind, hand_over
 from nkirun.runner.plan_writes import unbind as _unbind
@@ -88,11 +91,13 @@ def last_uses(bound, kept=frozenset()) -> tuple[dict, set]:
     return ends, used
 
 
-def execute_planned(program, bound, inputs=None, uninitialized: str = "error") -> Machine:
+def execute_planned(program, bound, inputs=None, uninitialized="error", plans=None) -> Machine:
     """interpret.execute(program, bound, inputs, uninitialized=...) through a plan: the same
-    outputs (bit for bit), errors and warnings; the Machine keeps the outputs and the
-    tensors with initial contents."""
+    outputs (bit for bit), errors and warnings; the Machine keeps the outputs and the tensors
+    with initial contents. `plans`: simulate()'s kept plan and where to keep this one."""
     from nkirun.runner.plain import out_of_memory
+    if plans is not None and (kept := plans.take(bound, uninitialized)) is not None:
+        return run_kept(plans, kept, inputs, uninitialized, run_steps)  # (plan_keep.py)
     given = inputs or {}
     tensors = program.tensors
     held, outs = [], set()  # (one pass over the tensors: a traced kernel declares 50,000s)
@@ -110,9 +115,8 @@ def execute_planned(program, bound, inputs=None, uninitialized: str = "error") -
             buffers, written = initial_buffers(head, inputs, uninitialized)
     except MemoryError:
         raise out_of_memory(program)
-    m = Machine(buffers, written)
-    m.carry, m.planned = uninitialized == "error", True
-    m.fills = uninitialized in ("nan", "zero")
+    m = start_machine(Machine.__new__(Machine), buffers, written, uninitialized)
+    held = dict(buffers)  # (what the steps start from, before they bind and unbind)
     try:
         plan = _Planner(program, bound, m, ends, uninitialized, outs)
     except MemoryError:
@@ -122,6 +126,8 @@ def execute_planned(program, bound, inputs=None, uninitialized: str = "error") -
     except Replan:  # garbage reached a tensor the plan does not track: run it plainly
         from nkirun.runner.plain import execute_plain
         return execute_plain(program, bound, inputs, uninitialized=uninitialized)
+    if plans is not None and plans.keep(bound, uninitialized, head, held, m, plan, outs):
+        give_outputs(m, outs)
     return m
 
 
@@ -143,14 +149,6 @@ def run_steps(bs: list, calls: list, m: Machine) -> None:
     except Exception as exc:
         raise failure(exc, bs[i] if i >= 0 else None) from exc
     m.current = None
-
-
-def _plain(m: Machine, b) -> None:
-    m.current = b
-    if m.carry:
-        execute_one(b, m, partial(b.spec.execute, b, m))
-    else:
-        b.spec.execute(b, m)
 
 
 class _Recipe:

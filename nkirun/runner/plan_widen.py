@@ -14,14 +14,16 @@ values. `WidenOnce` keeps one float32 copy per view (array number, layout, shape
 planner's view key, so equal views share it) and, before an instruction whose plan form
 reads one (`Viewer.widened`), adds a widening step when the view's array was written
 since its copy was made, or it has none yet. The call itself reads the copy. The
-widening is the same `np.copyto(..., casting="unsafe")` into a C-contiguous float32
-array of the view's shape that the call made itself before (speed.WIDEN_ONCE off: the
+widening is the same `hw.dtypes.widen_into` into a C-contiguous float32 array of the
+view's shape that the call made itself before (speed.WIDEN_ONCE off: the
 plain twin; tests/runner/test_plan_widen.py compares them and the plain interpreter)."""
 from __future__ import annotations
 
 from functools import partial
 
 import numpy as np
+
+from nkirun.hw.dtypes import widen_into
 
 
 class WidenOnce:
@@ -94,4 +96,4 @@ def _address(pair) -> int:
 
 def _widen_all(pairs) -> None:
     for a, work in pairs:
-        np.copyto(work, a, casting="unsafe")
+        widen_into(work, a)

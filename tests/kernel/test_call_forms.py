@@ -13,7 +13,8 @@ False`: the two-core rules read every instruction's accesses; `speed.WIDEN_ONCE 
 each planned matmul widens its operands; `speed.FORM_PLANS = False`: every
 instruction scheduled by the plain path; `speed.DEAD_HISTORIES = False`: every access
 history kept to the end of the schedule; `speed.SHARED_DMA_SERVERS = False`: every DMA
-engine booked on its own), run to the
+engine booked on its own; `speed.BF16_SHIFT = False`: bfloat16 widened by ml_dtypes' cast),
+run to the
 same results, and the instructions bound from a form's template (checker/intern.py
 `Templates`) equal the plain path's (`bind(program, fast=False)`): diagnostics, engines,
 operands, read/write sets.
@@ -109,7 +110,7 @@ SWITCHES = ((speed, "CALL_FORMS"), (speed, "ALLOC_PLANS"), (speed, "FORM_ARGS"),
             (speed, "SIMPLE_CALLS"), (speed, "LOWERED_INDEX"), (speed, "LAZY_OPERANDS"),
             (speed, "INDEX_FORMS"), (speed, "PSUM_BY_FORM"), (speed, "INDEX_MEMO"),
             (speed, "CORES_BY_NAMES"), (speed, "WIDEN_ONCE"), (speed, "FORM_PLANS"),
-            (speed, "DEAD_HISTORIES"), (speed, "SHARED_DMA_SERVERS"))
+            (speed, "DEAD_HISTORIES"), (speed, "SHARED_DMA_SERVERS"), (speed, "BF16_SHIFT"))
 
 
 def _plain_switches(monkeypatch, on: bool) -> None:
@@ -398,3 +399,45 @@ def test_calls_by_position_take_the_simple_path(tmp_path, monkeypatch):
     assert sorted(set(ops)) == ["activation", "dma_copy", "memset", "tensor_reduce",
                                 "tensor_scalar", "tensor_tensor"]
     assert len(ops) == 1 + 6 * 5 + 1
+
+
+@pytest.mark.parametrize("op", ["nc_matmul", "tensor_tensor", "local_gather", "activation",
+                                "tensor_copy", "tensor_scalar", "iota"])
+def test_positional_plan_decides_as_dst_first(op):
+    """isa_shim's positional shortcut takes a call exactly when legacy.dst_first (the
+    general path's test) says dst comes first and the keywords need nothing else: the plan
+    holds dst_first's part that depends on the count and keywords, the call checks the
+    positions that must hold a tensor."""
+    import itertools
+
+    from nkirun.isa import REGISTRY
+    from nkirun.isa.nki_api import REQUIRED, UNSET
+    from nkirun.source.kernel import consts, isa_shim, legacy
+    from nkirun.source.kernel.session import Tracer
+    from nkirun.source.kernel.tensor import ndarray
+    spec = REGISTRY[op]
+    sig = isa_shim.signature(op, spec)
+    order = [n for n, _ in sig]
+    ours = {p.name: p for p in spec.params}
+    extras = {n: d for n, d in sig if n not in ours}
+    fill = [(n, d) for n, d in sig if n in ours and d is not REQUIRED and d is not UNSET
+            and d is not None and not isa_shim._same(d, ours[n].default)]
+    required = [n for n, d in sig if d is REQUIRED]
+    tiles = frozenset(n for n in required if n in ours and
+                      getattr(ours[n].kind, "name", None) == "tile")
+    with Tracer("k.py", "trn2"):
+        t = ndarray((128, 64), consts.DTYPES["float32"], consts.sbuf)
+        pool = [t, 4, None]
+        for n in range(1, min(len(order), 4) + 1):
+            for kw in ((), ("scale",), (order[-1],), tuple(required[n:])):
+                plan = isa_shim._positional_plan(op, order, (n, *kw), extras, fill, required,
+                                                 tiles)
+                named = not (n > len(order) or any(k in order[:n] for k in kw)) and \
+                    isa_shim._simple_plan(op, tuple(order[:n]) + kw, extras, fill,
+                                          True) is not False
+                for args in itertools.product(pool, repeat=n):
+                    kwargs = dict.fromkeys(kw, t)
+                    fast = plan is not False and all(isinstance(args[i], ndarray)
+                                                     for i in plan[2])
+                    assert fast == (named and legacy.dst_first(args, required, kwargs,
+                                                               tiles)), (n, kw, args)

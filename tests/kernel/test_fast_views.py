@@ -64,6 +64,43 @@ def test_hashable_key_keeps_apart_what_differs():
     assert k(ds(2, 7)) != k(slice(2, 9)) and k((ds(0, 3), 1)) != k((slice(0, 3), 1))
 
 
+def test_layout_tokens_name_layouts():
+    """Handles of one view layout and tensor layout share a token; any difference in
+    either (offset, dtype, buffer, shape) gives another; indirect views get none (False).
+    A view indexed again (its token handed out by the memo) is what the plain path gives."""
+    tracer, handles = _handles()
+    with tracer:
+        f32, sbuf = tensor_mod.consts.DTYPES["float32"], tensor_mod.consts.sbuf
+        a, b = (tensor_mod.ndarray((128, 64), f32, sbuf) for _ in range(2))
+        tok = views._layout_token
+        assert tok(a) == tok(b) and tok(a[:, 0:8]) == tok(b[:, 0:8])
+        assert tok(a[:, 0:8]) != tok(a[:, 8:16]) != tok(a)
+        assert tok(tensor_mod.ndarray((128, 64), f32, tensor_mod.consts.psum)) != tok(a)
+        assert tok(a.view(tensor_mod.consts.DTYPES["int32"])) != tok(a)
+        assert len({tok(t) for t in handles}) == len(handles)
+        for _ in range(2):
+            for t in (a, b):
+                _same_as_plain(t[:, 8:40], (slice(0, 128), slice(4, 12)), raises=1)
+                _same_as_plain(t[0:64, :][:, 2:10], (1, slice(None)), raises=1)
+
+
+def test_layout_tables_stay_bounded_and_right_across_clears(monkeypatch):
+    """The token and memo tables are cleared at their bound; a token is never given to a
+    second layout, so views indexed before and after a clear stay those of the plain path."""
+    monkeypatch.setattr(views, "_LAYOUTS_MAX", 5)
+    monkeypatch.setattr(views, "_TOKENS", {})
+    monkeypatch.setattr(views, "_LAYOUTS", {})
+    tracer, handles = _handles()
+    with tracer:
+        f32, sbuf = tensor_mod.consts.DTYPES["float32"], tensor_mod.consts.sbuf
+        tiles = [tensor_mod.ndarray((128, n), f32, sbuf) for n in range(8, 40)]
+        for _ in range(2):
+            for t in tiles + [h for h in handles if h.ndim > 1]:
+                _same_as_plain(t, (slice(0, 4), slice(1, 3)), raises=1)
+                _same_as_plain(t[0:4, 1:3], (slice(None), 0), raises=1)
+                assert len(views._TOKENS) <= 5 and len(views._LAYOUTS) <= 5
+
+
 def test_whole_view_is_of():
     tracer, handles = _handles()
     for t in handles:
@@ -140,6 +177,8 @@ def test_view_method_is_plain():
                 assert (got is t) == (want is t), (t, name, args)
                 assert got._rec is want._rec and got._dtype is want._dtype
                 assert same_view(got._v, want._v), (t, name, args)
+                if got._lk is not None and got is not t:  # the token it hands out
+                    assert got._lk == views._layout_token(want), (t, name, args)
 
 
 def test_hashable_args_keeps_apart_what_differs():
@@ -215,3 +254,5 @@ def _same_as_plain(t, key, raises: int) -> None:
         assert same_view(got._v, want._v), (t, key)
         if got._ir is not tensor_mod._NO_INDEX:  # the IR index it hands out
             assert got._ir == ir_index(want), (t, key)
+        if got._lk is not None:  # the layout token it hands out: its own view's
+            assert got._lk == views._layout_token(want), (t, key)

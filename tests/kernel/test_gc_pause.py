@@ -60,6 +60,29 @@ def test_trace_pauses_the_collector_and_restores_it(kernel_module):
     assert gc.isenabled() and gc.get_freeze_count() == frozen
 
 
+@pytest.mark.parametrize("caller_on", [True, False])
+def test_loading_a_kernel_path_pauses_the_collector(kernel_module, caller_on, monkeypatch):
+    """pipeline.front.load of `PATH.py::FUNCTION` (the suite's and a caller's way to trace a
+    kernel file) traces it paused as trace_call does, and gives the caller's state back."""
+    from nkirun.pipeline.front import KernelOptions, load
+    from nkirun.source.kernel import trace as trace_mod
+    seen, real = [], trace_mod.trace
+
+    def trace(*a, **k):
+        seen.append(gc.isenabled())
+        return real(*a, **k)
+
+    monkeypatch.setattr(trace_mod, "trace", trace)
+    (gc.enable if caller_on else gc.disable)()
+    try:
+        load(f"{kernel_module.__file__}::copy", None, "trn2",
+             KernelOptions(shapes=("x=float32[4,8]",)))
+        assert gc.isenabled() == caller_on
+    finally:
+        gc.enable()
+    assert seen == [False]
+
+
 def test_the_schedule_is_made_with_the_collector_paused(kernel_module, monkeypatch):
     """cost's schedule (a slot per instruction, none freed) pauses it as check does: the
     collector took 20-25% of the schedule of the 39,000-instruction matmul tutorial."""

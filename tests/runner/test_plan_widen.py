@@ -81,6 +81,8 @@ def test_widened_once_is_the_plain_twin_and_the_plain_run(tmp_path, monkeypatch,
     monkeypatch.setattr(speed, "WIDEN_ONCE", False)
     assert both_ways(c.program, c.bound)[1] == once
     assert once == plain and plain[0] != "error"
+    monkeypatch.setattr(speed, "BF16_SHIFT", False)  # (hw/dtypes.py widen_into's twin)
+    assert both_ways(c.program, c.bound) == (plain, once)
 
 
 def _widenings(c) -> tuple[int, int, int]:

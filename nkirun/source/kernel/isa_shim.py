@@ -29,6 +29,7 @@ from nkirun.isa import REGISTRY
 from nkirun.isa.nki_api import REQUIRED as _REQUIRED, UNSET as _UNSET, parameters
 from nkirun.source.kernel import call_forms, consts, legacy, legacy_affine
 from nkirun.source.kernel.session import _CURRENT, current
+from nkirun.source.kernel.tensor import ndarray as _ndarray
 from nkirun.source.kernel.unsupported import call_loc, kernel_error, unsupported
 
 
@@ -40,6 +41,9 @@ def signature(op: str, spec) -> list[tuple[str, object]]:
         return [(p.name, _REQUIRED if p.required else p.default) for p in spec.params
                 if p.name not in ("mask", "dtype")]
     return list(parameters(spec.nki.signature))
+
+
+_new = object.__new__
 
 
 class NkiInstruction:
@@ -84,8 +88,9 @@ def make_instruction(op: str):
     # nothing else (see _simple_plan): their calls skip the general path's steps
     positional: dict = {}  # (number of positional args, keywords) -> _positional_plan
 
+    # long: every nki.isa call's path, its two shortcuts inline (a frame each would cost)
     def instruction(*args, **kwargs):
-        tracer = _CURRENT[-1] if _CURRENT else current()
+        tracer = _CURRENT.items[-1] if _CURRENT.items else current()  # (no frame: .items)
         loc = call_loc(2)
         values = kwargs  # a fresh dict per call
         if not args and speed.SIMPLE_CALLS:
@@ -94,18 +99,27 @@ def make_instruction(op: str):
             if fill_in is None:
                 fill_in = simple[keys] = _simple_plan(op, keys, extras, fill, has_dst)
             if fill_in is not False and (not has_dst or kwargs["dst"] is not None):
-                return NkiInstruction(op, call_forms.simple_call(tracer, op, values, fill_in,
-                                                                 loc, tables))
+                out = _new(NkiInstruction)  # NkiInstruction(op, index), with no frame
+                out.op, out.index = op, call_forms.simple_call(tracer, op, values, fill_in,
+                                                               loc, tables)
+                return out
         elif has_dst and speed.SIMPLE_CALLS:  # dst first, by position (NKI 0.2+)
             keys = (len(args), *kwargs)
             plan = positional.get(keys)
             if plan is None:
-                plan = positional[keys] = _positional_plan(op, order, keys, extras, fill)
-            if plan is not False and legacy.dst_first(args, required, kwargs, tiles):
-                values = dict(zip(plan[0], args))
-                values.update(kwargs)
-                return NkiInstruction(op, call_forms.simple_call(tracer, op, values, plan[1],
-                                                                 loc, tables))
+                plan = positional[keys] = _positional_plan(op, order, keys, extras, fill,
+                                                           required, tiles)
+            if plan is not False:
+                for i in plan[2]:  # legacy.dst_first's part that looks at the values
+                    if not isinstance(args[i], _ndarray):
+                        break
+                else:
+                    values = dict(zip(plan[0], args))
+                    values.update(kwargs)
+                    out = _new(NkiInstruction)
+                    out.op, out.index = op, call_forms.simple_call(tracer, op, values,
+                                                                   plan[1], loc, tables)
+                    return out
         names = order
         if has_dst and "dst" not in kwargs and \
                 not legacy.dst_first(args, required, kwargs, tiles):
@@ -166,17 +180,25 @@ def _simple_plan(op: str, given: tuple, extras: dict, fill: list, has_dst: bool)
     return [(k, d) for k, d in fill if k not in given]
 
 
-def _positional_plan(op: str, order: list, keys: tuple, extras: dict, fill: list):
-    """For a call with keys[0] positional arguments, dst first (legacy.dst_first), and the
-    keywords keys[1:]: (the names of the positional arguments, the NKI defaults to fill)
-    when the general path would only name them (no more than the signature has, none
-    given twice) and fill in (_simple_plan of those keywords); else False."""
+def _positional_plan(op: str, order: list, keys: tuple, extras: dict, fill: list,
+                     required: list, tiles: frozenset):
+    """For a call with keys[0] positional arguments, dst first, and the keywords keys[1:]:
+    (the names of the positional arguments, the NKI defaults to fill, the positions that
+    must hold a tensor) when the general path would only name them (no more than the
+    signature has, none given twice) and fill in (_simple_plan of those keywords); else
+    False. legacy.dst_first(args, required, kwargs, tiles) is: the plan is not False for
+    dst first's keywords and count, and args holds a tensor at each of those positions
+    (tests/kernel/test_call_forms.py compares the two)."""
     n, given = keys[0], keys[1:]
     if n > len(order) or any(k in order[:n] for k in given):
         return False  # (the general path's E603)
+    covered = set(required[:n]) | set(given)
+    if n == 0 or not all(k in covered for k in required):
+        return False  # (not dst first: legacy.dst_first says no whatever the values)
     names = tuple(order[:n])
     fill_in = _simple_plan(op, names + given, extras, fill, True)
-    return False if fill_in is False else (names, fill_in)
+    at = (0, *(i for i, k in enumerate(required[:n]) if k in tiles and i))
+    return False if fill_in is False else (names, fill_in, at)
 
 
 def _keyword_plan(plans: dict, given: tuple, extras: dict, fill: list) -> tuple:

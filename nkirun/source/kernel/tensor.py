@@ -120,7 +120,8 @@ class DynSlice:
     __slots__ = ("start", "size")
 
     def __init__(self, start, size):
-        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, size)):
+        if (start.__class__ is not int or size.__class__ is not int) and not all(
+                isinstance(v, int) and not isinstance(v, bool) for v in (start, size)):
             raise unsupported("nl.ds with a run-time (register or tensor) start")
         self.start, self.size = start, size
 
@@ -178,6 +179,8 @@ def provide(**operations) -> None:
         if "_" + name not in globals() or not callable(fn):
             raise ValueError(f"tensor.provide: no operation {name!r}")
         globals()["_" + name] = fn
+        if name == "index_view":  # `t[key]` calls it with no frame of its own in between
+            ndarray.__getitem__ = fn
 
 
 _NO_INDEX = object()  # a handle's IR index not computed yet
@@ -189,7 +192,7 @@ def _new_view(rec, view: StridedView, dtype=None):
     v = object.__new__(ndarray)
     v._rec, v._v = rec, view
     v._dtype = dtype or rec.dtype
-    v._ir = _NO_INDEX
+    v._ir, v._lk = _NO_INDEX, None  # (_lk: views.index_view's layout token, when asked)
     return v
 
 
@@ -197,7 +200,7 @@ class ndarray:
     """A tensor (or a view of one) in HBM, SBUF or PSUM. `nl.ndarray(shape, dtype,
     buffer=nl.sbuf, name='')` allocates a new tensor on every call."""
 
-    __slots__ = ("_rec", "_v", "_dtype", "_ir", "__weakref__")
+    __slots__ = ("_rec", "_v", "_dtype", "_ir", "_lk", "__weakref__")
 
     def __new__(cls, shape, dtype, buffer=consts.sbuf, name="", address=None, **_legacy):
         if shape.__class__ is list:
@@ -207,12 +210,12 @@ class ndarray:
             if blocks is not None:
                 return blocks
             shape = tuple(int(n) if isinstance(n, int) else n for n in shape)  # nl.par_dim
-        tracer = TRACERS[-1] if TRACERS else current()
+        tracer = TRACERS.items[-1] if TRACERS.items else current()
         if address is not None:  # a pinned address: nothing of this kernel spills
             tracer.placement = "explicit"
         rec = tracer.allocate(shape, dtype, buffer, name)
         v = _new(ndarray)
-        v._rec, v._v, v._dtype, v._ir = rec, rec.whole, rec.dtype, None  # the whole tensor
+        v._rec, v._v, v._dtype, v._ir, v._lk = rec, rec.whole, rec.dtype, None, None  # whole
         return v
 
     # ---- attributes ----------------------------------------------------------------------
@@ -254,14 +257,9 @@ class ndarray:
         return self if self._v is rec.whole and self._dtype is rec.dtype else \
             _new_view(rec, rec.whole)
 
-    def get_pattern(self) -> list:
-        return self._v.get_pattern()
-
-    def is_contiguous(self) -> bool:
-        return self._v.is_contiguous()
-
-    def is_indirect(self) -> bool:
-        return self._v.indirect is not None
+    def get_pattern(self) -> list: return self._v.get_pattern()  # noqa: E704
+    def is_contiguous(self) -> bool: return self._v.is_contiguous()  # noqa: E704
+    def is_indirect(self) -> bool: return self._v.indirect is not None  # noqa: E704
 
     def to_ir(self):
         """The IR View of this handle (for a runtime index inside another view)."""
@@ -285,7 +283,7 @@ class ndarray:
         return True
 
     # ---- indexing ------------------------------------------------------------------------
-    def __getitem__(self, key):
+    def __getitem__(self, key):  # (views.py's index_view itself, once provided)
         return _index_view(self, key)
 
     def __setitem__(self, key, value):
@@ -340,48 +338,48 @@ class ndarray:
     def reshape(self, shape, *more):
         if isinstance(shape, int):
             shape = (shape, *more)
-        return _method(self, "reshape", tuple(shape))
+        return _view_method(self, "reshape", (tuple(shape),), None)
 
     def ap(self, pattern, offset=None, scalar_offset=None, vector_offset=None,
            indirect_dim=0, dtype=None):
-        return _method(self, "ap", pattern, offset, scalar_offset, vector_offset,
-                       indirect_dim, None if dtype is None else _nkirun_dtype(dtype, ".ap"),
-                       nl_dtype=dtype)
+        return _view_method(self, "ap", (pattern, offset, scalar_offset, vector_offset,
+                            indirect_dim, None if dtype is None else _nkirun_dtype(dtype, ".ap")),
+                            dtype)
 
     def view(self, dtype):
-        return _method(self, "view", _nkirun_dtype(dtype, ".view"), nl_dtype=dtype)
+        return _view_method(self, "view", (_nkirun_dtype(dtype, ".view"),), dtype)
 
     reinterpret_cast = view
 
     def slice(self, dim, start, end, step=1):
-        return _method(self, "slice", dim, start, end, step)
+        return _view_method(self, "slice", (dim, start, end, step), None)
 
     def select(self, dim, index):
-        return _method(self, "select", dim, index)
+        return _view_method(self, "select", (dim, index), None)
 
     def permute(self, dims):
-        return _method(self, "permute", tuple(dims))
+        return _view_method(self, "permute", (tuple(dims),), None)
 
     def broadcast(self, dim, size):
-        return _method(self, "broadcast", dim, size)
+        return _view_method(self, "broadcast", (dim, size), None)
 
     def expand_dim(self, dim):
-        return _method(self, "expand_dim", dim)
+        return _view_method(self, "expand_dim", (dim,), None)
 
     def squeeze_dim(self, dim):
-        return _method(self, "squeeze_dim", dim)
+        return _view_method(self, "squeeze_dim", (dim,), None)
 
     def reshape_dim(self, dim, shape):
-        return _method(self, "reshape_dim", dim, tuple(shape))
+        return _view_method(self, "reshape_dim", (dim, tuple(shape)), None)
 
     def flatten_dims(self, start_dim, end_dim):
-        return _method(self, "flatten_dims", start_dim, end_dim)
+        return _view_method(self, "flatten_dims", (start_dim, end_dim), None)
 
     def vector_select(self, dim, vector_offset):
-        return _method(self, "vector_select", dim, vector_offset)
+        return _view_method(self, "vector_select", (dim, vector_offset), None)
 
     def rearrange(self, src_pattern, dst_pattern, fixed_sizes=None):
-        return _method(self, "rearrange", src_pattern, dst_pattern, fixed_sizes)
+        return _view_method(self, "rearrange", (src_pattern, dst_pattern, fixed_sizes), None)
 
     def indirect(self, index, num_elem=None):
         raise unsupported("NkiTensor.indirect (tensor indirection, NeuronCore-v4)")
@@ -390,10 +388,6 @@ class ndarray:
         if name.startswith("__"):
             raise AttributeError(name)
         raise unsupported(f"nki.language.NkiTensor.{name}")
-
-
-def _method(t, name, *args, nl_dtype=None):
-    return _view_method(t, name, args, nl_dtype)
 
 
 NkiTensor = ndarray

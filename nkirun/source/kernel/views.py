@@ -6,6 +6,8 @@ API (`nl.arange`, legacy.py).
 """
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from nkirun import speed  # the speed switches, beside their plain twins
@@ -27,16 +29,17 @@ _PLAIN = frozenset({int, slice})
 def index_view(t, key):
     """`t[key]`: `index_view_plain`, memoised for keys of ints, slices of ints, nl.ds and
     index arrays that carry their affine form (nl.arange expressions, speed.INDEX_FORMS) on
-    the layout of t's view (a loop indexes same-layout views with the same keys over and over;
-    slices are unhashable before Python 3.12, so a slice is keyed as its three ends)."""
-    v = t._v
-    hk = _hashable_key(key)
-    if hk is None or v.indirect is not None:
+    the layout of t's view and tensor (a loop indexes same-layout views with the same keys
+    over and over). The layout is a small int the handle keeps (`_lk`, `_layout_token`),
+    the key a flat tuple (`_hashable_key`; slices are unhashable before Python 3.12)."""
+    lk = t._lk
+    if lk is None:
+        lk = t._lk = _layout_token(t)
+    hk = _hashable_key(key, lk) if lk is not False else None
+    if hk is None:
         return index_view_plain(t, key)
+    hit = _LAYOUTS.get(hk)
     rec = t._rec
-    memo = (v.shape, v.strides, v.offset, v.dtype.name, v.basic, v.tail, v.decl.on_chip,
-            v.dtype is v.decl.dtype, hk, rec.layout)
-    hit = _LAYOUTS.get(memo)
     if hit is None:
         out = index_view_plain(t, key)
         if out.__class__ is EmptyView:
@@ -49,42 +52,72 @@ def index_view(t, key):
                 out._ir = lowered_index(out)  # (a function of the memo key: rec.layout in it)
             except ViewError:  # (left to the instruction that uses the view, as before)
                 pass
-        _LAYOUTS[memo] = (w.shape, w.strides, w.offset, w.basic, w.tail, out._ir)
+        _LAYOUTS[hk] = (w.shape, w.strides, w.offset, w.basic, w.tail, out._ir,
+                        _layout_token(out))
         return out
+    v = t._v
     w = _new_strided(StridedView)
     w.decl, w.dtype, w.indirect = v.decl, v.dtype, None
-    w.shape, w.strides, w.offset, w.basic, w.tail, index = hit
+    w.shape, w.strides, w.offset, w.basic, w.tail, index, token = hit
     h = _new_handle(ndarray)  # _new_view(rec, w, t._dtype) with its IR index, inline
-    h._rec, h._v, h._dtype, h._ir = rec, w, t._dtype, index
+    h._rec, h._v, h._dtype, h._ir, h._lk = rec, w, t._dtype, index, token
     return h
 
 
-# (view layout, hashable key, tensor layout) -> (shape, strides, offset, basic, tail) of the
-# indexed view, and its IR index (session.lowered_index) when it has the tensor's dtype
+# (layout token, the key's items) -> (shape, strides, offset, basic, tail) of the indexed
+# view, its IR index (session.lowered_index) when it has the tensor's dtype, its token
 _LAYOUTS: dict = {}
 _LAYOUTS_MAX = 100_000
 _SLICE_END = frozenset({int, type(None)})
 _new_strided = _new_handle = object.__new__
+# (view layout, tensor layout) -> token; a token is never reused, so that a memo entry
+# stays right when this table is cleared (a layout then gets a new token)
+_TOKENS: dict = {}
+_NEXT_TOKEN = itertools.count(1)
 
 
-def _hashable_key(key):
-    """A key of ints, slices of ints/None, `nl.ds` and form index arrays as a hashable
-    tuple; None for anything else. (An nl.ds, whose start and size are ints, is ("ds",
-    start, size); an index array with its affine form (index_forms.py), whose values the
-    form and its shape determine, is ("ix", form, shape): never equal to a slice's (start,
-    stop, step), whose first item is an int or None, or to each other.)"""
-    out = []
+def _layout_token(t):
+    """A small int naming the layout of handle t's view and tensor: what index_view's
+    result depends on besides the key and the tensor's identity (False: an indirect view,
+    never remembered)."""
+    v = t._v
+    if v.indirect is not None:
+        return False
+    layout = (v.shape, v.strides, v.offset, v.dtype.name, v.basic, v.tail, v.decl.on_chip,
+              v.dtype is v.decl.dtype, t._rec.layout)
+    token = _TOKENS.get(layout)
+    if token is None:
+        if len(_TOKENS) >= _LAYOUTS_MAX:
+            _TOKENS.clear()
+        token = _TOKENS[layout] = next(_NEXT_TOKEN)
+    return token
+
+
+_T_SLICE, _T_DS, _T_IX = object(), object(), object()  # tags of a flat key's items
+
+
+def _hashable_key(key, head=None):
+    """A key of ints, slices of ints/None, `nl.ds` and form index arrays as a flat hashable
+    tuple after `head`; None for anything else. (An int is itself; a slice is _T_SLICE,
+    start, stop, step; an nl.ds, whose start and size are ints, _T_DS, start, size; an index
+    array with its affine form (index_forms.py), whose values the form and its shape
+    determine, _T_IX, form, shape: each tag says how many items follow it, so that
+    different keys never give equal tuples.)"""
+    out = [head]
     for k in (key if key.__class__ is tuple else (key,)):
         c = k.__class__
         if c is int:
             out.append(k)
-        elif c is slice and k.start.__class__ in _SLICE_END and \
-                k.stop.__class__ in _SLICE_END and k.step.__class__ in _SLICE_END:
-            out.append((k.start, k.stop, k.step))
+        elif c is slice:
+            a, b, s = k.start, k.stop, k.step
+            if a.__class__ not in _SLICE_END or b.__class__ not in _SLICE_END or \
+                    s.__class__ not in _SLICE_END:
+                return None
+            out += (_T_SLICE, a, b, s)
         elif c is _DS:
-            out.append(("ds", k.start, k.size))
+            out += (_T_DS, k.start, k.size)
         elif c is IndexArray and k._form is not None:
-            out.append(("ix", k._form, k.shape))
+            out += (_T_IX, k._form, k.shape)
         else:
             return None
     return tuple(out)
@@ -155,14 +188,14 @@ def _plain(k, t):
 def view_method(t, name: str, args: tuple, nl_dtype=None):
     """`view_method_plain`, memoised as index_view is: for arguments of ints, None and
     lists or tuples of them (a loop calls `.ap(pattern, offset)`, `.reshape(shape)` on
-    same-layout views over and over), keyed on the layout of t's view and tensor."""
-    v = t._v
-    hk = _hashable_args(args) if nl_dtype is None and v.indirect is None else None
+    same-layout views over and over), keyed on the layout token of t (`_layout_token`)."""
+    lk = t._lk
+    if lk is None:
+        lk = t._lk = _layout_token(t)
+    hk = _hashable_args(args) if nl_dtype is None and lk is not False else None
     if hk is None:
         return view_method_plain(t, name, args, nl_dtype)
-    rec = t._rec
-    memo = (name, hk, v.shape, v.strides, v.offset, v.dtype.name, v.basic, v.tail,
-            v.decl.on_chip, v.dtype is v.decl.dtype, rec.layout)
+    memo = (lk, name, hk)
     hit = _METHODS.get(memo)
     if hit is None:
         out = view_method_plain(t, name, args)
@@ -171,18 +204,21 @@ def view_method(t, name: str, args: tuple, nl_dtype=None):
             _METHODS.clear()
         if out is t:
             _METHODS[memo] = _SAME
-        elif w.indirect is None and w.decl is v.decl:
-            _METHODS[memo] = (w.shape, w.strides, w.offset, w.dtype, w.basic, w.tail)
+        elif w.indirect is None and w.decl is t._v.decl:
+            _METHODS[memo] = (w.shape, w.strides, w.offset, w.dtype, w.basic, w.tail,
+                              _layout_token(out))
         return out
     if hit is _SAME:
         return t
     w = _new_strided(StridedView)
-    w.decl, w.indirect = v.decl, None
-    w.shape, w.strides, w.offset, w.dtype, w.basic, w.tail = hit
-    return _new_view(rec, w, t._dtype)
+    w.decl, w.indirect = t._v.decl, None
+    w.shape, w.strides, w.offset, w.dtype, w.basic, w.tail, token = hit
+    h = _new_view(t._rec, w, t._dtype)
+    h._lk = token
+    return h
 
 
-# (method, its arguments, view layout, tensor layout) -> the new view's fields (or _SAME)
+# (layout token, method, its arguments) -> the new view's fields and token (or _SAME)
 _METHODS: dict = {}
 _SAME = object()
 _ARG_ATOMS = frozenset({int, type(None)})
