@@ -2,11 +2,9 @@
 (the nki.isa.memset documentation)."""
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
 
-from nkirun.hw.dtypes import store_cast
+from nkirun.hw.dtypes import filler, store_cast
 from nkirun.isa.spec import (ENUM, INT_LIST, SCALAR, TILE, Bound, InstructionDef, NkiApi, Param,
                              common_tail)
 
@@ -46,7 +44,7 @@ def plan(b: Bound):
         d = view(dst)
         value = np.full((1,), b["value"], np.float64 if dst.dtype.is_int else np.float32)
         fill = store_cast(value, dst.dtype, b.get("dtype"))
-        return None if d is None else partial(np.copyto, d, fill, casting="unsafe")
+        return None if d is None else filler(d, fill)
     return build
 
 

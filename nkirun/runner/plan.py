@@ -336,7 +336,7 @@ class _Planner:
         if self.policy == "nan" and t.dtype.is_float:
             fill = dt.cast(np.array(np.nan, np.float32), t.dtype)
         self.bs.append(b)
-        self.calls.append(partial(np.copyto, self.arrays[name][0], fill))
+        self.calls.append(dt.filler(self.arrays[name][0], fill))
         self.widen.written(self.arrays[name][1])
 
     def start_tracking(self, name: str, b) -> None:

@@ -2,7 +2,9 @@
 bits) against its plain twin `widen_into_plain` (NumPy's, i.e. ml_dtypes', cast): the same
 float32 bits for every bfloat16 value, NaN payloads and signed zeros included, in every
 layout a plan form reads (contiguous, strided, reversed, broadcast), and the plain cast
-for the other types. A run with the switch off gives the same outputs as with it on."""
+for the other types; and `filler` (speed.FILL_BITS: a planned fill by the stored bits)
+against `filler_plain`. Runs with the switches off: tests/kernel/test_call_forms.py,
+tests/runner/test_plan_widen.py."""
 from __future__ import annotations
 
 import ml_dtypes
@@ -62,3 +64,30 @@ def test_switch_off_is_the_plain_cast(monkeypatch):
     monkeypatch.setattr(speed, "BF16_SHIFT", False)
     fast, plain = _both(ALL_BF16[::-1])
     assert np.array_equal(fast, plain)
+
+
+FILL_VALUES = [0.0, -0.0, 1.5, -2.75, 448.0, 464.0, 65520.0, 3.0e38, np.inf, -np.inf, np.nan,
+               1e-45, -1e-40, 7.0, -129.0, 300.0]
+FILL_TYPES = [np.float32, ml_dtypes.bfloat16, np.float16, ml_dtypes.float8_e4m3fn,
+              ml_dtypes.float8_e5m2, np.int32, np.int16, np.int8, np.uint8, np.uint16, bool]
+
+
+@pytest.mark.parametrize("dtype", FILL_TYPES, ids=lambda t: np.dtype(t).name)
+@pytest.mark.parametrize("layout", ["contiguous", "strided", "column"])
+def test_a_fill_by_the_bits_is_the_copy(dtype, layout):
+    """hw/dtypes.py `filler` (speed.FILL_BITS) against `filler_plain` (NumPy's broadcast
+    copy): the same bits in every element it sets, and none elsewhere, for the values a
+    plan fills with (float32 and float64 ones, cast by the copy) and every storage type."""
+    from nkirun.hw.dtypes import filler, filler_plain
+    for v in FILL_VALUES:
+        for value in (np.full((1,), v, np.float32), np.full((1,), v, np.float64),
+                      np.zeros((), dtype)):
+            base = np.arange(128 * 2 * 64).reshape(128, 2, 64).astype(dtype)
+            a, b = base.copy(), base.copy()
+            pick = {"contiguous": np.s_[...], "strided": np.s_[:, 1, ::3],
+                    "column": np.s_[:, 0, 5]}[layout]
+            with np.errstate(all="ignore"):
+                filler(a[pick], value)()
+                filler_plain(b[pick], value)()
+            u = {1: np.uint8, 2: np.uint16, 4: np.uint32}[np.dtype(dtype).itemsize]
+            assert np.array_equal(a.view(u), b.view(u)), (v, value.dtype)
