@@ -51,6 +51,12 @@ and schedule.
 | SHARED_DMA_SERVERS | DMA engines with equal histories share one Server,   | every engine booked on its own Server         |
 |                 | booked once per transfer (schedule/dma.py               |                                               |
 |                 | _book_grouped)                                          |                                               |
+| BOX_INDEX       | the dependence scan visits only the boxes an index says | every live access of the tensor compared      |
+|                 | may overlap, a read's answer kept while the tensor's    | (fast_place.ready_of)                         |
+|                 | writes do not change (schedule/box_index.py)            |                                               |
+| SPILLS_FROM_CHECK | `cost` of a checked program without W047 skips the  | the live sets worked out again for the spills |
+|                 | compiler's spills: the check found every live set       | (schedule/spills.py spill_events)             |
+|                 | within capacity (pipeline/commands.py cost)             |                                               |
 | WIDEN_ONCE      | a planned run widens a 16-bit or fp8 matmul operand     | each call widens its operands into scratch    |
 |                 | into a float32 copy once per write of its view, not per | arrays (isa/common.f32_operand; tests/runner/ |
 |                 | read (runner/plan_widen.py)                             | test_plan_widen.py)                           |
@@ -109,6 +115,8 @@ FORM_PLANS = True
 DEAD_HISTORIES = True
 WIDEN_ONCE = True
 SHARED_DMA_SERVERS = True
+BOX_INDEX = True
+SPILLS_FROM_CHECK = True
 BF16_SHIFT = True
 SAME_TRACE_CHECK = True
 KEPT_PLAN = True

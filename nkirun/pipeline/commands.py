@@ -202,8 +202,12 @@ def cost(c: Checked, trips=None):
             program, bound, c.front.inputs, observe))
     except NkirunError as e:
         raise located(c.front, e) from None
+    from nkirun import speed
+    may_spill = None  # (None: the schedule works out the live sets itself)
+    if speed.SPILLS_FROM_CHECK and not any(d.code in ("W047", "E041") for d in c.diagnostics):
+        may_spill = False  # the check found every live set within capacity: no spills
     with paused_gc():  # a slot per instruction, none freed: as check (gc_policy.py)
-        sched = schedule(program, seq)
+        sched = schedule(program, seq, may_spill=may_spill)
     sched.loops = loops
     return sched
 

@@ -19,10 +19,13 @@ from nkirun.schedule.model import Slot
 from nkirun.schedule.scheduler import earliest_start
 
 
-def schedule(program, bound, target=None):
+def schedule(program, bound, target=None, may_spill=None):
     """Schedule the bound (validated) instructions of `program` on `target` (default: the
     program's own target): one scheduler, or one per core of a two-core program that
-    meet at their meeting points. Linear in the number of instructions."""
+    meet at their meeting points. Linear in the number of instructions. `may_spill=False`:
+    the caller's check found no live set over capacity (no W047), so the compiler's spills
+    (schedule/spills.py) are not worked out again (`speed.SPILLS_FROM_CHECK`; None: they
+    are)."""
     from nkirun.hw.targets import TARGETS
     from nkirun.schedule.scheduler import _Scheduler as Scheduler
     if program.cores > 1:  # both cores' engines in one schedule
@@ -36,7 +39,7 @@ def schedule(program, bound, target=None):
         if isinstance(bound, SteadyPlan):  # loops of too many trips: their steady state
             return schedule_plan(bound, s, progress)
         from nkirun.schedule.spills import Spills, spill_events
-        events = spill_events(program, bound, s.target)
+        events = spill_events(program, bound, s.target) if may_spill is not False else None
         spills = Spills(events, s.target) if events else None  # (schedule/spills.py)
         from nkirun import speed
         from nkirun.schedule.history import last_uses

@@ -123,7 +123,8 @@ def ready_of(s, rnames, rboxes, wnames, wboxes, compute: float) -> tuple:
     """(time, instruction, kind, tensor) of the latest-ending earlier access that conflicts
     with the reads zip(rnames, rboxes) or the writes zip(wnames, wboxes) (scheduler.py
     `data_ready`): the first in each map's order wins a tie. A map is scanned only if its
-    upper bound of ends could beat what was found."""
+    upper bound of ends could beat what was found. The definition: the scheduler takes
+    box_index.ready_indexed, its fast twin, under `speed.BOX_INDEX`."""
     ready, dep, kind, dep_tensor = 0.0, None, READY, None
     tensors, memo = s.tensors, s.overlap_memo
     for name, box in zip(rnames, rboxes):
@@ -169,7 +170,7 @@ def place_form(s, b, p: FormPlan, names) -> None:
         rstore = tuple([storage.get(n, n) for n in rnames])
         wstore = tuple([storage.get(n, n) for n in wnames])
     rboxes, wboxes = p.read_boxes, p.write_boxes
-    ready, dep, kind, dep_tensor = ready_of(s, rstore, rboxes, wstore, wboxes, p.factor)
+    ready, dep, kind, dep_tensor = s.ready_of(s, rstore, rboxes, wstore, wboxes, p.factor)
     hold = s.hold
     if hold is not _NO_HOLD:  # spills.held
         s.hold = _NO_HOLD

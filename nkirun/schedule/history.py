@@ -22,34 +22,48 @@ class AccessHistory:
     `write_end` / `read_end` bound the ends in each map from above, so the scheduler skips
     scanning a map that cannot delay an instruction any further (most of them, in traces)."""
 
-    __slots__ = ("writes", "reads", "limit", "write_end", "read_end")
+    __slots__ = ("writes", "reads", "limit", "write_end", "read_end", "windex", "rindex",
+                 "raw_memo")
 
     def __init__(self):
         self.writes: dict[tuple, tuple[float, int, float]] = {}
         self.reads: dict[tuple, tuple[float, int]] = {}
         self.limit = _SWEEP_MIN
         self.write_end = self.read_end = 0.0
+        # speed.BOX_INDEX (schedule/box_index.py): an index of each map's boxes once it is
+        # large, kept equal to the map's keys in its order here; and a read's answer per
+        # box, valid while the writes do not change. None: not made (the plain scan).
+        self.windex = self.rindex = self.raw_memo = None
 
     def wrote(self, box, end: float, index: int, latency: float) -> None:
-        self.writes[box] = (end, index, latency)
+        writes = self.writes
+        if self.windex is not None and box not in writes:
+            self.windex.add(box)
+        writes[box] = (end, index, latency)
+        self.raw_memo = None
         if end + latency > self.write_end:
             self.write_end = end + latency
-        self.reads.pop(box, None)
-        if len(self.writes) + len(self.reads) > self.limit:
-            self.writes = {b: a for b, a in self.writes.items() if b == box
+        if self.reads.pop(box, None) is not None and self.rindex is not None:
+            self.rindex.remove(box)
+        if len(writes) + len(self.reads) > self.limit:
+            self.writes = {b: a for b, a in writes.items() if b == box
                            or not contains(box, b)}
             self.reads = {b: a for b, a in self.reads.items() if not contains(box, b)}
+            self.windex = self.rindex = None  # (made again when a scan needs one)
             self._relimit()
 
     def read(self, box, end: float, index: int) -> None:
         cur = self.reads.get(box)
         if cur is None or cur[0] <= end:
+            if cur is None and self.rindex is not None:
+                self.rindex.add(box)
             self.reads[box] = (end, index)
             if end > self.read_end:
                 self.read_end = end
         if len(self.writes) + len(self.reads) > self.limit:
             self.reads = {b: a for b, a in self.reads.items() if b == box
                           or not (a[0] <= end and contains(box, b))}
+            self.rindex = None
             self._relimit()
 
     def _relimit(self) -> None:

@@ -14,6 +14,7 @@ from nkirun.schedule import placement, recompute
 from nkirun.schedule.placement import earliest_start
 from nkirun.checker.overlap import overlaps
 from nkirun.schedule.history import AccessHistory
+from nkirun.schedule.box_index import ready_indexed
 from nkirun.schedule.fast_place import (_kept_reads, _picker, form_layout, inst_name,
                                          make_plan, place_form, ready_of, record)
 from nkirun import speed
@@ -92,6 +93,7 @@ class _Scheduler:
         self.plans: dict = {}  # id(form) -> FormPlan, or False (fast_place.py)
         self.facts: dict = {}  # Slot.facts, interned (facts_of)
         self.form_plans = speed.FORM_PLANS
+        self.ready_of = ready_indexed if speed.BOX_INDEX else ready_of  # (box_index.py)
 
     def overlap(self, a, b) -> bool:
         key = (id(a), id(b))
@@ -106,7 +108,7 @@ class _Scheduler:
         `compute` times the commit latency: 0 for DMA, see latency_factor), a write or a read
         under a write (WAW, WAR); reads and writes as (tensor, box) pairs (fast_place.ready_of,
         which takes names and boxes apart)."""
-        return ready_of(self, [n for n, _ in reads], [box for _, box in reads],
+        return self.ready_of(self, [n for n, _ in reads], [box for _, box in reads],
                         [n for n, _ in writes], [box for _, box in writes], compute)
 
     def compute_resource(self, engine: str, cells) -> tuple[float, int | None]:
@@ -274,6 +276,7 @@ class _Scheduler:
             st.reads = {box: moved(v) for box, v in st.reads.items()}
             st.write_end = max((e + lat for e, _, lat in st.writes.values()), default=0.0)
             st.read_end = max((e for e, _ in st.reads.values()), default=0.0)
+            st.raw_memo = None  # (its ends moved; the boxes, and so the indexes, did not)
         self.dma.advance(first, shift_ns, shift_index)
 
     def occupy(self, engine: str, cells, end: float, index: int) -> None:

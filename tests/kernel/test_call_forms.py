@@ -13,7 +13,8 @@ False`: the two-core rules read every instruction's accesses; `speed.WIDEN_ONCE 
 each planned matmul widens its operands; `speed.FORM_PLANS = False`: every
 instruction scheduled by the plain path; `speed.DEAD_HISTORIES = False`: every access
 history kept to the end of the schedule; `speed.SHARED_DMA_SERVERS = False`: every DMA
-engine booked on its own; `speed.BF16_SHIFT = False`: bfloat16 widened by ml_dtypes' cast;
+engine booked on its own; `speed.BOX_INDEX = False`: every dependence scan over every live
+access; `speed.BF16_SHIFT = False`: bfloat16 widened by ml_dtypes' cast;
 `speed.FILL_BITS = False`: a planned fill by NumPy's broadcast copy),
 run to the
 same results, and the instructions bound from a form's template (checker/intern.py
@@ -111,8 +112,8 @@ SWITCHES = ((speed, "CALL_FORMS"), (speed, "ALLOC_PLANS"), (speed, "FORM_ARGS"),
             (speed, "SIMPLE_CALLS"), (speed, "LOWERED_INDEX"), (speed, "LAZY_OPERANDS"),
             (speed, "INDEX_FORMS"), (speed, "PSUM_BY_FORM"), (speed, "INDEX_MEMO"),
             (speed, "CORES_BY_NAMES"), (speed, "WIDEN_ONCE"), (speed, "FORM_PLANS"),
-            (speed, "DEAD_HISTORIES"), (speed, "SHARED_DMA_SERVERS"), (speed, "BF16_SHIFT"),
-            (speed, "FILL_BITS"))
+            (speed, "DEAD_HISTORIES"), (speed, "SHARED_DMA_SERVERS"), (speed, "BOX_INDEX"),
+            (speed, "BF16_SHIFT"), (speed, "FILL_BITS"))
 
 
 def _plain_switches(monkeypatch, on: bool) -> None:

@@ -196,6 +196,44 @@ def test_garbage_made_while_paused_does_not_pile_up(tmp_path):
     assert long_alive <= 8, out  # at most a quarter-heap's worth, not all 20
 
 
+FULLS = '''
+import gc
+from nkirun.gc_policy import paused_gc
+
+def full_collections():
+    return gc.get_stats()[-1]["collections"]
+
+kept = []
+out = []
+for collect_first in (False, True):
+    with paused_gc():  # a long pass: its objects filed under the oldest generation
+        kept.append([[] for _ in range(300_000)])
+    if collect_first:
+        gc.collect()  # the caller's own full collection
+    before = full_collections()
+    with paused_gc():  # the next pass: a full collection first, unless one just ran
+        pass
+    out.append(full_collections() - before)
+print(*out)
+'''
+
+
+def test_a_callers_full_collection_stands_for_the_next_pause(tmp_path):
+    """A full collection run since the last filing (the caller's `gc.collect()`) has scanned
+    the filed objects: the next pause starts no second one (before, the suite's worker
+    paid two full collections in a row before each schedule)."""
+    import os
+    import subprocess
+    import sys
+    script = tmp_path / "fulls.py"
+    script.write_text(FULLS)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=root)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=300, check=True, env=env).stdout.split()
+    assert out == ["1", "0"], out
+
+
 def test_the_tracers_tables_stay_bounded_over_ever_new_shapes(kernel_module, monkeypatch):
     """What a trace remembers about shapes it saw is capped, so a process tracing ever new
     shapes does not grow without end; layouts keep distinct ids across a clear."""
