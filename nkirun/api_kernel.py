@@ -63,8 +63,9 @@ def simulate(kernel, target: str | None = None, lnc: int = 1, shadow: bool = Fal
     trace and the run (nkirun/limits.py; default 10 million). `ranks=N`: N ranks, each its
     own program, meeting at their nki.collectives; the call returns the list of each
     rank's return structure (simulate_ranks). Each call traces the kernel afresh; the
-    object keeps its last call's check and, when every step of it is planned, its
-    execution plan with the plan's arrays (up to 1 GiB of tensors), for a next call that
+    object keeps its last call's check and, from a program's second call and when every
+    step of it is planned, its execution plan with the plan's arrays (up to 1 GiB of
+    tensors), for a next call that
     traces the same program (pipeline/reuse.py, runner/plan_keep.py): drop the object to
     free them."""
     if ranks is not None:

@@ -65,9 +65,9 @@ and schedule.
 | SAME_TRACE_CHECK| a simulate() call that traced the same program as the   | every call checked afresh (pipeline/reuse.py; |
 |                 | object's last call (every field, locations included:    | same_program_plain; tests/pipeline/           |
 |                 | reuse.same_program) reuses that call's check            | test_check_reuse.py)                          |
-| KEPT_PLAN       | ... and runs that call's execution plan again when no   | every call compiles its plan (tests/runner/   |
-|                 | step of it is plain, the inputs copied into its arrays  | test_plan_keep.py)                            |
-|                 | (runner/plan_keep.py)                                   |                                               |
+| KEPT_PLAN       | ... and, from a program's second call, runs its         | every call compiles its plan (tests/runner/   |
+|                 | execution plan again when no step of it is plain, the   | test_plan_keep.py)                            |
+|                 | inputs copied into its arrays (runner/plan_keep.py)     |                                               |
 | FILL_BITS       | a planned fill (memset, a slot's reset) sets the stored | NumPy's broadcast copy (hw/dtypes.py          |
 |                 | bits through an unsigned view (hw/dtypes.py filler)     | filler_plain; tests/hw/test_widen_bits.py)    |
 

@@ -19,7 +19,9 @@ the others), copied into the same arrays; the Machine is made anew in place (its
 `__init__` on the same object the steps hold). The outputs are given away as copies, since
 the next run writes the plan's own arrays again. A run that raises drops the plan.
 
-Kept only while the tensors' declared bytes are at most KEEP_BYTES (the plan's arrays stay
+Kept from the second call that runs the same bound instructions on (a one-shot call, as a
+test harness makes, neither holds the plan's arrays after it nor copies its outputs), and
+only while the tensors' declared bytes are at most KEEP_BYTES (the plan's arrays stay
 alive between calls). Plain twin: speed.KEPT_PLAN off, every call compiles its plan.
 tests/runner/test_plan_keep.py runs kernels again on other inputs and compares every
 output's bits with fresh runs and the plain interpreter.
@@ -45,10 +47,11 @@ class PlanMemo:
     """The kept plan, as one tuple (bound, policy, switches, head, held arrays, Machine,
     steps, output names), replaced whole, or None."""
 
-    __slots__ = ("kept",)
+    __slots__ = ("kept", "seen")
 
     def __init__(self):
         self.kept = None
+        self.seen = None  # the bound instructions of the last plan compiled
 
     def take(self, bound, uninitialized: str):
         """The kept plan for these bound instructions and policy, or None."""
@@ -62,7 +65,8 @@ class PlanMemo:
     def keep(self, bound, uninitialized, head, held: dict, m, plan, outs) -> bool:
         """Keep the plan when it may be run again (see the module); whether it was."""
         self.kept = None
-        if not speed.KEPT_PLAN or sum(t.nbytes for t in plan.tensors.values()) > KEEP_BYTES \
+        once, self.seen = self.seen is not bound, bound  # (the check memo holds it anyway)
+        if once or not speed.KEPT_PLAN or sum(t.nbytes for t in plan.tensors.values()) > KEEP_BYTES \
                 or any(getattr(c, "func", None) is _plain for c in plan.calls):
             return False
         self.kept = (bound, uninitialized, switches(), head, held, m, plan, tuple(outs))

@@ -2,7 +2,8 @@
 speed.KEPT_PLAN): every example kernel called again on other inputs gives the bits of a
 plan compiled afresh; a plan is run again only for the same bound instructions, policy and
 speed switches; the outputs a call returned and the inputs it was given are left as they
-were by later calls; a plan with a plain step is not kept."""
+were by later calls; a plan with a plain step is not kept, nor the plan of a program's
+first call."""
 from __future__ import annotations
 
 import importlib.util
@@ -59,7 +60,7 @@ def test_a_kept_plan_gives_the_bits_of_a_fresh_one(monkeypatch, name, uninitiali
     made = _counting(monkeypatch)
     sim = nkirun.simulate(kernel, uninitialized=uninitialized)
     got = [sim(**a, **args) for a in calls]
-    kept = len(made) == 1
+    kept = len(made) == 2  # (kept from the second call: a one-shot call keeps nothing)
     first = _bits(got[0])
     monkeypatch.setattr(speed, "KEPT_PLAN", False)
     monkeypatch.setattr(speed, "SAME_TRACE_CHECK", False)
@@ -69,7 +70,7 @@ def test_a_kept_plan_gives_the_bits_of_a_fresh_one(monkeypatch, name, uninitiali
     assert _bits(got[0]) == first  # (later calls wrote their own outputs)
     for a, b in zip(calls, given):  # (and left the inputs as they were)
         assert all(np.array_equal(a[k], b[k], equal_nan=True) for k in a)
-    assert len(made) == (1 if kept else 4) + 4
+    assert len(made) == (2 if kept else 4) + 4
     if name == "matmul_tiled":
         assert kept  # (every step planned: the plan is run again)
 
@@ -80,9 +81,10 @@ def test_a_switch_changed_between_calls_compiles_again(monkeypatch):
     sim = nkirun.simulate(EXAMPLES.kernel_function("matmul_tiled"))
     a = sim(**arrays, **args)
     monkeypatch.setattr(speed, "WIDEN_ONCE", False)
-    b = sim(**arrays, **args)
-    c = sim(**arrays, **args)
-    assert len(made) == 2 and _bits(a) == _bits(b) == _bits(c)
+    b = sim(**arrays, **args)  # (checked again under the new switches: a new program)
+    c = sim(**arrays, **args)  # (its second call: compiled and kept)
+    d = sim(**arrays, **args)  # (run from the kept plan)
+    assert len(made) == 3 and _bits(a) == _bits(b) == _bits(c) == _bits(d)
 
 
 PLAIN_STEP = '''
@@ -116,3 +118,25 @@ def test_a_plan_with_a_plain_step_is_compiled_each_call(tmp_path, monkeypatch):
     assert plain == [True, True, True]  # (tensor_reduce has no plan form)
     for x, g in zip(xs, got):
         assert np.array_equal(g[:, 0], x.max(axis=1))
+
+
+def test_a_plan_is_kept_from_a_programs_second_call():
+    """A one-shot call (a test harness's) holds no arrays after it and copies no outputs."""
+    from nkirun.runner.plan_keep import PlanMemo
+    arrays, args, _, _ = EXAMPLES.CASES["matmul_tiled"]
+    sim = nkirun.simulate(EXAMPLES.kernel_function("matmul_tiled"))
+    keeps = []
+    memo_keep = PlanMemo.keep
+
+    def keep(memo, bound, *rest):
+        keeps.append(memo_keep(memo, bound, *rest))
+        return keeps[-1]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(PlanMemo, "keep", keep)
+        first = sim(**arrays, **args)
+        assert keeps == [False]
+        second = sim(**arrays, **args)
+        assert keeps == [False, True]
+        sim(**arrays, **args)  # (run again from the kept plan: keep() not asked)
+        assert keeps == [False, True]
+    assert _bits(first) == _bits(second)
