@@ -4,7 +4,7 @@ its `--test-mode simulation`, with nkirun as the simulator through the pytest pl
 
     python benchmarks/nkilib_suite.py --python VENV/bin/python --neuron-dtypes DIR \\
         --scratch /tmp/nkilib-run [--platform trn2|trn3] [--sample 1] [--jobs 1] \\
-        [--timeout 300] [--mem-gb 8] [tests ...]
+        [--timeout 300] [--mem-gb 8] [--keep-output] [tests ...]
 
 nki-library is read from its git mirror at the pinned commit (benchmarks/public_kernels.py:
 `fetch github:aws-neuron/nki-library` makes the mirror); nothing of it is stored here.
@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -51,6 +52,10 @@ def main(argv=None) -> int:
     p.add_argument("--each", action="store_true",
                    help="one pytest process per test path (memory does not pile up across "
                         "them; a path's report survives a later one's crash)")
+    p.add_argument("--keep-output", action="store_true",
+                   help="keep the tests' own artefacts (SCRATCH/test-output: inputs, goldens "
+                        "and outputs the harness saves: 11 GB over the 23 folders at --sample 1); "
+                        "by default they are deleted after each pytest process")
     p.add_argument("tests", nargs="*", default=["test/integration"])
     a = p.parse_args(argv)
     scratch = Path(a.scratch).resolve()
@@ -71,6 +76,8 @@ def main(argv=None) -> int:
     rc = 0
     for k, paths in enumerate(groups):
         rc = max(rc, _pytest(a, scratch, lib, glue, paths, k))
+        if not a.keep_output:
+            shutil.rmtree(scratch / "test-output", ignore_errors=True)
     summary = summarize(sorted(scratch.glob(f"junit-{a.platform}-*.xml")),
                         sorted(scratch.glob(f"nkirun-{a.platform}-*.json")))
     summary.update(platform=a.platform, sample=a.sample, pytest_exit=rc,

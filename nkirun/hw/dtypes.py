@@ -141,20 +141,25 @@ def lookup(name: str) -> DType | None:
 
 
 # An x4-packed array is its storage type (uint32 / uint16) tagged with the NKI dtype's name
-# in the NumPy dtype's metadata: numpy_dtype("float8_e4m3fn_x4"). "neuron_dtype" is read too
-# (the key of the neuron_dtypes stand-in nki-library's harness runs with here).
+# in the NumPy dtype's metadata: numpy_dtype("float8_e4m3fn_x4"), under nkirun's key and
+# under "neuron_dtype" (the key of the neuron_dtypes stand-in nki-library's harness runs with
+# here, so that its static_cast reads such an array as x4); either is read.
 TAG_KEYS = ("nki_dtype", "neuron_dtype")
 
 
 def numpy_dtype(name: str) -> np.dtype:
     """The NumPy dtype of an NKI dtype's arrays; for an x4 type, its tagged storage type."""
     d = DTYPES[name]
-    return np.dtype(d.np_type, metadata={"nki_dtype": name}) if d.packed > 1 else d.np_type
+    return np.dtype(d.np_type, metadata=dict.fromkeys(TAG_KEYS, name)) if d.packed > 1 \
+        else d.np_type
 
 
-for _name, _d4 in DTYPES.items():  # np.dtype("float8_e4m3fn_x4") is its storage type
+# NumPy reads an x4 name as its tagged storage type: np.dtype("float8_e4m3fn_x4") and so
+# np.zeros(n, dtype=nl.float8_e4m3fn_x4) (an `nl` dtype is its name) are x4 (NumPy looks a
+# name up in sctypeDict and converts what it finds, here a dtype with its metadata).
+for _name, _d4 in DTYPES.items():
     if _d4.packed > 1:
-        np.sctypeDict.setdefault(_name, _d4.np_type.type)
+        np.sctypeDict.setdefault(_name, numpy_dtype(_name))
 
 
 def from_numpy(t: np.dtype) -> DType | None:

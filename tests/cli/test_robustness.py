@@ -656,9 +656,10 @@ def test_internal_error_traceback_only_with_debug(work):
               "sys.argv = ['nkirun'] + sys.argv[1:]\n"
               "main()\n")
     base = [sys.executable, "-c", script, "run", "p.yaml", "--out", "out"]
-    p = subprocess.run(base, cwd=work, capture_output=True, text=True, timeout=60)
+    p = subprocess.run(base, cwd=work, capture_output=True, text=True, timeout=60, env=TREE_ENV)
     assert p.returncode == 3 and "Traceback" not in p.stderr and "--debug" in p.stderr
-    p = subprocess.run(base + ["--debug"], cwd=work, capture_output=True, text=True, timeout=60)
+    p = subprocess.run(base + ["--debug"], cwd=work, capture_output=True, text=True, timeout=60,
+                       env=TREE_ENV)
     assert p.returncode != 0 and "Traceback" in p.stderr and "ZeroDivisionError" in p.stderr
 
 

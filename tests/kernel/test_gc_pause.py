@@ -190,7 +190,7 @@ def test_garbage_made_while_paused_does_not_pile_up(tmp_path):
     script = tmp_path / "policy.py"
     script.write_text(POLICY)
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                         timeout=300, check=True).stdout.split()
+                         timeout=300, check=True, env=_tree_env()).stdout.split()
     short_alive, long_alive = map(int, out)
     assert short_alive <= 60, out  # a few young generations' worth, not all 300
     assert long_alive <= 8, out  # at most a quarter-heap's worth, not all 20
@@ -222,15 +222,12 @@ def test_a_callers_full_collection_stands_for_the_next_pause(tmp_path):
     """A full collection run since the last filing (the caller's `gc.collect()`) has scanned
     the filed objects: the next pause starts no second one (before, the suite's worker
     paid two full collections in a row before each schedule)."""
-    import os
     import subprocess
     import sys
     script = tmp_path / "fulls.py"
     script.write_text(FULLS)
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = dict(os.environ, PYTHONPATH=root)
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                         timeout=300, check=True, env=env).stdout.split()
+                         timeout=300, check=True, env=_tree_env()).stdout.split()
     assert out == ["1", "0"], out
 
 
@@ -251,3 +248,10 @@ def test_the_tracers_tables_stay_bounded_over_ever_new_shapes(kernel_module, mon
         nkirun.check(kernel_module.copy, x)
         assert len(session._SHAPES_SEEN) <= 5 + 1 and len(tensor._LAYOUT_IDS) <= 5
     assert len(set(seen)) == len(seen)
+
+
+def _tree_env() -> dict:
+    """The environment of a child that imports this tree's nkirun, whatever is installed."""
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return dict(os.environ, PYTHONPATH=root)

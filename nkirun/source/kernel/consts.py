@@ -7,6 +7,8 @@ Readings:
   compares equal to its name. `nl.bool_` is stored as a byte (its documentation), so it
   is nkirun's uint8; every other NKI dtype is nkirun's of the same name (float8_e4m3fn
   on trn3 only: E680), and a dtype NKI lacks (float64) is refused, located (E605).
+  The MX x4 dtypes are such strs too (NlPackedDType), which NumPy reads as their tagged
+  storage types (hw.dtypes.numpy_dtype), so arrays made with them are x4 arrays.
 - Buffers are `str` subclasses too; `nl.hbm` is documented as an alias of `private_hbm`
   and is the same object. Kernel parameters live in `shared_hbm`.
 - `tile_size` values are the documented NeuronCore limits (pmax 128, PSUM bank 2 KiB =
@@ -16,6 +18,8 @@ Readings:
 from __future__ import annotations
 
 import sys
+
+import numpy as np
 
 from nkirun.hw import dtypes as dt
 
@@ -38,40 +42,34 @@ class NlDType(str):
     def __repr__(self) -> str:
         return f"nl.{str.__str__(self)}"
 
-
-class NlPackedDType:
-    """An MX x4 `nl` dtype (`nl.float8_e4m3fn_x4`, ...). Not a `str`: NumPy reads a str by its
-    name, and the name's storage type (uint32, uint16) would lose what the array holds. NumPy
-    takes this object's `dtype` instead, the storage type tagged with the name, so
-    `np.zeros(n, dtype=nl.float4_e2m1fn_x4)` is an x4 array (hw.dtypes.numpy_dtype), as
-    simulate reads it. It compares and hashes as its name, like NlDType."""
-
-    __slots__ = ("_name",)
-
-    def __init__(self, name: str):
-        self._name = name
-
-    @property
-    def nkirun(self):
-        return _nkirun_dtype(self._name)
-
-    itemsize = NlDType.itemsize
-
-    @property
-    def dtype(self):
-        return dt.numpy_dtype(self._name)
-
-    def __str__(self) -> str:
-        return self._name
-
-    def __repr__(self) -> str:
-        return f"nl.{self._name}"
-
     def __eq__(self, other):
-        return self._name == (other._name if isinstance(other, NlPackedDType) else other)
+        if isinstance(other, np.dtype) and (other.metadata or isinstance(self, NlPackedDType)):
+            return _same_as_numpy(self, other)
+        return str.__eq__(self, other)  # (a plain NumPy dtype: NumPy compares by the name)
 
-    def __hash__(self) -> int:
-        return hash(self._name)
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    __hash__ = str.__hash__
+
+
+class NlPackedDType(NlDType):
+    """An MX x4 `nl` dtype (`nl.float8_e4m3fn_x4`, ...): a str like every `nl` dtype (NKI
+    0.6 types dtypes as `str`), so it compares and hashes as its name and never equals
+    another dtype of its storage type. NumPy reads a str by its name, and nkirun has NumPy
+    read these names as their storage types tagged with the name (hw.dtypes.numpy_dtype),
+    so `np.zeros(n, dtype=nl.float4_e2m1fn_x4)` is an x4 array, as simulate reads it.
+    Not a NumPy dtype: NumPy dtypes compare and hash without their metadata, so
+    float8_e4m3fn_x4 would equal float8_e5m2_x4 and uint32 (docs/kernels.md)."""
+
+    __slots__ = ()
+
+
+def _same_as_numpy(d: NlDType, t: np.dtype) -> bool:
+    """`d == t` for a NumPy dtype that carries an x4 tag, or an x4 `d`: the tag decides."""
+    found = dt.from_numpy(t)
+    return found is not None and found.name == (d.nkirun.name if d.nkirun else str(d))
 
 
 def _nkirun_dtype(key: str):
@@ -81,7 +79,7 @@ def _nkirun_dtype(key: str):
     return hit
 
 
-NL_DTYPES = (NlDType, NlPackedDType)  # isinstance: any `nl` dtype
+NL_DTYPES = (NlDType,)  # isinstance: any `nl` dtype (the x4 ones too)
 
 _DTYPE_NAMES = ("bool_", "int8", "int16", "int32", "uint8", "uint16", "uint32", "float16",
                 "float32", "bfloat16", "tfloat32", "float8_e4m3", "float8_e4m3fn",
@@ -104,7 +102,6 @@ def to_dtype(value):
         found = dt.lookup(value)
         return DTYPES[found.name] if found is not None else None
     try:
-        import numpy as np
         found = dt.from_numpy(np.dtype(value))
     except (TypeError, ValueError):
         return None
