@@ -183,11 +183,13 @@ def ready_indexed(s, rnames, rboxes, wnames, wboxes, compute: float) -> tuple:
         if st is None:
             continue
         if st.write_end > ready:
-            for other, a in _entries(st, False, box):
+            got = st.writes
+            for other, a in (got.items() if len(got) <= INDEX_MIN else _entries(st, False, box)):
                 if a[0] > ready and (other is box or s.overlap(other, box)):
                     ready, dep, kind, dep_tensor = a[0], a[1], WAW, name
         if st.read_end > ready:
-            for other, a in _entries(st, True, box):
+            got = st.reads
+            for other, a in (got.items() if len(got) <= INDEX_MIN else _entries(st, True, box)):
                 if a[0] > ready and (other is box or s.overlap(other, box)):
                     ready, dep, kind, dep_tensor = a[0], a[1], WAR, name
     return ready, dep, kind, dep_tensor
