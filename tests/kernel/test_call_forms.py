@@ -23,7 +23,6 @@ operands, read/write sets.
 """
 from __future__ import annotations
 
-import importlib.util
 import pathlib
 
 import numpy as np
@@ -36,19 +35,15 @@ from nkirun.checker.passes import validate
 from nkirun.source.forms import FormArgs, FormLocs
 from nkirun.source.kernel import call_forms, isa_shim, views
 from nkirun.api_kernel import check_traced, run_traced, trace_call
+from repo_paths import load_module
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-def _module(path: pathlib.Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
-EXAMPLES = _module(ROOT / "tests" / "kernel" / "test_examples.py", "_examples_for_forms")
-FAST_BIND = _module(ROOT / "tests" / "checker" / "test_fast_bind.py", "_fast_bind_for_forms")
+EXAMPLES = load_module(ROOT / "tests" / "kernel" / "test_examples.py", "_examples_for_forms")
+FAST_BIND = load_module(ROOT / "tests" / "checker" / "test_fast_bind.py", "_fast_bind_for_forms")
 
 
 def _cases(tmp_path):
@@ -60,14 +55,14 @@ def _cases(tmp_path):
     yield "rmsnorm_lnc2", lambda: trace_call(EXAMPLES.kernel_function("rmsnorm_lnc2"),
                                              (x, w), lnc=2)
     (tmp_path / "forms_positional_kernel.py").write_text(POSITIONAL_KERNEL)
-    positional = _module(tmp_path / "forms_positional_kernel.py",
-                         "forms_positional_kernel").positional
+    positional = load_module(tmp_path / "forms_positional_kernel.py",
+                             "forms_positional_kernel").positional
     yield "positional", lambda: trace_call(positional, (x[:128, :64], 6))
     (tmp_path / "forms_ap_kernel.py").write_text(FAST_BIND.AP_KERNEL)  # (direct `.ap()`s)
-    aps = _module(tmp_path / "forms_ap_kernel.py", "forms_ap_kernel").aps
+    aps = load_module(tmp_path / "forms_ap_kernel.py", "forms_ap_kernel").aps
     yield "aps", lambda: trace_call(aps, (np.zeros((128, 512), np.float32), 8))
     (tmp_path / "forms_loop_kernel.py").write_text(FAST_BIND.LOOP_KERNEL)
-    loop = _module(tmp_path / "forms_loop_kernel.py", "forms_loop_kernel").loop
+    loop = load_module(tmp_path / "forms_loop_kernel.py", "forms_loop_kernel").loop
     yield "loop", lambda: trace_call(loop, (np.zeros((128, 512), np.float32), 12))
 
 
@@ -267,7 +262,7 @@ def zeros(x):
 def test_a_negative_zero_is_not_a_positive_one(tmp_path):
     import math
     (tmp_path / "signed_zero_kernel.py").write_text(SIGNED_ZERO)
-    zeros = _module(tmp_path / "signed_zero_kernel.py", "signed_zero_kernel").zeros
+    zeros = load_module(tmp_path / "signed_zero_kernel.py", "signed_zero_kernel").zeros
     program = trace_call(zeros, (np.zeros((128, 4), np.float32),)).program
     signs = [math.copysign(1.0, i.args["value"]) for i in program.instructions
              if i.op == "memset"]
@@ -351,7 +346,7 @@ def test_a_form_first_bound_as_another_forms_instance_gets_a_template(tmp_path,
     bound as that one, and then also serves as its own form's template, so the later
     instances of both lines come from templates."""
     (tmp_path / "twin_sites.py").write_text(TWIN_SITES)
-    twins = _module(tmp_path / "twin_sites.py", "twin_sites").twins
+    twins = load_module(tmp_path / "twin_sites.py", "twin_sites").twins
     program = trace_call(twins, (np.zeros((128, 64), np.float32), 10)).program
     fast, plain = bind(program), bind(program, fast=False)
     assert FAST_BIND.summary(*fast) == FAST_BIND.summary(*plain)
@@ -381,7 +376,7 @@ def test_a_keyword_given_twice_by_position_is_refused(tmp_path, monkeypatch, sim
     from nkirun.diagnostics import NkirunError
     (tmp_path / "twice_kernel.py").write_text(POSITIONAL_KERNEL.replace(
         "nisa.dma_copy(out, acc)", "nisa.tensor_copy(acc, col, dst=acc)\n    nisa.dma_copy(out, acc)"))
-    twice = _module(tmp_path / "twice_kernel.py", "twice_kernel").positional
+    twice = load_module(tmp_path / "twice_kernel.py", "twice_kernel").positional
     monkeypatch.setattr(speed, "SIMPLE_CALLS", simple)
     with pytest.raises(NkirunError) as e:
         trace_call(twice, (np.zeros((128, 64), np.float32), 2))
@@ -393,7 +388,8 @@ def test_calls_by_position_take_the_simple_path(tmp_path, monkeypatch):
     """The positional shortcut applies: every dst-first call of the kernel but the one
     with an NKI-only keyword (engine=) and the pre-0.2 one reaches call_forms.simple_call."""
     (tmp_path / "forms_positional_kernel.py").write_text(POSITIONAL_KERNEL)
-    positional = _module(tmp_path / "forms_positional_kernel.py", "simple_positional").positional
+    positional = load_module(tmp_path / "forms_positional_kernel.py",
+                             "simple_positional").positional
     ops = []
     plain = call_forms.simple_call
     monkeypatch.setattr(call_forms, "simple_call", lambda tracer, op, *a: ops.append(op) or

@@ -144,11 +144,8 @@ def compute(w):
 
 
 def _module(path):
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("x4_route", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from repo_paths import load_module
+    return load_module(path, "x4_route")
 
 
 def test_a_kernel_sees_x4_arrays_as_their_x4_dtype_and_plain_ones_as_plain(tmp_path):

@@ -1,11 +1,11 @@
 """A simulate() object reuses its last call's check when a call traces the same program
 (pipeline/reuse.py, speed.SAME_TRACE_CHECK): the fast comparison `same_program` against
 its plain twin `same_program_plain` on kernels traced twice and on programs that differ in
-one value, one sign of zero or one location (and values of one type all the way down); and simulate() calls that reuse
-(and must not reuse) give the outputs, errors and bits of a check made afresh."""
+one value, one sign of zero or one location (and values of one type all the way down);
+and simulate() calls that reuse (and must not reuse) give the outputs, errors and bits of
+a check made afresh."""
 from __future__ import annotations
 
-import importlib.util
 import math
 import pathlib
 
@@ -18,18 +18,14 @@ from nkirun.checker import passes
 from nkirun.diagnostics import NkirunError
 from nkirun.api_kernel import trace_call
 from nkirun.pipeline.reuse import CheckMemo, same_program, same_program_plain, same_value
+from repo_paths import load_module
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-def _module(path: pathlib.Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
-EXAMPLES = _module(ROOT / "tests" / "kernel" / "test_examples.py", "_examples_for_reuse")
+EXAMPLES = load_module(ROOT / "tests" / "kernel" / "test_examples.py", "_examples_for_reuse")
 
 KERNELS = '''
 import nki
@@ -67,7 +63,7 @@ def fill_too(x):  # fill's body at other lines: the same program but for its loc
 @pytest.fixture
 def kernels(tmp_path):
     (tmp_path / "reuse_kernels.py").write_text(KERNELS)
-    return _module(tmp_path / "reuse_kernels.py", "reuse_kernels")
+    return load_module(tmp_path / "reuse_kernels.py", "reuse_kernels")
 
 
 def _both(p, q) -> bool:

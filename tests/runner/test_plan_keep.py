@@ -6,7 +6,6 @@ were by later calls; a plan with a plain step is not kept, nor the plan of a pro
 first call."""
 from __future__ import annotations
 
-import importlib.util
 import pathlib
 
 import numpy as np
@@ -15,18 +14,14 @@ import pytest
 import nkirun
 from nkirun import speed
 from nkirun.runner import plan as plan_module
+from repo_paths import load_module
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-def _module(path: pathlib.Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
-EXAMPLES = _module(ROOT / "tests" / "kernel" / "test_examples.py", "_examples_for_keep")
+EXAMPLES = load_module(ROOT / "tests" / "kernel" / "test_examples.py", "_examples_for_keep")
 
 
 def _counting(monkeypatch) -> list:
@@ -107,7 +102,7 @@ def rowmax(x):
 
 def test_a_plan_with_a_plain_step_is_compiled_each_call(tmp_path, monkeypatch):
     (tmp_path / "plain_step_kernel.py").write_text(PLAIN_STEP)
-    kernel = _module(tmp_path / "plain_step_kernel.py", "plain_step_kernel").rowmax
+    kernel = load_module(tmp_path / "plain_step_kernel.py", "plain_step_kernel").rowmax
     made = _counting(monkeypatch)
     sim = nkirun.simulate(kernel)
     xs = [np.random.default_rng(i).standard_normal((128, 64)).astype(np.float32)
