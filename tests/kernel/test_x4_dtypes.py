@@ -98,13 +98,16 @@ def test_x4_dtypes_compare_and_hash_as_their_names_only():
         assert consts.to_dtype(str(d)) is d and consts.to_dtype(d) is d
 
 
-def test_an_nl_dtype_against_a_numpy_dtype_reads_the_tag():
+def test_an_x4_nl_dtype_against_a_numpy_dtype_reads_the_tag():
     e4, e5 = nl.float8_e4m3fn_x4, nl.float8_e5m2_x4
     tagged = np.zeros(1, dtype=e4).dtype
     other_key = np.dtype(np.uint32, metadata={"neuron_dtype": "float8_e5m2_x4"})
     assert e4 == tagged and not (e4 != tagged) and e5 != tagged and e5 == other_key
-    assert e4 != np.dtype(np.uint32) and nl.uint32 != tagged and nl.uint32 != other_key
-    assert nl.float4_e2m1fn_x4 != np.dtype(np.uint16)
+    assert e4 != np.dtype(np.uint32) and nl.float4_e2m1fn_x4 != np.dtype(np.uint16)
+    # a plain nl dtype keeps str's comparison (fast: kernels compare dtypes all the time),
+    # so against an x4 array's dtype it is NumPy's comparison, on either side
+    assert (nl.uint32 == tagged) == (tagged == nl.uint32) == (tagged == np.uint32)
+    assert type(nl.uint32).__eq__ is str.__eq__
     # untagged NumPy dtypes compare as before (NumPy reads the name)
     assert nl.uint32 == np.dtype(np.uint32) and nl.float32 == np.dtype(np.float32)
     assert nl.float32 != np.dtype(np.float64) and nl.bfloat16 == np.dtype(ml_dtypes.bfloat16)

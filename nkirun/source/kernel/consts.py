@@ -42,17 +42,6 @@ class NlDType(str):
     def __repr__(self) -> str:
         return f"nl.{str.__str__(self)}"
 
-    def __eq__(self, other):
-        if isinstance(other, np.dtype) and (other.metadata or isinstance(self, NlPackedDType)):
-            return _same_as_numpy(self, other)
-        return str.__eq__(self, other)  # (a plain NumPy dtype: NumPy compares by the name)
-
-    def __ne__(self, other):
-        eq = self.__eq__(other)
-        return eq if eq is NotImplemented else not eq
-
-    __hash__ = str.__hash__
-
 
 class NlPackedDType(NlDType):
     """An MX x4 `nl` dtype (`nl.float8_e4m3fn_x4`, ...): a str like every `nl` dtype (NKI
@@ -61,13 +50,27 @@ class NlPackedDType(NlDType):
     read these names as their storage types tagged with the name (hw.dtypes.numpy_dtype),
     so `np.zeros(n, dtype=nl.float4_e2m1fn_x4)` is an x4 array, as simulate reads it.
     Not a NumPy dtype: NumPy dtypes compare and hash without their metadata, so
-    float8_e4m3fn_x4 would equal float8_e5m2_x4 and uint32 (docs/kernels.md)."""
+    float8_e4m3fn_x4 would equal float8_e5m2_x4 and uint32 (docs/kernels.md). Compared with a
+    NumPy dtype, the dtype's x4 tag decides. (Only here: a plain `nl` dtype keeps str's own
+    comparison, which kernels and libraries make all the time; `nl.uint32 == a.dtype` of an
+    x4 array `a` is then NumPy's comparison, as `a.dtype == nl.uint32` is anyway.)"""
 
     __slots__ = ()
 
+    def __eq__(self, other):
+        if isinstance(other, np.dtype):
+            return _same_as_numpy(self, other)
+        return str.__eq__(self, other)
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    __hash__ = str.__hash__
+
 
 def _same_as_numpy(d: NlDType, t: np.dtype) -> bool:
-    """`d == t` for a NumPy dtype that carries an x4 tag, or an x4 `d`: the tag decides."""
+    """`d == t` for an x4 `d` and a NumPy dtype: the tag decides."""
     found = dt.from_numpy(t)
     return found is not None and found.name == (d.nkirun.name if d.nkirun else str(d))
 
