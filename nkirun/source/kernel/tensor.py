@@ -57,10 +57,15 @@ _NEXT_LAYOUT = itertools.count()  # (ids are never reused: a cleared table canno
 
 def _layout_id(key: tuple) -> int:
     hit = _LAYOUT_IDS.get(key)
-    if hit is None:
-        if len(_LAYOUT_IDS) >= LAYOUT_IDS_MAX:
-            _LAYOUT_IDS.clear()
-        hit = _LAYOUT_IDS[key] = next(_NEXT_LAYOUT)
+    return hit if hit is not None else new_id(_LAYOUT_IDS, key, _NEXT_LAYOUT, LAYOUT_IDS_MAX)
+
+
+def new_id(table: dict, key, counter, limit: int) -> int:
+    """A new id for `key` in a bounded interning table, cleared when full (a long-lived
+    caller stays bounded); the ids come from `counter`, so a cleared table cannot alias."""
+    if len(table) >= limit:
+        table.clear()
+    hit = table[key] = next(counter)
     return hit
 
 

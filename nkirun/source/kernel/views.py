@@ -86,11 +86,8 @@ def _layout_token(t):
     layout = (v.shape, v.strides, v.offset, v.dtype.name, v.basic, v.tail, v.decl.on_chip,
               v.dtype is v.decl.dtype, t._rec.layout)
     token = _TOKENS.get(layout)
-    if token is None:
-        if len(_TOKENS) >= _LAYOUTS_MAX:
-            _TOKENS.clear()
-        token = _TOKENS[layout] = next(_NEXT_TOKEN)
-    return token
+    return token if token is not None else tensor.new_id(_TOKENS, layout, _NEXT_TOKEN,
+                                                         _LAYOUTS_MAX)
 
 
 _T_SLICE, _T_DS, _T_IX = object(), object(), object()  # tags of a flat key's items
