@@ -76,6 +76,7 @@ def main(argv=None) -> int:
     rc = 0
     for k, paths in enumerate(groups):
         rc = max(rc, _pytest(a, scratch, lib, glue, paths, k))
+        shutil.rmtree(scratch / f"pytest-tmp-{k}", ignore_errors=True)
         if not a.keep_output:
             shutil.rmtree(scratch / "test-output", ignore_errors=True)
     summary = summarize(sorted(scratch.glob(f"junit-{a.platform}-*.xml")),
@@ -94,7 +95,10 @@ def _pytest(a, scratch: Path, lib: Path, glue: Path, paths: list, k: int) -> int
            *a.nkirun_args.split(), "-p", "nkilib_env", "-p", "no:cacheprovider",
            "--nkirun-json", str(scratch / f"nkirun-{a.platform}-{k}.json"),
            "--continue-on-collection-errors", "--timeout", str(a.timeout), "--tb=line",
-           "-q", "--junitxml", str(junit), "--output-directory", str(scratch / "test-output")]
+           "-q", "--junitxml", str(junit), "--output-directory", str(scratch / "test-output"),
+           # its own temporary folder: pytest's default one would, at each of these
+           # sessions' start, delete the folders of other pytest sessions running beside it
+           "--basetemp", str(scratch / f"pytest-tmp-{k}")]
     if a.jobs > 1:
         cmd += ["-n", str(a.jobs)]
     # NEURON_PYTHONHASHSEED seeds the harness's `random` before collection: its sweeps
