@@ -70,6 +70,9 @@ and schedule.
 |                 | inputs copied into its arrays (runner/plan_keep.py)     |                                               |
 | FILL_BITS       | a planned fill (memset, a slot's reset) sets the stored | NumPy's broadcast copy (hw/dtypes.py          |
 |                 | bits through an unsigned view (hw/dtypes.py filler)     | filler_plain; tests/hw/test_widen_bits.py)    |
+| COPY_CHAINS     | nl.broadcast_to's dma_copy chain across partitions     | each step through convenience._emit (the      |
+|                 | recorded from its call site's plan: each step's form    | loop in convenience.broadcast_to; tests/      |
+|                 | (source/kernel/copy_chains.py)                          | kernel/test_copy_chains.py)                   |
 
 Shortcuts chosen by an argument rather than a switch, each tested against its twin:
 runner/plan.py (a planned run; `interpret.execute(plan=False)`: runner/plain.py, tests/
@@ -121,3 +124,4 @@ BF16_SHIFT = True
 SAME_TRACE_CHECK = True
 KEPT_PLAN = True
 FILL_BITS = True
+COPY_CHAINS = True
