@@ -271,6 +271,7 @@ class _Planner:
                         free[e[2]].append(e)
         for n in [n for n in masks if n in outputs]:  # (kept: the run tracks the rest)
             self.hand_over(n, bound[-1])
+        self.writes.unread_fills(self.bs, self.calls)  # (after the last release)
 
     def view_key(self, r, shape=None) -> tuple:
         """(array number, layout, shape) of view(r, shape): equal keys, equal views."""
@@ -323,7 +324,7 @@ class _Planner:
         if not planned:
             return self.start_tracking(name, b)
         self._fill(name, b)
-        self.writes.start(name, t.shape)
+        self.writes.start(name, t.shape, len(self.calls) - 1)  # (the fill's step)
         if t.output:  # (in the Machine from the start; its written mask comes later)
             self.bound_in_m.add(name)
             self.bs.append(b)
@@ -351,7 +352,7 @@ class _Planner:
 
     def hand_over(self, name: str, b) -> None:
         """Before b: the run tracks the tensor from here on, from the plan's mask."""
-        mask = self.writes.drop(name)
+        mask = self.writes.drop(name, handed=True)
         self.tracked.add(name)
         self.bound_in_m.add(name)
         self.bs.append(b)

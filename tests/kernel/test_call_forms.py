@@ -15,7 +15,8 @@ instruction scheduled by the plain path; `speed.DEAD_HISTORIES = False`: every a
 history kept to the end of the schedule; `speed.SHARED_DMA_SERVERS = False`: every DMA
 engine booked on its own; `speed.BOX_INDEX = False`: every dependence scan over every live
 access; `speed.BF16_SHIFT = False`: bfloat16 widened by ml_dtypes' cast;
-`speed.FILL_BITS = False`: a planned fill by NumPy's broadcast copy),
+`speed.FILL_BITS = False`: a planned fill by NumPy's broadcast copy; `speed.UNREAD_FILLS =
+False`: every fill of a tile written in parts made),
 run to the
 same results, and the instructions bound from a form's template (checker/intern.py
 `Templates`) equal the plain path's (`bind(program, fast=False)`): diagnostics, engines,
@@ -108,7 +109,7 @@ SWITCHES = ((speed, "CALL_FORMS"), (speed, "ALLOC_PLANS"), (speed, "FORM_ARGS"),
             (speed, "INDEX_FORMS"), (speed, "PSUM_BY_FORM"), (speed, "INDEX_MEMO"),
             (speed, "CORES_BY_NAMES"), (speed, "WIDEN_ONCE"), (speed, "FORM_PLANS"),
             (speed, "DEAD_HISTORIES"), (speed, "SHARED_DMA_SERVERS"), (speed, "BOX_INDEX"),
-            (speed, "BF16_SHIFT"), (speed, "FILL_BITS"))
+            (speed, "BF16_SHIFT"), (speed, "FILL_BITS"), (speed, "UNREAD_FILLS"))
 
 
 def _plain_switches(monkeypatch, on: bool) -> None:
