@@ -106,10 +106,11 @@ class PlannedWrites:
         if at is not None:
             self.unread.append(at)
 
-    def unread_fills(self, bs: list, calls: list) -> None:
-        """Leave the fill steps no step reads out of the plan's steps (in place)."""
-        if self.unread:
-            gone = set(self.unread)
+    def unread_fills(self, bs: list, calls: list, more=()) -> None:
+        """Leave the fill steps no step reads out of the plan's steps (in place), and the
+        steps `more` (copies no step reads, plan_source.py)."""
+        if self.unread or more:
+            gone = {*self.unread, *more}
             bs[:] = [b for i, b in enumerate(bs) if i not in gone]
             calls[:] = [c for i, c in enumerate(calls) if i not in gone]
             self.unread = []
@@ -121,7 +122,8 @@ class Viewer:
     False for none, None for some), `scratch(tag, shape)`, a float32 work array of this
     run shared by every call asking for the same tag and shape: its contents do not
     outlive one call (the calls of a run are made one at a time), and `widened(r, shape,
-    tag)`, r's float32 values for the call to read (runner/plan_widen.py)."""
+    tag)`, r's float32 values for the call to read (runner/plan_widen.py): a plan form reads
+    a view it asks widened only through the pair it gets."""
 
     __slots__ = ("_view", "_writes", "fresh", "_scratch", "_key", "_widen")
 
@@ -151,10 +153,12 @@ class Viewer:
         call widening it each time (the plain twin, isa/common.f32_operand's)."""
         a = self._view(r, shape)
         if a is None or a.dtype == np.float32:
+            if a is not None and self._widen is not None:
+                self._widen.raw(self._key(r, shape))  # (read as it is)
             return None if a is None else (a, None)
         if not speed.WIDEN_ONCE or self._widen is None:
             return a, self.scratch(tag, shape)
-        return self._widen.copy_of(self._key(r, shape), a), None
+        return self._widen.copy_of(self._key(r, shape), a)
 
 
 def hand_over(m, name: str, arr, mask) -> None:

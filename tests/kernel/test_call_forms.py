@@ -16,7 +16,8 @@ history kept to the end of the schedule; `speed.SHARED_DMA_SERVERS = False`: eve
 engine booked on its own; `speed.BOX_INDEX = False`: every dependence scan over every live
 access; `speed.BF16_SHIFT = False`: bfloat16 widened by ml_dtypes' cast;
 `speed.FILL_BITS = False`: a planned fill by NumPy's broadcast copy; `speed.UNREAD_FILLS =
-False`: every fill of a tile written in parts made),
+False`: every fill of a tile written in parts made; `speed.WIDEN_FROM_SOURCE = False`: each
+matmul operand widened from its tile, every copy made),
 run to the
 same results, and the instructions bound from a form's template (checker/intern.py
 `Templates`) equal the plain path's (`bind(program, fast=False)`): diagnostics, engines,
@@ -109,7 +110,8 @@ SWITCHES = ((speed, "CALL_FORMS"), (speed, "ALLOC_PLANS"), (speed, "FORM_ARGS"),
             (speed, "INDEX_FORMS"), (speed, "PSUM_BY_FORM"), (speed, "INDEX_MEMO"),
             (speed, "CORES_BY_NAMES"), (speed, "WIDEN_ONCE"), (speed, "FORM_PLANS"),
             (speed, "DEAD_HISTORIES"), (speed, "SHARED_DMA_SERVERS"), (speed, "BOX_INDEX"),
-            (speed, "BF16_SHIFT"), (speed, "FILL_BITS"), (speed, "UNREAD_FILLS"))
+            (speed, "BF16_SHIFT"), (speed, "FILL_BITS"), (speed, "UNREAD_FILLS"),
+            (speed, "WIDEN_FROM_SOURCE"))
 
 
 def _plain_switches(monkeypatch, on: bool) -> None:
