@@ -51,6 +51,12 @@ and schedule.
 | SHARED_DMA_SERVERS | DMA engines with equal histories share one Server,   | every engine booked on its own Server         |
 |                 | booked once per transfer (schedule/dma.py               |                                               |
 |                 | _book_grouped)                                          |                                               |
+| DMA_GROUP_PLANS | ... and a transfer's grouping of engines into Servers  | the grouping worked out for every transfer    |
+|                 | kept per DMA plan while no engine changes Server      | (dma.py DmaEngines._book_shares)              |
+|                 | (schedule/dma.py _plan_of, _planned)                    |                                               |
+| CORE_PLANS      | a two-core schedule's cores share their FormPlans; a   | each core plans its forms; every slot's facts |
+|                 | slot's facts moved to its core once per facts          | interned afresh (schedule/cores.py            |
+|                 | (schedule/cores.py facts_on_core)                      | schedule_cores)                               |
 | BOX_INDEX       | the dependence scan visits only the boxes an index says | every live access of the tensor compared      |
 |                 | may overlap, a read's answer kept while the tensor's    | (fast_place.ready_of)                         |
 |                 | writes do not change (schedule/box_index.py)            |                                               |
@@ -123,6 +129,8 @@ FORM_PLANS = True
 DEAD_HISTORIES = True
 WIDEN_ONCE = True
 SHARED_DMA_SERVERS = True
+DMA_GROUP_PLANS = True
+CORE_PLANS = True
 BOX_INDEX = True
 SPILLS_FROM_CHECK = True
 BF16_SHIFT = True
