@@ -33,7 +33,7 @@ RAW = "raw"  # a `needing` entry ("raw", array number): a plan form reads that a
 # tile views, bounded by the SBUF, they grow with the HBM tensors a kernel reads (a 1 GB
 # bfloat16 weight read by matmuls would make 2 GB of them); views past the bound are widened
 # from their tiles as without the switch (v4 of the suite keeps 48 MB of them, v1 24 MB).
-SOURCE_COPY_BYTES = 1 << 27
+SOURCE_COPY_BYTES = 1 << 26
 
 
 class Sources:
