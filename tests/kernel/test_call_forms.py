@@ -64,6 +64,36 @@ def _cases(tmp_path):
     (tmp_path / "forms_loop_kernel.py").write_text(FAST_BIND.LOOP_KERNEL)
     loop = load_module(tmp_path / "forms_loop_kernel.py", "forms_loop_kernel").loop
     yield "loop", lambda: trace_call(loop, (np.zeros((128, 512), np.float32), 12))
+    (tmp_path / "forms_numpy_scalars.py").write_text(NUMPY_SCALARS)
+    scalars = load_module(tmp_path / "forms_numpy_scalars.py", "forms_numpy_scalars").scalars
+    yield "numpy_scalars", lambda: trace_call(scalars, (x[:128, :64], 5))
+
+
+# NumPy scalars as keyword values (NKIBench's `np.dtype(np.float32).type(0.9)`): a call
+# site's form holds them by class and value, -0.0 apart from 0.0
+NUMPY_SCALARS = '''
+import numpy as np
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def scalars(x, n):
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=acc, value=np.float32(0.0))
+    for i in range(n):
+        t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        for c in (np.float32(0.9), np.float32(-0.0), np.float32(0.0), np.float64(-0.0),
+                  np.float16(2.5), np.int32(3), np.float32(0.9)):
+            nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=c)
+        nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=np.dtype(np.float32).type(i % 2))
+        nisa.tensor_tensor(dst=acc, data1=acc, data2=t, op=nl.add)
+    nisa.dma_copy(dst=out, src=acc)
+    return out
+'''
 
 
 # nki.isa calls by position, dst first (NKI 0.2+), with and without keywords, and a pre-0.2
@@ -144,6 +174,7 @@ def test_traces_with_forms_equal_the_plain_trace(tmp_path, monkeypatch):
     assert dict(seen)["loop"] > 30  # the loop's calls do have forms
     assert dict(seen)["positional"] > 20
     assert dict(seen)["aps"] > 8 * 3  # (a call with a direct `.ap()` has its form too)
+    assert dict(seen)["numpy_scalars"] >= 4 * 10  # (NumPy scalars: forms too)
 
 
 def test_form_args_read_as_their_dict(tmp_path):
@@ -267,6 +298,16 @@ def test_a_negative_zero_is_not_a_positive_one(tmp_path):
     signs = [math.copysign(1.0, i.args["value"]) for i in program.instructions
              if i.op == "memset"]
     assert signs == [1.0, -1.0, 1.0, -1.0]
+
+
+def test_a_numpy_negative_zero_is_not_a_positive_one(tmp_path):
+    """NumPy scalars key a call's form by class and value: -0.0 and 0.0 (equal, with equal
+    hashes) make two forms, as Python floats do."""
+    import math
+    program = dict(_cases(tmp_path))["numpy_scalars"]().program
+    got = [math.copysign(1.0, i.args["operand0"]) for i in program.instructions
+           if i.op == "tensor_scalar"]
+    assert got == [1.0, -1.0, 1.0, -1.0, 1.0, 1.0, 1.0, 1.0] * 5
 
 
 def test_the_builder_keeps_a_negative_zero(tmp_path):

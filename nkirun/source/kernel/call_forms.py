@@ -13,6 +13,8 @@ and compares):
 """
 from __future__ import annotations
 
+import numpy as np
+
 from nkirun import speed  # the speed switches, beside their plain twins
 from nkirun.diagnostics import Loc
 from nkirun.ir import _INST_SET, AccessPattern, Instruction
@@ -22,8 +24,13 @@ from nkirun.source.kernel.lowering import lowered_index
 from nkirun.source.kernel.tensor import _NO_INDEX, ndarray
 
 FORMS_MAX = 10_000  # form and allocation-plan tables stop growing there
+# (NumPy's scalars too: NKIBench writes `np.dtype(np.float32).type(0.9)`; the trace reads
+# each as its .item(), session.Tracer.raw)
+_NUMPY_FLOATS = frozenset({np.float16, np.float32, np.float64})
+_FLOATS = frozenset({float, *_NUMPY_FLOATS})
 _FORM_SCALARS = frozenset({str, int, float, bool, type(None), consts.Token, consts.NlDType,
-                           consts.NlPackedDType})
+                           consts.NlPackedDType, *_NUMPY_FLOATS, np.bool_, np.int8, np.int16,
+                           np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64})
 
 
 def form_key(op: str, values: dict, loc: Loc):
@@ -52,7 +59,7 @@ def form_key(op: str, values: dict, loc: Loc):
             recs.append(rec)
             key += (k, rec.layout, id(index))
         elif c in _FORM_SCALARS:
-            key += (k, c, v) if v or c is not float else (k, c, repr(v))  # -0.0 == 0.0
+            key += (k, c, v) if v or c not in _FLOATS else (k, c, repr(v))  # -0.0 == 0.0
         else:
             return None
     key.append(tuple(map(recs.index, recs)))  # (TensorRecs compare by identity)
