@@ -145,16 +145,23 @@ class Templates:
         keys = [self.token.get(id(b.args[k]), id(b.args[k])) for k in locs.views]
         for k, key in zip(locs.views, keys):
             self.last.setdefault(key, {}).setdefault(inst.args[k].tensor, b.args[k])
-        # per view keyword: (keyword, its `last` dict, the template's Resolved); and the
-        # template's names_plan with, per name in it, the position of its keyword in
-        # locs.views (an instance's names are its own tensors' there: Bound.names_plan)
+        # the template is made when a second instance asks for it (`_made`): most forms
+        # of a loop over offsets have one instance (a view at a new offset each time)
+        self.by_form[id(locs)] = (b, keys)
+
+    def _made(self, locs, b, keys) -> tuple:
+        """The template of form `locs` from its first instance b (put): per view keyword
+        (keyword, its `last` dict, the template's Resolved); the template's names_plan
+        with, per name in it, the position of its keyword in locs.views (an instance's
+        names are its own tensors' there: Bound.names_plan); ..."""
         plan = b.names_plan()[0]
         at = tuple(locs.views.index(k) for k in plan[3]) if plan[1] is not None and all(
             k in locs.views for k in plan[3]) else None
-        self.by_form[id(locs)] = (b, tuple((k, self.last[key], b.args[k])
-                                           for k, key in zip(locs.views, keys)), plan, at,
-                                  None if at is None else _picker(at), b.args, b.args.form,
-                                  b.spec, b.engine)
+        hit = self.by_form[id(locs)] = (
+            b, tuple((k, self.last[key], b.args[k]) for k, key in zip(locs.views, keys)),
+            plan, at, None if at is None else _picker(at), b.args, b.args.form, b.spec,
+            b.engine)
+        return hit
 
     def adopt(self, inst, b) -> None:
         """put(inst, b) for b bound as an equal earlier instruction that passed (by
@@ -171,6 +178,8 @@ class Templates:
         hit = self.by_form.get(id(locs)) if locs.__class__ is FormLocs else None
         if hit is None or inst.index in self.dropped:
             return None
+        if len(hit) == 2:  # (its first instance, put: the template not made yet)
+            hit = self._made(locs, *hit)
         _, views, plan, at, pick, targs, tform, spec, engine = hit
         inst_args = inst.args
         names = _form_names(inst_args, _NAMES) if inst_args.__class__ is FormArgs else \
