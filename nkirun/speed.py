@@ -8,7 +8,8 @@ and schedule.
 | switch          | the shortcut                                           | the plain twin                                |
 |-----------------|--------------------------------------------------------|-----------------------------------------------|
 | CALL_FORMS      | a kernel call of a known call-site form is built from   | every call converted afresh                    |
-|                 | the form's first instance (source/kernel/call_forms.py) |                                               |
+|                 | the form's first instance (source/kernel/call_forms.py; |                                               |
+|                 | keyword values: Python's and NumPy's scalars, tokens)   |                                               |
 | FORM_ARGS       | such an instruction keeps only its tensor names         | an args dict of its own                       |
 |                 | (source/forms.py FormArgs)                              |                                               |
 | ALLOC_PLANS     | an nl.ndarray of a known layout reuses the checks of    | every allocation checked afresh               |
@@ -70,6 +71,11 @@ and schedule.
 |                 | inputs copied into its arrays (runner/plan_keep.py)     |                                               |
 | FILL_BITS       | a planned fill (memset, a slot's reset) sets the stored | NumPy's broadcast copy (hw/dtypes.py          |
 |                 | bits through an unsigned view (hw/dtypes.py filler)     | filler_plain; tests/hw/test_widen_bits.py)    |
+| OFFSET_FAMILIES | bind skips the rules of an instruction equal to a       | every rule applied to every instruction not   |
+|                 | checked one up to tensor names and view offsets when a  | interned by value (checker/bind.py            |
+|                 | twin run saw the rules read none of the offsets that    | _apply_rules; bind(..., fast=False); tests/   |
+|                 | differ (checker/families.py); its names plan is the     | checker/test_offset_families.py)              |
+|                 | family's                                                |                                               |
 
 Shortcuts chosen by an argument rather than a switch, each tested against its twin:
 runner/plan.py (a planned run; `interpret.execute(plan=False)`: runner/plain.py, tests/

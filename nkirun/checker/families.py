@@ -10,17 +10,17 @@ a multiple of 32, a PSUM bank, two views of one tensor that must not overlap, ..
 are resolve's, which runs for every new view anyway.
 
 Which rules read an offset is not declared anywhere: it is observed. The first instruction
-of a family that passed every rule is checked a second time on a twin whose views record
-any read of their offset fields (`np_index`, `part_start`, `box`: `Watched`); the family
-keeps the positions of the operands whose offsets the rules read (`R`) and, per value of
-those operands' exact layouts, the engine. A later instruction of the family whose
-operands in `R` have a known exact layout passes the same rules with the same engine: a
-rule is a function of the bound values (the premise of every form shortcut, intern.py),
-and one that read only the fields on which the two instructions agree takes the same path
-on both. A rule whose twin run fails, raises or reads differently keeps the plain path for
-its family (and any rule reading through something else than the operands' fields — the IR
-instruction's own views — would break the premise: tests/checker/test_offset_families.py
-lists who reads `b.inst.args`).
+of a family that passed every rule (and reported nothing) is checked a second time on a
+twin whose views note any read of their offset fields (`np_index`, `part_start`, `box`:
+`Watched`); the family keeps which fields of which operands the rules read (`R`) and, per
+value of what was read (a partition start, a box, or for `np_index` the view's exact
+layout), the engine. A later instruction of the family whose values there are known passes
+the same rules with the same engine: a rule is a function of the bound values (the premise
+of every form shortcut, intern.py), and one that read only values on which the two
+instructions agree takes the same path on both. A twin run that fails, raises, reports or
+reads more than `R` leaves its offsets to the plain path. A rule reading an offset through
+anything but the operands' fields — the IR instruction's own views — would break the
+premise (tests/checker/test_offset_families.py lists who reads `b.inst.args`).
 
 `speed.OFFSET_FAMILIES = False` (or `bind(..., fast=False)`) applies every rule to every
 instruction; tests/checker/test_offset_families.py compares the two.
@@ -38,22 +38,27 @@ OFFSET_FIELDS = ("np_index", "part_start", "box")  # what differs within a famil
 
 
 class Watched(Resolved):
-    """A Resolved that notes (`read`) whether its offset fields were read."""
+    """A Resolved that notes (`read`: a bit per field of OFFSET_FIELDS) which of its
+    offset fields were read."""
 
     __slots__ = ("read",)
 
 
-def _watching(field: str) -> property:
-    get, note = _GET[field], Watched.read.__set__
+_READ_GET, _READ_SET = Watched.read.__get__, Watched.read.__set__
+
+
+def _watching(field: str, bit: int) -> property:
+    get = _GET[field]
 
     def read(self):
-        note(self, True)
+        _READ_SET(self, _READ_GET(self) | bit)
         return get(self)
     return property(read, doc=f"{field}, noted as read")
 
 
-for _f in OFFSET_FIELDS:
-    setattr(Watched, _f, _watching(_f))
+NP_INDEX, PART_START, BOX = 1, 2, 4  # Watched.read's bits
+for _f, _bit in zip(OFFSET_FIELDS, (NP_INDEX, PART_START, BOX)):
+    setattr(Watched, _f, _watching(_f, _bit))
 
 
 def watched(r: Resolved) -> Watched:
@@ -61,7 +66,7 @@ def watched(r: Resolved) -> Watched:
     w = _new(Watched)
     for f in _FIELDS:
         _SET[f](w, _GET[f](r))
-    Watched.read.__set__(w, False)
+    _READ_SET(w, 0)
     return w
 
 
@@ -83,8 +88,8 @@ class Families:
     def __init__(self, token: dict):
         self.token = token  # intern.Views.token: id(Resolved) -> its exact layout token
         self.shapes: dict = {}  # layout token -> shape_token (None: no family)
-        # family key -> (positions whose offsets the rules read, {their layout tokens:
-        # engine}, the names plan or None)
+        # family key -> ((position, Watched.read bits) of the offsets the rules read,
+        # {those offsets (_exact): engine}, the names plan or None)
         self.known: dict = {}
 
     def key(self, op: str, values: list):
@@ -110,9 +115,14 @@ class Families:
         key[1] = tuple(map(decls.index, decls))
         return tuple(key)
 
-    def _exact(self, values: list, read: tuple):
+    def _exact(self, values: list, read: tuple) -> tuple:
+        """What the rules read of the operands' offsets: per (position, bits) of `read`,
+        the view's exact layout token when its np_index was read, else its partition
+        start and box as read."""
         token = self.token
-        return tuple([token[id(values[i])] for i in read])
+        return tuple([token[id(values[i])] if bits & NP_INDEX else
+                      (_GET_PART_START(values[i]) if bits & PART_START else None,
+                       _GET_BOX(values[i]) if bits & BOX else None) for i, bits in read])
 
     def engine(self, key, values: list):
         """(engine, names plan) of a member whose read operands match a learnt one, else
@@ -139,15 +149,23 @@ class Families:
             return
         if not passed or twin.engine != b.engine or twin.mask is not None:
             return
-        read = tuple(i for i, v in enumerate(twin_values) if v.__class__ is Watched and v.read)
+        read = tuple((i, _READ_GET(v)) for i, v in enumerate(twin_values)
+                     if v.__class__ is Watched and _READ_GET(v))
         if hit is None:
             plan = b.names_plan()[0]
             hit = self.known[key] = (read, {}, plan if plan[1] is not None else None)
-        elif not set(read) <= set(hit[0]):
-            return  # (the rules read other offsets here: this layout stays plain)
+        elif not _within(read, hit[0]):
+            return  # (the rules read other offsets here: these offsets stay plain)
         hit[1][self._exact(values, hit[0])] = b.engine
 
 
+def _within(read: tuple, known: tuple) -> bool:
+    """Whether every (position, bits) read is among those `known` reads."""
+    bits = dict(known)
+    return all(b & ~bits.get(i, 0) == 0 for i, b in read)
+
+
 _UNSEEN = object()
+_GET_PART_START, _GET_BOX = _GET["part_start"], _GET["box"]
 
 __all__ = ["Families", "Watched", "shape_token", "watched"]
