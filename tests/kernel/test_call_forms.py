@@ -67,6 +67,34 @@ def _cases(tmp_path):
     (tmp_path / "forms_numpy_scalars.py").write_text(NUMPY_SCALARS)
     scalars = load_module(tmp_path / "forms_numpy_scalars.py", "forms_numpy_scalars").scalars
     yield "numpy_scalars", lambda: trace_call(scalars, (x[:128, :64], 5))
+    (tmp_path / "forms_offsets.py").write_text(OFFSETS)
+    offsets = load_module(tmp_path / "forms_offsets.py", "forms_offsets").offsets
+    yield "offsets", lambda: trace_call(offsets, (np.zeros((128, 512), np.float32), 8))
+
+
+# views at a new offset per iteration (a new call-site form each time, of one family:
+# call_forms.family_key), a tile shared by two views, and a tensor declared by its first use
+# in a family member
+OFFSETS = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def offsets(x, n):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=acc, value=0.0)
+    for i in range(n):
+        t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x[:, 64 * i:64 * (i + 1)])
+        nisa.activation(dst=acc[:, 64 * i:64 * (i + 1)], op=nl.exp, data=t, scale=0.5)
+        nisa.tensor_tensor(dst=t[:, 0:32], data1=acc[:, 64 * i:64 * i + 32],
+                           data2=t[:, 32:64], op=nl.add)
+        nisa.tensor_copy(dst=out[:, 64 * i:64 * (i + 1)], src=t)
+    return out
+'''
 
 
 # NumPy scalars as keyword values (NKIBench's `np.dtype(np.float32).type(0.9)`): a call
@@ -138,7 +166,7 @@ SWITCHES = ((speed, "CALL_FORMS"), (speed, "ALLOC_PLANS"), (speed, "FORM_ARGS"),
             (speed, "INDEX_FORMS"), (speed, "PSUM_BY_FORM"), (speed, "INDEX_MEMO"),
             (speed, "CORES_BY_NAMES"), (speed, "WIDEN_ONCE"), (speed, "FORM_PLANS"),
             (speed, "DEAD_HISTORIES"), (speed, "SHARED_DMA_SERVERS"), (speed, "BOX_INDEX"),
-            (speed, "BF16_SHIFT"), (speed, "FILL_BITS"))
+            (speed, "BF16_SHIFT"), (speed, "FILL_BITS"), (speed, "OFFSET_FAMILIES"))
 
 
 def _plain_switches(monkeypatch, on: bool) -> None:
@@ -175,6 +203,30 @@ def test_traces_with_forms_equal_the_plain_trace(tmp_path, monkeypatch):
     assert dict(seen)["positional"] > 20
     assert dict(seen)["aps"] > 8 * 3  # (a call with a direct `.ap()` has its form too)
     assert dict(seen)["numpy_scalars"] >= 4 * 10  # (NumPy scalars: forms too)
+
+
+def test_a_family_member_is_traced_as_its_first_form(tmp_path, monkeypatch):
+    """A call of a new form whose family is known (call_forms.family_key: the same call
+    site and keyword values, views at other offsets) is recorded from the family's first
+    form (from_family) as _emit_fast records it: the same program with families off."""
+    used = []
+    plain = call_forms.from_family
+    monkeypatch.setattr(call_forms, "from_family", lambda *a: used.append(1) or plain(*a))
+    cases = dict(_cases(tmp_path))
+    for name in ("offsets", "loop", "aps", "numpy_scalars"):
+        views._LAYOUTS.clear()
+        fast = cases[name]()
+        monkeypatch.setattr(speed, "OFFSET_FAMILIES", False)
+        views._LAYOUTS.clear()
+        plain_trace = cases[name]()
+        monkeypatch.setattr(speed, "OFFSET_FAMILIES", True)
+        a, b = fast.program, plain_trace.program
+        assert _instructions(a) == _instructions(b), name
+        assert [i.arg_locs.views for i in a.instructions if i.arg_locs.__class__ is FormLocs] \
+            == [i.arg_locs.views for i in b.instructions
+                if i.arg_locs.__class__ is FormLocs], name
+        assert a.tensors == b.tensors and list(a.tensors) == list(b.tensors), name
+    assert len(used) >= 4 * 6  # (offsets: each call's iterations 2..7 at least)
 
 
 def test_form_args_read_as_their_dict(tmp_path):

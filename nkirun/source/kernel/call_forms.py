@@ -17,8 +17,8 @@ import numpy as np
 
 from nkirun import speed  # the speed switches, beside their plain twins
 from nkirun.diagnostics import Loc
-from nkirun.ir import _INST_SET, AccessPattern, Instruction
-from nkirun.source.forms import FormArgs
+from nkirun.ir import _INST_SET, AccessPattern, Instruction, instruction_at, view_at
+from nkirun.source.forms import FormArgs, FormLocs
 from nkirun.source.kernel import consts, legacy
 from nkirun.source.kernel.lowering import lowered_index
 from nkirun.source.kernel.tensor import _NO_INDEX, ndarray
@@ -64,6 +64,42 @@ def form_key(op: str, values: dict, loc: Loc):
             return None
     key.append(tuple(map(recs.index, recs)))  # (TensorRecs compare by identity)
     return tuple(key), recs
+
+
+def family_key(key: tuple) -> tuple:
+    """A form_key key without its tensors' layouts, indices and aliasing: the op, the call
+    site, each keyword's value, which keywords hold a tensor. Two calls with equal family
+    keys make equal IR instructions up to their views (tensor name and index): a new form
+    of a known family (a view at a new offset) is built from the family's first form
+    (`from_family`) instead of converting every keyword again (session.Tracer._emit_fast,
+    its plain twin)."""
+    out = [key[0], key[1]]
+    for i in range(2, len(key) - 1, 3):
+        k, a = key[i], key[i + 1]
+        if a.__class__ is int:  # a tensor: (keyword, TensorRec.layout, index)
+            out.append(k)
+        else:  # (keyword, class, value): keywords are strs, classes types
+            out += (k, a, key[i + 2])
+    return tuple(out)
+
+
+def from_family(tracer, op: str, values: dict, loc: Loc, known: FormLocs) -> FormLocs:
+    """Record a call of a new form of the known family of form `known` (family_key): what
+    Tracer._emit_fast records — the form's first args (the NKI defaults, the converted
+    keyword values) with this call's views, its tensors declared in call order — and
+    return its FormLocs."""
+    full = known.template.copy()
+    for k in known.views:
+        v = values[k]
+        rec = v._rec
+        if not rec.declared:
+            tracer.declare(rec)
+        full[k] = view_at(rec.name, v._ir, loc)  # (form_key lowered every index)
+    locs = FormLocs(known, known.views, full)
+    b = tracer.builder
+    b.instructions.append(instruction_at(op, full, b.count, loc, locs, None, b.core))
+    b.count += 1
+    return locs
 
 
 def record(tracer, op: str, locs, recs, loc: Loc) -> None:
