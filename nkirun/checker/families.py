@@ -132,7 +132,7 @@ class Families:
         hit = self.known.get(key)
         if hit is None:
             return None
-        engine = hit[1].get(self._exact(values, hit[0]))
+        engine = hit[1].get(self._exact(values, hit[0]) if hit[0] else ())
         return None if engine is None else (engine, hit[2])
 
     def learn(self, key, b, values: list, rules) -> None:

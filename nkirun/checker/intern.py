@@ -70,7 +70,8 @@ def layout_key(decl, index):
 
 class Views:
     """Resolved views for one bind: by (tensor, index object) — the front ends share index
-    objects, and the program keeps them alive — and by layout (`layout_key`). `token[id(r)]`
+    objects, and the program keeps them alive — and by layout (`layout_key`, as `layout`'s
+    pair of small ints). `token[id(r)]`
     names the layout of each Resolved handed out (equal tokens: equal layouts)."""
 
     def __init__(self):
@@ -78,6 +79,26 @@ class Views:
         self.by_layout: dict = {}
         self.token: dict = {}
         self.narrowed: dict = {}  # id(r) -> r as a (P, 1) tile (bind's per-partition rule)
+        self.ids: dict = {}  # id(decl or index) -> (it, its small int in `values`)
+        self.values: dict = {}  # a layout (buffer, shape, dtype), an index -> a small int
+
+    def layout(self, decl, index):
+        """layout_key(decl, index) as a pair of small ints, None where it is None: equal
+        pairs for equal layout_keys, the decl's (buffer, shape, dtype) and the index by
+        value each hashed once per object (a DType's and a Slice's hash are Python code;
+        a loop names the same few index objects on ever new tensors)."""
+        ids = self.ids
+        hit = ids.get(id(decl))
+        if hit is None or hit[0] is not decl:
+            key = ("decl", decl.buffer, decl.shape, decl.dtype)
+            hit = ids[id(decl)] = (decl, self.values.setdefault(key, len(self.values)))
+        d = hit[1]
+        hit = ids.get(id(index))
+        if hit is None or hit[0] is not index:
+            n = None if layout_key(decl, index) is None else \
+                self.values.setdefault(("index", index), len(self.values))
+            hit = ids[id(index)] = (index, n)
+        return None if hit[1] is None else (d, hit[1])
 
     def get(self, tensor: str, index, decl):
         """The Resolved of view tensor[index] of `decl` when known by value, else None."""
@@ -85,7 +106,7 @@ class Views:
         r = self.by_view.get(rkey)
         if r is not None:
             return r
-        lkey = layout_key(decl, index)
+        lkey = self.layout(decl, index)
         if lkey is None:
             return None
         hit = self.by_layout.get(lkey)
@@ -98,7 +119,7 @@ class Views:
     def put(self, tensor: str, index, decl, r: Resolved) -> None:
         """Remember r (resolved the plain way, without error) as the view tensor[index]."""
         self.by_view[(tensor, id(index))] = r
-        lkey = layout_key(decl, index)
+        lkey = self.layout(decl, index)
         if lkey is not None and (r.ap is None or r.ap.indirect is None):
             first = self.by_layout.setdefault(lkey, r)
             self.token[id(r)] = self.token.get(id(first), len(self.by_layout))

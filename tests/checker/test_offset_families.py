@@ -192,3 +192,34 @@ def test_rules_read_operands_through_the_bound_views():
     assert readers == ["tensor_scalar.py"]
     text = (ROOT / "nkirun" / "isa" / "tensor_scalar.py").read_text()
     assert text.count("inst.args") == 1 and "(got {b.inst.args.get(key)})" in text
+
+
+def test_views_layout_is_layout_key(tmp_path):
+    """intern.Views.layout (small ints, each decl and index hashed once) tells layouts
+    apart exactly as layout_key does, over every view of the example programs, a traced
+    loop over offsets and access patterns (direct and indirect)."""
+    from nkirun.checker.intern import Views, layout_key
+    from nkirun.ir import View
+    pairs = []
+    programs = [parse_file(str(p))[0] for p in FAST_BIND.PROGRAMS]
+    (tmp_path / "fam_offsets2.py").write_text(LOOP)
+    offsets = load_module(tmp_path / "fam_offsets2.py", "fam_offsets2").offsets
+    programs.append(trace_call(offsets, (np.zeros((128, 512), np.float32), 4)).program)
+    (tmp_path / "fam_aps.py").write_text(FAST_BIND.AP_KERNEL)
+    aps = load_module(tmp_path / "fam_aps.py", "fam_aps").aps
+    programs.append(trace_call(aps, (np.zeros((128, 512), np.float32), 4)).program)
+    for program in filter(None, programs):
+        for inst in program.instructions:
+            for v in inst.args.values():
+                for x in (v if isinstance(v, (tuple, list)) else (v,)):
+                    if isinstance(x, View) and x.tensor in program.tensors:
+                        pairs.append((program.tensors[x.tensor], x.index))
+    views = Views()
+    got = [views.layout(d, i) for d, i in pairs]
+    want = [layout_key(d, i) for d, i in pairs]
+    assert [g is None for g in got] == [w is None for w in want]
+    assert any(g is None for g in got) and len(set(want)) > 50
+    index = {}
+    for g, w in zip(got, want):  # (one pair per layout_key, and one layout_key per pair)
+        assert index.setdefault(w, g) == g
+    assert len(set(index.values())) == len(index)
