@@ -52,6 +52,12 @@ and schedule.
 | SHARED_DMA_SERVERS | DMA engines with equal histories share one Server,   | every engine booked on its own Server         |
 |                 | booked once per transfer (schedule/dma.py               |                                               |
 |                 | _book_grouped)                                          |                                               |
+| DMA_GROUP_PLANS | ... and a transfer's grouping of engines into Servers  | the grouping worked out for every transfer    |
+|                 | kept per DMA plan while no engine changes Server      | (dma.py DmaEngines._book_shares)              |
+|                 | (schedule/dma.py _plan_of, _planned)                    |                                               |
+| CORE_PLANS      | a two-core schedule's cores share their FormPlans; a   | each core plans its forms; every slot's facts |
+|                 | slot's facts moved to its core once per facts          | interned afresh (schedule/cores.py            |
+|                 | (schedule/cores.py facts_on_core)                      | schedule_cores)                               |
 | BOX_INDEX       | the dependence scan visits only the boxes an index says | every live access of the tensor compared      |
 |                 | may overlap, a read's answer kept while the tensor's    | (fast_place.ready_of)                         |
 |                 | writes do not change (schedule/box_index.py)            |                                               |
@@ -71,6 +77,14 @@ and schedule.
 |                 | inputs copied into its arrays (runner/plan_keep.py)     |                                               |
 | FILL_BITS       | a planned fill (memset, a slot's reset) sets the stored | NumPy's broadcast copy (hw/dtypes.py          |
 |                 | bits through an unsigned view (hw/dtypes.py filler)     | filler_plain; tests/hw/test_widen_bits.py)    |
+| UNREAD_FILLS    | the fill of a tile written in parts is left out of the  | every such fill made (tests/runner/           |
+|                 | plan when no step reads it: the tile is written in full | test_plan_unread.py)                          |
+|                 | or dies, never handed to the plain path                 |                                               |
+|                 | (runner/plan_writes.py PlannedWrites.unread_fills)      |                                               |
+| WIDEN_FROM_SOURCE | a matmul operand inside a tile loaded by a bit copy is| each view widened from the tile, every copy   |
+|                 | widened from the copy's source (one float32 copy per    | made (tests/runner/test_plan_source.py)       |
+|                 | source view while it is not written); a copy nothing    |                                               |
+|                 | else reads is left out (runner/plan_source.py)          |                                               |
 | OFFSET_FAMILIES | bind skips the rules of an instruction equal to a       | every rule applied to every instruction not   |
 |                 | checked one up to tensor names and view offsets when a  | interned by value (checker/bind.py            |
 |                 | twin run saw the rules read none of the offsets that    | _apply_rules; bind(..., fast=False); tests/   |
@@ -121,10 +135,14 @@ FORM_PLANS = True
 DEAD_HISTORIES = True
 WIDEN_ONCE = True
 SHARED_DMA_SERVERS = True
+DMA_GROUP_PLANS = True
+CORE_PLANS = True
 BOX_INDEX = True
 SPILLS_FROM_CHECK = True
 BF16_SHIFT = True
 SAME_TRACE_CHECK = True
 KEPT_PLAN = True
 FILL_BITS = True
+UNREAD_FILLS = True
+WIDEN_FROM_SOURCE = True
 OFFSET_FAMILIES = True

@@ -75,9 +75,13 @@ def schedule_cores(program, bound, target):
     from nkirun.schedule.scheduler import _Scheduler
     first = _Scheduler(program, target)
     second = _Scheduler(program, target)
-    for shared in ("sched", "tensors", "costed", "overlap_memo", "clocks", "facts"):
+    from nkirun import speed
+    fast = speed.CORE_PLANS
+    for shared in ("sched", "tensors", "costed", "overlap_memo", "clocks", "facts") + (
+            ("plans", "by_form") if fast else ()):  # (a FormPlan: of the target, not the core)
         setattr(second, shared, getattr(first, shared))
     per_core = (first, second)
+    on_core = {} if fast else None  # (id(facts), core) -> (facts, facts on that core)
     slots = first.sched.slots
     core_of = {b.index: b.inst.core for b in bound}
     order = sync_order(bound)
@@ -94,9 +98,21 @@ def schedule_cores(program, bound, target):
         s = per_core[step.inst.core]
         s.place(step)
         x = slots[-1]  # (placed as on core 0: the core is one of its facts)
-        x.facts = s.facts_of(*x.facts[:-1], step.inst.core)
+        x.facts = (s.facts_of(*x.facts[:-1], step.inst.core) if on_core is None
+                   else facts_on_core(s, x.facts, step.inst.core, on_core))
     slots.sort(key=lambda x: x.index)
     return first.sched
+
+
+def facts_on_core(s, facts, core: int, memo: dict) -> tuple:
+    """`s.facts_of(*facts[:-1], core)` (its plain twin) once per interned `facts` and core
+    (`speed.CORE_PLANS`): core 0's are `facts` itself, the scheduler placing as on core 0."""
+    if not core and facts[-1].__class__ is int and not facts[-1]:
+        return facts
+    got = memo.get((id(facts), core))
+    if got is None or got[0] is not facts:
+        got = memo[(id(facts), core)] = (facts, s.facts_of(*facts[:-1], core))
+    return got[1]
 
 
 def _ready(s, b, core_of) -> tuple:

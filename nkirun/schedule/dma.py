@@ -144,6 +144,11 @@ class DmaEngines:
         self.hbm = Server()
         from nkirun import speed
         self.grouped = speed.SHARED_DMA_SERVERS
+        # speed.DMA_GROUP_PLANS: id(shares) -> (shares, layout, the Servers to book and
+        # their work, or None), valid while `layout` (bumped whenever an engine changes
+        # Server) is unchanged (`_planned`; the plain twin: the grouping worked out anew)
+        self.plans = {} if speed.DMA_GROUP_PLANS and self.grouped else None
+        self.layout = 0
         # HBM can only set the pace when the engines together can outrun it
         self.hbm_binds = t.dma_engines * t.dma_engine_bytes_per_ns > t.hbm_bytes_per_ns
 
@@ -160,6 +165,23 @@ class DmaEngines:
             else:
                 self.servers = [self.shared.copy() for _ in range(self.n)]
             self.hbm = self.shared.copy()
+            self.layout += 1
+        plans = self.plans
+        if plans is not None:
+            plan = plans.get(id(shares))
+            if plan is not None and plan[0] is shares and plan[1] == self.layout:
+                if plan[2] is not None:
+                    return self._planned(t0, plan[2], hbm_ns, owner)
+            else:
+                plan = None
+        got = self._book_shares(t0, shares, owner)
+        if plans is not None and plan is None:  # (the plan of the layout as it is now)
+            plans[id(shares)] = (shares, self.layout, self._plan_of(shares))
+        return self._hbm(t0, hbm_ns, owner, *got)
+
+    def _book_shares(self, t0: float, shares, owner: int) -> tuple:
+        """(first byte, end, blocker) on the engines, once they have parted (the plain
+        booking: the grouping worked out for this transfer)."""
         got = None
         if self.grouped:
             one = self._one_server(shares)  # (the usual case: one booking serves them all)
@@ -168,6 +190,43 @@ class DmaEngines:
         first, end, blocker = math.inf, 0.0, None
         for k, (e, w) in enumerate(shares if got is None or len(got) > 1 else shares[:1]):
             f, x, bl = self.servers[e].book(t0, w, owner) if got is None else got[k]
+            if f < first:
+                first = f
+            if x > end:
+                end = x
+            if bl is not None and blocker is None:
+                blocker = bl
+        return first, end, blocker
+
+    def _plan_of(self, shares) -> tuple | None:
+        """The (Server, work) pairs `_book_shares` books for `shares` while no engine
+        changes Server, in the order of their first engine in `shares`: each Server taken
+        by its engines alone and with one work (else None: the next booking parts them,
+        or an engine is given twice)."""
+        servers, groups, seen = self.servers, {}, set()
+        for e, w in shares:
+            if e in seen:
+                return None
+            seen.add(e)
+            srv = servers[e]
+            g = groups.get(id(srv))
+            if g is None:
+                groups[id(srv)] = [srv, w, 1]
+            elif g[1] != w:
+                return None
+            else:
+                g[2] += 1
+        if any(servers.count(srv) != n for srv, _, n in groups.values()):
+            return None
+        return tuple((srv, w) for srv, w, _ in groups.values())
+
+    def _planned(self, t0: float, groups, hbm_ns: float, owner: int):
+        """`book` from the plan `groups` (`_plan_of`): each Server booked once; an answer
+        equal for all engines of a Server, the first and last byte and the first blocker
+        in the order of `shares` are those of the groups in theirs."""
+        first, end, blocker = math.inf, 0.0, None
+        for srv, w in groups:
+            f, x, bl = srv.book(t0, w, owner)
             if f < first:
                 first = f
             if x > end:
@@ -210,6 +269,7 @@ class DmaEngines:
         for key, (srv, engines) in groups.items():
             if servers.count(srv) != len(engines):  # others share it: theirs stays as is
                 srv = srv.copy()
+                self.layout += 1
                 for e in engines:
                     servers[e] = srv
             answers[key] = srv.book(t0, key[1], owner)

@@ -96,8 +96,10 @@ def make_plan(s, b, form, engine: str):
         return None  # (the plain path's first instance names them in another order)
     p.uniq_reads = _picker(tuple(dict.fromkeys(first[n] for n, _ in c[1])))
     p.uniq_writes = _picker(tuple(dict.fromkeys(first[n] for n, _ in c[2])))
-    recompute.fast_key(b, c[1])  # (sets the form's "value_key")
-    p.value_shape = form.get("value_key")
+    p.value_shape = None
+    if s.values is not None:  # (else no value is ever elided: recompute.applies)
+        recompute.fast_key(b, c[1])  # (sets the form's "value_key")
+        p.value_shape = form.get("value_key")
     spec = b.spec
     p.op, p.formula, p.assumed = spec.name, spec.cost_formula, spec.cost_assumed
     p.inst_name = inst_name(raw_args(b))

@@ -35,11 +35,12 @@ def _pe_cells(b) -> tuple[int, ...] | None:
     return tuple(r * _GRID + c for r in rows for c in cols)
 
 
-def _costed(b, target: Target) -> tuple:
+def _costed(b, target: Target, keyed: bool = True) -> tuple:
     """What the scheduler needs of a bound instruction, a function of its operands, engine
     and the target only: (cycles, reads, writes, DMA plan or PE cells, tensors touched,
-    value key (recompute.py), tensors read, tensors written), reads and writes as (tensor
-    name, box)."""
+    value key (recompute.py; None unless `keyed`: a schedule that elides no recomputation
+    never reads it), tensors read, tensors written), reads and writes as (tensor name,
+    box)."""
     acc = b.accesses()
     kept = _kept_reads(b)
     reads = tuple((r.decl.name, r.box) for _, r in (
@@ -54,8 +55,8 @@ def _costed(b, target: Target) -> tuple:
     names = tuple(dict.fromkeys(n for n, _ in reads + writes))
     read_names = tuple(dict.fromkeys(n for n, _ in reads))
     write_names = tuple(dict.fromkeys(n for n, _ in writes))
-    return (int(cycles), reads, writes, extra, names, recompute.fast_key(b, reads), read_names,
-            write_names)
+    return (int(cycles), reads, writes, extra, names,
+            recompute.fast_key(b, reads) if keyed else None, read_names, write_names)
 
 
 class _Scheduler:
@@ -125,7 +126,7 @@ class _Scheduler:
                [n for n, _ in writes], [box for _, box in writes], end, index, lat)
 
     def new_costed(self, b) -> tuple:
-        c = _costed(b, self.target)
+        c = _costed(b, self.target, self.values is not None)
         if c[5] is not None:  # the value key as a small int: hashed once
             c = (*c[:5], self.key_ids.setdefault(c[5], len(self.key_ids)), *c[6:])
         return c

@@ -13,9 +13,13 @@ False`: the two-core rules read every instruction's accesses; `speed.WIDEN_ONCE 
 each planned matmul widens its operands; `speed.FORM_PLANS = False`: every
 instruction scheduled by the plain path; `speed.DEAD_HISTORIES = False`: every access
 history kept to the end of the schedule; `speed.SHARED_DMA_SERVERS = False`: every DMA
-engine booked on its own; `speed.BOX_INDEX = False`: every dependence scan over every live
+engine booked on its own; `speed.DMA_GROUP_PLANS = False`: each transfer's engines grouped
+anew; `speed.CORE_PLANS = False`: each core of a two-core schedule plans its own forms;
+`speed.BOX_INDEX = False`: every dependence scan over every live
 access; `speed.BF16_SHIFT = False`: bfloat16 widened by ml_dtypes' cast;
-`speed.FILL_BITS = False`: a planned fill by NumPy's broadcast copy),
+`speed.FILL_BITS = False`: a planned fill by NumPy's broadcast copy; `speed.UNREAD_FILLS =
+False`: every fill of a tile written in parts made; `speed.WIDEN_FROM_SOURCE = False`: each
+matmul operand widened from its tile, every copy made),
 run to the
 same results, and the instructions bound from a form's template (checker/intern.py
 `Templates`) equal the plain path's (`bind(program, fast=False)`): diagnostics, engines,
@@ -166,7 +170,9 @@ SWITCHES = ((speed, "CALL_FORMS"), (speed, "ALLOC_PLANS"), (speed, "FORM_ARGS"),
             (speed, "INDEX_FORMS"), (speed, "PSUM_BY_FORM"), (speed, "INDEX_MEMO"),
             (speed, "CORES_BY_NAMES"), (speed, "WIDEN_ONCE"), (speed, "FORM_PLANS"),
             (speed, "DEAD_HISTORIES"), (speed, "SHARED_DMA_SERVERS"), (speed, "BOX_INDEX"),
-            (speed, "BF16_SHIFT"), (speed, "FILL_BITS"), (speed, "OFFSET_FAMILIES"))
+            (speed, "DMA_GROUP_PLANS"), (speed, "CORE_PLANS"),
+            (speed, "BF16_SHIFT"), (speed, "FILL_BITS"), (speed, "UNREAD_FILLS"),
+            (speed, "WIDEN_FROM_SOURCE"), (speed, "OFFSET_FAMILIES"))
 
 
 def _plain_switches(monkeypatch, on: bool) -> None:

@@ -46,3 +46,67 @@ def test_engines_that_move_together_keep_sharing(monkeypatch):
         d.book(owner * 10.0, tuple((e, 50.0) for e in range(4)), 0.0, False, owner)
     assert len({id(s) for s in d.servers[:4]}) == 1 and d.servers[4] is d.servers[15]
     assert d.servers[0] is not d.servers[4]
+
+
+def _book_pooled(transfers, pool, plans: bool):
+    """Transfers whose shares come from `pool` (the same objects again, as a DMA plan's
+    are), booked with or without the kept groupings (`speed.DMA_GROUP_PLANS`)."""
+    was = speed.SHARED_DMA_SERVERS, speed.DMA_GROUP_PLANS
+    speed.SHARED_DMA_SERVERS, speed.DMA_GROUP_PLANS = True, plans
+    try:
+        d = DmaEngines(TARGETS["trn1"])
+    finally:
+        speed.SHARED_DMA_SERVERS, speed.DMA_GROUP_PLANS = was
+    out = []
+    for owner, (t0, k, hbm) in enumerate(transfers):
+        shares, uniform = pool[k % len(pool)]
+        out.append(d.book(t0, shares, hbm, uniform, owner))
+        if d.servers is not None:
+            out.append([(s.starts[:], s.ends[:], s.owners[:]) for s in d.servers])
+    return out, d
+
+
+SHARES = st.tuples(ENGINES, st.sampled_from([25.0, 100.0]), st.booleans(), st.booleans())
+
+
+def _pool(drawn):
+    pool = []
+    for engines, w, mixed, twice in drawn:
+        shares = tuple((e, w * (1 + (k % 2 if mixed else 0))) for k, e in enumerate(engines))
+        if twice:  # an engine given twice: never planned
+            shares += shares[:1]
+        pool.append((shares, len(engines) == 16 and not mixed and not twice))
+    return pool
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(SHARES, min_size=1, max_size=5),
+       st.lists(st.tuples(st.floats(0, 600, allow_nan=False), st.integers(0, 4),
+                          st.sampled_from([0.0, 30.0, 900.0])), min_size=1, max_size=60))
+def test_kept_groupings_book_as_the_grouping_worked_out_anew(drawn, transfers):
+    pool = _pool(drawn)
+    assert _book_pooled(transfers, pool, True)[0] == _book_pooled(transfers, pool, False)[0]
+
+
+def test_a_repeated_transfer_books_from_its_kept_grouping(monkeypatch):
+    pool = _pool([(list(range(4)), 100.0, False, False), (list(range(16)), 25.0, False, False)])
+    transfers = [(k * 40.0, k % 2, 0.0) for k in range(30)]
+    calls = []
+    real = DmaEngines._planned
+    monkeypatch.setattr(DmaEngines, "_planned", lambda *a: calls.append(1) or real(*a))
+    got, d = _book_pooled(transfers, pool, True)
+    assert len(calls) >= 20 and got == _book_pooled(transfers, pool, False)[0]
+    assert len({id(s) for s in d.servers}) == 2  # (engines 0-3 parted from the rest)
+
+
+def test_the_first_blocker_in_engine_order_is_kept():
+    pool = _pool([(list(range(4)), 100.0, False, False), (list(range(4, 16)), 100.0, False,
+                                                          False),
+                  (list(range(16)), 25.0, False, False)])
+    # engines 0-3 busy with transfer 0, 4-15 with transfer 1, when transfer 2 arrives;
+    # then again, the third transfer booked from its kept grouping
+    transfers = [(0.0, 0, 0.0), (0.0, 1, 0.0), (50.0, 2, 0.0), (500.0, 1, 0.0),
+                 (500.0, 0, 0.0), (550.0, 2, 0.0)]
+    got = _book_pooled(transfers, pool, True)[0]
+    assert got == _book_pooled(transfers, pool, False)[0]
+    assert got[4][2] == 0 and got[10][2] == 4  # (the blocker: engine 0's)
