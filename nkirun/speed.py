@@ -85,6 +85,9 @@ and schedule.
 |                 | widened from the copy's source (one float32 copy per    | made (tests/runner/test_plan_source.py)       |
 |                 | source view while it is not written); a copy nothing    |                                               |
 |                 | else reads is left out (runner/plan_source.py)          |                                               |
+| COPY_CHAINS     | nl.broadcast_to's dma_copy chain across partitions     | each step through convenience._emit (the      |
+|                 | recorded from its call site's plan: each step's form    | loop in convenience.broadcast_to; tests/      |
+|                 | (source/kernel/copy_chains.py)                          | kernel/test_copy_chains.py)                   |
 | OFFSET_FAMILIES | bind skips the rules of an instruction equal to a       | every rule applied to every instruction not   |
 |                 | checked one up to tensor names and view offsets when a  | interned by value (checker/bind.py            |
 |                 | twin run saw the rules read none of the offsets that    | _apply_rules; bind(..., fast=False); tests/   |
@@ -145,4 +148,5 @@ KEPT_PLAN = True
 FILL_BITS = True
 UNREAD_FILLS = True
 WIDEN_FROM_SOURCE = True
+COPY_CHAINS = True
 OFFSET_FAMILIES = True

@@ -29,15 +29,21 @@ from __future__ import annotations
 import numpy as np
 
 RAW = "raw"  # a `needing` entry ("raw", array number): a plan form reads that array raw
+# The float32 copies of source views one plan keeps, at most (bytes). Unlike the copies of
+# tile views, bounded by the SBUF, they grow with the HBM tensors a kernel reads (a 1 GB
+# bfloat16 weight read by matmuls would make 2 GB of them); views past the bound are widened
+# from their tiles as without the switch (v4 of the suite keeps 48 MB of them, v1 24 MB).
+SOURCE_COPY_BYTES = 1 << 26
 
 
 class Sources:
     """`records`: array number -> [(d, s, source array number, d's byte bounds)] of the
     copies into it still current, newest last; `pending`: array number -> the step indexes
     of copies into it no step has read yet (none into an input's array or an output);
-    `dead`: those of copies overwritten unread; `memo`: _sub_source's answers."""
+    `dead`: those of copies overwritten unread; `memo`: _sub_source's answers; `bytes`: the
+    float32 copies of source views made (SOURCE_COPY_BYTES bounds them)."""
 
-    __slots__ = ("records", "pending", "dead", "memo", "held")
+    __slots__ = ("records", "pending", "dead", "memo", "held", "bytes")
 
     def __init__(self, held: int):
         self.records: dict = {}
@@ -45,6 +51,14 @@ class Sources:
         self.dead: list = []  # the steps of copies overwritten before any step read them
         self.memo: dict = {}
         self.held = held  # arrays numbered below this hold the run's initial tensors
+        self.bytes = 0  # of the float32 copies of source views made so far
+
+    def room(self, nbytes: int) -> bool:
+        """Whether one more copy of `nbytes` stays within SOURCE_COPY_BYTES (counted if so)."""
+        if self.bytes + nbytes > SOURCE_COPY_BYTES:
+            return False
+        self.bytes += nbytes
+        return True
 
     def source_of(self, number: int, v: np.ndarray):
         """(the source view holding v's values, its array number) or None."""

@@ -129,7 +129,10 @@ class WidenOnce:
                 sub, number = got
                 to = (number, ("source", _address((sub, None)), sub.strides), sub.shape)
                 if to not in copies:
-                    copies[to] = (sub, None)
+                    if self.sources.room(sub.size * 4):
+                        copies[to] = (sub, None)
+                    else:  # (over the bound: widened from the tile, whose copy stays)
+                        to = key
             out.append(to)
             if points.get(key) != to:
                 points[key] = to

@@ -19,7 +19,8 @@ anew; `speed.CORE_PLANS = False`: each core of a two-core schedule plans its own
 access; `speed.BF16_SHIFT = False`: bfloat16 widened by ml_dtypes' cast;
 `speed.FILL_BITS = False`: a planned fill by NumPy's broadcast copy; `speed.UNREAD_FILLS =
 False`: every fill of a tile written in parts made; `speed.WIDEN_FROM_SOURCE = False`: each
-matmul operand widened from its tile, every copy made),
+matmul operand widened from its tile, every copy made; `speed.COPY_CHAINS = False`: every
+nl.broadcast_to copy chain by its plain loop),
 run to the
 same results, and the instructions bound from a form's template (checker/intern.py
 `Templates`) equal the plain path's (`bind(program, fast=False)`): diagnostics, engines,
@@ -172,7 +173,8 @@ SWITCHES = ((speed, "CALL_FORMS"), (speed, "ALLOC_PLANS"), (speed, "FORM_ARGS"),
             (speed, "DEAD_HISTORIES"), (speed, "SHARED_DMA_SERVERS"), (speed, "BOX_INDEX"),
             (speed, "DMA_GROUP_PLANS"), (speed, "CORE_PLANS"),
             (speed, "BF16_SHIFT"), (speed, "FILL_BITS"), (speed, "UNREAD_FILLS"),
-            (speed, "WIDEN_FROM_SOURCE"), (speed, "OFFSET_FAMILIES"))
+            (speed, "WIDEN_FROM_SOURCE"), (speed, "COPY_CHAINS"),
+            (speed, "OFFSET_FAMILIES"))
 
 
 def _plain_switches(monkeypatch, on: bool) -> None:

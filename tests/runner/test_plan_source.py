@@ -18,6 +18,7 @@ from nkirun.api import check_program
 from nkirun.runner.files import initial_buffers
 from nkirun.runner.machine import Machine
 from nkirun.runner.plan import _Planner, last_uses
+from nkirun.runner import plan_source
 from nkirun.runner.plan_source import _sub_source
 from nkirun.runner.plan_widen import _widen_all
 from prog_helpers import out, sbuf, tmp, write_program
@@ -149,6 +150,11 @@ def test_each_hbm_region_is_widened_once_however_often_it_is_loaded(tmp_path, mo
     plain, fast = both_ways(c.program, c.bound)
     assert fast == plain and plain[0] != "error"
     assert _counts(c) == (4 + 4, 0)  # 2 x 2 regions of lhs, 2 x 2 of rhs; no load left
+    # bounded: room for the copies of lhs's four regions (64 KB each) and one of rhs's
+    # (256 KB): the other rhs views are widened from their tiles, whose loads stay
+    monkeypatch.setattr(plan_source, "SOURCE_COPY_BYTES", 4 * 65536 + 262144)
+    assert _counts(c) == (4 + 1 + 6, 6)
+    assert both_ways(c.program, c.bound) == (plain, fast)
     monkeypatch.setattr(speed, "WIDEN_FROM_SOURCE", False)
     assert _counts(c) == (16, 16)
     assert both_ways(c.program, c.bound) == (plain, fast)
