@@ -93,6 +93,9 @@ and schedule.
 |                 | twin run saw the rules read none of the offsets that    | _apply_rules; bind(..., fast=False); tests/   |
 |                 | differ (checker/families.py); its names plan is the     | checker/test_offset_families.py)              |
 |                 | family's                                                |                                               |
+| BLOCK_TILES     | a legacy block buffer's tiles after its first made from | each tile an nl.ndarray of its own            |
+|                 | the call site's allocation plan, the site found once    | (tile_ops.block_tiles_plain; tests/kernel/    |
+|                 | (source/kernel/tile_ops.py block_tiles)                 | test_block_tiles.py)                          |
 
 Shortcuts chosen by an argument rather than a switch, each tested against its twin:
 runner/plan.py (a planned run; `interpret.execute(plan=False)`: runner/plain.py, tests/
@@ -150,3 +153,4 @@ UNREAD_FILLS = True
 WIDEN_FROM_SOURCE = True
 COPY_CHAINS = True
 OFFSET_FAMILIES = True
+BLOCK_TILES = True

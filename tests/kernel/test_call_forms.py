@@ -174,7 +174,7 @@ SWITCHES = ((speed, "CALL_FORMS"), (speed, "ALLOC_PLANS"), (speed, "FORM_ARGS"),
             (speed, "DMA_GROUP_PLANS"), (speed, "CORE_PLANS"),
             (speed, "BF16_SHIFT"), (speed, "FILL_BITS"), (speed, "UNREAD_FILLS"),
             (speed, "WIDEN_FROM_SOURCE"), (speed, "COPY_CHAINS"),
-            (speed, "OFFSET_FAMILIES"))
+            (speed, "OFFSET_FAMILIES"), (speed, "BLOCK_TILES"))
 
 
 def _plain_switches(monkeypatch, on: bool) -> None:

@@ -3,11 +3,12 @@
 (`nl.ndarray((B, nl.par_dim(P), F))`: B tiles of (P, F))."""
 from __future__ import annotations
 
+from nkirun import speed  # the speed switches, beside their plain twins
 from nkirun.isa import REGISTRY
 from nkirun.source.kernel import consts, legacy, tensor
 from nkirun.source.kernel.convenience import binary, broadcast_to, combination, negative
-from nkirun.source.kernel.tensor import current, ndarray
-from nkirun.source.kernel.unsupported import here, kernel_error, unsupported
+from nkirun.source.kernel.tensor import current, ndarray, rec_of_kind
+from nkirun.source.kernel.unsupported import call_loc, here, kernel_error, unsupported
 
 
 def _api(pending):
@@ -24,7 +25,6 @@ def _same_view(a, b) -> bool:
 def assign(target, key, value) -> None:
     view = target[key]
     tracer = current()
-    loc = here()
     p = legacy.take(tracer, value)
     copy_mask = None
     api = _api(p)
@@ -46,6 +46,7 @@ def assign(target, key, value) -> None:
         legacy.flush(tracer)
         legacy.record(tracer, p.op, p.values, p.loc, p.tables)
         return
+    loc = here()  # (the taken result above keeps its call's location)
     legacy.flush(tracer)
     if isinstance(value, LoopReduce):
         value.into(view, loc)
@@ -123,7 +124,7 @@ class BlockBuffer:
         count = 1
         for n in self.blocks:
             count *= n
-        self.tiles = [make(self.shape[k:]) for _ in range(count)]
+        self.tiles = make(count, self.shape[k:])  # (block_tiles)
         self.name = self.tiles[0].name
         self.unfilled, self.fill = set(), None
 
@@ -226,7 +227,44 @@ def block_buffer(shape, dtype, buffer, name):
     if consts.to_buffer(buffer).ir == "hbm":
         return None  # HBM has no partitions: `(B, nl.par_dim(N), M)` there is one tensor
     return BlockBuffer(shape, dtype, buffer, name,
-                       lambda tile: ndarray(tuple(int(n) for n in tile), dtype, buffer, name))
+                       lambda count, tile: block_tiles(count, tile, dtype, buffer, name))
+
+
+def block_tiles_plain(count: int, tile, dtype, buffer, name) -> list:
+    """A block buffer's `count` tiles, each an `nl.ndarray(tile, dtype, buffer, name)`."""
+    return [ndarray(tuple(int(n) for n in tile), dtype, buffer, name) for _ in range(count)]
+
+
+def block_tiles(count: int, tile, dtype, buffer, name) -> list:
+    """block_tiles_plain's tiles under speed.BLOCK_TILES: the first through nl.ndarray
+    (whose allocation makes or finds the call site's plan), the others named and made from
+    that plan as Tracer.allocate's own shortcut makes each, with the call site found once
+    (a block buffer of 4,096 blocks walked the kernel's frames 4,096 times); the plain
+    twin when there is no plan (tests/kernel/test_block_tiles.py compares the two)."""
+    shape = tuple(int(n) for n in tile)
+    first = ndarray(shape, dtype, buffer, name)
+    if not speed.BLOCK_TILES or not speed.ALLOC_PLANS or count < 2:
+        return [first, *block_tiles_plain(count - 1, shape, dtype, buffer, name)]
+    tracer, loc = current(), call_loc()
+    try:  # (Tracer.allocate's key of its plans; an unhashable dtype or buffer: no plan)
+        plan = tracer.alloc_plans.get((id(loc), shape, dtype, buffer, name)) \
+            if name.__class__ is str and first._rec.loc is loc else None
+    except TypeError:
+        plan = None
+    if plan is None:
+        return [first, *block_tiles_plain(count - 1, shape, dtype, buffer, name)]
+    base, kind, unique = plan[0], plan[1], tracer._unique_identifier
+    core = tracer.builder.core if tracer.lnc > 1 else None
+    tiles = [first]
+    for _ in range(count - 1):
+        rec = rec_of_kind(unique(base), kind, loc, core)
+        v = _new(ndarray)  # (ndarray.__new__'s handle on the whole tensor)
+        v._rec, v._v, v._dtype, v._ir, v._lk = rec, rec.whole, rec.dtype, None, None
+        tiles.append(v)
+    return tiles
+
+
+_new = object.__new__
 
 
 # ndarray's operators (tensor.py, below this module) are these
