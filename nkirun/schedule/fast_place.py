@@ -44,11 +44,14 @@ def _kept_reads(b) -> tuple[int, ...] | None:
 
 
 def _picker(positions: tuple[int, ...]):
-    """names -> the tuple of names at `positions` (itemgetter, always a tuple)."""
-    if len(positions) == 1:
-        i = positions[0]
-        return lambda names: (names[i],)
-    return itemgetter(*positions) if positions else (lambda names: ())
+    """names (a tuple) -> the tuple of names at `positions`, in one call of C: a slice
+    when the positions run on by one (none, one, or a range), else itemgetter (two or
+    more positions: always a tuple)."""
+    n = len(positions)
+    start = positions[0] if n else 0
+    if positions == tuple(range(start, start + n)):
+        return itemgetter(slice(start, start + n))
+    return itemgetter(*positions)
 
 
 class FormPlan:
@@ -173,6 +176,7 @@ def place_form(s, b, p: FormPlan, names) -> None:
         wstore = tuple([storage.get(n, n) for n in wnames])
     rboxes, wboxes = p.read_boxes, p.write_boxes
     ready, dep, kind, dep_tensor = s.ready_of(s, rstore, rboxes, wstore, wboxes, p.factor)
+    data_at = ready
     hold = s.hold
     if hold is not _NO_HOLD:  # spills.held
         s.hold = _NO_HOLD
@@ -221,8 +225,7 @@ def place_form(s, b, p: FormPlan, names) -> None:
             start, dep, kind, dep_tensor = 0.0, None, READY, None
         end = start + cycles / p.clock
         if p.scalar is not None:  # the engine left open: the compiler's choice
-            alt = placement.on_scalar(s, b, tuple(zip(rstore, rboxes)),
-                                      tuple(zip(wstore, wboxes)), end)
+            alt = scalar_alt(s, p.scalar, rstore, rboxes, wstore, wboxes, data_at, end)
             if alt is not None:
                 engine, cycles, start, end, ready, dep, kind, dep_tensor = alt
                 s.sched.placed_on_scalar += 1
@@ -242,6 +245,31 @@ def place_form(s, b, p: FormPlan, names) -> None:
     s.sched.slots.append(Slot(index, p.facts if facts is None else facts, start, end, kind,
                               dep, dep_tensor, b.inst.loc.line,
                               names if p.uniq is None else p.uniq(names), ready))
+
+
+def scalar_alt(s, cycles: int, rstore, rboxes, wstore, wboxes, data_at: float,
+               vector_end: float) -> tuple | None:
+    """placement.on_scalar (its plain twin) for a form instance whose Scalar-engine cycles
+    are `cycles` (FormPlan.scalar) and whose data was ready for the Vector engine at
+    `data_at`: None at once when even a start at the later of data_at and the Scalar
+    engine's free time ends no earlier than `vector_end` (its data is never ready earlier
+    there: a reader on the Scalar engine waits the whole commit latency of a compute
+    write, at least the Vector engine's share of it), else on_scalar's answer."""
+    free, blocker = s.engine_free.get("scalar", _FREE)
+    clock = s.clock("scalar")
+    if (data_at if data_at >= free else free) + cycles / clock >= vector_end:
+        return None
+    ready, dep, kind, tensor = s.ready_of(s, rstore, rboxes, wstore, wboxes, 1.0)
+    if dep is not None and ready >= free:  # placement.earliest_start
+        start = ready
+    elif blocker is not None and free > 0:
+        start, dep, kind, tensor = free, blocker, ENGINE, None
+    else:
+        start, dep, kind, tensor = 0.0, None, READY, None
+    end = start + cycles / clock
+    if end >= vector_end:
+        return None
+    return "scalar", cycles, start, end, ready, dep, kind, tensor
 
 
 _NO_BYTES = (0.0, 0.0, 0.0, 0)  # no DMA bytes (delivered, per descriptor, in HBM); core 0
