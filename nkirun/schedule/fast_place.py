@@ -17,7 +17,7 @@ from operator import itemgetter
 from nkirun.checker.overlap import overlaps
 from nkirun.isa.bound import Operands, raw_args
 from nkirun.schedule import placement, recompute
-from nkirun.schedule.history import AccessHistory
+from nkirun.schedule.history import record  # noqa: F401 (scheduler.py imports it here)
 from nkirun.schedule.model import ENGINE, RAW, READY, RECOMPUTE, SPILL, WAR, WAW, Slot
 
 
@@ -273,18 +273,3 @@ def scalar_alt(s, cycles: int, rstore, rboxes, wstore, wboxes, data_at: float,
 
 
 _NO_BYTES = (0.0, 0.0, 0.0, 0)  # no DMA bytes (delivered, per descriptor, in HBM); core 0
-
-
-def record(tensors, rnames, rboxes, wnames, wboxes, end, index, lat) -> None:
-    """Note the reads zip(rnames, rboxes) and the writes zip(wnames, wboxes) of instruction
-    `index`, ending at `end` (writes: carrying `lat`), in the tensors' histories."""
-    for name, box in zip(rnames, rboxes):
-        st = tensors.get(name)
-        if st is None:
-            st = tensors[name] = AccessHistory()
-        st.read(box, end, index)
-    for name, box in zip(wnames, wboxes):
-        st = tensors.get(name)
-        if st is None:
-            st = tensors[name] = AccessHistory()
-        st.wrote(box, end, index, lat)
