@@ -74,7 +74,7 @@ def form_layout(s, b) -> tuple:
     kept = _kept_reads(b)
     kept = tuple(range(n_reads)) if kept is None else kept
     pick_reads = _picker(kept)
-    if tuple(n for n, _ in c[1] + c[2]) != pick_reads(names) + names[n_reads:]:
+    if tuple([n for n, _ in c[1] + c[2]]) != pick_reads(names) + names[n_reads:]:
         return c, None, n_reads, pick_reads, None
     first: dict = {}
     for i, n in enumerate(names):
@@ -91,14 +91,14 @@ def make_plan(s, b, form, engine: str):
     p = FormPlan()
     p.engine, p.cycles, p.extra, p.n_reads, p.pick_reads = engine, c[0], c[3], n_reads, \
         pick_reads
-    p.read_boxes = tuple(box for _, box in c[1])
-    p.write_boxes = tuple(box for _, box in c[2])
+    p.read_boxes = tuple([box for _, box in c[1]])
+    p.write_boxes = tuple([box for _, box in c[2]])
     positions = tuple(first.values())
     p.uniq = None if positions == tuple(range(len(names))) else _picker(positions)
     if (names if p.uniq is None else p.uniq(names)) != c[4]:
         return None  # (the plain path's first instance names them in another order)
-    p.uniq_reads = _picker(tuple(dict.fromkeys(first[n] for n, _ in c[1])))
-    p.uniq_writes = _picker(tuple(dict.fromkeys(first[n] for n, _ in c[2])))
+    p.uniq_reads = _picker(tuple(dict.fromkeys([first[n] for n, _ in c[1]])))
+    p.uniq_writes = _picker(tuple(dict.fromkeys([first[n] for n, _ in c[2]])))
     p.value_shape = None
     if s.values is not None:  # (else no value is ever elided: recompute.applies)
         recompute.fast_key(b, c[1])  # (sets the form's "value_key")

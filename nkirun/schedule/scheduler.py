@@ -43,18 +43,18 @@ def _costed(b, target: Target, keyed: bool = True) -> tuple:
     box)."""
     acc = b.accesses()
     kept = _kept_reads(b)
-    reads = tuple((r.decl.name, r.box) for _, r in (
-        acc.reads if kept is None else (acc.reads[i] for i in kept)))
-    writes = tuple((r.decl.name, r.box) for _, r in acc.writes)
+    reads = tuple([(r.decl.name, r.box) for _, r in (
+        acc.reads if kept is None else [acc.reads[i] for i in kept])])
+    writes = tuple([(r.decl.name, r.box) for _, r in acc.writes])
     if b.engine == "dma":
         extra = dma.plan(b, target)
         cycles = dma.plan_ns(extra) if b.spec.cycles is dma_cycles else b.spec.cycles(b, target)
     else:
         extra = _pe_cells(b) if b.engine == "tensor" else None
         cycles = b.spec.cycles(b, target)
-    names = tuple(dict.fromkeys(n for n, _ in reads + writes))
-    read_names = tuple(dict.fromkeys(n for n, _ in reads))
-    write_names = tuple(dict.fromkeys(n for n, _ in writes))
+    names = tuple(dict.fromkeys([n for n, _ in reads + writes]))
+    read_names = tuple(dict.fromkeys([n for n, _ in reads]))
+    write_names = tuple(dict.fromkeys([n for n, _ in writes]))
     return (int(cycles), reads, writes, extra, names,
             recompute.fast_key(b, reads) if keyed else None, read_names, write_names)
 
