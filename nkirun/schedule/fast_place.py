@@ -192,8 +192,10 @@ def place_form(s, b, p: FormPlan, names) -> None:
         write_names = p.uniq_writes(names)
         if key is not None:
             same, rv = values.lookup(key, p.uniq_reads(names))
-        else:
-            values.wrote(write_names)
+        else:  # (Recomputes.wrote, inline)
+            versions = values.versions
+            for n in write_names:
+                versions[n] = versions.get(n, 0) + 1
     facts = None  # (None: the plan's own)
     if same is not None:  # its value exists: no engine time (recompute.py)
         start = ready if ready >= same[1] else same[1]
@@ -234,7 +236,7 @@ def place_form(s, b, p: FormPlan, names) -> None:
         if facts is None and p.facts is None:
             p.facts = s.facts_of(p.op, engine, p.label, (), cycles, p.formula, p.assumed,
                                  p.inst_name, 0.0, *_NO_BYTES)
-        if p.tensor_cells:
+        if p.tensor_cells and s.pe is not None:  # (PE cells in use: compute_resource)
             s.occupy(engine, extra, end, index)
         else:
             s.engine_free[engine] = (end, index)
