@@ -65,7 +65,7 @@ class Server:
         blocker, t = None, t0
         if i >= 0 and ends[i] > t0:
             blocker, t = owners[i], ends[i]
-        j, first, left, pieces = i + 1, None, work, []
+        j, first, left, pieces, at = i + 1, None, work, [], 0
         while True:
             nxt = starts[j] if j < len(starts) else math.inf
             if nxt > t:
@@ -73,6 +73,8 @@ class Server:
                     first = t
                 take = min(nxt - t, left)
                 if take > 0:
+                    if not pieces:
+                        at = j  # (the first piece lies before interval j, from t on)
                     pieces.append((t, t + take))
                 left -= take
                 t += take
@@ -80,13 +82,20 @@ class Server:
                 break
             t = max(t, ends[j])
             j += 1
-        for s, e in pieces:
-            self._insert(s, e, owner)
+        if len(pieces) == 1:  # (the usual case: where it goes is known)
+            self._insert_at(at, pieces[0][0], pieces[0][1], owner)
+        else:
+            for s, e in pieces:
+                self._insert(s, e, owner)
         return first, t, blocker
 
     def _insert(self, s: float, e: float, owner: int) -> None:
+        self._insert_at(bisect_right(self.starts, s), s, e, owner)
+
+    def _insert_at(self, k: int, s: float, e: float, owner: int) -> None:
+        """_insert of (s, e) where k == bisect_right(starts, s) (tests/schedule/
+        test_dma_groups.py checks it of every single-piece booking)."""
         starts, ends, owners = self.starts, self.ends, self.owners
-        k = bisect_right(starts, s)
         if k > 0 and ends[k - 1] >= s:  # joins the previous interval
             k -= 1
             ends[k] = max(ends[k], e)
@@ -170,8 +179,16 @@ class DmaEngines:
         if plans is not None:
             plan = plans.get(id(shares))
             if plan is not None and plan[0] is shares and plan[1] == self.layout:
-                if plan[2] is not None:
-                    return self._planned(t0, plan[2], hbm_ns, owner)
+                groups = plan[2]
+                if groups is not None and len(groups) == 1:  # (one Server: its answer)
+                    first, end, blocker = groups[0][0].book(t0, groups[0][1], owner)
+                    if not end > 0.0:
+                        end = 0.0
+                    if self.hbm_binds and hbm_ns > 0:
+                        return self._hbm(t0, hbm_ns, owner, first, end, blocker)
+                    return first, end, blocker
+                if groups is not None:
+                    return self._planned(t0, groups, hbm_ns, owner)
             else:
                 plan = None
         got = self._book_shares(t0, shares, owner)
