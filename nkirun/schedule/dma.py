@@ -59,7 +59,8 @@ class Server:
             starts.append(t0)
             ends.append(end := t0 + work)
             owners.append(owner)
-            self._trim()
+            if len(starts) > _MAX_INTERVALS:
+                self._trim()
             return t0, end, None
         i = bisect_right(starts, t0) - 1  # the last interval starting at or before t0
         blocker, t = None, t0
@@ -108,7 +109,8 @@ class Server:
             ends[k] = max(ends[k], ends[k + 1])
             owners[k] = owners[k + 1] if ends[k + 1] >= ends[k] else owners[k]
             del starts[k + 1], ends[k + 1], owners[k + 1]
-        self._trim()
+        if len(starts) > _MAX_INTERVALS:
+            self._trim()
 
     def advance(self, first: int, shift_ns: float, shift_index: int) -> None:
         """Intervals owned by positions >= `first` move `shift_ns` later; the earliest of
@@ -134,8 +136,9 @@ class Server:
             self.starts, self.ends, self.owners = (list(x) for x in zip(*merged))
 
     def _trim(self) -> None:
+        """Over _MAX_INTERVALS: close the oldest gap (never earlier than the truth)."""
         starts, ends, owners = self.starts, self.ends, self.owners
-        if len(starts) > _MAX_INTERVALS:  # close the oldest gap: never earlier than truth
+        if len(starts) > _MAX_INTERVALS:
             ends[0] = ends[1]
             owners[0] = owners[1]
             del starts[1], ends[1], owners[1]

@@ -205,12 +205,13 @@ def place_form(s, b, p: FormPlan, names) -> None:
         lat = 0.0 if p.is_dma else s.raw_latency
         values.wrote(write_names)
     elif p.is_dma:
-        start, end, dep, kind, dep_tensor, queues, label, busy = s.place_dma(
-            b, p.extra, ready, dep, kind, dep_tensor)
+        start, end, dep, kind, dep_tensor = s.dma_times(index, p.extra, ready, dep, kind,
+                                                        dep_tensor)
         lat = 0.0
         if p.facts is None:  # (queues, label and busy are the form's: dma.plan)
-            p.facts = s.facts_of(p.op, engine, label, queues, cycles, p.formula, p.assumed,
-                                 p.inst_name, busy, *p.moved, 0)
+            queues = p.extra[6]
+            p.facts = s.facts_of(p.op, engine, s.dma_label(queues), queues, cycles,
+                                 p.formula, p.assumed, p.inst_name, p.extra[4], *p.moved, 0)
         if key is not None:  # a language-level load (recompute.py)
             values.store(key, rv, write_names, index, end)
     else:
