@@ -182,14 +182,26 @@ def ready_indexed(s, rnames, rboxes, wnames, wboxes, compute: float) -> tuple:
         st = tensors.get(name)
         if st is None:
             continue
-        if st.write_end > ready:
+        if st.write_end > ready:  # (the scheduler's overlap, its memo inline)
             got = st.writes
             for other, a in (got.items() if len(got) <= INDEX_MIN else _entries(st, False, box)):
-                if a[0] > ready and (other is box or s.overlap(other, box)):
+                if a[0] > ready:
+                    if other is not box:
+                        hit = overlap_memo.get((id(other), id(box)))
+                        if hit is None:
+                            hit = overlap_memo[(id(other), id(box))] = overlaps(other, box)
+                        if not hit:
+                            continue
                     ready, dep, kind, dep_tensor = a[0], a[1], WAW, name
         if st.read_end > ready:
             got = st.reads
             for other, a in (got.items() if len(got) <= INDEX_MIN else _entries(st, True, box)):
-                if a[0] > ready and (other is box or s.overlap(other, box)):
+                if a[0] > ready:
+                    if other is not box:
+                        hit = overlap_memo.get((id(other), id(box)))
+                        if hit is None:
+                            hit = overlap_memo[(id(other), id(box))] = overlaps(other, box)
+                        if not hit:
+                            continue
                     ready, dep, kind, dep_tensor = a[0], a[1], WAR, name
     return ready, dep, kind, dep_tensor

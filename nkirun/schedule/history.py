@@ -43,9 +43,10 @@ class AccessHistory:
         self.raw_memo = None
         if end + latency > self.write_end:
             self.write_end = end + latency
-        if self.reads.pop(box, None) is not None and self.rindex is not None:
+        reads = self.reads
+        if reads and reads.pop(box, None) is not None and self.rindex is not None:
             self.rindex.remove(box)
-        if len(writes) + len(self.reads) > self.limit:
+        if len(writes) + len(reads) > self.limit:
             self.writes = {b: a for b, a in writes.items() if b == box
                            or not contains(box, b)}
             self.reads = {b: a for b, a in self.reads.items() if not contains(box, b)}
