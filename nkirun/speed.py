@@ -76,6 +76,14 @@ and schedule.
 |                 | inputs copied into its arrays (runner/plan_keep.py)     |                                               |
 | FILL_BITS       | a planned fill (memset, a slot's reset) sets the stored | NumPy's broadcast copy (hw/dtypes.py          |
 |                 | bits through an unsigned view (hw/dtypes.py filler)     | filler_plain; tests/hw/test_widen_bits.py)    |
+| UNREAD_FILLS    | the fill of a tile written in parts is left out of the  | every such fill made (tests/runner/           |
+|                 | plan when no step reads it: the tile is written in full | test_plan_unread.py)                          |
+|                 | or dies, never handed to the plain path                 |                                               |
+|                 | (runner/plan_writes.py PlannedWrites.unread_fills)      |                                               |
+| WIDEN_FROM_SOURCE | a matmul operand inside a tile loaded by a bit copy is| each view widened from the tile, every copy   |
+|                 | widened from the copy's source (one float32 copy per    | made (tests/runner/test_plan_source.py)       |
+|                 | source view while it is not written); a copy nothing    |                                               |
+|                 | else reads is left out (runner/plan_source.py)          |                                               |
 
 Shortcuts chosen by an argument rather than a switch, each tested against its twin:
 runner/plan.py (a planned run; `interpret.execute(plan=False)`: runner/plain.py, tests/
@@ -133,3 +141,5 @@ BF16_SHIFT = True
 SAME_TRACE_CHECK = True
 KEPT_PLAN = True
 FILL_BITS = True
+UNREAD_FILLS = True
+WIDEN_FROM_SOURCE = True

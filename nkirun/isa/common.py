@@ -277,6 +277,8 @@ def widened(pair) -> np.ndarray:
     a, work = pair
     if work is None:
         return a
+    if work.__class__ is list:  # (a cell: the copy the plan points it at, runner/plan_widen.py)
+        return work[0]
     dt.widen_into(work, a)
     return work
 

@@ -190,7 +190,7 @@ class _Planner:
         self.views: dict = {}  # (array number, layout, shape) -> view
         self.bs, self.calls = [], []  # the steps: the instruction, the call
         self.writes = PlannedWrites()  # tensors written in parts so far (plan_writes.py)
-        self.widen = WidenOnce()  # float32 copies of views read widened (plan_widen.py)
+        self.widen = WidenOnce(len(self.arrays), self.outputs)  # (plan_widen.py)
         self.compile(bound, ends)  # (ends: last_uses, without the kept tensors)
 
     def _kind(self, name: str) -> tuple:
@@ -259,8 +259,8 @@ class _Planner:
                 widen.steps(widened, b, add_b, add_call)
             add_b(b)
             add_call(call)
-            if widen.current:  # (what b writes: a plain call may write any tensor it names)
-                widen.written_by(names if plain else names[r.reads:], slot)
+            if widen.current or widen.sources is not None:  # (what b reads raw, writes)
+                widen.ran(b, names, r, plain, call, widened, slot, len(self.calls) - 1)
             done = ends.get(i)
             if done is not None:
                 for n in ((done,) if done.__class__ is str else done):
@@ -271,6 +271,7 @@ class _Planner:
                         free[e[2]].append(e)
         for n in [n for n in masks if n in outputs]:  # (kept: the run tracks the rest)
             self.hand_over(n, bound[-1])
+        self.writes.unread_fills(self.bs, self.calls, self.widen.unread_copies())
 
     def view_key(self, r, shape=None) -> tuple:
         """(array number, layout, shape) of view(r, shape): equal keys, equal views."""
@@ -323,7 +324,7 @@ class _Planner:
         if not planned:
             return self.start_tracking(name, b)
         self._fill(name, b)
-        self.writes.start(name, t.shape)
+        self.writes.start(name, t.shape, len(self.calls) - 1)  # (the fill's step)
         if t.output:  # (in the Machine from the start; its written mask comes later)
             self.bound_in_m.add(name)
             self.bs.append(b)
@@ -351,7 +352,7 @@ class _Planner:
 
     def hand_over(self, name: str, b) -> None:
         """Before b: the run tracks the tensor from here on, from the plan's mask."""
-        mask = self.writes.drop(name)
+        mask = self.writes.drop(name, handed=True)
         self.tracked.add(name)
         self.bound_in_m.add(name)
         self.bs.append(b)

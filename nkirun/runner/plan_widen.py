@@ -23,7 +23,9 @@ from functools import partial
 
 import numpy as np
 
+from nkirun import speed
 from nkirun.hw.dtypes import widen_into
+from nkirun.runner.plan_source import RAW, Sources, copy_of_bits
 
 
 class WidenOnce:
@@ -34,24 +36,45 @@ class WidenOnce:
     write of the array makes stale); `needing`: while a plan form builds its call, the
     keys it reads (kept with the call in its recipe)."""
 
-    __slots__ = ("copies", "fresh", "current", "needing", "before", "read")
+    __slots__ = ("copies", "fresh", "current", "needing", "before", "read", "sources",
+                 "cells", "points", "outputs")
 
-    def __init__(self):
+    def __init__(self, held: int = 0, outputs=frozenset()):
         self.copies: dict = {}
         self.fresh: set = set()
         self.current: dict = {}
         self.needing: list | None = None
         self.before: dict = {}  # array number -> the keys read before its last write
         self.read: dict = {}  # array number -> the keys read since its last write
+        # (speed.WIDEN_FROM_SOURCE, plan_source.py: the copies' sources; per view key the
+        # cell its calls read, and the key of the copy a step last pointed it at)
+        self.sources = Sources(held) if speed.WIDEN_FROM_SOURCE and speed.WIDEN_ONCE \
+            else None
+        self.cells: dict = {}
+        self.points: dict = {}
+        self.outputs = outputs
 
-    def copy_of(self, key: tuple, a: np.ndarray) -> np.ndarray:
-        """The float32 copy of view `a` (key: the planner's view key, its array number
-        first) that the call being built reads instead of widening a itself."""
+    def copy_of(self, key: tuple, a: np.ndarray) -> tuple:
+        """The pair (isa/common.widened's) the call being built reads instead of widening
+        view `a` itself (key: the planner's view key, its array number first): (the float32
+        copy, None), or (None, a cell holding the copy it reads now) under
+        WIDEN_FROM_SOURCE."""
         have = self.copies.get(key)
         if have is None:
-            have = self.copies[key] = (a, np.empty(a.shape, np.float32))
+            have = self.copies[key] = (a, None if self.sources is not None else
+                                       np.empty(a.shape, np.float32))
         self.needing.append(key)
-        return have[1]
+        if self.sources is None:
+            return have[1], None
+        cell = self.cells.get(key)
+        if cell is None:
+            cell = self.cells[key] = [None]
+        return None, cell
+
+    def raw(self, key: tuple) -> None:
+        """The call being built reads the view of `key` as it is (a float32 operand)."""
+        if self.sources is not None:
+            self.needing.append((RAW, key[0]))
 
     def steps(self, keys: tuple, b, add_b, add_call) -> None:
         """Before b (whose call reads the copies of `keys`): one widening step for each
@@ -60,6 +83,9 @@ class WidenOnce:
         the loop that read them then is likely to read them again (a blocked matmul reads
         a loaded tile's views one by one between other work, each from cold memory)."""
         fresh, copies, read = self.fresh, self.copies, self.read
+        points = None
+        if self.sources is not None:
+            keys, points = self._from_sources(keys)
         for key in keys:
             seen = read.get(key[0])
             if seen is None:
@@ -70,20 +96,88 @@ class WidenOnce:
                 continue
             before = self.before.get(key[0])
             group = (before if before is not None and key in before else {key}) - fresh
-            pairs = [copies[k] for k in group]
+            pairs = [copies[k] if copies[k][1] is not None else self._made(k) for k in group]
             pairs.sort(key=_address)
             add_b(b)
             add_call(partial(_widen_all, pairs))
             fresh |= group
             self.current.setdefault(key[0], []).extend(group)
+            if self.sources is not None:
+                self.sources.read(key[0])  # (the widening reads the array)
+        if points:
+            add_b(b)
+            add_call(partial(_point_all, tuple((c, self._made(k)[1]) for c, k in points)))
+
+    def _made(self, key: tuple) -> tuple:
+        """copies[key], its float32 array made if it has none yet."""
+        a, work = self.copies[key]
+        if work is None:
+            work = np.empty(a.shape, np.float32)
+            self.copies[key] = (a, work)
+        return a, work
+
+    def _from_sources(self, keys: tuple) -> tuple:
+        """(the keys of the copies the call reads: each view's source's where it has one
+        (plan_source.py), the (cell, key) pairs a step must point anew)."""
+        copies, points, out, moved = self.copies, self.points, [], []
+        for key in keys:
+            if key[0] == RAW:
+                continue
+            got = self.sources.source_of(key[0], copies[key][0])
+            to = key
+            if got is not None:
+                sub, number = got
+                to = (number, ("source", _address((sub, None)), sub.strides), sub.shape)
+                if to not in copies:
+                    if self.sources.room(sub.size * 4):
+                        copies[to] = (sub, None)
+                    else:  # (over the bound: widened from the tile, whose copy stays)
+                        to = key
+            out.append(to)
+            if points.get(key) != to:
+                points[key] = to
+                moved.append((self.cells[key], to))
+        return out, moved
+
+    def ran(self, b, names, recipe, plain: bool, call, keys, slot, at: int) -> None:
+        """After step `at`, b's call (`keys`: the copies it reads; recipe: its form's,
+        runner/plan.py): what b reads raw and writes (a plain call may read and write any
+        tensor it names), and the bit copy it may be (plan_source.py)."""
+        src, reads = self.sources, recipe.reads
+        written = names if plain else names[reads:]
+        if src is None:
+            return self.written_by(written, slot)
+        if src.pending:
+            raw = {slot(n) for n in (names if plain else names[:reads])}
+            if keys:
+                raw -= {k[0] for k in keys if k[0] != RAW}
+                raw |= {k[1] for k in keys if k[0] == RAW}
+            for number in raw:
+                src.read(number)
+        pair = None if plain or reads != 1 or len(written) != 1 else copy_of_bits(call)
+        if not plain and src.pending:
+            for p in recipe.whole:  # (written in full: what copies left there is gone)
+                src.overwritten(slot(names[p]))
+        for n in written:
+            self.written(slot(n), None if pair is None else pair[0])
+        if pair is not None and slot(names[0]) != slot(written[0]):
+            src.copied(at, slot(written[0]), pair[0], pair[1], slot(names[0]),
+                       written[0] in self.outputs)
+
+    def unread_copies(self) -> list:
+        """The steps of copies nothing read (plan_source.py), to leave out of the plan."""
+        return [] if self.sources is None else self.sources.unread_steps()
 
     def written_by(self, names, slot) -> None:
         """Tensors `names` are written (slot: name -> its array number)."""
         for n in names:
             self.written(slot(n))
 
-    def written(self, number: int) -> None:
-        """Array `number` is written (or handed to another tensor): its copies are stale."""
+    def written(self, number: int, d=None) -> None:
+        """Array `number` is written (or handed to another tensor): its copies are stale
+        (d: the view a bit copy wrote, plan_source.py)."""
+        if self.sources is not None:
+            self.sources.written(number, d)
         keys = self.current.pop(number, None)
         if keys:
             self.fresh.difference_update(keys)
@@ -97,3 +191,8 @@ def _address(pair) -> int:
 def _widen_all(pairs) -> None:
     for a, work in pairs:
         widen_into(work, a)
+
+
+def _point_all(pairs) -> None:
+    for cell, work in pairs:
+        cell[0] = work

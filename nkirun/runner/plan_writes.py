@@ -9,6 +9,12 @@ written is planned and its box writes are marked; the tensor leaves the masks (i
 like any untracked tensor) once every element is written. An instruction the plan cannot
 decide (a read of an unwritten element, a write that is not a box) takes the plain path,
 and from there on the tensor is tracked at run time, starting from the mask (`hand_over`).
+
+Such a tensor's array starts with the fill the plain path starts it with (its slot may hold
+an earlier tensor's values). No step reads that fill unless the tensor is handed over: a
+planned step reads only elements a planned step wrote before it. So when the tensor leaves
+the masks written in full, or at its last use, without being handed over, its fill step is
+left out of the plan (speed.UNREAD_FILLS; `unread_fills`; the plain twin makes every fill).
 """
 from __future__ import annotations
 
@@ -32,15 +38,21 @@ class PlannedWrites:
     (`masks`), and how many of them are not (`left`: a tile loaded in k parts costs k
     box-sized counts, not k passes over the whole mask)."""
 
-    __slots__ = ("masks", "left")
+    __slots__ = ("masks", "left", "fills", "unread")
 
     def __init__(self):
         self.masks: dict = {}
         self.left: dict = {}
+        self.fills: dict = {}  # tensor name -> the index of its fill step, while unread
+        self.unread: list = []  # the indexes of fill steps no step reads
 
-    def start(self, name: str, shape: tuple) -> None:
+    def start(self, name: str, shape: tuple, fill_at: int | None = None) -> None:
+        """The tensor is written in parts from here; `fill_at`: the step that fills its
+        array first (dropped from the plan if nothing reads what it wrote)."""
         self.masks[name] = mask = np.zeros(shape, bool)
         self.left[name] = mask.size
+        if fill_at is not None and speed.UNREAD_FILLS:
+            self.fills[name] = fill_at
 
     def held(self, r) -> bool | None:
         """Whether every element of view r holds data (True), none does (False), or some
@@ -77,11 +89,31 @@ class PlannedWrites:
                 mask[at] = True
                 if not left[name]:
                     del masks[name], left[name]
+                    self._unread(name)
 
-    def drop(self, name: str):
-        """The tensor leaves the masks; returns its mask (None if it had none)."""
+    def drop(self, name: str, handed: bool = False):
+        """The tensor leaves the masks; returns its mask (None if it had none). `handed`:
+        the run tracks it from here (plain steps may read its fill), else its last use."""
         self.left.pop(name, None)
+        if handed:
+            self.fills.pop(name, None)
+        else:
+            self._unread(name)
         return self.masks.pop(name, None)
+
+    def _unread(self, name: str) -> None:
+        at = self.fills.pop(name, None)
+        if at is not None:
+            self.unread.append(at)
+
+    def unread_fills(self, bs: list, calls: list, more=()) -> None:
+        """Leave the fill steps no step reads out of the plan's steps (in place), and the
+        steps `more` (copies no step reads, plan_source.py)."""
+        if self.unread or more:
+            gone = {*self.unread, *more}
+            bs[:] = [b for i, b in enumerate(bs) if i not in gone]
+            calls[:] = [c for i, c in enumerate(calls) if i not in gone]
+            self.unread = []
 
 
 class Viewer:
@@ -90,7 +122,8 @@ class Viewer:
     False for none, None for some), `scratch(tag, shape)`, a float32 work array of this
     run shared by every call asking for the same tag and shape: its contents do not
     outlive one call (the calls of a run are made one at a time), and `widened(r, shape,
-    tag)`, r's float32 values for the call to read (runner/plan_widen.py)."""
+    tag)`, r's float32 values for the call to read (runner/plan_widen.py): a plan form reads
+    a view it asks widened only through the pair it gets."""
 
     __slots__ = ("_view", "_writes", "fresh", "_scratch", "_key", "_widen")
 
@@ -120,10 +153,12 @@ class Viewer:
         call widening it each time (the plain twin, isa/common.f32_operand's)."""
         a = self._view(r, shape)
         if a is None or a.dtype == np.float32:
+            if a is not None and self._widen is not None:
+                self._widen.raw(self._key(r, shape))  # (read as it is)
             return None if a is None else (a, None)
         if not speed.WIDEN_ONCE or self._widen is None:
             return a, self.scratch(tag, shape)
-        return self._widen.copy_of(self._key(r, shape), a), None
+        return self._widen.copy_of(self._key(r, shape), a)
 
 
 def hand_over(m, name: str, arr, mask) -> None:

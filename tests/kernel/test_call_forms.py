@@ -17,7 +17,9 @@ engine booked on its own; `speed.DMA_GROUP_PLANS = False`: each transfer's engin
 anew; `speed.CORE_PLANS = False`: each core of a two-core schedule plans its own forms;
 `speed.BOX_INDEX = False`: every dependence scan over every live
 access; `speed.BF16_SHIFT = False`: bfloat16 widened by ml_dtypes' cast;
-`speed.FILL_BITS = False`: a planned fill by NumPy's broadcast copy),
+`speed.FILL_BITS = False`: a planned fill by NumPy's broadcast copy; `speed.UNREAD_FILLS =
+False`: every fill of a tile written in parts made; `speed.WIDEN_FROM_SOURCE = False`: each
+matmul operand widened from its tile, every copy made),
 run to the
 same results, and the instructions bound from a form's template (checker/intern.py
 `Templates`) equal the plain path's (`bind(program, fast=False)`): diagnostics, engines,
@@ -111,7 +113,8 @@ SWITCHES = ((speed, "CALL_FORMS"), (speed, "ALLOC_PLANS"), (speed, "FORM_ARGS"),
             (speed, "CORES_BY_NAMES"), (speed, "WIDEN_ONCE"), (speed, "FORM_PLANS"),
             (speed, "DEAD_HISTORIES"), (speed, "SHARED_DMA_SERVERS"), (speed, "BOX_INDEX"),
             (speed, "DMA_GROUP_PLANS"), (speed, "CORE_PLANS"),
-            (speed, "BF16_SHIFT"), (speed, "FILL_BITS"))
+            (speed, "BF16_SHIFT"), (speed, "FILL_BITS"), (speed, "UNREAD_FILLS"),
+            (speed, "WIDEN_FROM_SOURCE"))
 
 
 def _plain_switches(monkeypatch, on: bool) -> None:

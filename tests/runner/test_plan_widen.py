@@ -96,6 +96,7 @@ def _widenings(c) -> tuple[int, int, int]:
 
 
 def test_operands_are_widened_again_only_after_a_write(tmp_path, monkeypatch):
+    monkeypatch.setattr(speed, "WIDEN_FROM_SOURCE", False)  # (its counts: test_plan_source)
     # 8 matmuls read 6 distinct views (a[:, 0], a[:, 1], b[:, k, cols]): 6 widenings
     assert _widenings(_program(tmp_path, "bfloat16", BETWEEN["nothing"])) == (6, 6, 8)
     # the DMA between the blocks rewrites a: its two views are widened again, in one step
@@ -113,7 +114,7 @@ def test_operands_are_widened_again_only_after_a_write(tmp_path, monkeypatch):
     assert _widenings(_program(tmp_path, "bfloat16", BETWEEN["nothing"])) == (0, 0, 8)
 
 
-def test_a_tile_slot_taken_by_another_tensor_is_widened_again(tmp_path):
+def test_a_tile_slot_taken_by_another_tensor_is_widened_again(tmp_path, monkeypatch):
     """Tiles `t0`, `t1` of one shape and dtype, one after the other: t1 takes t0's array
     and the matmul view of the same layout must not read t0's copy."""
     x = RNG.standard_normal((256, 128)).astype(np.float32)
@@ -130,4 +131,5 @@ def test_a_tile_slot_taken_by_another_tensor_is_widened_again(tmp_path):
     assert c.ok, [d.one_line() for d in c.diagnostics]
     plain, once = both_ways(c.program, c.bound)
     assert once == plain and plain[0] != "error"
+    monkeypatch.setattr(speed, "WIDEN_FROM_SOURCE", False)  # (widened from the tiles)
     assert _widenings(c) == (3, 3, 4)  # r once, t0 once, t1 (in t0's array) once
