@@ -144,6 +144,20 @@ class Server:
             del starts[1], ends[1], owners[1]
 
 
+def _earliest(answers) -> tuple:
+    """(first byte, end, blocker) of a transfer from its engines' Server.book answers, in
+    order: the earliest first byte, the latest end (0.0 at least), the first blocker."""
+    first, end, blocker = math.inf, 0.0, None
+    for f, x, bl in answers:
+        if f < first:
+            first = f
+        if x > end:
+            end = x
+        if bl is not None and blocker is None:
+            blocker = bl
+    return first, end, blocker
+
+
 class DmaEngines:
     """The 16 engines and HBM as servers. While every transfer has used all engines with
     equal shares, one Server stands for all of them (the common case, 16x less work)."""
@@ -207,16 +221,9 @@ class DmaEngines:
             one = self._one_server(shares)  # (the usual case: one booking serves them all)
             got = [one.book(t0, shares[0][1], owner)] if one is not None else \
                 self._book_grouped(t0, shares, owner)
-        first, end, blocker = math.inf, 0.0, None
-        for k, (e, w) in enumerate(shares if got is None or len(got) > 1 else shares[:1]):
-            f, x, bl = self.servers[e].book(t0, w, owner) if got is None else got[k]
-            if f < first:
-                first = f
-            if x > end:
-                end = x
-            if bl is not None and blocker is None:
-                blocker = bl
-        return first, end, blocker
+        return _earliest(self.servers[e].book(t0, w, owner) if got is None else got[k]
+                         for k, (e, w) in enumerate(
+                             shares if got is None or len(got) > 1 else shares[:1]))
 
     def _plan_of(self, shares) -> tuple | None:
         """The (Server, work) pairs `_book_shares` books for `shares` while no engine
@@ -244,16 +251,8 @@ class DmaEngines:
         """`book` from the plan `groups` (`_plan_of`): each Server booked once; an answer
         equal for all engines of a Server, the first and last byte and the first blocker
         in the order of `shares` are those of the groups in theirs."""
-        first, end, blocker = math.inf, 0.0, None
-        for srv, w in groups:
-            f, x, bl = srv.book(t0, w, owner)
-            if f < first:
-                first = f
-            if x > end:
-                end = x
-            if bl is not None and blocker is None:
-                blocker = bl
-        return self._hbm(t0, hbm_ns, owner, first, end, blocker)
+        return self._hbm(t0, hbm_ns, owner,
+                         *_earliest(srv.book(t0, w, owner) for srv, w in groups))
 
     def _one_server(self, shares) -> Server | None:
         """The Server every engine of `shares` shares with no other engine when they all

@@ -263,12 +263,8 @@ def scalar_alt(s, cycles: int, rstore, rboxes, wstore, wboxes, data_at: float,
     if (data_at if data_at >= free else free) + cycles / clock >= vector_end:
         return None
     ready, dep, kind, tensor = s.ready_of(s, rstore, rboxes, wstore, wboxes, 1.0)
-    if dep is not None and ready >= free:  # placement.earliest_start
-        start = ready
-    elif blocker is not None and free > 0:
-        start, dep, kind, tensor = free, blocker, ENGINE, None
-    else:
-        start, dep, kind, tensor = 0.0, None, READY, None
+    start, dep, kind, tensor = placement.earliest_start(ready, dep, kind, tensor, free,
+                                                        blocker)
     end = start + cycles / clock
     if end >= vector_end:
         return None
