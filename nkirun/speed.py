@@ -8,7 +8,8 @@ and schedule.
 | switch          | the shortcut                                           | the plain twin                                |
 |-----------------|--------------------------------------------------------|-----------------------------------------------|
 | CALL_FORMS      | a kernel call of a known call-site form is built from   | every call converted afresh                    |
-|                 | the form's first instance (source/kernel/call_forms.py) |                                               |
+|                 | the form's first instance (source/kernel/call_forms.py; |                                               |
+|                 | keyword values: Python's and NumPy's scalars, tokens)   |                                               |
 | FORM_ARGS       | such an instruction keeps only its tensor names         | an args dict of its own                       |
 |                 | (source/forms.py FormArgs)                              |                                               |
 | ALLOC_PLANS     | an nl.ndarray of a known layout reuses the checks of    | every allocation checked afresh               |
@@ -84,6 +85,14 @@ and schedule.
 |                 | widened from the copy's source (one float32 copy per    | made (tests/runner/test_plan_source.py)       |
 |                 | source view while it is not written); a copy nothing    |                                               |
 |                 | else reads is left out (runner/plan_source.py)          |                                               |
+| COPY_CHAINS     | nl.broadcast_to's dma_copy chain across partitions     | each step through convenience._emit (the      |
+|                 | recorded from its call site's plan: each step's form    | loop in convenience.broadcast_to; tests/      |
+|                 | (source/kernel/copy_chains.py)                          | kernel/test_copy_chains.py)                   |
+| OFFSET_FAMILIES | bind skips the rules of an instruction equal to a       | every rule applied to every instruction not   |
+|                 | checked one up to tensor names and view offsets when a  | interned by value (checker/bind.py            |
+|                 | twin run saw the rules read none of the offsets that    | _apply_rules; bind(..., fast=False); tests/   |
+|                 | differ (checker/families.py); its names plan is the     | checker/test_offset_families.py)              |
+|                 | family's                                                |                                               |
 
 Shortcuts chosen by an argument rather than a switch, each tested against its twin:
 runner/plan.py (a planned run; `interpret.execute(plan=False)`: runner/plain.py, tests/
@@ -98,6 +107,10 @@ helpers). Memos, each beside its plain definition: source/kernel/views.py `index
 tuple after the layout token the handle keeps, `_layout_token`) and `view_method` (.ap,
 .reshape, ... with plain arguments, on the same token), twins `index_view_plain` and
 `view_method_plain` (tests/kernel/test_fast_views.py, also the tokens they hand out).
+The scheduler's history update, schedule/history.py `record` (a read inline, a tensor's
+first access made in place), beside `record_plain` (AccessHistory.read and .wrote;
+tests/schedule/test_record.py); schedule/fast_place.py `scalar_alt` beside
+placement.on_scalar (tests/schedule/test_form_plans.py, FORM_PLANS off).
 A dst-first call by position decides `legacy.dst_first`'s keyword part once per count and
 keywords (isa_shim._positional_plan; tests/kernel/test_call_forms.py compares the two). Under LAZY_OPERANDS the scheduler reads a form instance's pending
 Operands raw (schedule/scheduler.py `place`, placement.on_scalar's cycles per form); with
@@ -139,3 +152,5 @@ KEPT_PLAN = True
 FILL_BITS = True
 UNREAD_FILLS = True
 WIDEN_FROM_SOURCE = True
+COPY_CHAINS = True
+OFFSET_FAMILIES = True

@@ -15,12 +15,14 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
+from nkirun import speed  # the speed switches, beside their plain twins
 from nkirun.diagnostics import Diagnostic, error
 from nkirun.hw.alu import NOT_ON_HARDWARE
 from nkirun.hw.targets import DEFAULT_MAX_HBM_BYTES, TARGETS
 from nkirun.ir import ON_CHIP, Program, View
 from nkirun.isa import REGISTRY
 from nkirun.isa.bound import Bound, Operands
+from nkirun.checker.families import Families
 from nkirun.checker.intern import Templates, Views, form_key
 from nkirun.isa.spec import param_tables, views_of
 from nkirun.views import access
@@ -36,6 +38,7 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES, fast: boo
     bound, diags = [], []
     views = Views() if fast else None
     forms = Templates(program.dropped, views) if fast else None  # call-site forms
+    families = Families(views.token) if fast and speed.OFFSET_FAMILIES else None
     passed: dict = {}  # interning: see the module docstring
     passed_form: dict = {}
     passed_at: dict = {}
@@ -79,9 +82,20 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES, fast: boo
             bound.append(b)
             continue
         b = Bound(inst, spec, Operands(args, None if form is None else {}), None, "", target)
-        ok = _apply_rules(b, ok, diags, program, max_hbm_bytes)
-        if ok is None:  # an operand or keyword failed: b is left out
-            continue
+        family = families.key(spec.name, list(args.values())) if form is not None and \
+            families is not None and args.get("mask") is None else None
+        known = families.engine(family, list(args.values())) if family is not None else None
+        if known is not None:  # a known offset family: its rules do not read these offsets
+            b.engine, ok = known[0], True
+            if known[1] is not None:
+                b.args.form["names_plan"] = known[1]
+        else:
+            n0 = len(diags)
+            ok = _apply_rules(b, ok, diags, program, max_hbm_bytes)
+            if ok is None:  # an operand or keyword failed: b is left out
+                continue
+            if ok and family is not None and len(diags) == n0:
+                families.learn(family, b, list(args.values()), _twin_rules(program, max_hbm_bytes))
         if ok and args.get("mask") is None and same is not None:
             forms.put(inst, b)
             passed[same] = b
@@ -91,6 +105,15 @@ def bind(program: Program, max_hbm_bytes: int = DEFAULT_MAX_HBM_BYTES, fast: boo
                 passed_form[form] = b
         bound.append(b)
     return bound, diags
+
+
+def _twin_rules(program: Program, max_hbm_bytes: int):
+    """Families.learn's `rules`: every rule applied to a twin, True when all passed and
+    nothing was reported."""
+    def rules(twin: Bound) -> bool:
+        found: list = []
+        return _apply_rules(twin, True, found, program, max_hbm_bytes) is True and not found
+    return rules
 
 
 def _op_tables(per_op: dict, op: str) -> tuple:

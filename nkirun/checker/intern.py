@@ -70,7 +70,8 @@ def layout_key(decl, index):
 
 class Views:
     """Resolved views for one bind: by (tensor, index object) — the front ends share index
-    objects, and the program keeps them alive — and by layout (`layout_key`). `token[id(r)]`
+    objects, and the program keeps them alive — and by layout (`layout_key`, as `layout`'s
+    pair of small ints). `token[id(r)]`
     names the layout of each Resolved handed out (equal tokens: equal layouts)."""
 
     def __init__(self):
@@ -78,6 +79,26 @@ class Views:
         self.by_layout: dict = {}
         self.token: dict = {}
         self.narrowed: dict = {}  # id(r) -> r as a (P, 1) tile (bind's per-partition rule)
+        self.ids: dict = {}  # id(decl or index) -> (it, its small int in `values`)
+        self.values: dict = {}  # a layout (buffer, shape, dtype), an index -> a small int
+
+    def layout(self, decl, index):
+        """layout_key(decl, index) as a pair of small ints, None where it is None: equal
+        pairs for equal layout_keys, the decl's (buffer, shape, dtype) and the index by
+        value each hashed once per object (a DType's and a Slice's hash are Python code;
+        a loop names the same few index objects on ever new tensors)."""
+        ids = self.ids
+        hit = ids.get(id(decl))
+        if hit is None or hit[0] is not decl:
+            key = ("decl", decl.buffer, decl.shape, decl.dtype)
+            hit = ids[id(decl)] = (decl, self.values.setdefault(key, len(self.values)))
+        d = hit[1]
+        hit = ids.get(id(index))
+        if hit is None or hit[0] is not index:
+            n = None if layout_key(decl, index) is None else \
+                self.values.setdefault(("index", index), len(self.values))
+            hit = ids[id(index)] = (index, n)
+        return None if hit[1] is None else (d, hit[1])
 
     def get(self, tensor: str, index, decl):
         """The Resolved of view tensor[index] of `decl` when known by value, else None."""
@@ -85,7 +106,7 @@ class Views:
         r = self.by_view.get(rkey)
         if r is not None:
             return r
-        lkey = layout_key(decl, index)
+        lkey = self.layout(decl, index)
         if lkey is None:
             return None
         hit = self.by_layout.get(lkey)
@@ -98,7 +119,7 @@ class Views:
     def put(self, tensor: str, index, decl, r: Resolved) -> None:
         """Remember r (resolved the plain way, without error) as the view tensor[index]."""
         self.by_view[(tensor, id(index))] = r
-        lkey = layout_key(decl, index)
+        lkey = self.layout(decl, index)
         if lkey is not None and (r.ap is None or r.ap.indirect is None):
             first = self.by_layout.setdefault(lkey, r)
             self.token[id(r)] = self.token.get(id(first), len(self.by_layout))
@@ -145,16 +166,23 @@ class Templates:
         keys = [self.token.get(id(b.args[k]), id(b.args[k])) for k in locs.views]
         for k, key in zip(locs.views, keys):
             self.last.setdefault(key, {}).setdefault(inst.args[k].tensor, b.args[k])
-        # per view keyword: (keyword, its `last` dict, the template's Resolved); and the
-        # template's names_plan with, per name in it, the position of its keyword in
-        # locs.views (an instance's names are its own tensors' there: Bound.names_plan)
+        # the template is made when a second instance asks for it (`_made`): most forms
+        # of a loop over offsets have one instance (a view at a new offset each time)
+        self.by_form[id(locs)] = (b, keys)
+
+    def _made(self, locs, b, keys) -> tuple:
+        """The template of form `locs` from its first instance b (put): per view keyword
+        (keyword, its `last` dict, the template's Resolved); the template's names_plan
+        with, per name in it, the position of its keyword in locs.views (an instance's
+        names are its own tensors' there: Bound.names_plan); ..."""
         plan = b.names_plan()[0]
         at = tuple(locs.views.index(k) for k in plan[3]) if plan[1] is not None and all(
             k in locs.views for k in plan[3]) else None
-        self.by_form[id(locs)] = (b, tuple((k, self.last[key], b.args[k])
-                                           for k, key in zip(locs.views, keys)), plan, at,
-                                  None if at is None else _picker(at), b.args, b.args.form,
-                                  b.spec, b.engine)
+        hit = self.by_form[id(locs)] = (
+            b, tuple((k, self.last[key], b.args[k]) for k, key in zip(locs.views, keys)),
+            plan, at, None if at is None else _picker(at), b.args, b.args.form, b.spec,
+            b.engine)
+        return hit
 
     def adopt(self, inst, b) -> None:
         """put(inst, b) for b bound as an equal earlier instruction that passed (by
@@ -171,6 +199,8 @@ class Templates:
         hit = self.by_form.get(id(locs)) if locs.__class__ is FormLocs else None
         if hit is None or inst.index in self.dropped:
             return None
+        if len(hit) == 2:  # (its first instance, put: the template not made yet)
+            hit = self._made(locs, *hit)
         _, views, plan, at, pick, targs, tform, spec, engine = hit
         inst_args = inst.args
         names = _form_names(inst_args, _NAMES) if inst_args.__class__ is FormArgs else \

@@ -19,7 +19,8 @@ anew; `speed.CORE_PLANS = False`: each core of a two-core schedule plans its own
 access; `speed.BF16_SHIFT = False`: bfloat16 widened by ml_dtypes' cast;
 `speed.FILL_BITS = False`: a planned fill by NumPy's broadcast copy; `speed.UNREAD_FILLS =
 False`: every fill of a tile written in parts made; `speed.WIDEN_FROM_SOURCE = False`: each
-matmul operand widened from its tile, every copy made),
+matmul operand widened from its tile, every copy made; `speed.COPY_CHAINS = False`: every
+nl.broadcast_to copy chain by its plain loop),
 run to the
 same results, and the instructions bound from a form's template (checker/intern.py
 `Templates`) equal the plain path's (`bind(program, fast=False)`): diagnostics, engines,
@@ -68,6 +69,64 @@ def _cases(tmp_path):
     (tmp_path / "forms_loop_kernel.py").write_text(FAST_BIND.LOOP_KERNEL)
     loop = load_module(tmp_path / "forms_loop_kernel.py", "forms_loop_kernel").loop
     yield "loop", lambda: trace_call(loop, (np.zeros((128, 512), np.float32), 12))
+    (tmp_path / "forms_numpy_scalars.py").write_text(NUMPY_SCALARS)
+    scalars = load_module(tmp_path / "forms_numpy_scalars.py", "forms_numpy_scalars").scalars
+    yield "numpy_scalars", lambda: trace_call(scalars, (x[:128, :64], 5))
+    (tmp_path / "forms_offsets.py").write_text(OFFSETS)
+    offsets = load_module(tmp_path / "forms_offsets.py", "forms_offsets").offsets
+    yield "offsets", lambda: trace_call(offsets, (np.zeros((128, 512), np.float32), 8))
+
+
+# views at a new offset per iteration (a new call-site form each time, of one family:
+# call_forms.family_key), a tile shared by two views, and a tensor declared by its first use
+# in a family member
+OFFSETS = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def offsets(x, n):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=acc, value=0.0)
+    for i in range(n):
+        t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x[:, 64 * i:64 * (i + 1)])
+        nisa.activation(dst=acc[:, 64 * i:64 * (i + 1)], op=nl.exp, data=t, scale=0.5)
+        nisa.tensor_tensor(dst=t[:, 0:32], data1=acc[:, 64 * i:64 * i + 32],
+                           data2=t[:, 32:64], op=nl.add)
+        nisa.tensor_copy(dst=out[:, 64 * i:64 * (i + 1)], src=t)
+    return out
+'''
+
+
+# NumPy scalars as keyword values (NKIBench's `np.dtype(np.float32).type(0.9)`): a call
+# site's form holds them by class and value, -0.0 apart from 0.0
+NUMPY_SCALARS = '''
+import numpy as np
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def scalars(x, n):
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=acc, value=np.float32(0.0))
+    for i in range(n):
+        t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        for c in (np.float32(0.9), np.float32(-0.0), np.float32(0.0), np.float64(-0.0),
+                  np.float16(2.5), np.int32(3), np.float32(0.9)):
+            nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=c)
+        nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=np.dtype(np.float32).type(i % 2))
+        nisa.tensor_tensor(dst=acc, data1=acc, data2=t, op=nl.add)
+    nisa.dma_copy(dst=out, src=acc)
+    return out
+'''
 
 
 # nki.isa calls by position, dst first (NKI 0.2+), with and without keywords, and a pre-0.2
@@ -114,7 +173,8 @@ SWITCHES = ((speed, "CALL_FORMS"), (speed, "ALLOC_PLANS"), (speed, "FORM_ARGS"),
             (speed, "DEAD_HISTORIES"), (speed, "SHARED_DMA_SERVERS"), (speed, "BOX_INDEX"),
             (speed, "DMA_GROUP_PLANS"), (speed, "CORE_PLANS"),
             (speed, "BF16_SHIFT"), (speed, "FILL_BITS"), (speed, "UNREAD_FILLS"),
-            (speed, "WIDEN_FROM_SOURCE"))
+            (speed, "WIDEN_FROM_SOURCE"), (speed, "COPY_CHAINS"),
+            (speed, "OFFSET_FAMILIES"))
 
 
 def _plain_switches(monkeypatch, on: bool) -> None:
@@ -150,6 +210,31 @@ def test_traces_with_forms_equal_the_plain_trace(tmp_path, monkeypatch):
     assert dict(seen)["loop"] > 30  # the loop's calls do have forms
     assert dict(seen)["positional"] > 20
     assert dict(seen)["aps"] > 8 * 3  # (a call with a direct `.ap()` has its form too)
+    assert dict(seen)["numpy_scalars"] >= 4 * 10  # (NumPy scalars: forms too)
+
+
+def test_a_family_member_is_traced_as_its_first_form(tmp_path, monkeypatch):
+    """A call of a new form whose family is known (call_forms.family_key: the same call
+    site and keyword values, views at other offsets) is recorded from the family's first
+    form (from_family) as _emit_fast records it: the same program with families off."""
+    used = []
+    plain = call_forms.from_family
+    monkeypatch.setattr(call_forms, "from_family", lambda *a: used.append(1) or plain(*a))
+    cases = dict(_cases(tmp_path))
+    for name in ("offsets", "loop", "aps", "numpy_scalars"):
+        views._LAYOUTS.clear()
+        fast = cases[name]()
+        monkeypatch.setattr(speed, "OFFSET_FAMILIES", False)
+        views._LAYOUTS.clear()
+        plain_trace = cases[name]()
+        monkeypatch.setattr(speed, "OFFSET_FAMILIES", True)
+        a, b = fast.program, plain_trace.program
+        assert _instructions(a) == _instructions(b), name
+        assert [i.arg_locs.views for i in a.instructions if i.arg_locs.__class__ is FormLocs] \
+            == [i.arg_locs.views for i in b.instructions
+                if i.arg_locs.__class__ is FormLocs], name
+        assert a.tensors == b.tensors and list(a.tensors) == list(b.tensors), name
+    assert len(used) >= 4 * 6  # (offsets: each call's iterations 2..7 at least)
 
 
 def test_form_args_read_as_their_dict(tmp_path):
@@ -273,6 +358,16 @@ def test_a_negative_zero_is_not_a_positive_one(tmp_path):
     signs = [math.copysign(1.0, i.args["value"]) for i in program.instructions
              if i.op == "memset"]
     assert signs == [1.0, -1.0, 1.0, -1.0]
+
+
+def test_a_numpy_negative_zero_is_not_a_positive_one(tmp_path):
+    """NumPy scalars key a call's form by class and value: -0.0 and 0.0 (equal, with equal
+    hashes) make two forms, as Python floats do."""
+    import math
+    program = dict(_cases(tmp_path))["numpy_scalars"]().program
+    got = [math.copysign(1.0, i.args["operand0"]) for i in program.instructions
+           if i.op == "tensor_scalar"]
+    assert got == [1.0, -1.0, 1.0, -1.0, 1.0, 1.0, 1.0, 1.0] * 5
 
 
 def test_the_builder_keeps_a_negative_zero(tmp_path):

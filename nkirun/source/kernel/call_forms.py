@@ -13,17 +13,24 @@ and compares):
 """
 from __future__ import annotations
 
+import numpy as np
+
 from nkirun import speed  # the speed switches, beside their plain twins
 from nkirun.diagnostics import Loc
-from nkirun.ir import _INST_SET, AccessPattern, Instruction
-from nkirun.source.forms import FormArgs
+from nkirun.ir import _INST_SET, AccessPattern, Instruction, instruction_at, view_at
+from nkirun.source.forms import FormArgs, FormLocs
 from nkirun.source.kernel import consts, legacy
 from nkirun.source.kernel.lowering import lowered_index
 from nkirun.source.kernel.tensor import _NO_INDEX, ndarray
 
 FORMS_MAX = 10_000  # form and allocation-plan tables stop growing there
+# (NumPy's scalars too: NKIBench writes `np.dtype(np.float32).type(0.9)`; the trace reads
+# each as its .item(), session.Tracer.raw)
+_NUMPY_FLOATS = frozenset({np.float16, np.float32, np.float64})
+_FLOATS = frozenset({float, *_NUMPY_FLOATS})
 _FORM_SCALARS = frozenset({str, int, float, bool, type(None), consts.Token, consts.NlDType,
-                           consts.NlPackedDType})
+                           consts.NlPackedDType, *_NUMPY_FLOATS, np.bool_, np.int8, np.int16,
+                           np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64})
 
 
 def form_key(op: str, values: dict, loc: Loc):
@@ -52,11 +59,47 @@ def form_key(op: str, values: dict, loc: Loc):
             recs.append(rec)
             key += (k, rec.layout, id(index))
         elif c in _FORM_SCALARS:
-            key += (k, c, v) if v or c is not float else (k, c, repr(v))  # -0.0 == 0.0
+            key += (k, c, v) if v or c not in _FLOATS else (k, c, repr(v))  # -0.0 == 0.0
         else:
             return None
     key.append(tuple(map(recs.index, recs)))  # (TensorRecs compare by identity)
     return tuple(key), recs
+
+
+def family_key(key: tuple) -> tuple:
+    """A form_key key without its tensors' layouts, indices and aliasing: the op, the call
+    site, each keyword's value, which keywords hold a tensor. Two calls with equal family
+    keys make equal IR instructions up to their views (tensor name and index): a new form
+    of a known family (a view at a new offset) is built from the family's first form
+    (`from_family`) instead of converting every keyword again (session.Tracer._emit_fast,
+    its plain twin)."""
+    out = [key[0], key[1]]
+    for i in range(2, len(key) - 1, 3):
+        k, a = key[i], key[i + 1]
+        if a.__class__ is int:  # a tensor: (keyword, TensorRec.layout, index)
+            out.append(k)
+        else:  # (keyword, class, value): keywords are strs, classes types
+            out += (k, a, key[i + 2])
+    return tuple(out)
+
+
+def from_family(tracer, op: str, values: dict, loc: Loc, known: FormLocs) -> FormLocs:
+    """Record a call of a new form of the known family of form `known` (family_key): what
+    Tracer._emit_fast records — the form's first args (the NKI defaults, the converted
+    keyword values) with this call's views, its tensors declared in call order — and
+    return its FormLocs."""
+    full = known.template.copy()
+    for k in known.views:
+        v = values[k]
+        rec = v._rec
+        if not rec.declared:
+            tracer.declare(rec)
+        full[k] = view_at(rec.name, v._ir, loc)  # (form_key lowered every index)
+    locs = FormLocs(known, known.views, full)
+    b = tracer.builder
+    b.instructions.append(instruction_at(op, full, b.count, loc, locs, None, b.core))
+    b.count += 1
+    return locs
 
 
 def record(tracer, op: str, locs, recs, loc: Loc) -> None:

@@ -23,7 +23,8 @@ Readings (the docs name the wrapped instruction, not the exact lowering):
 """
 from __future__ import annotations
 
-from nkirun.source.kernel import consts, legacy
+from nkirun import speed  # the speed switches, beside their plain twins
+from nkirun.source.kernel import consts, copy_chains, legacy
 from nkirun.source.kernel.index_arrays import with_pattern
 from nkirun.source.kernel.tensor import current, ndarray
 from nkirun.source.kernel.unsupported import here, kernel_error
@@ -281,12 +282,18 @@ def broadcast_to(x, shape, dtype=None):
                            f"{list(shape)}")
     t = _new(shape, dtype or x.dtype)
     if x.shape[0] == 1 and shape[0] > 1 and x.shape[1:] == shape[1:]:
+        planned = copy_chains.broadcast_rows(current(), x, t, shape[0]) \
+            if speed.COPY_CHAINS else False  # (the same chain from a plan: copy_chains.py)
+        if planned:
+            return t
         _emit("dma_copy", dst=t[0:1], src=x)
         filled = 1
         while filled < shape[0]:
             n = min(filled, shape[0] - filled)
             _emit("dma_copy", dst=t[filled:filled + n], src=t[0:n])
             filled += n
+        if planned is None:
+            copy_chains.make_plan(current(), x, t, shape[0])
         return t
     if x.shape[0] == shape[0] and len(shape) == 2 and x.shape[1] == 1:
         _emit("memset", dst=t, value=0.0)

@@ -29,3 +29,14 @@ def lowered_index(v):
         if len(_LOWERED) < 100_000:
             _LOWERED[key] = hit
     return hit
+
+
+def remembered(v) -> bool:
+    """Whether handle v's IR index is the object lowered_index keeps for its view layout
+    (so a later view of that layout gets this very object: copy_chains' plans)."""
+    rec, sv = v._rec, v._v
+    if sv.indirect is not None or v._dtype is not rec.dtype:
+        return False
+    key = (rec.buffer, rec.shape, rec.dtype, sv.shape, sv.strides, sv.offset, sv.basic,
+           sv.tail)
+    return _LOWERED.get(key, _NO_INDEX) is v._ir

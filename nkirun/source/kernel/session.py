@@ -61,6 +61,7 @@ class Tracer:
         # (op, id(loc), keyword, ...) -> _call_site: a loop repeats the same calls
         self.sites: dict = {}
         self.forms: dict = {}  # call_forms.form_key -> FormLocs (its template: the args)
+        self.families: dict = {}  # call_forms.family_key -> the FormLocs of its first form
         # (id(call site Loc), shape, dtype, buffer, name) as given -> (shape, nl dtype,
         # buffer, base name) of a non-shared allocation the plain path made (a loop's
         # nl.ndarray repeats its call)
@@ -168,16 +169,25 @@ class Tracer:
             self.budget.checkpoint(self.builder, loc)
         if form is _UNSET:
             form = call_forms.form_key(op, values, loc) if speed.CALL_FORMS else None
+        family = None
         if form is not None:
             locs = self.forms.get(form[0])
             if locs is not None:  # an earlier call of this form: its args, our tensors
                 call_forms.record(self, op, locs, form[1], loc)
                 return
+            if speed.OFFSET_FAMILIES and len(self.forms) < call_forms.FORMS_MAX:
+                family = call_forms.family_key(form[0])
+                locs = self.families.get(family)
+                if locs is not None:  # a new form of a known family: its args, our views
+                    self.forms[form[0]] = call_forms.from_family(self, op, values, loc, locs)
+                    return
         if tables is None:
             spec = REGISTRY.get(op)
             tables = param_tables(spec) if spec is not None else None
         if tables is None or not self._emit_fast(op, tables, values, loc, form):
             self._emit_plain(op, values, loc)
+        elif family is not None and form[0] in self.forms:
+            self.families[family] = self.forms[form[0]]
 
     def _emit_fast(self, op: str, tables, values: dict, loc: Loc, form=None) -> bool:
         """The IR instruction the Builder would make from these values, built directly
