@@ -110,6 +110,10 @@ helpers). Memos, each beside its plain definition: source/kernel/views.py `index
 tuple after the layout token the handle keeps, `_layout_token`) and `view_method` (.ap,
 .reshape, ... with plain arguments, on the same token), twins `index_view_plain` and
 `view_method_plain` (tests/kernel/test_fast_views.py, also the tokens they hand out).
+The scheduler's history update, schedule/history.py `record` (a read inline, a tensor's
+first access made in place), beside `record_plain` (AccessHistory.read and .wrote;
+tests/schedule/test_record.py); schedule/fast_place.py `scalar_alt` beside
+placement.on_scalar (tests/schedule/test_form_plans.py, FORM_PLANS off).
 A dst-first call by position decides `legacy.dst_first`'s keyword part once per count and
 keywords (isa_shim._positional_plan; tests/kernel/test_call_forms.py compares the two). Under LAZY_OPERANDS the scheduler reads a form instance's pending
 Operands raw (schedule/scheduler.py `place`, placement.on_scalar's cycles per form); with

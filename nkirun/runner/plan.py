@@ -237,7 +237,7 @@ class _Planner:
                     if got is None:
                         viewer.fresh = frozenset(names[p] for p in fresh)
                         widen.needing = []
-                        got = (b.spec.plan(b)(viewer), tuple(widen.needing))
+                        got = widen.built(b.spec.plan(b)(viewer))  # (call, what it reads)
                         if form is not None and got[0] is not None and not partial_writes:
                             r.calls[key] = got
                     call, widened = got
@@ -259,7 +259,7 @@ class _Planner:
                 widen.steps(widened, b, add_b, add_call)
             add_b(b)
             add_call(call)
-            if widen.current or widen.sources is not None:  # (what b reads raw, writes)
+            if widen.current or widen.busy or widened:  # (what b reads raw, what it writes)
                 widen.ran(b, names, r, plain, call, widened, slot, len(self.calls) - 1)
             done = ends.get(i)
             if done is not None:

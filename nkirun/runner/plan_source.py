@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 RAW = "raw"  # a `needing` entry ("raw", array number): a plan form reads that array raw
+COPY = "copy"  # the last `needing` entry ("copy", None): the call is a bit copy followed
 # The float32 copies of source views one plan keeps, at most (bytes). Unlike the copies of
 # tile views, bounded by the SBUF, they grow with the HBM tensors a kernel reads (a 1 GB
 # bfloat16 weight read by matmuls would make 2 GB of them); views past the bound are widened
@@ -43,10 +44,11 @@ class Sources:
     `dead`: those of copies overwritten unread; `memo`: _sub_source's answers; `bytes`: the
     float32 copies of source views made (SOURCE_COPY_BYTES bounds them)."""
 
-    __slots__ = ("records", "pending", "dead", "memo", "held", "bytes")
+    __slots__ = ("records", "into", "pending", "dead", "memo", "held", "bytes")
 
     def __init__(self, held: int):
         self.records: dict = {}
+        self.into: dict = {}  # source array number -> the arrays with records of copies from it
         self.pending: dict = {}
         self.dead: list = []  # the steps of copies overwritten before any step read them
         self.memo: dict = {}
@@ -100,8 +102,9 @@ class Sources:
                 del self.records[number]
             else:
                 recs[:] = [r for r in recs if not _overlap(r[0], d)]
-        for n, recs in list(self.records.items()):
-            if any(r[2] == number for r in recs):
+        for n in self.into.pop(number, ()):  # (the arrays holding copies from it)
+            recs = self.records.get(n)
+            if recs:
                 recs[:] = [r for r in recs if r[2] != number]
 
     def copied(self, at: int, number: int, d, s, s_number: int, kept: bool) -> None:
@@ -110,6 +113,7 @@ class Sources:
         lo = _address(d)
         hi = lo + _extent(d)
         self.records.setdefault(number, []).append((d, s, s_number, (lo, hi)))
+        self.into.setdefault(s_number, set()).add(number)
         if not kept and number >= self.held:
             self.pending.setdefault(number, []).append(at)
 
@@ -119,11 +123,15 @@ class Sources:
 
 
 def copy_of_bits(call):
-    """(d, s) when the plan call is `np.copyto(d, s)` of one dtype (a bit copy), else None."""
+    """(d, s) when the plan call is `np.copyto(d, s)` of one dtype (a bit copy) other than
+    float32 (a float32 view is read as it is, never widened), else None."""
     if getattr(call, "func", None) is not np.copyto or call.keywords or len(call.args) != 2:
         return None
     d, s = call.args
-    return (d, s) if d.dtype == s.dtype and d.shape == s.shape else None
+    return (d, s) if d.dtype == s.dtype and d.shape == s.shape and d.dtype != _F32 else None
+
+
+_F32 = np.dtype(np.float32)
 
 
 def _address(a: np.ndarray) -> int:

@@ -25,7 +25,7 @@ import numpy as np
 
 from nkirun import speed
 from nkirun.hw.dtypes import widen_into
-from nkirun.runner.plan_source import RAW, Sources, copy_of_bits
+from nkirun.runner.plan_source import COPY, RAW, Sources, copy_of_bits
 
 
 class WidenOnce:
@@ -37,7 +37,7 @@ class WidenOnce:
     keys it reads (kept with the call in its recipe)."""
 
     __slots__ = ("copies", "fresh", "current", "needing", "before", "read", "sources",
-                 "cells", "points", "outputs")
+                 "cells", "points", "outputs", "busy")
 
     def __init__(self, held: int = 0, outputs=frozenset()):
         self.copies: dict = {}
@@ -53,6 +53,10 @@ class WidenOnce:
         self.cells: dict = {}
         self.points: dict = {}
         self.outputs = outputs
+        # (whether runner/plan.py must call `ran` after each instruction: copies recorded
+        # or pending; it calls it anyway after a call reading copies or marked COPY, and
+        # while copies are current)
+        self.busy = False
 
     def copy_of(self, key: tuple, a: np.ndarray) -> tuple:
         """The pair (isa/common.widened's) the call being built reads instead of widening
@@ -70,6 +74,13 @@ class WidenOnce:
         if cell is None:
             cell = self.cells[key] = [None]
         return None, cell
+
+    def built(self, call) -> tuple:
+        """(the call a plan form built, the keys of the copies it reads), the keys ending
+        with a (COPY, None) mark when the call is a bit copy plan_source.py follows."""
+        if self.sources is not None and copy_of_bits(call) is not None:
+            self.needing.append((COPY, None))
+        return call, tuple(self.needing)
 
     def raw(self, key: tuple) -> None:
         """The call being built reads the view of `key` as it is (a float32 operand)."""
@@ -121,7 +132,7 @@ class WidenOnce:
         (plan_source.py), the (cell, key) pairs a step must point anew)."""
         copies, points, out, moved = self.copies, self.points, [], []
         for key in keys:
-            if key[0] == RAW:
+            if key[0] == RAW or key[0] == COPY:
                 continue
             got = self.sources.source_of(key[0], copies[key][0])
             to = key
@@ -145,8 +156,13 @@ class WidenOnce:
         tensor it names), and the bit copy it may be (plan_source.py)."""
         src, reads = self.sources, recipe.reads
         written = names if plain else names[reads:]
-        if src is None:
-            return self.written_by(written, slot)
+        pair = None if plain or not keys or keys[-1][0] != COPY or reads != 1 or \
+            len(written) != 1 else copy_of_bits(call)
+        if src is None or (pair is None and not src.records and not src.pending):
+            self.busy = False
+            if self.current:
+                self.written_by(written, slot)
+            return
         if src.pending:
             raw = {slot(n) for n in (names if plain else names[:reads])}
             if keys:
@@ -154,7 +170,6 @@ class WidenOnce:
                 raw |= {k[1] for k in keys if k[0] == RAW}
             for number in raw:
                 src.read(number)
-        pair = None if plain or reads != 1 or len(written) != 1 else copy_of_bits(call)
         if not plain and src.pending:
             for p in recipe.whole:  # (written in full: what copies left there is gone)
                 src.overwritten(slot(names[p]))
@@ -163,6 +178,7 @@ class WidenOnce:
         if pair is not None and slot(names[0]) != slot(written[0]):
             src.copied(at, slot(written[0]), pair[0], pair[1], slot(names[0]),
                        written[0] in self.outputs)
+        self.busy = bool(src.records or src.pending)
 
     def unread_copies(self) -> list:
         """The steps of copies nothing read (plan_source.py), to leave out of the plan."""
@@ -176,8 +192,9 @@ class WidenOnce:
     def written(self, number: int, d=None) -> None:
         """Array `number` is written (or handed to another tensor): its copies are stale
         (d: the view a bit copy wrote, plan_source.py)."""
-        if self.sources is not None:
-            self.sources.written(number, d)
+        src = self.sources
+        if src is not None and (src.records or src.into):
+            src.written(number, d)
         keys = self.current.pop(number, None)
         if keys:
             self.fresh.difference_update(keys)

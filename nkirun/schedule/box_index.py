@@ -29,6 +29,7 @@ from nkirun.schedule.model import RAW, READY, WAR, WAW
 INDEX_MIN = 12  # a map of more boxes than this is indexed (below: the plain scan is faster)
 MEMO_MIN = 4  # a read's answer is kept for maps of more writes than this
 _AFTER = float("inf")
+_WRITES_THEN_READS = (False, True)
 
 
 def _span(dim) -> tuple[int, int]:
@@ -182,14 +183,18 @@ def ready_indexed(s, rnames, rboxes, wnames, wboxes, compute: float) -> tuple:
         st = tensors.get(name)
         if st is None:
             continue
-        if st.write_end > ready:
-            got = st.writes
-            for other, a in (got.items() if len(got) <= INDEX_MIN else _entries(st, False, box)):
-                if a[0] > ready and (other is box or s.overlap(other, box)):
-                    ready, dep, kind, dep_tensor = a[0], a[1], WAW, name
-        if st.read_end > ready:
-            got = st.reads
-            for other, a in (got.items() if len(got) <= INDEX_MIN else _entries(st, True, box)):
-                if a[0] > ready and (other is box or s.overlap(other, box)):
-                    ready, dep, kind, dep_tensor = a[0], a[1], WAR, name
+        for of_reads in _WRITES_THEN_READS:  # (WAW, then WAR)
+            if (st.read_end if of_reads else st.write_end) <= ready:
+                continue
+            got = st.reads if of_reads else st.writes
+            for other, a in (got.items() if len(got) <= INDEX_MIN else
+                             _entries(st, of_reads, box)):
+                if a[0] > ready:
+                    if other is not box:  # (the scheduler's overlap, its memo inline)
+                        hit = overlap_memo.get((id(other), id(box)))
+                        if hit is None:
+                            hit = overlap_memo[(id(other), id(box))] = overlaps(other, box)
+                        if not hit:
+                            continue
+                    ready, dep, kind, dep_tensor = a[0], a[1], WAR if of_reads else WAW, name
     return ready, dep, kind, dep_tensor

@@ -59,13 +59,14 @@ class Server:
             starts.append(t0)
             ends.append(end := t0 + work)
             owners.append(owner)
-            self._trim()
+            if len(starts) > _MAX_INTERVALS:
+                self._trim()
             return t0, end, None
         i = bisect_right(starts, t0) - 1  # the last interval starting at or before t0
         blocker, t = None, t0
         if i >= 0 and ends[i] > t0:
             blocker, t = owners[i], ends[i]
-        j, first, left, pieces = i + 1, None, work, []
+        j, first, left, pieces, at = i + 1, None, work, [], 0
         while True:
             nxt = starts[j] if j < len(starts) else math.inf
             if nxt > t:
@@ -73,6 +74,8 @@ class Server:
                     first = t
                 take = min(nxt - t, left)
                 if take > 0:
+                    if not pieces:
+                        at = j  # (the first piece lies before interval j, from t on)
                     pieces.append((t, t + take))
                 left -= take
                 t += take
@@ -80,13 +83,20 @@ class Server:
                 break
             t = max(t, ends[j])
             j += 1
-        for s, e in pieces:
-            self._insert(s, e, owner)
+        if len(pieces) == 1:  # (the usual case: where it goes is known)
+            self._insert_at(at, pieces[0][0], pieces[0][1], owner)
+        else:
+            for s, e in pieces:
+                self._insert(s, e, owner)
         return first, t, blocker
 
     def _insert(self, s: float, e: float, owner: int) -> None:
+        self._insert_at(bisect_right(self.starts, s), s, e, owner)
+
+    def _insert_at(self, k: int, s: float, e: float, owner: int) -> None:
+        """_insert of (s, e) where k == bisect_right(starts, s) (tests/schedule/
+        test_dma_groups.py checks it of every single-piece booking)."""
         starts, ends, owners = self.starts, self.ends, self.owners
-        k = bisect_right(starts, s)
         if k > 0 and ends[k - 1] >= s:  # joins the previous interval
             k -= 1
             ends[k] = max(ends[k], e)
@@ -99,7 +109,8 @@ class Server:
             ends[k] = max(ends[k], ends[k + 1])
             owners[k] = owners[k + 1] if ends[k + 1] >= ends[k] else owners[k]
             del starts[k + 1], ends[k + 1], owners[k + 1]
-        self._trim()
+        if len(starts) > _MAX_INTERVALS:
+            self._trim()
 
     def advance(self, first: int, shift_ns: float, shift_index: int) -> None:
         """Intervals owned by positions >= `first` move `shift_ns` later; the earliest of
@@ -125,11 +136,26 @@ class Server:
             self.starts, self.ends, self.owners = (list(x) for x in zip(*merged))
 
     def _trim(self) -> None:
+        """Over _MAX_INTERVALS: close the oldest gap (never earlier than the truth)."""
         starts, ends, owners = self.starts, self.ends, self.owners
-        if len(starts) > _MAX_INTERVALS:  # close the oldest gap: never earlier than truth
+        if len(starts) > _MAX_INTERVALS:
             ends[0] = ends[1]
             owners[0] = owners[1]
             del starts[1], ends[1], owners[1]
+
+
+def _earliest(answers) -> tuple:
+    """(first byte, end, blocker) of a transfer from its engines' Server.book answers, in
+    order: the earliest first byte, the latest end (0.0 at least), the first blocker."""
+    first, end, blocker = math.inf, 0.0, None
+    for f, x, bl in answers:
+        if f < first:
+            first = f
+        if x > end:
+            end = x
+        if bl is not None and blocker is None:
+            blocker = bl
+    return first, end, blocker
 
 
 class DmaEngines:
@@ -170,8 +196,16 @@ class DmaEngines:
         if plans is not None:
             plan = plans.get(id(shares))
             if plan is not None and plan[0] is shares and plan[1] == self.layout:
-                if plan[2] is not None:
-                    return self._planned(t0, plan[2], hbm_ns, owner)
+                groups = plan[2]
+                if groups is not None and len(groups) == 1:  # (one Server: its answer)
+                    first, end, blocker = groups[0][0].book(t0, groups[0][1], owner)
+                    if not end > 0.0:
+                        end = 0.0
+                    if self.hbm_binds and hbm_ns > 0:
+                        return self._hbm(t0, hbm_ns, owner, first, end, blocker)
+                    return first, end, blocker
+                if groups is not None:
+                    return self._planned(t0, groups, hbm_ns, owner)
             else:
                 plan = None
         got = self._book_shares(t0, shares, owner)
@@ -187,16 +221,9 @@ class DmaEngines:
             one = self._one_server(shares)  # (the usual case: one booking serves them all)
             got = [one.book(t0, shares[0][1], owner)] if one is not None else \
                 self._book_grouped(t0, shares, owner)
-        first, end, blocker = math.inf, 0.0, None
-        for k, (e, w) in enumerate(shares if got is None or len(got) > 1 else shares[:1]):
-            f, x, bl = self.servers[e].book(t0, w, owner) if got is None else got[k]
-            if f < first:
-                first = f
-            if x > end:
-                end = x
-            if bl is not None and blocker is None:
-                blocker = bl
-        return first, end, blocker
+        return _earliest(self.servers[e].book(t0, w, owner) if got is None else got[k]
+                         for k, (e, w) in enumerate(
+                             shares if got is None or len(got) > 1 else shares[:1]))
 
     def _plan_of(self, shares) -> tuple | None:
         """The (Server, work) pairs `_book_shares` books for `shares` while no engine
@@ -224,16 +251,8 @@ class DmaEngines:
         """`book` from the plan `groups` (`_plan_of`): each Server booked once; an answer
         equal for all engines of a Server, the first and last byte and the first blocker
         in the order of `shares` are those of the groups in theirs."""
-        first, end, blocker = math.inf, 0.0, None
-        for srv, w in groups:
-            f, x, bl = srv.book(t0, w, owner)
-            if f < first:
-                first = f
-            if x > end:
-                end = x
-            if bl is not None and blocker is None:
-                blocker = bl
-        return self._hbm(t0, hbm_ns, owner, first, end, blocker)
+        return self._hbm(t0, hbm_ns, owner,
+                         *_earliest(srv.book(t0, w, owner) for srv, w in groups))
 
     def _one_server(self, shares) -> Server | None:
         """The Server every engine of `shares` shares with no other engine when they all

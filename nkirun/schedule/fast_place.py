@@ -17,7 +17,7 @@ from operator import itemgetter
 from nkirun.checker.overlap import overlaps
 from nkirun.isa.bound import Operands, raw_args
 from nkirun.schedule import placement, recompute
-from nkirun.schedule.history import AccessHistory
+from nkirun.schedule.history import record  # noqa: F401 (scheduler.py imports it here)
 from nkirun.schedule.model import ENGINE, RAW, READY, RECOMPUTE, SPILL, WAR, WAW, Slot
 
 
@@ -44,11 +44,14 @@ def _kept_reads(b) -> tuple[int, ...] | None:
 
 
 def _picker(positions: tuple[int, ...]):
-    """names -> the tuple of names at `positions` (itemgetter, always a tuple)."""
-    if len(positions) == 1:
-        i = positions[0]
-        return lambda names: (names[i],)
-    return itemgetter(*positions) if positions else (lambda names: ())
+    """names (a tuple) -> the tuple of names at `positions`, in one call of C: a slice
+    when the positions run on by one (none, one, or a range), else itemgetter (two or
+    more positions: always a tuple)."""
+    n = len(positions)
+    start = positions[0] if n else 0
+    if positions == tuple(range(start, start + n)):
+        return itemgetter(slice(start, start + n))
+    return itemgetter(*positions)
 
 
 class FormPlan:
@@ -71,7 +74,7 @@ def form_layout(s, b) -> tuple:
     kept = _kept_reads(b)
     kept = tuple(range(n_reads)) if kept is None else kept
     pick_reads = _picker(kept)
-    if tuple(n for n, _ in c[1] + c[2]) != pick_reads(names) + names[n_reads:]:
+    if tuple([n for n, _ in c[1] + c[2]]) != pick_reads(names) + names[n_reads:]:
         return c, None, n_reads, pick_reads, None
     first: dict = {}
     for i, n in enumerate(names):
@@ -88,14 +91,14 @@ def make_plan(s, b, form, engine: str):
     p = FormPlan()
     p.engine, p.cycles, p.extra, p.n_reads, p.pick_reads = engine, c[0], c[3], n_reads, \
         pick_reads
-    p.read_boxes = tuple(box for _, box in c[1])
-    p.write_boxes = tuple(box for _, box in c[2])
+    p.read_boxes = tuple([box for _, box in c[1]])
+    p.write_boxes = tuple([box for _, box in c[2]])
     positions = tuple(first.values())
     p.uniq = None if positions == tuple(range(len(names))) else _picker(positions)
     if (names if p.uniq is None else p.uniq(names)) != c[4]:
         return None  # (the plain path's first instance names them in another order)
-    p.uniq_reads = _picker(tuple(dict.fromkeys(first[n] for n, _ in c[1])))
-    p.uniq_writes = _picker(tuple(dict.fromkeys(first[n] for n, _ in c[2])))
+    p.uniq_reads = _picker(tuple(dict.fromkeys([first[n] for n, _ in c[1]])))
+    p.uniq_writes = _picker(tuple(dict.fromkeys([first[n] for n, _ in c[2]])))
     p.value_shape = None
     if s.values is not None:  # (else no value is ever elided: recompute.applies)
         recompute.fast_key(b, c[1])  # (sets the form's "value_key")
@@ -173,6 +176,7 @@ def place_form(s, b, p: FormPlan, names) -> None:
         wstore = tuple([storage.get(n, n) for n in wnames])
     rboxes, wboxes = p.read_boxes, p.write_boxes
     ready, dep, kind, dep_tensor = s.ready_of(s, rstore, rboxes, wstore, wboxes, p.factor)
+    data_at = ready
     hold = s.hold
     if hold is not _NO_HOLD:  # spills.held
         s.hold = _NO_HOLD
@@ -188,8 +192,10 @@ def place_form(s, b, p: FormPlan, names) -> None:
         write_names = p.uniq_writes(names)
         if key is not None:
             same, rv = values.lookup(key, p.uniq_reads(names))
-        else:
-            values.wrote(write_names)
+        else:  # (Recomputes.wrote, inline)
+            versions = values.versions
+            for n in write_names:
+                versions[n] = versions.get(n, 0) + 1
     facts = None  # (None: the plan's own)
     if same is not None:  # its value exists: no engine time (recompute.py)
         start = ready if ready >= same[1] else same[1]
@@ -199,12 +205,13 @@ def place_form(s, b, p: FormPlan, names) -> None:
         lat = 0.0 if p.is_dma else s.raw_latency
         values.wrote(write_names)
     elif p.is_dma:
-        start, end, dep, kind, dep_tensor, queues, label, busy = s.place_dma(
-            b, p.extra, ready, dep, kind, dep_tensor)
+        start, end, dep, kind, dep_tensor = s.dma_times(index, p.extra, ready, dep, kind,
+                                                        dep_tensor)
         lat = 0.0
         if p.facts is None:  # (queues, label and busy are the form's: dma.plan)
-            p.facts = s.facts_of(p.op, engine, label, queues, cycles, p.formula, p.assumed,
-                                 p.inst_name, busy, *p.moved, 0)
+            queues = p.extra[6]
+            p.facts = s.facts_of(p.op, engine, s.dma_label(queues), queues, cycles,
+                                 p.formula, p.assumed, p.inst_name, p.extra[4], *p.moved, 0)
         if key is not None:  # a language-level load (recompute.py)
             values.store(key, rv, write_names, index, end)
     else:
@@ -221,8 +228,7 @@ def place_form(s, b, p: FormPlan, names) -> None:
             start, dep, kind, dep_tensor = 0.0, None, READY, None
         end = start + cycles / p.clock
         if p.scalar is not None:  # the engine left open: the compiler's choice
-            alt = placement.on_scalar(s, b, tuple(zip(rstore, rboxes)),
-                                      tuple(zip(wstore, wboxes)), end)
+            alt = scalar_alt(s, p.scalar, rstore, rboxes, wstore, wboxes, data_at, end)
             if alt is not None:
                 engine, cycles, start, end, ready, dep, kind, dep_tensor = alt
                 s.sched.placed_on_scalar += 1
@@ -231,7 +237,7 @@ def place_form(s, b, p: FormPlan, names) -> None:
         if facts is None and p.facts is None:
             p.facts = s.facts_of(p.op, engine, p.label, (), cycles, p.formula, p.assumed,
                                  p.inst_name, 0.0, *_NO_BYTES)
-        if p.tensor_cells:
+        if p.tensor_cells and s.pe is not None:  # (PE cells in use: compute_resource)
             s.occupy(engine, extra, end, index)
         else:
             s.engine_free[engine] = (end, index)
@@ -244,19 +250,25 @@ def place_form(s, b, p: FormPlan, names) -> None:
                               names if p.uniq is None else p.uniq(names), ready))
 
 
+def scalar_alt(s, cycles: int, rstore, rboxes, wstore, wboxes, data_at: float,
+               vector_end: float) -> tuple | None:
+    """placement.on_scalar (its plain twin) for a form instance whose Scalar-engine cycles
+    are `cycles` (FormPlan.scalar) and whose data was ready for the Vector engine at
+    `data_at`: None at once when even a start at the later of data_at and the Scalar
+    engine's free time ends no earlier than `vector_end` (its data is never ready earlier
+    there: a reader on the Scalar engine waits the whole commit latency of a compute
+    write, at least the Vector engine's share of it), else on_scalar's answer."""
+    free, blocker = s.engine_free.get("scalar", _FREE)
+    clock = s.clock("scalar")
+    if (data_at if data_at >= free else free) + cycles / clock >= vector_end:
+        return None
+    ready, dep, kind, tensor = s.ready_of(s, rstore, rboxes, wstore, wboxes, 1.0)
+    start, dep, kind, tensor = placement.earliest_start(ready, dep, kind, tensor, free,
+                                                        blocker)
+    end = start + cycles / clock
+    if end >= vector_end:
+        return None
+    return "scalar", cycles, start, end, ready, dep, kind, tensor
+
+
 _NO_BYTES = (0.0, 0.0, 0.0, 0)  # no DMA bytes (delivered, per descriptor, in HBM); core 0
-
-
-def record(tensors, rnames, rboxes, wnames, wboxes, end, index, lat) -> None:
-    """Note the reads zip(rnames, rboxes) and the writes zip(wnames, wboxes) of instruction
-    `index`, ending at `end` (writes: carrying `lat`), in the tensors' histories."""
-    for name, box in zip(rnames, rboxes):
-        st = tensors.get(name)
-        if st is None:
-            st = tensors[name] = AccessHistory()
-        st.read(box, end, index)
-    for name, box in zip(wnames, wboxes):
-        st = tensors.get(name)
-        if st is None:
-            st = tensors[name] = AccessHistory()
-        st.wrote(box, end, index, lat)

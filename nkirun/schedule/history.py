@@ -43,9 +43,10 @@ class AccessHistory:
         self.raw_memo = None
         if end + latency > self.write_end:
             self.write_end = end + latency
-        if self.reads.pop(box, None) is not None and self.rindex is not None:
+        reads = self.reads
+        if reads and reads.pop(box, None) is not None and self.rindex is not None:
             self.rindex.remove(box)
-        if len(writes) + len(self.reads) > self.limit:
+        if len(writes) + len(reads) > self.limit:
             self.writes = {b: a for b, a in writes.items() if b == box
                            or not contains(box, b)}
             self.reads = {b: a for b, a in self.reads.items() if not contains(box, b)}
@@ -61,16 +62,74 @@ class AccessHistory:
             if end > self.read_end:
                 self.read_end = end
         if len(self.writes) + len(self.reads) > self.limit:
-            self.reads = {b: a for b, a in self.reads.items() if b == box
-                          or not (a[0] <= end and contains(box, b))}
-            self.rindex = None
-            self._relimit()
+            self.sweep_reads(box, end)
+
+    def sweep_reads(self, box, end: float) -> None:
+        """Drop the reads that a new read of `box` ending at `end` covers (record: a read
+        replaces the read of the identical box if it ends no earlier)."""
+        self.reads = {b: a for b, a in self.reads.items() if b == box
+                      or not (a[0] <= end and contains(box, b))}
+        self.rindex = None
+        self._relimit()
 
     def _relimit(self) -> None:
         self.limit = max(_SWEEP_MIN, 2 * (len(self.writes) + len(self.reads)))
 
 
 _SWEEP_MIN = 16
+
+
+def record_plain(tensors, rnames, rboxes, wnames, wboxes, end, index, lat) -> None:
+    """Note the reads zip(rnames, rboxes) and the writes zip(wnames, wboxes) of instruction
+    `index`, ending at `end` (writes: carrying `lat`), in the tensors' histories."""
+    for name, box in zip(rnames, rboxes):
+        st = tensors.get(name)
+        if st is None:
+            st = tensors[name] = AccessHistory()
+        st.read(box, end, index)
+    for name, box in zip(wnames, wboxes):
+        st = tensors.get(name)
+        if st is None:
+            st = tensors[name] = AccessHistory()
+        st.wrote(box, end, index, lat)
+
+
+def record(tensors, rnames, rboxes, wnames, wboxes, end, index, lat) -> None:
+    """record_plain (its twin, tests/schedule/test_record.py) with AccessHistory.read
+    inline and a tensor's first access made in place: a read adds a box or replaces the
+    read of the identical box; the sweep runs only when a map grew (after every access
+    both maps together hold no more than `limit` boxes)."""
+    for name, box in zip(rnames, rboxes):
+        st = tensors.get(name)
+        if st is None:  # (a new history: no index, no sweep)
+            st = tensors[name] = AccessHistory()
+            st.reads[box] = (end, index)
+            if end > 0.0:
+                st.read_end = end
+            continue
+        reads = st.reads
+        cur = reads.get(box)
+        if cur is None:
+            if st.rindex is not None:
+                st.rindex.add(box)
+            reads[box] = (end, index)
+            if end > st.read_end:
+                st.read_end = end
+            if len(st.writes) + len(reads) > st.limit:
+                st.sweep_reads(box, end)
+        elif cur[0] <= end:  # (the maps keep their sizes: within the limit)
+            reads[box] = (end, index)
+            if end > st.read_end:
+                st.read_end = end
+    for name, box in zip(wnames, wboxes):
+        st = tensors.get(name)
+        if st is None:
+            st = tensors[name] = AccessHistory()
+            st.writes[box] = (end, index, lat)
+            if end + lat > 0.0:
+                st.write_end = end + lat
+            continue
+        st.wrote(box, end, index, lat)
 
 
 def last_uses(bound) -> list:

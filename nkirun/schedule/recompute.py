@@ -38,6 +38,8 @@ runtime loops or two cores (where a version count per tensor is not the whole st
 """
 from __future__ import annotations
 
+from itertools import repeat
+
 from nkirun.isa.bound import raw_args, views_of
 
 ENGINES = frozenset({"vector", "scalar", "gpsimd"})
@@ -86,6 +88,7 @@ def value_key(b) -> tuple | None:
 
 
 _PLAIN = frozenset({str, int, float, bool, type(None)})
+_ZEROS = repeat(0)  # (map(get, names, _ZEROS): get(name, 0) for each name)
 _UNSET = object()
 
 
@@ -131,11 +134,11 @@ class Recomputes:
 
     def lookup(self, key, read_names) -> tuple:
         get = self.versions.get
-        rv = tuple([get(n, 0) for n in read_names])
+        rv = tuple(map(get, read_names, _ZEROS))  # (each name's version, 0 if none yet)
         hit = self.values.get((key, rv))
         if hit is not None:
             index, end, written, versions = hit
-            if tuple([get(n, 0) for n in written]) == versions:
+            if tuple(map(get, written, _ZEROS)) == versions:
                 return (index, end), rv
         return None, rv  # never computed, or its result was overwritten since
 
@@ -152,4 +155,4 @@ class Recomputes:
             versions[n] = versions.get(n, 0) + 1
         self.kept.update(write_names)
         self.values[(key, rv)] = (index, end, write_names,
-                                  tuple([versions[n] for n in write_names]))
+                                  tuple(map(versions.__getitem__, write_names)))

@@ -43,18 +43,18 @@ def _costed(b, target: Target, keyed: bool = True) -> tuple:
     box)."""
     acc = b.accesses()
     kept = _kept_reads(b)
-    reads = tuple((r.decl.name, r.box) for _, r in (
-        acc.reads if kept is None else (acc.reads[i] for i in kept)))
-    writes = tuple((r.decl.name, r.box) for _, r in acc.writes)
+    reads = tuple([(r.decl.name, r.box) for _, r in (
+        acc.reads if kept is None else [acc.reads[i] for i in kept])])
+    writes = tuple([(r.decl.name, r.box) for _, r in acc.writes])
     if b.engine == "dma":
         extra = dma.plan(b, target)
         cycles = dma.plan_ns(extra) if b.spec.cycles is dma_cycles else b.spec.cycles(b, target)
     else:
         extra = _pe_cells(b) if b.engine == "tensor" else None
         cycles = b.spec.cycles(b, target)
-    names = tuple(dict.fromkeys(n for n, _ in reads + writes))
-    read_names = tuple(dict.fromkeys(n for n, _ in reads))
-    write_names = tuple(dict.fromkeys(n for n, _ in writes))
+    names = tuple(dict.fromkeys([n for n, _ in reads + writes]))
+    read_names = tuple(dict.fromkeys([n for n, _ in reads]))
+    write_names = tuple(dict.fromkeys([n for n, _ in writes]))
     return (int(cycles), reads, writes, extra, names,
             recompute.fast_key(b, reads) if keyed else None, read_names, write_names)
 
@@ -66,6 +66,7 @@ class _Scheduler:
         self.target = target
         table = cost_table(target)
         self.raw_latency = table.raw_latency_ns
+        self.dge_ns = table.dge_ns
         self.hbm_rate = table.hbm_bytes_per_ns
         # a reader's share of the commit latency a compute write carries (the Vector engine's
         # documented dependent-instruction overhead is shorter than the measured ScalarE one)
@@ -299,24 +300,30 @@ class _Scheduler:
     def place_dma(self, b, plan, ready, dep, kind, dep_tensor) -> tuple:
         """Trigger at `ready` (after the DGE issuer, if any), stream from trigger + latency
         on the engines' idle time (schedule/dma.py)."""
-        shares, latency, hbm_ns, issuer, busy, uniform, queues = plan[:7]
+        start, end, dep, kind, dep_tensor = self.dma_times(b.inst.index, plan, ready, dep,
+                                                           kind, dep_tensor)
+        queues = plan[6]
+        return start, end, dep, kind, dep_tensor, queues, self.dma_label(queues), plan[4]
+
+    def dma_times(self, index: int, plan, ready, dep, kind, dep_tensor) -> tuple:
+        """place_dma's (start, end, waited-on, kind, tensor) of instruction `index`."""
+        latency, issuer = plan[1], plan[3]
         trigger = ready
         if issuer is not None:
             free, blocker = self.engine_free.get(issuer, (0.0, None))
             if free > trigger:
                 trigger, dep, kind, dep_tensor = free, blocker, ENGINE, None
-            self.engine_free[issuer] = (trigger + cost_table(self.target).dge_ns,
-                                        b.inst.index)
-        first, end, blocker = self.dma.book(trigger + latency, shares, hbm_ns, uniform,
-                                             b.inst.index)
-        start = trigger
+            self.engine_free[issuer] = (trigger + self.dge_ns, index)
+        first, end, blocker = self.dma.book(trigger + latency, plan[0], plan[2], plan[5],
+                                             index)
         if first - latency > trigger and blocker is not None:
             # its latency passed while the engines finished `blocker`: it starts (streams)
             # when they free up, so the slot never starts before what it waited for ends
-            start, dep, kind, dep_tensor = first, blocker, QUEUE, None
-        elif dep is None:
-            kind = READY
+            return first, end, blocker, QUEUE, None
+        return trigger, end, dep, READY if dep is None else kind, dep_tensor
+
+    def dma_label(self, queues) -> str:
         label = self.labels.get(queues)
         if label is None:
             label = self.labels[queues] = queue_label(queues)
-        return start, end, dep, kind, dep_tensor, queues, label, busy
+        return label

@@ -92,10 +92,11 @@ def test_a_repeated_transfer_books_from_its_kept_grouping(monkeypatch):
     pool = _pool([(list(range(4)), 100.0, False, False), (list(range(16)), 25.0, False, False)])
     transfers = [(k * 40.0, k % 2, 0.0) for k in range(30)]
     calls = []
-    real = DmaEngines._planned
-    monkeypatch.setattr(DmaEngines, "_planned", lambda *a: calls.append(1) or real(*a))
+    real = DmaEngines._book_shares
+    monkeypatch.setattr(DmaEngines, "_book_shares", lambda *a: calls.append(1) or real(*a))
     got, d = _book_pooled(transfers, pool, True)
-    assert len(calls) >= 20 and got == _book_pooled(transfers, pool, False)[0]
+    assert len(calls) <= 6  # (the grouping worked out at a transfer's first booking)
+    assert got == _book_pooled(transfers, pool, False)[0]
     assert len({id(s) for s in d.servers}) == 2  # (engines 0-3 parted from the rest)
 
 
@@ -110,3 +111,29 @@ def test_the_first_blocker_in_engine_order_is_kept():
     got = _book_pooled(transfers, pool, True)[0]
     assert got == _book_pooled(transfers, pool, False)[0]
     assert got[4][2] == 0 and got[10][2] == 4  # (the blocker: engine 0's)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 3000, allow_nan=False), st.floats(1, 400),
+                          st.booleans()), min_size=1, max_size=80))
+def test_a_booking_inserts_where_bisection_would(bookings):
+    """Server.book places a single-piece booking at the position it found while looking
+    for the gap (`_insert_at`), which must be bisect_right(starts, start)."""
+    from bisect import bisect_right
+
+    from nkirun.schedule.dma import Server
+    seen = []
+
+    class Checked(Server):
+        __slots__ = ()
+
+        def _insert_at(self, k, s, e, owner):
+            assert k == bisect_right(self.starts, s)
+            seen.append(k)
+            super()._insert_at(k, s, e, owner)
+
+    srv = Checked()
+    for owner, (t0, work, late) in enumerate(bookings):
+        srv.book(t0 + (5000.0 if late else 0.0), work, owner)
+        assert srv.starts == sorted(srv.starts)
+        assert all(e < s for e, s in zip(srv.ends, srv.starts[1:]))  # (merged, apart)

@@ -45,8 +45,43 @@ def blocks(x, w):
 '''
 
 
+SCALAR = '''
+import nki.isa as nisa
+import nki.language as nl
+
+def scalar_choice(x):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    base = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=base, src=x)
+    acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=acc, value=0.0)
+    for i in range(12):  # copies and scalings the compiler may put on either engine
+        for k in range(i % 4):  # the Scalar engine busy with work of its own
+            e = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.activation(dst=e, op=nl.exp, data=base, scale=float(i * 4 + k + 1))
+        t = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=t, data=base, op0=nl.multiply, operand0=float(i + 2))
+        u = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=u, src=t)
+        nisa.tensor_tensor(dst=acc, data1=acc, data2=u, op=nl.add)
+    nisa.dma_copy(dst=out, src=acc)
+    return out
+'''
+
+
+def _load(tmp_path, name: str, text: str):
+    (tmp_path / f"{name}.py").write_text(text)
+    spec = importlib.util.spec_from_file_location(name, tmp_path / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def _cases(tmp_path):
     yield from FORMS._traced_cases(tmp_path)
+    x = np.ones((128, 512), np.float32)
+    yield "scalar_choice", trace_call(_load(tmp_path, "plan_scalar", SCALAR).scalar_choice,
+                                      (x,))
     (tmp_path / "plan_blocks.py").write_text(BLOCKS)
     spec = importlib.util.spec_from_file_location("plan_blocks", tmp_path / "plan_blocks.py")
     mod = importlib.util.module_from_spec(spec)
@@ -80,6 +115,10 @@ def test_form_plans_schedule_as_the_plain_path(tmp_path, monkeypatch):
         assert fast == _slots(traced.program, bound, monkeypatch, plans=False), name
         if name in ("loop", "blocks"):
             assert took >= 30, name  # the plan path was taken
+        if name == "scalar_choice":  # (scalar_alt: some placed there, some not)
+            engines = [row[1][1] for row in fast[0] if row[1][0] in ("tensor_copy",
+                                                                      "tensor_scalar")]
+            assert "scalar" in engines and "vector" in engines, engines
         seen += 1
     assert seen >= 6
 
