@@ -85,6 +85,7 @@ and schedule.
 |                 | widened from the copy's source (one float32 copy per    | made (tests/runner/test_plan_source.py)       |
 |                 | source view while it is not written); a copy nothing    |                                               |
 |                 | else reads is left out (runner/plan_source.py)          |                                               |
+|                 | (in a plan simulate() keeps: execute_planned follow=)   |                                               |
 | COPY_CHAINS     | nl.broadcast_to's dma_copy chain across partitions     | each step through convenience._emit (the      |
 |                 | recorded from its call site's plan: each step's form    | loop in convenience.broadcast_to; tests/      |
 |                 | (source/kernel/copy_chains.py)                          | kernel/test_copy_chains.py)                   |

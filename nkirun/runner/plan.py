@@ -91,10 +91,13 @@ def last_uses(bound, kept=frozenset()) -> tuple[dict, set]:
     return ends, used
 
 
-def execute_planned(program, bound, inputs=None, uninitialized="error", plans=None) -> Machine:
+def execute_planned(program, bound, inputs=None, uninitialized="error", plans=None,
+                    follow=None) -> Machine:
     """interpret.execute(program, bound, inputs, uninitialized=...) through a plan: the same
     outputs (bit for bit), errors and warnings; the Machine keeps the outputs and the tensors
-    with initial contents. `plans`: simulate()'s kept plan and where to keep this one."""
+    with initial contents. `plans`: simulate()'s kept plan and where to keep this one; `follow`:
+    operands widened from their loads' sources (plan_source.py), by default only in a plan
+    simulate() keeps (it runs again: one run alone would not repay the bookkeeping)."""
     from nkirun.runner.plain import out_of_memory
     if plans is not None and (kept := plans.take(bound, uninitialized)) is not None:
         return run_kept(plans, kept, inputs, uninitialized, run_steps)  # (plan_keep.py)
@@ -118,7 +121,8 @@ def execute_planned(program, bound, inputs=None, uninitialized="error", plans=No
     m = start_machine(Machine.__new__(Machine), buffers, written, uninitialized)
     held = dict(buffers)  # (what the steps start from, before they bind and unbind)
     try:
-        plan = _Planner(program, bound, m, ends, uninitialized, outs)
+        plan = _Planner(program, bound, m, ends, uninitialized, outs, plans is not None and
+                        plans.seen is bound if follow is None else follow)  # (plan_source.py)
     except MemoryError:
         raise out_of_memory(program)
     try:
@@ -173,7 +177,8 @@ class _Planner:
     """One pass over the instructions in order, building the steps: `calls`, and `bs`, the
     instruction each call belongs to."""
 
-    def __init__(self, program, bound, m: Machine, ends: dict, policy: str, outputs=None):
+    def __init__(self, program, bound, m: Machine, ends: dict, policy: str, outputs=None,
+                 follow=True):
         self.m, self.policy = m, policy
         self.tensors = program.tensors
         self.outputs = ({n for n, t in self.tensors.items() if t.output} if outputs is None
@@ -190,7 +195,7 @@ class _Planner:
         self.views: dict = {}  # (array number, layout, shape) -> view
         self.bs, self.calls = [], []  # the steps: the instruction, the call
         self.writes = PlannedWrites()  # tensors written in parts so far (plan_writes.py)
-        self.widen = WidenOnce(len(self.arrays), self.outputs)  # (plan_widen.py)
+        self.widen = WidenOnce(len(self.arrays), self.outputs, follow)  # (plan_widen.py)
         self.compile(bound, ends)  # (ends: last_uses, without the kept tensors)
 
     def _kind(self, name: str) -> tuple:

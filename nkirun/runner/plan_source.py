@@ -44,11 +44,14 @@ class Sources:
     `dead`: those of copies overwritten unread; `memo`: _sub_source's answers; `bytes`: the
     float32 copies of source views made (SOURCE_COPY_BYTES bounds them)."""
 
-    __slots__ = ("records", "into", "pending", "dead", "memo", "held", "bytes")
+    __slots__ = ("records", "into", "pending", "dead", "memo", "held", "bytes", "version",
+                 "addresses")
 
     def __init__(self, held: int):
         self.records: dict = {}
         self.into: dict = {}  # source array number -> the arrays with records of copies from it
+        self.version: dict = {}  # array number -> a count of the changes of its records
+        self.addresses: dict = {}  # id -> (a view, its address: NumPy's dict costs ~2 us)
         self.pending: dict = {}
         self.dead: list = []  # the steps of copies overwritten before any step read them
         self.memo: dict = {}
@@ -62,12 +65,20 @@ class Sources:
         self.bytes += nbytes
         return True
 
+    def _at(self, a: np.ndarray) -> int:
+        hit = self.addresses.get(id(a))
+        if hit is not None and hit[0] is a:
+            return hit[1]
+        at = _address(a)
+        self.addresses[id(a)] = (a, at)
+        return at
+
     def source_of(self, number: int, v: np.ndarray):
         """(the source view holding v's values, its array number) or None."""
         recs = self.records.get(number)
         if not recs:
             return None
-        lo = _address(v)
+        lo = self._at(v)
         for rec in reversed(recs):
             d, s, s_number, (d_lo, d_hi) = rec
             if not d_lo <= lo < d_hi:
@@ -102,10 +113,15 @@ class Sources:
                 del self.records[number]
             else:
                 recs[:] = [r for r in recs if not _overlap(r[0], d)]
+            self._touch(number)
         for n in self.into.pop(number, ()):  # (the arrays holding copies from it)
             recs = self.records.get(n)
             if recs:
                 recs[:] = [r for r in recs if r[2] != number]
+                self._touch(n)
+
+    def _touch(self, number: int) -> None:
+        self.version[number] = self.version.get(number, 0) + 1
 
     def copied(self, at: int, number: int, d, s, s_number: int, kept: bool) -> None:
         """Step `at` copies s (array s_number) into d (array `number`); `kept`: the
@@ -114,6 +130,7 @@ class Sources:
         hi = lo + _extent(d)
         self.records.setdefault(number, []).append((d, s, s_number, (lo, hi)))
         self.into.setdefault(s_number, set()).add(number)
+        self._touch(number)
         if not kept and number >= self.held:
             self.pending.setdefault(number, []).append(at)
 

@@ -37,9 +37,9 @@ class WidenOnce:
     keys it reads (kept with the call in its recipe)."""
 
     __slots__ = ("copies", "fresh", "current", "needing", "before", "read", "sources",
-                 "cells", "points", "outputs", "busy")
+                 "cells", "points", "outputs", "busy", "resolved")
 
-    def __init__(self, held: int = 0, outputs=frozenset()):
+    def __init__(self, held: int = 0, outputs=frozenset(), follow: bool = True):
         self.copies: dict = {}
         self.fresh: set = set()
         self.current: dict = {}
@@ -48,8 +48,8 @@ class WidenOnce:
         self.read: dict = {}  # array number -> the keys read since its last write
         # (speed.WIDEN_FROM_SOURCE, plan_source.py: the copies' sources; per view key the
         # cell its calls read, and the key of the copy a step last pointed it at)
-        self.sources = Sources(held) if speed.WIDEN_FROM_SOURCE and speed.WIDEN_ONCE \
-            else None
+        self.sources = Sources(held) if follow and speed.WIDEN_FROM_SOURCE and \
+            speed.WIDEN_ONCE else None
         self.cells: dict = {}
         self.points: dict = {}
         self.outputs = outputs
@@ -57,6 +57,7 @@ class WidenOnce:
         # or pending; it calls it anyway after a call reading copies or marked COPY, and
         # while copies are current)
         self.busy = False
+        self.resolved: dict = {}  # view key -> (its array's records version, the copy's key)
 
     def copy_of(self, key: tuple, a: np.ndarray) -> tuple:
         """The pair (isa/common.widened's) the call being built reads instead of widening
@@ -108,7 +109,8 @@ class WidenOnce:
             before = self.before.get(key[0])
             group = (before if before is not None and key in before else {key}) - fresh
             pairs = [copies[k] if copies[k][1] is not None else self._made(k) for k in group]
-            pairs.sort(key=_address)
+            if len(pairs) > 1:
+                pairs.sort(key=_address)
             add_b(b)
             add_call(partial(_widen_all, pairs))
             fresh |= group
@@ -134,21 +136,33 @@ class WidenOnce:
         for key in keys:
             if key[0] == RAW or key[0] == COPY:
                 continue
-            got = self.sources.source_of(key[0], copies[key][0])
-            to = key
-            if got is not None:
-                sub, number = got
-                to = (number, ("source", _address((sub, None)), sub.strides), sub.shape)
-                if to not in copies:
-                    if self.sources.room(sub.size * 4):
-                        copies[to] = (sub, None)
-                    else:  # (over the bound: widened from the tile, whose copy stays)
-                        to = key
+            version = self.sources.version.get(key[0])
+            hit = self.resolved.get(key)
+            if hit is not None and hit[0] == version:
+                to = hit[1]  # (the array's records did not change since)
+            else:
+                to = self._resolve(key)
+                self.resolved[key] = (version, to)
             out.append(to)
             if points.get(key) != to:
                 points[key] = to
                 moved.append((self.cells[key], to))
         return out, moved
+
+    def _resolve(self, key: tuple) -> tuple:
+        """The key of the copy the view of `key` is read from: its source's (plan_source.py)
+        when it has one and the bound leaves room, else its own."""
+        copies = self.copies
+        got = self.sources.source_of(key[0], copies[key][0])
+        if got is None:
+            return key
+        sub, number = got
+        to = (number, ("source", _address((sub, None)), sub.strides), sub.shape)
+        if to not in copies:
+            if not self.sources.room(sub.size * 4):
+                return key  # (over the bound: widened from the tile, whose copy stays)
+            copies[to] = (sub, None)
+        return to
 
     def ran(self, b, names, recipe, plain: bool, call, keys, slot, at: int) -> None:
         """After step `at`, b's call (`keys`: the copies it reads; recipe: its form's,

@@ -255,3 +255,25 @@ def _tree_env() -> dict:
     import os
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     return dict(os.environ, PYTHONPATH=root)
+
+
+def test_a_long_pass_files_what_it_left_and_counts_it():
+    """A pass that leaves more than YOUNG_LIMIT objects files them under the oldest
+    generation and counts them (the youngest generation's count, not a walk of every
+    object); a pass whose objects die is left young and counts nothing."""
+    from nkirun import gc_policy
+    gc.collect()
+    gc_policy._collect_if_due()  # (the count starts again after that full collection)
+    n = gc_policy.YOUNG_LIMIT * 3
+    before = gc_policy._filed
+    with gc_policy.paused_gc():
+        kept = [[i] for i in range(n)]
+    filed = gc_policy._filed - before
+    assert n <= filed <= n + 2_000, filed
+    assert gc.get_count()[0] < 1_000  # (filed: the young generation is empty again)
+    before = gc_policy._filed
+    with gc_policy.paused_gc():
+        dropped = [[i] for i in range(n)]
+        del dropped
+    assert gc_policy._filed == before
+    del kept

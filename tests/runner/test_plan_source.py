@@ -21,10 +21,25 @@ from nkirun.runner.plan import _Planner, last_uses
 from nkirun.runner import plan_source
 from nkirun.runner.plan_source import _sub_source
 from nkirun.runner.plan_widen import _widen_all
+from nkirun.runner.interpret import execute, outputs
+from nkirun.runner.plan import execute_planned
 from prog_helpers import out, sbuf, tmp, write_program
-from test_plan import both_ways
+from test_plan import _outcome
 
 RNG = np.random.default_rng(29)
+
+
+def both_ways(program, bound, policy="error"):
+    """test_plan.both_ways with the sources followed (execute_planned does so by default only
+    for a plan simulate() keeps)."""
+    def plain():
+        m = execute(program, bound, uninitialized=policy, plan=False)
+        return outputs(program, m), m.warnings
+
+    def planned():
+        m = execute_planned(program, bound, None, policy, follow=True)
+        return outputs(program, m), m.warnings
+    return _outcome(plain), _outcome(planned)
 
 
 def _mm(dst, st, mv, acc):
