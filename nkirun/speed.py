@@ -55,6 +55,8 @@ and schedule.
 | DMA_GROUP_PLANS | ... and a transfer's grouping of engines into Servers  | the grouping worked out for every transfer    |
 |                 | kept per DMA plan while no engine changes Server      | (dma.py DmaEngines._book_shares)              |
 |                 | (schedule/dma.py _plan_of, _planned)                    |                                               |
+| DMA_ONE_GAP     | a DMA Server booking that fits in the gap it starts in | every booking through the gap-filling loop    |
+|                 | inserted there at once (schedule/dma.py Server.book)   | (dma.py Server._fill_gaps)                    |
 | CORE_PLANS      | a two-core schedule's cores share their FormPlans; a   | each core plans its forms; every slot's facts |
 |                 | slot's facts moved to its core once per facts          | interned afresh (schedule/cores.py            |
 |                 | (schedule/cores.py facts_on_core)                      | schedule_cores)                               |
@@ -147,6 +149,7 @@ DEAD_HISTORIES = True
 WIDEN_ONCE = True
 SHARED_DMA_SERVERS = True
 DMA_GROUP_PLANS = True
+DMA_ONE_GAP = True
 CORE_PLANS = True
 BOX_INDEX = True
 SPILLS_FROM_CHECK = True

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 
+from nkirun import speed
 from nkirun.hw.cost_tables import cost_table
 from nkirun.isa.dma_plan import plan, plan_ns, run_elems, uncontended_ns  # noqa: F401
 
@@ -66,7 +67,19 @@ class Server:
         blocker, t = None, t0
         if i >= 0 and ends[i] > t0:
             blocker, t = owners[i], ends[i]
-        j, first, left, pieces, at = i + 1, None, work, [], 0
+        j = i + 1
+        if work > 0 and starts[j] - t >= work and speed.DMA_ONE_GAP:
+            self._insert_at(j, t, end := t + work, owner)  # (the gap before j holds it)
+            return t, end, blocker
+        return self._fill_gaps(t, work, owner, j, blocker)
+
+    def _fill_gaps(self, t: float, work: float, owner: int, j: int, blocker) -> tuple:
+        """book's gap filling from t on (j: the first interval starting after t): every gap
+        in turn until `work` is taken (the plain twin of book's one-gap case,
+        `speed.DMA_ONE_GAP`; tests/schedule/test_dma_groups.py compares them)."""
+        starts = self.starts
+        ends = self.ends
+        first, left, pieces, at = None, work, [], 0
         while True:
             nxt = starts[j] if j < len(starts) else math.inf
             if nxt > t:

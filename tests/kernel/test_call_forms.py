@@ -171,7 +171,7 @@ SWITCHES = ((speed, "CALL_FORMS"), (speed, "ALLOC_PLANS"), (speed, "FORM_ARGS"),
             (speed, "INDEX_FORMS"), (speed, "PSUM_BY_FORM"), (speed, "INDEX_MEMO"),
             (speed, "CORES_BY_NAMES"), (speed, "WIDEN_ONCE"), (speed, "FORM_PLANS"),
             (speed, "DEAD_HISTORIES"), (speed, "SHARED_DMA_SERVERS"), (speed, "BOX_INDEX"),
-            (speed, "DMA_GROUP_PLANS"), (speed, "CORE_PLANS"),
+            (speed, "DMA_GROUP_PLANS"), (speed, "CORE_PLANS"), (speed, "DMA_ONE_GAP"),
             (speed, "BF16_SHIFT"), (speed, "FILL_BITS"), (speed, "UNREAD_FILLS"),
             (speed, "WIDEN_FROM_SOURCE"), (speed, "COPY_CHAINS"),
             (speed, "OFFSET_FAMILIES"), (speed, "BLOCK_TILES"))

@@ -137,3 +137,50 @@ def test_a_booking_inserts_where_bisection_would(bookings):
         srv.book(t0 + (5000.0 if late else 0.0), work, owner)
         assert srv.starts == sorted(srv.starts)
         assert all(e < s for e, s in zip(srv.ends, srv.starts[1:]))  # (merged, apart)
+
+
+def _book_server(bookings, one_gap: bool, monkeypatch) -> tuple[list, int]:
+    """Each booking's answer and the intervals after it, with or without book's one-gap
+    case (`speed.DMA_ONE_GAP`), and how many bookings went through `_fill_gaps`."""
+    from nkirun.schedule.dma import Server
+    monkeypatch.setattr(speed, "DMA_ONE_GAP", one_gap)
+    filled = []
+
+    class Counted(Server):
+        __slots__ = ()
+
+        def _fill_gaps(self, *a):
+            filled.append(1)
+            return super()._fill_gaps(*a)
+
+    srv, out = Counted(), []
+    for owner, (t0, work) in enumerate(bookings):
+        out.append(srv.book(t0, work, owner))
+        out.append((srv.starts[:], srv.ends[:], srv.owners[:]))
+    return out, len(filled)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 3000, allow_nan=False),
+                          st.sampled_from([0.0, 10.0, 25.0, 50.0, 400.0])),
+                min_size=1, max_size=80))
+def test_a_booking_in_one_gap_books_as_the_gap_filling_loop(bookings):
+    """Server.book's one-gap case (`speed.DMA_ONE_GAP`) answers and leaves the intervals
+    exactly as its plain twin `_fill_gaps`, the loop over every gap."""
+    import pytest
+    with pytest.MonkeyPatch.context() as mp:
+        fast, _ = _book_server(bookings, True, mp)
+        plain, _ = _book_server(bookings, False, mp)
+    assert fast == plain
+
+
+def test_a_blocked_booking_fits_the_gap_after_its_blocker(monkeypatch):
+    """The gap is measured from the blocker's end, not from t0: at 50 behind [0, 100] and
+    before [150, 200], 60 ns do not fit (they span the second interval), 40 ns do."""
+    bookings = [(0.0, 100.0), (150.0, 50.0), (50.0, 60.0), (300.0, 10.0), (50.0, 40.0)]
+    fast, filled = _book_server(bookings, True, monkeypatch)
+    plain, every = _book_server(bookings, False, monkeypatch)
+    assert fast == plain
+    assert fast[4] == (100.0, 210.0, 0)  # (100..150, then 200..210)
+    assert fast[8] == (210.0, 250.0, 2)  # (behind [0, 210], before [300, 310]: one gap)
+    assert filled < every  # (the one-gap case was taken)
