@@ -68,8 +68,13 @@ class Server:
         if i >= 0 and ends[i] > t0:
             blocker, t = owners[i], ends[i]
         j = i + 1
-        if work > 0 and starts[j] - t >= work and speed.DMA_ONE_GAP:
-            self._insert_at(j, t, end := t + work, owner)  # (the gap before j holds it)
+        if work > 0 and starts[j] - t >= work and speed.DMA_ONE_GAP:  # (the gap holds it)
+            end = t + work
+            if blocker is not None and end < starts[j]:  # (_insert_at: it joins interval i)
+                ends[i] = end
+                owners[i] = owner
+            else:
+                self._insert_at(j, t, end, owner)
             return t, end, blocker
         return self._fill_gaps(t, work, owner, j, blocker)
 

@@ -161,7 +161,8 @@ def _book_server(bookings, one_gap: bool, monkeypatch) -> tuple[list, int]:
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(st.floats(0, 3000, allow_nan=False),
+@given(st.lists(st.tuples(st.one_of(st.floats(0, 3000, allow_nan=False),  # (exact fits too)
+                                   st.integers(0, 300).map(lambda k: k * 5.0)),
                           st.sampled_from([0.0, 10.0, 25.0, 50.0, 400.0])),
                 min_size=1, max_size=80))
 def test_a_booking_in_one_gap_books_as_the_gap_filling_loop(bookings):
@@ -177,10 +178,13 @@ def test_a_booking_in_one_gap_books_as_the_gap_filling_loop(bookings):
 def test_a_blocked_booking_fits_the_gap_after_its_blocker(monkeypatch):
     """The gap is measured from the blocker's end, not from t0: at 50 behind [0, 100] and
     before [150, 200], 60 ns do not fit (they span the second interval), 40 ns do."""
-    bookings = [(0.0, 100.0), (150.0, 50.0), (50.0, 60.0), (300.0, 10.0), (50.0, 40.0)]
+    bookings = [(0.0, 100.0), (150.0, 50.0), (50.0, 60.0), (300.0, 10.0), (50.0, 40.0),
+                (500.0, 10.0), (200.0, 50.0)]  # (the last: fits exactly, joins both sides)
     fast, filled = _book_server(bookings, True, monkeypatch)
     plain, every = _book_server(bookings, False, monkeypatch)
     assert fast == plain
     assert fast[4] == (100.0, 210.0, 0)  # (100..150, then 200..210)
     assert fast[8] == (210.0, 250.0, 2)  # (behind [0, 210], before [300, 310]: one gap)
+    assert fast[12] == (250.0, 300.0, 4)
+    assert fast[13] == ([0.0, 500.0], [310.0, 510.0], [3, 5])
     assert filled < every  # (the one-gap case was taken)
