@@ -1,0 +1,16 @@
+"""What two traces of one kernel are compared on when a fast path must equal its plain twin
+(call-site forms, copy chains, block tiles, the check's form shortcuts): plain tuples, so a
+failing assert shows the first instruction or diagnostic that differs."""
+
+
+def instruction_facts(program) -> list:
+    """Every instruction's op, arguments, index, location, keyword locations, repeat and
+    core, the partial ones (a trace that stopped) included."""
+    return [(i.op, dict(i.args), i.index, i.loc, dict(i.arg_locs), i.repeat_of, i.core)
+            for i in (*program.instructions, *program.partial)]
+
+
+def diagnostic_facts(diags) -> list:
+    """Every diagnostic as the user sees it: severity, code, message, location,
+    instruction and hint."""
+    return [(d.severity, d.code, d.message, d.loc, d.instruction, d.hint) for d in diags]
