@@ -14,3 +14,18 @@ def diagnostic_facts(diags) -> list:
     """Every diagnostic as the user sees it: severity, code, message, location,
     instruction and hint."""
     return [(d.severity, d.code, d.message, d.loc, d.instruction, d.hint) for d in diags]
+
+
+def assert_same_outcome(fast, plain) -> None:
+    """Two (traced kernel, check diagnostics, run results) triples, a fast path's and its
+    plain twin's, agree: instructions, tensors in order, the trace's and the check's
+    diagnostics, and the outputs' bytes."""
+    (fast_traced, fast_diags, fast_results), (plain_traced, plain_diags, plain_results) = \
+        fast, plain
+    assert instruction_facts(fast_traced.program) == instruction_facts(plain_traced.program)
+    assert fast_traced.program.tensors == plain_traced.program.tensors
+    assert list(fast_traced.program.tensors) == list(plain_traced.program.tensors)
+    assert (diagnostic_facts(fast_traced.diagnostics)
+            == diagnostic_facts(plain_traced.diagnostics))
+    assert diagnostic_facts(fast_diags) == diagnostic_facts(plain_diags)
+    assert fast_results == plain_results

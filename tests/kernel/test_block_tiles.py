@@ -14,7 +14,7 @@ from nkirun import speed
 from nkirun.api_kernel import check_traced, run_traced, trace_call
 from nkirun.source.kernel import call_forms, tile_ops, unsupported
 from repo_paths import load_module
-from trace_facts import instruction_facts, diagnostic_facts
+from trace_facts import assert_same_outcome, instruction_facts
 
 KERNEL = '''
 import numpy as np
@@ -115,12 +115,7 @@ def test_block_tiles_from_plans_equal_the_plain_tiles(kernel, monkeypatch, made)
     assert [len(tiles) for tiles in fast_tiles] == [1, 4, 4] + [4] * 6
     names = [s[4] for tiles in fast_tiles for s in tiles]
     assert len(set(names)) == len(names)  # (each tile's own name: t, t_1, ... t_23)
-    assert instruction_facts(fast.program) == instruction_facts(plain.program)
-    assert fast.program.tensors == plain.program.tensors
-    assert list(fast.program.tensors) == list(plain.program.tensors)
-    assert diagnostic_facts(fast.diagnostics) == diagnostic_facts(plain.diagnostics)
-    assert diagnostic_facts(fast_diags) == diagnostic_facts(plain_diags)
-    assert fast_results == plain_results
+    assert_same_outcome((fast, fast_diags, fast_results), (plain, plain_diags, plain_results))
 
 
 @pytest.mark.parametrize("forms_max", [0, 2])

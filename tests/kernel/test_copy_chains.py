@@ -16,7 +16,7 @@ from nkirun.api_kernel import check_traced, run_traced, trace_call
 from nkirun.diagnostics import NkirunError
 from nkirun.source.kernel import call_forms, copy_chains, legacy
 from repo_paths import load_module
-from trace_facts import instruction_facts, diagnostic_facts
+from trace_facts import assert_same_outcome, diagnostic_facts, instruction_facts
 
 KERNEL = '''
 import nki
@@ -95,12 +95,7 @@ def test_chains_from_plans_trace_the_plain_program(kernel, monkeypatch, stepped)
     # from plans: each site's calls after its first (`part`'s two views: after the second)
     # but those after the masked load (the plain path narrows)
     assert from_plans == 26 + 8 + 2 * 8
-    assert instruction_facts(fast.program) == instruction_facts(plain.program)
-    assert fast.program.tensors == plain.program.tensors
-    assert list(fast.program.tensors) == list(plain.program.tensors)
-    assert diagnostic_facts(fast.diagnostics) == diagnostic_facts(plain.diagnostics)
-    assert diagnostic_facts(fast_diags) == diagnostic_facts(plain_diags)
-    assert fast_results == plain_results
+    assert_same_outcome((fast, fast_diags, fast_results), (plain, plain_diags, plain_results))
     chain = [i for i in fast.program.instructions if i.op == "dma_copy"]
     assert len(chain) > 6 * (8 + 7 + 1 + 8)  # (the chains are there)
 
