@@ -17,6 +17,7 @@ from nkirun.checker.cores import check_cores
 from nkirun.checker.passes import validate
 from nkirun.isa.bound import FormBound
 from nkirun.source import parse_file
+from trace_facts import diagnostic_facts
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -52,9 +53,6 @@ def _traced(tmp_path):
     return trace_call(module.halves, (np.ones((128, 512), np.float32), 10), lnc=2).program
 
 
-def _diags(diags):
-    return [(d.severity, d.code, d.message, d.loc, d.instruction, d.hint) for d in diags]
-
 
 def _programs(tmp_path):
     yield _traced(tmp_path)
@@ -72,9 +70,10 @@ def test_rules_by_names_equal_the_plain_rules(tmp_path, monkeypatch):
         monkeypatch.setattr(speed, "CORES_BY_NAMES", False)
         plain_order, plain = check_cores(program, bind(program)[0])
         monkeypatch.setattr(speed, "CORES_BY_NAMES", True)
-        assert _diags(fast) == _diags(plain)
+        assert diagnostic_facts(fast) == diagnostic_facts(plain)
         assert [b.index for b in fast_order] == [b.index for b in plain_order]
-        assert _diags(validate(program)[1]) == _diags(_plain_validate(program, monkeypatch))
+        assert (diagnostic_facts(validate(program)[1])
+                == diagnostic_facts(_plain_validate(program, monkeypatch)))
         codes.update(d.code for d in fast)
     assert {"W630", "E633"} <= codes  # (both rules have something to find)
 

@@ -12,6 +12,7 @@ from nkirun.api_kernel import trace_call
 from nkirun.checker.bind import bind
 from nkirun.checker.psum import psum_hazards
 from nkirun.isa.bound import FormBound
+from trace_facts import diagnostic_facts
 
 KERNEL = '''
 import nki
@@ -51,9 +52,6 @@ def _traced(tmp_path):
     return trace_call(module.hazards, (a, b, 12))
 
 
-def _diags(diags):
-    return [(d.severity, d.code, d.message, d.loc, d.instruction, d.hint) for d in diags]
-
 
 def test_hazards_through_forms_equal_the_plain_pass(tmp_path, monkeypatch):
     program = _traced(tmp_path).program
@@ -65,6 +63,6 @@ def test_hazards_through_forms_equal_the_plain_pass(tmp_path, monkeypatch):
     assert sum(b.__class__ is FormBound for b in bound) >= lazy - len(fast)
     monkeypatch.setattr(speed, "PSUM_BY_FORM", False)
     plain = psum_hazards(program, bind(program)[0])
-    assert _diags(fast) == _diags(plain)
+    assert diagnostic_facts(fast) == diagnostic_facts(plain)
     assert {d.code for d in fast} == {"W053", "W054", "W055"}
     assert sum(d.code == "W055" for d in fast) >= 10

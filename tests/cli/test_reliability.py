@@ -25,6 +25,8 @@ from repo_paths import ROOT as _ROOT
 ROOT = str(_ROOT)
 ENV = {**os.environ, "PYTHONPATH": ROOT, "NO_COLOR": "1", "OPENBLAS_NUM_THREADS": "1"}
 NKIRUN = [sys.executable, "-m", "nkirun"]
+# (its tests interrupt nkirun processes: a background test run must not make them immune)
+pytestmark = pytest.mark.usefixtures("interruptible_children")
 SMALL = """version: 1
 tensors:
   x: {buffer: hbm, shape: [4, 8], dtype: float32, file: x.npy}

@@ -14,6 +14,7 @@ from nkirun import speed
 from nkirun.api_kernel import check_traced, run_traced, trace_call
 from nkirun.source.kernel import call_forms, tile_ops, unsupported
 from repo_paths import load_module
+from trace_facts import assert_same_outcome, instruction_facts
 
 KERNEL = '''
 import numpy as np
@@ -54,13 +55,6 @@ def kernel(tmp_path):
 A = (np.arange(4 * 128 * 64, dtype=np.float32).reshape(4, 128, 64) % 7) / 7
 
 
-def _instructions(program):
-    return [(i.op, dict(i.args), i.index, i.loc, dict(i.arg_locs), i.repeat_of, i.core)
-            for i in program.instructions]
-
-
-def _diags(diags):
-    return [(d.severity, d.code, d.message, d.loc, d.instruction, d.hint) for d in diags]
 
 
 def _slots(v):
@@ -121,12 +115,7 @@ def test_block_tiles_from_plans_equal_the_plain_tiles(kernel, monkeypatch, made)
     assert [len(tiles) for tiles in fast_tiles] == [1, 4, 4] + [4] * 6
     names = [s[4] for tiles in fast_tiles for s in tiles]
     assert len(set(names)) == len(names)  # (each tile's own name: t, t_1, ... t_23)
-    assert _instructions(fast.program) == _instructions(plain.program)
-    assert fast.program.tensors == plain.program.tensors
-    assert list(fast.program.tensors) == list(plain.program.tensors)
-    assert _diags(fast.diagnostics) == _diags(plain.diagnostics)
-    assert _diags(fast_diags) == _diags(plain_diags)
-    assert fast_results == plain_results
+    assert_same_outcome((fast, fast_diags, fast_results), (plain, plain_diags, plain_results))
 
 
 @pytest.mark.parametrize("forms_max", [0, 2])
@@ -136,7 +125,7 @@ def test_a_full_plan_table(kernel, monkeypatch, made, forms_max):
     plain, _, plain_results, plain_tiles, plain_plain = \
         _traced(kernel, monkeypatch, made, False)
     assert fast_tiles == plain_tiles
-    assert _instructions(fast.program) == _instructions(plain.program)
+    assert instruction_facts(fast.program) == instruction_facts(plain.program)
     assert fast.program.tensors == plain.program.tensors
     assert fast_results == plain_results
     if forms_max == 0:  # no plan kept at all: every tile by the plain twin

@@ -41,6 +41,7 @@ from nkirun.source.forms import FormArgs, FormLocs
 from nkirun.source.kernel import call_forms, isa_shim, views
 from nkirun.api_kernel import check_traced, run_traced, trace_call
 from repo_paths import load_module
+from trace_facts import instruction_facts, diagnostic_facts
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -157,13 +158,6 @@ def positional(x, n):
 '''
 
 
-def _instructions(program):
-    return [(i.op, i.args, i.index, i.loc, dict(i.arg_locs), i.repeat_of, i.core)
-            for i in (*program.instructions, *program.partial)]
-
-
-def _diags(diags):
-    return [(d.severity, d.code, d.message, d.loc, d.instruction, d.hint) for d in diags]
 
 
 SWITCHES = ((speed, "CALL_FORMS"), (speed, "ALLOC_PLANS"), (speed, "FORM_ARGS"),
@@ -198,10 +192,10 @@ def test_traces_with_forms_equal_the_plain_trace(tmp_path, monkeypatch):
         plain = make()
         _plain_switches(monkeypatch, True)
         a, b = with_forms.program, plain.program
-        assert _instructions(a) == _instructions(b), name
+        assert instruction_facts(a) == instruction_facts(b), name
         assert a.tensors == b.tensors and list(a.tensors) == list(b.tensors), name
-        assert _diags(with_forms.diagnostics) == _diags(plain.diagnostics), name
-        assert _diags(validate(a)[1]) == _diags(validate(b)[1]), name
+        assert diagnostic_facts(with_forms.diagnostics) == diagnostic_facts(plain.diagnostics), name
+        assert diagnostic_facts(validate(a)[1]) == diagnostic_facts(validate(b)[1]), name
         assert _results(with_forms) == _results(plain), name
         assert not any(i.arg_locs.__class__ is FormLocs for i in b.instructions)
         assert not any(i.args.__class__ is FormArgs for i in b.instructions)
@@ -229,7 +223,7 @@ def test_a_family_member_is_traced_as_its_first_form(tmp_path, monkeypatch):
         plain_trace = cases[name]()
         monkeypatch.setattr(speed, "OFFSET_FAMILIES", True)
         a, b = fast.program, plain_trace.program
-        assert _instructions(a) == _instructions(b), name
+        assert instruction_facts(a) == instruction_facts(b), name
         assert [i.arg_locs.views for i in a.instructions if i.arg_locs.__class__ is FormLocs] \
             == [i.arg_locs.views for i in b.instructions
                 if i.arg_locs.__class__ is FormLocs], name
@@ -403,7 +397,7 @@ def test_form_bounds_answer_as_their_operands(tmp_path, monkeypatch):
         eager, eager_diags = check_traced(traced)
         monkeypatch.setattr(speed, "LAZY_OPERANDS", True)
         assert not any(b.__class__ is FormBound for b in eager), name
-        assert _diags(diags) == _diags(eager_diags), name
+        assert diagnostic_facts(diags) == diagnostic_facts(eager_diags), name
         for b, p in pending:
             ops = b.args
             assert b.__class__ is Bound and raw_args(b) is ops and b.args is ops

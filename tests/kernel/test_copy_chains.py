@@ -16,6 +16,7 @@ from nkirun.api_kernel import check_traced, run_traced, trace_call
 from nkirun.diagnostics import NkirunError
 from nkirun.source.kernel import call_forms, copy_chains, legacy
 from repo_paths import load_module
+from trace_facts import assert_same_outcome, diagnostic_facts, instruction_facts
 
 KERNEL = '''
 import nki
@@ -61,13 +62,6 @@ def kernel(tmp_path):
 B = np.arange(4 * 64, dtype=np.float32).reshape(4, 64) / 64
 
 
-def _instructions(program):
-    return [(i.op, dict(i.args), i.index, i.loc, dict(i.arg_locs), i.repeat_of, i.core)
-            for i in program.instructions]
-
-
-def _diags(diags):
-    return [(d.severity, d.code, d.message, d.loc, d.instruction, d.hint) for d in diags]
 
 
 def _traced(kernel, monkeypatch, on: bool, n: int = 6):
@@ -101,12 +95,7 @@ def test_chains_from_plans_trace_the_plain_program(kernel, monkeypatch, stepped)
     # from plans: each site's calls after its first (`part`'s two views: after the second)
     # but those after the masked load (the plain path narrows)
     assert from_plans == 26 + 8 + 2 * 8
-    assert _instructions(fast.program) == _instructions(plain.program)
-    assert fast.program.tensors == plain.program.tensors
-    assert list(fast.program.tensors) == list(plain.program.tensors)
-    assert _diags(fast.diagnostics) == _diags(plain.diagnostics)
-    assert _diags(fast_diags) == _diags(plain_diags)
-    assert fast_results == plain_results
+    assert_same_outcome((fast, fast_diags, fast_results), (plain, plain_diags, plain_results))
     chain = [i for i in fast.program.instructions if i.op == "dma_copy"]
     assert len(chain) > 6 * (8 + 7 + 1 + 8)  # (the chains are there)
 
@@ -117,7 +106,7 @@ def test_a_full_form_table(kernel, monkeypatch, stepped, forms_max):
     fast, _, fast_results = _traced(kernel, monkeypatch, True)
     from_plans = len(stepped)
     plain, _, plain_results = _traced(kernel, monkeypatch, False)
-    assert _instructions(fast.program) == _instructions(plain.program)
+    assert instruction_facts(fast.program) == instruction_facts(plain.program)
     assert fast_results == plain_results
     if forms_max == 3:  # no chain's forms kept: no plan, every step by the plain path
         assert len(stepped) == 2 * from_plans
@@ -130,9 +119,9 @@ def test_a_budget_that_runs_out_inside_a_chain(kernel, monkeypatch, limit):
     def trace(on: bool):
         monkeypatch.setattr(speed, "COPY_CHAINS", on)
         try:
-            return _instructions(nkirun.trace(kernel, B, 6, max_instructions=limit))
+            return instruction_facts(nkirun.trace(kernel, B, 6, max_instructions=limit))
         except NkirunError as e:
-            return _diags(e.diagnostics)
+            return diagnostic_facts(e.diagnostics)
     got = trace(True)
     assert got == trace(False)
     assert got[0][1] == "E609"

@@ -188,7 +188,7 @@ def endless(x):
 '''
 
 
-def test_ctrl_c_names_the_kernel_line_and_its_loop_variables(tmp_path):
+def test_ctrl_c_names_the_kernel_line_and_its_loop_variables(tmp_path, interruptible_children):
     path = tmp_path / "endless.py"
     path.write_text(ENDLESS)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
