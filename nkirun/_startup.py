@@ -24,8 +24,17 @@ def _quit(signum, _frame):
         os._exit(128 + signum)
 
 
+# The signals this command was started with ignored stay ignored, as is the convention
+# (`nohup` ignores SIGHUP, a script's background job SIGINT): no handler of nkirun's is
+# ever installed for them (entry.py reads this too).
+IGNORED: frozenset = frozenset()
+
 if _is_command():
+    IGNORED = frozenset(s for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+                        if signal.getsignal(s) == signal.SIG_IGN)
     for _sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        if _sig in IGNORED:
+            continue
         try:
             signal.signal(_sig, _quit)
         except (ValueError, OSError):  # pragma: no cover - not the main thread

@@ -16,6 +16,7 @@ import sys
 import click
 
 from nkirun import safeio
+from nkirun._startup import IGNORED
 
 _QUIET_ERRNOS = (errno.EPIPE, errno.ENOSPC, errno.EBADF, errno.EIO)
 
@@ -29,10 +30,13 @@ def quiet_stdout_error(e: OSError) -> bool:
 
 
 def _install_handlers() -> None:
+    handlers = ((signal.SIGINT, signal.default_int_handler),
+                (signal.SIGTERM, safeio.raise_terminated),
+                (signal.SIGHUP, safeio.raise_terminated))
     try:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        signal.signal(signal.SIGTERM, safeio.raise_terminated)
-        signal.signal(signal.SIGHUP, safeio.raise_terminated)
+        for signum, handler in handlers:
+            if signum not in IGNORED:  # (started ignored: stays ignored, _startup.py)
+                signal.signal(signum, handler)
     except (ValueError, OSError):  # pragma: no cover - not the main thread
         pass
 
@@ -100,6 +104,8 @@ def _default_handlers() -> None:
     default action would (-signal), instead of raising Terminated inside the interpreter's
     shutdown (threading._shutdown), where it would print a traceback."""
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        if signum in IGNORED:
+            continue
         try:
             signal.signal(signum, signal.SIG_DFL)
         except (ValueError, OSError):  # pragma: no cover - not the main thread

@@ -154,6 +154,41 @@ def test_ctrl_c_during_execution_says_where_and_writes_nothing(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("delay", [0.0, 0.05, None])
+def test_signals_the_command_was_started_ignoring_stay_ignored(tmp_path, delay):
+    """`nohup nkirun run ... &` from a script: SIGHUP and SIGINT were ignored when nkirun
+    started, so neither ends it (while starting, or once execution has begun: None); it
+    finishes and writes its outputs. SIGTERM, not ignored, still ends it."""
+    _slow_program(tmp_path, steps=400, outputs=1)
+    ignoring = [sys.executable, "-c",
+                "import os, signal, sys\n"
+                "for s in (signal.SIGHUP, signal.SIGINT): signal.signal(s, signal.SIG_IGN)\n"
+                "os.write(2, b'ignoring\\n')\n"
+                "os.execv(sys.executable, [sys.executable] + sys.argv[1:])\n"]
+    args = ignoring + ["-m", "nkirun", "run", "slow.yaml", "--out", "out", "--trace"]
+    p = subprocess.Popen(args, cwd=tmp_path, env=ENV, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    assert p.stderr.readline() == "ignoring\n"  # (from here on nkirun's own start)
+    if delay is None:
+        first = p.stderr.readline()  # the trace line of instruction 0: execution has begun
+        assert first.startswith("#0 load"), first
+    else:
+        time.sleep(delay)
+    p.send_signal(signal.SIGHUP)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    assert (tmp_path / "out" / "y0.npy").exists()
+    p = subprocess.Popen(args, cwd=tmp_path, env=ENV, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    assert p.stderr.readline() == "ignoring\n"
+    assert p.stderr.readline().startswith("#0 load")
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 128 + signal.SIGTERM, err
+    assert "Traceback" not in err
+
+
 @pytest.mark.parametrize("delay", [0.0, 0.02, 0.05, 0.1, 0.2])
 def test_signal_during_start_up_gives_no_traceback(small, delay):
     p = subprocess.Popen(NKIRUN + ["check", "p.yaml"], cwd=small, env=ENV,
